@@ -1,0 +1,16 @@
+//! diffphd: differentiable Projective Dynamics (DiffPhD) for heterogeneous, hyperelastic,
+//! contact-rich elastodynamics. See `ARCHITECTURE.md` for the data flow and the module map.
+//!
+//! Data flows one way: [`scene`] (validated TOML) → [`mesh`] + per-element arrays in
+//! [`solver::model`] → [`linalg`] (assembled global matrix `A` and its persistent factor) →
+//! [`solver::forward`] rollout (tape) → loss → [`solver::backward`] adjoint → gradients.
+
+pub mod cli;
+pub mod gpu;
+pub mod io;
+pub mod linalg;
+pub mod material;
+pub mod mesh;
+pub mod optimize;
+pub mod scene;
+pub mod solver;
