@@ -1,1 +1,45 @@
-//! (in progress)
+//! Sparse linear algebra: assembly of the per-axis PD matrix $\hat A$ (spec §5.1), METIS
+//! nested-dissection ordering (§5.2), the persistent sparse Cholesky factor reused by the
+//! forward global step, the contact Delassus operator and the backward adjoint (§5.3–5.5).
+//!
+//! The factor sits behind [`LinearSolver`] so that a GPU implementation can take over the
+//! solves without the solver knowing (see [`crate::gpu`]).
+
+pub mod assembly;
+pub mod cholesky;
+pub mod csc;
+pub mod ordering;
+pub mod system;
+
+pub use cholesky::SparseCholesky;
+pub use csc::CscMatrix;
+pub use system::{AxisDirichlet, GlobalSystem};
+
+/// Errors of factorization and ordering, carrying the failing index.
+#[derive(Debug, thiserror::Error)]
+pub enum LinalgError {
+    #[error("matrix is not positive definite: non-positive pivot at (permuted) row {index}")]
+    NotPositiveDefinite { index: usize },
+    #[error("METIS_NodeND failed with status {status} on a graph of {n} vertices")]
+    Metis { status: i32, n: usize },
+    #[error("sparse factorization failed: {0}")]
+    Factor(String),
+    #[error("non-finite value in the global matrix at row {row}, column {col}")]
+    NonFinite { row: usize, col: usize },
+}
+
+/// A solver for the three per-axis systems $\hat A_d x_d = b_d$ (spec Eq. 33) with the
+/// Dirichlet reduction of spec §4. Implemented by [`GlobalSystem`] on the CPU; the GPU
+/// backend implements the same contract.
+pub trait LinearSolver: Send + Sync {
+    /// Number of nodes `n` (each axis system is `n × n` before Dirichlet reduction).
+    fn num_nodes(&self) -> usize;
+    /// Solve $A x = b$ for node-major `b` (length `3n`). Dirichlet DoFs of `x` take the
+    /// values in `dirichlet_values` (node-major, only prescribed entries are read), and
+    /// their coupling $A_{FD}\bar x_D$ is moved to the right-hand side.
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]);
+    /// Solve $A_{FF} z_F = q_F$ with $z_D = 0$ (the adjoint systems of spec §7.2).
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]);
+    /// $y = A x$ with the *unreduced* matrix (all DoFs).
+    fn apply_a(&self, x: &[f64], y: &mut [f64]);
+}

@@ -1,1 +1,6 @@
-//! (in progress)
+//! Inverse problems over the forward/adjoint core: declared parameters, loss and gradient
+//! evaluation ([`problem::Problem`]), used by `gradcheck` and (later) `optimize`.
+
+pub mod gradcheck;
+pub mod params;
+pub mod problem;

@@ -1,0 +1,207 @@
+//! `diffphd simulate`: forward rollout with PLY frames and `log.json`.
+
+use super::{BackendArg, Failure, RunArgs};
+use crate::gpu::Backend;
+use crate::io::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
+use crate::io::{ply, write_atomic};
+use crate::scene::{self, LoadedScene};
+use crate::solver::{Model, Simulator};
+use anyhow::Context;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Load the scene with the command-line overrides (`--frames` becomes a `--set`).
+pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
+    let mut sets = args.sets.clone();
+    if let Some(f) = args.frames {
+        sets.push(format!("simulation.frames={f}"));
+    }
+    if let Some(t) = args.threads {
+        sets.push(format!("solver.threads={t}"));
+    }
+    scene::load(&args.scene, &sets).map_err(Failure::input)
+}
+
+/// Refuse backends that cannot run, with the reason.
+pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
+    match b {
+        BackendArg::Cpu => Ok(Backend::Cpu),
+        BackendArg::Cuda => match crate::gpu::cuda_status() {
+            Err(why) => Err(Failure::input(anyhow::anyhow!("--backend cuda requested but CUDA is unavailable: {why}"))),
+            Ok(()) => Err(Failure::input(anyhow::anyhow!(
+                "--backend cuda: a CUDA device was found, but the CUDA linear solver is not implemented in this version; use --backend cpu"
+            ))),
+        },
+    }
+}
+
+/// Surface output data shared by all frames.
+pub struct SurfaceMap {
+    pub nodes: Vec<usize>,
+    pub faces: Vec<[u32; 3]>,
+    pub node_youngs: Vec<f64>,
+}
+
+impl SurfaceMap {
+    pub fn new(model: &Model) -> Self {
+        let n = model.num_nodes();
+        let mut local = vec![u32::MAX; n];
+        let mut nodes = Vec::new();
+        let mut faces = Vec::new();
+        for b in &model.bodies {
+            for t in &b.surface {
+                let mut f = [0u32; 3];
+                for k in 0..3 {
+                    if local[t[k]] == u32::MAX {
+                        local[t[k]] = nodes.len() as u32;
+                        nodes.push(t[k]);
+                    }
+                    f[k] = local[t[k]];
+                }
+                faces.push(f);
+            }
+        }
+        let mut sum = vec![0.0; n];
+        let mut cnt = vec![0usize; n];
+        for e in 0..model.num_elements() {
+            for &i in model.element(e) {
+                sum[i] += model.params.youngs[e];
+                cnt[i] += 1;
+            }
+        }
+        let node_youngs = sum.iter().zip(&cnt).map(|(s, c)| s / (*c).max(1) as f64).collect();
+        SurfaceMap { nodes, faces, node_youngs }
+    }
+
+    pub fn write(&self, path: &Path, x: &[f64], v: &[f64]) -> std::io::Result<()> {
+        let bytes = ply::encode(&ply::SurfaceFrame { nodes: &self.nodes, x, v, youngs: &self.node_youngs, faces: &self.faces });
+        write_atomic(path, &bytes)
+    }
+}
+
+/// Stable frame file name.
+pub fn frame_name(frame: usize) -> String {
+    format!("frame_{frame:05}.ply")
+}
+
+fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(log).expect("log serializes");
+    write_atomic(&dir.join("log.json"), text.as_bytes())
+        .with_context(|| format!("cannot write {}", dir.join("log.json").display()))
+        .map_err(Failure::input)
+}
+
+/// Run a forward simulation and write its outputs. Returns the final log.
+pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
+    let backend = check_backend(args.backend)?;
+    let ls = load_scene(args)?;
+    let threads = super::set_threads(ls.scene.solver.threads);
+    let model = Model::from_scene(&ls).map_err(|e| Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display()))))?;
+    let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory));
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create output directory {}", out.display())).map_err(Failure::input)?;
+    let t_run = Instant::now();
+    let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix")))?;
+    let header = RunHeader {
+        diffphd_version: env!("CARGO_PKG_VERSION").into(),
+        command: "simulate".into(),
+        scene: ls.path.display().to_string(),
+        scene_hash: ls.hash.clone(),
+        overrides: args.sets.clone(),
+        threads,
+        backend,
+        nodes: model.num_nodes(),
+        elements: model.num_elements(),
+        samples: model.num_samples(),
+        dt: model.h,
+        frames_requested: model.frames,
+        heterogeneous: sim.derived.heterogeneous,
+        anderson_window: sim.config.window,
+        setup_seconds: sim.setup_seconds,
+        factor_nnz: sim.system.nnz_factor,
+    };
+    let mut log = RunLog { header, status: Status::Running, error: None, frames: vec![], summary: Summary::default() };
+    let surface = SurfaceMap::new(&model);
+    let every = ls.scene.output.every;
+    let write_ply = ls.scene.output.ply;
+    let mut x = model.x0.clone();
+    let mut v = model.v0.clone();
+    if write_ply {
+        surface.write(&out.join(frame_name(0)), &x, &v).with_context(|| format!("cannot write frame 0 into {}", out.display())).map_err(Failure::input)?;
+    }
+    write_log(&out, &log)?;
+    let bar = if !args.quiet && std::io::stderr().is_terminal() {
+        let pb = indicatif::ProgressBar::new(model.frames as u64);
+        pb.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]").expect("template"));
+        Some(pb)
+    } else {
+        None
+    };
+    for frame in 1..=model.frames {
+        let (xn, stats) = match sim.step(frame, &x, &v) {
+            Ok(r) => r,
+            Err(e) => {
+                log.status = Status::Failed;
+                log.error = Some(e.to_string());
+                log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+                write_log(&out, &log)?;
+                if let Some(b) = &bar {
+                    b.abandon();
+                }
+                return Err(Failure::run(anyhow::Error::new(e).context(format!("{}", ls.path.display()))));
+            }
+        };
+        let h = model.h;
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
+        x = xn;
+        let file = if write_ply && frame % every == 0 {
+            let name = frame_name(frame);
+            surface.write(&out.join(&name), &x, &v).with_context(|| format!("cannot write {name}")).map_err(Failure::input)?;
+            Some(name)
+        } else {
+            None
+        };
+        let rec = FrameRecord {
+            frame,
+            time: frame as f64 * h,
+            iterations: stats.iterations,
+            converged: stats.converged,
+            gate_position: stats.gate.position,
+            gate_projection: stats.gate.projection,
+            anderson_guard_firings: stats.anderson_guard_firings,
+            seconds_local: stats.time_local,
+            seconds_global: stats.time_global,
+            seconds_other: stats.time_other,
+            file,
+        };
+        let msg = format!("frame {frame}/{}: {} PD iterations{}", model.frames, rec.iterations, if rec.converged { "" } else { " (NOT converged)" });
+        match &bar {
+            Some(b) => {
+                b.set_position(frame as u64);
+                b.set_message(format!("{} it", rec.iterations));
+                if !rec.converged {
+                    b.println(format!("warning: {msg}"));
+                }
+            }
+            None if !args.quiet => eprintln!("{msg}"),
+            None => {}
+        }
+        log.push(rec);
+        log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+        write_log(&out, &log)?;
+    }
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    log.status = Status::Completed;
+    log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+    write_log(&out, &log)?;
+    if !args.quiet {
+        let s = &log.summary;
+        eprintln!(
+            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s, setup {:.3}s -> {}",
+            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other, log.header.setup_seconds, out.display()
+        );
+    }
+    Ok(log)
+}

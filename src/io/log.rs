@@ -1,0 +1,95 @@
+//! `log.json`: run header plus one record per frame. Rewritten atomically after each frame
+//! so that it is valid JSON at every moment of a run, including after a failure.
+
+use serde::Serialize;
+
+/// Header of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunHeader {
+    pub diffphd_version: String,
+    pub command: String,
+    pub scene: String,
+    /// SHA-256 of the effective scene (after `--set` overrides).
+    pub scene_hash: String,
+    pub overrides: Vec<String>,
+    pub threads: usize,
+    pub backend: crate::gpu::Backend,
+    pub nodes: usize,
+    pub elements: usize,
+    pub samples: usize,
+    pub dt: f64,
+    pub frames_requested: usize,
+    pub heterogeneous: bool,
+    pub anderson_window: usize,
+    /// Assembly + ordering + factorization time (s).
+    pub setup_seconds: f64,
+    /// Stored entries of the Cholesky factor(s).
+    pub factor_nnz: usize,
+}
+
+/// One frame of the log.
+#[derive(Clone, Debug, Serialize)]
+pub struct FrameRecord {
+    pub frame: usize,
+    pub time: f64,
+    pub iterations: usize,
+    pub converged: bool,
+    /// Position-gate residual at exit (≤ 1 = met).
+    pub gate_position: f64,
+    /// Projection-gate residual at exit (≤ 1 = met).
+    pub gate_projection: f64,
+    pub anderson_guard_firings: usize,
+    pub seconds_local: f64,
+    pub seconds_global: f64,
+    pub seconds_other: f64,
+    /// File written for this frame, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Run outcome.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Completed,
+    Failed,
+}
+
+/// The whole log.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunLog {
+    pub header: RunHeader,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub frames: Vec<FrameRecord>,
+    pub summary: Summary,
+}
+
+/// Totals over the frames so far.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub frames_done: usize,
+    pub total_iterations: usize,
+    pub max_iterations: usize,
+    pub nonconverged_frames: usize,
+    pub seconds_local: f64,
+    pub seconds_global: f64,
+    pub seconds_other: f64,
+    pub seconds_total: f64,
+}
+
+impl RunLog {
+    pub fn push(&mut self, r: FrameRecord) {
+        let s = &mut self.summary;
+        s.frames_done += 1;
+        s.total_iterations += r.iterations;
+        s.max_iterations = s.max_iterations.max(r.iterations);
+        s.nonconverged_frames += usize::from(!r.converged);
+        s.seconds_local += r.seconds_local;
+        s.seconds_global += r.seconds_global;
+        s.seconds_other += r.seconds_other;
+        self.frames.push(r);
+    }
+}

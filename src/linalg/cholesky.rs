@@ -1,0 +1,187 @@
+//! Persistent sparse Cholesky factor $P\hat A P^T = LL^T$ (spec Eq. 32) via faer's
+//! supernodal/simplicial $LL^T$ with a METIS nested-dissection ordering.
+//!
+//! Symbolic analysis and numeric factorization are separate (faer's design): the factor is
+//! computed once per rollout and reused by every solve of the forward, contact and
+//! backward passes (spec §5.4). Solves run with `Par::Seq` (measured faster on 2 cores,
+//! `dependencies-notes.md` §2.3); the three axes are solved concurrently instead.
+//!
+//! Deviation from the paper, stated: the paper applies $\hat A^{-1}$ as two SpMVs with an
+//! explicit sparse inverse factor $S=L^{-1}$ (Eq. 33). On the CPU this is slower than the
+//! two triangular solves with $L$ (measured in `dependencies-notes.md` §2.4) and needs
+//! $O(n^{5/3})$ memory, so the CPU path solves with $L$; the result is the same operator.
+
+use super::{CscMatrix, LinalgError};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::perm::PermRef;
+use faer::sparse::linalg::cholesky::{
+    factorize_symbolic_cholesky, CholeskySymbolicParams, LltRef, SymbolicCholesky,
+    SymmetricOrdering,
+};
+use faer::sparse::linalg::SupernodalThreshold;
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+use faer::{Conj, MatMut, Par, Side};
+
+/// Owned sparse Cholesky factor of an SPD matrix.
+pub struct SparseCholesky {
+    symbolic: SymbolicCholesky<usize>,
+    values: Vec<f64>,
+    n: usize,
+    solve_scratch_1: usize,
+}
+
+impl std::fmt::Debug for SparseCholesky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SparseCholesky {{ n: {}, nnz(L): {} }}", self.n, self.values.len())
+    }
+}
+
+impl SparseCholesky {
+    /// Factor `a` (symmetric, both triangles stored) with the fill-reducing permutation
+    /// `perm` (`perm[new] = old`) and its inverse.
+    pub fn factor(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Result<Self, LinalgError> {
+        let n = a.n;
+        for j in 0..n {
+            for k in a.col_ptr[j]..a.col_ptr[j + 1] {
+                if !a.values[k].is_finite() {
+                    return Err(LinalgError::NonFinite { row: a.row_idx[k], col: j });
+                }
+            }
+        }
+        let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
+        let p = PermRef::new_checked(perm, iperm, n);
+        let params = CholeskySymbolicParams {
+            supernodal_flop_ratio_threshold: SupernodalThreshold::AUTO,
+            ..Default::default()
+        };
+        let symbolic =
+            factorize_symbolic_cholesky(sym, Side::Lower, SymmetricOrdering::Custom(p), params)
+                .map_err(|e| LinalgError::Factor(format!("{e:?}")))?;
+        let mut values = vec![0.0; symbolic.len_val()];
+        let mut mem = MemBuffer::new(
+            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+        );
+        let mat = SparseColMatRef::new(sym, &a.values);
+        symbolic
+            .factorize_numeric_llt(
+                &mut values,
+                mat,
+                Side::Lower,
+                LltRegularization::default(),
+                Par::Seq,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .map_err(|e| match e {
+                faer::linalg::solvers::LltError::NonPositivePivot { index } => {
+                    LinalgError::NotPositiveDefinite { index }
+                }
+            })?;
+        let solve_scratch_1 = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq).unaligned_bytes_required();
+        Ok(SparseCholesky { symbolic, values, n, solve_scratch_1 })
+    }
+
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Stored values of $L$ (a measure of fill).
+    pub fn nnz_l(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Solve $A x = b$ in place for one right-hand side.
+    pub fn solve_in_place(&self, rhs: &mut [f64]) {
+        debug_assert_eq!(rhs.len(), self.n);
+        let _ = self.solve_scratch_1;
+        let llt = LltRef::new(&self.symbolic, &self.values);
+        let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
+        let m = MatMut::from_column_major_slice_mut(rhs, self.n, 1);
+        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut mem));
+    }
+
+    /// Solve $A X = B$ in place for `k` right-hand sides stored column-major in `rhs`.
+    pub fn solve_many_in_place(&self, rhs: &mut [f64], k: usize) {
+        debug_assert_eq!(rhs.len(), self.n * k);
+        let llt = LltRef::new(&self.symbolic, &self.values);
+        let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(k, Par::Seq));
+        let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
+        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut mem));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ordering::nested_dissection;
+    use super::*;
+
+    fn grid_laplacian(m: usize, shift: f64) -> CscMatrix {
+        let n = m * m * m;
+        let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
+        let mut conn = Vec::new();
+        let mut ptr = vec![0];
+        for k in 0..m - 1 {
+            for j in 0..m - 1 {
+                for i in 0..m - 1 {
+                    for c in 0..8 {
+                        conn.push(id(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)));
+                    }
+                    ptr.push(conn.len());
+                }
+            }
+        }
+        let mut a = CscMatrix::pattern_from_elements(n, &conn, &ptr);
+        for e in 0..ptr.len() - 1 {
+            let el: Vec<usize> = conn[ptr[e]..ptr[e + 1]].to_vec();
+            for &p in &el {
+                for &q in &el {
+                    a.add(p, q, if p == q { 7.0 } else { -1.0 });
+                }
+            }
+        }
+        a.add_diagonal(&vec![shift; n]);
+        a
+    }
+
+    #[test]
+    fn factor_solves_to_round_off() {
+        let a = grid_laplacian(7, 0.5);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let f = SparseCholesky::factor(&a, &p, &ip).unwrap();
+        let xs: Vec<f64> = (0..a.n).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+        let mut b = vec![0.0; a.n];
+        a.matvec(&xs, &mut b);
+        let mut x = b.clone();
+        f.solve_in_place(&mut x);
+        let err = xs.iter().zip(&x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-10, "solve error {err}");
+        // many RHS
+        let mut b2 = [b.clone(), b].concat();
+        f.solve_many_in_place(&mut b2, 2);
+        let err2 = xs.iter().zip(&b2[a.n..]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err2 < 1e-10);
+    }
+
+    #[test]
+    fn nested_dissection_fill_is_smaller_than_identity() {
+        let a = grid_laplacian(9, 0.5);
+        let id: Vec<usize> = (0..a.n).collect();
+        let f_id = SparseCholesky::factor(&a, &id, &id).unwrap();
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let f_nd = SparseCholesky::factor(&a, &p, &ip).unwrap();
+        assert!(f_nd.nnz_l() < f_id.nnz_l(), "{} vs {}", f_nd.nnz_l(), f_id.nnz_l());
+    }
+
+    #[test]
+    fn indefinite_matrix_is_reported() {
+        let mut a = grid_laplacian(4, 0.0);
+        let n = a.n;
+        a.add_diagonal(&vec![-100.0; n]);
+        let id: Vec<usize> = (0..n).collect();
+        assert!(matches!(
+            SparseCholesky::factor(&a, &id, &id),
+            Err(LinalgError::NotPositiveDefinite { .. })
+        ));
+    }
+}

@@ -1,0 +1,245 @@
+//! Differentiable parameters declared in the scene (`[[parameter]]`): how each is read
+//! from and written into a [`Model`], and how its gradient is assembled from the per-class
+//! [`Gradients`] of the adjoint (spec §7.5 "zone / log parameters", "initial state").
+//!
+//! Working variable: θ = value, or θ = ln(value) with `log = true` (then
+//! $d\mathcal L/d\theta=\text{value}\cdot d\mathcal L/d\,\text{value}$).
+
+use crate::scene::{ParamKind, ParamSpec};
+use crate::solver::gradient::Gradients;
+use crate::solver::model::{euler_rotation, state_direction, Model};
+use nalgebra::Vector3;
+
+/// A resolved scalar parameter.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+    pub body: usize,
+    /// Elements (youngs_modulus) or empty.
+    pub elements: Vec<usize>,
+    pub component: usize,
+    /// Global force-group index (force_scale).
+    pub force: usize,
+    pub seed: u64,
+    pub log: bool,
+    pub fd_step: Option<f64>,
+}
+
+fn kind_name(k: ParamKind) -> &'static str {
+    match k {
+        ParamKind::YoungsModulus => "youngs_modulus",
+        ParamKind::PoissonRatio => "poisson_ratio",
+        ParamKind::Density => "density",
+        ParamKind::DampingAlpha => "damping_alpha",
+        ParamKind::DampingBeta => "damping_beta",
+        ParamKind::InitialTranslation => "initial_translation",
+        ParamKind::InitialRotation => "initial_rotation",
+        ParamKind::InitialVelocity => "initial_velocity",
+        ParamKind::InitialStateDirection => "initial_state_direction",
+        ParamKind::ForceScale => "force_scale",
+        ParamKind::Gravity => "gravity",
+    }
+}
+
+fn is_vector(k: ParamKind) -> bool {
+    matches!(k, ParamKind::InitialTranslation | ParamKind::InitialRotation | ParamKind::InitialVelocity | ParamKind::Gravity)
+}
+
+fn is_positive(k: ParamKind) -> bool {
+    matches!(k, ParamKind::YoungsModulus | ParamKind::Density | ParamKind::DampingAlpha | ParamKind::DampingBeta | ParamKind::PoissonRatio | ParamKind::ForceScale)
+}
+
+/// Resolve and expand the declared parameters (vector kinds without `component` become
+/// three). Errors name the `parameter[i]` key.
+pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String, String)> {
+    let mut out = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let key = format!("parameter[{i}]");
+        if s.body >= model.bodies.len() {
+            return Err((format!("{key}.body"), format!("body {} does not exist (scene has {})", s.body, model.bodies.len())));
+        }
+        let body = &model.bodies[s.body];
+        let elements = if s.kind == ParamKind::YoungsModulus {
+            match s.region {
+                Some(r) => body.regions.get(r).cloned().ok_or((format!("{key}.region"), format!("region {r} does not exist (body has {})", body.regions.len())))?,
+                None => body.elements.clone().collect(),
+            }
+        } else {
+            if s.region.is_some() {
+                return Err((format!("{key}.region"), "only `youngs_modulus` takes a region".into()));
+            }
+            vec![]
+        };
+        let force = if s.kind == ParamKind::ForceScale {
+            let local = s.force.unwrap_or(0);
+            let globals: Vec<usize> = (0..model.forces.len()).filter(|&g| model.forces[g].body == s.body).collect();
+            *globals.get(local).ok_or((format!("{key}.force"), format!("force {local} does not exist on body {}", s.body)))?
+        } else {
+            0
+        };
+        if s.log && !is_positive(s.kind) {
+            return Err((format!("{key}.log"), format!("`log = true` needs a positive parameter, not {}", kind_name(s.kind))));
+        }
+        if let Some(st) = s.fd_step {
+            if !(st.is_finite() && st > 0.0) {
+                return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
+            }
+        }
+        let comps: Vec<usize> = if is_vector(s.kind) {
+            match s.component {
+                Some(c) if c < 3 => vec![c],
+                Some(c) => return Err((format!("{key}.component"), format!("expected 0, 1 or 2, got {c}"))),
+                None => vec![0, 1, 2],
+            }
+        } else {
+            vec![0]
+        };
+        for c in comps {
+            let mut name = s.name.clone().unwrap_or_else(|| {
+                let mut n = format!("{}[{}]", kind_name(s.kind), s.body);
+                if let Some(r) = s.region {
+                    n.push_str(&format!(".region{r}"));
+                }
+                if s.kind == ParamKind::ForceScale {
+                    n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
+                }
+                n
+            });
+            if is_vector(s.kind) {
+                name.push_str(&format!(".{}", ["x", "y", "z"][c]));
+            }
+            if s.log {
+                name = format!("log {name}");
+            }
+            out.push(Param { name, kind: s.kind, body: s.body, elements: elements.clone(), component: c, force, seed: s.seed.unwrap_or(1), log: s.log, fd_step: s.fd_step });
+        }
+    }
+    Ok(out)
+}
+
+impl Param {
+    /// Value in user units.
+    pub fn value(&self, m: &Model) -> f64 {
+        let b = self.body;
+        match self.kind {
+            ParamKind::YoungsModulus => self.elements.iter().map(|&e| m.params.youngs[e]).sum::<f64>() / self.elements.len() as f64,
+            ParamKind::PoissonRatio => m.params.nu[b],
+            ParamKind::Density => m.params.density[b],
+            ParamKind::DampingAlpha => m.params.alpha[b],
+            ParamKind::DampingBeta => m.params.beta0[b],
+            ParamKind::InitialTranslation => m.offsets[b].translation[self.component],
+            ParamKind::InitialRotation => m.offsets[b].euler[self.component],
+            ParamKind::InitialVelocity => m.offsets[b].velocity[self.component],
+            ParamKind::InitialStateDirection => m.state_directions.iter().find(|(s, _)| *s == self.seed).map(|d| d.1).unwrap_or(0.0),
+            ParamKind::ForceScale => m.forces[self.force].scale,
+            ParamKind::Gravity => m.gravity[self.component],
+        }
+    }
+
+    /// Working variable θ from a value.
+    pub fn to_theta(&self, value: f64) -> f64 {
+        if self.log {
+            value.ln()
+        } else {
+            value
+        }
+    }
+    /// Value from the working variable θ.
+    pub fn from_theta(&self, theta: f64) -> f64 {
+        if self.log {
+            theta.exp()
+        } else {
+            theta
+        }
+    }
+
+    /// Write a value (user units) into the model. Young's modulus scales every element of
+    /// the parameter's set proportionally (so heterogeneity inside a region is kept).
+    pub fn set(&self, m: &mut Model, value: f64) {
+        let b = self.body;
+        match self.kind {
+            ParamKind::YoungsModulus => {
+                let cur = self.value(m);
+                for &e in &self.elements {
+                    m.params.youngs[e] *= value / cur;
+                }
+            }
+            ParamKind::PoissonRatio => m.params.nu[b] = value,
+            ParamKind::Density => m.params.density[b] = value,
+            ParamKind::DampingAlpha => m.params.alpha[b] = value,
+            ParamKind::DampingBeta => m.params.beta0[b] = value,
+            ParamKind::InitialTranslation => m.offsets[b].translation[self.component] = value,
+            ParamKind::InitialRotation => m.offsets[b].euler[self.component] = value,
+            ParamKind::InitialVelocity => m.offsets[b].velocity[self.component] = value,
+            ParamKind::InitialStateDirection => {
+                m.state_directions.retain(|(s, _)| *s != self.seed);
+                m.state_directions.push((self.seed, value));
+            }
+            ParamKind::ForceScale => m.forces[self.force].scale = value,
+            ParamKind::Gravity => m.gravity[self.component] = value,
+        }
+        if matches!(self.kind, ParamKind::InitialTranslation | ParamKind::InitialRotation | ParamKind::InitialVelocity | ParamKind::InitialStateDirection) {
+            m.refresh_initial();
+        }
+    }
+
+    /// $d\mathcal L/d\theta$ at the model's current values.
+    pub fn gradient(&self, m: &Model, g: &Gradients) -> f64 {
+        let b = self.body;
+        let dvalue = match self.kind {
+            ParamKind::YoungsModulus => {
+                let v = self.value(m);
+                self.elements.iter().map(|&e| m.params.youngs[e] / v * g.youngs[e]).sum()
+            }
+            ParamKind::PoissonRatio => g.nu[b],
+            ParamKind::Density => g.density[b],
+            ParamKind::DampingAlpha => g.alpha[b],
+            ParamKind::DampingBeta => g.beta0[b],
+            ParamKind::InitialTranslation => m.bodies[b].nodes.clone().map(|i| g.x0[3 * i + self.component]).sum(),
+            ParamKind::InitialVelocity => m.bodies[b].nodes.clone().map(|i| g.v0[3 * i + self.component]).sum(),
+            ParamKind::InitialRotation => {
+                let (_, dr) = euler_rotation(m.offsets[b].euler);
+                let c = Vector3::from(m.bodies[b].center);
+                m.bodies[b]
+                    .nodes
+                    .clone()
+                    .map(|i| {
+                        let p = Vector3::new(m.base_x0[3 * i], m.base_x0[3 * i + 1], m.base_x0[3 * i + 2]);
+                        let gi = Vector3::new(g.x0[3 * i], g.x0[3 * i + 1], g.x0[3 * i + 2]);
+                        gi.dot(&(dr[self.component] * (p - c)))
+                    })
+                    .sum()
+            }
+            ParamKind::InitialStateDirection => {
+                let (dx, dv) = state_direction(self.seed, g.x0.len());
+                dx.iter().zip(&g.x0).map(|(a, b)| a * b).sum::<f64>() + dv.iter().zip(&g.v0).map(|(a, b)| a * b).sum::<f64>()
+            }
+            ParamKind::ForceScale => g.force_scale[self.force],
+            ParamKind::Gravity => g.gravity[self.component],
+        };
+        if self.log {
+            self.value(m) * dvalue
+        } else {
+            dvalue
+        }
+    }
+
+    /// Default central-difference step in θ (spec §10.4: 1e-3 relative for log material
+    /// parameters, 1e-6 for positions and the like).
+    pub fn default_fd_step(&self, m: &Model) -> f64 {
+        if let Some(s) = self.fd_step {
+            return s;
+        }
+        if self.log {
+            return 1e-4;
+        }
+        let v = self.value(m).abs();
+        match self.kind {
+            ParamKind::InitialTranslation => 1e-6,
+            ParamKind::InitialRotation => 1e-5,
+            ParamKind::InitialStateDirection => 1e-3,
+            _ => 1e-4 * v.max(1e-3),
+        }
+    }
+}

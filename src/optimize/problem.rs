@@ -1,0 +1,230 @@
+//! An inverse problem: a scene's model, its loss and its declared parameters, evaluated at
+//! a parameter vector θ — the shared machinery of `gradcheck` and `optimize`.
+//!
+//! One evaluation = build the model at θ → refactor $A$ (spec §5.4: once per evaluation) →
+//! forward rollout (tape) → loss → reverse sweep → $d\mathcal L/d\theta$.
+
+use super::params::{expand, Param};
+use crate::scene::{LoadedScene, LossTermSpec};
+use crate::solver::backward::BackwardConfig;
+use crate::solver::loss::{seeded_uniform, Loss, Term};
+use crate::solver::rollout;
+use crate::solver::{Model, Simulator, SolverError};
+use std::time::Instant;
+
+/// Errors while setting up a problem (they name the scene key).
+#[derive(Debug, thiserror::Error)]
+pub enum ProblemError {
+    #[error("{key}: {msg}")]
+    Setup { key: String, msg: String },
+    #[error("while simulating the reference trajectory: {0}")]
+    Reference(String),
+    #[error(transparent)]
+    Model(#[from] crate::solver::model::ModelError),
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+}
+
+/// Result of one evaluation.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Evaluation {
+    pub loss: f64,
+    /// $d\mathcal L/d\theta$ (empty when not requested).
+    pub gradient: Vec<f64>,
+    pub forward_seconds: f64,
+    pub backward_seconds: f64,
+    pub pd_iterations: usize,
+    pub nonconverged_forward_frames: Vec<usize>,
+    pub adjoint_iterations: usize,
+    pub nonconverged_backward_frames: Vec<usize>,
+    /// Largest $|z|$ over the steps.
+    pub max_abs_adjoint: f64,
+    /// Samples whose prox Jacobian the backward filter changed, summed over steps.
+    pub filtered_samples: usize,
+}
+
+/// Model + loss + parameters.
+pub struct Problem {
+    pub ls: LoadedScene,
+    pub base: Model,
+    pub params: Vec<Param>,
+    pub loss: Loss,
+    pub backward: BackwardConfig,
+    /// Compute the forward TR statistics (needed by the `trust_region` filter).
+    pub needs_tr: bool,
+}
+
+fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
+    ProblemError::Setup { key: key.into(), msg: msg.into() }
+}
+
+impl Problem {
+    /// Build from a loaded scene; `[loss]` and `[[parameter]]` must be present.
+    pub fn new(ls: LoadedScene) -> Result<Self, ProblemError> {
+        let base = Model::from_scene(&ls)?;
+        let spec = ls.scene.loss.clone().ok_or_else(|| setup("loss", "the scene has no [loss] section"))?;
+        if spec.terms.is_empty() {
+            return Err(setup("loss.term", "declare at least one [[loss.term]]"));
+        }
+        let params = expand(&ls.scene.parameters, &base).map_err(|(k, m)| setup(&k, m))?;
+        let mut terms = Vec::new();
+        let mut reference: Option<Vec<Vec<f64>>> = None;
+        for (i, t) in spec.terms.iter().enumerate() {
+            let key = format!("loss.term[{i}]");
+            terms.push(match t {
+                LossTermSpec::Tracking { weight, reference_dir } => {
+                    if let Some(dir) = reference_dir {
+                        tracking_from_ply(&ls, &base, &ls.resolve(dir), *weight, &key)?
+                    } else {
+                        if reference.is_none() {
+                            let sets = spec.reference.as_ref().map(|r| r.set.clone()).ok_or_else(|| {
+                                setup(&key, "a tracking term needs `reference_dir` or a [loss.reference] section")
+                            })?;
+                            reference = Some(simulate_reference(&ls, &base, &sets)?);
+                        }
+                        let xs = reference.as_ref().expect("set above");
+                        let n = base.num_nodes();
+                        let frames = (1..xs.len()).map(|t| (t, (0..n).map(|i| [xs[t][3 * i], xs[t][3 * i + 1], xs[t][3 * i + 2]]).collect())).collect();
+                        Term::Tracking { weight: *weight, nodes: (0..n).collect(), frames }
+                    }
+                }
+                LossTermSpec::CenterOfMass { weight, body, target } => {
+                    let b = base.bodies.get(*body).ok_or_else(|| setup(&format!("{key}.body"), format!("body {body} does not exist")))?;
+                    let nodes: Vec<usize> = b.nodes.clone().collect();
+                    let d = base.derive(&base.params);
+                    let weights = nodes.iter().map(|&i| d.mass[i] / base.params.density[*body]).collect();
+                    Term::CenterOfMass { weight: *weight, nodes, weights, target: *target }
+                }
+                LossTermSpec::NodeTarget { weight, body, select, target } => {
+                    let b = base.bodies.get(*body).ok_or_else(|| setup(&format!("{key}.body"), format!("body {body} does not exist")))?;
+                    let pts: Vec<[f64; 3]> = b.nodes.clone().map(|i| base.rest[i]).collect();
+                    let (lo, hi) = bbox(&pts);
+                    let tol = 1e-9 * (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max);
+                    let local = select.select(&format!("{key}.select"), &pts, tol, &ls.base_dir).map_err(|(k, m)| setup(&k, m))?;
+                    if local.is_empty() {
+                        return Err(setup(&format!("{key}.select"), "selects no node"));
+                    }
+                    Term::NodeTarget { weight: *weight, nodes: local.iter().map(|i| i + b.nodes.start).collect(), target: *target }
+                }
+                LossTermSpec::RandomLinear { weight, seed } => {
+                    let n3 = 3 * base.num_nodes();
+                    Term::RandomLinear { weight: *weight, cx: seeded_uniform(*seed, n3), cv: seeded_uniform(seed.wrapping_add(0x5DEECE66D), n3) }
+                }
+            });
+        }
+        let b = &ls.scene.backward;
+        let backward = BackwardConfig {
+            rel_tol: b.rel_tol,
+            abs_tol: b.abs_tol,
+            max_iterations: b.max_iterations,
+            window: b.anderson_window,
+            gamma_max: ls.scene.solver.anderson_gamma_max,
+            filter: b.filter,
+        };
+        let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
+        Ok(Problem { ls, base, params, loss: Loss { terms }, backward, needs_tr })
+    }
+
+    /// Working variables of the scene's values.
+    pub fn theta0(&self) -> Vec<f64> {
+        self.params.iter().map(|p| p.to_theta(p.value(&self.base))).collect()
+    }
+
+    /// The model at θ.
+    pub fn model_at(&self, theta: &[f64]) -> Model {
+        let mut m = self.base.clone();
+        for (p, &t) in self.params.iter().zip(theta) {
+            p.set(&mut m, p.from_theta(t));
+        }
+        m
+    }
+
+    /// Evaluate the loss, and the gradient if `with_gradient`.
+    pub fn evaluate(&self, theta: &[f64], with_gradient: bool) -> Result<Evaluation, SolverError> {
+        let model = self.model_at(theta);
+        let t0 = Instant::now();
+        let mut sim = Simulator::new(&model, &self.ls.scene.solver)?;
+        sim.compute_tr = self.needs_tr && with_gradient;
+        let ro = rollout::forward(&mut sim, model.frames)?;
+        let loss = self.loss.eval(&ro.xs, model.h);
+        let forward_seconds = t0.elapsed().as_secs_f64();
+        let pd_iterations = ro.steps.iter().map(|s| s.iterations).sum();
+        let nonconverged_forward_frames = ro.steps.iter().enumerate().filter(|(_, s)| !s.converged).map(|(t, _)| t + 1).collect();
+        let mut ev = Evaluation {
+            loss,
+            gradient: vec![],
+            forward_seconds,
+            backward_seconds: 0.0,
+            pd_iterations,
+            nonconverged_forward_frames,
+            adjoint_iterations: 0,
+            nonconverged_backward_frames: vec![],
+            max_abs_adjoint: 0.0,
+            filtered_samples: 0,
+        };
+        if with_gradient {
+            let t1 = Instant::now();
+            let lg = self.loss.gradient(&ro.xs, model.h);
+            let br = rollout::backward(&sim, &ro, &lg, &self.backward);
+            ev.gradient = self.params.iter().map(|p| p.gradient(&model, &br.grads)).collect();
+            ev.backward_seconds = t1.elapsed().as_secs_f64();
+            ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();
+            ev.nonconverged_backward_frames = br.nonconverged();
+            ev.max_abs_adjoint = br.adjoint.iter().map(|a| a.max_abs_z).fold(0.0, f64::max);
+            ev.filtered_samples = br.adjoint.iter().map(|a| a.filtered_samples).sum();
+        }
+        Ok(ev)
+    }
+}
+
+fn bbox(p: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for q in p {
+        for d in 0..3 {
+            lo[d] = lo[d].min(q[d]);
+            hi[d] = hi[d].max(q[d]);
+        }
+    }
+    (lo, hi)
+}
+
+/// Reference states: the same scene simulated with extra overrides.
+fn simulate_reference(ls: &LoadedScene, base: &Model, sets: &[String]) -> Result<Vec<Vec<f64>>, ProblemError> {
+    let rls = crate::scene::load_str(&ls.effective_toml, &ls.path, sets).map_err(|e| ProblemError::Reference(e.to_string()))?;
+    let model = Model::from_scene(&rls).map_err(|e| ProblemError::Reference(e.to_string()))?;
+    if model.num_nodes() != base.num_nodes() || model.frames != base.frames || model.h != base.h {
+        return Err(ProblemError::Reference("[loss.reference] overrides must keep the mesh, dt and frames".into()));
+    }
+    let mut sim = Simulator::new(&model, &rls.scene.solver).map_err(|e| ProblemError::Reference(e.to_string()))?;
+    let ro = rollout::forward(&mut sim, model.frames).map_err(|e| ProblemError::Reference(e.to_string()))?;
+    Ok(ro.xs)
+}
+
+/// Tracking term from `frame_NNNNN.ply` files written by `simulate`.
+fn tracking_from_ply(ls: &LoadedScene, base: &Model, dir: &std::path::Path, weight: f64, key: &str) -> Result<Term, ProblemError> {
+    let _ = ls;
+    let mut nodes: Option<Vec<usize>> = None;
+    let mut frames = Vec::new();
+    for t in 1..=base.frames {
+        let path = dir.join(crate::cli::simulate::frame_name(t));
+        if !path.exists() {
+            continue;
+        }
+        let pts = crate::io::ply::read_node_positions(&path).map_err(|m| setup(&format!("{key}.reference_dir"), m))?;
+        let these: Vec<usize> = pts.iter().map(|p| p.0).collect();
+        if let Some(&bad) = these.iter().find(|&&i| i >= base.num_nodes()) {
+            return Err(setup(&format!("{key}.reference_dir"), format!("{}: node {bad} does not exist in this scene", path.display())));
+        }
+        match &nodes {
+            None => nodes = Some(these),
+            Some(n) if *n != these => {
+                return Err(setup(&format!("{key}.reference_dir"), format!("{}: a different node set than the first frame", path.display())))
+            }
+            _ => {}
+        }
+        frames.push((t, pts.into_iter().map(|p| p.1).collect()));
+    }
+    let nodes = nodes.ok_or_else(|| setup(&format!("{key}.reference_dir"), format!("{}: no frame_NNNNN.ply files for frames 1..={}", dir.display(), base.frames)))?;
+    Ok(Term::Tracking { weight, nodes, frames })
+}

@@ -1,0 +1,785 @@
+//! Typed scene schema (version 1). Documented key by key in `docs/scene-format.md`.
+//! Units: SI throughout (m, s, kg, Pa, N, rad/s); angles in degrees where the key says `_deg`.
+
+use super::select::{ElementSelector, NodeSelector};
+use crate::material::MaterialModel;
+use crate::mesh::ElementKind;
+use serde::{Deserialize, Serialize};
+
+/// Root of a scene file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scene {
+    /// Must be 1.
+    pub schema_version: u32,
+    #[serde(default)]
+    pub simulation: Simulation,
+    /// One or more bodies (`[[body]]`).
+    #[serde(rename = "body", default)]
+    pub bodies: Vec<Body>,
+    #[serde(default)]
+    pub solver: SolverSettings,
+    #[serde(default)]
+    pub output: Output,
+    /// Adjoint settings (`[backward]`).
+    #[serde(default)]
+    pub backward: BackwardSettings,
+    /// Loss of inverse problems and gradient checks (`[loss]`).
+    #[serde(default)]
+    pub loss: Option<LossSpec>,
+    /// Differentiable parameters (`[[parameter]]`), used by `gradcheck` and `optimize`.
+    #[serde(rename = "parameter", default)]
+    pub parameters: Vec<ParamSpec>,
+}
+
+/// `[backward]`: adjoint solver settings (spec §7.6).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackwardSettings {
+    /// Relative tolerance on the adjoint residual $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+\epsilon_a$.
+    #[serde(default = "d_rel")]
+    pub rel_tol: f64,
+    #[serde(default = "d_abs")]
+    pub abs_tol: f64,
+    #[serde(default = "d_maxit")]
+    pub max_iterations: usize,
+    /// Anderson window of the adjoint iteration (spec §7.6: 5).
+    #[serde(default = "d_bwin")]
+    pub anderson_window: usize,
+    /// Prox-Hessian filter in the backward: `"none"` (exact gradient, default), `"clamp"`,
+    /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
+    #[serde(default)]
+    pub filter: crate::solver::backward::HessianFilterMode,
+}
+fn d_bwin() -> usize {
+    5
+}
+impl Default for BackwardSettings {
+    fn default() -> Self {
+        BackwardSettings { rel_tol: d_rel(), abs_tol: d_abs(), max_iterations: d_maxit(), anderson_window: d_bwin(), filter: Default::default() }
+    }
+}
+
+/// `[loss]`: weighted terms.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossSpec {
+    #[serde(rename = "term", default)]
+    pub terms: Vec<LossTermSpec>,
+    /// Reference trajectory for `tracking` terms without `reference_dir`: the same scene
+    /// simulated with these `--set` overrides (`[loss.reference] set = ["..."]`).
+    #[serde(default)]
+    pub reference: Option<ReferenceSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceSpec {
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+/// `[[loss.term]]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossTermSpec {
+    /// Per-frame positions against a reference trajectory: a directory of PLY frames written
+    /// by `simulate` (`reference_dir`), else `[loss.reference]`.
+    Tracking {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        reference_dir: Option<String>,
+    },
+    /// Final volume-weighted centroid of `body` to `target`.
+    CenterOfMass {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        body: usize,
+        target: [f64; 3],
+    },
+    /// Final mean position of the selected nodes of `body` to `target`.
+    NodeTarget {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        body: usize,
+        select: NodeSelector,
+        target: [f64; 3],
+    },
+    /// Seeded random linear functional of the final positions and velocities.
+    RandomLinear {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        seed: u64,
+    },
+}
+
+/// `[[parameter]]`: one differentiable scalar (or a 3-vector expanded into components).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    /// Display name; default derived from kind/body/region/component.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub kind: ParamKind,
+    #[serde(default)]
+    pub body: usize,
+    /// `youngs_modulus`: region index of the body (omit: every element of the body).
+    #[serde(default)]
+    pub region: Option<usize>,
+    /// Vector kinds: component 0, 1 or 2 (omit: all three).
+    #[serde(default)]
+    pub component: Option<usize>,
+    /// `force_scale`: force-group index of the body.
+    #[serde(default)]
+    pub force: Option<usize>,
+    /// `initial_state_direction`: seed of the random direction.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Work with the logarithm of the (positive) parameter.
+    #[serde(default)]
+    pub log: bool,
+    /// Central-difference step for `gradcheck` (in the working variable); default per kind.
+    #[serde(default)]
+    pub fd_step: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    YoungsModulus,
+    PoissonRatio,
+    Density,
+    DampingAlpha,
+    DampingBeta,
+    /// Rigid translation of the body's initial positions (m).
+    InitialTranslation,
+    /// XYZ Euler angles (rad) of a rigid rotation of the initial positions about the body's
+    /// bounding-box centre.
+    InitialRotation,
+    /// Uniform velocity added to the initial velocities (m/s).
+    InitialVelocity,
+    /// Scalar along a seeded random direction of all initial positions and velocities.
+    InitialStateDirection,
+    /// Scale of a force group (nominal 1).
+    ForceScale,
+    Gravity,
+}
+
+/// `[simulation]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Simulation {
+    /// Time step h in seconds.
+    #[serde(default = "d_dt")]
+    pub dt: f64,
+    /// Number of time steps.
+    #[serde(default = "d_frames")]
+    pub frames: usize,
+    /// Gravitational acceleration (m/s²).
+    #[serde(default = "d_gravity")]
+    pub gravity: [f64; 3],
+}
+fn d_dt() -> f64 {
+    0.01
+}
+fn d_frames() -> usize {
+    100
+}
+fn d_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+impl Default for Simulation {
+    fn default() -> Self {
+        Simulation { dt: d_dt(), frames: d_frames(), gravity: d_gravity() }
+    }
+}
+
+/// `[[body]]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Body {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub mesh: MeshSpec,
+    #[serde(default)]
+    pub transform: Transform,
+    pub material: MaterialSpec,
+    /// Young's-modulus overrides, applied in order (`[[body.region]]`).
+    #[serde(rename = "region", default)]
+    pub regions: Vec<Region>,
+    #[serde(default)]
+    pub damping: Damping,
+    #[serde(default)]
+    pub dirichlet: Vec<Dirichlet>,
+    #[serde(default)]
+    pub initial: Initial,
+    /// External nodal forces (`[[body.force]]`).
+    #[serde(rename = "force", default)]
+    pub forces: Vec<Force>,
+}
+
+/// `[body.mesh]`: either `file` or `generator`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeshSpec {
+    /// Mesh file (TetGen `.node`/`.ele`, gmsh `.msh`, MEDIT `.mesh`), relative to the scene.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Procedural generator: `"box"`.
+    #[serde(default)]
+    pub generator: Option<Generator>,
+    /// Element type of the generator: `"hex8"` or `"tet4"` (aliases `hex`, `tet`).
+    #[serde(default)]
+    pub element: Option<GenElement>,
+    /// Number of cells per axis (generator).
+    #[serde(default)]
+    pub cells: Option<[usize; 3]>,
+    /// Cell size in metres (generator).
+    #[serde(default)]
+    pub dx: Option<f64>,
+    /// Lower corner of the generated box (before the body transform).
+    #[serde(default)]
+    pub origin: [f64; 3],
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Generator {
+    Box,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GenElement {
+    #[serde(alias = "hex")]
+    Hex8,
+    #[serde(alias = "tet")]
+    Tet4,
+}
+impl From<GenElement> for ElementKind {
+    fn from(g: GenElement) -> Self {
+        match g {
+            GenElement::Hex8 => ElementKind::Hex8,
+            GenElement::Tet4 => ElementKind::Tet4,
+        }
+    }
+}
+
+/// `[body.transform]`: `x = R (s X) + t`, with `R = Rz Ry Rx` from `rotation_deg`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transform {
+    #[serde(default)]
+    pub translation: [f64; 3],
+    #[serde(default)]
+    pub rotation_deg: [f64; 3],
+    #[serde(default = "one")]
+    pub scale: f64,
+}
+fn one() -> f64 {
+    1.0
+}
+impl Default for Transform {
+    fn default() -> Self {
+        Transform { translation: [0.0; 3], rotation_deg: [0.0; 3], scale: 1.0 }
+    }
+}
+
+/// `[body.material]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialSpec {
+    /// `"corotated"` (corotated + volume PD) or `"neohookean"` (NH proximal PD).
+    pub model: MaterialModel,
+    /// Young's modulus E (Pa), base value for every element.
+    pub youngs_modulus: f64,
+    /// Poisson ratio ν, shared by the body (−1 < ν < 0.5).
+    pub poisson_ratio: f64,
+    /// Density ρ (kg/m³).
+    pub density: f64,
+    /// Optional file with one Young's modulus per element (whitespace separated), replacing
+    /// `youngs_modulus`; regions still apply on top.
+    #[serde(default)]
+    pub youngs_modulus_file: Option<String>,
+    /// Singular-value range r of the PD weight fit (spec Eq. 12).
+    #[serde(default = "d_fit")]
+    pub fit_range: f64,
+}
+fn d_fit() -> f64 {
+    0.1
+}
+
+/// `[[body.region]]`: override E on the selected elements (by centroid).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub select: ElementSelector,
+    /// Absolute Young's modulus (Pa) …
+    #[serde(default)]
+    pub youngs_modulus: Option<f64>,
+    /// … or a factor applied to the current value.
+    #[serde(default)]
+    pub scale: Option<f64>,
+}
+
+/// `[body.damping]`: Rayleigh damping $\mathcal D=\alpha M+\sum_e\beta_e w_eG_e^TG_e$ (spec Eq. 30).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Damping {
+    /// Mass-proportional coefficient α (1/s).
+    #[serde(default)]
+    pub alpha: f64,
+    /// Stiffness-proportional base coefficient β₀ (s).
+    #[serde(default)]
+    pub beta: f64,
+    /// `"amplified"`: β_e = β₀ E_e / E_ref (stiff regions damped more, spec Eq. 30);
+    /// `"uniform"`: β_e = β₀.
+    #[serde(default)]
+    pub stiffness_scaling: StiffnessScaling,
+    /// Reference modulus E_ref (Pa); default: the smallest E_e of the body.
+    #[serde(default)]
+    pub e_ref: Option<f64>,
+}
+impl Default for Damping {
+    fn default() -> Self {
+        Damping { alpha: 0.0, beta: 0.0, stiffness_scaling: StiffnessScaling::Amplified, e_ref: None }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StiffnessScaling {
+    #[default]
+    Amplified,
+    Uniform,
+}
+
+/// `[[body.dirichlet]]`: prescribe the selected nodes' coordinates on `axes`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dirichlet {
+    pub select: NodeSelector,
+    /// Any of `"x"`, `"y"`, `"z"`, e.g. `"xyz"` (default) or `"z"`.
+    #[serde(default = "d_axes")]
+    pub axes: String,
+    #[serde(default)]
+    pub motion: Motion,
+}
+fn d_axes() -> String {
+    "xyz".to_string()
+}
+
+/// Prescribed motion of Dirichlet nodes, relative to their initial positions.
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Motion {
+    /// Held at the initial position.
+    #[default]
+    Fixed,
+    /// Rotation about `axis` through `center` (default: centroid of the selection) at
+    /// `rate` rad/s.
+    Rotate {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+        rate: f64,
+    },
+    /// Translation at constant `velocity` (m/s).
+    Translate { velocity: [f64; 3] },
+}
+
+/// `[body.initial]`: initial state on top of the rest shape.
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Initial {
+    /// Uniform initial velocity (m/s).
+    #[serde(default)]
+    pub velocity: [f64; 3],
+    /// Initial angular velocity (rad/s) about the body's centre of mass.
+    #[serde(default)]
+    pub angular_velocity: [f64; 3],
+    /// Initial twist: cross-sections rotated about `axis` by an angle growing linearly from
+    /// 0 at the body's lowest extent along the axis to `angle_deg` at its highest.
+    #[serde(default)]
+    pub twist: Option<Twist>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Twist {
+    pub axis: [f64; 3],
+    pub angle_deg: f64,
+    /// A point on the twist axis; default: the centre of the body's bounding box.
+    #[serde(default)]
+    pub center: Option<[f64; 3]>,
+}
+
+/// `[[body.force]]`: external nodal force on a node selection, scaled by a time profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Force {
+    pub select: NodeSelector,
+    /// Constant force vector (N), `per = "node"` (default) or `"total"` (split equally).
+    #[serde(default)]
+    pub force: Option<[f64; 3]>,
+    /// Twisting (torque-like) load: each selected node gets `magnitude` N along
+    /// $\hat a\times(X_i-c)/\|\hat a\times(X_i-c)\|$ (rest-configuration direction: a dead load).
+    #[serde(default)]
+    pub twist: Option<TwistLoad>,
+    #[serde(default)]
+    pub per: ForcePer,
+    #[serde(default)]
+    pub profile: Profile,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TwistLoad {
+    pub axis: [f64; 3],
+    pub magnitude: f64,
+    #[serde(default)]
+    pub center: Option<[f64; 3]>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ForcePer {
+    #[default]
+    Node,
+    Total,
+}
+
+/// Time profile s(t) multiplying a force.
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Profile {
+    /// s = 1.
+    #[default]
+    Constant,
+    /// s = min(t / duration, 1).
+    Ramp { duration: f64 },
+    /// s = 1 for start ≤ t < end, else 0.
+    Window { start: f64, end: f64 },
+    /// Piecewise-linear s(t) through (times[i], values[i]), constant outside.
+    Table { times: Vec<f64>, values: Vec<f64> },
+}
+
+impl Profile {
+    /// Evaluate s(t).
+    pub fn eval(&self, t: f64) -> f64 {
+        match self {
+            Profile::Constant => 1.0,
+            Profile::Ramp { duration } => (t / duration).clamp(0.0, 1.0),
+            Profile::Window { start, end } => {
+                if t >= *start && t < *end {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Profile::Table { times, values } => {
+                if t <= times[0] {
+                    return values[0];
+                }
+                for i in 1..times.len() {
+                    if t <= times[i] {
+                        let s = (t - times[i - 1]) / (times[i] - times[i - 1]);
+                        return values[i - 1] + s * (values[i] - values[i - 1]);
+                    }
+                }
+                *values.last().unwrap_or(&0.0)
+            }
+        }
+    }
+}
+
+/// `[solver]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverSettings {
+    /// PD iteration cap per step (K_max).
+    #[serde(default = "d_maxit")]
+    pub max_iterations: usize,
+    /// Relative tolerance ε_rel of both gates (spec Eq. 22).
+    #[serde(default = "d_rel")]
+    pub rel_tol: f64,
+    /// Absolute tolerance ε_abs of both gates.
+    #[serde(default = "d_abs")]
+    pub abs_tol: f64,
+    /// Anderson window: `"auto"` (1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
+    #[serde(default)]
+    pub anderson_window: AndersonWindow,
+    /// Reliability guard γ_max (spec Eq. 21).
+    #[serde(default = "d_gmax")]
+    pub anderson_gamma_max: f64,
+    /// Worker threads for element loops (0 = all cores).
+    #[serde(default)]
+    pub threads: usize,
+    /// What a step that hits `max_iterations` does: `"warn"` (log and continue) or `"error"`.
+    #[serde(default)]
+    pub on_nonconvergence: OnNonConvergence,
+}
+fn d_maxit() -> usize {
+    5000
+}
+fn d_rel() -> f64 {
+    1e-4
+}
+fn d_abs() -> f64 {
+    1e-9
+}
+fn d_gmax() -> f64 {
+    10.0
+}
+impl Default for SolverSettings {
+    fn default() -> Self {
+        SolverSettings {
+            max_iterations: d_maxit(),
+            rel_tol: d_rel(),
+            abs_tol: d_abs(),
+            anderson_window: AndersonWindow::Auto,
+            anderson_gamma_max: d_gmax(),
+            threads: 0,
+            on_nonconvergence: OnNonConvergence::Warn,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNonConvergence {
+    #[default]
+    Warn,
+    Error,
+}
+
+/// Anderson window: `"auto"` or a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AndersonWindow {
+    #[default]
+    Auto,
+    Fixed(usize),
+}
+impl Serialize for AndersonWindow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AndersonWindow::Auto => s.serialize_str("auto"),
+            AndersonWindow::Fixed(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+impl<'de> Deserialize<'de> for AndersonWindow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            S(String),
+            N(i64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::S(s) if s == "auto" => Ok(AndersonWindow::Auto),
+            Raw::N(n) if (0..=64).contains(&n) => Ok(AndersonWindow::Fixed(n as usize)),
+            _ => Err(serde::de::Error::custom("expected \"auto\" or an integer window 0..=64")),
+        }
+    }
+}
+
+/// `[output]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// Output directory (relative to the current directory; `--out` overrides).
+    #[serde(default = "d_outdir")]
+    pub directory: String,
+    /// Write every k-th frame (frame 0, the initial state, is always written).
+    #[serde(default = "d_every")]
+    pub every: usize,
+    /// Write PLY surface frames.
+    #[serde(default = "d_true")]
+    pub ply: bool,
+}
+fn d_outdir() -> String {
+    "out".to_string()
+}
+fn d_every() -> usize {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+impl Default for Output {
+    fn default() -> Self {
+        Output { directory: d_outdir(), every: 1, ply: true }
+    }
+}
+
+type Check = Result<(), (String, String)>;
+
+fn finite3(key: &str, v: &[f64; 3]) -> Check {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err((key.into(), "expected three finite numbers".into()))
+    }
+}
+fn positive(key: &str, v: f64) -> Check {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("expected a finite value > 0, got {v}")))
+    }
+}
+fn nonneg(key: &str, v: f64) -> Check {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("expected a finite value >= 0, got {v}")))
+    }
+}
+
+impl Scene {
+    /// Range checks. Errors are `(key path, message)`.
+    pub fn validate(&self) -> Check {
+        if self.schema_version != 1 {
+            return Err(("schema_version".into(), format!("unsupported version {}, expected 1", self.schema_version)));
+        }
+        positive("simulation.dt", self.simulation.dt)?;
+        if self.simulation.frames == 0 {
+            return Err(("simulation.frames".into(), "expected at least 1 frame".into()));
+        }
+        finite3("simulation.gravity", &self.simulation.gravity)?;
+        if self.bodies.is_empty() {
+            return Err(("body".into(), "the scene needs at least one [[body]]".into()));
+        }
+        for (b, body) in self.bodies.iter().enumerate() {
+            body.validate(&format!("body[{b}]"))?;
+        }
+        let s = &self.solver;
+        if s.max_iterations == 0 {
+            return Err(("solver.max_iterations".into(), "expected at least 1".into()));
+        }
+        nonneg("solver.rel_tol", s.rel_tol)?;
+        nonneg("solver.abs_tol", s.abs_tol)?;
+        if s.rel_tol == 0.0 && s.abs_tol == 0.0 {
+            return Err(("solver.rel_tol".into(), "rel_tol and abs_tol cannot both be 0".into()));
+        }
+        positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
+        if self.output.every == 0 {
+            return Err(("output.every".into(), "expected at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Body {
+    fn validate(&self, k: &str) -> Check {
+        let m = &self.mesh;
+        match (&m.file, &m.generator) {
+            (Some(_), Some(_)) => {
+                return Err((format!("{k}.mesh"), "give either `file` or `generator`, not both".into()))
+            }
+            (None, None) => return Err((format!("{k}.mesh"), "missing `file` or `generator`".into())),
+            (None, Some(Generator::Box)) => {
+                let cells = m.cells.ok_or((format!("{k}.mesh.cells"), "the box generator needs `cells = [nx, ny, nz]`".into()))?;
+                if cells.contains(&0) {
+                    return Err((format!("{k}.mesh.cells"), "every cell count must be >= 1".into()));
+                }
+                positive(&format!("{k}.mesh.dx"), m.dx.ok_or((format!("{k}.mesh.dx"), "the box generator needs `dx`".into()))?)?;
+                if m.element.is_none() {
+                    return Err((format!("{k}.mesh.element"), "the box generator needs `element = \"hex8\"` or `\"tet4\"`".into()));
+                }
+            }
+            (Some(_), None) => {
+                if m.cells.is_some() || m.dx.is_some() || m.element.is_some() {
+                    return Err((format!("{k}.mesh"), "`cells`, `dx` and `element` belong to `generator`, not to `file`".into()));
+                }
+            }
+        }
+        finite3(&format!("{k}.mesh.origin"), &m.origin)?;
+        finite3(&format!("{k}.transform.translation"), &self.transform.translation)?;
+        finite3(&format!("{k}.transform.rotation_deg"), &self.transform.rotation_deg)?;
+        positive(&format!("{k}.transform.scale"), self.transform.scale)?;
+        let mat = &self.material;
+        positive(&format!("{k}.material.youngs_modulus"), mat.youngs_modulus)?;
+        let nu = mat.poisson_ratio;
+        if !(nu.is_finite() && nu > -1.0 && nu < 0.5) {
+            return Err((format!("{k}.material.poisson_ratio"), format!("expected -1 < ν < 0.5, got {nu}")));
+        }
+        positive(&format!("{k}.material.density"), mat.density)?;
+        if !(mat.fit_range.is_finite() && mat.fit_range >= 0.0 && mat.fit_range < 1.0) {
+            return Err((format!("{k}.material.fit_range"), format!("expected 0 <= r < 1, got {}", mat.fit_range)));
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            let rk = format!("{k}.region[{i}]");
+            match (r.youngs_modulus, r.scale) {
+                (Some(e), None) => positive(&format!("{rk}.youngs_modulus"), e)?,
+                (None, Some(s)) => positive(&format!("{rk}.scale"), s)?,
+                _ => return Err((rk, "give exactly one of `youngs_modulus` or `scale`".into())),
+            }
+            r.select.validate(&format!("{rk}.select"))?;
+        }
+        nonneg(&format!("{k}.damping.alpha"), self.damping.alpha)?;
+        nonneg(&format!("{k}.damping.beta"), self.damping.beta)?;
+        if let Some(e) = self.damping.e_ref {
+            positive(&format!("{k}.damping.e_ref"), e)?;
+        }
+        for (i, d) in self.dirichlet.iter().enumerate() {
+            let dk = format!("{k}.dirichlet[{i}]");
+            if d.axes.is_empty() || !d.axes.chars().all(|c| matches!(c, 'x' | 'y' | 'z')) {
+                return Err((format!("{dk}.axes"), format!("expected letters from \"xyz\", got {:?}", d.axes)));
+            }
+            d.select.validate(&format!("{dk}.select"))?;
+            match &d.motion {
+                Motion::Fixed => {}
+                Motion::Rotate { axis, rate, .. } => {
+                    finite3(&format!("{dk}.motion.axis"), axis)?;
+                    if axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
+                        return Err((format!("{dk}.motion.axis"), "axis must be non-zero".into()));
+                    }
+                    if !rate.is_finite() {
+                        return Err((format!("{dk}.motion.rate"), "expected a finite rate".into()));
+                    }
+                }
+                Motion::Translate { velocity } => finite3(&format!("{dk}.motion.velocity"), velocity)?,
+            }
+        }
+        finite3(&format!("{k}.initial.velocity"), &self.initial.velocity)?;
+        finite3(&format!("{k}.initial.angular_velocity"), &self.initial.angular_velocity)?;
+        if let Some(t) = &self.initial.twist {
+            finite3(&format!("{k}.initial.twist.axis"), &t.axis)?;
+            if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
+                return Err((format!("{k}.initial.twist.axis"), "axis must be non-zero".into()));
+            }
+        }
+        for (i, f) in self.forces.iter().enumerate() {
+            let fk = format!("{k}.force[{i}]");
+            match (&f.force, &f.twist) {
+                (Some(v), None) => finite3(&format!("{fk}.force"), v)?,
+                (None, Some(t)) => {
+                    finite3(&format!("{fk}.twist.axis"), &t.axis)?;
+                    if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 || !t.magnitude.is_finite() {
+                        return Err((format!("{fk}.twist"), "needs a non-zero axis and a finite magnitude".into()));
+                    }
+                }
+                _ => return Err((fk, "give exactly one of `force` or `twist`".into())),
+            }
+            f.select.validate(&format!("{fk}.select"))?;
+            match &f.profile {
+                Profile::Ramp { duration } => positive(&format!("{fk}.profile.duration"), *duration)?,
+                Profile::Table { times, values } => {
+                    if times.is_empty() || times.len() != values.len() || times.windows(2).any(|w| w[1] <= w[0]) {
+                        return Err((format!("{fk}.profile"), "table needs equally long `times` (strictly increasing) and `values`".into()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

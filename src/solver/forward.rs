@@ -1,0 +1,251 @@
+//! Forward time stepping (spec §6): implicit Euler solved by Projective Dynamics with the
+//! persistent factor of $A$ (Eq. 31), bounded Anderson acceleration (Eqs. 18–21) and the
+//! dual gate (Eq. 22).
+//!
+//! One step, from $(x_t,v_t)$:
+//! $y=x_t+hv_t+h^2M^{-1}f_{ext}$; $c=\tfrac1{h^2}My+\tfrac1h\mathcal Dx_t$;
+//! iterate $x^{k+1}=\mathrm{AA}\big(A^{-1}(c+b_p(x^k))\big)$ from $x^0=x_t$ (Dirichlet values
+//! imposed) until the dual gate holds; $v_{t+1}=(x_{t+1}-x_t)/h$.
+
+use super::anderson::TypeII;
+use super::gate::{DualGate, GateResiduals};
+use super::local;
+use super::model::{Derived, Model};
+use super::SolverError;
+use crate::linalg::{assembly, CscMatrix, GlobalSystem, LinearSolver};
+use crate::scene::{AndersonWindow, OnNonConvergence, SolverSettings};
+use nalgebra::Vector3;
+use std::time::Instant;
+
+/// Resolved solver settings.
+#[derive(Clone, Debug)]
+pub struct SolverConfig {
+    pub max_iterations: usize,
+    pub gate: DualGate,
+    pub window: usize,
+    pub gamma_max: f64,
+    pub on_nonconvergence: OnNonConvergence,
+}
+
+impl SolverConfig {
+    /// Resolve `anderson_window = "auto"`: 1 on heterogeneous meshes, 5 on homogeneous ones
+    /// (spec Eq. 21 and §6.6).
+    pub fn from_settings(s: &SolverSettings, heterogeneous: bool) -> Self {
+        let window = match s.anderson_window {
+            AndersonWindow::Auto => {
+                if heterogeneous {
+                    1
+                } else {
+                    5
+                }
+            }
+            AndersonWindow::Fixed(m) => m,
+        };
+        SolverConfig {
+            max_iterations: s.max_iterations,
+            gate: DualGate { rel: s.rel_tol, abs: s.abs_tol },
+            window,
+            gamma_max: s.anderson_gamma_max,
+            on_nonconvergence: s.on_nonconvergence,
+        }
+    }
+}
+
+/// Statistics of one time step (what `log.json` records per frame).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StepStats {
+    pub iterations: usize,
+    pub converged: bool,
+    /// Gate residuals at exit (≤ 1 means met).
+    pub gate: GateResiduals,
+    pub anderson_guard_firings: usize,
+    pub time_local: f64,
+    pub time_global: f64,
+    pub time_other: f64,
+    /// Trust-region statistics (only when requested, see [`Simulator::compute_tr`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tr: Option<super::trust_region::TrStats>,
+}
+
+/// The forward simulator: model, derived parameters, factored system and solver state.
+pub struct Simulator<'m> {
+    pub model: &'m Model,
+    pub derived: Derived,
+    pub system: GlobalSystem,
+    /// Stiffness-damping Laplacian $\hat K_\beta$ (for the $\tfrac1h\mathcal Dx_t$ term).
+    pub kbeta: CscMatrix,
+    pub config: SolverConfig,
+    /// Prescribed DoF indices into node-major vectors.
+    pub prescribed: Vec<usize>,
+    /// Time spent assembling and factoring (s).
+    pub setup_seconds: f64,
+    /// Compute the TR ratio ρ and blend α at the end of every step (needed by the
+    /// `trust_region` backward filter; costs one extra local step and one product with A).
+    pub compute_tr: bool,
+    warm: Vec<Vector3<f64>>,
+    aa: TypeII,
+}
+
+/// Euclidean norm.
+pub fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+impl<'m> Simulator<'m> {
+    /// Derive weights, assemble and factor $A$ (spec §6.1 SETUP).
+    pub fn new(model: &'m Model, settings: &SolverSettings) -> Result<Self, SolverError> {
+        let derived = model.derive(&model.params);
+        Self::with_derived(model, derived, settings)
+    }
+
+    /// As [`Simulator::new`] with explicitly derived parameters.
+    pub fn with_derived(model: &'m Model, derived: Derived, settings: &SolverSettings) -> Result<Self, SolverError> {
+        let t0 = Instant::now();
+        let (a, kbeta) = assembly::pd_matrices(model, &derived, model.h);
+        let system = GlobalSystem::new(a, model.dirichlet_sets())?;
+        let sets = model.dirichlet_sets();
+        let mut prescribed: Vec<usize> = (0..3).flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d)).collect();
+        prescribed.sort_unstable();
+        let config = SolverConfig::from_settings(settings, derived.heterogeneous);
+        let aa = TypeII::new(config.window, config.gamma_max);
+        Ok(Simulator {
+            model,
+            warm: vec![Vector3::zeros(); model.num_samples()],
+            derived,
+            system,
+            kbeta,
+            config,
+            prescribed,
+            setup_seconds: t0.elapsed().as_secs_f64(),
+            compute_tr: false,
+            aa,
+        })
+    }
+
+    /// Constant part of the RHS: $c=\tfrac1{h^2}My+\tfrac1h(\alpha Mx_t+\hat K_\beta x_t)$ with
+    /// $y=x_t+hv_t+h^2M^{-1}f$ (Eqs. 3, 31).
+    pub fn rhs_constant(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
+        let h = self.model.h;
+        let n = self.model.num_nodes();
+        let m = &self.derived.mass;
+        let mut c = vec![0.0; 3 * n];
+        let mut t = vec![0.0; n];
+        for d in 0..3 {
+            self.kbeta.matvec_axis(x_t, d, &mut t);
+            for i in 0..n {
+                let k = 3 * i + d;
+                let y = x_t[k] + h * v_t[k] + h * h * f_ext[k] / m[i];
+                c[k] = m[i] * y / (h * h) + (self.derived.node_alpha[i] * m[i] * x_t[k] + t[i]) / h;
+            }
+        }
+        c
+    }
+
+    /// One implicit-Euler step producing frame `frame` (1-based) from $(x_t, v_t)$.
+    /// Returns $x_{t+1}$ and the step statistics.
+    pub fn step(&mut self, frame: usize, x_t: &[f64], v_t: &[f64]) -> Result<(Vec<f64>, StepStats), SolverError> {
+        let model = self.model;
+        let h = model.h;
+        let t_start = (frame - 1) as f64 * h;
+        let f_ext = model.external_force(t_start, &self.derived.mass);
+        let c = self.rhs_constant(x_t, v_t, &f_ext);
+        let xd = model.dirichlet_values(frame as f64 * h);
+        let mut x = x_t.to_vec();
+        for &k in &self.prescribed {
+            x[k] = xd[k];
+        }
+        let mut stats = StepStats::default();
+        let guard0 = self.aa.guard_firings;
+        self.aa.reset();
+        let n3 = x.len();
+        let mut bp = vec![0.0; n3];
+        let mut bp_prev = vec![0.0; n3];
+        let mut xhat = vec![0.0; n3];
+        let mut converged = false;
+        let mut last_gate = GateResiduals::default();
+        let mut k = 0;
+        let mut x_before = Vec::new();
+        let mut b_before = Vec::new();
+        while k < self.config.max_iterations {
+            let t0 = Instant::now();
+            let loc = local::project_all(model, &self.derived, &x, &mut self.warm)
+                .map_err(|e| SolverError::NonFiniteLocal { frame, iteration: k, element: e.element })?;
+            local::scatter(model, &loc.q, &mut bp);
+            let t1 = Instant::now();
+            let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
+            self.system.solve(&b, &xd, &mut xhat);
+            let t2 = Instant::now();
+            if !xhat.iter().all(|v| v.is_finite()) {
+                return Err(SolverError::Diverged { frame, iteration: k, element: self.first_bad_element(&xhat) });
+            }
+            let g: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
+            let mut xn = self.aa.step(&x, &g);
+            for &kk in &self.prescribed {
+                xn[kk] = xd[kk];
+            }
+            if k >= 1 {
+                let dx = norm(&xn.iter().zip(&x).map(|(a, b)| a - b).collect::<Vec<_>>());
+                let dbp = norm(&bp.iter().zip(&bp_prev).map(|(a, b)| a - b).collect::<Vec<_>>());
+                last_gate = self.config.gate.evaluate(dx, norm(&x), dbp, norm(&bp_prev));
+                if DualGate::met(&last_gate) {
+                    converged = true;
+                }
+            }
+            std::mem::swap(&mut bp, &mut bp_prev);
+            if self.compute_tr {
+                x_before = std::mem::replace(&mut x, xn);
+                b_before = b;
+            } else {
+                x = xn;
+            }
+            let t3 = Instant::now();
+            stats.time_local += (t1 - t0).as_secs_f64();
+            stats.time_global += (t2 - t1).as_secs_f64();
+            stats.time_other += (t3 - t2).as_secs_f64();
+            k += 1;
+            if converged {
+                break;
+            }
+        }
+        stats.iterations = k;
+        stats.converged = converged;
+        stats.gate = last_gate;
+        stats.anderson_guard_firings = self.aa.guard_firings - guard0;
+        if self.compute_tr && !x_before.is_empty() {
+            stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
+        }
+        if !converged && self.config.on_nonconvergence == OnNonConvergence::Error {
+            return Err(SolverError::NotConverged { frame, iterations: k, position: last_gate.position, projection: last_gate.projection });
+        }
+        Ok((x, stats))
+    }
+
+    /// Spec §6.5 TR_STATS from the last two iterates of the step.
+    fn tr_stats(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64], x_prev: &[f64], b_prev: &[f64], x_k: &[f64]) -> super::trust_region::TrStats {
+        let h = self.model.h;
+        let m = &self.derived.mass;
+        let y: Vec<f64> = (0..x_t.len()).map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3]).collect();
+        let mut dx: Vec<f64> = x_k.iter().zip(x_prev).map(|(a, b)| a - b).collect();
+        let mut r = vec![0.0; dx.len()];
+        self.system.apply_a(x_prev, &mut r);
+        for (rj, bj) in r.iter_mut().zip(b_prev) {
+            *rj -= bj;
+        }
+        for &k in &self.prescribed {
+            dx[k] = 0.0;
+            r[k] = 0.0;
+        }
+        let mut adx = vec![0.0; dx.len()];
+        self.system.apply_a(&dx, &mut adx);
+        let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>() - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
+        let e_prev = super::trust_region::pd_energy(self, x_prev, &y, x_t);
+        let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t);
+        super::trust_region::blend(pred, e_prev - e_k, e_prev)
+    }
+
+    fn first_bad_element(&self, x: &[f64]) -> Option<usize> {
+        (0..self.model.num_samples())
+            .find(|&s| !self.model.deformation_gradient(s, x).iter().all(|v| v.is_finite()))
+            .map(|s| self.model.samples.elem[s])
+    }
+}

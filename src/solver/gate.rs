@@ -1,0 +1,44 @@
+//! Dual-gate convergence test (spec Eq. 22).
+
+/// Stop when both the position step and the change of the projection part of the RHS are
+/// small: $\|x_{k+1}-x_k\|\le\epsilon_r\|x_k\|+\epsilon_a$ and
+/// $\|b_p^k-b_p^{k-1}\|\le\epsilon_r\|b_p^{k-1}\|+\epsilon_a$ (only for $k\ge1$).
+#[derive(Clone, Copy, Debug)]
+pub struct DualGate {
+    pub rel: f64,
+    pub abs: f64,
+}
+
+/// Residuals of one gate evaluation, for the log.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct GateResiduals {
+    /// $\|x_{k+1}-x_k\| / (\epsilon_r\|x_k\|+\epsilon_a)$ (≤ 1 means the gate is met).
+    pub position: f64,
+    /// $\|b_p^k-b_p^{k-1}\| / (\epsilon_r\|b_p^{k-1}\|+\epsilon_a)$.
+    pub projection: f64,
+}
+
+impl DualGate {
+    pub fn evaluate(&self, dx: f64, x: f64, dbp: f64, bp: f64) -> GateResiduals {
+        GateResiduals {
+            position: dx / (self.rel * x + self.abs),
+            projection: dbp / (self.rel * bp + self.abs),
+        }
+    }
+    pub fn met(r: &GateResiduals) -> bool {
+        r.position <= 1.0 && r.projection <= 1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn both_gates_must_pass() {
+        let g = DualGate { rel: 1e-4, abs: 1e-9 };
+        assert!(DualGate::met(&g.evaluate(1e-6, 1.0, 1e-6, 1.0)));
+        // position passes, projection does not
+        assert!(!DualGate::met(&g.evaluate(1e-6, 1.0, 1e-2, 1.0)));
+        assert!(!DualGate::met(&g.evaluate(1e-2, 1.0, 1e-6, 1.0)));
+    }
+}

@@ -1,0 +1,77 @@
+//! Trust-region statistics of a forward step (spec Eqs. 26–29, §6.5), which select the blend
+//! α of the backward's prox-Hessian filter.
+//!
+//! $\delta x=x^K-x^{K-1}$; $\Delta\mathcal E_{pred}=-r^T\delta x-\tfrac12\delta x^TA\delta x$ with
+//! $r=Ax^{K-1}-b(x^{K-1})$ (free DoFs); $\Delta\mathcal E_{act}=\mathcal E_{PD}(x^{K-1})-\mathcal E_{PD}(x^K)$;
+//! $\rho=\Delta\mathcal E_{act}/\Delta\mathcal E_{pred}$; $\alpha=\tfrac12$ if $|\rho-1|<\eta$ else 1,
+//! and $\alpha=\tfrac12$ when the predicted decrease is at round-off.
+
+use super::forward::Simulator;
+use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
+use rayon::prelude::*;
+
+/// TR tolerance η (Chen et al. 2024a; spec Eq. 29).
+pub const ETA: f64 = 0.01;
+
+/// Ratio and blend of one step.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct TrStats {
+    pub rho: f64,
+    pub alpha: f64,
+    pub predicted_decrease: f64,
+    pub actual_decrease: f64,
+}
+
+/// The PD objective (spec U1 / §6.5):
+/// $\mathcal E_{PD}(x)=\tfrac1{2h^2}\|x-y\|_M^2+\tfrac1{2h}\|x-x_t\|_{\mathcal D}^2
+/// +\sum_s\big[\tfrac{w_s}2\|F_s-p_s(x)\|^2+\tfrac{w_s}{\bar k}\bar\psi(\sigma^*_s)\big]$
+/// (corotated + volume: the bracket is $\tfrac{w^{cor}}2\|F-R\|^2+\tfrac{w^{vol}}2\|F-D\|^2$).
+pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
+    let model = sim.model;
+    let d = &sim.derived;
+    let h = model.h;
+    let n = model.num_nodes();
+    let mut e = 0.0;
+    let dx: Vec<f64> = x.iter().zip(x_t).map(|(a, b)| a - b).collect();
+    for i in 0..n {
+        for k in 0..3 {
+            let j = 3 * i + k;
+            e += d.mass[i] * ((x[j] - y[j]).powi(2) / (2.0 * h * h) + d.node_alpha[i] * dx[j].powi(2) / (2.0 * h));
+        }
+    }
+    let mut t = vec![0.0; n];
+    for k in 0..3 {
+        sim.kbeta.matvec_axis(&dx, k, &mut t);
+        for i in 0..n {
+            e += dx[3 * i + k] * t[i] / (2.0 * h);
+        }
+    }
+    let elastic: f64 = (0..model.num_samples())
+        .into_par_iter()
+        .map(|s| {
+            let f = model.deformation_gradient(s, x);
+            let usv = svd::svd3(&f);
+            let b = model.elem_body[model.samples.elem[s]];
+            match model.bodies[b].model {
+                MaterialModel::Corotated => {
+                    let r = corotated::project(&usv);
+                    let (dm, _) = volume::project(&usv);
+                    0.5 * d.w_cor[s] * (f - r).norm_squared() + 0.5 * d.w_vol[s] * (f - dm).norm_squared()
+                }
+                MaterialModel::Neohookean => {
+                    let nh = &d.nh[b];
+                    let (p, st) = neohookean::prox(nh, &usv, None);
+                    0.5 * d.w_nh[s] * (f - p).norm_squared() + d.w_nh[s] / nh.k * neohookean::stretch_energy(nh, &st.sigma_star)
+                }
+            }
+        })
+        .sum();
+    e + elastic
+}
+
+/// Blend rule of Eq. 29.
+pub fn blend(pred: f64, act: f64, energy: f64) -> TrStats {
+    let rho = act / pred;
+    let alpha = if pred <= 1e-14 * (energy.abs() + 1.0) || (rho - 1.0).abs() < ETA { 0.5 } else { 1.0 };
+    TrStats { rho, alpha, predicted_decrease: pred, actual_decrease: act }
+}

@@ -1,0 +1,62 @@
+#![allow(dead_code)]
+//! Shared helpers for integration tests: run the real binary on a scene text and read
+//! `log.json`, or drive the library directly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_diffphd")
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Outcome of one CLI run.
+pub struct RunOut {
+    pub code: i32,
+    pub stderr: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl RunOut {
+    pub fn log(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.dir.path().join("out").join("log.json")).expect("log.json exists");
+        serde_json::from_str(&text).expect("log.json is valid JSON")
+    }
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+}
+
+/// Write `scene` into a fresh temp dir (plus extra files) and run `diffphd <cmd> scene.toml --out out`.
+pub fn run_cli(cmd: &str, scene: &str, extra_files: &[(&str, &str)], args: &[&str]) -> RunOut {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sp = dir.path().join("scene.toml");
+    std::fs::write(&sp, scene).unwrap();
+    for (name, text) in extra_files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let out = Command::new(bin())
+        .arg(cmd)
+        .arg(&sp)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--quiet")
+        .args(args)
+        .output()
+        .expect("run diffphd");
+    RunOut { code: out.status.code().unwrap_or(-1), stderr: String::from_utf8_lossy(&out.stderr).into_owned(), dir }
+}
+
+/// Per-frame PD iteration counts from a log.
+pub fn iterations(log: &serde_json::Value) -> Vec<u64> {
+    log["frames"].as_array().unwrap().iter().map(|f| f["iterations"].as_u64().unwrap()).collect()
+}
+
+/// Load a scene from text for library-level tests.
+pub fn load(text: &str, sets: &[&str]) -> diffphd::scene::LoadedScene {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    diffphd::scene::load_str(text, Path::new("inline.toml"), &sets).expect("scene loads")
+}
