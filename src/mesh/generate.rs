@@ -1,1 +1,212 @@
-//! (in progress)
+//! Procedural box meshes on a regular grid of cubic cells.
+//!
+//! Both generators number the grid nodes the same way: node `(i, j, k)` (with
+//! `0 <= i <= nx`, `0 <= j <= ny`, `0 <= k <= nz`) has index `i + (nx+1)*(j + (ny+1)*k)` and
+//! position `origin + dx*(i, j, k)`. Cells are visited x fastest, then y, then z.
+
+use super::{ElementKind, Mesh};
+
+/// Positively oriented Kuhn (Freudenthal) tetrahedra of the unit cube, as lexicographic
+/// corner indices (corner `a` at `(a & 1, (a >> 1) & 1, (a >> 2) & 1)`). All six share the
+/// main diagonal from corner 0 to corner 7; each follows one monotone lattice path
+/// 0 → e_p → e_p + e_q → 7, with the two middle vertices swapped for odd permutations so that
+/// every tet has `det[X1-X0, X2-X0, X3-X0] > 0`. Because every cube is split along the same
+/// diagonal direction, each cube face is cut along the diagonal through its lowest corner in
+/// both neighbouring cubes, so the resulting mesh is conforming.
+pub const KUHN_TETS: [[usize; 4]; 6] = [
+    [0, 1, 3, 7], // x, y, z
+    [0, 2, 6, 7], // y, z, x
+    [0, 4, 5, 7], // z, x, y
+    [0, 5, 1, 7], // x, z, y (odd, swapped)
+    [0, 6, 4, 7], // z, y, x (odd, swapped)
+    [0, 3, 2, 7], // y, x, z (odd, swapped)
+];
+
+/// Grid nodes and the 8 lexicographic corner indices of every cell (cells x fastest).
+/// A box with a zero cell count in any direction has no cells and no nodes.
+fn grid(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> (Vec<[f64; 3]>, Vec<[usize; 8]>) {
+    let [nx, ny, nz] = cells;
+    if nx == 0 || ny == 0 || nz == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let (px, py) = (nx + 1, ny + 1);
+    let mut nodes = Vec::with_capacity(px * py * (nz + 1));
+    for k in 0..=nz {
+        for j in 0..=ny {
+            for i in 0..=nx {
+                nodes.push([
+                    origin[0] + dx * i as f64,
+                    origin[1] + dx * j as f64,
+                    origin[2] + dx * k as f64,
+                ]);
+            }
+        }
+    }
+    let id = |i: usize, j: usize, k: usize| i + px * (j + py * k);
+    let mut cubes = Vec::with_capacity(nx * ny * nz);
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                let mut c = [0usize; 8];
+                for (a, slot) in c.iter_mut().enumerate() {
+                    *slot = id(i + (a & 1), j + ((a >> 1) & 1), k + ((a >> 2) & 1));
+                }
+                cubes.push(c);
+            }
+        }
+    }
+    (nodes, cubes)
+}
+
+/// Regular hexahedral (voxel) grid of `cells[0] x cells[1] x cells[2]` cubes of edge `dx`
+/// with its minimum corner at `origin`. Elements are `Hex8` in lexicographic local order
+/// (positive Jacobian for `dx > 0`); all tags are 0. See the module docs for node numbering.
+pub fn box_hex(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> Mesh {
+    let (nodes, cubes) = grid(cells, dx, origin);
+    let elements = cubes.iter().flat_map(|c| c.iter().copied()).collect();
+    Mesh {
+        kind: ElementKind::Hex8,
+        nodes,
+        tags: vec![0; cubes.len()],
+        elements,
+    }
+}
+
+/// Same grid as [`box_hex`], with every cube split into the six Kuhn tetrahedra of
+/// [`KUHN_TETS`] (element `6*c + t` is tet `t` of cube `c`). The mesh is conforming and every
+/// tet is positively oriented for `dx > 0`; each has volume `dx³/6`. All tags are 0.
+pub fn box_tet(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> Mesh {
+    let (nodes, cubes) = grid(cells, dx, origin);
+    let mut elements = Vec::with_capacity(cubes.len() * 24);
+    for c in &cubes {
+        for t in &KUHN_TETS {
+            elements.extend(t.iter().map(|&a| c[a]));
+        }
+    }
+    Mesh {
+        kind: ElementKind::Tet4,
+        nodes,
+        tags: vec![0; cubes.len() * 6],
+        elements,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::validate::element_volume;
+    use std::collections::HashMap;
+
+    #[test]
+    fn hex_counts_numbering_and_volume() {
+        let m = box_hex([3, 2, 4], 0.5, [1.0, -2.0, 0.25]);
+        assert_eq!(m.kind, ElementKind::Hex8);
+        assert_eq!(m.num_nodes(), 4 * 3 * 5);
+        assert_eq!(m.num_elements(), 24);
+        assert_eq!(m.tags.len(), 24);
+        // node (i,j,k) = (2,1,3)
+        let n = 2 + 4 * (1 + 3 * 3);
+        assert_eq!(m.nodes[n], [2.0, -1.5, 1.75]);
+        // element (1,0,0) is the second one; its corner a sits at (1 + a&1, ...)
+        let e = m.element(1);
+        for (a, &node) in e.iter().enumerate() {
+            let p = m.nodes[node];
+            let want = [
+                1.0 + 0.5 * (1 + (a & 1)) as f64,
+                -2.0 + 0.5 * ((a >> 1) & 1) as f64,
+                0.25 + 0.5 * ((a >> 2) & 1) as f64,
+            ];
+            assert_eq!(p, want);
+        }
+        let vol: f64 = (0..m.num_elements()).map(|e| element_volume(&m, e)).sum();
+        assert!((vol - 1.5 * 1.0 * 2.0).abs() < 1e-12, "{vol}");
+        let (lo, hi) = m.bounding_box();
+        assert_eq!(lo, [1.0, -2.0, 0.25]);
+        assert_eq!(hi, [2.5, -1.0, 2.25]);
+    }
+
+    #[test]
+    fn kuhn_tets_positive_and_fill_cube() {
+        let m = box_tet([1, 1, 1], 1.0, [0.0; 3]);
+        assert_eq!(m.num_elements(), 6);
+        for e in 0..6 {
+            let v = element_volume(&m, e);
+            assert!((v - 1.0 / 6.0).abs() < 1e-14, "tet {e}: {v}");
+        }
+    }
+
+    #[test]
+    fn tet_counts_volume_orientation() {
+        let m = box_tet([2, 3, 4], 0.25, [0.0, 1.0, 2.0]);
+        assert_eq!(m.kind, ElementKind::Tet4);
+        assert_eq!(m.num_nodes(), 3 * 4 * 5);
+        assert_eq!(m.num_elements(), 6 * 24);
+        assert_eq!(m.tags.len(), 6 * 24);
+        let hex = box_hex([2, 3, 4], 0.25, [0.0, 1.0, 2.0]);
+        assert_eq!(m.nodes, hex.nodes);
+        let mut vol = 0.0;
+        for e in 0..m.num_elements() {
+            let v = element_volume(&m, e);
+            assert!(v > 0.0, "tet {e} not positively oriented");
+            vol += v;
+        }
+        let want = 0.5 * 0.75 * 1.0;
+        assert!((vol - want).abs() < 1e-12, "{vol} vs {want}");
+    }
+
+    #[test]
+    fn tet_mesh_is_conforming() {
+        let cells = [3, 2, 2];
+        let m = box_tet(cells, 1.0, [0.0; 3]);
+        let mut count: HashMap<[usize; 3], usize> = HashMap::new();
+        for e in 0..m.num_elements() {
+            let t = m.element(e);
+            for skip in 0..4 {
+                let mut f = [0usize; 3];
+                let mut n = 0;
+                for (l, &v) in t.iter().enumerate() {
+                    if l != skip {
+                        f[n] = v;
+                        n += 1;
+                    }
+                }
+                f.sort_unstable();
+                *count.entry(f).or_default() += 1;
+            }
+        }
+        let on_boundary = |f: &[usize; 3]| {
+            (0..3).any(|d| {
+                let c = |v: usize| m.nodes[v][d];
+                let hi = cells[d] as f64;
+                (c(f[0]) == 0.0 && c(f[1]) == 0.0 && c(f[2]) == 0.0)
+                    || (c(f[0]) == hi && c(f[1]) == hi && c(f[2]) == hi)
+            })
+        };
+        let [nx, ny, nz] = cells;
+        let mut boundary = 0;
+        for (f, &c) in &count {
+            if on_boundary(f) {
+                assert_eq!(c, 1, "boundary face {f:?}");
+                boundary += 1;
+            } else {
+                assert_eq!(c, 2, "interior face {f:?} shared by {c} tets");
+            }
+        }
+        assert_eq!(boundary, 4 * (nx * ny + ny * nz + nx * nz));
+        // Euler-type count check: 4 faces per tet = 2*interior + boundary.
+        assert_eq!(
+            4 * m.num_elements(),
+            2 * (count.len() - boundary) + boundary
+        );
+    }
+
+    #[test]
+    fn empty_box() {
+        let m = box_tet([0, 2, 2], 1.0, [0.0; 3]);
+        assert_eq!(m.num_nodes(), 0);
+        assert_eq!(m.num_elements(), 0);
+        let m = box_hex([2, 2, 0], 1.0, [0.0; 3]);
+        assert_eq!(m.num_elements(), 0);
+        assert!(m.tags.is_empty());
+    }
+}

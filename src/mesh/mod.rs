@@ -78,8 +78,8 @@ impl Mesh {
         let mut c = [0.0; 3];
         let el = self.element(e);
         for &i in el {
-            for d in 0..3 {
-                c[d] += self.nodes[i][d];
+            for (cd, xd) in c.iter_mut().zip(self.nodes[i]) {
+                *cd += xd;
             }
         }
         for v in &mut c {
@@ -112,7 +112,11 @@ pub enum MeshError {
         source: std::io::Error,
     },
     #[error("{path}:{line}: {msg}")]
-    Parse { path: String, line: usize, msg: String },
+    Parse {
+        path: String,
+        line: usize,
+        msg: String,
+    },
     #[error("{path}: unsupported mesh format (expected .node/.ele, .msh, .mesh): {msg}")]
     Format { path: String, msg: String },
     #[error("element {element}: {msg}")]
