@@ -60,7 +60,7 @@ abs_tol = 1e-14
 /// Corotated+volume PD with ν = 0 (so λ = 0 and the corotated term alone is linear
 /// elasticity with E = 2μ; the volume surrogate is switched off). Returns (δ, δ_EB).
 fn cantilever_deflection(cells: [usize; 3], dx: f64) -> (f64, f64) {
-    let (e, rho, gz) = (1e9, 1000.0, -9.81);
+    let (e, rho, gz): (f64, f64, f64) = (1e9, 1000.0, -9.81);
     let scene = format!(
         r#"schema_version = 1
 [simulation]
