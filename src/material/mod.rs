@@ -7,6 +7,9 @@
 //! Matrices are `nalgebra::Matrix3<f64>`; `vec(·)` is column-major (spec conventions).
 
 pub mod corotated;
+pub mod eigen;
+#[cfg(test)]
+mod fd;
 pub mod neohookean;
 pub mod svd;
 pub mod volume;
