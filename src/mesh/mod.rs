@@ -105,11 +105,10 @@ impl Mesh {
 /// file (where there is one), the line or the element/node index.
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
-    #[error("{path}: cannot read mesh file: {source}")]
+    #[error("{path}: cannot read mesh file: {err}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("{path}:{line}: {msg}")]
     Parse {

@@ -72,7 +72,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 fn read_text(path: &Path) -> Result<String, MeshError> {
     let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
         path: display(path),
-        source,
+        err: source,
     })?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -17,11 +17,10 @@ use std::path::{Path, PathBuf};
 /// Errors of loading and validating a scene. Every variant names the file and/or key.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
-    #[error("{path}: cannot read scene file: {source}")]
+    #[error("{path}: cannot read scene file: {err}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("{path}: {msg}")]
     Toml { path: String, msg: String },
@@ -60,7 +59,7 @@ impl LoadedScene {
 /// Read, override (`key.path=value` expressions) and validate a scene file.
 pub fn load(path: &Path, sets: &[String]) -> Result<LoadedScene, SceneError> {
     let ps = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io { path: ps.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|err| SceneError::Io { path: ps.clone(), err })?;
     load_str(&text, path, sets)
 }
 

@@ -515,7 +515,10 @@ pub struct SolverSettings {
     /// Anderson window: `"auto"` (1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
     #[serde(default)]
     pub anderson_window: AndersonWindow,
-    /// Reliability guard γ_max (spec Eq. 21).
+    /// Reliability guard γ_max (spec Eq. 21). Default 1e3, not the spec's 10: for a PD
+    /// iteration contracting at rate ρ the secant coefficient is γ ≈ ρ/(ρ−1) (≈ −100 at
+    /// ρ = 0.99), so γ_max = 10 disables Anderson exactly where PD is slow (measured: the
+    /// guard fired on 98 % of iterations of a ν = 0.45 cantilever; see docs/BENCHMARKS.md).
     #[serde(default = "d_gmax")]
     pub anderson_gamma_max: f64,
     /// Worker threads for element loops (0 = all cores).
@@ -535,7 +538,7 @@ fn d_abs() -> f64 {
     1e-9
 }
 fn d_gmax() -> f64 {
-    10.0
+    1e3
 }
 impl Default for SolverSettings {
     fn default() -> Self {

@@ -13,11 +13,10 @@ use nalgebra::{Matrix3, Vector3};
 /// Errors while building a model from a scene.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("{key}: {source}")]
+    #[error("{key}: {err}")]
     Mesh {
         key: String,
-        #[source]
-        source: crate::mesh::MeshError,
+        err: crate::mesh::MeshError,
     },
     #[error("{key}: {msg}")]
     Scene { key: String, msg: String },
@@ -260,7 +259,7 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
     let key = format!("body[{b}].mesh");
     let m = &body.mesh;
     let mut mesh = if let Some(f) = &m.file {
-        crate::mesh::readers::read_mesh(&ls.resolve(f)).map_err(|source| ModelError::Mesh { key: format!("{key}.file"), source })?
+        crate::mesh::readers::read_mesh(&ls.resolve(f)).map_err(|err| ModelError::Mesh { key: format!("{key}.file"), err })?
     } else {
         let cells = m.cells.unwrap_or([1, 1, 1]);
         let dx = m.dx.unwrap_or(1.0);
@@ -275,7 +274,7 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
         let v = r * (Vector3::from(*p) * body.transform.scale) + Vector3::from(body.transform.translation);
         *p = [v[0], v[1], v[2]];
     }
-    crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|source| ModelError::Mesh { key: key.clone(), source })?;
+    crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|err| ModelError::Mesh { key: key.clone(), err })?;
     Ok(mesh)
 }
 
