@@ -24,6 +24,8 @@ pub struct Param {
     pub seed: u64,
     pub log: bool,
     pub fd_step: Option<f64>,
+    /// Value in the base model (for Young's modulus: the mean over `elements`).
+    pub base_value: f64,
 }
 
 fn kind_name(k: ParamKind) -> &'static str {
@@ -112,7 +114,9 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             if s.log {
                 name = format!("log {name}");
             }
-            out.push(Param { name, kind: s.kind, body: s.body, elements: elements.clone(), component: c, force, seed: s.seed.unwrap_or(1), log: s.log, fd_step: s.fd_step });
+            let mut p = Param { name, kind: s.kind, body: s.body, elements: elements.clone(), component: c, force, seed: s.seed.unwrap_or(1), log: s.log, fd_step: s.fd_step, base_value: 0.0 };
+            p.base_value = p.value(model);
+            out.push(p);
         }
     }
     Ok(out)
@@ -154,17 +158,12 @@ impl Param {
         }
     }
 
-    /// Write a value (user units) into the model. Young's modulus scales every element of
-    /// the parameter's set proportionally (so heterogeneity inside a region is kept).
+    /// Write a value (user units) into the model. Young's modulus is not set here: E
+    /// parameters compose as independent factors on the base moduli, see [`apply_all`].
     pub fn set(&self, m: &mut Model, value: f64) {
         let b = self.body;
         match self.kind {
-            ParamKind::YoungsModulus => {
-                let cur = self.value(m);
-                for &e in &self.elements {
-                    m.params.youngs[e] *= value / cur;
-                }
-            }
+            ParamKind::YoungsModulus => {}
             ParamKind::PoissonRatio => m.params.nu[b] = value,
             ParamKind::Density => m.params.density[b] = value,
             ParamKind::DampingAlpha => m.params.alpha[b] = value,
@@ -184,14 +183,13 @@ impl Param {
         }
     }
 
-    /// $d\mathcal L/d\theta$ at the model's current values.
-    pub fn gradient(&self, m: &Model, g: &Gradients) -> f64 {
+    /// $d\mathcal L/d\theta$ at the model `m` built by [`apply_all`] with this parameter at
+    /// `value` (user units).
+    pub fn gradient(&self, m: &Model, g: &Gradients, value: f64) -> f64 {
         let b = self.body;
         let dvalue = match self.kind {
-            ParamKind::YoungsModulus => {
-                let v = self.value(m);
-                self.elements.iter().map(|&e| m.params.youngs[e] / v * g.youngs[e]).sum()
-            }
+            // E_e = E_e^base * prod_p (v_p / v_p^base)  =>  dE_e/dv_p = E_e / v_p
+            ParamKind::YoungsModulus => self.elements.iter().map(|&e| m.params.youngs[e] / value * g.youngs[e]).sum(),
             ParamKind::PoissonRatio => g.nu[b],
             ParamKind::Density => g.density[b],
             ParamKind::DampingAlpha => g.alpha[b],
@@ -219,7 +217,7 @@ impl Param {
             ParamKind::Gravity => g.gravity[self.component],
         };
         if self.log {
-            self.value(m) * dvalue
+            value * dvalue
         } else {
             dvalue
         }
@@ -242,4 +240,26 @@ impl Param {
             _ => 1e-4 * v.max(1e-3),
         }
     }
+}
+
+/// The model at parameter values `values` (user units): a copy of `base` with every
+/// parameter applied. Young's-modulus parameters multiply the base moduli of their element
+/// sets by `value / base_value`, so overlapping sets (a region and its whole body)
+/// compose as independent factors and the parametrization is the same at every point.
+pub fn apply_all(params: &[Param], base: &Model, values: &[f64]) -> Model {
+    let mut m = base.clone();
+    let mut factor = vec![1.0; base.num_elements()];
+    for (p, &v) in params.iter().zip(values) {
+        if p.kind == ParamKind::YoungsModulus {
+            for &e in &p.elements {
+                factor[e] *= v / p.base_value;
+            }
+        } else {
+            p.set(&mut m, v);
+        }
+    }
+    for (e, f) in factor.iter().enumerate() {
+        m.params.youngs[e] = base.params.youngs[e] * f;
+    }
+    m
 }

@@ -130,13 +130,14 @@ impl Problem {
         self.params.iter().map(|p| p.to_theta(p.value(&self.base))).collect()
     }
 
+    /// Parameter values (user units) at θ.
+    pub fn values_at(&self, theta: &[f64]) -> Vec<f64> {
+        self.params.iter().zip(theta).map(|(p, &t)| p.from_theta(t)).collect()
+    }
+
     /// The model at θ.
     pub fn model_at(&self, theta: &[f64]) -> Model {
-        let mut m = self.base.clone();
-        for (p, &t) in self.params.iter().zip(theta) {
-            p.set(&mut m, p.from_theta(t));
-        }
-        m
+        super::params::apply_all(&self.params, &self.base, &self.values_at(theta))
     }
 
     /// Evaluate the loss, and the gradient if `with_gradient`.
@@ -166,7 +167,8 @@ impl Problem {
             let t1 = Instant::now();
             let lg = self.loss.gradient(&ro.xs, model.h);
             let br = rollout::backward(&sim, &ro, &lg, &self.backward);
-            ev.gradient = self.params.iter().map(|p| p.gradient(&model, &br.grads)).collect();
+            let values = self.values_at(theta);
+            ev.gradient = self.params.iter().zip(&values).map(|(p, &v)| p.gradient(&model, &br.grads, v)).collect();
             ev.backward_seconds = t1.elapsed().as_secs_f64();
             ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();
             ev.nonconverged_backward_frames = br.nonconverged();

@@ -1,8 +1,14 @@
 //! Dual-gate convergence test (spec Eq. 22).
 
 /// Stop when both the position step and the change of the projection part of the RHS are
-/// small: $\|x_{k+1}-x_k\|\le\epsilon_r\|x_k\|+\epsilon_a$ and
+/// small: $\|\Phi(x_k)-x_k\|\le\epsilon_r\|x_k\|+\epsilon_a$ and
 /// $\|b_p^k-b_p^{k-1}\|\le\epsilon_r\|b_p^{k-1}\|+\epsilon_a$ (only for $k\ge1$).
+///
+/// Deliberate reading of spec Eq. 22: the position gate measures the *plain PD step*
+/// $g_k=\Phi(x_k)-x_k$ (the fixed-point residual), not the Anderson-mixed step
+/// $x_{k+1}-x_k$. Without acceleration the two coincide; with it, the mixed step can
+/// collapse while the iterate is still far from the fixed point (Anderson stagnation), and
+/// gradients checked against finite differences were then wrong by up to 40 %.
 #[derive(Clone, Copy, Debug)]
 pub struct DualGate {
     pub rel: f64,
