@@ -23,6 +23,9 @@ pub struct GradcheckArgs {
     /// Absolute tolerance of the verdict.
     #[arg(long, default_value_t = 0.0)]
     pub atol: f64,
+    /// Decades of finite-difference steps swept below the base step (0 = one step).
+    #[arg(long, default_value_t = 3)]
+    pub decades: usize,
 }
 
 pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
@@ -40,7 +43,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!("{path}: declare at least one [[parameter]] to check")));
     }
-    let opts = Options { only: args.params.clone(), eps: args.eps, rtol: args.rtol, atol: args.atol };
+    let opts = Options { only: args.params.clone(), eps: args.eps, rtol: args.rtol, atol: args.atol, decades: args.decades };
     let report = gradcheck::check(&problem, &opts).map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
     let out: PathBuf = args.run.out.clone().unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display())).map_err(Failure::input)?;

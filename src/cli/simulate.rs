@@ -169,6 +169,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             gate_position: stats.gate.position,
             gate_projection: stats.gate.projection,
             anderson_guard_firings: stats.anderson_guard_firings,
+            polish: (sim.config.newton_polish > 0).then_some((stats.polish_steps, stats.polish_residual)),
             seconds_local: stats.time_local,
             seconds_global: stats.time_global,
             seconds_other: stats.time_other,

@@ -39,6 +39,9 @@ pub struct FrameRecord {
     /// Projection-gate residual at exit (≤ 1 = met).
     pub gate_projection: f64,
     pub anderson_guard_firings: usize,
+    /// Newton polish steps and final relative PD residual (with `solver.newton_polish > 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub polish: Option<(usize, f64)>,
     pub seconds_local: f64,
     pub seconds_global: f64,
     pub seconds_other: f64,

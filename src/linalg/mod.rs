@@ -7,6 +7,7 @@
 
 pub mod assembly;
 pub mod cholesky;
+pub mod krylov;
 pub mod csc;
 pub mod ordering;
 pub mod system;

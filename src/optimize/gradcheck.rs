@@ -1,6 +1,12 @@
 //! Adjoint gradients against central finite differences (spec §10.4):
 //! $\mathrm{FD}=(\mathcal L(\theta+\eta e_i)-\mathcal L(\theta-\eta e_i))/2\eta$, one parameter at a time.
 //! Pass when $|g_{adj}-\mathrm{FD}|\le r_{tol}\max(|g_{adj}|,|\mathrm{FD}|)+a_{tol}$.
+//!
+//! Step selection (spec §10.4, "sweep ≥ 4 decades and require a plateau"): the central
+//! difference is evaluated at $10\eta_0,\eta_0,\eta_0/10,\dots$ (`decades` + 1 steps) and the
+//! reported value is the smaller step of the consecutive pair that agrees best (a plateau
+//! between truncation error at large steps and solver noise at small ones). The choice never looks at the
+//! adjoint value; the whole sweep is in the JSON report.
 
 use super::problem::{Evaluation, Problem};
 use crate::solver::SolverError;
@@ -15,6 +21,8 @@ pub struct CheckRow {
     pub adjoint: f64,
     pub finite_difference: f64,
     pub step: f64,
+    /// Every `(step, central difference)` of the sweep.
+    pub sweep: Vec<(f64, f64)>,
     pub abs_error: f64,
     pub rel_error: f64,
     pub pass: bool,
@@ -40,6 +48,8 @@ pub struct Options {
     pub eps: Option<f64>,
     pub rtol: f64,
     pub atol: f64,
+    /// Number of decades swept below the base step (0 = a single step).
+    pub decades: usize,
 }
 
 /// Run the check.
@@ -51,20 +61,36 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         if !opts.only.is_empty() && !opts.only.iter().any(|o| o == &p.name) {
             continue;
         }
-        let step = opts.eps.unwrap_or_else(|| p.default_fd_step(&problem.base));
-        let mut tp = theta.clone();
-        tp[i] += step;
-        let lp = problem.evaluate(&tp, false)?.loss;
-        let mut tm = theta.clone();
-        tm[i] -= step;
-        let lm = problem.evaluate(&tm, false)?.loss;
-        let fd = (lp - lm) / (2.0 * step);
+        let base = opts.eps.unwrap_or_else(|| p.default_fd_step(&problem.base));
+        let mut sweep = Vec::new();
+        for k in 0..=opts.decades {
+            let step = if opts.decades == 0 { base } else { base * 10.0 / 10f64.powi(k as i32) };
+            let mut tp = theta.clone();
+            tp[i] += step;
+            let lp = problem.evaluate(&tp, false)?.loss;
+            let mut tm = theta.clone();
+            tm[i] -= step;
+            let lm = problem.evaluate(&tm, false)?.loss;
+            sweep.push((step, (lp - lm) / (2.0 * step)));
+        }
+        let (step, fd) = if sweep.len() == 1 {
+            sweep[0]
+        } else {
+            let k = (1..sweep.len())
+                .min_by(|&a, &b| {
+                    let da = (sweep[a].1 - sweep[a - 1].1).abs();
+                    let db = (sweep[b].1 - sweep[b - 1].1).abs();
+                    da.partial_cmp(&db).unwrap_or(std::cmp::Ordering::Equal)
+                })
+                .unwrap_or(0);
+            sweep[k]
+        };
         let adj = ev.gradient[i];
         let abs_error = (adj - fd).abs();
         let scale = adj.abs().max(fd.abs());
         let rel_error = if scale > 0.0 { abs_error / scale } else { 0.0 };
         let pass = abs_error <= opts.rtol * scale + opts.atol;
-        rows.push(CheckRow { name: p.name.clone(), theta: theta[i], value: p.value(&problem.base), adjoint: adj, finite_difference: fd, step, abs_error, rel_error, pass });
+        rows.push(CheckRow { name: p.name.clone(), theta: theta[i], value: p.value(&problem.base), adjoint: adj, finite_difference: fd, step, sweep, abs_error, rel_error, pass });
     }
     let all_pass = rows.iter().all(|r| r.pass) && ev.nonconverged_backward_frames.is_empty() && ev.nonconverged_forward_frames.is_empty();
     Ok(Report { loss: ev.loss, rtol: opts.rtol, atol: opts.atol, rows, evaluation: ev, all_pass })

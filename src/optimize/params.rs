@@ -223,21 +223,35 @@ impl Param {
         }
     }
 
-    /// Default central-difference step in θ (spec §10.4: 1e-3 relative for log material
-    /// parameters, 1e-6 for positions and the like).
+    /// Default central-difference step in θ (the sweep of [`crate::optimize::gradcheck`]
+    /// brackets it by ×10 … ×1/100): 1e-3 relative for material scalars and log parameters,
+    /// 1e-3 of the body size for translations, 1e-3 rad, 1e-3 m/s, 1e-3 of |g|.
     pub fn default_fd_step(&self, m: &Model) -> f64 {
         if let Some(s) = self.fd_step {
             return s;
         }
         if self.log {
-            return 1e-4;
+            return 1e-3;
         }
         let v = self.value(m).abs();
         match self.kind {
-            ParamKind::InitialTranslation => 1e-6,
-            ParamKind::InitialRotation => 1e-5,
-            ParamKind::InitialStateDirection => 1e-3,
-            _ => 1e-4 * v.max(1e-3),
+            ParamKind::InitialTranslation => {
+                let b = &m.bodies[self.body];
+                let mut lo = [f64::INFINITY; 3];
+                let mut hi = [f64::NEG_INFINITY; 3];
+                for i in b.nodes.clone() {
+                    for d in 0..3 {
+                        lo[d] = lo[d].min(m.rest[i][d]);
+                        hi[d] = hi[d].max(m.rest[i][d]);
+                    }
+                }
+                1e-3 * (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max)
+            }
+            ParamKind::InitialRotation => 1e-3,
+            ParamKind::InitialVelocity => 1e-3,
+            ParamKind::InitialStateDirection => 1e-1,
+            ParamKind::Gravity => 1e-3 * v.max(1.0),
+            _ => 1e-3 * if v > 0.0 { v } else { 1.0 },
         }
     }
 }

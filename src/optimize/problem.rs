@@ -120,6 +120,7 @@ impl Problem {
             window: b.anderson_window,
             gamma_max: ls.scene.solver.anderson_gamma_max,
             filter: b.filter,
+            gmres_restart: b.gmres_restart,
         };
         let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
         Ok(Problem { ls, base, params, loss: Loss { terms }, backward, needs_tr })

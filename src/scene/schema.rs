@@ -50,13 +50,19 @@ pub struct BackwardSettings {
     /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
     #[serde(default)]
     pub filter: crate::solver::backward::HessianFilterMode,
+    /// Restart length of the GMRES fallback of the adjoint solve.
+    #[serde(default = "d_restart")]
+    pub gmres_restart: usize,
 }
 fn d_bwin() -> usize {
     5
 }
+fn d_restart() -> usize {
+    50
+}
 impl Default for BackwardSettings {
     fn default() -> Self {
-        BackwardSettings { rel_tol: d_rel(), abs_tol: d_abs(), max_iterations: d_maxit(), anderson_window: d_bwin(), filter: Default::default() }
+        BackwardSettings { rel_tol: d_rel(), abs_tol: d_abs(), max_iterations: d_maxit(), anderson_window: d_bwin(), filter: Default::default(), gmres_restart: d_restart() }
     }
 }
 
@@ -527,6 +533,18 @@ pub struct SolverSettings {
     /// What a step that hits `max_iterations` does: `"warn"` (log and continue) or `"error"`.
     #[serde(default)]
     pub on_nonconvergence: OnNonConvergence,
+    /// Newton polish of each converged step (0 = off): up to this many Newton steps on the
+    /// PD objective, $K\delta=b(x)-Ax$ solved by $A^{-1}$-preconditioned GMRES, until
+    /// $\|Ax-b(x)\|\le$ `polish_tol`$\cdot\|b(x)\|$. Makes the fixed point accurate to
+    /// round-off for finite-difference checks (the PD step underestimates the error by
+    /// $1/(1-\rho)$ when PD contracts slowly).
+    #[serde(default)]
+    pub newton_polish: usize,
+    #[serde(default = "d_polish_tol")]
+    pub polish_tol: f64,
+}
+fn d_polish_tol() -> f64 {
+    1e-13
 }
 fn d_maxit() -> usize {
     5000
@@ -550,6 +568,8 @@ impl Default for SolverSettings {
             anderson_gamma_max: d_gmax(),
             threads: 0,
             on_nonconvergence: OnNonConvergence::Warn,
+            newton_polish: 0,
+            polish_tol: d_polish_tol(),
         }
     }
 }

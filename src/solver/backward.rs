@@ -42,6 +42,8 @@ pub struct BackwardConfig {
     pub window: usize,
     pub gamma_max: f64,
     pub filter: HessianFilterMode,
+    /// Restart length of the GMRES fallback.
+    pub gmres_restart: usize,
 }
 
 /// Per-sample linearisation at $x_{t+1}$.
@@ -156,19 +158,44 @@ pub struct AdjointStats {
     pub alpha: f64,
     pub filtered_samples: usize,
     pub seconds: f64,
+    /// `fixed_point`, or `fixed_point+gmres` when the fixed-point iteration diverged or hit
+    /// its cap and GMRES (preconditioned by $A^{-1}$) finished the solve.
+    pub method: String,
+    pub gmres_iterations: usize,
 }
 
-/// Solve $(A-\Delta A)z=g$ with $z_D=0$ (the adjoint of one step).
+/// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0).
+pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f64]) {
+    let mut t = vec![0.0; v.len()];
+    sim.system.apply_a(v, out);
+    lin.apply(sim.model, v, &mut t);
+    for (o, ti) in out.iter_mut().zip(&t) {
+        *o -= ti;
+    }
+    for &k in &sim.prescribed {
+        out[k] = 0.0;
+    }
+}
+
+/// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`.
+pub fn solve_gmres(sim: &Simulator, lin: &StepLinearization, g: &[f64], z: &mut [f64], cfg: &BackwardConfig) -> crate::linalg::krylov::GmresStats {
+    let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
+    let mut pre = |v: &[f64], out: &mut [f64]| sim.system.solve_homogeneous(v, out);
+    crate::linalg::krylov::gmres(&mut op, &mut pre, g, z, cfg.gmres_restart, cfg.rel_tol, cfg.abs_tol, cfg.max_iterations)
+}
+
+/// Solve $(A-\Delta A)z=g$ with $z_D=0$ (the adjoint of one step): DiffPD's fixed-point
+/// iteration with Anderson acceleration; if it diverges (residual above $10^3\|g\|$) or
+/// reaches `max_iterations`, GMRES preconditioned by $A^{-1}$ takes over from the best iterate.
 pub fn solve_adjoint(sim: &Simulator, lin: &StepLinearization, g: &[f64], cfg: &BackwardConfig, frame: usize) -> (Vec<f64>, AdjointStats) {
     let t0 = std::time::Instant::now();
-    let model = sim.model;
     let n3 = g.len();
     let mut gf = g.to_vec();
     for &k in &sim.prescribed {
         gf[k] = 0.0;
     }
     let gnorm = norm(&gf);
-    let mut stats = AdjointStats { frame, ..Default::default() };
+    let mut stats = AdjointStats { frame, method: "fixed_point".into(), ..Default::default() };
     if gnorm == 0.0 {
         stats.converged = true;
         stats.seconds = t0.elapsed().as_secs_f64();
@@ -176,50 +203,45 @@ pub fn solve_adjoint(sim: &Simulator, lin: &StepLinearization, g: &[f64], cfg: &
     }
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
-    let mut daz = vec![0.0; n3];
-    let mut az = vec![0.0; n3];
+    let mut best = (f64::INFINITY, z.clone());
+    let mut kz = vec![0.0; n3];
     let mut u = vec![0.0; n3];
     let mut rel = f64::INFINITY;
     let mut it = 0;
     while it < cfg.max_iterations {
-        lin.apply(model, &z, &mut daz);
-        let mut q: Vec<f64> = gf.iter().zip(&daz).map(|(a, b)| a + b).collect();
-        for &k in &sim.prescribed {
-            q[k] = 0.0;
+        // true residual of the current iterate: K z - g (free DoFs)
+        apply_k(sim, lin, &z, &mut kz);
+        let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
+        rel = r / gnorm;
+        if rel < best.0 {
+            best = (rel, z.clone());
         }
-        // residual of the current iterate on the free DoFs: A z - q = (A - ΔA) z - g
-        sim.system.apply_a(&z, &mut az);
-        let mut r2 = 0.0;
-        let mut is_pres = vec![false; 0];
-        if !sim.prescribed.is_empty() {
-            is_pres = vec![false; n3];
-            for &k in &sim.prescribed {
-                is_pres[k] = true;
-            }
-        }
-        for k in 0..n3 {
-            if is_pres.is_empty() || !is_pres[k] {
-                let r = az[k] - q[k];
-                r2 += r * r;
-            }
-        }
-        rel = r2.sqrt() / gnorm;
-        if r2.sqrt() <= cfg.rel_tol * gnorm + cfg.abs_tol {
+        if r <= cfg.rel_tol * gnorm + cfg.abs_tol {
             stats.converged = true;
             break;
         }
-        if !rel.is_finite() {
+        if !rel.is_finite() || rel > 1e3 {
             break;
         }
+        // z_hat = A^{-1}(g + ΔA z) = z + A^{-1}(g - K z)
+        let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
         sim.system.solve_homogeneous(&q, &mut u);
-        let step: Vec<f64> = u.iter().zip(&z).map(|(a, b)| a - b).collect();
-        z = aa.step(&z, &step);
+        z = aa.step(&z, &u);
         for &k in &sim.prescribed {
             z[k] = 0.0;
         }
         it += 1;
     }
     stats.iterations = it;
+    if !stats.converged {
+        let mut zg = if best.0.is_finite() && best.0 < 1.0 { best.1 } else { vec![0.0; n3] };
+        let st = solve_gmres(sim, lin, &gf, &mut zg, cfg);
+        stats.method = "fixed_point+gmres".into();
+        stats.gmres_iterations = st.iterations;
+        stats.converged = st.converged;
+        rel = st.relative_residual;
+        z = zg;
+    }
     stats.relative_residual = rel;
     stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
     stats.filtered_samples = lin.filtered_samples;

@@ -25,6 +25,8 @@ pub struct SolverConfig {
     pub window: usize,
     pub gamma_max: f64,
     pub on_nonconvergence: OnNonConvergence,
+    pub newton_polish: usize,
+    pub polish_tol: f64,
 }
 
 impl SolverConfig {
@@ -47,6 +49,8 @@ impl SolverConfig {
             window,
             gamma_max: s.anderson_gamma_max,
             on_nonconvergence: s.on_nonconvergence,
+            newton_polish: s.newton_polish,
+            polish_tol: s.polish_tol,
         }
     }
 }
@@ -62,6 +66,10 @@ pub struct StepStats {
     pub time_local: f64,
     pub time_global: f64,
     pub time_other: f64,
+    /// Newton polish steps taken and the final relative PD residual $\|Ax-b(x)\|/\|b\|$
+    /// (only with `newton_polish > 0`).
+    pub polish_steps: usize,
+    pub polish_residual: f64,
     /// Trust-region statistics (only when requested, see [`Simulator::compute_tr`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tr: Option<super::trust_region::TrStats>,
@@ -210,6 +218,13 @@ impl<'m> Simulator<'m> {
                 break;
             }
         }
+        if self.config.newton_polish > 0 && converged {
+            let t0 = Instant::now();
+            let (steps, res) = self.polish(&c, &xd, &mut x);
+            stats.polish_steps = steps;
+            stats.polish_residual = res;
+            stats.time_other += t0.elapsed().as_secs_f64();
+        }
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;
@@ -221,6 +236,64 @@ impl<'m> Simulator<'m> {
             return Err(SolverError::NotConverged { frame, iterations: k, position: last_gate.position, projection: last_gate.projection });
         }
         Ok((x, stats))
+    }
+
+    /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.
+    fn pd_residual(&mut self, c: &[f64], x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
+        let loc = local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;
+        let mut bp = vec![0.0; x.len()];
+        local::scatter(self.model, &loc.q, &mut bp);
+        let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
+        let mut ax = vec![0.0; x.len()];
+        self.system.apply_a(x, &mut ax);
+        let mut r: Vec<f64> = b.iter().zip(&ax).map(|(a, b)| a - b).collect();
+        let mut bf = b;
+        for &k in &self.prescribed {
+            r[k] = 0.0;
+            bf[k] = 0.0;
+        }
+        Ok((r, norm(&bf)))
+    }
+
+    /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
+    /// kept only if it reduces the residual. Returns (steps, final relative residual).
+    fn polish(&mut self, c: &[f64], xd: &[f64], x: &mut Vec<f64>) -> (usize, f64) {
+        let Ok((mut r, mut bn)) = self.pd_residual(c, x) else { return (0, f64::NAN) };
+        let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
+        let cfg = super::backward::BackwardConfig {
+            rel_tol: 1e-3 * self.config.polish_tol.max(1e-16) / rel.max(1e-300),
+            abs_tol: 0.0,
+            max_iterations: 500,
+            window: 0,
+            gamma_max: self.config.gamma_max,
+            filter: super::backward::HessianFilterMode::None,
+            gmres_restart: 50,
+        };
+        let mut steps = 0;
+        while steps < self.config.newton_polish && rel > self.config.polish_tol {
+            let lin = super::backward::StepLinearization::new(self, x, 0.0);
+            let mut delta = vec![0.0; x.len()];
+            let mut cfg_s = cfg.clone();
+            cfg_s.rel_tol = 1e-6;
+            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg_s);
+            let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
+            let mut trial = trial;
+            for &k in &self.prescribed {
+                trial[k] = xd[k];
+            }
+            let Ok((r2, bn2)) = self.pd_residual(c, &trial) else { break };
+            let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
+            if !(rel2 < rel) {
+                break;
+            }
+            *x = trial;
+            r = r2;
+            bn = bn2;
+            rel = rel2;
+            steps += 1;
+        }
+        let _ = bn;
+        (steps, rel)
     }
 
     /// Spec §6.5 TR_STATS from the last two iterates of the step.
