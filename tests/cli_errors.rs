@@ -25,7 +25,12 @@ fn expect_error(scene: &str, files: &[(&str, &str)], needles: &[&str]) {
     let r = run_cli("simulate", scene, files, &[]);
     assert_eq!(r.code, 2, "expected exit 2, got {}: {}", r.code, r.stderr);
     for n in needles {
-        assert!(r.stderr.contains(n), "message {:?} does not contain {:?}", r.stderr, n);
+        assert!(
+            r.stderr.contains(n),
+            "message {:?} does not contain {:?}",
+            r.stderr,
+            n
+        );
     }
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }
@@ -39,29 +44,58 @@ fn good_scene_runs() {
 
 #[test]
 fn unknown_key_is_named() {
-    expect_error(&GOOD.replace("density = 1000.0", "density = 1000.0\ndensty = 3"), &[], &["densty"]);
-    expect_error(&GOOD.replace("[simulation]", "[simulaton]"), &[], &["simulaton"]);
+    expect_error(
+        &GOOD.replace("density = 1000.0", "density = 1000.0\ndensty = 3"),
+        &[],
+        &["densty"],
+    );
+    expect_error(
+        &GOOD.replace("[simulation]", "[simulaton]"),
+        &[],
+        &["simulaton"],
+    );
 }
 
 #[test]
 fn poisson_ratio_at_or_above_half_is_rejected() {
-    expect_error(&GOOD.replace("poisson_ratio = 0.3", "poisson_ratio = 0.5"), &[], &["body[0].material.poisson_ratio", "0.5"]);
+    expect_error(
+        &GOOD.replace("poisson_ratio = 0.3", "poisson_ratio = 0.5"),
+        &[],
+        &["body[0].material.poisson_ratio", "0.5"],
+    );
 }
 
 #[test]
 fn non_positive_youngs_modulus_is_rejected() {
-    expect_error(&GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = -1.0"), &[], &["body[0].material.youngs_modulus"]);
-    expect_error(&GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = 0.0"), &[], &["youngs_modulus"]);
+    expect_error(
+        &GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = -1.0"),
+        &[],
+        &["body[0].material.youngs_modulus"],
+    );
+    expect_error(
+        &GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = 0.0"),
+        &[],
+        &["youngs_modulus"],
+    );
 }
 
 #[test]
 fn non_positive_dt_is_rejected() {
-    expect_error(&GOOD.replace("dt = 0.01", "dt = 0.0"), &[], &["simulation.dt"]);
+    expect_error(
+        &GOOD.replace("dt = 0.01", "dt = 0.0"),
+        &[],
+        &["simulation.dt"],
+    );
 }
 
 #[test]
 fn bad_override_is_named() {
-    let r = run_cli("simulate", GOOD, &[], &["--set", "body.5.material.density=2"]);
+    let r = run_cli(
+        "simulate",
+        GOOD,
+        &[],
+        &["--set", "body.5.material.density=2"],
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("body.5.material.density"), "{}", r.stderr);
 }
@@ -89,7 +123,11 @@ fn missing_mesh_file_is_named() {
 fn malformed_mesh_line_is_named() {
     let node = "4 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 oops\n";
     let ele = "1 4 0\n0 0 1 2 3\n";
-    expect_error(FILE_SCENE, &[("m.node", node), ("m.ele", ele)], &["m.node:5"]);
+    expect_error(
+        FILE_SCENE,
+        &[("m.node", node), ("m.ele", ele)],
+        &["m.node:5"],
+    );
 }
 
 #[test]
@@ -97,7 +135,11 @@ fn degenerate_element_is_named() {
     // Second tet is flat (all four nodes in the plane z = 0).
     let node = "6 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n4 1 1 0\n5 2 2 0\n";
     let ele = "2 4 0\n0 0 1 2 3\n1 1 2 4 5\n";
-    expect_error(FILE_SCENE, &[("m.node", node), ("m.ele", ele)], &["element 1"]);
+    expect_error(
+        FILE_SCENE,
+        &[("m.node", node), ("m.ele", ele)],
+        &["element 1"],
+    );
 }
 
 #[test]

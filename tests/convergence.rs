@@ -79,11 +79,24 @@ fn total_iters(scene: &str, window: &str, frames: &str) -> (u64, bool, serde_jso
         "simulate",
         scene,
         &[],
-        &["--set", &format!("solver.anderson_window={window}"), "--set", "solver.rel_tol=1e-5", "--set", "solver.max_iterations=3000", "--frames", frames],
+        &[
+            "--set",
+            &format!("solver.anderson_window={window}"),
+            "--set",
+            "solver.rel_tol=1e-5",
+            "--set",
+            "solver.max_iterations=3000",
+            "--frames",
+            frames,
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
-    let all = log["frames"].as_array().unwrap().iter().all(|f| f["converged"].as_bool().unwrap());
+    let all = log["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["converged"].as_bool().unwrap());
     (iterations(&log).iter().sum(), all, log)
 }
 
@@ -91,7 +104,11 @@ fn total_iters(scene: &str, window: &str, frames: &str) -> (u64, bool, serde_jso
 fn anderson_beats_plain_pd_homogeneous_and_heterogeneous() {
     for (name, scene, frames) in [
         ("homogeneous cantilever", cantilever_small(1.0), "5"),
-        ("100x heterogeneous cantilever", cantilever_small(100.0), "5"),
+        (
+            "100x heterogeneous cantilever",
+            cantilever_small(100.0),
+            "5",
+        ),
         ("100x heterogeneous NH tet bands", bands_tet(100.0), "8"),
     ] {
         let (plain, plain_ok, _) = total_iters(&scene, "0", frames);

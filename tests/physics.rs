@@ -50,9 +50,16 @@ abs_tol = 1e-14
                 xe[k] += h * ve[k];
             }
         }
-        let err = x.iter().zip(&xe).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = x
+            .iter()
+            .zip(&xe)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         let scale = xe.iter().map(|a| a.abs()).fold(0.0, f64::max);
-        assert!(err <= 1e-12 * scale.max(1.0), "{model_name}/{element}: free-fall error {err:e}");
+        assert!(
+            err <= 1e-12 * scale.max(1.0),
+            "{model_name}/{element}: free-fall error {err:e}"
+        );
     }
 }
 
@@ -101,8 +108,14 @@ abs_tol = 1e-14
     let vmax = v.iter().map(|a| a.abs()).fold(0.0, f64::max);
     let l = cells[0] as f64 * dx;
     let (b, hh) = (cells[1] as f64 * dx, cells[2] as f64 * dx);
-    let tip: Vec<usize> = (0..model.num_nodes()).filter(|&i| (model.rest[i][0] - l).abs() < 1e-9).collect();
-    let delta = -tip.iter().map(|&i| x[3 * i + 2] - model.rest[i][2]).sum::<f64>() / tip.len() as f64;
+    let tip: Vec<usize> = (0..model.num_nodes())
+        .filter(|&i| (model.rest[i][0] - l).abs() < 1e-9)
+        .collect();
+    let delta = -tip
+        .iter()
+        .map(|&i| x[3 * i + 2] - model.rest[i][2])
+        .sum::<f64>()
+        / tip.len() as f64;
     let q = rho * gz.abs() * b * hh;
     let inertia = b * hh.powi(3) / 12.0;
     let eb = q * l.powi(4) / (8.0 * e * inertia);
@@ -117,7 +130,11 @@ fn cantilever_matches_euler_bernoulli_and_converges_under_refinement() {
     let (d2, _) = cantilever_deflection([40, 4, 4], 0.0125);
     let e1 = (d1 - eb).abs() / eb;
     let e2 = (d2 - eb).abs() / eb;
-    eprintln!("Euler-Bernoulli {eb:.6e}: coarse {d1:.6e} ({:.2}%), fine {d2:.6e} ({:.2}%)", 100.0 * e1, 100.0 * e2);
+    eprintln!(
+        "Euler-Bernoulli {eb:.6e}: coarse {d1:.6e} ({:.2}%), fine {d2:.6e} ({:.2}%)",
+        100.0 * e1,
+        100.0 * e2
+    );
     assert!(e2 < e1, "error must shrink under refinement: {e1} -> {e2}");
     assert!(e2 < 0.05, "fine-mesh error {:.2}% exceeds 5%", 100.0 * e2);
 }

@@ -33,27 +33,50 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     let ls = super::simulate::load_scene(&args.run)?;
     super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
-    let problem = Problem::new(ls).map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    let problem = Problem::new(ls)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     for p in &args.params {
         if !problem.params.iter().any(|q| &q.name == p) {
             let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();
-            return Err(Failure::input(anyhow::anyhow!("--param {p:?}: no such parameter; the scene declares {names:?}")));
+            return Err(Failure::input(anyhow::anyhow!(
+                "--param {p:?}: no such parameter; the scene declares {names:?}"
+            )));
         }
     }
     if problem.params.is_empty() {
-        return Err(Failure::input(anyhow::anyhow!("{path}: declare at least one [[parameter]] to check")));
+        return Err(Failure::input(anyhow::anyhow!(
+            "{path}: declare at least one [[parameter]] to check"
+        )));
     }
-    let opts = Options { only: args.params.clone(), eps: args.eps, rtol: args.rtol, atol: args.atol, decades: args.decades };
-    let report = gradcheck::check(&problem, &opts).map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = args.run.out.clone().unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display())).map_err(Failure::input)?;
+    let opts = Options {
+        only: args.params.clone(),
+        eps: args.eps,
+        rtol: args.rtol,
+        atol: args.atol,
+        decades: args.decades,
+    };
+    let report = gradcheck::check(&problem, &opts)
+        .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
+    let out: PathBuf = args
+        .run
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create {}", out.display()))
+        .map_err(Failure::input)?;
     let json = serde_json::to_string_pretty(&report).expect("report serializes");
-    crate::io::write_atomic(&out.join("gradcheck.json"), json.as_bytes()).with_context(|| "cannot write gradcheck.json").map_err(Failure::input)?;
+    crate::io::write_atomic(&out.join("gradcheck.json"), json.as_bytes())
+        .with_context(|| "cannot write gradcheck.json")
+        .map_err(Failure::input)?;
     if !args.run.quiet {
         print!("{}", gradcheck::table(&report));
     }
     if !report.all_pass {
-        return Err(Failure::run(anyhow::anyhow!("gradient check failed (see {})", out.join("gradcheck.json").display())));
+        return Err(Failure::run(anyhow::anyhow!(
+            "gradient check failed (see {})",
+            out.join("gradcheck.json").display()
+        )));
     }
     Ok(report)
 }

@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "diffphd", version, about = "Differentiable Projective Dynamics for heterogeneous soft bodies")]
+#[command(
+    name = "diffphd",
+    version,
+    about = "Differentiable Projective Dynamics for heterogeneous soft bodies"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -64,10 +68,16 @@ pub struct Failure {
 
 impl Failure {
     pub fn input(e: impl Into<anyhow::Error>) -> Self {
-        Failure { code: 2, error: e.into() }
+        Failure {
+            code: 2,
+            error: e.into(),
+        }
     }
     pub fn run(e: impl Into<anyhow::Error>) -> Self {
-        Failure { code: 1, error: e.into() }
+        Failure {
+            code: 1,
+            error: e.into(),
+        }
     }
 }
 
@@ -95,7 +105,15 @@ pub fn main() -> i32 {
 
 /// Configure the global rayon pool (first call wins).
 pub fn set_threads(n: usize) -> usize {
-    let n = if n == 0 { std::thread::available_parallelism().map(|v| v.get()).unwrap_or(1) } else { n };
-    let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+    let n = if n == 0 {
+        std::thread::available_parallelism()
+            .map(|v| v.get())
+            .unwrap_or(1)
+    } else {
+        n
+    };
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global();
     rayon::current_num_threads()
 }

@@ -70,12 +70,26 @@ impl SurfaceMap {
                 cnt[i] += 1;
             }
         }
-        let node_youngs = sum.iter().zip(&cnt).map(|(s, c)| s / (*c).max(1) as f64).collect();
-        SurfaceMap { nodes, faces, node_youngs }
+        let node_youngs = sum
+            .iter()
+            .zip(&cnt)
+            .map(|(s, c)| s / (*c).max(1) as f64)
+            .collect();
+        SurfaceMap {
+            nodes,
+            faces,
+            node_youngs,
+        }
     }
 
     pub fn write(&self, path: &Path, x: &[f64], v: &[f64]) -> std::io::Result<()> {
-        let bytes = ply::encode(&ply::SurfaceFrame { nodes: &self.nodes, x, v, youngs: &self.node_youngs, faces: &self.faces });
+        let bytes = ply::encode(&ply::SurfaceFrame {
+            nodes: &self.nodes,
+            x,
+            v,
+            youngs: &self.node_youngs,
+            faces: &self.faces,
+        });
         write_atomic(path, &bytes)
     }
 }
@@ -97,11 +111,20 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let backend = check_backend(args.backend)?;
     let ls = load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
-    let model = Model::from_scene(&ls).map_err(|e| Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display()))))?;
-    let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory));
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create output directory {}", out.display())).map_err(Failure::input)?;
+    let model = Model::from_scene(&ls).map_err(|e| {
+        Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display())))
+    })?;
+    let out: PathBuf = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))
+        .map_err(Failure::input)?;
     let t_run = Instant::now();
-    let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix")))?;
+    let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| {
+        Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix"))
+    })?;
     let header = RunHeader {
         diffphd_version: env!("CARGO_PKG_VERSION").into(),
         command: "simulate".into(),
@@ -120,19 +143,33 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
     };
-    let mut log = RunLog { header, status: Status::Running, error: None, frames: vec![], summary: Summary::default() };
+    let mut log = RunLog {
+        header,
+        status: Status::Running,
+        error: None,
+        frames: vec![],
+        summary: Summary::default(),
+    };
     let surface = SurfaceMap::new(&model);
     let every = ls.scene.output.every;
     let write_ply = ls.scene.output.ply;
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
     if write_ply {
-        surface.write(&out.join(frame_name(0)), &x, &v).with_context(|| format!("cannot write frame 0 into {}", out.display())).map_err(Failure::input)?;
+        surface
+            .write(&out.join(frame_name(0)), &x, &v)
+            .with_context(|| format!("cannot write frame 0 into {}", out.display()))
+            .map_err(Failure::input)?;
     }
     write_log(&out, &log)?;
     let bar = if !args.quiet && std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new(model.frames as u64);
-        pb.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]").expect("template"));
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]",
+            )
+            .expect("template"),
+        );
         Some(pb)
     } else {
         None
@@ -148,7 +185,9 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
                 if let Some(b) = &bar {
                     b.abandon();
                 }
-                return Err(Failure::run(anyhow::Error::new(e).context(format!("{}", ls.path.display()))));
+                return Err(Failure::run(
+                    anyhow::Error::new(e).context(format!("{}", ls.path.display())),
+                ));
             }
         };
         let h = model.h;
@@ -156,7 +195,10 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         x = xn;
         let file = if write_ply && frame % every == 0 {
             let name = frame_name(frame);
-            surface.write(&out.join(&name), &x, &v).with_context(|| format!("cannot write {name}")).map_err(Failure::input)?;
+            surface
+                .write(&out.join(&name), &x, &v)
+                .with_context(|| format!("cannot write {name}"))
+                .map_err(Failure::input)?;
             Some(name)
         } else {
             None
@@ -169,13 +211,23 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             gate_position: stats.gate.position,
             gate_projection: stats.gate.projection,
             anderson_guard_firings: stats.anderson_guard_firings,
-            polish: (sim.config.newton_polish > 0).then_some((stats.polish_steps, stats.polish_residual)),
+            polish: (sim.config.newton_polish > 0)
+                .then_some((stats.polish_steps, stats.polish_residual)),
             seconds_local: stats.time_local,
             seconds_global: stats.time_global,
             seconds_other: stats.time_other,
             file,
         };
-        let msg = format!("frame {frame}/{}: {} PD iterations{}", model.frames, rec.iterations, if rec.converged { "" } else { " (NOT converged)" });
+        let msg = format!(
+            "frame {frame}/{}: {} PD iterations{}",
+            model.frames,
+            rec.iterations,
+            if rec.converged {
+                ""
+            } else {
+                " (NOT converged)"
+            }
+        );
         match &bar {
             Some(b) => {
                 b.set_position(frame as u64);

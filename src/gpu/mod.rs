@@ -15,7 +15,10 @@ pub enum Backend {
 pub fn cuda_status() -> Result<(), String> {
     #[cfg(not(feature = "cuda"))]
     {
-        Err("this binary was built without the `cuda` feature (rebuild with `--features cuda`)".into())
+        Err(
+            "this binary was built without the `cuda` feature (rebuild with `--features cuda`)"
+                .into(),
+        )
     }
     #[cfg(feature = "cuda")]
     {
@@ -29,7 +32,9 @@ mod cuda {
     /// so check the libraries first; see `dependencies-notes.md` §1.2).
     pub fn probe() -> Result<(), String> {
         // SAFETY: these only try to dlopen the libraries.
-        let libs = unsafe { cudarc::driver::sys::is_culib_present() && cudarc::nvrtc::sys::is_culib_present() };
+        let libs = unsafe {
+            cudarc::driver::sys::is_culib_present() && cudarc::nvrtc::sys::is_culib_present()
+        };
         if !libs {
             return Err("no CUDA driver library (libcuda) or NVRTC found on this machine".into());
         }

@@ -57,8 +57,13 @@ pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut r = std::io::BufReader::new(f);
     let parser = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new();
-    let ply = parser.read_ply(&mut r).map_err(|e| format!("{}: not a readable PLY file: {e}", path.display()))?;
-    let verts = ply.payload.get("vertex").ok_or(format!("{}: no `vertex` element", path.display()))?;
+    let ply = parser
+        .read_ply(&mut r)
+        .map_err(|e| format!("{}: not a readable PLY file: {e}", path.display()))?;
+    let verts = ply
+        .payload
+        .get("vertex")
+        .ok_or(format!("{}: no `vertex` element", path.display()))?;
     let num = |p: Option<&Property>| -> Option<f64> {
         match p? {
             Property::Float(v) => Some(*v as f64),
@@ -70,12 +75,18 @@ pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3
     };
     let mut out = Vec::with_capacity(verts.len());
     for (k, v) in verts.iter().enumerate() {
-        let node = num(v.get("node")).ok_or(format!("{}: vertex {k} has no integer `node` property", path.display()))?;
+        let node = num(v.get("node")).ok_or(format!(
+            "{}: vertex {k} has no integer `node` property",
+            path.display()
+        ))?;
         let x = num(v.get("x")).ok_or(format!("{}: vertex {k} has no `x`", path.display()))?;
         let y = num(v.get("y")).ok_or(format!("{}: vertex {k} has no `y`", path.display()))?;
         let z = num(v.get("z")).ok_or(format!("{}: vertex {k} has no `z`", path.display()))?;
         if node < 0.0 {
-            return Err(format!("{}: vertex {k} has a negative node index", path.display()));
+            return Err(format!(
+                "{}: vertex {k} has a negative node index",
+                path.display()
+            ));
         }
         out.push((node as usize, [x, y, z]));
     }

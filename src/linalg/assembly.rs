@@ -31,11 +31,18 @@ pub fn pd_matrices(model: &Model, derived: &Derived, h: f64) -> (CscMatrix, CscM
     let pattern = CscMatrix::pattern_from_elements(model.num_nodes(), &model.conn, &model.conn_ptr);
     let ns = model.num_samples();
     let w: Vec<f64> = (0..ns).map(|s| derived.w_total(s)).collect();
-    let wb: Vec<f64> = (0..ns).map(|s| derived.w_total(s) * derived.beta[model.samples.elem[s]]).collect();
+    let wb: Vec<f64> = (0..ns)
+        .map(|s| derived.w_total(s) * derived.beta[model.samples.elem[s]])
+        .collect();
     let k = laplacian(model, &pattern, &w);
     let kb = laplacian(model, &pattern, &wb);
     let mut a = k.combine(1.0, &kb, 1.0 / h);
-    let diag: Vec<f64> = derived.mass.iter().zip(&derived.node_alpha).map(|(m, al)| (1.0 / (h * h) + al / h) * m).collect();
+    let diag: Vec<f64> = derived
+        .mass
+        .iter()
+        .zip(&derived.node_alpha)
+        .map(|(m, al)| (1.0 / (h * h) + al / h) * m)
+        .collect();
     a.add_diagonal(&diag);
     (a, kb)
 }

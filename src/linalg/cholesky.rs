@@ -33,7 +33,12 @@ pub struct SparseCholesky {
 
 impl std::fmt::Debug for SparseCholesky {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SparseCholesky {{ n: {}, nnz(L): {} }}", self.n, self.values.len())
+        write!(
+            f,
+            "SparseCholesky {{ n: {}, nnz(L): {} }}",
+            self.n,
+            self.values.len()
+        )
     }
 }
 
@@ -45,7 +50,10 @@ impl SparseCholesky {
         for j in 0..n {
             for k in a.col_ptr[j]..a.col_ptr[j + 1] {
                 if !a.values[k].is_finite() {
-                    return Err(LinalgError::NonFinite { row: a.row_idx[k], col: j });
+                    return Err(LinalgError::NonFinite {
+                        row: a.row_idx[k],
+                        col: j,
+                    });
                 }
             }
         }
@@ -78,8 +86,15 @@ impl SparseCholesky {
                     LinalgError::NotPositiveDefinite { index }
                 }
             })?;
-        let solve_scratch_1 = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq).unaligned_bytes_required();
-        Ok(SparseCholesky { symbolic, values, n, solve_scratch_1 })
+        let solve_scratch_1 = symbolic
+            .solve_in_place_scratch::<f64>(1, Par::Seq)
+            .unaligned_bytes_required();
+        Ok(SparseCholesky {
+            symbolic,
+            values,
+            n,
+            solve_scratch_1,
+        })
     }
 
     pub fn n(&self) -> usize {
@@ -154,12 +169,20 @@ mod tests {
         a.matvec(&xs, &mut b);
         let mut x = b.clone();
         f.solve_in_place(&mut x);
-        let err = xs.iter().zip(&x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = xs
+            .iter()
+            .zip(&x)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(err < 1e-10, "solve error {err}");
         // many RHS
         let mut b2 = [b.clone(), b].concat();
         f.solve_many_in_place(&mut b2, 2);
-        let err2 = xs.iter().zip(&b2[a.n..]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err2 = xs
+            .iter()
+            .zip(&b2[a.n..])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(err2 < 1e-10);
     }
 
@@ -170,7 +193,12 @@ mod tests {
         let f_id = SparseCholesky::factor(&a, &id, &id).unwrap();
         let (p, ip) = nested_dissection(&a).unwrap();
         let f_nd = SparseCholesky::factor(&a, &p, &ip).unwrap();
-        assert!(f_nd.nnz_l() < f_id.nnz_l(), "{} vs {}", f_nd.nnz_l(), f_id.nnz_l());
+        assert!(
+            f_nd.nnz_l() < f_id.nnz_l(),
+            "{} vs {}",
+            f_nd.nnz_l(),
+            f_id.nnz_l()
+        );
     }
 
     #[test]

@@ -34,7 +34,12 @@ impl CscMatrix {
             col_ptr.push(row_idx.len());
         }
         let nnz = row_idx.len();
-        CscMatrix { n, col_ptr, row_idx, values: vec![0.0; nnz] }
+        CscMatrix {
+            n,
+            col_ptr,
+            row_idx,
+            values: vec![0.0; nnz],
+        }
     }
 
     /// Index of entry `(row, col)` in `values`, if it is in the pattern.
@@ -48,13 +53,18 @@ impl CscMatrix {
     /// Add `v` at `(row, col)`; the entry must be in the pattern.
     #[inline]
     pub fn add(&mut self, row: usize, col: usize, v: f64) {
-        let k = self.position(row, col).expect("entry outside the assembled pattern");
+        let k = self
+            .position(row, col)
+            .expect("entry outside the assembled pattern");
         self.values[k] += v;
     }
 
     /// Same pattern, zero values.
     pub fn zeros_like(&self) -> Self {
-        CscMatrix { values: vec![0.0; self.values.len()], ..self.clone() }
+        CscMatrix {
+            values: vec![0.0; self.values.len()],
+            ..self.clone()
+        }
     }
 
     /// $y = A x$ (symmetric, both triangles stored).
@@ -87,8 +97,16 @@ impl CscMatrix {
     /// Linear combination `a*self + b*other` on the same pattern.
     pub fn combine(&self, a: f64, other: &CscMatrix, b: f64) -> CscMatrix {
         debug_assert_eq!(self.row_idx.len(), other.row_idx.len());
-        let values = self.values.iter().zip(&other.values).map(|(x, y)| a * x + b * y).collect();
-        CscMatrix { values, ..self.clone() }
+        let values = self
+            .values
+            .iter()
+            .zip(&other.values)
+            .map(|(x, y)| a * x + b * y)
+            .collect();
+        CscMatrix {
+            values,
+            ..self.clone()
+        }
     }
 
     /// Add `d[i]` to the diagonal.
@@ -114,7 +132,12 @@ impl CscMatrix {
             }
             col_ptr.push(row_idx.len());
         }
-        CscMatrix { n: keep.len(), col_ptr, row_idx, values }
+        CscMatrix {
+            n: keep.len(),
+            col_ptr,
+            row_idx,
+            values,
+        }
     }
 
     /// $\|A - A^T\|_F / \|A\|_F$ (a check of spec §10.2).

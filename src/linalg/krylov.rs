@@ -132,10 +132,20 @@ mod tests {
     #[test]
     fn gmres_solves_an_indefinite_symmetric_system() {
         let n = 60;
-        let diag: Vec<f64> = (0..n).map(|i| if i % 7 == 3 { -2.0 } else { 4.0 + i as f64 * 0.1 }).collect();
+        let diag: Vec<f64> = (0..n)
+            .map(|i| {
+                if i % 7 == 3 {
+                    -2.0
+                } else {
+                    4.0 + i as f64 * 0.1
+                }
+            })
+            .collect();
         let mut op = |x: &[f64], y: &mut [f64]| {
             for i in 0..n {
-                y[i] = diag[i] * x[i] - if i > 0 { x[i - 1] } else { 0.0 } - if i + 1 < n { x[i + 1] } else { 0.0 };
+                y[i] = diag[i] * x[i]
+                    - if i > 0 { x[i - 1] } else { 0.0 }
+                    - if i + 1 < n { x[i + 1] } else { 0.0 };
             }
         };
         let dabs: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
@@ -150,7 +160,11 @@ mod tests {
         let mut x = vec![0.0; n];
         let st = gmres(&mut op, &mut pre, &b, &mut x, 10, 1e-12, 0.0, 500);
         assert!(st.converged, "{st:?}");
-        let err = xs.iter().zip(&x).map(|(a, c)| (a - c).abs()).fold(0.0, f64::max);
+        let err = xs
+            .iter()
+            .zip(&x)
+            .map(|(a, c)| (a - c).abs())
+            .fold(0.0, f64::max);
         assert!(err < 1e-9, "error {err}");
     }
 }

@@ -7,8 +7,8 @@
 
 pub mod assembly;
 pub mod cholesky;
-pub mod krylov;
 pub mod csc;
+pub mod krylov;
 pub mod ordering;
 pub mod system;
 

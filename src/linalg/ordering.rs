@@ -53,7 +53,10 @@ pub fn nested_dissection(a: &CscMatrix) -> Result<(Vec<usize>, Vec<usize>), Lina
     if status != metis_sys::rstatus_et_METIS_OK as i32 {
         return Err(LinalgError::Metis { status, n });
     }
-    Ok((perm.into_iter().map(|v| v as usize).collect(), iperm.into_iter().map(|v| v as usize).collect()))
+    Ok((
+        perm.into_iter().map(|v| v as usize).collect(),
+        iperm.into_iter().map(|v| v as usize).collect(),
+    ))
 }
 
 #[cfg(test)]

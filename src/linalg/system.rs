@@ -58,7 +58,9 @@ impl GlobalSystem {
                 let f = Arc::new(SparseCholesky::factor(&sub, &p, &ip).map_err(|e| match e {
                     LinalgError::NotPositiveDefinite { index } => {
                         // report the original node of the failing pivot
-                        LinalgError::NotPositiveDefinite { index: free[p[index.min(p.len() - 1)]] }
+                        LinalgError::NotPositiveDefinite {
+                            index: free[p[index.min(p.len() - 1)]],
+                        }
                     }
                     other => other,
                 })?);
@@ -66,13 +68,22 @@ impl GlobalSystem {
                 cache.push((d.clone(), f.clone()));
                 f
             };
-            Ok(AxisSystem { free, prescribed: d.nodes.clone(), factor })
+            Ok(AxisSystem {
+                free,
+                prescribed: d.nodes.clone(),
+                factor,
+            })
         };
         let ax = build(&dirichlet[0])?;
         let ay = build(&dirichlet[1])?;
         let az = build(&dirichlet[2])?;
         let num_factors = cache.len();
-        Ok(GlobalSystem { a, axes: [ax, ay, az], nnz_factor, num_factors })
+        Ok(GlobalSystem {
+            a,
+            axes: [ax, ay, az],
+            nnz_factor,
+            num_factors,
+        })
     }
 
     fn solve_axis(&self, d: usize, b: &[f64], xd: Option<&[f64]>, out: &mut [f64]) {
@@ -111,7 +122,12 @@ impl GlobalSystem {
             let [p0, p1, p2] = &mut parts;
             rayon::join(
                 || self.solve_axis(0, b, xd, p0),
-                || rayon::join(|| self.solve_axis(1, b, xd, p1), || self.solve_axis(2, b, xd, p2)),
+                || {
+                    rayon::join(
+                        || self.solve_axis(1, b, xd, p1),
+                        || self.solve_axis(2, b, xd, p2),
+                    )
+                },
             );
         }
         for i in 0..n {
@@ -195,7 +211,10 @@ mod tests {
             for d in 0..3 {
                 let prescribed = (d != 1) && (i == 0 || i == 5);
                 if !prescribed {
-                    assert!((ax[3 * i + d] - b[3 * i + d]).abs() < 1e-12, "row {i} axis {d}");
+                    assert!(
+                        (ax[3 * i + d] - b[3 * i + d]).abs() < 1e-12,
+                        "row {i} axis {d}"
+                    );
                 }
             }
         }

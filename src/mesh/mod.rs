@@ -106,10 +106,7 @@ impl Mesh {
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
     #[error("{path}: cannot read mesh file: {err}")]
-    Io {
-        path: String,
-        err: std::io::Error,
-    },
+    Io { path: String, err: std::io::Error },
     #[error("{path}:{line}: {msg}")]
     Parse {
         path: String,

@@ -64,7 +64,11 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         let base = opts.eps.unwrap_or_else(|| p.default_fd_step(&problem.base));
         let mut sweep = Vec::new();
         for k in 0..=opts.decades {
-            let step = if opts.decades == 0 { base } else { base * 10.0 / 10f64.powi(k as i32) };
+            let step = if opts.decades == 0 {
+                base
+            } else {
+                base * 10.0 / 10f64.powi(k as i32)
+            };
             let mut tp = theta.clone();
             tp[i] += step;
             let lp = problem.evaluate(&tp, false)?.loss;
@@ -90,15 +94,38 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         let scale = adj.abs().max(fd.abs());
         let rel_error = if scale > 0.0 { abs_error / scale } else { 0.0 };
         let pass = abs_error <= opts.rtol * scale + opts.atol;
-        rows.push(CheckRow { name: p.name.clone(), theta: theta[i], value: p.value(&problem.base), adjoint: adj, finite_difference: fd, step, sweep, abs_error, rel_error, pass });
+        rows.push(CheckRow {
+            name: p.name.clone(),
+            theta: theta[i],
+            value: p.value(&problem.base),
+            adjoint: adj,
+            finite_difference: fd,
+            step,
+            sweep,
+            abs_error,
+            rel_error,
+            pass,
+        });
     }
-    let all_pass = rows.iter().all(|r| r.pass) && ev.nonconverged_backward_frames.is_empty() && ev.nonconverged_forward_frames.is_empty();
-    Ok(Report { loss: ev.loss, rtol: opts.rtol, atol: opts.atol, rows, evaluation: ev, all_pass })
+    let all_pass = rows.iter().all(|r| r.pass)
+        && ev.nonconverged_backward_frames.is_empty()
+        && ev.nonconverged_forward_frames.is_empty();
+    Ok(Report {
+        loss: ev.loss,
+        rtol: opts.rtol,
+        atol: opts.atol,
+        rows,
+        evaluation: ev,
+        all_pass,
+    })
 }
 
 /// Plain-text table.
 pub fn table(r: &Report) -> String {
-    let mut s = format!("loss = {:.10e}\n{:<36} {:>16} {:>16} {:>10} {:>10}  verdict\n", r.loss, "parameter", "adjoint", "central FD", "rel.err", "step");
+    let mut s = format!(
+        "loss = {:.10e}\n{:<36} {:>16} {:>16} {:>10} {:>10}  verdict\n",
+        r.loss, "parameter", "adjoint", "central FD", "rel.err", "step"
+    );
     for row in &r.rows {
         s.push_str(&format!(
             "{:<36} {:>16.8e} {:>16.8e} {:>10.2e} {:>10.1e}  {}\n",
@@ -116,12 +143,22 @@ pub fn table(r: &Report) -> String {
         e.forward_seconds, e.pd_iterations, e.backward_seconds, e.adjoint_iterations, e.max_abs_adjoint, e.filtered_samples
     ));
     if !e.nonconverged_forward_frames.is_empty() {
-        s.push_str(&format!("WARNING: forward did not converge in frames {:?}\n", e.nonconverged_forward_frames));
+        s.push_str(&format!(
+            "WARNING: forward did not converge in frames {:?}\n",
+            e.nonconverged_forward_frames
+        ));
     }
     if !e.nonconverged_backward_frames.is_empty() {
-        s.push_str(&format!("WARNING: adjoint did not converge in frames {:?}\n", e.nonconverged_backward_frames));
+        s.push_str(&format!(
+            "WARNING: adjoint did not converge in frames {:?}\n",
+            e.nonconverged_backward_frames
+        ));
     }
     let passed = r.rows.iter().filter(|x| x.pass).count();
-    s.push_str(&format!("gradcheck: {} passed, {} failed\n", passed, r.rows.len() - passed));
+    s.push_str(&format!(
+        "gradcheck: {} passed, {} failed\n",
+        passed,
+        r.rows.len() - passed
+    ));
     s
 }

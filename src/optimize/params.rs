@@ -45,11 +45,25 @@ fn kind_name(k: ParamKind) -> &'static str {
 }
 
 fn is_vector(k: ParamKind) -> bool {
-    matches!(k, ParamKind::InitialTranslation | ParamKind::InitialRotation | ParamKind::InitialVelocity | ParamKind::Gravity)
+    matches!(
+        k,
+        ParamKind::InitialTranslation
+            | ParamKind::InitialRotation
+            | ParamKind::InitialVelocity
+            | ParamKind::Gravity
+    )
 }
 
 fn is_positive(k: ParamKind) -> bool {
-    matches!(k, ParamKind::YoungsModulus | ParamKind::Density | ParamKind::DampingAlpha | ParamKind::DampingBeta | ParamKind::PoissonRatio | ParamKind::ForceScale)
+    matches!(
+        k,
+        ParamKind::YoungsModulus
+            | ParamKind::Density
+            | ParamKind::DampingAlpha
+            | ParamKind::DampingBeta
+            | ParamKind::PoissonRatio
+            | ParamKind::ForceScale
+    )
 }
 
 /// Resolve and expand the declared parameters (vector kinds without `component` become
@@ -59,29 +73,56 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
     for (i, s) in specs.iter().enumerate() {
         let key = format!("parameter[{i}]");
         if s.body >= model.bodies.len() {
-            return Err((format!("{key}.body"), format!("body {} does not exist (scene has {})", s.body, model.bodies.len())));
+            return Err((
+                format!("{key}.body"),
+                format!(
+                    "body {} does not exist (scene has {})",
+                    s.body,
+                    model.bodies.len()
+                ),
+            ));
         }
         let body = &model.bodies[s.body];
         let elements = if s.kind == ParamKind::YoungsModulus {
             match s.region {
-                Some(r) => body.regions.get(r).cloned().ok_or((format!("{key}.region"), format!("region {r} does not exist (body has {})", body.regions.len())))?,
+                Some(r) => body.regions.get(r).cloned().ok_or((
+                    format!("{key}.region"),
+                    format!(
+                        "region {r} does not exist (body has {})",
+                        body.regions.len()
+                    ),
+                ))?,
                 None => body.elements.clone().collect(),
             }
         } else {
             if s.region.is_some() {
-                return Err((format!("{key}.region"), "only `youngs_modulus` takes a region".into()));
+                return Err((
+                    format!("{key}.region"),
+                    "only `youngs_modulus` takes a region".into(),
+                ));
             }
             vec![]
         };
         let force = if s.kind == ParamKind::ForceScale {
             let local = s.force.unwrap_or(0);
-            let globals: Vec<usize> = (0..model.forces.len()).filter(|&g| model.forces[g].body == s.body).collect();
-            *globals.get(local).ok_or((format!("{key}.force"), format!("force {local} does not exist on body {}", s.body)))?
+            let globals: Vec<usize> = (0..model.forces.len())
+                .filter(|&g| model.forces[g].body == s.body)
+                .collect();
+            *globals.get(local).ok_or((
+                format!("{key}.force"),
+                format!("force {local} does not exist on body {}", s.body),
+            ))?
         } else {
             0
         };
         if s.log && !is_positive(s.kind) {
-            return Err((format!("{key}.log"), format!("`log = true` needs a positive parameter, not {}", kind_name(s.kind))));
+            return Err((
+                format!("{key}.log"),
+                format!(
+                    "`log = true` needs a positive parameter, not {}",
+                    kind_name(s.kind)
+                ),
+            ));
         }
         if let Some(st) = s.fd_step {
             if !(st.is_finite() && st > 0.0) {
@@ -91,7 +132,12 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         let comps: Vec<usize> = if is_vector(s.kind) {
             match s.component {
                 Some(c) if c < 3 => vec![c],
-                Some(c) => return Err((format!("{key}.component"), format!("expected 0, 1 or 2, got {c}"))),
+                Some(c) => {
+                    return Err((
+                        format!("{key}.component"),
+                        format!("expected 0, 1 or 2, got {c}"),
+                    ))
+                }
                 None => vec![0, 1, 2],
             }
         } else {
@@ -114,7 +160,18 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             if s.log {
                 name = format!("log {name}");
             }
-            let mut p = Param { name, kind: s.kind, body: s.body, elements: elements.clone(), component: c, force, seed: s.seed.unwrap_or(1), log: s.log, fd_step: s.fd_step, base_value: 0.0 };
+            let mut p = Param {
+                name,
+                kind: s.kind,
+                body: s.body,
+                elements: elements.clone(),
+                component: c,
+                force,
+                seed: s.seed.unwrap_or(1),
+                log: s.log,
+                fd_step: s.fd_step,
+                base_value: 0.0,
+            };
             p.base_value = p.value(model);
             out.push(p);
         }
@@ -127,7 +184,13 @@ impl Param {
     pub fn value(&self, m: &Model) -> f64 {
         let b = self.body;
         match self.kind {
-            ParamKind::YoungsModulus => self.elements.iter().map(|&e| m.params.youngs[e]).sum::<f64>() / self.elements.len() as f64,
+            ParamKind::YoungsModulus => {
+                self.elements
+                    .iter()
+                    .map(|&e| m.params.youngs[e])
+                    .sum::<f64>()
+                    / self.elements.len() as f64
+            }
             ParamKind::PoissonRatio => m.params.nu[b],
             ParamKind::Density => m.params.density[b],
             ParamKind::DampingAlpha => m.params.alpha[b],
@@ -135,7 +198,12 @@ impl Param {
             ParamKind::InitialTranslation => m.offsets[b].translation[self.component],
             ParamKind::InitialRotation => m.offsets[b].euler[self.component],
             ParamKind::InitialVelocity => m.offsets[b].velocity[self.component],
-            ParamKind::InitialStateDirection => m.state_directions.iter().find(|(s, _)| *s == self.seed).map(|d| d.1).unwrap_or(0.0),
+            ParamKind::InitialStateDirection => m
+                .state_directions
+                .iter()
+                .find(|(s, _)| *s == self.seed)
+                .map(|d| d.1)
+                .unwrap_or(0.0),
             ParamKind::ForceScale => m.forces[self.force].scale,
             ParamKind::Gravity => m.gravity[self.component],
         }
@@ -178,7 +246,13 @@ impl Param {
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
         }
-        if matches!(self.kind, ParamKind::InitialTranslation | ParamKind::InitialRotation | ParamKind::InitialVelocity | ParamKind::InitialStateDirection) {
+        if matches!(
+            self.kind,
+            ParamKind::InitialTranslation
+                | ParamKind::InitialRotation
+                | ParamKind::InitialVelocity
+                | ParamKind::InitialStateDirection
+        ) {
             m.refresh_initial();
         }
     }
@@ -189,13 +263,25 @@ impl Param {
         let b = self.body;
         let dvalue = match self.kind {
             // E_e = E_e^base * prod_p (v_p / v_p^base)  =>  dE_e/dv_p = E_e / v_p
-            ParamKind::YoungsModulus => self.elements.iter().map(|&e| m.params.youngs[e] / value * g.youngs[e]).sum(),
+            ParamKind::YoungsModulus => self
+                .elements
+                .iter()
+                .map(|&e| m.params.youngs[e] / value * g.youngs[e])
+                .sum(),
             ParamKind::PoissonRatio => g.nu[b],
             ParamKind::Density => g.density[b],
             ParamKind::DampingAlpha => g.alpha[b],
             ParamKind::DampingBeta => g.beta0[b],
-            ParamKind::InitialTranslation => m.bodies[b].nodes.clone().map(|i| g.x0[3 * i + self.component]).sum(),
-            ParamKind::InitialVelocity => m.bodies[b].nodes.clone().map(|i| g.v0[3 * i + self.component]).sum(),
+            ParamKind::InitialTranslation => m.bodies[b]
+                .nodes
+                .clone()
+                .map(|i| g.x0[3 * i + self.component])
+                .sum(),
+            ParamKind::InitialVelocity => m.bodies[b]
+                .nodes
+                .clone()
+                .map(|i| g.v0[3 * i + self.component])
+                .sum(),
             ParamKind::InitialRotation => {
                 let (_, dr) = euler_rotation(m.offsets[b].euler);
                 let c = Vector3::from(m.bodies[b].center);
@@ -203,7 +289,11 @@ impl Param {
                     .nodes
                     .clone()
                     .map(|i| {
-                        let p = Vector3::new(m.base_x0[3 * i], m.base_x0[3 * i + 1], m.base_x0[3 * i + 2]);
+                        let p = Vector3::new(
+                            m.base_x0[3 * i],
+                            m.base_x0[3 * i + 1],
+                            m.base_x0[3 * i + 2],
+                        );
                         let gi = Vector3::new(g.x0[3 * i], g.x0[3 * i + 1], g.x0[3 * i + 2]);
                         gi.dot(&(dr[self.component] * (p - c)))
                     })
@@ -211,7 +301,8 @@ impl Param {
             }
             ParamKind::InitialStateDirection => {
                 let (dx, dv) = state_direction(self.seed, g.x0.len());
-                dx.iter().zip(&g.x0).map(|(a, b)| a * b).sum::<f64>() + dv.iter().zip(&g.v0).map(|(a, b)| a * b).sum::<f64>()
+                dx.iter().zip(&g.x0).map(|(a, b)| a * b).sum::<f64>()
+                    + dv.iter().zip(&g.v0).map(|(a, b)| a * b).sum::<f64>()
             }
             ParamKind::ForceScale => g.force_scale[self.force],
             ParamKind::Gravity => g.gravity[self.component],
@@ -251,6 +342,9 @@ impl Param {
             ParamKind::InitialVelocity => 1e-3,
             ParamKind::InitialStateDirection => 1e-1,
             ParamKind::Gravity => 1e-3 * v.max(1.0),
+            // β₀ enters as β₀/h and α as αh: scale the step by the time step.
+            ParamKind::DampingBeta => 1e-3 * v.max(m.h),
+            ParamKind::DampingAlpha => 1e-3 * v.max(1.0 / m.h),
             _ => 1e-3 * if v > 0.0 { v } else { 1.0 },
         }
     }

@@ -55,14 +55,21 @@ pub struct Problem {
 }
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
-    ProblemError::Setup { key: key.into(), msg: msg.into() }
+    ProblemError::Setup {
+        key: key.into(),
+        msg: msg.into(),
+    }
 }
 
 impl Problem {
     /// Build from a loaded scene; `[loss]` and `[[parameter]]` must be present.
     pub fn new(ls: LoadedScene) -> Result<Self, ProblemError> {
         let base = Model::from_scene(&ls)?;
-        let spec = ls.scene.loss.clone().ok_or_else(|| setup("loss", "the scene has no [loss] section"))?;
+        let spec = ls
+            .scene
+            .loss
+            .clone()
+            .ok_or_else(|| setup("loss", "the scene has no [loss] section"))?;
         if spec.terms.is_empty() {
             return Err(setup("loss.term", "declare at least one [[loss.term]]"));
         }
@@ -123,17 +130,31 @@ impl Problem {
             gmres_restart: b.gmres_restart,
         };
         let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
-        Ok(Problem { ls, base, params, loss: Loss { terms }, backward, needs_tr })
+        Ok(Problem {
+            ls,
+            base,
+            params,
+            loss: Loss { terms },
+            backward,
+            needs_tr,
+        })
     }
 
     /// Working variables of the scene's values.
     pub fn theta0(&self) -> Vec<f64> {
-        self.params.iter().map(|p| p.to_theta(p.value(&self.base))).collect()
+        self.params
+            .iter()
+            .map(|p| p.to_theta(p.value(&self.base)))
+            .collect()
     }
 
     /// Parameter values (user units) at θ.
     pub fn values_at(&self, theta: &[f64]) -> Vec<f64> {
-        self.params.iter().zip(theta).map(|(p, &t)| p.from_theta(t)).collect()
+        self.params
+            .iter()
+            .zip(theta)
+            .map(|(p, &t)| p.from_theta(t))
+            .collect()
     }
 
     /// The model at θ.
@@ -151,7 +172,13 @@ impl Problem {
         let loss = self.loss.eval(&ro.xs, model.h);
         let forward_seconds = t0.elapsed().as_secs_f64();
         let pd_iterations = ro.steps.iter().map(|s| s.iterations).sum();
-        let nonconverged_forward_frames = ro.steps.iter().enumerate().filter(|(_, s)| !s.converged).map(|(t, _)| t + 1).collect();
+        let nonconverged_forward_frames = ro
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.converged)
+            .map(|(t, _)| t + 1)
+            .collect();
         let mut ev = Evaluation {
             loss,
             gradient: vec![],
@@ -169,7 +196,12 @@ impl Problem {
             let lg = self.loss.gradient(&ro.xs, model.h);
             let br = rollout::backward(&sim, &ro, &lg, &self.backward);
             let values = self.values_at(theta);
-            ev.gradient = self.params.iter().zip(&values).map(|(p, &v)| p.gradient(&model, &br.grads, v)).collect();
+            ev.gradient = self
+                .params
+                .iter()
+                .zip(&values)
+                .map(|(p, &v)| p.gradient(&model, &br.grads, v))
+                .collect();
             ev.backward_seconds = t1.elapsed().as_secs_f64();
             ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();
             ev.nonconverged_backward_frames = br.nonconverged();
@@ -193,19 +225,34 @@ fn bbox(p: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
 }
 
 /// Reference states: the same scene simulated with extra overrides.
-fn simulate_reference(ls: &LoadedScene, base: &Model, sets: &[String]) -> Result<Vec<Vec<f64>>, ProblemError> {
-    let rls = crate::scene::load_str(&ls.effective_toml, &ls.path, sets).map_err(|e| ProblemError::Reference(e.to_string()))?;
+fn simulate_reference(
+    ls: &LoadedScene,
+    base: &Model,
+    sets: &[String],
+) -> Result<Vec<Vec<f64>>, ProblemError> {
+    let rls = crate::scene::load_str(&ls.effective_toml, &ls.path, sets)
+        .map_err(|e| ProblemError::Reference(e.to_string()))?;
     let model = Model::from_scene(&rls).map_err(|e| ProblemError::Reference(e.to_string()))?;
     if model.num_nodes() != base.num_nodes() || model.frames != base.frames || model.h != base.h {
-        return Err(ProblemError::Reference("[loss.reference] overrides must keep the mesh, dt and frames".into()));
+        return Err(ProblemError::Reference(
+            "[loss.reference] overrides must keep the mesh, dt and frames".into(),
+        ));
     }
-    let mut sim = Simulator::new(&model, &rls.scene.solver).map_err(|e| ProblemError::Reference(e.to_string()))?;
-    let ro = rollout::forward(&mut sim, model.frames).map_err(|e| ProblemError::Reference(e.to_string()))?;
+    let mut sim = Simulator::new(&model, &rls.scene.solver)
+        .map_err(|e| ProblemError::Reference(e.to_string()))?;
+    let ro = rollout::forward(&mut sim, model.frames)
+        .map_err(|e| ProblemError::Reference(e.to_string()))?;
     Ok(ro.xs)
 }
 
 /// Tracking term from `frame_NNNNN.ply` files written by `simulate`.
-fn tracking_from_ply(ls: &LoadedScene, base: &Model, dir: &std::path::Path, weight: f64, key: &str) -> Result<Term, ProblemError> {
+fn tracking_from_ply(
+    ls: &LoadedScene,
+    base: &Model,
+    dir: &std::path::Path,
+    weight: f64,
+    key: &str,
+) -> Result<Term, ProblemError> {
     let _ = ls;
     let mut nodes: Option<Vec<usize>> = None;
     let mut frames = Vec::new();
@@ -214,20 +261,46 @@ fn tracking_from_ply(ls: &LoadedScene, base: &Model, dir: &std::path::Path, weig
         if !path.exists() {
             continue;
         }
-        let pts = crate::io::ply::read_node_positions(&path).map_err(|m| setup(&format!("{key}.reference_dir"), m))?;
+        let pts = crate::io::ply::read_node_positions(&path)
+            .map_err(|m| setup(&format!("{key}.reference_dir"), m))?;
         let these: Vec<usize> = pts.iter().map(|p| p.0).collect();
         if let Some(&bad) = these.iter().find(|&&i| i >= base.num_nodes()) {
-            return Err(setup(&format!("{key}.reference_dir"), format!("{}: node {bad} does not exist in this scene", path.display())));
+            return Err(setup(
+                &format!("{key}.reference_dir"),
+                format!(
+                    "{}: node {bad} does not exist in this scene",
+                    path.display()
+                ),
+            ));
         }
         match &nodes {
             None => nodes = Some(these),
             Some(n) if *n != these => {
-                return Err(setup(&format!("{key}.reference_dir"), format!("{}: a different node set than the first frame", path.display())))
+                return Err(setup(
+                    &format!("{key}.reference_dir"),
+                    format!(
+                        "{}: a different node set than the first frame",
+                        path.display()
+                    ),
+                ))
             }
             _ => {}
         }
         frames.push((t, pts.into_iter().map(|p| p.1).collect()));
     }
-    let nodes = nodes.ok_or_else(|| setup(&format!("{key}.reference_dir"), format!("{}: no frame_NNNNN.ply files for frames 1..={}", dir.display(), base.frames)))?;
-    Ok(Term::Tracking { weight, nodes, frames })
+    let nodes = nodes.ok_or_else(|| {
+        setup(
+            &format!("{key}.reference_dir"),
+            format!(
+                "{}: no frame_NNNNN.ply files for frames 1..={}",
+                dir.display(),
+                base.frames
+            ),
+        )
+    })?;
+    Ok(Term::Tracking {
+        weight,
+        nodes,
+        frames,
+    })
 }

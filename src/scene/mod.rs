@@ -18,14 +18,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
     #[error("{path}: cannot read scene file: {err}")]
-    Io {
-        path: String,
-        err: std::io::Error,
-    },
+    Io { path: String, err: std::io::Error },
     #[error("{path}: {msg}")]
     Toml { path: String, msg: String },
     #[error("{path}: key `{key}`: {msg}")]
-    Invalid { path: String, key: String, msg: String },
+    Invalid {
+        path: String,
+        key: String,
+        msg: String,
+    },
     #[error("--set {expr}: {msg}")]
     Override { expr: String, msg: String },
 }
@@ -59,25 +60,48 @@ impl LoadedScene {
 /// Read, override (`key.path=value` expressions) and validate a scene file.
 pub fn load(path: &Path, sets: &[String]) -> Result<LoadedScene, SceneError> {
     let ps = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| SceneError::Io { path: ps.clone(), err })?;
+    let text = std::fs::read_to_string(path).map_err(|err| SceneError::Io {
+        path: ps.clone(),
+        err,
+    })?;
     load_str(&text, path, sets)
 }
 
 /// As [`load`], from text (`path` is used for messages and relative paths).
 pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene, SceneError> {
     let ps = path.display().to_string();
-    let mut value: toml::Table =
-        toml::from_str(text).map_err(|e| SceneError::Toml { path: ps.clone(), msg: e.to_string() })?;
+    let mut value: toml::Table = toml::from_str(text).map_err(|e| SceneError::Toml {
+        path: ps.clone(),
+        msg: e.to_string(),
+    })?;
     for s in sets {
         overrides::apply(&mut value, s)?;
     }
-    let effective_toml = toml::to_string(&value).map_err(|e| SceneError::Toml { path: ps.clone(), msg: e.to_string() })?;
-    let scene: Scene = toml::from_str(&effective_toml)
-        .map_err(|e| SceneError::Toml { path: ps.clone(), msg: strip_toml_position(&e, !sets.is_empty(), text) })?;
-    scene.validate().map_err(|(key, msg)| SceneError::Invalid { path: ps.clone(), key, msg })?;
+    let effective_toml = toml::to_string(&value).map_err(|e| SceneError::Toml {
+        path: ps.clone(),
+        msg: e.to_string(),
+    })?;
+    let scene: Scene = toml::from_str(&effective_toml).map_err(|e| SceneError::Toml {
+        path: ps.clone(),
+        msg: strip_toml_position(&e, !sets.is_empty(), text),
+    })?;
+    scene.validate().map_err(|(key, msg)| SceneError::Invalid {
+        path: ps.clone(),
+        key,
+        msg,
+    })?;
     let hash = format!("{:x}", Sha256::digest(effective_toml.as_bytes()));
-    let base_dir = path.parent().map(|p| p.to_path_buf()).unwrap_or_else(|| PathBuf::from("."));
-    Ok(LoadedScene { scene, path: path.to_path_buf(), base_dir, hash, effective_toml })
+    let base_dir = path
+        .parent()
+        .map(|p| p.to_path_buf())
+        .unwrap_or_else(|| PathBuf::from("."));
+    Ok(LoadedScene {
+        scene,
+        path: path.to_path_buf(),
+        base_dir,
+        hash,
+        effective_toml,
+    })
 }
 
 /// The typed pass runs on the re-serialized table, so its line numbers do not refer to the

@@ -10,8 +10,13 @@ use toml::{Table, Value};
 
 /// Apply one `path=value` expression.
 pub fn apply(root: &mut Table, expr: &str) -> Result<(), SceneError> {
-    let err = |msg: &str| SceneError::Override { expr: expr.to_string(), msg: msg.to_string() };
-    let (path, raw) = expr.split_once('=').ok_or_else(|| err("expected KEY.PATH=VALUE"))?;
+    let err = |msg: &str| SceneError::Override {
+        expr: expr.to_string(),
+        msg: msg.to_string(),
+    };
+    let (path, raw) = expr
+        .split_once('=')
+        .ok_or_else(|| err("expected KEY.PATH=VALUE"))?;
     let path = path.trim();
     if path.is_empty() {
         return Err(err("empty key path"));
@@ -21,7 +26,9 @@ pub fn apply(root: &mut Table, expr: &str) -> Result<(), SceneError> {
     for part in path.split('.') {
         // split `name[3]` into `name`, `3`
         if let Some((name, rest)) = part.split_once('[') {
-            let idx = rest.strip_suffix(']').ok_or_else(|| err("unbalanced [ ] in key path"))?;
+            let idx = rest
+                .strip_suffix(']')
+                .ok_or_else(|| err("unbalanced [ ] in key path"))?;
             if !name.is_empty() {
                 segs.push(name.to_string());
             }
@@ -68,7 +75,10 @@ fn set_path(
                     .parse()
                     .map_err(|_| err(&format!("`{seg}` must be an array index here")))?;
                 if i >= a.len() {
-                    return Err(err(&format!("index {i} out of range (array has {} entries)", a.len())));
+                    return Err(err(&format!(
+                        "index {i} out of range (array has {} entries)",
+                        a.len()
+                    )));
                 }
                 if last {
                     a[i] = value;
@@ -76,7 +86,11 @@ fn set_path(
                 }
                 node = &mut a[i];
             }
-            _ => return Err(err(&format!("`{seg}`: the key before it is not a table or array"))),
+            _ => {
+                return Err(err(&format!(
+                    "`{seg}`: the key before it is not a table or array"
+                )))
+            }
         }
     }
     Ok(())
@@ -85,7 +99,9 @@ fn set_path(
 fn parse_value(raw: &str) -> Value {
     let doc = format!("v = {raw}");
     match toml::from_str::<Table>(&doc) {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| Value::String(raw.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| Value::String(raw.to_string())),
         Err(_) => Value::String(raw.to_string()),
     }
 }
@@ -96,7 +112,8 @@ mod tests {
 
     #[test]
     fn sets_nested_keys_and_array_entries() {
-        let mut t: Table = toml::from_str("[a]\nb = 1\n[[body]]\nname = \"x\"\n[[body]]\nname = \"y\"").unwrap();
+        let mut t: Table =
+            toml::from_str("[a]\nb = 1\n[[body]]\nname = \"x\"\n[[body]]\nname = \"y\"").unwrap();
         apply(&mut t, "a.b=2.5").unwrap();
         apply(&mut t, "body.1.name=z").unwrap();
         apply(&mut t, "body[0].material.e=[1, 2]").unwrap();

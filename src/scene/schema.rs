@@ -62,7 +62,14 @@ fn d_restart() -> usize {
 }
 impl Default for BackwardSettings {
     fn default() -> Self {
-        BackwardSettings { rel_tol: d_rel(), abs_tol: d_abs(), max_iterations: d_maxit(), anderson_window: d_bwin(), filter: Default::default(), gmres_restart: d_restart() }
+        BackwardSettings {
+            rel_tol: d_rel(),
+            abs_tol: d_abs(),
+            max_iterations: d_maxit(),
+            anderson_window: d_bwin(),
+            filter: Default::default(),
+            gmres_restart: d_restart(),
+        }
     }
 }
 
@@ -200,7 +207,11 @@ fn d_gravity() -> [f64; 3] {
 }
 impl Default for Simulation {
     fn default() -> Self {
-        Simulation { dt: d_dt(), frames: d_frames(), gravity: d_gravity() }
+        Simulation {
+            dt: d_dt(),
+            frames: d_frames(),
+            gravity: d_gravity(),
+        }
     }
 }
 
@@ -291,7 +302,11 @@ fn one() -> f64 {
 }
 impl Default for Transform {
     fn default() -> Self {
-        Transform { translation: [0.0; 3], rotation_deg: [0.0; 3], scale: 1.0 }
+        Transform {
+            translation: [0.0; 3],
+            rotation_deg: [0.0; 3],
+            scale: 1.0,
+        }
     }
 }
 
@@ -354,7 +369,12 @@ pub struct Damping {
 }
 impl Default for Damping {
     fn default() -> Self {
-        Damping { alpha: 0.0, beta: 0.0, stiffness_scaling: StiffnessScaling::Amplified, e_ref: None }
+        Damping {
+            alpha: 0.0,
+            beta: 0.0,
+            stiffness_scaling: StiffnessScaling::Amplified,
+            e_ref: None,
+        }
     }
 }
 
@@ -401,7 +421,7 @@ pub enum Motion {
 }
 
 /// `[body.initial]`: initial state on top of the rest shape.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Initial {
     /// Uniform initial velocity (m/s).
@@ -410,10 +430,25 @@ pub struct Initial {
     /// Initial angular velocity (rad/s) about the body's centre of mass.
     #[serde(default)]
     pub angular_velocity: [f64; 3],
+    /// Uniform scaling of the initial positions about the body's bounding-box centre
+    /// (1 = rest size; 1.5 = a 3.4× volume expansion to be released).
+    #[serde(default = "one")]
+    pub scale: f64,
     /// Initial twist: cross-sections rotated about `axis` by an angle growing linearly from
     /// 0 at the body's lowest extent along the axis to `angle_deg` at its highest.
     #[serde(default)]
     pub twist: Option<Twist>,
+}
+
+impl Default for Initial {
+    fn default() -> Self {
+        Initial {
+            velocity: [0.0; 3],
+            angular_velocity: [0.0; 3],
+            scale: 1.0,
+            twist: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -608,7 +643,9 @@ impl<'de> Deserialize<'de> for AndersonWindow {
         match Raw::deserialize(d)? {
             Raw::S(s) if s == "auto" => Ok(AndersonWindow::Auto),
             Raw::N(n) if (0..=64).contains(&n) => Ok(AndersonWindow::Fixed(n as usize)),
-            _ => Err(serde::de::Error::custom("expected \"auto\" or an integer window 0..=64")),
+            _ => Err(serde::de::Error::custom(
+                "expected \"auto\" or an integer window 0..=64",
+            )),
         }
     }
 }
@@ -638,7 +675,11 @@ fn d_true() -> bool {
 }
 impl Default for Output {
     fn default() -> Self {
-        Output { directory: d_outdir(), every: 1, ply: true }
+        Output {
+            directory: d_outdir(),
+            every: 1,
+            ply: true,
+        }
     }
 }
 
@@ -670,15 +711,24 @@ impl Scene {
     /// Range checks. Errors are `(key path, message)`.
     pub fn validate(&self) -> Check {
         if self.schema_version != 1 {
-            return Err(("schema_version".into(), format!("unsupported version {}, expected 1", self.schema_version)));
+            return Err((
+                "schema_version".into(),
+                format!("unsupported version {}, expected 1", self.schema_version),
+            ));
         }
         positive("simulation.dt", self.simulation.dt)?;
         if self.simulation.frames == 0 {
-            return Err(("simulation.frames".into(), "expected at least 1 frame".into()));
+            return Err((
+                "simulation.frames".into(),
+                "expected at least 1 frame".into(),
+            ));
         }
         finite3("simulation.gravity", &self.simulation.gravity)?;
         if self.bodies.is_empty() {
-            return Err(("body".into(), "the scene needs at least one [[body]]".into()));
+            return Err((
+                "body".into(),
+                "the scene needs at least one [[body]]".into(),
+            ));
         }
         for (b, body) in self.bodies.iter().enumerate() {
             body.validate(&format!("body[{b}]"))?;
@@ -690,7 +740,10 @@ impl Scene {
         nonneg("solver.rel_tol", s.rel_tol)?;
         nonneg("solver.abs_tol", s.abs_tol)?;
         if s.rel_tol == 0.0 && s.abs_tol == 0.0 {
-            return Err(("solver.rel_tol".into(), "rel_tol and abs_tol cannot both be 0".into()));
+            return Err((
+                "solver.rel_tol".into(),
+                "rel_tol and abs_tol cannot both be 0".into(),
+            ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
         if self.output.every == 0 {
@@ -705,38 +758,73 @@ impl Body {
         let m = &self.mesh;
         match (&m.file, &m.generator) {
             (Some(_), Some(_)) => {
-                return Err((format!("{k}.mesh"), "give either `file` or `generator`, not both".into()))
+                return Err((
+                    format!("{k}.mesh"),
+                    "give either `file` or `generator`, not both".into(),
+                ))
             }
-            (None, None) => return Err((format!("{k}.mesh"), "missing `file` or `generator`".into())),
+            (None, None) => {
+                return Err((format!("{k}.mesh"), "missing `file` or `generator`".into()))
+            }
             (None, Some(Generator::Box)) => {
-                let cells = m.cells.ok_or((format!("{k}.mesh.cells"), "the box generator needs `cells = [nx, ny, nz]`".into()))?;
+                let cells = m.cells.ok_or((
+                    format!("{k}.mesh.cells"),
+                    "the box generator needs `cells = [nx, ny, nz]`".into(),
+                ))?;
                 if cells.contains(&0) {
-                    return Err((format!("{k}.mesh.cells"), "every cell count must be >= 1".into()));
+                    return Err((
+                        format!("{k}.mesh.cells"),
+                        "every cell count must be >= 1".into(),
+                    ));
                 }
-                positive(&format!("{k}.mesh.dx"), m.dx.ok_or((format!("{k}.mesh.dx"), "the box generator needs `dx`".into()))?)?;
+                positive(
+                    &format!("{k}.mesh.dx"),
+                    m.dx.ok_or((
+                        format!("{k}.mesh.dx"),
+                        "the box generator needs `dx`".into(),
+                    ))?,
+                )?;
                 if m.element.is_none() {
-                    return Err((format!("{k}.mesh.element"), "the box generator needs `element = \"hex8\"` or `\"tet4\"`".into()));
+                    return Err((
+                        format!("{k}.mesh.element"),
+                        "the box generator needs `element = \"hex8\"` or `\"tet4\"`".into(),
+                    ));
                 }
             }
             (Some(_), None) => {
                 if m.cells.is_some() || m.dx.is_some() || m.element.is_some() {
-                    return Err((format!("{k}.mesh"), "`cells`, `dx` and `element` belong to `generator`, not to `file`".into()));
+                    return Err((
+                        format!("{k}.mesh"),
+                        "`cells`, `dx` and `element` belong to `generator`, not to `file`".into(),
+                    ));
                 }
             }
         }
         finite3(&format!("{k}.mesh.origin"), &m.origin)?;
-        finite3(&format!("{k}.transform.translation"), &self.transform.translation)?;
-        finite3(&format!("{k}.transform.rotation_deg"), &self.transform.rotation_deg)?;
+        finite3(
+            &format!("{k}.transform.translation"),
+            &self.transform.translation,
+        )?;
+        finite3(
+            &format!("{k}.transform.rotation_deg"),
+            &self.transform.rotation_deg,
+        )?;
         positive(&format!("{k}.transform.scale"), self.transform.scale)?;
         let mat = &self.material;
         positive(&format!("{k}.material.youngs_modulus"), mat.youngs_modulus)?;
         let nu = mat.poisson_ratio;
         if !(nu.is_finite() && nu > -1.0 && nu < 0.5) {
-            return Err((format!("{k}.material.poisson_ratio"), format!("expected -1 < ν < 0.5, got {nu}")));
+            return Err((
+                format!("{k}.material.poisson_ratio"),
+                format!("expected -1 < ν < 0.5, got {nu}"),
+            ));
         }
         positive(&format!("{k}.material.density"), mat.density)?;
         if !(mat.fit_range.is_finite() && mat.fit_range >= 0.0 && mat.fit_range < 1.0) {
-            return Err((format!("{k}.material.fit_range"), format!("expected 0 <= r < 1, got {}", mat.fit_range)));
+            return Err((
+                format!("{k}.material.fit_range"),
+                format!("expected 0 <= r < 1, got {}", mat.fit_range),
+            ));
         }
         for (i, r) in self.regions.iter().enumerate() {
             let rk = format!("{k}.region[{i}]");
@@ -755,7 +843,10 @@ impl Body {
         for (i, d) in self.dirichlet.iter().enumerate() {
             let dk = format!("{k}.dirichlet[{i}]");
             if d.axes.is_empty() || !d.axes.chars().all(|c| matches!(c, 'x' | 'y' | 'z')) {
-                return Err((format!("{dk}.axes"), format!("expected letters from \"xyz\", got {:?}", d.axes)));
+                return Err((
+                    format!("{dk}.axes"),
+                    format!("expected letters from \"xyz\", got {:?}", d.axes),
+                ));
             }
             d.select.validate(&format!("{dk}.select"))?;
             match &d.motion {
@@ -769,15 +860,24 @@ impl Body {
                         return Err((format!("{dk}.motion.rate"), "expected a finite rate".into()));
                     }
                 }
-                Motion::Translate { velocity } => finite3(&format!("{dk}.motion.velocity"), velocity)?,
+                Motion::Translate { velocity } => {
+                    finite3(&format!("{dk}.motion.velocity"), velocity)?
+                }
             }
         }
         finite3(&format!("{k}.initial.velocity"), &self.initial.velocity)?;
-        finite3(&format!("{k}.initial.angular_velocity"), &self.initial.angular_velocity)?;
+        finite3(
+            &format!("{k}.initial.angular_velocity"),
+            &self.initial.angular_velocity,
+        )?;
+        positive(&format!("{k}.initial.scale"), self.initial.scale)?;
         if let Some(t) = &self.initial.twist {
             finite3(&format!("{k}.initial.twist.axis"), &t.axis)?;
             if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
-                return Err((format!("{k}.initial.twist.axis"), "axis must be non-zero".into()));
+                return Err((
+                    format!("{k}.initial.twist.axis"),
+                    "axis must be non-zero".into(),
+                ));
             }
         }
         for (i, f) in self.forces.iter().enumerate() {
@@ -786,18 +886,31 @@ impl Body {
                 (Some(v), None) => finite3(&format!("{fk}.force"), v)?,
                 (None, Some(t)) => {
                     finite3(&format!("{fk}.twist.axis"), &t.axis)?;
-                    if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 || !t.magnitude.is_finite() {
-                        return Err((format!("{fk}.twist"), "needs a non-zero axis and a finite magnitude".into()));
+                    if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 || !t.magnitude.is_finite()
+                    {
+                        return Err((
+                            format!("{fk}.twist"),
+                            "needs a non-zero axis and a finite magnitude".into(),
+                        ));
                     }
                 }
                 _ => return Err((fk, "give exactly one of `force` or `twist`".into())),
             }
             f.select.validate(&format!("{fk}.select"))?;
             match &f.profile {
-                Profile::Ramp { duration } => positive(&format!("{fk}.profile.duration"), *duration)?,
+                Profile::Ramp { duration } => {
+                    positive(&format!("{fk}.profile.duration"), *duration)?
+                }
                 Profile::Table { times, values } => {
-                    if times.is_empty() || times.len() != values.len() || times.windows(2).any(|w| w[1] <= w[0]) {
-                        return Err((format!("{fk}.profile"), "table needs equally long `times` (strictly increasing) and `values`".into()));
+                    if times.is_empty()
+                        || times.len() != values.len()
+                        || times.windows(2).any(|w| w[1] <= w[0])
+                    {
+                        return Err((
+                            format!("{fk}.profile"),
+                            "table needs equally long `times` (strictly increasing) and `values`"
+                                .into(),
+                        ));
                     }
                 }
                 _ => {}

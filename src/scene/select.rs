@@ -74,19 +74,30 @@ fn geo_ok(k: &str, v: &[f64]) -> Check {
     }
 }
 
-fn validate_geo(k: &str, b: Option<&BoxSel>, h: Option<&HalfSpaceSel>, s: Option<&SphereSel>) -> Check {
+fn validate_geo(
+    k: &str,
+    b: Option<&BoxSel>,
+    h: Option<&HalfSpaceSel>,
+    s: Option<&SphereSel>,
+) -> Check {
     if let Some(b) = b {
         geo_ok(&format!("{k}.box.min"), &b.min)?;
         geo_ok(&format!("{k}.box.max"), &b.max)?;
         if (0..3).any(|d| b.min[d] > b.max[d]) {
-            return Err((format!("{k}.box"), "expected min <= max on every axis".into()));
+            return Err((
+                format!("{k}.box"),
+                "expected min <= max on every axis".into(),
+            ));
         }
     }
     if let Some(h) = h {
         geo_ok(&format!("{k}.half_space.point"), &h.point)?;
         geo_ok(&format!("{k}.half_space.normal"), &h.normal)?;
         if h.normal.iter().map(|v| v * v).sum::<f64>() == 0.0 {
-            return Err((format!("{k}.half_space.normal"), "normal must be non-zero".into()));
+            return Err((
+                format!("{k}.half_space.normal"),
+                "normal must be non-zero".into(),
+            ));
         }
     }
     if let Some(s) = s {
@@ -105,7 +116,8 @@ fn in_box(b: &BoxSel, p: &[f64; 3], tol: f64) -> bool {
 fn in_half(h: &HalfSpaceSel, p: &[f64; 3], tol: f64) -> bool {
     let n = h.normal;
     let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
-    ((p[0] - h.point[0]) * n[0] + (p[1] - h.point[1]) * n[1] + (p[2] - h.point[2]) * n[2]) / len >= -tol
+    ((p[0] - h.point[0]) * n[0] + (p[1] - h.point[1]) * n[1] + (p[2] - h.point[2]) * n[2]) / len
+        >= -tol
 }
 fn in_sphere(s: &SphereSel, p: &[f64; 3], tol: f64) -> bool {
     let d2: f64 = (0..3).map(|d| (p[d] - s.center[d]).powi(2)).sum();
@@ -115,18 +127,41 @@ fn in_sphere(s: &SphereSel, p: &[f64; 3], tol: f64) -> bool {
 /// Error while resolving a selector against a mesh.
 pub type SelectError = (String, String);
 
-fn read_index_file(path: &std::path::Path, key: &str, bound: usize, what: &str) -> Result<Vec<usize>, SelectError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| (key.to_string(), format!("cannot read {}: {e}", path.display())))?;
+fn read_index_file(
+    path: &std::path::Path,
+    key: &str,
+    bound: usize,
+    what: &str,
+) -> Result<Vec<usize>, SelectError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        (
+            key.to_string(),
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
     let mut out = Vec::new();
     for (ln, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
         for tok in line.split_whitespace() {
             let i: usize = tok.parse().map_err(|_| {
-                (key.to_string(), format!("{}:{}: expected a non-negative {what} index, found {tok:?}", path.display(), ln + 1))
+                (
+                    key.to_string(),
+                    format!(
+                        "{}:{}: expected a non-negative {what} index, found {tok:?}",
+                        path.display(),
+                        ln + 1
+                    ),
+                )
             })?;
             if i >= bound {
-                return Err((key.to_string(), format!("{}:{}: {what} index {i} out of range (body has {bound})", path.display(), ln + 1)));
+                return Err((
+                    key.to_string(),
+                    format!(
+                        "{}:{}: {what} index {i} out of range (body has {bound})",
+                        path.display(),
+                        ln + 1
+                    ),
+                ));
             }
             out.push(i);
         }
@@ -166,7 +201,10 @@ impl ElementSelector {
                 let mut mask = vec![false; m];
                 for &e in list {
                     if e >= m {
-                        return Err((key.into(), format!("element index {e} out of range (body has {m} elements)")));
+                        return Err((
+                            key.into(),
+                            format!("element index {e} out of range (body has {m} elements)"),
+                        ));
                     }
                     mask[e] = true;
                 }
@@ -190,10 +228,18 @@ impl NodeSelector {
             NodeSelector::HalfSpace(h) => validate_geo(k, None, Some(h), None),
             NodeSelector::Sphere(s) => validate_geo(k, None, None, Some(s)),
             NodeSelector::Face(f) => {
-                if matches!(f.as_str(), "x_min" | "x_max" | "y_min" | "y_max" | "z_min" | "z_max") {
+                if matches!(
+                    f.as_str(),
+                    "x_min" | "x_max" | "y_min" | "y_max" | "z_min" | "z_max"
+                ) {
                     Ok(())
                 } else {
-                    Err((format!("{k}.face"), format!("expected one of x_min, x_max, y_min, y_max, z_min, z_max; got {f:?}")))
+                    Err((
+                        format!("{k}.face"),
+                        format!(
+                            "expected one of x_min, x_max, y_min, y_max, z_min, z_max; got {f:?}"
+                        ),
+                    ))
                 }
             }
             _ => Ok(()),
@@ -201,9 +247,16 @@ impl NodeSelector {
     }
 
     /// Selected node indices (sorted) among `nodes`.
-    pub fn select(&self, key: &str, nodes: &[[f64; 3]], tol: f64, base: &std::path::Path) -> Result<Vec<usize>, SelectError> {
+    pub fn select(
+        &self,
+        key: &str,
+        nodes: &[[f64; 3]],
+        tol: f64,
+        base: &std::path::Path,
+    ) -> Result<Vec<usize>, SelectError> {
         let n = nodes.len();
-        let pick = |f: &dyn Fn(&[f64; 3]) -> bool| (0..n).filter(|&i| f(&nodes[i])).collect::<Vec<_>>();
+        let pick =
+            |f: &dyn Fn(&[f64; 3]) -> bool| (0..n).filter(|&i| f(&nodes[i])).collect::<Vec<_>>();
         let mut out = match self {
             NodeSelector::All(b) => {
                 if *b {
@@ -232,7 +285,10 @@ impl NodeSelector {
             NodeSelector::Nodes(list) => {
                 for &i in list {
                     if i >= n {
-                        return Err((key.into(), format!("node index {i} out of range (body has {n} nodes)")));
+                        return Err((
+                            key.into(),
+                            format!("node index {i} out of range (body has {n} nodes)"),
+                        ));
                     }
                 }
                 list.clone()

@@ -29,7 +29,14 @@ pub struct TypeII {
 
 impl TypeII {
     pub fn new(window: usize, gamma_max: f64) -> Self {
-        TypeII { window, gamma_max, xs: VecDeque::new(), gs: VecDeque::new(), guard_firings: 0, last_gamma_norm: 0.0 }
+        TypeII {
+            window,
+            gamma_max,
+            xs: VecDeque::new(),
+            gs: VecDeque::new(),
+            guard_firings: 0,
+            last_gamma_norm: 0.0,
+        }
     }
 
     pub fn window(&self) -> usize {
@@ -141,7 +148,11 @@ mod tests {
             for k in 0..10_000 {
                 let phi: Vec<f64> = (0..n).map(|i| diag[i] * x[i] + c[i]).collect();
                 let g: Vec<f64> = (0..n).map(|i| phi[i] - x[i]).collect();
-                let err = x.iter().zip(&fixed).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                let err = x
+                    .iter()
+                    .zip(&fixed)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
                 if err < 1e-10 {
                     return k;
                 }

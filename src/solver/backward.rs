@@ -48,8 +48,23 @@ pub struct BackwardConfig {
 
 /// Per-sample linearisation at $x_{t+1}$.
 enum SampleLin {
-    Corot { svd: Svd3, w_cor: f64, w_vol: f64, vol_star: Vector3<f64>, vol_w: Matrix3<f64>, f_minus_r: Matrix3<f64>, f_minus_d: Matrix3<f64> },
-    Nh { svd: Svd3, w: f64, star: Vector3<f64>, jac: Matrix3<f64>, f_minus_p: Matrix3<f64>, filtered: bool },
+    Corot {
+        svd: Svd3,
+        w_cor: f64,
+        w_vol: f64,
+        vol_star: Vector3<f64>,
+        vol_w: Matrix3<f64>,
+        f_minus_r: Matrix3<f64>,
+        f_minus_d: Matrix3<f64>,
+    },
+    Nh {
+        svd: Svd3,
+        w: f64,
+        star: Vector3<f64>,
+        jac: Matrix3<f64>,
+        f_minus_p: Matrix3<f64>,
+        filtered: bool,
+    },
 }
 
 /// Local Jacobians of one step, evaluated at $x_{t+1}$.
@@ -75,25 +90,55 @@ impl StepLinearization {
                         let r = corotated::project(&usv);
                         let (dm, vol_star) = volume::project(&usv);
                         let vol_w = volume::stretch_jacobian(&usv.sigma, &vol_star);
-                        SampleLin::Corot { w_cor: d.w_cor[s], w_vol: d.w_vol[s], vol_star, vol_w, f_minus_r: f - r, f_minus_d: f - dm, svd: usv }
+                        SampleLin::Corot {
+                            w_cor: d.w_cor[s],
+                            w_vol: d.w_vol[s],
+                            vol_star,
+                            vol_w,
+                            f_minus_r: f - r,
+                            f_minus_d: f - dm,
+                            svd: usv,
+                        }
                     }
                     MaterialModel::Neohookean => {
                         let (p, st) = neohookean::prox(&d.nh[b], &usv, None);
-                        let filter = if alpha == 0.0 { HessianFilter::None } else { HessianFilter::Blend(alpha) };
-                        let (jac, filtered) = neohookean::stretch_jacobian(&d.nh[b], &st.sigma_star, filter);
-                        SampleLin::Nh { w: d.w_nh[s], star: st.sigma_star, jac, f_minus_p: f - p, filtered, svd: usv }
+                        let filter = if alpha == 0.0 {
+                            HessianFilter::None
+                        } else {
+                            HessianFilter::Blend(alpha)
+                        };
+                        let (jac, filtered) =
+                            neohookean::stretch_jacobian(&d.nh[b], &st.sigma_star, filter);
+                        SampleLin::Nh {
+                            w: d.w_nh[s],
+                            star: st.sigma_star,
+                            jac,
+                            f_minus_p: f - p,
+                            filtered,
+                            svd: usv,
+                        }
                     }
                 }
             })
             .collect();
-        let filtered_samples = samples.iter().filter(|s| matches!(s, SampleLin::Nh { filtered: true, .. })).count();
-        StepLinearization { samples, filtered_samples }
+        let filtered_samples = samples
+            .iter()
+            .filter(|s| matches!(s, SampleLin::Nh { filtered: true, .. }))
+            .count();
+        StepLinearization {
+            samples,
+            filtered_samples,
+        }
     }
 
     /// $(F_s-R_s,\ F_s-D_s,\ F_s-p_s)$ of sample `s` (zeros where the term is absent).
     pub fn residuals(&self, s: usize) -> (Matrix3<f64>, Matrix3<f64>, Matrix3<f64>) {
         match &self.samples[s] {
-            SampleLin::Corot { f_minus_r, f_minus_d, .. } => (*f_minus_r, *f_minus_d, Matrix3::zeros()),
+            SampleLin::Corot {
+                f_minus_r,
+                f_minus_d,
+                ..
+            } => (*f_minus_r, *f_minus_d, Matrix3::zeros()),
             SampleLin::Nh { f_minus_p, .. } => (Matrix3::zeros(), Matrix3::zeros(), *f_minus_p),
         }
     }
@@ -131,10 +176,20 @@ impl StepLinearization {
             .map(|(s, lin)| {
                 let df = model.gradient_of(s, z);
                 match lin {
-                    SampleLin::Corot { svd, w_cor, w_vol, vol_star, vol_w, .. } => {
-                        corotated::jacobian_apply(svd, &df) * *w_cor + volume::jacobian_apply(svd, vol_star, vol_w, &df) * *w_vol
+                    SampleLin::Corot {
+                        svd,
+                        w_cor,
+                        w_vol,
+                        vol_star,
+                        vol_w,
+                        ..
+                    } => {
+                        corotated::jacobian_apply(svd, &df) * *w_cor
+                            + volume::jacobian_apply(svd, vol_star, vol_w, &df) * *w_vol
                     }
-                    SampleLin::Nh { svd, w, star, jac, .. } => neohookean::jacobian_apply(svd, star, jac, &df) * *w,
+                    SampleLin::Nh {
+                        svd, w, star, jac, ..
+                    } => neohookean::jacobian_apply(svd, star, jac, &df) * *w,
                 }
             })
             .collect();
@@ -178,16 +233,37 @@ pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f
 }
 
 /// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`.
-pub fn solve_gmres(sim: &Simulator, lin: &StepLinearization, g: &[f64], z: &mut [f64], cfg: &BackwardConfig) -> crate::linalg::krylov::GmresStats {
+pub fn solve_gmres(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    g: &[f64],
+    z: &mut [f64],
+    cfg: &BackwardConfig,
+) -> crate::linalg::krylov::GmresStats {
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| sim.system.solve_homogeneous(v, out);
-    crate::linalg::krylov::gmres(&mut op, &mut pre, g, z, cfg.gmres_restart, cfg.rel_tol, cfg.abs_tol, cfg.max_iterations)
+    crate::linalg::krylov::gmres(
+        &mut op,
+        &mut pre,
+        g,
+        z,
+        cfg.gmres_restart,
+        cfg.rel_tol,
+        cfg.abs_tol,
+        cfg.max_iterations,
+    )
 }
 
 /// Solve $(A-\Delta A)z=g$ with $z_D=0$ (the adjoint of one step): DiffPD's fixed-point
 /// iteration with Anderson acceleration; if it diverges (residual above $10^3\|g\|$) or
 /// reaches `max_iterations`, GMRES preconditioned by $A^{-1}$ takes over from the best iterate.
-pub fn solve_adjoint(sim: &Simulator, lin: &StepLinearization, g: &[f64], cfg: &BackwardConfig, frame: usize) -> (Vec<f64>, AdjointStats) {
+pub fn solve_adjoint(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    g: &[f64],
+    cfg: &BackwardConfig,
+    frame: usize,
+) -> (Vec<f64>, AdjointStats) {
     let t0 = std::time::Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
@@ -195,7 +271,11 @@ pub fn solve_adjoint(sim: &Simulator, lin: &StepLinearization, g: &[f64], cfg: &
         gf[k] = 0.0;
     }
     let gnorm = norm(&gf);
-    let mut stats = AdjointStats { frame, method: "fixed_point".into(), ..Default::default() };
+    let mut stats = AdjointStats {
+        frame,
+        method: "fixed_point".into(),
+        ..Default::default()
+    };
     if gnorm == 0.0 {
         stats.converged = true;
         stats.seconds = t0.elapsed().as_secs_f64();
@@ -234,7 +314,11 @@ pub fn solve_adjoint(sim: &Simulator, lin: &StepLinearization, g: &[f64], cfg: &
     }
     stats.iterations = it;
     if !stats.converged {
-        let mut zg = if best.0.is_finite() && best.0 < 1.0 { best.1 } else { vec![0.0; n3] };
+        let mut zg = if best.0.is_finite() && best.0 < 1.0 {
+            best.1
+        } else {
+            vec![0.0; n3]
+        };
         let st = solve_gmres(sim, lin, &gf, &mut zg, cfg);
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;

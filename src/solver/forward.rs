@@ -45,7 +45,10 @@ impl SolverConfig {
         };
         SolverConfig {
             max_iterations: s.max_iterations,
-            gate: DualGate { rel: s.rel_tol, abs: s.abs_tol },
+            gate: DualGate {
+                rel: s.rel_tol,
+                abs: s.abs_tol,
+            },
             window,
             gamma_max: s.anderson_gamma_max,
             on_nonconvergence: s.on_nonconvergence,
@@ -107,12 +110,18 @@ impl<'m> Simulator<'m> {
     }
 
     /// As [`Simulator::new`] with explicitly derived parameters.
-    pub fn with_derived(model: &'m Model, derived: Derived, settings: &SolverSettings) -> Result<Self, SolverError> {
+    pub fn with_derived(
+        model: &'m Model,
+        derived: Derived,
+        settings: &SolverSettings,
+    ) -> Result<Self, SolverError> {
         let t0 = Instant::now();
         let (a, kbeta) = assembly::pd_matrices(model, &derived, model.h);
         let system = GlobalSystem::new(a, model.dirichlet_sets())?;
         let sets = model.dirichlet_sets();
-        let mut prescribed: Vec<usize> = (0..3).flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d)).collect();
+        let mut prescribed: Vec<usize> = (0..3)
+            .flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d))
+            .collect();
         prescribed.sort_unstable();
         let config = SolverConfig::from_settings(settings, derived.heterogeneous);
         let aa = TypeII::new(config.window, config.gamma_max);
@@ -151,7 +160,12 @@ impl<'m> Simulator<'m> {
 
     /// One implicit-Euler step producing frame `frame` (1-based) from $(x_t, v_t)$.
     /// Returns $x_{t+1}$ and the step statistics.
-    pub fn step(&mut self, frame: usize, x_t: &[f64], v_t: &[f64]) -> Result<(Vec<f64>, StepStats), SolverError> {
+    pub fn step(
+        &mut self,
+        frame: usize,
+        x_t: &[f64],
+        v_t: &[f64],
+    ) -> Result<(Vec<f64>, StepStats), SolverError> {
         let model = self.model;
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
@@ -176,15 +190,25 @@ impl<'m> Simulator<'m> {
         let mut b_before = Vec::new();
         while k < self.config.max_iterations {
             let t0 = Instant::now();
-            let loc = local::project_all(model, &self.derived, &x, &mut self.warm)
-                .map_err(|e| SolverError::NonFiniteLocal { frame, iteration: k, element: e.element })?;
+            let loc =
+                local::project_all(model, &self.derived, &x, &mut self.warm).map_err(|e| {
+                    SolverError::NonFiniteLocal {
+                        frame,
+                        iteration: k,
+                        element: e.element,
+                    }
+                })?;
             local::scatter(model, &loc.q, &mut bp);
             let t1 = Instant::now();
             let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
             self.system.solve(&b, &xd, &mut xhat);
             let t2 = Instant::now();
             if !xhat.iter().all(|v| v.is_finite()) {
-                return Err(SolverError::Diverged { frame, iteration: k, element: self.first_bad_element(&xhat) });
+                return Err(SolverError::Diverged {
+                    frame,
+                    iteration: k,
+                    element: self.first_bad_element(&xhat),
+                });
             }
             let g: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
             let mut xn = self.aa.step(&x, &g);
@@ -196,7 +220,12 @@ impl<'m> Simulator<'m> {
                 // step x_{k+1} − x_k can be tiny while Anderson stagnates far from the fixed
                 // point (measured: finite differences off by 40 % with that gate).
                 let dx = norm(&g);
-                let dbp = norm(&bp.iter().zip(&bp_prev).map(|(a, b)| a - b).collect::<Vec<_>>());
+                let dbp = norm(
+                    &bp.iter()
+                        .zip(&bp_prev)
+                        .map(|(a, b)| a - b)
+                        .collect::<Vec<_>>(),
+                );
                 last_gate = self.config.gate.evaluate(dx, norm(&x), dbp, norm(&bp_prev));
                 if DualGate::met(&last_gate) {
                     converged = true;
@@ -233,14 +262,20 @@ impl<'m> Simulator<'m> {
             stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
         }
         if !converged && self.config.on_nonconvergence == OnNonConvergence::Error {
-            return Err(SolverError::NotConverged { frame, iterations: k, position: last_gate.position, projection: last_gate.projection });
+            return Err(SolverError::NotConverged {
+                frame,
+                iterations: k,
+                position: last_gate.position,
+                projection: last_gate.projection,
+            });
         }
         Ok((x, stats))
     }
 
     /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.
     fn pd_residual(&mut self, c: &[f64], x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
-        let loc = local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;
+        let loc =
+            local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;
         let mut bp = vec![0.0; x.len()];
         local::scatter(self.model, &loc.q, &mut bp);
         let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
@@ -258,7 +293,9 @@ impl<'m> Simulator<'m> {
     /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
     /// kept only if it reduces the residual. Returns (steps, final relative residual).
     fn polish(&mut self, c: &[f64], xd: &[f64], x: &mut Vec<f64>) -> (usize, f64) {
-        let Ok((mut r, mut bn)) = self.pd_residual(c, x) else { return (0, f64::NAN) };
+        let Ok((mut r, mut bn)) = self.pd_residual(c, x) else {
+            return (0, f64::NAN);
+        };
         let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
         let cfg = super::backward::BackwardConfig {
             rel_tol: 1e-3 * self.config.polish_tol.max(1e-16) / rel.max(1e-300),
@@ -281,7 +318,9 @@ impl<'m> Simulator<'m> {
             for &k in &self.prescribed {
                 trial[k] = xd[k];
             }
-            let Ok((r2, bn2)) = self.pd_residual(c, &trial) else { break };
+            let Ok((r2, bn2)) = self.pd_residual(c, &trial) else {
+                break;
+            };
             let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
             if !(rel2 < rel) {
                 break;
@@ -297,10 +336,20 @@ impl<'m> Simulator<'m> {
     }
 
     /// Spec §6.5 TR_STATS from the last two iterates of the step.
-    fn tr_stats(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64], x_prev: &[f64], b_prev: &[f64], x_k: &[f64]) -> super::trust_region::TrStats {
+    fn tr_stats(
+        &self,
+        x_t: &[f64],
+        v_t: &[f64],
+        f_ext: &[f64],
+        x_prev: &[f64],
+        b_prev: &[f64],
+        x_k: &[f64],
+    ) -> super::trust_region::TrStats {
         let h = self.model.h;
         let m = &self.derived.mass;
-        let y: Vec<f64> = (0..x_t.len()).map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3]).collect();
+        let y: Vec<f64> = (0..x_t.len())
+            .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
+            .collect();
         let mut dx: Vec<f64> = x_k.iter().zip(x_prev).map(|(a, b)| a - b).collect();
         let mut r = vec![0.0; dx.len()];
         self.system.apply_a(x_prev, &mut r);
@@ -313,7 +362,8 @@ impl<'m> Simulator<'m> {
         }
         let mut adx = vec![0.0; dx.len()];
         self.system.apply_a(&dx, &mut adx);
-        let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>() - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
+        let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>()
+            - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
         let e_prev = super::trust_region::pd_energy(self, x_prev, &y, x_t);
         let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t);
         super::trust_region::blend(pred, e_prev - e_k, e_prev)
@@ -321,7 +371,13 @@ impl<'m> Simulator<'m> {
 
     fn first_bad_element(&self, x: &[f64]) -> Option<usize> {
         (0..self.model.num_samples())
-            .find(|&s| !self.model.deformation_gradient(s, x).iter().all(|v| v.is_finite()))
+            .find(|&s| {
+                !self
+                    .model
+                    .deformation_gradient(s, x)
+                    .iter()
+                    .all(|v| v.is_finite())
+            })
             .map(|s| self.model.samples.elem[s])
     }
 }

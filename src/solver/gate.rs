@@ -41,7 +41,10 @@ mod tests {
     use super::*;
     #[test]
     fn both_gates_must_pass() {
-        let g = DualGate { rel: 1e-4, abs: 1e-9 };
+        let g = DualGate {
+            rel: 1e-4,
+            abs: 1e-9,
+        };
         assert!(DualGate::met(&g.evaluate(1e-6, 1.0, 1e-6, 1.0)));
         // position passes, projection does not
         assert!(!DualGate::met(&g.evaluate(1e-6, 1.0, 1e-2, 1.0)));

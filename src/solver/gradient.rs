@@ -90,7 +90,8 @@ pub fn accumulate_step(
         let mut da = 0.0;
         for k in 0..3 {
             let j = 3 * i + k;
-            let r_m = (x_next[j] - x_t[j] - h * v_t[j]) / (h * h) + d.node_alpha[i] * vel[j] - model.gravity[k];
+            let r_m = (x_next[j] - x_t[j] - h * v_t[j]) / (h * h) + d.node_alpha[i] * vel[j]
+                - model.gravity[k];
             dm -= z[j] * r_m;
             da -= z[j] * d.mass[i] * vel[j];
             grads.gravity[k] += d.mass[i] * z[j];
@@ -125,7 +126,11 @@ pub fn accumulate_step(
                 StiffnessScaling::Uniform => 1.0,
             };
             // dL/dE_e: weights scale like E (w/E); beta_e*w scales like E^2 (amplified) or E.
-            let c_beta = if body.stiffness_scaling == StiffnessScaling::Amplified { 2.0 } else { 1.0 };
+            let c_beta = if body.stiffness_scaling == StiffnessScaling::Amplified {
+                2.0
+            } else {
+                1.0
+            };
             let mut de = c_beta * d.beta[e] * w / ee * dl_dbw;
             let mut dnu = 0.0;
             let (fp_cor, fp_vol, fp_nh) = lin.residuals(s);

@@ -23,20 +23,34 @@ pub struct NonFiniteSample {
 
 /// Compute $Q_s$ for all samples in parallel. `warm` holds the NH stretch solution of the
 /// previous call per sample (warm start, spec §3.3) and is updated.
-pub fn project_all(model: &Model, d: &Derived, x: &[f64], warm: &mut [Vector3<f64>]) -> Result<LocalResult, NonFiniteSample> {
+pub fn project_all(
+    model: &Model,
+    d: &Derived,
+    x: &[f64],
+    warm: &mut [Vector3<f64>],
+) -> Result<LocalResult, NonFiniteSample> {
     let q: Vec<Matrix3<f64>> = warm
         .par_iter_mut()
         .enumerate()
         .map(|(s, w)| project_sample(model, d, x, s, w))
         .collect();
     if let Some(s) = q.iter().position(|m| !m.iter().all(|v| v.is_finite())) {
-        return Err(NonFiniteSample { sample: s, element: model.samples.elem[s] });
+        return Err(NonFiniteSample {
+            sample: s,
+            element: model.samples.elem[s],
+        });
     }
     Ok(LocalResult { q })
 }
 
 /// Weighted projection $Q_s$ of one sample.
-pub fn project_sample(model: &Model, d: &Derived, x: &[f64], s: usize, warm: &mut Vector3<f64>) -> Matrix3<f64> {
+pub fn project_sample(
+    model: &Model,
+    d: &Derived,
+    x: &[f64],
+    s: usize,
+    warm: &mut Vector3<f64>,
+) -> Matrix3<f64> {
     let f = model.deformation_gradient(s, x);
     let b = model.elem_body[model.samples.elem[s]];
     let usv = svd::svd3(&f);

@@ -11,10 +11,27 @@
 /// One weighted term.
 #[derive(Clone, Debug)]
 pub enum Term {
-    Tracking { weight: f64, nodes: Vec<usize>, frames: Vec<(usize, Vec<[f64; 3]>)> },
-    CenterOfMass { weight: f64, nodes: Vec<usize>, weights: Vec<f64>, target: [f64; 3] },
-    NodeTarget { weight: f64, nodes: Vec<usize>, target: [f64; 3] },
-    RandomLinear { weight: f64, cx: Vec<f64>, cv: Vec<f64> },
+    Tracking {
+        weight: f64,
+        nodes: Vec<usize>,
+        frames: Vec<(usize, Vec<[f64; 3]>)>,
+    },
+    CenterOfMass {
+        weight: f64,
+        nodes: Vec<usize>,
+        weights: Vec<f64>,
+        target: [f64; 3],
+    },
+    NodeTarget {
+        weight: f64,
+        nodes: Vec<usize>,
+        target: [f64; 3],
+    },
+    RandomLinear {
+        weight: f64,
+        cx: Vec<f64>,
+        cv: Vec<f64>,
+    },
 }
 
 /// A loss: a weighted sum of terms.
@@ -63,7 +80,11 @@ impl Loss {
         let mut l = 0.0;
         for term in &self.terms {
             l += match term {
-                Term::Tracking { weight, nodes, frames } => {
+                Term::Tracking {
+                    weight,
+                    nodes,
+                    frames,
+                } => {
                     let mut s = 0.0;
                     for (t, refx) in frames {
                         if *t <= t_end {
@@ -76,11 +97,20 @@ impl Loss {
                     }
                     weight * s
                 }
-                Term::CenterOfMass { weight, nodes, weights, target } => {
+                Term::CenterOfMass {
+                    weight,
+                    nodes,
+                    weights,
+                    target,
+                } => {
                     let c = centroid(nodes, weights, xt);
                     weight * 0.5 * (0..3).map(|d| (c[d] - target[d]).powi(2)).sum::<f64>()
                 }
-                Term::NodeTarget { weight, nodes, target } => {
+                Term::NodeTarget {
+                    weight,
+                    nodes,
+                    target,
+                } => {
                     let w = vec![1.0; nodes.len()];
                     let c = centroid(nodes, &w, xt);
                     weight * 0.5 * (0..3).map(|d| (c[d] - target[d]).powi(2)).sum::<f64>()
@@ -110,7 +140,11 @@ impl Loss {
         let xt = &xs[t_end];
         for term in &self.terms {
             match term {
-                Term::Tracking { weight, nodes, frames } => {
+                Term::Tracking {
+                    weight,
+                    nodes,
+                    frames,
+                } => {
                     for (t, refx) in frames {
                         if *t <= t_end {
                             for (k, &i) in nodes.iter().enumerate() {
@@ -121,7 +155,12 @@ impl Loss {
                         }
                     }
                 }
-                Term::CenterOfMass { weight, nodes, weights, target } => {
+                Term::CenterOfMass {
+                    weight,
+                    nodes,
+                    weights,
+                    target,
+                } => {
                     let c = centroid(nodes, weights, xt);
                     let tot: f64 = weights.iter().sum();
                     for (k, &i) in nodes.iter().enumerate() {
@@ -130,12 +169,17 @@ impl Loss {
                         }
                     }
                 }
-                Term::NodeTarget { weight, nodes, target } => {
+                Term::NodeTarget {
+                    weight,
+                    nodes,
+                    target,
+                } => {
                     let w = vec![1.0; nodes.len()];
                     let c = centroid(nodes, &w, xt);
                     for &i in nodes {
                         for d in 0..3 {
-                            dx[t_end][3 * i + d] += weight * (c[d] - target[d]) / nodes.len() as f64;
+                            dx[t_end][3 * i + d] +=
+                                weight * (c[d] - target[d]) / nodes.len() as f64;
                         }
                     }
                 }
@@ -163,13 +207,35 @@ mod tests {
     fn loss_gradients_match_finite_differences() {
         let n = 5;
         let h = 0.01;
-        let xs: Vec<Vec<f64>> = (0..4).map(|t| seeded_uniform(10 + t as u64, 3 * n)).collect();
+        let xs: Vec<Vec<f64>> = (0..4)
+            .map(|t| seeded_uniform(10 + t as u64, 3 * n))
+            .collect();
         let loss = Loss {
             terms: vec![
-                Term::Tracking { weight: 0.7, nodes: vec![1, 3], frames: vec![(1, vec![[0.1, 0.2, 0.3], [0.0, -0.1, 0.5]]), (3, vec![[0.4, 0.2, 0.1], [0.2, 0.2, 0.2]])] },
-                Term::CenterOfMass { weight: 1.3, nodes: vec![0, 2, 4], weights: vec![1.0, 2.0, 0.5], target: [0.1, -0.2, 0.3] },
-                Term::NodeTarget { weight: 0.4, nodes: vec![2, 3], target: [0.5, 0.5, 0.5] },
-                Term::RandomLinear { weight: 2.0, cx: seeded_uniform(1, 3 * n), cv: seeded_uniform(2, 3 * n) },
+                Term::Tracking {
+                    weight: 0.7,
+                    nodes: vec![1, 3],
+                    frames: vec![
+                        (1, vec![[0.1, 0.2, 0.3], [0.0, -0.1, 0.5]]),
+                        (3, vec![[0.4, 0.2, 0.1], [0.2, 0.2, 0.2]]),
+                    ],
+                },
+                Term::CenterOfMass {
+                    weight: 1.3,
+                    nodes: vec![0, 2, 4],
+                    weights: vec![1.0, 2.0, 0.5],
+                    target: [0.1, -0.2, 0.3],
+                },
+                Term::NodeTarget {
+                    weight: 0.4,
+                    nodes: vec![2, 3],
+                    target: [0.5, 0.5, 0.5],
+                },
+                Term::RandomLinear {
+                    weight: 2.0,
+                    cx: seeded_uniform(1, 3 * n),
+                    cv: seeded_uniform(2, 3 * n),
+                },
             ],
         };
         let g = loss.gradient(&xs, h);
@@ -189,7 +255,10 @@ mod tests {
                 if t == 2 {
                     an -= g.dv_final[j] / h;
                 }
-                assert!((fd - an).abs() <= 1e-6 * (1.0 + an.abs()), "t {t} j {j}: fd {fd} analytic {an}");
+                assert!(
+                    (fd - an).abs() <= 1e-6 * (1.0 + an.abs()),
+                    "t {t} j {j}: fd {fd} analytic {an}"
+                );
             }
         }
     }

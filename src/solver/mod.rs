@@ -3,14 +3,14 @@
 
 pub mod anderson;
 pub mod backward;
-pub mod gradient;
-pub mod loss;
-pub mod rollout;
-pub mod trust_region;
 pub mod forward;
 pub mod gate;
+pub mod gradient;
 pub mod local;
+pub mod loss;
 pub mod model;
+pub mod rollout;
+pub mod trust_region;
 
 pub use forward::{Simulator, StepStats};
 pub use model::{Derived, MaterialParams, Model};
@@ -20,11 +20,24 @@ pub use model::{Derived, MaterialParams, Model};
 #[derive(Debug, thiserror::Error)]
 pub enum SolverError {
     #[error("frame {frame}, PD iteration {iteration}: non-finite value (NaN/inf) in the local step of element {element}")]
-    NonFiniteLocal { frame: usize, iteration: usize, element: usize },
+    NonFiniteLocal {
+        frame: usize,
+        iteration: usize,
+        element: usize,
+    },
     #[error("frame {frame}, PD iteration {iteration}: the iterate became non-finite (diverged){}", element.map(|e| format!("; first element with a non-finite deformation gradient: {e}")).unwrap_or_default())]
-    Diverged { frame: usize, iteration: usize, element: Option<usize> },
+    Diverged {
+        frame: usize,
+        iteration: usize,
+        element: Option<usize>,
+    },
     #[error("frame {frame}: PD did not converge in {iterations} iterations (position gate {position:.3e}, projection gate {projection:.3e}; ≤ 1 means met)")]
-    NotConverged { frame: usize, iterations: usize, position: f64, projection: f64 },
+    NotConverged {
+        frame: usize,
+        iterations: usize,
+        position: f64,
+        projection: f64,
+    },
     #[error("global matrix: {0}")]
     Linalg(#[from] crate::linalg::LinalgError),
 }

@@ -178,7 +178,10 @@ impl Derived {
 /// Seeded direction `(dx, dv)` of the initial state, entries in [-1e-3, 1e-3] m and m/s.
 pub fn state_direction(seed: u64, n3: usize) -> (Vec<f64>, Vec<f64>) {
     let u = crate::solver::loss::seeded_uniform(seed.wrapping_mul(2).wrapping_add(1), 2 * n3);
-    (u[..n3].iter().map(|v| 1e-3 * v).collect(), u[n3..].iter().map(|v| 1e-3 * v).collect())
+    (
+        u[..n3].iter().map(|v| 1e-3 * v).collect(),
+        u[n3..].iter().map(|v| 1e-3 * v).collect(),
+    )
 }
 
 fn rot_xyz(deg: [f64; 3]) -> Matrix3<f64> {
@@ -197,7 +200,10 @@ fn unit(v: [f64; 3]) -> Vector3<f64> {
 /// Tet: $[\nabla N_1,\nabla N_2,\nabla N_3]^T=D_m^{-1}$, $\nabla N_0=-\sum_a\nabla N_a$,
 /// $V=\det D_m/6$. Hex (lexicographic nodes, reference cube $[0,1]^3$): Gauss points at
 /// $\tfrac12\pm\tfrac1{2\sqrt3}$, $\nabla_XN_a=J^{-T}\nabla_\xi N_a$, $V_s=\det J/8$.
-pub fn element_samples(kind: ElementKind, x: &[[f64; 3]]) -> Result<Vec<(f64, Vec<[f64; 3]>)>, String> {
+pub fn element_samples(
+    kind: ElementKind,
+    x: &[[f64; 3]],
+) -> Result<Vec<(f64, Vec<[f64; 3]>)>, String> {
     match kind {
         ElementKind::Tet4 => {
             let c = |a: usize| Vector3::from(x[a]) - Vector3::from(x[0]);
@@ -224,7 +230,13 @@ pub fn element_samples(kind: ElementKind, x: &[[f64; 3]]) -> Result<Vec<(f64, Ve
                 // dN_a/dxi
                 let mut dn = [[0.0; 3]; 8];
                 for (a, dna) in dn.iter_mut().enumerate() {
-                    let f = |d: usize| if (a >> d) & 1 == 1 { xi[d] } else { 1.0 - xi[d] };
+                    let f = |d: usize| {
+                        if (a >> d) & 1 == 1 {
+                            xi[d]
+                        } else {
+                            1.0 - xi[d]
+                        }
+                    };
                     let s = |d: usize| if (a >> d) & 1 == 1 { 1.0 } else { -1.0 };
                     *dna = [s(0) * f(1) * f(2), f(0) * s(1) * f(2), f(0) * f(1) * s(2)];
                 }
@@ -238,9 +250,14 @@ pub fn element_samples(kind: ElementKind, x: &[[f64; 3]]) -> Result<Vec<(f64, Ve
                 }
                 let det = j.determinant();
                 if det.is_nan() || det <= 0.0 {
-                    return Err(format!("non-positive hexahedron Jacobian {det:.3e} at Gauss point {qp}"));
+                    return Err(format!(
+                        "non-positive hexahedron Jacobian {det:.3e} at Gauss point {qp}"
+                    ));
                 }
-                let jit = j.try_inverse().ok_or("singular hexahedron Jacobian")?.transpose();
+                let jit = j
+                    .try_inverse()
+                    .ok_or("singular hexahedron Jacobian")?
+                    .transpose();
                 let g: Vec<[f64; 3]> = dn
                     .iter()
                     .map(|d| {
@@ -259,7 +276,10 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
     let key = format!("body[{b}].mesh");
     let m = &body.mesh;
     let mut mesh = if let Some(f) = &m.file {
-        crate::mesh::readers::read_mesh(&ls.resolve(f)).map_err(|err| ModelError::Mesh { key: format!("{key}.file"), err })?
+        crate::mesh::readers::read_mesh(&ls.resolve(f)).map_err(|err| ModelError::Mesh {
+            key: format!("{key}.file"),
+            err,
+        })?
     } else {
         let cells = m.cells.unwrap_or([1, 1, 1]);
         let dx = m.dx.unwrap_or(1.0);
@@ -271,10 +291,14 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
     // Body transform x = R (s X) + t.
     let r = rot_xyz(body.transform.rotation_deg);
     for p in &mut mesh.nodes {
-        let v = r * (Vector3::from(*p) * body.transform.scale) + Vector3::from(body.transform.translation);
+        let v = r * (Vector3::from(*p) * body.transform.scale)
+            + Vector3::from(body.transform.translation);
         *p = [v[0], v[1], v[2]];
     }
-    crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|err| ModelError::Mesh { key: key.clone(), err })?;
+    crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|err| ModelError::Mesh {
+        key: key.clone(),
+        err,
+    })?;
     Ok(mesh)
 }
 
@@ -294,7 +318,13 @@ impl Model {
             node_body: vec![],
             samples: Samples::default(),
             bodies: vec![],
-            params: MaterialParams { youngs: vec![], nu: vec![], density: vec![], alpha: vec![], beta0: vec![] },
+            params: MaterialParams {
+                youngs: vec![],
+                nu: vec![],
+                density: vec![],
+                alpha: vec![],
+                beta0: vec![],
+            },
             dirichlet: vec![],
             forces: vec![],
             x0: vec![],
@@ -314,21 +344,32 @@ impl Model {
         Ok(model)
     }
 
-    fn add_body(&mut self, ls: &LoadedScene, b: usize, body: &scene::Body, mesh: Mesh) -> Result<(), ModelError> {
+    fn add_body(
+        &mut self,
+        ls: &LoadedScene,
+        b: usize,
+        body: &scene::Body,
+        mesh: Mesh,
+    ) -> Result<(), ModelError> {
         let key = format!("body[{b}]");
         let node_off = self.rest.len();
         let elem_off = self.elem_body.len();
         let ne = mesh.num_elements();
         let (lo, hi) = mesh.bounding_box();
-        let size = (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max).max(1e-300);
+        let size = (0..3)
+            .map(|d| hi[d] - lo[d])
+            .fold(0.0, f64::max)
+            .max(1e-300);
         let tol = 1e-9 * size;
         // Elements and samples.
         let mut centroids = Vec::with_capacity(ne);
         for e in 0..ne {
             let el = mesh.element(e);
             let xs: Vec<[f64; 3]> = el.iter().map(|&i| mesh.nodes[i]).collect();
-            let samples = element_samples(mesh.kind, &xs)
-                .map_err(|msg| ModelError::Scene { key: format!("{key}.mesh"), msg: format!("element {e}: {msg}") })?;
+            let samples = element_samples(mesh.kind, &xs).map_err(|msg| ModelError::Scene {
+                key: format!("{key}.mesh"),
+                msg: format!("element {e}: {msg}"),
+            })?;
             let ge = elem_off + e;
             let mut ve = 0.0;
             for (vol, grads) in samples {
@@ -350,16 +391,34 @@ impl Model {
         if let Some(f) = &mat.youngs_modulus_file {
             let k = format!("{key}.material.youngs_modulus_file");
             let path = ls.resolve(f);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| ModelError::Scene { key: k.clone(), msg: format!("cannot read {}: {e}", path.display()) })?;
+            let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Scene {
+                key: k.clone(),
+                msg: format!("cannot read {}: {e}", path.display()),
+            })?;
             let vals: Vec<&str> = text.split_whitespace().collect();
             if vals.len() != ne {
-                return Err(ModelError::Scene { key: k, msg: format!("{}: expected {ne} values (one per element), found {}", path.display(), vals.len()) });
+                return Err(ModelError::Scene {
+                    key: k,
+                    msg: format!(
+                        "{}: expected {ne} values (one per element), found {}",
+                        path.display(),
+                        vals.len()
+                    ),
+                });
             }
             for (e, t) in vals.iter().enumerate() {
-                let v: f64 = t.parse().map_err(|_| ModelError::Scene { key: k.clone(), msg: format!("{}: value {e} is not a number: {t:?}", path.display()) })?;
+                let v: f64 = t.parse().map_err(|_| ModelError::Scene {
+                    key: k.clone(),
+                    msg: format!("{}: value {e} is not a number: {t:?}", path.display()),
+                })?;
                 if !(v.is_finite() && v > 0.0) {
-                    return Err(ModelError::Scene { key: k.clone(), msg: format!("{}: element {e}: Young's modulus must be > 0, got {v}", path.display()) });
+                    return Err(ModelError::Scene {
+                        key: k.clone(),
+                        msg: format!(
+                            "{}: element {e}: Young's modulus must be > 0, got {v}",
+                            path.display()
+                        ),
+                    });
                 }
                 youngs[e] = v;
             }
@@ -367,14 +426,27 @@ impl Model {
         let mut region_elements = Vec::new();
         for (i, r) in body.regions.iter().enumerate() {
             let k = format!("{key}.region[{i}].select");
-            let mask = r.select.mask(&k, &centroids, &mesh.tags, tol, &ls.base_dir).map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+            let mask = r
+                .select
+                .mask(&k, &centroids, &mesh.tags, tol, &ls.base_dir)
+                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
             if !mask.iter().any(|&m| m) {
-                return Err(ModelError::Scene { key: k, msg: "selects no element".into() });
+                return Err(ModelError::Scene {
+                    key: k,
+                    msg: "selects no element".into(),
+                });
             }
-            region_elements.push((0..ne).filter(|&e| mask[e]).map(|e| e + elem_off).collect::<Vec<_>>());
+            region_elements.push(
+                (0..ne)
+                    .filter(|&e| mask[e])
+                    .map(|e| e + elem_off)
+                    .collect::<Vec<_>>(),
+            );
             for (e, &m) in mask.iter().enumerate() {
                 if m {
-                    youngs[e] = r.youngs_modulus.unwrap_or(youngs[e] * r.scale.unwrap_or(1.0));
+                    youngs[e] = r
+                        .youngs_modulus
+                        .unwrap_or(youngs[e] * r.scale.unwrap_or(1.0));
                 }
             }
         }
@@ -387,16 +459,38 @@ impl Model {
         // Nodes, initial state.
         let r_twist = body.initial.twist.clone();
         let mut x0: Vec<[f64; 3]> = mesh.nodes.clone();
+        let sc = body.initial.scale;
+        if sc != 1.0 {
+            let c = [
+                (lo[0] + hi[0]) / 2.0,
+                (lo[1] + hi[1]) / 2.0,
+                (lo[2] + hi[2]) / 2.0,
+            ];
+            for p in &mut x0 {
+                for d in 0..3 {
+                    p[d] = c[d] + sc * (p[d] - c[d]);
+                }
+            }
+        }
         if let Some(t) = &r_twist {
             let a = unit(t.axis);
-            let c = Vector3::from(t.center.unwrap_or([(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0, (lo[2] + hi[2]) / 2.0]));
-            let s: Vec<f64> = mesh.nodes.iter().map(|p| a.dot(&Vector3::from(*p))).collect();
+            let c = Vector3::from(t.center.unwrap_or([
+                (lo[0] + hi[0]) / 2.0,
+                (lo[1] + hi[1]) / 2.0,
+                (lo[2] + hi[2]) / 2.0,
+            ]));
+            let s: Vec<f64> = mesh
+                .nodes
+                .iter()
+                .map(|p| a.dot(&Vector3::from(*p)))
+                .collect();
             let smin = s.iter().cloned().fold(f64::INFINITY, f64::min);
             let smax = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let span = (smax - smin).max(1e-300);
             for (i, p) in x0.iter_mut().enumerate() {
                 let th = t.angle_deg.to_radians() * (s[i] - smin) / span;
-                let rot = nalgebra::Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(a), th);
+                let rot =
+                    nalgebra::Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(a), th);
                 let v = rot * (Vector3::from(*p) - c) + c;
                 *p = [v[0], v[1], v[2]];
             }
@@ -417,13 +511,20 @@ impl Model {
             self.v0.extend_from_slice(&[v[0], v[1], v[2]]);
         }
         self.rest.extend(mesh.nodes.iter().cloned());
-        self.node_body.extend(std::iter::repeat_n(b, mesh.num_nodes()));
+        self.node_body
+            .extend(std::iter::repeat_n(b, mesh.num_nodes()));
         // Dirichlet groups.
         for (i, d) in body.dirichlet.iter().enumerate() {
             let k = format!("{key}.dirichlet[{i}].select");
-            let nodes = d.select.select(&k, &mesh.nodes, tol, &ls.base_dir).map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+            let nodes = d
+                .select
+                .select(&k, &mesh.nodes, tol, &ls.base_dir)
+                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
             if nodes.is_empty() {
-                return Err(ModelError::Scene { key: k, msg: "selects no node".into() });
+                return Err(ModelError::Scene {
+                    key: k,
+                    msg: "selects no node".into(),
+                });
             }
             let mut center = [0.0; 3];
             for &n in &nodes {
@@ -431,27 +532,56 @@ impl Model {
                     center[dd] += x0[n][dd] / nodes.len() as f64;
                 }
             }
-            if let Motion::Rotate { center: Some(c), .. } = &d.motion {
+            if let Motion::Rotate {
+                center: Some(c), ..
+            } = &d.motion
+            {
                 center = *c;
             }
-            let axes = [d.axes.contains('x'), d.axes.contains('y'), d.axes.contains('z')];
-            self.dirichlet.push(DirichletGroup { nodes: nodes.iter().map(|n| n + node_off).collect(), axes, motion: d.motion.clone(), center });
+            let axes = [
+                d.axes.contains('x'),
+                d.axes.contains('y'),
+                d.axes.contains('z'),
+            ];
+            self.dirichlet.push(DirichletGroup {
+                nodes: nodes.iter().map(|n| n + node_off).collect(),
+                axes,
+                motion: d.motion.clone(),
+                center,
+            });
         }
         // Loads.
         for (i, f) in body.forces.iter().enumerate() {
             let k = format!("{key}.force[{i}].select");
-            let nodes = f.select.select(&k, &mesh.nodes, tol, &ls.base_dir).map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+            let nodes = f
+                .select
+                .select(&k, &mesh.nodes, tol, &ls.base_dir)
+                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
             if nodes.is_empty() {
-                return Err(ModelError::Scene { key: k, msg: "selects no node".into() });
+                return Err(ModelError::Scene {
+                    key: k,
+                    msg: "selects no node".into(),
+                });
             }
-            let share = if f.per == scene::ForcePer::Total { 1.0 / nodes.len() as f64 } else { 1.0 };
+            let share = if f.per == scene::ForcePer::Total {
+                1.0 / nodes.len() as f64
+            } else {
+                1.0
+            };
             let forces: Vec<[f64; 3]> = if let Some(fv) = f.force {
-                nodes.iter().map(|_| [fv[0] * share, fv[1] * share, fv[2] * share]).collect()
+                nodes
+                    .iter()
+                    .map(|_| [fv[0] * share, fv[1] * share, fv[2] * share])
+                    .collect()
             } else {
                 let t = f.twist.as_ref().expect("validated: force or twist");
                 let a = unit(t.axis);
                 let c = t.center.map(Vector3::from).unwrap_or_else(|| {
-                    nodes.iter().map(|&n| Vector3::from(mesh.nodes[n])).sum::<Vector3<f64>>() / nodes.len() as f64
+                    nodes
+                        .iter()
+                        .map(|&n| Vector3::from(mesh.nodes[n]))
+                        .sum::<Vector3<f64>>()
+                        / nodes.len() as f64
                 });
                 nodes
                     .iter()
@@ -468,7 +598,13 @@ impl Model {
                     })
                     .collect()
             };
-            self.forces.push(ForceGroup { body: b, scale: 1.0, nodes: nodes.iter().map(|n| n + node_off).collect(), forces, profile: f.profile.clone() });
+            self.forces.push(ForceGroup {
+                body: b,
+                scale: 1.0,
+                nodes: nodes.iter().map(|n| n + node_off).collect(),
+                forces,
+                profile: f.profile.clone(),
+            });
         }
         let surface: Vec<[usize; 3]> = crate::mesh::surface::boundary_faces(&mesh)
             .into_iter()
@@ -485,7 +621,11 @@ impl Model {
             e_ref: body.damping.e_ref.unwrap_or(e_min),
             surface,
             regions: region_elements,
-            center: [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0, (lo[2] + hi[2]) / 2.0],
+            center: [
+                (lo[0] + hi[0]) / 2.0,
+                (lo[1] + hi[1]) / 2.0,
+                (lo[2] + hi[2]) / 2.0,
+            ],
         });
         Ok(())
     }
@@ -503,7 +643,11 @@ impl Model {
             let (r, _) = euler_rotation(o.euler);
             let c = Vector3::from(body.center);
             for i in body.nodes.clone() {
-                let p = Vector3::new(self.base_x0[3 * i], self.base_x0[3 * i + 1], self.base_x0[3 * i + 2]);
+                let p = Vector3::new(
+                    self.base_x0[3 * i],
+                    self.base_x0[3 * i + 1],
+                    self.base_x0[3 * i + 2],
+                );
                 let q = c + r * (p - c) + Vector3::from(o.translation);
                 for d in 0..3 {
                     self.x0[3 * i + d] = q[d];
@@ -612,7 +756,11 @@ impl Model {
                 mbar += mu / ne;
                 lbar += la / ne;
             }
-            nh.push(NhParams { mu: mbar, lambda: lbar, k: cm * mbar + cl * lbar });
+            nh.push(NhParams {
+                mu: mbar,
+                lambda: lbar,
+                k: cm * mbar + cl * lbar,
+            });
         }
         for s in 0..ns {
             let e = self.samples.elem[s];
@@ -641,7 +789,16 @@ impl Model {
             .collect();
         let emin = p.youngs.iter().cloned().fold(f64::INFINITY, f64::min);
         let emax = p.youngs.iter().cloned().fold(0.0, f64::max);
-        Derived { mass, node_alpha, w_cor, w_vol, w_nh, beta, nh, heterogeneous: emax / emin > 1.01 }
+        Derived {
+            mass,
+            node_alpha,
+            w_cor,
+            w_vol,
+            w_nh,
+            beta,
+            nh,
+            heterogeneous: emax / emin > 1.01,
+        }
     }
 
     /// Prescribed axis node sets (union over groups), for the factorization.
@@ -673,7 +830,10 @@ impl Model {
                     Motion::Translate { velocity } => p0 + Vector3::from(*velocity) * t,
                     Motion::Rotate { axis, rate, .. } => {
                         let c = Vector3::from(g.center);
-                        let rot = nalgebra::Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(Vector3::from(*axis)), rate * t);
+                        let rot = nalgebra::Rotation3::from_axis_angle(
+                            &nalgebra::Unit::new_normalize(Vector3::from(*axis)),
+                            rate * t,
+                        );
                         rot * (p0 - c) + c
                     }
                 };

@@ -5,7 +5,9 @@
 //! Jacobians, TR blend) is recomputed element-locally at $x_{t+1}$. Memory: $24n$ bytes
 //! per frame ($3n$ f64) plus the per-step statistics.
 
-use super::backward::{solve_adjoint, AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization};
+use super::backward::{
+    solve_adjoint, AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization,
+};
 use super::forward::{Simulator, StepStats};
 use super::gradient::{accumulate_step, Gradients};
 use super::loss::LossGradient;
@@ -28,7 +30,11 @@ impl Rollout {
         if t == 0 {
             self.v0.clone()
         } else {
-            self.xs[t].iter().zip(&self.xs[t - 1]).map(|(a, b)| (a - b) / h).collect()
+            self.xs[t]
+                .iter()
+                .zip(&self.xs[t - 1])
+                .map(|(a, b)| (a - b) / h)
+                .collect()
         }
     }
     /// Bytes held by the tape's states.
@@ -64,12 +70,21 @@ pub struct BackwardResult {
 impl BackwardResult {
     /// Steps whose adjoint solve did not converge.
     pub fn nonconverged(&self) -> Vec<usize> {
-        self.adjoint.iter().filter(|a| !a.converged).map(|a| a.frame).collect()
+        self.adjoint
+            .iter()
+            .filter(|a| !a.converged)
+            .map(|a| a.frame)
+            .collect()
     }
 }
 
 /// Reverse sweep over a rollout (spec §7.1–7.2).
-pub fn backward(sim: &Simulator, ro: &Rollout, lg: &LossGradient, cfg: &BackwardConfig) -> BackwardResult {
+pub fn backward(
+    sim: &Simulator,
+    ro: &Rollout,
+    lg: &LossGradient,
+    cfg: &BackwardConfig,
+) -> BackwardResult {
     let model = sim.model;
     let h = model.h;
     let d = &sim.derived;
@@ -118,7 +133,9 @@ pub fn backward(sim: &Simulator, ro: &Rollout, lg: &LossGradient, cfg: &Backward
             sim.kbeta.matvec_axis(&z, k, &mut kz);
             for i in 0..n {
                 let j = 3 * i + k;
-                dx[j] = -gv[j] / h + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j] + kz[i] / h;
+                dx[j] = -gv[j] / h
+                    + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j]
+                    + kz[i] / h;
             }
         }
         let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
@@ -170,7 +187,11 @@ fn chain_prescribed(sim: &Simulator, t: f64, dp: &[f64], out: &mut [f64]) {
                 }
             }
             Motion::Rotate { axis, rate, center } => {
-                let r: Matrix3<f64> = nalgebra::Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(Vector3::from(*axis)), rate * t).into_inner();
+                let r: Matrix3<f64> = nalgebra::Rotation3::from_axis_angle(
+                    &nalgebra::Unit::new_normalize(Vector3::from(*axis)),
+                    rate * t,
+                )
+                .into_inner();
                 let rt = r.transpose();
                 let sum: Vector3<f64> = gvec.iter().sum();
                 let m = g.nodes.len() as f64;

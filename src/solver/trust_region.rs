@@ -36,7 +36,9 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
     for i in 0..n {
         for k in 0..3 {
             let j = 3 * i + k;
-            e += d.mass[i] * ((x[j] - y[j]).powi(2) / (2.0 * h * h) + d.node_alpha[i] * dx[j].powi(2) / (2.0 * h));
+            e += d.mass[i]
+                * ((x[j] - y[j]).powi(2) / (2.0 * h * h)
+                    + d.node_alpha[i] * dx[j].powi(2) / (2.0 * h));
         }
     }
     let mut t = vec![0.0; n];
@@ -56,12 +58,14 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
                 MaterialModel::Corotated => {
                     let r = corotated::project(&usv);
                     let (dm, _) = volume::project(&usv);
-                    0.5 * d.w_cor[s] * (f - r).norm_squared() + 0.5 * d.w_vol[s] * (f - dm).norm_squared()
+                    0.5 * d.w_cor[s] * (f - r).norm_squared()
+                        + 0.5 * d.w_vol[s] * (f - dm).norm_squared()
                 }
                 MaterialModel::Neohookean => {
                     let nh = &d.nh[b];
                     let (p, st) = neohookean::prox(nh, &usv, None);
-                    0.5 * d.w_nh[s] * (f - p).norm_squared() + d.w_nh[s] / nh.k * neohookean::stretch_energy(nh, &st.sigma_star)
+                    0.5 * d.w_nh[s] * (f - p).norm_squared()
+                        + d.w_nh[s] / nh.k * neohookean::stretch_energy(nh, &st.sigma_star)
                 }
             }
         })
@@ -72,6 +76,15 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
 /// Blend rule of Eq. 29.
 pub fn blend(pred: f64, act: f64, energy: f64) -> TrStats {
     let rho = act / pred;
-    let alpha = if pred <= 1e-14 * (energy.abs() + 1.0) || (rho - 1.0).abs() < ETA { 0.5 } else { 1.0 };
-    TrStats { rho, alpha, predicted_decrease: pred, actual_decrease: act }
+    let alpha = if pred <= 1e-14 * (energy.abs() + 1.0) || (rho - 1.0).abs() < ETA {
+        0.5
+    } else {
+        1.0
+    };
+    TrStats {
+        rho,
+        alpha,
+        predicted_decrease: pred,
+        actual_decrease: act,
+    }
 }

@@ -22,7 +22,8 @@ pub struct RunOut {
 
 impl RunOut {
     pub fn log(&self) -> serde_json::Value {
-        let text = std::fs::read_to_string(self.dir.path().join("out").join("log.json")).expect("log.json exists");
+        let text = std::fs::read_to_string(self.dir.path().join("out").join("log.json"))
+            .expect("log.json exists");
         serde_json::from_str(&text).expect("log.json is valid JSON")
     }
     pub fn out(&self) -> PathBuf {
@@ -47,12 +48,21 @@ pub fn run_cli(cmd: &str, scene: &str, extra_files: &[(&str, &str)], args: &[&st
         .args(args)
         .output()
         .expect("run diffphd");
-    RunOut { code: out.status.code().unwrap_or(-1), stderr: String::from_utf8_lossy(&out.stderr).into_owned(), dir }
+    RunOut {
+        code: out.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        dir,
+    }
 }
 
 /// Per-frame PD iteration counts from a log.
 pub fn iterations(log: &serde_json::Value) -> Vec<u64> {
-    log["frames"].as_array().unwrap().iter().map(|f| f["iterations"].as_u64().unwrap()).collect()
+    log["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["iterations"].as_u64().unwrap())
+        .collect()
 }
 
 /// Load a scene from text for library-level tests.
