@@ -53,6 +53,13 @@ pub struct BackwardSettings {
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
     pub gmres_restart: usize,
+    /// Keep every K-th state of the forward and recompute the others in the backward
+    /// (1 = keep all; memory per kept frame 48n bytes).
+    #[serde(default = "d_one_usize")]
+    pub checkpoint_every: usize,
+}
+fn d_one_usize() -> usize {
+    1
 }
 fn d_bwin() -> usize {
     5
@@ -69,6 +76,7 @@ impl Default for BackwardSettings {
             anderson_window: d_bwin(),
             filter: Default::default(),
             gmres_restart: d_restart(),
+            checkpoint_every: 1,
         }
     }
 }
@@ -901,17 +909,16 @@ impl Body {
                 Profile::Ramp { duration } => {
                     positive(&format!("{fk}.profile.duration"), *duration)?
                 }
-                Profile::Table { times, values } => {
+                Profile::Table { times, values }
                     if times.is_empty()
                         || times.len() != values.len()
-                        || times.windows(2).any(|w| w[1] <= w[0])
-                    {
-                        return Err((
-                            format!("{fk}.profile"),
-                            "table needs equally long `times` (strictly increasing) and `values`"
-                                .into(),
-                        ));
-                    }
+                        || times.windows(2).any(|w| w[1] <= w[0]) =>
+                {
+                    return Err((
+                        format!("{fk}.profile"),
+                        "table needs equally long `times` (strictly increasing) and `values`"
+                            .into(),
+                    ));
                 }
                 _ => {}
             }

@@ -322,7 +322,7 @@ impl<'m> Simulator<'m> {
                 break;
             };
             let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
-            if !(rel2 < rel) {
+            if rel2.is_nan() || rel2 >= rel {
                 break;
             }
             *x = trial;
