@@ -3,6 +3,7 @@
 //! `on_nonconvergence = "error"`, gradient check failed), `2` bad input (scene, mesh,
 //! arguments) or an environment problem (output directory, backend).
 
+pub mod grad;
 pub mod gradcheck;
 pub mod simulate;
 
@@ -55,6 +56,8 @@ pub enum BackendArg {
 pub enum Command {
     /// Forward rollout: writes PLY surface frames and log.json.
     Simulate(RunArgs),
+    /// One forward + backward pass: loss and gradient of the declared [[parameter]]s.
+    Grad(RunArgs),
     /// Adjoint gradients of the scene's [loss] against central finite differences.
     Gradcheck(gradcheck::GradcheckArgs),
 }
@@ -93,6 +96,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(&args).map(|_| ()),
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
+        Command::Grad(args) => grad::run(&args),
     };
     match result {
         Ok(()) => 0,

@@ -32,6 +32,10 @@ pub struct Evaluation {
     /// $d\mathcal L/d\theta$ (empty when not requested).
     pub gradient: Vec<f64>,
     pub forward_seconds: f64,
+    /// Forward phases: local step, global solve, other (Anderson, gates, polish).
+    pub forward_local_seconds: f64,
+    pub forward_global_seconds: f64,
+    pub forward_other_seconds: f64,
     pub backward_seconds: f64,
     pub pd_iterations: usize,
     pub nonconverged_forward_frames: Vec<usize>,
@@ -146,6 +150,7 @@ impl Problem {
             gamma_max: ls.scene.solver.anderson_gamma_max,
             filter: b.filter,
             gmres_restart: b.gmres_restart,
+            method: b.method,
         };
         let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);
@@ -203,6 +208,9 @@ impl Problem {
             loss,
             gradient: vec![],
             forward_seconds,
+            forward_local_seconds: ro.steps.iter().map(|s| s.time_local).sum(),
+            forward_global_seconds: ro.steps.iter().map(|s| s.time_global).sum(),
+            forward_other_seconds: ro.steps.iter().map(|s| s.time_other).sum(),
             backward_seconds: 0.0,
             pd_iterations,
             nonconverged_forward_frames,

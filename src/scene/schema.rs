@@ -50,6 +50,10 @@ pub struct BackwardSettings {
     /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
     #[serde(default)]
     pub filter: crate::solver::backward::HessianFilterMode,
+    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback) or
+    /// `"gmres"` ($A^{-1}$-preconditioned GMRES).
+    #[serde(default)]
+    pub method: crate::solver::backward::AdjointMethod,
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
     pub gmres_restart: usize,
@@ -77,6 +81,7 @@ impl Default for BackwardSettings {
             filter: Default::default(),
             gmres_restart: d_restart(),
             checkpoint_every: 1,
+            method: Default::default(),
         }
     }
 }

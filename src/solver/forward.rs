@@ -305,6 +305,7 @@ impl<'m> Simulator<'m> {
             gamma_max: self.config.gamma_max,
             filter: super::backward::HessianFilterMode::None,
             gmres_restart: 50,
+            method: super::backward::AdjointMethod::Gmres,
         };
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
