@@ -12,11 +12,19 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let ls = super::simulate::load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
-    let problem = Problem::new(ls).map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    let problem = Problem::new(ls)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let theta = problem.theta0();
-    let ev = problem.evaluate(&theta, true).map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display())).map_err(Failure::input)?;
+    let ev = problem
+        .evaluate(&theta, true)
+        .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
+    let out: PathBuf = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create {}", out.display()))
+        .map_err(Failure::input)?;
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
     let json = serde_json::json!({
         "scene": path,
@@ -27,9 +35,14 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         "values": problem.values_at(&theta),
         "evaluation": ev,
     });
-    crate::io::write_atomic(&out.join("grad.json"), serde_json::to_string_pretty(&json).expect("json").as_bytes())
-        .context("cannot write grad.json")
-        .map_err(Failure::input)?;
+    crate::io::write_atomic(
+        &out.join("grad.json"),
+        serde_json::to_string_pretty(&json)
+            .expect("json")
+            .as_bytes(),
+    )
+    .context("cannot write grad.json")
+    .map_err(Failure::input)?;
     if !args.quiet {
         println!("loss = {:.10e}", ev.loss);
         for (n, g) in names.iter().zip(&ev.gradient) {
@@ -49,11 +62,17 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
             ev.tape_bytes
         );
         if !ev.nonconverged_backward_frames.is_empty() {
-            println!("WARNING: adjoint did not converge in frames {:?}", ev.nonconverged_backward_frames);
+            println!(
+                "WARNING: adjoint did not converge in frames {:?}",
+                ev.nonconverged_backward_frames
+            );
         }
     }
     if !ev.nonconverged_backward_frames.is_empty() {
-        return Err(Failure::run(anyhow::anyhow!("adjoint did not converge in frames {:?}", ev.nonconverged_backward_frames)));
+        return Err(Failure::run(anyhow::anyhow!(
+            "adjoint did not converge in frames {:?}",
+            ev.nonconverged_backward_frames
+        )));
     }
     Ok(())
 }

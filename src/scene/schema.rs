@@ -759,6 +759,36 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
+        let b = &self.backward;
+        nonneg("backward.rel_tol", b.rel_tol)?;
+        nonneg("backward.abs_tol", b.abs_tol)?;
+        if b.rel_tol == 0.0 && b.abs_tol == 0.0 {
+            return Err((
+                "backward.rel_tol".into(),
+                "rel_tol and abs_tol cannot both be 0".into(),
+            ));
+        }
+        if b.max_iterations == 0 {
+            return Err((
+                "backward.max_iterations".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        if b.gmres_restart == 0 {
+            return Err((
+                "backward.gmres_restart".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        if b.checkpoint_every == 0 {
+            return Err((
+                "backward.checkpoint_every".into(),
+                "expected at least 1 (1 keeps every frame)".into(),
+            ));
+        }
+        if b.anderson_window > 64 {
+            return Err(("backward.anderson_window".into(), "expected 0..=64".into()));
+        }
         if self.output.every == 0 {
             return Err(("output.every".into(), "expected at least 1".into()));
         }
@@ -805,10 +835,14 @@ impl Body {
                 }
             }
             (Some(_), None) => {
-                if m.cells.is_some() || m.dx.is_some() || m.element.is_some() {
+                if m.cells.is_some()
+                    || m.dx.is_some()
+                    || m.element.is_some()
+                    || m.origin != [0.0; 3]
+                {
                     return Err((
                         format!("{k}.mesh"),
-                        "`cells`, `dx` and `element` belong to `generator`, not to `file`".into(),
+                        "`cells`, `dx`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
                     ));
                 }
             }
@@ -913,6 +947,14 @@ impl Body {
             match &f.profile {
                 Profile::Ramp { duration } => {
                     positive(&format!("{fk}.profile.duration"), *duration)?
+                }
+                Profile::Window { start, end }
+                    if !(start.is_finite() && end.is_finite() && start < end) =>
+                {
+                    return Err((
+                        format!("{fk}.profile"),
+                        format!("window needs finite start < end, got {start} .. {end}"),
+                    ));
                 }
                 Profile::Table { times, values }
                     if times.is_empty()

@@ -184,7 +184,10 @@ impl<'m> Simulator<'m> {
         let mut bp_prev = vec![0.0; n3];
         let mut xhat = vec![0.0; n3];
         let mut converged = false;
-        let mut last_gate = GateResiduals::default();
+        let mut last_gate = GateResiduals {
+            position: f64::INFINITY,
+            projection: f64::INFINITY,
+        };
         let mut k = 0;
         let mut x_before = Vec::new();
         let mut b_before = Vec::new();

@@ -338,6 +338,7 @@ impl Model {
             let mesh = load_mesh(ls, b, body)?;
             model.add_body(ls, b, body, mesh)?;
         }
+        model.prescribe_initial_velocity();
         model.base_x0 = model.x0.clone();
         model.base_v0 = model.v0.clone();
         model.offsets = vec![RigidOffset::default(); model.bodies.len()];
@@ -634,6 +635,27 @@ impl Model {
         self.rest.len()
     }
 
+    /// Initial velocity of prescribed DoFs = the motion's velocity at t = 0 (0 when fixed,
+    /// the translation velocity, or ω×(x−c) for a rotation), whatever `initial.velocity` says.
+    fn prescribe_initial_velocity(&mut self) {
+        for g in &self.dirichlet {
+            for &i in &g.nodes {
+                let p = Vector3::new(self.x0[3 * i], self.x0[3 * i + 1], self.x0[3 * i + 2]);
+                let v = match &g.motion {
+                    Motion::Fixed => Vector3::zeros(),
+                    Motion::Translate { velocity } => Vector3::from(*velocity),
+                    Motion::Rotate { axis, rate, .. } => (Vector3::from(*axis).normalize() * *rate)
+                        .cross(&(p - Vector3::from(g.center))),
+                };
+                for d in 0..3 {
+                    if g.axes[d] {
+                        self.v0[3 * i + d] = v[d];
+                    }
+                }
+            }
+        }
+    }
+
     /// Recompute `x0`, `v0` from the base state, the rigid offsets and the seeded directions.
     pub fn refresh_initial(&mut self) {
         self.x0 = self.base_x0.clone();
@@ -655,6 +677,7 @@ impl Model {
                 }
             }
         }
+        self.prescribe_initial_velocity();
         let n3 = self.x0.len();
         for &(seed, amount) in &self.state_directions {
             let (dx, dv) = state_direction(seed, n3);
