@@ -1,5 +1,5 @@
 //! Volumetric meshes: element types, procedural generators, file readers and writers,
-//! validation and quality reports.
+//! validation and quality reports, and voxelization of closed triangle surfaces.
 //!
 //! Conventions (used by every reader and generator, and by [`crate::solver::model`]):
 //! - Nodes are rest positions `X_i` in metres, `[f64; 3]`.
@@ -14,8 +14,11 @@ pub mod diffpd_bin;
 pub mod generate;
 pub mod info;
 pub mod readers;
+pub mod shapes;
 pub mod surface;
+pub mod trisurf;
 pub mod validate;
+pub mod voxelize;
 pub mod vtk;
 pub mod writers;
 
