@@ -47,6 +47,20 @@ pub enum DefectKind {
     DuplicateElement,
 }
 
+impl DefectKind {
+    /// Snake-case name, as in the JSON report.
+    pub fn name(self) -> &'static str {
+        match self {
+            DefectKind::Structure => "structure",
+            DefectKind::Inverted => "inverted",
+            DefectKind::Degenerate => "degenerate",
+            DefectKind::UnreferencedNode => "unreferenced_node",
+            DefectKind::NonManifoldFace => "non_manifold_face",
+            DefectKind::DuplicateElement => "duplicate_element",
+        }
+    }
+}
+
 /// One defect: its kind, the element or node it concerns, and a message.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Defect {
