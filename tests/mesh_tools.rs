@@ -266,3 +266,39 @@ density = 1000.0
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(d.join("out/frame_00002.ply").is_file());
 }
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// Issue 6, "what it must show" 2: the scanned bunny (meshes/bunny.obj, from the npm package
+/// `bunny`) voxelizes to a clean hex mesh within 2 % of its enclosed volume at a fine dx.
+#[test]
+fn bunny_voxel_volume_within_two_percent() {
+    use diffphd::mesh::info::mesh_info;
+    use diffphd::mesh::trisurf::read_surface;
+    use diffphd::mesh::voxelize::{voxelize, VoxelizeOptions};
+    let s = read_surface(&repo().join("meshes/bunny.obj")).expect("meshes/bunny.obj");
+    let (m, rep) = voxelize(&s, &VoxelizeOptions::new(0.0015)).expect("voxelize");
+    assert!(rep.surface.is_watertight(), "{:?}", rep.surface);
+    assert!(rel(rep.voxel_volume, rep.surface_volume) < 0.02, "{rep:?}");
+    let info = mesh_info(&m, None);
+    assert!(info.defects.is_empty(), "{:?}", info.defects.first());
+    assert_eq!(info.components, 1);
+}
+
+/// Every committed mesh reads back and has no defect.
+#[test]
+fn committed_meshes_are_clean() {
+    let dir = repo().join("meshes");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("meshes/") {
+        let p = entry.expect("entry").path();
+        if p.extension().is_some_and(|e| e == "vtk") {
+            let r = mesh_cmd(&dir, &["check", p.to_str().expect("utf-8 path")]);
+            assert_eq!(r.code, 0, "{}: {}{}", p.display(), r.stdout, r.stderr);
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "only {n} meshes in meshes/");
+}
