@@ -392,7 +392,7 @@ pub fn parse_off(text: &str, path: &str) -> Result<TriSurface, MeshError> {
             .ok_or_else(|| eof(&format!("face {} of {nf}", i + 1)))?;
         let t: Vec<&str> = f.split_whitespace().collect();
         let k: usize = num(t[0], "number of face vertices").map_err(|m| perr(path, l, m))?;
-        if k < 3 || t.len() < k + 1 {
+        if k < 3 || t.len() - 1 < k {
             return Err(perr(
                 path,
                 l,
@@ -851,6 +851,9 @@ mod tests {
         let s = parse_off(off, "q.off").expect("off");
         assert_eq!(s.triangles, vec![[0, 1, 2], [0, 2, 3], [0, 2, 3]]);
         assert!(parse_off(&off.replace("OFF 4 2 0", "COFF\n4 2 0"), "c.off").is_ok());
+        // A huge vertex count in a face line is an error, not an overflow.
+        let huge = off.replace("4 0 1 2 3", "18446744073709551615 0 1 2");
+        assert!(parse_off(&huge, "h.off").is_err());
         let ply = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\nelement face 1\nproperty list uchar uint vertex_index\nend_header\n0 0 0 9\n1 0 0 9\n0 1 0 9\n3 0 1 2\n";
         let s = parse_ply(ply.as_bytes(), "q.ply").expect("ply");
         assert_eq!(s.triangles, vec![[0, 1, 2]]);

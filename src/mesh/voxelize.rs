@@ -30,8 +30,8 @@ use super::generate::KUHN_TETS;
 use super::trisurf::{topology, SurfaceTopology, TriSurface};
 use super::{ElementKind, Mesh, MeshError};
 
-/// Largest number of grid cells a voxelization may use.
-pub const MAX_CELLS: usize = 200_000_000;
+/// Largest number of grid cells a voxelization may use (about 0.5 GB of working memory).
+pub const MAX_CELLS: usize = 50_000_000;
 
 /// Voxelization settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -279,7 +279,8 @@ pub fn voxelize(
         origin[d] = 0.5 * (lo[d] + hi[d]) - 0.5 * n[d] as f64 * dx;
         total = total.saturating_mul(n[d]);
     }
-    if total > MAX_CELLS {
+    let corners = (n[0] + 1).saturating_mul(n[1] + 1).saturating_mul(n[2] + 1);
+    if total > MAX_CELLS || corners > 2 * MAX_CELLS {
         return Err(MeshError::Invalid(format!(
             "dx = {dx} gives a {} x {} x {} grid ({total} cells, limit {MAX_CELLS}); use a larger dx",
             n[0], n[1], n[2]
@@ -316,7 +317,7 @@ pub fn voxelize(
     // Grid corner (i, j, k) has id i + (nx+1)(j + (ny+1)k).
     let (px, py) = (n[0] + 1, n[1] + 1);
     let corner = |i: usize, j: usize, k: usize| i + px * (j + py * k);
-    let mut node_id = vec![usize::MAX; px * py * (n[2] + 1)];
+    let mut node_id = vec![u32::MAX; px * py * (n[2] + 1)];
     let cells: Vec<usize> = (0..total).filter(|&c| inside[c]).collect();
     let cube = |c: usize| {
         let (i, j, k) = (c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]));
@@ -334,7 +335,7 @@ pub fn voxelize(
     let mut nodes = Vec::new();
     for (g, id) in node_id.iter_mut().enumerate() {
         if *id == 0 {
-            *id = nodes.len();
+            *id = nodes.len() as u32;
             let (i, j, k) = (g % px, (g / px) % py, g / (px * py));
             nodes.push([
                 origin[0] + dx * i as f64,
@@ -345,7 +346,7 @@ pub fn voxelize(
     }
     let mut elements = Vec::with_capacity(cells.len() * if opts.tets { 24 } else { 8 });
     for &c in &cells {
-        let q = cube(c).map(|g| node_id[g]);
+        let q = cube(c).map(|g| node_id[g] as usize);
         if opts.tets {
             for t in &KUHN_TETS {
                 elements.extend(t.iter().map(|&a| q[a]));

@@ -218,7 +218,7 @@ fn read_cells(tk: &mut Tokens, version_major: u32, nn: usize) -> Result<Cells, M
     };
     let new_layout =
         version_major >= 5 && tk.peek().is_some_and(|t| t.eq_ignore_ascii_case("OFFSETS"));
-    let mut conn = Vec::with_capacity(b.min(1 << 24));
+    let mut conn = Vec::with_capacity(b.min(1 << 20));
     let mut ranges = Vec::new();
     if new_layout {
         tk.pos += 1;
