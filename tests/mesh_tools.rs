@@ -302,3 +302,41 @@ fn committed_meshes_are_clean() {
     }
     assert!(n >= 4, "only {n} meshes in meshes/");
 }
+
+/// DiffPD's Armadillo (TetGen, 1-based) and a `.bin` voxel mesh through the CLI, when
+/// `../shared/anchor-meshes` is present.
+#[test]
+fn anchor_meshes_through_the_cli() {
+    let dir = repo().join("../shared/anchor-meshes");
+    if !dir.is_dir() {
+        eprintln!("skipping: {} is absent", dir.display());
+        return;
+    }
+    let r = mesh_cmd(&dir, &["info", "armadillo_10k.node", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(
+        (v["nodes"].as_u64(), v["elements"].as_u64()),
+        (Some(14779), Some(54855))
+    );
+    assert_eq!(v["index_base"], 1);
+    assert_eq!(v["format"], "tetgen");
+    assert_eq!(v["defects"].as_array().map(Vec::len), Some(0));
+    let out = tempfile::tempdir().expect("tempdir");
+    let lock = dir.join("lock.bin");
+    let r = mesh_cmd(
+        out.path(),
+        &[
+            "convert",
+            lock.to_str().expect("path"),
+            "lock.vtk",
+            "--scale",
+            "0.2",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let m = read_mesh(&out.path().join("lock.vtk")).expect("lock");
+    assert_eq!(m.num_elements(), 1288);
+    let (_, hi) = m.bounding_box();
+    assert!((hi[0] - 0.2).abs() < 1e-12);
+}

@@ -255,7 +255,7 @@ fn read_cells(tk: &mut Tokens, version_major: u32, nn: usize) -> Result<Cells, M
         for c in 0..a {
             let (ln, t) = tk.next(&format!("cell {} of {a}", c + 1))?;
             let k: usize = num(t, "number of points of a cell").map_err(|m| tk.err(ln, m))?;
-            read = read.saturating_add(k + 1);
+            read = read.saturating_add(k).saturating_add(1);
             if read > b {
                 return Err(tk.err(
                     ln,

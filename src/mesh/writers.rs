@@ -466,6 +466,46 @@ mod tests {
         assert_eq!(lines[el + 5], "3 2 4 2");
     }
 
+    #[test]
+    fn small_text_snapshots() {
+        let m = Mesh {
+            kind: ElementKind::Tet4,
+            nodes: vec![[0.0; 3], [1.0, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.25]],
+            elements: vec![0, 1, 2, 3],
+            tags: vec![-4],
+        };
+        let (node, ele) = encode_tetgen(&m, 1).expect("tets");
+        assert_eq!(
+            node,
+            "# 4 points, written by diffphd\n4 3 0 0\n1 0 0 0\n2 1 0 0\n3 0 0.5 0\n4 0 0 0.25\n"
+        );
+        assert_eq!(
+            ele,
+            "# 1 tetrahedra, attribute = region tag\n1 4 1\n1 1 2 3 4 -4\n"
+        );
+        assert_eq!(
+            encode_medit(&m),
+            "MeshVersionFormatted 2\n\nDimension 3\n\nVertices\n4\n0 0 0 0\n1 0 0 0\n0 0.5 0 0\n0 0 0.25 0\n\nTetrahedra\n1\n1 2 3 4 -4\n\nEnd\n"
+        );
+        assert_eq!(
+            crate::mesh::vtk::encode_vtk(&m),
+            "# vtk DataFile Version 3.0\ndiffphd tet4 mesh, 4 nodes, 1 elements\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 4 double\n0 0 0\n1 0 0\n0 0.5 0\n0 0 0.25\nCELLS 1 5\n4 0 1 2 3\nCELL_TYPES 1\n10\nCELL_DATA 1\nSCALARS tag int 1\nLOOKUP_TABLE default\n-4\n"
+        );
+        assert_eq!(
+            encode_msh22(&m),
+            "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 0 0.5 0\n4 0 0 0.25\n$EndNodes\n$Elements\n1\n1 4 2 -4 1 1 2 3 4\n$EndElements\n"
+        );
+        // Hexes are written in VTK order.
+        let h = box_hex([1, 1, 1], 1.0, [0.0; 3]);
+        assert!(encode_medit(&h).contains("\nHexahedra\n1\n1 2 4 3 5 6 8 7 0\n"));
+        let mut out = String::new();
+        for x in [1e-5, 123456.5, 1e15, -2.5e-300, 0.1] {
+            push_real(&mut out, x);
+            out.push(' ');
+        }
+        assert_eq!(out, "1e-5 123456.5 1e15 -2.5e-300 0.1 ");
+    }
+
     fn arb_mesh() -> impl Strategy<Value = Mesh> {
         (
             prop_oneof![Just(ElementKind::Tet4), Just(ElementKind::Hex8)],
