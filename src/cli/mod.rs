@@ -5,6 +5,7 @@
 
 pub mod grad;
 pub mod gradcheck;
+pub mod mesh;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -60,6 +61,11 @@ pub enum Command {
     Grad(RunArgs),
     /// Adjoint gradients of the scene's [loss] against central finite differences.
     Gradcheck(gradcheck::GradcheckArgs),
+    /// Mesh tools: info, check, convert, voxelize.
+    Mesh {
+        #[command(subcommand)]
+        cmd: mesh::MeshCommand,
+    },
 }
 
 /// A CLI failure with its exit code.
@@ -97,6 +103,7 @@ pub fn main() -> i32 {
         Command::Simulate(args) => simulate::run(&args).map(|_| ()),
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
         Command::Grad(args) => grad::run(&args),
+        Command::Mesh { cmd } => mesh::run(&cmd),
     };
     match result {
         Ok(()) => 0,
