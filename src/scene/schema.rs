@@ -256,7 +256,8 @@ pub struct Body {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeshSpec {
-    /// Mesh file (TetGen `.node`/`.ele`, gmsh `.msh`, MEDIT `.mesh`), relative to the scene.
+    /// Mesh file (TetGen `.node`/`.ele`, gmsh `.msh`, MEDIT `.mesh`, legacy VTK `.vtk`,
+    /// DiffPD `.bin`), relative to the scene.
     #[serde(default)]
     pub file: Option<String>,
     /// Procedural generator: `"box"`.
