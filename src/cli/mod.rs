@@ -4,6 +4,8 @@
 //! arguments) or an environment problem (output directory, backend).
 
 pub mod gradcheck;
+pub mod optimize;
+pub mod plot;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -57,6 +59,10 @@ pub enum Command {
     Simulate(RunArgs),
     /// Adjoint gradients of the scene's [loss] against central finite differences.
     Gradcheck(gradcheck::GradcheckArgs),
+    /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final PLY frames.
+    Optimize(optimize::OptimizeArgs),
+    /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
+    Plot(plot::PlotArgs),
 }
 
 /// A CLI failure with its exit code.
@@ -93,6 +99,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(&args).map(|_| ()),
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
+        Command::Optimize(args) => optimize::run(&args).map(|_| ()),
+        Command::Plot(args) => plot::run(&args),
     };
     match result {
         Ok(()) => 0,

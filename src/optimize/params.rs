@@ -26,9 +26,18 @@ pub struct Param {
     pub fd_step: Option<f64>,
     /// Value in the base model (for Young's modulus: the mean over `elements`).
     pub base_value: f64,
+    /// `optimize` bounds in user units (`lower`/`upper`), if declared.
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    /// `optimize` starting value in user units (`initial`), if declared.
+    pub initial: Option<f64>,
+    /// `optimize` variable scale (`scale`, default 1).
+    pub scale: f64,
+    /// Index of the declaring `[[parameter]]` entry.
+    pub index: usize,
 }
 
-fn kind_name(k: ParamKind) -> &'static str {
+pub fn kind_name(k: ParamKind) -> &'static str {
     match k {
         ParamKind::YoungsModulus => "youngs_modulus",
         ParamKind::PoissonRatio => "poisson_ratio",
@@ -160,7 +169,16 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             if s.log {
                 name = format!("log {name}");
             }
+            let lower = s.lower.map(|b| b.get(c));
+            let upper = s.upper.map(|b| b.get(c));
+            let initial = s.initial.map(|b| b.get(c));
+            check_bounds(&key, s, lower, upper, initial)?;
             let mut p = Param {
+                lower,
+                upper,
+                initial,
+                scale: s.scale.unwrap_or(1.0),
+                index: i,
                 name,
                 kind: s.kind,
                 body: s.body,
@@ -177,6 +195,64 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         }
     }
     Ok(out)
+}
+
+/// Checks of the `optimize` keys of `parameter[i]` for one component.
+fn check_bounds(
+    key: &str,
+    s: &ParamSpec,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    initial: Option<f64>,
+) -> Result<(), (String, String)> {
+    let vector = is_vector(s.kind) && s.component.is_none();
+    for (name, v) in [
+        ("lower", s.lower),
+        ("upper", s.upper),
+        ("initial", s.initial),
+    ] {
+        if let Some(crate::scene::PerComponent::Three(_)) = v {
+            if !vector {
+                return Err((
+                    format!("{key}.{name}"),
+                    "three values need a vector kind without `component`".into(),
+                ));
+            }
+        }
+    }
+    for (name, v) in [("lower", lower), ("upper", upper), ("initial", initial)] {
+        if let Some(v) = v {
+            if !v.is_finite() {
+                return Err((
+                    format!("{key}.{name}"),
+                    format!("expected a finite number, got {v}"),
+                ));
+            }
+            if s.log && v <= 0.0 {
+                return Err((
+                    format!("{key}.{name}"),
+                    format!("`log = true` needs positive values, got {v}"),
+                ));
+            }
+        }
+    }
+    if let (Some(l), Some(u)) = (lower, upper) {
+        if l >= u {
+            return Err((
+                format!("{key}.upper"),
+                format!("expected lower < upper, got [{l}, {u}]"),
+            ));
+        }
+    }
+    if let Some(sc) = s.scale {
+        if !(sc.is_finite() && sc > 0.0) {
+            return Err((
+                format!("{key}.scale"),
+                format!("expected a scale > 0, got {sc}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Param {

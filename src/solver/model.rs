@@ -340,7 +340,16 @@ impl Model {
         }
         model.base_x0 = model.x0.clone();
         model.base_v0 = model.v0.clone();
-        model.offsets = vec![RigidOffset::default(); model.bodies.len()];
+        model.offsets = sc
+            .bodies
+            .iter()
+            .map(|b| RigidOffset {
+                translation: b.initial.translation,
+                euler: b.initial.rotation_deg.map(f64::to_radians),
+                velocity: [0.0; 3],
+            })
+            .collect();
+        model.refresh_initial();
         Ok(model)
     }
 
