@@ -339,10 +339,11 @@ mod tests {
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
-        let t = linear_ticks(0.0, 17.0, 8);
-        assert_eq!(t.first().unwrap().0, 0.0);
-        assert!(t.iter().all(|(v, _)| v.rem_euclid(2.0) == 0.0));
-        assert_eq!(t.last().unwrap().0, 16.0);
+        let t: Vec<f64> = linear_ticks(0.0, 17.0, 8).iter().map(|p| p.0).collect();
+        assert_eq!(t, vec![0.0, 5.0, 10.0, 15.0]);
+        let t = linear_ticks(-0.05, 1.05, 5);
+        assert_eq!(t.first().unwrap().1, "0");
+        assert_eq!(t.last().unwrap().1, "1");
         let l = log_ticks(1e-7, 1e-1);
         assert_eq!(l.first().unwrap().1, "1e-7");
         assert_eq!(l.last().unwrap().1, "1e-1");

@@ -168,7 +168,7 @@ enum Stop {
 }
 
 /// Callback after every change of the log (new evaluation or iteration).
-pub type OnUpdate<'a> = dyn FnMut(&OptimizeLog) + 'a;
+pub type OnUpdate<'a> = dyn FnMut(&OptimizeLog) + Send + 'a;
 
 struct Shared<'a> {
     log: OptimizeLog,
@@ -471,8 +471,11 @@ fn record_iteration(sh: &mut Shared, k: usize, u: &[f64]) {
     on_update(log);
 }
 
+/// Start point u₀, maps and descriptions of the parameters.
+pub type Setup = (Vec<f64>, Vec<VarMap>, Vec<ParamInfo>);
+
 /// Start values (user units) and maps of the parameters; errors name `parameter[i]`.
-pub fn setup(problem: &Problem) -> Result<(Vec<f64>, Vec<VarMap>, Vec<ParamInfo>), SetupError> {
+pub fn setup(problem: &Problem) -> Result<Setup, SetupError> {
     let mut u0 = Vec::new();
     let mut maps = Vec::new();
     let mut info = Vec::new();
