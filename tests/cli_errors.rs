@@ -141,10 +141,3 @@ fn degenerate_element_is_named() {
         &["element 1"],
     );
 }
-
-#[test]
-fn cuda_backend_without_cuda_is_a_clear_error() {
-    let r = run_cli("simulate", GOOD, &[], &["--backend", "cuda"]);
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("CUDA"), "{}", r.stderr);
-}

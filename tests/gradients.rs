@@ -251,3 +251,119 @@ fn nonconverged_adjoint_frames_are_reported() {
     );
     assert!(ev.max_abs_adjoint > 0.0);
 }
+
+/// `backward.checkpoint_every = K` keeps fewer states and recomputes segments: same
+/// gradient (to the forward tolerance), smaller tape.
+#[test]
+fn checkpointing_gives_the_same_gradient_with_a_smaller_tape() {
+    let text = scene("hex8", "corotated", 0.01, 5.0, 0.001).replace("frames = 5", "frames = 7");
+    let full = Problem::new(common::load(&text, &[])).unwrap();
+    let ck = Problem::new(common::load(&text, &["backward.checkpoint_every=3"])).unwrap();
+    let a = full.evaluate(&full.theta0(), true).unwrap();
+    let b = ck.evaluate(&ck.theta0(), true).unwrap();
+    assert!((a.loss - b.loss).abs() <= 1e-12 * a.loss.abs());
+    for (ga, gb) in a.gradient.iter().zip(&b.gradient) {
+        assert!(
+            (ga - gb).abs() <= 1e-8 * ga.abs().max(1e-12),
+            "{ga} vs {gb}"
+        );
+    }
+    assert!(
+        b.tape_bytes < a.tape_bytes,
+        "{} vs {}",
+        b.tape_bytes,
+        a.tape_bytes
+    );
+    assert_eq!(a.frames.len(), 7);
+    assert!(a.frames.iter().all(|f| f
+        .adjoint
+        .as_ref()
+        .is_some_and(|s| s.converged && s.iterations > 0)));
+}
+
+const TRACK: &str = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 6
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [4, 1, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 3e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 5.0
+[[body.dirichlet]]
+select = { face = "x_min" }
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "poisson_ratio"
+"#;
+
+/// Tracking loss against a reference simulated with `[loss.reference]` overrides.
+#[test]
+fn tracking_loss_against_override_reference() {
+    let text = format!("{TRACK}[loss]\nreference = {{ set = [\"body.0.material.youngs_modulus=1e6\"] }}\n[[loss.term]]\ntype = \"tracking\"\n");
+    let rep = run_check(&text, 1e-5);
+    assert_all_pass("tracking vs override reference", &rep);
+    assert!(rep.loss > 0.0);
+    // d loss / d log E must point towards the reference (E_ref > E): negative.
+    assert!(rep.rows[0].adjoint < 0.0);
+}
+
+/// Tracking loss against PLY frames written by `diffphd simulate` (surface nodes).
+#[test]
+fn tracking_loss_against_ply_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let refscene = dir.path().join("ref.toml");
+    std::fs::write(&refscene, TRACK).unwrap();
+    let st = std::process::Command::new(common::bin())
+        .args(["simulate", refscene.to_str().unwrap(), "--quiet", "--out"])
+        .arg(dir.path().join("ref"))
+        .args(["--set", "body.0.material.youngs_modulus=1e6"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let text = format!(
+        "{TRACK}[loss]\n[[loss.term]]\ntype = \"tracking\"\nreference_dir = \"{}\"\n",
+        dir.path().join("ref").display()
+    );
+    let rep = run_check(&text, 1e-4);
+    assert_all_pass("tracking vs PLY frames", &rep);
+    assert!(rep.loss > 0.0);
+}
+
+/// `diffphd gradcheck` exit codes: 0 when every parameter passes, 1 when one fails
+/// (forced by an absurd tolerance), and the JSON report is written either way.
+#[test]
+fn gradcheck_cli_exit_codes_and_report() {
+    let text = format!("{TRACK}[loss]\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n");
+    let ok = common::run_cli("gradcheck", &text, &[], &["--rtol", "1e-4"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ok.out().join("gradcheck.json")).unwrap())
+            .unwrap();
+    assert_eq!(rep["rows"].as_array().unwrap().len(), 2);
+    let bad = common::run_cli("gradcheck", &text, &[], &["--rtol", "1e-300"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(bad.out().join("gradcheck.json").exists());
+    let unknown = common::run_cli("gradcheck", &text, &[], &["--param", "nope"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains("nope"));
+}

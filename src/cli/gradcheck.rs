@@ -24,7 +24,7 @@ pub struct GradcheckArgs {
     #[arg(long, default_value_t = 0.0)]
     pub atol: f64,
     /// Decades of finite-difference steps swept below the base step (0 = one step).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 4)]
     pub decades: usize,
 }
 

@@ -3,7 +3,9 @@
 //! `on_nonconvergence = "error"`, gradient check failed), `2` bad input (scene, mesh,
 //! arguments) or an environment problem (output directory, backend).
 
+pub mod grad;
 pub mod gradcheck;
+pub mod mesh;
 pub mod optimize;
 pub mod plot;
 pub mod simulate;
@@ -57,8 +59,15 @@ pub enum BackendArg {
 pub enum Command {
     /// Forward rollout: writes PLY surface frames and log.json.
     Simulate(RunArgs),
+    /// One forward + backward pass: loss and gradient of the declared [[parameter]]s.
+    Grad(RunArgs),
     /// Adjoint gradients of the scene's [loss] against central finite differences.
     Gradcheck(gradcheck::GradcheckArgs),
+    /// Mesh tools: info, check, convert, voxelize.
+    Mesh {
+        #[command(subcommand)]
+        cmd: mesh::MeshCommand,
+    },
     /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final PLY frames.
     Optimize(optimize::OptimizeArgs),
     /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
@@ -99,6 +108,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(&args).map(|_| ()),
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
+        Command::Grad(args) => grad::run(&args),
+        Command::Mesh { cmd } => mesh::run(&cmd),
         Command::Optimize(args) => optimize::run(&args).map(|_| ()),
         Command::Plot(args) => plot::run(&args),
     };

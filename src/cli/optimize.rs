@@ -247,7 +247,7 @@ fn write_outputs(
         .collect();
     let model = problem.model_at(&theta);
     let ro = Simulator::new(&model, &problem.ls.scene.solver)
-        .and_then(|mut sim| rollout::forward(&mut sim, model.frames));
+        .and_then(|mut sim| rollout::forward(&mut sim, model.frames, 1, &problem.loss));
     let ro = match ro {
         Ok(r) => r,
         Err(e) => {
@@ -257,10 +257,10 @@ fn write_outputs(
     };
     let surface = super::simulate::SurfaceMap::new(&model);
     let every = problem.ls.scene.output.every;
-    for t in (0..ro.xs.len()).filter(|t| t % every == 0) {
-        let name = super::simulate::frame_name(t);
+    for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
+        let name = super::simulate::frame_name(*t);
         surface
-            .write(&out.join(&name), &ro.xs[t], &ro.velocity(t, model.h))
+            .write(&out.join(&name), x, v)
             .with_context(|| format!("cannot write {name}"))?;
     }
     Ok(())

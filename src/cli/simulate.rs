@@ -11,8 +11,8 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Load the scene with the command-line overrides (`--frames` becomes a `--set`).
-pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
+/// All `--set` expressions of a run, including those `--frames`/`--threads` stand for.
+pub fn effective_sets(args: &RunArgs) -> Vec<String> {
     let mut sets = args.sets.clone();
     if let Some(f) = args.frames {
         sets.push(format!("simulation.frames={f}"));
@@ -20,7 +20,12 @@ pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
     if let Some(t) = args.threads {
         sets.push(format!("solver.threads={t}"));
     }
-    scene::load(&args.scene, &sets).map_err(Failure::input)
+    sets
+}
+
+/// Load the scene with the command-line overrides (`--frames` becomes a `--set`).
+pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
+    scene::load(&args.scene, &effective_sets(args)).map_err(Failure::input)
 }
 
 /// Refuse backends that cannot run, with the reason.
@@ -130,7 +135,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         command: "simulate".into(),
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),
-        overrides: args.sets.clone(),
+        overrides: effective_sets(args),
         threads,
         backend,
         nodes: model.num_nodes(),

@@ -50,7 +50,7 @@ pub fn nested_dissection(a: &CscMatrix) -> Result<(Vec<usize>, Vec<usize>), Lina
             iperm.as_mut_ptr(),
         )
     };
-    if status != metis_sys::rstatus_et_METIS_OK as i32 {
+    if status != metis_sys::rstatus_et_METIS_OK {
         return Err(LinalgError::Metis { status, n });
     }
     Ok((

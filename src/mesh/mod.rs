@@ -1,4 +1,5 @@
-//! Volumetric meshes: element types, procedural generators, file readers and validation.
+//! Volumetric meshes: element types, procedural generators, file readers and writers,
+//! validation and quality reports, and voxelization of closed triangle surfaces.
 //!
 //! Conventions (used by every reader and generator, and by [`crate::solver::model`]):
 //! - Nodes are rest positions `X_i` in metres, `[f64; 3]`.
@@ -9,12 +10,68 @@
 //! - `tags[e]` is an integer region tag per element (gmsh physical tag, MEDIT reference,
 //!   TetGen region attribute; 0 when the file has none).
 
+pub mod diffpd_bin;
 pub mod generate;
+pub mod info;
 pub mod readers;
+pub mod shapes;
 pub mod surface;
+pub mod trisurf;
 pub mod validate;
+pub mod voxelize;
+pub mod vtk;
+pub mod writers;
 
 use std::fmt;
+use std::path::Path;
+
+/// Volumetric mesh file formats known to [`readers::read_mesh`] and [`writers::write_mesh`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeshFormat {
+    /// TetGen `.node` + `.ele` (tets only).
+    Tetgen,
+    /// gmsh `.msh`, ASCII 2.2 or 4.1.
+    Gmsh,
+    /// MEDIT `.mesh`, ASCII.
+    Medit,
+    /// Legacy VTK `.vtk`, ASCII `UNSTRUCTURED_GRID`.
+    Vtk,
+    /// VTK XML `.vtu`, ASCII (write only).
+    Vtu,
+    /// DiffPD's binary `.bin` (`Mesh<3, 4|8>`).
+    DiffpdBin,
+}
+
+impl MeshFormat {
+    /// Format named by the file extension (case-insensitive): `node`/`ele`, `msh`, `mesh`,
+    /// `vtk`, `vtu`, `bin`; `None` for anything else.
+    pub fn from_path(path: &Path) -> Option<MeshFormat> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "node" | "ele" => MeshFormat::Tetgen,
+            "msh" => MeshFormat::Gmsh,
+            "mesh" => MeshFormat::Medit,
+            "vtk" => MeshFormat::Vtk,
+            "vtu" => MeshFormat::Vtu,
+            "bin" => MeshFormat::DiffpdBin,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for MeshFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MeshFormat::Tetgen => "TetGen .node/.ele",
+            MeshFormat::Gmsh => "gmsh .msh",
+            MeshFormat::Medit => "MEDIT .mesh",
+            MeshFormat::Vtk => "legacy VTK .vtk",
+            MeshFormat::Vtu => "VTK XML .vtu",
+            MeshFormat::DiffpdBin => "DiffPD .bin",
+        })
+    }
+}
 
 /// Element type of a mesh (one type per mesh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -113,7 +170,7 @@ pub enum MeshError {
         line: usize,
         msg: String,
     },
-    #[error("{path}: unsupported mesh format (expected .node/.ele, .msh, .mesh): {msg}")]
+    #[error("{path}: unsupported mesh format (expected .node/.ele, .msh, .mesh, .vtk, .vtu, .bin): {msg}")]
     Format { path: String, msg: String },
     #[error("element {element}: {msg}")]
     BadElement { element: usize, msg: String },

@@ -20,6 +20,9 @@
 //!   ordered like VTK) with the reference id as tag. Surface keywords (`Triangles`, `Edges`,
 //!   `Corners`, ...) are skipped. Each record must sit on one line, as all common writers do.
 //!
+//! - **legacy VTK** `.vtk` and **DiffPD** `.bin`: see [`crate::mesh::vtk`] and
+//!   [`crate::mesh::diffpd_bin`].
+//!
 //! The readers return the mesh as stored: they do not reorient or validate elements (run
 //! [`crate::mesh::validate::validate_and_fix`]) but guarantee that every node index is in
 //! range, that coordinates are finite and that the file has exactly one element type.
@@ -28,48 +31,103 @@
 //! expected there; malformed or truncated input never panics. Files are decoded as UTF-8 with
 //! invalid bytes replaced, so binary garbage ends in an ordinary parse error.
 
-use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
+use super::{ElementKind, Mesh, MeshError, MeshFormat, HEX_VTK_TO_LEX};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Reads a tet or hex mesh, choosing the format by extension: `.node`/`.ele` (or a stem with a
-/// `<stem>.node` next to it) → TetGen, `.msh` → gmsh ASCII 2.2/4.1, `.mesh` → MEDIT ASCII.
-/// See the module documentation for the exact subset of each format.
+/// `<stem>.node` next to it) → TetGen, `.msh` → gmsh ASCII 2.2/4.1, `.mesh` → MEDIT ASCII,
+/// `.vtk` → legacy VTK ASCII unstructured grid ([`crate::mesh::vtk`]), `.bin` → DiffPD binary
+/// ([`crate::mesh::diffpd_bin`]). See the module documentation for the exact subset of each
+/// format.
 pub fn read_mesh(path: &Path) -> Result<Mesh, MeshError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("node") | Some("ele") => read_tetgen(&path.with_extension("")),
-        Some("msh") => parse_msh(&read_text(path)?, &display(path)),
-        Some("mesh") => parse_medit(&read_text(path)?, &display(path)),
-        Some("meshb") => Err(MeshError::Format {
+    read_mesh_with_source(path).map(|(m, _)| m)
+}
+
+/// What a reader learned about a mesh file besides the mesh itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeshSource {
+    /// Format the file was read as.
+    pub format: MeshFormat,
+    /// Numbering base of node indices in the file: the first point number of a TetGen `.node`
+    /// file (0 or 1), 1 for MEDIT, 0 for VTK and DiffPD `.bin`; `None` for gmsh, whose node
+    /// tags are arbitrary labels.
+    pub index_base: Option<usize>,
+}
+
+/// [`read_mesh`], also returning the format and the index base of the file.
+pub fn read_mesh_with_source(path: &Path) -> Result<(Mesh, MeshSource), MeshError> {
+    let source = |format, index_base| MeshSource { format, index_base };
+    let format = match MeshFormat::from_path(path) {
+        Some(f) => f,
+        None if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("meshb")) =>
+        {
+            return Err(MeshError::Format {
+                path: display(path),
+                msg: "binary MEDIT (.meshb) files are not supported; convert to ASCII .mesh".into(),
+            })
+        }
+        None if with_suffix(path, ".node").is_file() => {
+            let (m, base) = read_tetgen(path)?;
+            return Ok((m, source(MeshFormat::Tetgen, Some(base))));
+        }
+        None => {
+            return Err(MeshError::Format {
+                path: display(path),
+                msg: "unknown extension and no TetGen '<path>.node' file next to it".into(),
+            })
+        }
+    };
+    match format {
+        MeshFormat::Tetgen => {
+            let (m, base) = read_tetgen(&path.with_extension(""))?;
+            Ok((m, source(format, Some(base))))
+        }
+        MeshFormat::Gmsh => Ok((
+            parse_msh(&read_text(path)?, &display(path))?,
+            source(format, None),
+        )),
+        MeshFormat::Medit => Ok((
+            parse_medit(&read_text(path)?, &display(path))?,
+            source(format, Some(1)),
+        )),
+        MeshFormat::Vtk => Ok((
+            super::vtk::parse_vtk(&read_text(path)?, &display(path))?,
+            source(format, Some(0)),
+        )),
+        MeshFormat::DiffpdBin => {
+            let bytes = std::fs::read(path).map_err(|err| MeshError::Io {
+                path: display(path),
+                err,
+            })?;
+            Ok((
+                super::diffpd_bin::parse_bin(&bytes, &display(path))?,
+                source(format, Some(0)),
+            ))
+        }
+        MeshFormat::Vtu => Err(MeshError::Format {
             path: display(path),
-            msg: "binary MEDIT (.meshb) files are not supported; convert to ASCII .mesh".into(),
-        }),
-        _ if with_suffix(path, ".node").is_file() => read_tetgen(path),
-        _ => Err(MeshError::Format {
-            path: display(path),
-            msg: "unknown extension and no TetGen '<path>.node' file next to it".into(),
+            msg: ".vtu files can be written but not read; use legacy .vtk for input".into(),
         }),
     }
 }
 
-fn display(path: &Path) -> String {
+pub(super) fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
 /// `path` with `suffix` appended to the file name (`out.1` + `.node` → `out.1.node`).
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s: OsString = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
 }
 
-fn read_text(path: &Path) -> Result<String, MeshError> {
+pub(super) fn read_text(path: &Path) -> Result<String, MeshError> {
     let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
         path: display(path),
         err: source,
@@ -78,7 +136,7 @@ fn read_text(path: &Path) -> Result<String, MeshError> {
 }
 
 /// A token for an error message: at most 40 characters, control characters escaped.
-fn clip(tok: &str) -> String {
+pub(super) fn clip(tok: &str) -> String {
     let mut s: String = tok.chars().take(40).flat_map(char::escape_debug).collect();
     if tok.chars().count() > 40 {
         s.push('…');
@@ -86,12 +144,12 @@ fn clip(tok: &str) -> String {
     s
 }
 
-fn num<T: FromStr>(tok: &str, what: &str) -> Result<T, String> {
+pub(super) fn num<T: FromStr>(tok: &str, what: &str) -> Result<T, String> {
     tok.parse::<T>()
         .map_err(|_| format!("expected {what}, found '{}'", clip(tok)))
 }
 
-fn real(tok: &str, what: &str) -> Result<f64, String> {
+pub(super) fn real(tok: &str, what: &str) -> Result<f64, String> {
     let v: f64 = num(tok, what)?;
     if v.is_finite() {
         Ok(v)
@@ -100,7 +158,7 @@ fn real(tok: &str, what: &str) -> Result<f64, String> {
     }
 }
 
-fn point(t: &[&str]) -> Result<[f64; 3], String> {
+pub(super) fn point(t: &[&str]) -> Result<[f64; 3], String> {
     Ok([
         real(t[0], "x coordinate")?,
         real(t[1], "y coordinate")?,
@@ -109,7 +167,7 @@ fn point(t: &[&str]) -> Result<[f64; 3], String> {
 }
 
 /// An integer tag written as an integer or as an integral real (`2`, `2.0`, `-1e0`).
-fn int_tag(tok: &str, what: &str) -> Result<i64, String> {
+pub(super) fn int_tag(tok: &str, what: &str) -> Result<i64, String> {
     if let Ok(v) = tok.parse::<i64>() {
         return Ok(v);
     }
@@ -120,7 +178,7 @@ fn int_tag(tok: &str, what: &str) -> Result<i64, String> {
 }
 
 /// "1 value" / "3 values".
-fn values(n: usize) -> String {
+pub(super) fn values(n: usize) -> String {
     if n == 1 {
         "1 value".into()
     } else {
@@ -235,20 +293,27 @@ impl<'a> Cursor<'a> {
 // TetGen
 // ---------------------------------------------------------------------------------------------
 
-fn read_tetgen(stem: &Path) -> Result<Mesh, MeshError> {
+/// Reads `<stem>.node` and `<stem>.ele`; also returns the numbering base (0 or 1).
+fn read_tetgen(stem: &Path) -> Result<(Mesh, usize), MeshError> {
     let node_path = with_suffix(stem, ".node");
     let ele_path = with_suffix(stem, ".ele");
     let node_text = read_text(&node_path)?;
     let ele_text = read_text(&ele_path)?;
-    parse_tetgen(
-        &node_text,
-        &display(&node_path),
-        &ele_text,
-        &display(&ele_path),
-    )
+    let (nodes, base) = parse_tetgen_node(&node_text, &display(&node_path))?;
+    let (elements, tags) = parse_tetgen_ele(&ele_text, &display(&ele_path), nodes.len(), base)?;
+    Ok((
+        Mesh {
+            kind: ElementKind::Tet4,
+            nodes,
+            elements,
+            tags,
+        },
+        base,
+    ))
 }
 
 /// Parses a TetGen `.node`/`.ele` pair given as text (paths only label errors).
+#[cfg(test)]
 fn parse_tetgen(
     node_text: &str,
     node_path: &str,
@@ -1360,7 +1425,7 @@ mod tests {
             matches!(&e, MeshError::Io { path, .. } if path.ends_with("lonely.ele")),
             "{e}"
         );
-        for name in ["mesh.vtk", "mesh"] {
+        for name in ["mesh.xyz", "mesh"] {
             let e = read_mesh(&dir.path().join(name)).unwrap_err();
             assert!(matches!(e, MeshError::Format { .. }), "{e}");
         }

@@ -26,6 +26,8 @@ pub struct CheckRow {
     pub abs_error: f64,
     pub rel_error: f64,
     pub pass: bool,
+    /// Some finite-difference forward did not converge (the row then fails).
+    pub fd_nonconverged: bool,
 }
 
 /// Full report.
@@ -63,6 +65,7 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         }
         let base = opts.eps.unwrap_or_else(|| p.default_fd_step(&problem.base));
         let mut sweep = Vec::new();
+        let mut fd_nonconverged = false;
         for k in 0..=opts.decades {
             let step = if opts.decades == 0 {
                 base
@@ -71,10 +74,14 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
             };
             let mut tp = theta.clone();
             tp[i] += step;
-            let lp = problem.evaluate(&tp, false)?.loss;
+            let ep = problem.evaluate(&tp, false)?;
+            fd_nonconverged |= !ep.nonconverged_forward_frames.is_empty();
+            let lp = ep.loss;
             let mut tm = theta.clone();
             tm[i] -= step;
-            let lm = problem.evaluate(&tm, false)?.loss;
+            let em = problem.evaluate(&tm, false)?;
+            fd_nonconverged |= !em.nonconverged_forward_frames.is_empty();
+            let lm = em.loss;
             sweep.push((step, (lp - lm) / (2.0 * step)));
         }
         let (step, fd) = if sweep.len() == 1 {
@@ -93,7 +100,8 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         let abs_error = (adj - fd).abs();
         let scale = adj.abs().max(fd.abs());
         let rel_error = if scale > 0.0 { abs_error / scale } else { 0.0 };
-        let pass = abs_error <= opts.rtol * scale + opts.atol;
+        // A finite difference over non-converged forwards is not evidence either way.
+        let pass = abs_error <= opts.rtol * scale + opts.atol && !fd_nonconverged;
         rows.push(CheckRow {
             name: p.name.clone(),
             theta: theta[i],
@@ -105,6 +113,7 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
             abs_error,
             rel_error,
             pass,
+            fd_nonconverged,
         });
     }
     let all_pass = rows.iter().all(|r| r.pass)

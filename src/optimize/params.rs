@@ -70,7 +70,6 @@ fn is_positive(k: ParamKind) -> bool {
             | ParamKind::Density
             | ParamKind::DampingAlpha
             | ParamKind::DampingBeta
-            | ParamKind::PoissonRatio
             | ParamKind::ForceScale
     )
 }
@@ -191,6 +190,15 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 base_value: 0.0,
             };
             p.base_value = p.value(model);
+            if p.log && p.base_value.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                return Err((
+                    format!("{key}.log"),
+                    format!(
+                        "`log = true` needs a value > 0, but {} is {}",
+                        p.name, p.base_value
+                    ),
+                ));
+            }
             out.push(p);
         }
     }
@@ -391,8 +399,10 @@ impl Param {
     }
 
     /// Default central-difference step in θ (the sweep of [`crate::optimize::gradcheck`]
-    /// brackets it by ×10 … ×1/100): 1e-3 relative for material scalars and log parameters,
-    /// 1e-3 of the body size for translations, 1e-3 rad, 1e-3 m/s, 1e-3 of |g|.
+    /// brackets it from ×10 downwards): 1e-3 for log parameters; 1e-3 relative for other
+    /// material scalars (1e-3 absolute at 0); β₀: 1e-3·max(β₀, h); α: 1e-3·max(α, 1/h);
+    /// translations: 1e-3 of the body's largest extent; rotations 1e-3 rad; velocities
+    /// 1e-3 m/s; seeded state direction 0.1; gravity 1e-3·max(|g_c|, 1).
     pub fn default_fd_step(&self, m: &Model) -> f64 {
         if let Some(s) = self.fd_step {
             return s;

@@ -32,6 +32,10 @@ pub struct Evaluation {
     /// $d\mathcal L/d\theta$ (empty when not requested).
     pub gradient: Vec<f64>,
     pub forward_seconds: f64,
+    /// Forward phases: local step, global solve, other (Anderson, gates, polish).
+    pub forward_local_seconds: f64,
+    pub forward_global_seconds: f64,
+    pub forward_other_seconds: f64,
     pub backward_seconds: f64,
     pub pd_iterations: usize,
     pub nonconverged_forward_frames: Vec<usize>,
@@ -41,6 +45,22 @@ pub struct Evaluation {
     pub max_abs_adjoint: f64,
     /// Samples whose prox Jacobian the backward filter changed, summed over steps.
     pub filtered_samples: usize,
+    /// Bytes of states kept by the tape (see `backward.checkpoint_every`).
+    pub tape_bytes: usize,
+    /// Per-frame forward and adjoint diagnostics (spec §10.5 I4, I5).
+    pub frames: Vec<FrameDiagnostics>,
+}
+
+/// Per-frame diagnostics of one evaluation.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FrameDiagnostics {
+    pub frame: usize,
+    pub pd_iterations: usize,
+    pub pd_converged: bool,
+    /// TR ratio ρ and blend α of the step (with `backward.filter = "trust_region"`).
+    pub rho: Option<f64>,
+    pub alpha: Option<f64>,
+    pub adjoint: Option<crate::solver::backward::AdjointStats>,
 }
 
 /// Model + loss + parameters.
@@ -52,6 +72,8 @@ pub struct Problem {
     pub backward: BackwardConfig,
     /// Compute the forward TR statistics (needed by the `trust_region` filter).
     pub needs_tr: bool,
+    /// Keep every K-th state (`backward.checkpoint_every`).
+    pub checkpoint_every: usize,
 }
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
@@ -128,8 +150,10 @@ impl Problem {
             gamma_max: ls.scene.solver.anderson_gamma_max,
             filter: b.filter,
             gmres_restart: b.gmres_restart,
+            method: b.method,
         };
         let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
+        let ls_checkpoint = b.checkpoint_every.max(1);
         Ok(Problem {
             ls,
             base,
@@ -137,6 +161,7 @@ impl Problem {
             loss: Loss { terms },
             backward,
             needs_tr,
+            checkpoint_every: ls_checkpoint,
         })
     }
 
@@ -168,8 +193,8 @@ impl Problem {
         let t0 = Instant::now();
         let mut sim = Simulator::new(&model, &self.ls.scene.solver)?;
         sim.compute_tr = self.needs_tr && with_gradient;
-        let ro = rollout::forward(&mut sim, model.frames)?;
-        let loss = self.loss.eval(&ro.xs, model.h);
+        let ro = rollout::forward(&mut sim, model.frames, self.checkpoint_every, &self.loss)?;
+        let loss = ro.loss;
         let forward_seconds = t0.elapsed().as_secs_f64();
         let pd_iterations = ro.steps.iter().map(|s| s.iterations).sum();
         let nonconverged_forward_frames = ro
@@ -183,6 +208,9 @@ impl Problem {
             loss,
             gradient: vec![],
             forward_seconds,
+            forward_local_seconds: ro.steps.iter().map(|s| s.time_local).sum(),
+            forward_global_seconds: ro.steps.iter().map(|s| s.time_global).sum(),
+            forward_other_seconds: ro.steps.iter().map(|s| s.time_other).sum(),
             backward_seconds: 0.0,
             pd_iterations,
             nonconverged_forward_frames,
@@ -190,11 +218,25 @@ impl Problem {
             nonconverged_backward_frames: vec![],
             max_abs_adjoint: 0.0,
             filtered_samples: 0,
+            tape_bytes: ro.tape_bytes(),
+            frames: ro
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(t, st)| FrameDiagnostics {
+                    frame: t + 1,
+                    pd_iterations: st.iterations,
+                    pd_converged: st.converged,
+                    rho: st.tr.map(|r| r.rho),
+                    alpha: st.tr.map(|r| r.alpha),
+                    adjoint: None,
+                })
+                .collect(),
         };
         if with_gradient {
             let t1 = Instant::now();
-            let lg = self.loss.gradient(&ro.xs, model.h);
-            let br = rollout::backward(&sim, &ro, &lg, &self.backward);
+            let br = rollout::backward(&mut sim, &ro, &self.loss, &self.backward)?;
+            ev.tape_bytes = ro.tape_bytes();
             let values = self.values_at(theta);
             ev.gradient = self
                 .params
@@ -207,6 +249,10 @@ impl Problem {
             ev.nonconverged_backward_frames = br.nonconverged();
             ev.max_abs_adjoint = br.adjoint.iter().map(|a| a.max_abs_z).fold(0.0, f64::max);
             ev.filtered_samples = br.adjoint.iter().map(|a| a.filtered_samples).sum();
+            for a in br.adjoint {
+                let f = a.frame;
+                ev.frames[f - 1].adjoint = Some(a);
+            }
         }
         Ok(ev)
     }
@@ -240,9 +286,9 @@ fn simulate_reference(
     }
     let mut sim = Simulator::new(&model, &rls.scene.solver)
         .map_err(|e| ProblemError::Reference(e.to_string()))?;
-    let ro = rollout::forward(&mut sim, model.frames)
+    let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default())
         .map_err(|e| ProblemError::Reference(e.to_string()))?;
-    Ok(ro.xs)
+    Ok(ro.all_states().expect("every frame kept"))
 }
 
 /// Tracking term from `frame_NNNNN.ply` files written by `simulate`.

@@ -83,7 +83,11 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
     })?;
     let scene: Scene = toml::from_str(&effective_toml).map_err(|e| SceneError::Toml {
         path: ps.clone(),
-        msg: strip_toml_position(&e, !sets.is_empty(), text),
+        msg: if sets.is_empty() {
+            strip_toml_position(&e, false, text)
+        } else {
+            effective_error(&e, &effective_toml)
+        },
     })?;
     scene.validate().map_err(|(key, msg)| SceneError::Invalid {
         path: ps.clone(),
@@ -114,4 +118,36 @@ fn strip_toml_position(e: &toml::de::Error, had_overrides: bool, original: &str)
         }
     }
     e.message().to_string()
+}
+
+/// Describe a typed-pass error on the effective (overridden) scene, quoting the offending
+/// line of the effective TOML so the key is named even though line numbers no longer
+/// match the file.
+fn effective_error(e: &toml::de::Error, effective: &str) -> String {
+    match e.span() {
+        Some(span) => {
+            let start = effective[..span.start.min(effective.len())]
+                .rfind('\n')
+                .map(|i| i + 1)
+                .unwrap_or(0);
+            let end = effective[start..]
+                .find('\n')
+                .map(|i| start + i)
+                .unwrap_or(effective.len());
+            let mut header = "";
+            for l in effective[..start].lines().rev() {
+                if l.trim_start().starts_with('[') {
+                    header = l.trim();
+                    break;
+                }
+            }
+            format!(
+                "{} (in the scene after --set overrides: under `{}`, `{}`)",
+                e.message(),
+                header,
+                effective[start..end].trim()
+            )
+        }
+        None => e.message().to_string(),
+    }
 }

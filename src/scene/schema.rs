@@ -180,9 +180,20 @@ pub struct BackwardSettings {
     /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
     #[serde(default)]
     pub filter: crate::solver::backward::HessianFilterMode,
+    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback) or
+    /// `"gmres"` ($A^{-1}$-preconditioned GMRES).
+    #[serde(default)]
+    pub method: crate::solver::backward::AdjointMethod,
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
     pub gmres_restart: usize,
+    /// Keep every K-th state of the forward and recompute the others in the backward
+    /// (1 = keep all; memory per kept frame 48n bytes).
+    #[serde(default = "d_one_usize")]
+    pub checkpoint_every: usize,
+}
+fn d_one_usize() -> usize {
+    1
 }
 fn d_bwin() -> usize {
     5
@@ -199,6 +210,8 @@ impl Default for BackwardSettings {
             anderson_window: d_bwin(),
             filter: Default::default(),
             gmres_restart: d_restart(),
+            checkpoint_every: 1,
+            method: Default::default(),
         }
     }
 }
@@ -899,6 +912,36 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
+        let b = &self.backward;
+        nonneg("backward.rel_tol", b.rel_tol)?;
+        nonneg("backward.abs_tol", b.abs_tol)?;
+        if b.rel_tol == 0.0 && b.abs_tol == 0.0 {
+            return Err((
+                "backward.rel_tol".into(),
+                "rel_tol and abs_tol cannot both be 0".into(),
+            ));
+        }
+        if b.max_iterations == 0 {
+            return Err((
+                "backward.max_iterations".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        if b.gmres_restart == 0 {
+            return Err((
+                "backward.gmres_restart".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        if b.checkpoint_every == 0 {
+            return Err((
+                "backward.checkpoint_every".into(),
+                "expected at least 1 (1 keeps every frame)".into(),
+            ));
+        }
+        if b.anderson_window > 64 {
+            return Err(("backward.anderson_window".into(), "expected 0..=64".into()));
+        }
         if self.output.every == 0 {
             return Err(("output.every".into(), "expected at least 1".into()));
         }
@@ -946,10 +989,14 @@ impl Body {
                 }
             }
             (Some(_), None) => {
-                if m.cells.is_some() || m.dx.is_some() || m.element.is_some() {
+                if m.cells.is_some()
+                    || m.dx.is_some()
+                    || m.element.is_some()
+                    || m.origin != [0.0; 3]
+                {
                     return Err((
                         format!("{k}.mesh"),
-                        "`cells`, `dx` and `element` belong to `generator`, not to `file`".into(),
+                        "`cells`, `dx`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
                     ));
                 }
             }
@@ -1063,17 +1110,24 @@ impl Body {
                 Profile::Ramp { duration } => {
                     positive(&format!("{fk}.profile.duration"), *duration)?
                 }
-                Profile::Table { times, values } => {
+                Profile::Window { start, end }
+                    if !(start.is_finite() && end.is_finite() && start < end) =>
+                {
+                    return Err((
+                        format!("{fk}.profile"),
+                        format!("window needs finite start < end, got {start} .. {end}"),
+                    ));
+                }
+                Profile::Table { times, values }
                     if times.is_empty()
                         || times.len() != values.len()
-                        || times.windows(2).any(|w| w[1] <= w[0])
-                    {
-                        return Err((
-                            format!("{fk}.profile"),
-                            "table needs equally long `times` (strictly increasing) and `values`"
-                                .into(),
-                        ));
-                    }
+                        || times.windows(2).any(|w| w[1] <= w[0]) =>
+                {
+                    return Err((
+                        format!("{fk}.profile"),
+                        "table needs equally long `times` (strictly increasing) and `values`"
+                            .into(),
+                    ));
                 }
                 _ => {}
             }

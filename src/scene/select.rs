@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Axis-aligned box, inclusive, with a tolerance of 1e-9 of the scene scale.
+/// Axis-aligned box, inclusive, with a tolerance of 1e-9 × the body's largest
+/// bounding-box edge.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoxSel {

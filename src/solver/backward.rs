@@ -44,6 +44,19 @@ pub struct BackwardConfig {
     pub filter: HessianFilterMode,
     /// Restart length of the GMRES fallback.
     pub gmres_restart: usize,
+    pub method: AdjointMethod,
+}
+
+/// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AdjointMethod {
+    /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES
+    /// fallback on divergence or at the iteration cap.
+    #[default]
+    FixedPoint,
+    /// GMRES on $K z=g$ right-preconditioned by the persistent factor ($A^{-1}$).
+    Gmres,
 }
 
 /// Per-sample linearisation at $x_{t+1}$.
@@ -280,6 +293,19 @@ pub fn solve_adjoint(
         stats.converged = true;
         stats.seconds = t0.elapsed().as_secs_f64();
         return (vec![0.0; n3], stats);
+    }
+    if cfg.method == AdjointMethod::Gmres {
+        let mut z = vec![0.0; n3];
+        let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
+        stats.method = "gmres".into();
+        stats.gmres_iterations = st.iterations;
+        stats.iterations = st.iterations;
+        stats.converged = st.converged;
+        stats.relative_residual = st.relative_residual;
+        stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        stats.filtered_samples = lin.filtered_samples;
+        stats.seconds = t0.elapsed().as_secs_f64();
+        return (z, stats);
     }
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];

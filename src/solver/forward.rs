@@ -184,7 +184,10 @@ impl<'m> Simulator<'m> {
         let mut bp_prev = vec![0.0; n3];
         let mut xhat = vec![0.0; n3];
         let mut converged = false;
-        let mut last_gate = GateResiduals::default();
+        let mut last_gate = GateResiduals {
+            position: f64::INFINITY,
+            projection: f64::INFINITY,
+        };
         let mut k = 0;
         let mut x_before = Vec::new();
         let mut b_before = Vec::new();
@@ -305,6 +308,7 @@ impl<'m> Simulator<'m> {
             gamma_max: self.config.gamma_max,
             filter: super::backward::HessianFilterMode::None,
             gmres_restart: 50,
+            method: super::backward::AdjointMethod::Gmres,
         };
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
@@ -322,7 +326,7 @@ impl<'m> Simulator<'m> {
                 break;
             };
             let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
-            if !(rel2 < rel) {
+            if rel2.is_nan() || rel2 >= rel {
                 break;
             }
             *x = trial;

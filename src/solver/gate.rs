@@ -18,7 +18,8 @@ pub struct DualGate {
 /// Residuals of one gate evaluation, for the log.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct GateResiduals {
-    /// $\|x_{k+1}-x_k\| / (\epsilon_r\|x_k\|+\epsilon_a)$ (≤ 1 means the gate is met).
+    /// $\|\Phi(x_k)-x_k\| / (\epsilon_r\|x_k\|+\epsilon_a)$ (≤ 1 means the gate is met; +∞ when the
+    /// gate was never evaluated, i.e. fewer than two iterations).
     pub position: f64,
     /// $\|b_p^k-b_p^{k-1}\| / (\epsilon_r\|b_p^{k-1}\|+\epsilon_a)$.
     pub projection: f64,

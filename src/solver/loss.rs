@@ -73,10 +73,8 @@ fn centroid(nodes: &[usize], w: &[f64], x: &[f64]) -> [f64; 3] {
 }
 
 impl Loss {
-    /// Evaluate on states `xs[0..=T]` (time step `h`).
-    pub fn eval(&self, xs: &[Vec<f64>], h: f64) -> f64 {
-        let t_end = xs.len() - 1;
-        let xt = &xs[t_end];
+    /// Contribution of frame `t` (`1..=t_end`) given $x_t$ and $x_{t-1}$.
+    pub fn frame_value(&self, t: usize, t_end: usize, x: &[f64], x_prev: &[f64], h: f64) -> f64 {
         let mut l = 0.0;
         for term in &self.terms {
             l += match term {
@@ -84,26 +82,27 @@ impl Loss {
                     weight,
                     nodes,
                     frames,
-                } => {
-                    let mut s = 0.0;
-                    for (t, refx) in frames {
-                        if *t <= t_end {
-                            for (k, &i) in nodes.iter().enumerate() {
-                                for d in 0..3 {
-                                    s += 0.5 * (xs[*t][3 * i + d] - refx[k][d]).powi(2);
-                                }
+                } => match frames.binary_search_by_key(&t, |f| f.0) {
+                    Ok(k) => {
+                        let refx = &frames[k].1;
+                        let mut s = 0.0;
+                        for (j, &i) in nodes.iter().enumerate() {
+                            for d in 0..3 {
+                                s += 0.5 * (x[3 * i + d] - refx[j][d]).powi(2);
                             }
                         }
+                        weight * s
                     }
-                    weight * s
-                }
+                    Err(_) => 0.0,
+                },
+                _ if t != t_end => 0.0,
                 Term::CenterOfMass {
                     weight,
                     nodes,
                     weights,
                     target,
                 } => {
-                    let c = centroid(nodes, weights, xt);
+                    let c = centroid(nodes, weights, x);
                     weight * 0.5 * (0..3).map(|d| (c[d] - target[d]).powi(2)).sum::<f64>()
                 }
                 Term::NodeTarget {
@@ -112,32 +111,34 @@ impl Loss {
                     target,
                 } => {
                     let w = vec![1.0; nodes.len()];
-                    let c = centroid(nodes, &w, xt);
+                    let c = centroid(nodes, &w, x);
                     weight * 0.5 * (0..3).map(|d| (c[d] - target[d]).powi(2)).sum::<f64>()
                 }
                 Term::RandomLinear { weight, cx, cv } => {
-                    let n3 = xt.len() as f64;
-                    let xp = &xs[t_end.saturating_sub(1)];
                     let mut s = 0.0;
-                    for j in 0..xt.len() {
-                        let v = if t_end == 0 { 0.0 } else { (xt[j] - xp[j]) / h };
-                        s += cx[j] * xt[j] + cv[j] * v;
+                    for j in 0..x.len() {
+                        s += cx[j] * x[j] + cv[j] * (x[j] - x_prev[j]) / h;
                     }
-                    weight * s / n3.sqrt()
+                    weight * s / (x.len() as f64).sqrt()
                 }
             };
         }
         l
     }
 
-    /// Gradient with respect to every state. `v_T=(x_T-x_{T-1})/h` is kept as its own
-    /// variable (`dv_final`); the backward's first step turns it into the adjoint RHS (Eq. 41).
-    pub fn gradient(&self, xs: &[Vec<f64>], _h: f64) -> LossGradient {
-        let t_end = xs.len() - 1;
-        let n3 = xs[0].len();
-        let mut dx = vec![vec![0.0; n3]; xs.len()];
+    /// $(\partial\ell_t/\partial x_t,\ \partial\ell_t/\partial v_t)$ of frame `t`; the velocity
+    /// part is non-zero only at the final frame (random linear functional).
+    pub fn frame_gradient(
+        &self,
+        t: usize,
+        t_end: usize,
+        x: &[f64],
+        _x_prev: &[f64],
+        _h: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let n3 = x.len();
+        let mut dx = vec![0.0; n3];
         let mut dv = vec![0.0; n3];
-        let xt = &xs[t_end];
         for term in &self.terms {
             match term {
                 Term::Tracking {
@@ -145,27 +146,27 @@ impl Loss {
                     nodes,
                     frames,
                 } => {
-                    for (t, refx) in frames {
-                        if *t <= t_end {
-                            for (k, &i) in nodes.iter().enumerate() {
-                                for d in 0..3 {
-                                    dx[*t][3 * i + d] += weight * (xs[*t][3 * i + d] - refx[k][d]);
-                                }
+                    if let Ok(k) = frames.binary_search_by_key(&t, |f| f.0) {
+                        let refx = &frames[k].1;
+                        for (j, &i) in nodes.iter().enumerate() {
+                            for d in 0..3 {
+                                dx[3 * i + d] += weight * (x[3 * i + d] - refx[j][d]);
                             }
                         }
                     }
                 }
+                _ if t != t_end => {}
                 Term::CenterOfMass {
                     weight,
                     nodes,
                     weights,
                     target,
                 } => {
-                    let c = centroid(nodes, weights, xt);
+                    let c = centroid(nodes, weights, x);
                     let tot: f64 = weights.iter().sum();
                     for (k, &i) in nodes.iter().enumerate() {
                         for d in 0..3 {
-                            dx[t_end][3 * i + d] += weight * (c[d] - target[d]) * weights[k] / tot;
+                            dx[3 * i + d] += weight * (c[d] - target[d]) * weights[k] / tot;
                         }
                     }
                 }
@@ -175,26 +176,48 @@ impl Loss {
                     target,
                 } => {
                     let w = vec![1.0; nodes.len()];
-                    let c = centroid(nodes, &w, xt);
+                    let c = centroid(nodes, &w, x);
                     for &i in nodes {
                         for d in 0..3 {
-                            dx[t_end][3 * i + d] +=
-                                weight * (c[d] - target[d]) / nodes.len() as f64;
+                            dx[3 * i + d] += weight * (c[d] - target[d]) / nodes.len() as f64;
                         }
                     }
                 }
                 Term::RandomLinear { weight, cx, cv } => {
                     let s = weight / (n3 as f64).sqrt();
                     for j in 0..n3 {
-                        dx[t_end][j] += s * cx[j];
-                        if t_end > 0 {
-                            dv[j] += s * cv[j];
-                        }
+                        dx[j] += s * cx[j];
+                        dv[j] += s * cv[j];
                     }
                 }
             }
         }
-        LossGradient { dx, dv_final: dv }
+        (dx, dv)
+    }
+
+    /// Evaluate on states `xs[0..=T]` (time step `h`).
+    pub fn eval(&self, xs: &[Vec<f64>], h: f64) -> f64 {
+        let t_end = xs.len() - 1;
+        (1..=t_end)
+            .map(|t| self.frame_value(t, t_end, &xs[t], &xs[t - 1], h))
+            .sum()
+    }
+
+    /// Gradient with respect to every state. `v_T=(x_T-x_{T-1})/h` is kept as its own
+    /// variable (`dv_final`); the backward's first step turns it into the adjoint RHS (Eq. 41).
+    pub fn gradient(&self, xs: &[Vec<f64>], h: f64) -> LossGradient {
+        let t_end = xs.len() - 1;
+        let n3 = xs[0].len();
+        let mut dx = vec![vec![0.0; n3]; xs.len()];
+        let mut dv_final = vec![0.0; n3];
+        for t in 1..=t_end {
+            let (gx, gv) = self.frame_gradient(t, t_end, &xs[t], &xs[t - 1], h);
+            dx[t] = gx;
+            if t == t_end {
+                dv_final = gv;
+            }
+        }
+        LossGradient { dx, dv_final }
     }
 }
 

@@ -196,14 +196,14 @@ fn unit(v: [f64; 3]) -> Vector3<f64> {
     Vector3::from(v).normalize()
 }
 
+/// Volume and rest shape-function gradients of one quadrature sample.
+pub type SampleGeometry = (f64, Vec<[f64; 3]>);
+
 /// Rest gradients and volumes of the samples of one element.
 /// Tet: $[\nabla N_1,\nabla N_2,\nabla N_3]^T=D_m^{-1}$, $\nabla N_0=-\sum_a\nabla N_a$,
 /// $V=\det D_m/6$. Hex (lexicographic nodes, reference cube $[0,1]^3$): Gauss points at
 /// $\tfrac12\pm\tfrac1{2\sqrt3}$, $\nabla_XN_a=J^{-T}\nabla_\xi N_a$, $V_s=\det J/8$.
-pub fn element_samples(
-    kind: ElementKind,
-    x: &[[f64; 3]],
-) -> Result<Vec<(f64, Vec<[f64; 3]>)>, String> {
+pub fn element_samples(kind: ElementKind, x: &[[f64; 3]]) -> Result<Vec<SampleGeometry>, String> {
     match kind {
         ElementKind::Tet4 => {
             let c = |a: usize| Vector3::from(x[a]) - Vector3::from(x[0]);
@@ -338,6 +338,7 @@ impl Model {
             let mesh = load_mesh(ls, b, body)?;
             model.add_body(ls, b, body, mesh)?;
         }
+        model.prescribe_initial_velocity();
         model.base_x0 = model.x0.clone();
         model.base_v0 = model.v0.clone();
         model.offsets = sc
@@ -643,6 +644,27 @@ impl Model {
         self.rest.len()
     }
 
+    /// Initial velocity of prescribed DoFs = the motion's velocity at t = 0 (0 when fixed,
+    /// the translation velocity, or ω×(x−c) for a rotation), whatever `initial.velocity` says.
+    fn prescribe_initial_velocity(&mut self) {
+        for g in &self.dirichlet {
+            for &i in &g.nodes {
+                let p = Vector3::new(self.x0[3 * i], self.x0[3 * i + 1], self.x0[3 * i + 2]);
+                let v = match &g.motion {
+                    Motion::Fixed => Vector3::zeros(),
+                    Motion::Translate { velocity } => Vector3::from(*velocity),
+                    Motion::Rotate { axis, rate, .. } => (Vector3::from(*axis).normalize() * *rate)
+                        .cross(&(p - Vector3::from(g.center))),
+                };
+                for d in 0..3 {
+                    if g.axes[d] {
+                        self.v0[3 * i + d] = v[d];
+                    }
+                }
+            }
+        }
+    }
+
     /// Recompute `x0`, `v0` from the base state, the rigid offsets and the seeded directions.
     pub fn refresh_initial(&mut self) {
         self.x0 = self.base_x0.clone();
@@ -664,6 +686,7 @@ impl Model {
                 }
             }
         }
+        self.prescribe_initial_velocity();
         let n3 = self.x0.len();
         for &(seed, amount) in &self.state_directions {
             let (dx, dv) = state_direction(seed, n3);

@@ -10,54 +10,83 @@ use super::backward::{
 };
 use super::forward::{Simulator, StepStats};
 use super::gradient::{accumulate_step, Gradients};
-use super::loss::LossGradient;
+use super::loss::Loss;
 use super::SolverError;
 use crate::linalg::LinearSolver;
 use crate::scene::Motion;
 use nalgebra::{Matrix3, Vector3};
+use std::collections::BTreeMap;
 
-/// A forward rollout: states of frames `0..=T` and per-step statistics.
+/// A forward rollout: the kept states, per-step statistics and the loss.
+///
+/// With `checkpoint_every = K` only frames `0, K, 2K, …` and the last frame are kept
+/// (positions and velocities); the backward recomputes each segment from its checkpoint
+/// (the PD step is Markovian). Memory: $48n$ bytes per kept frame plus $48n\,K$ for the
+/// segment being differentiated, instead of $24n$ bytes for every frame with `K = 1`.
+/// Recomputed states agree with the original ones to the forward tolerance.
 #[derive(Clone, Debug)]
 pub struct Rollout {
-    pub xs: Vec<Vec<f64>>,
-    pub v0: Vec<f64>,
+    pub frames: usize,
+    pub checkpoint_every: usize,
+    /// `t → (x_t, v_t)` for the kept frames.
+    pub kept: BTreeMap<usize, (Vec<f64>, Vec<f64>)>,
     pub steps: Vec<StepStats>,
+    /// Loss accumulated frame by frame during the forward.
+    pub loss: f64,
 }
 
 impl Rollout {
-    /// Velocity of frame `t`.
-    pub fn velocity(&self, t: usize, h: f64) -> Vec<f64> {
-        if t == 0 {
-            self.v0.clone()
-        } else {
-            self.xs[t]
-                .iter()
-                .zip(&self.xs[t - 1])
-                .map(|(a, b)| (a - b) / h)
-                .collect()
-        }
+    /// Positions of the final frame.
+    pub fn final_x(&self) -> &[f64] {
+        &self.kept[&self.frames].0
     }
-    /// Bytes held by the tape's states.
+    /// Bytes held by the kept states.
     pub fn tape_bytes(&self) -> usize {
-        self.xs.len() * self.xs[0].len() * 8
+        self.kept
+            .values()
+            .map(|(x, v)| 8 * (x.len() + v.len()))
+            .sum()
+    }
+    /// All states (only when every frame was kept).
+    pub fn all_states(&self) -> Option<Vec<Vec<f64>>> {
+        (self.kept.len() == self.frames + 1)
+            .then(|| self.kept.values().map(|(x, _)| x.clone()).collect())
     }
 }
 
-/// Run `frames` steps from the model's initial state, keeping every state.
-pub fn forward(sim: &mut Simulator, frames: usize) -> Result<Rollout, SolverError> {
+/// Run `frames` steps from the model's initial state, evaluating `loss` on the fly and
+/// keeping every `checkpoint_every`-th state (1 = all).
+pub fn forward(
+    sim: &mut Simulator,
+    frames: usize,
+    checkpoint_every: usize,
+    loss: &Loss,
+) -> Result<Rollout, SolverError> {
+    let k = checkpoint_every.max(1);
     let h = sim.model.h;
-    let mut xs = vec![sim.model.x0.clone()];
-    let v0 = sim.model.v0.clone();
-    let mut v = v0.clone();
+    let mut x = sim.model.x0.clone();
+    let mut v = sim.model.v0.clone();
+    let mut kept = BTreeMap::new();
+    kept.insert(0, (x.clone(), v.clone()));
     let mut steps = Vec::with_capacity(frames);
+    let mut total = 0.0;
     for frame in 1..=frames {
-        let x = xs.last().expect("non-empty");
-        let (xn, st) = sim.step(frame, x, &v)?;
-        v = xn.iter().zip(x).map(|(a, b)| (a - b) / h).collect();
-        xs.push(xn);
+        let (xn, st) = sim.step(frame, &x, &v)?;
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
+        total += loss.frame_value(frame, frames, &xn, &x, h);
+        x = xn;
+        if frame % k == 0 || frame == frames {
+            kept.insert(frame, (x.clone(), v.clone()));
+        }
         steps.push(st);
     }
-    Ok(Rollout { xs, v0, steps })
+    Ok(Rollout {
+        frames,
+        checkpoint_every: k,
+        kept,
+        steps,
+        loss: total,
+    })
 }
 
 /// Result of the reverse sweep.
@@ -78,70 +107,127 @@ impl BackwardResult {
     }
 }
 
-/// Reverse sweep over a rollout (spec §7.1–7.2).
-pub fn backward(
-    sim: &Simulator,
+/// States `x_c..=x_e` of a segment: from the tape, or recomputed from checkpoint `c`.
+fn segment_states(
+    sim: &mut Simulator,
     ro: &Rollout,
-    lg: &LossGradient,
+    c: usize,
+    e: usize,
+) -> Result<Vec<Vec<f64>>, SolverError> {
+    if (c..=e).all(|t| ro.kept.contains_key(&t)) {
+        return Ok((c..=e).map(|t| ro.kept[&t].0.clone()).collect());
+    }
+    let h = sim.model.h;
+    let (mut x, mut v) = ro.kept[&c].clone();
+    let mut out = vec![x.clone()];
+    for frame in c + 1..=e {
+        let (xn, _) = sim.step(frame, &x, &v)?;
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
+        x = xn;
+        out.push(x.clone());
+    }
+    Ok(out)
+}
+
+/// Reverse sweep over a rollout (spec §7.1–7.2), recomputing checkpointed segments.
+pub fn backward(
+    sim: &mut Simulator,
+    ro: &Rollout,
+    loss: &Loss,
     cfg: &BackwardConfig,
-) -> BackwardResult {
-    let model = sim.model;
-    let h = model.h;
-    let d = &sim.derived;
-    let n = model.num_nodes();
-    let t_end = ro.xs.len() - 1;
+) -> Result<BackwardResult, SolverError> {
+    let h = sim.model.h;
+    let n = sim.model.num_nodes();
+    let t_end = ro.frames;
     let mut grads = Gradients::zeros(sim);
-    let mut gx = lg.dx[t_end].clone();
-    let mut gv = lg.dv_final.clone();
     let mut adjoint = Vec::with_capacity(t_end);
-    // dL/d(prescribed value) per frame, node-major
     let mut d_presc: Vec<(usize, Vec<f64>)> = Vec::new();
-    for t in (0..t_end).rev() {
-        let frame = t + 1;
-        let x_t = &ro.xs[t];
-        let x_next = &ro.xs[t + 1];
-        let v_t = ro.velocity(t, h);
-        let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
-        let alpha = match cfg.filter {
-            HessianFilterMode::None => 0.0,
-            HessianFilterMode::Clamp => 0.5,
-            HessianFilterMode::Abs => 1.0,
-            HessianFilterMode::TrustRegion => match (&ro.steps[t].tr, ro.steps[t].converged) {
-                (Some(tr), true) => tr.alpha,
-                _ => 1.0,
-            },
-        };
-        let lin = StepLinearization::new(sim, x_next, alpha);
-        let (z, mut st) = solve_adjoint(sim, &lin, &g, cfg, frame);
-        st.alpha = alpha;
-        if !sim.prescribed.is_empty() {
-            let mut az = vec![0.0; 3 * n];
-            let mut daz = vec![0.0; 3 * n];
-            sim.system.apply_a(&z, &mut az);
-            lin.apply(model, &z, &mut daz);
-            let mut dp = vec![0.0; 3 * n];
-            for &k in &sim.prescribed {
-                dp[k] = g[k] - (az[k] - daz[k]);
-            }
-            d_presc.push((frame, dp));
+    // gx = dL/dx_{t+1} (total), gv = dL/dv_{t+1} (total) while processing step t.
+    let mut gx: Vec<f64> = vec![];
+    let mut gv: Vec<f64> = vec![];
+    let mut seg_end = t_end;
+    while seg_end > 0 {
+        let c = ((seg_end - 1) / ro.checkpoint_every) * ro.checkpoint_every;
+        let states = segment_states(sim, ro, c, seg_end)?;
+        let v_c = ro.kept[&c].1.clone();
+        if seg_end == t_end {
+            let (dx, dv) =
+                loss.frame_gradient(t_end, t_end, &states[t_end - c], &states[t_end - c - 1], h);
+            gx = dx;
+            gv = dv;
         }
-        accumulate_step(sim, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-        // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
-        let mut kz = vec![0.0; n];
-        let mut dx = vec![0.0; 3 * n];
-        for k in 0..3 {
-            sim.kbeta.matvec_axis(&z, k, &mut kz);
-            for i in 0..n {
-                let j = 3 * i + k;
-                dx[j] = -gv[j] / h
-                    + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j]
-                    + kz[i] / h;
+        for t in (c..seg_end).rev() {
+            let frame = t + 1;
+            let x_t = &states[t - c];
+            let x_next = &states[t + 1 - c];
+            let v_t = if t == c {
+                v_c.clone()
+            } else {
+                x_t.iter()
+                    .zip(&states[t - 1 - c])
+                    .map(|(a, b)| (a - b) / h)
+                    .collect()
+            };
+            let sim_ref: &Simulator = sim;
+            let d = &sim_ref.derived;
+            let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
+            let alpha = match cfg.filter {
+                HessianFilterMode::None => 0.0,
+                HessianFilterMode::Clamp => 0.5,
+                HessianFilterMode::Abs => 1.0,
+                HessianFilterMode::TrustRegion => match (&ro.steps[t].tr, ro.steps[t].converged) {
+                    (Some(tr), true) => tr.alpha,
+                    _ => 1.0,
+                },
+            };
+            let lin = StepLinearization::new(sim_ref, x_next, alpha);
+            let (z, mut st) = solve_adjoint(sim_ref, &lin, &g, cfg, frame);
+            st.alpha = alpha;
+            if !sim_ref.prescribed.is_empty() {
+                let mut kz = vec![0.0; 3 * n];
+                let mut az = vec![0.0; 3 * n];
+                let mut daz = vec![0.0; 3 * n];
+                sim_ref.system.apply_a(&z, &mut az);
+                lin.apply(sim_ref.model, &z, &mut daz);
+                for k in 0..3 * n {
+                    kz[k] = az[k] - daz[k];
+                }
+                let mut dp = vec![0.0; 3 * n];
+                for &k in &sim_ref.prescribed {
+                    dp[k] = g[k] - kz[k];
+                }
+                d_presc.push((frame, dp));
             }
+            accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
+            // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
+            let mut kbz = vec![0.0; n];
+            let mut dx = vec![0.0; 3 * n];
+            for k in 0..3 {
+                sim_ref.kbeta.matvec_axis(&z, k, &mut kbz);
+                for i in 0..n {
+                    let j = 3 * i + k;
+                    dx[j] = -gv[j] / h
+                        + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j]
+                        + kbz[i] / h;
+                }
+            }
+            let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
+            if t >= 1 {
+                let x_prev = if t > c {
+                    states[t - 1 - c].clone()
+                } else {
+                    x_t.iter().zip(&v_c).map(|(a, b)| a - h * b).collect()
+                };
+                let (lx, _) = loss.frame_gradient(t, t_end, x_t, &x_prev, h);
+                for (a, b) in dx.iter_mut().zip(&lx) {
+                    *a += b;
+                }
+            }
+            gx = dx;
+            gv = dv;
+            adjoint.push(st);
         }
-        let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
-        gx = dx.iter().zip(&lg.dx[t]).map(|(a, b)| a + b).collect();
-        gv = dv;
-        adjoint.push(st);
+        seg_end = c;
     }
     // Prescribed values depend on the initial positions through the motion.
     let mut x0g = gx;
@@ -150,7 +236,7 @@ pub fn backward(
     }
     grads.x0 = x0g;
     grads.v0 = gv;
-    BackwardResult { grads, adjoint }
+    Ok(BackwardResult { grads, adjoint })
 }
 
 /// Add $(\partial\bar x_D(t)/\partial x_0)^T\,d\mathcal L/d\bar x_D(t)$ to `out`.

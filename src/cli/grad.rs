@@ -1,0 +1,78 @@
+//! `diffphd grad`: one forward and one backward pass — the loss, its gradient with respect
+//! to the declared `[[parameter]]`s, per-phase timings and per-frame adjoint diagnostics
+//! (`grad.json`). No finite differences.
+
+use super::{Failure, RunArgs};
+use crate::optimize::problem::Problem;
+use anyhow::Context;
+use std::path::PathBuf;
+
+pub fn run(args: &RunArgs) -> Result<(), Failure> {
+    super::simulate::check_backend(args.backend)?;
+    let ls = super::simulate::load_scene(args)?;
+    let threads = super::set_threads(ls.scene.solver.threads);
+    let path = ls.path.display().to_string();
+    let problem = Problem::new(ls)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    let theta = problem.theta0();
+    let ev = problem
+        .evaluate(&theta, true)
+        .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
+    let out: PathBuf = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create {}", out.display()))
+        .map_err(Failure::input)?;
+    let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
+    let json = serde_json::json!({
+        "scene": path,
+        "scene_hash": problem.ls.hash,
+        "threads": threads,
+        "parameters": names,
+        "theta": theta,
+        "values": problem.values_at(&theta),
+        "evaluation": ev,
+    });
+    crate::io::write_atomic(
+        &out.join("grad.json"),
+        serde_json::to_string_pretty(&json)
+            .expect("json")
+            .as_bytes(),
+    )
+    .context("cannot write grad.json")
+    .map_err(Failure::input)?;
+    if !args.quiet {
+        println!("loss = {:.10e}", ev.loss);
+        for (n, g) in names.iter().zip(&ev.gradient) {
+            println!("  dL/d{n} = {g:.10e}");
+        }
+        let frames = ev.frames.len().max(1) as f64;
+        println!(
+            "forward {:.3}s (local {:.3}s, global {:.3}s, other {:.3}s; {} PD iterations), backward {:.3}s ({:.1} ms/frame, {} adjoint iterations), tape {} bytes",
+            ev.forward_seconds,
+            ev.forward_local_seconds,
+            ev.forward_global_seconds,
+            ev.forward_other_seconds,
+            ev.pd_iterations,
+            ev.backward_seconds,
+            1e3 * ev.backward_seconds / frames,
+            ev.adjoint_iterations,
+            ev.tape_bytes
+        );
+        if !ev.nonconverged_backward_frames.is_empty() {
+            println!(
+                "WARNING: adjoint did not converge in frames {:?}",
+                ev.nonconverged_backward_frames
+            );
+        }
+    }
+    if !ev.nonconverged_backward_frames.is_empty() {
+        return Err(Failure::run(anyhow::anyhow!(
+            "adjoint did not converge in frames {:?}",
+            ev.nonconverged_backward_frames
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Output files: PLY frames readable by an independent parser, `log.json` valid at every
+//! moment, a killed run leaving finished frames intact, divergence reported with frame,
+//! iteration and element (issue 2 "Outputs" and "Bad input").
+
+mod common;
+use common::run_cli;
+use ply_rs_bw::ply::Property;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SCENE: &str = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 4
+[[body]]
+[body.mesh]
+generator = "box"
+element = "tet4"
+cells = [3, 2, 2]
+dx = 0.05
+[body.material]
+model = "neohookean"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[[body.region]]
+select = { half_space = { point = [0.075, 0, 0], normal = [1, 0, 0] } }
+youngs_modulus = 4e5
+[body.initial]
+velocity = [0.0, 0.0, 0.5]
+[[body.dirichlet]]
+select = { face = "x_min" }
+[output]
+every = 2
+"#;
+
+fn read_ply(path: &std::path::Path) -> ply_rs_bw::ply::Ply<ply_rs_bw::ply::DefaultElement> {
+    let mut f = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new()
+        .read_ply(&mut f)
+        .expect("valid PLY")
+}
+
+fn float(p: &Property) -> f64 {
+    match p {
+        Property::Float(v) => *v as f64,
+        Property::Int(v) => *v as f64,
+        other => panic!("unexpected property {other:?}"),
+    }
+}
+
+#[test]
+fn ply_frames_round_trip_through_an_independent_parser() {
+    let r = run_cli("simulate", SCENE, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = r.log();
+    assert_eq!(log["status"], "completed");
+    // every = 2: frames 0, 2, 4 written, 1 and 3 not
+    for (f, exists) in [(0, true), (1, false), (2, true), (3, false), (4, true)] {
+        assert_eq!(
+            r.out().join(format!("frame_{f:05}.ply")).exists(),
+            exists,
+            "frame {f}"
+        );
+    }
+    let ply0 = read_ply(&r.out().join("frame_00000.ply"));
+    let ply4 = read_ply(&r.out().join("frame_00004.ply"));
+    let v0 = &ply0.payload["vertex"];
+    let faces = &ply4.payload["face"];
+    // 4x3x3 = 36 nodes, 2 of them interior: 34 on the boundary
+    assert_eq!(v0.len(), 34);
+    // boundary of a 3x2x2 box: 2*(3*2 + 3*2 + 2*2) = 32 squares = 64 triangles
+    assert_eq!(faces.len(), 64);
+    for f in faces {
+        match &f["vertex_indices"] {
+            Property::ListInt(ix) => {
+                assert!(ix.len() == 3 && ix.iter().all(|&i| (i as usize) < v0.len()))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // frame 0: initial velocity (0, 0, 0.5) on free nodes, Young's modulus per node from the two regions
+    let mut seen_stiff = false;
+    for v in v0 {
+        let vz = float(&v["vz"]);
+        let x = float(&v["x"]);
+        let e = float(&v["youngs_modulus"]);
+        // free nodes carry the initial velocity; clamped ones (x = 0) are at rest
+        let expect = if float(&v["x"]).abs() < 1e-9 {
+            0.0
+        } else {
+            0.5
+        };
+        assert!((vz - expect).abs() < 1e-6);
+        assert!((1e5..=4e5).contains(&e));
+        if x > 0.12 {
+            assert!((e - 4e5).abs() < 1.0);
+            seen_stiff = true;
+        }
+        assert!(float(&v["node"]) >= 0.0);
+    }
+    assert!(seen_stiff);
+    // clamped nodes (x = 0) stay put in frame 4
+    for v in &ply4.payload["vertex"] {
+        if float(&v["x"]).abs() < 1e-9 {
+            assert!(float(&v["vx"]).abs() < 1e-9);
+        }
+    }
+    assert_eq!(log["header"]["backend"], "cpu");
+    assert_eq!(log["frames"].as_array().unwrap().len(), 4);
+    assert!(log["header"]["scene_hash"].as_str().unwrap().len() == 64);
+}
+
+#[test]
+fn killed_run_leaves_valid_frames_and_log() {
+    let scene = SCENE
+        .replace("frames = 4", "frames = 100000")
+        .replace("every = 2", "every = 1")
+        .replace("cells = [3, 2, 2]", "cells = [8, 4, 4]");
+    let dir = tempfile::tempdir().unwrap();
+    let sp = dir.path().join("s.toml");
+    std::fs::write(&sp, scene).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(common::bin())
+        .args([
+            "simulate",
+            sp.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !out.join("frame_00005.ply").exists() && t0.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("log.json")).unwrap())
+            .expect("log.json is valid JSON after a kill");
+    assert_eq!(log["status"], "running");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().and_then(|e| e.to_str()) == Some("ply") {
+            let ply = read_ply(&p);
+            assert_eq!(
+                ply.payload["vertex"].len(),
+                9 * 5 * 5 - 7 * 3 * 3,
+                "{}",
+                p.display()
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "only {n} frames written");
+    // every frame listed in the log has its file
+    for f in log["frames"].as_array().unwrap() {
+        assert!(out.join(f["file"].as_str().unwrap()).exists());
+    }
+}
+
+#[test]
+fn divergence_is_reported_with_frame_iteration_and_element_and_the_log_survives() {
+    // M y / h^2 overflows to infinity in the first global solve.
+    let scene = SCENE
+        .replace("[simulation]", "[simulation]\ngravity = [0.0, 0.0, -1e308]")
+        .replace("density = 1000.0", "density = 1e7");
+    let r = run_cli("simulate", &scene, &[], &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for needle in ["frame 1", "iteration", "element"] {
+        assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
+    }
+    let log = r.log();
+    assert_eq!(log["status"], "failed");
+    assert!(log["error"].as_str().unwrap().contains("frame 1"));
+    assert!(r.out().join("frame_00000.ply").exists());
+}
