@@ -416,6 +416,12 @@ impl<'a, O, S: Solver<O, LState>> Solver<O, LState> for Driver<'a, S> {
             return TerminationStatus::NotTerminated;
         };
         let g = last.gradient_norm;
+        if g == 0.0 && last.loss > 0.0 {
+            return done(format!(
+                "the gradient is exactly 0 at loss {:.3e}: the adjoint right-hand side fell below backward.abs_tol (lower it to go on)",
+                last.loss
+            ));
+        }
         if g <= s.grad_tol * sh.grad0 {
             return done(format!(
                 "gradient norm {g:.3e} <= grad_tol {:.1e} x initial {:.3e}",

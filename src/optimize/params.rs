@@ -21,6 +21,8 @@ pub struct Param {
     pub component: usize,
     /// Global force-group index (force_scale).
     pub force: usize,
+    /// Global muscle-group index (muscle_activation).
+    pub muscle: usize,
     pub seed: u64,
     pub log: bool,
     pub fd_step: Option<f64>,
@@ -50,6 +52,7 @@ pub fn kind_name(k: ParamKind) -> &'static str {
         ParamKind::InitialStateDirection => "initial_state_direction",
         ParamKind::ForceScale => "force_scale",
         ParamKind::Gravity => "gravity",
+        ParamKind::MuscleActivation => "muscle_activation",
     }
 }
 
@@ -71,6 +74,7 @@ fn is_positive(k: ParamKind) -> bool {
             | ParamKind::DampingAlpha
             | ParamKind::DampingBeta
             | ParamKind::ForceScale
+            | ParamKind::MuscleActivation
     )
 }
 
@@ -123,6 +127,24 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         } else {
             0
         };
+        let muscle = if s.kind == ParamKind::MuscleActivation {
+            let local = s.muscle.unwrap_or(0);
+            let globals: Vec<usize> = (0..model.muscles.len())
+                .filter(|&g| model.muscles[g].body == s.body)
+                .collect();
+            *globals.get(local).ok_or((
+                format!("{key}.muscle"),
+                format!("muscle group {local} does not exist on body {}", s.body),
+            ))?
+        } else {
+            if s.muscle.is_some() {
+                return Err((
+                    format!("{key}.muscle"),
+                    "only `muscle_activation` takes a muscle group".into(),
+                ));
+            }
+            0
+        };
         if s.log && !is_positive(s.kind) {
             return Err((
                 format!("{key}.log"),
@@ -160,6 +182,9 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 if s.kind == ParamKind::ForceScale {
                     n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
                 }
+                if s.kind == ParamKind::MuscleActivation {
+                    n.push_str(&format!(".muscle{}", s.muscle.unwrap_or(0)));
+                }
                 n
             });
             if is_vector(s.kind) {
@@ -184,6 +209,7 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 elements: elements.clone(),
                 component: c,
                 force,
+                muscle,
                 seed: s.seed.unwrap_or(1),
                 log: s.log,
                 fd_step: s.fd_step,
@@ -290,6 +316,7 @@ impl Param {
                 .unwrap_or(0.0),
             ParamKind::ForceScale => m.forces[self.force].scale,
             ParamKind::Gravity => m.gravity[self.component],
+            ParamKind::MuscleActivation => m.muscles[self.muscle].activation,
         }
     }
 
@@ -329,6 +356,7 @@ impl Param {
             }
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
+            ParamKind::MuscleActivation => m.muscles[self.muscle].activation = value,
         }
         if matches!(
             self.kind,
@@ -390,6 +418,7 @@ impl Param {
             }
             ParamKind::ForceScale => g.force_scale[self.force],
             ParamKind::Gravity => g.gravity[self.component],
+            ParamKind::MuscleActivation => g.muscle_activation[self.muscle],
         };
         if self.log {
             value * dvalue

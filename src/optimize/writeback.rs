@@ -12,12 +12,13 @@
 //! | `force_scale` | the force group's `force` vector (or `twist.magnitude`) times the scale |
 //! | `youngs_modulus`, whole body | `material.youngs_modulus` and every absolute `region.youngs_modulus` times the factor value/scene value |
 //! | `youngs_modulus`, region r | `region[r].youngs_modulus` or `region[r].scale` times the factor |
+//! | `muscle_activation` | `body[b].muscle[j].activation` |
 //! | `initial_state_direction` | not representable (reported, file not exact) |
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
 //! starts from the optimum. The result is verified: the model built from the new text must
-//! have the optimized per-element moduli, material scalars, initial state, gravity and
-//! loads (relative 1e-9). Where an in-place E rewrite is not exact (a later region with an
+//! have the optimized per-element moduli, material scalars, initial state, gravity,
+//! loads and muscle activations (relative 1e-9). Where an in-place E rewrite is not exact (a later region with an
 //! absolute modulus overlapping region r, or `youngs_modulus_file`), the factor is instead
 //! appended as a new `[[body.region]]` (`scale`) with region r's selector (or `all = true`).
 
@@ -166,6 +167,18 @@ fn rewrite(
                     }
                 }
             }
+            ParamKind::MuscleActivation => {
+                let j = specs[p.index].muscle.unwrap_or(0);
+                let bt = body_mut(root, b).as_table_mut().expect("table");
+                let mt = bt
+                    .get_mut("muscle")
+                    .and_then(|a| a.as_array_mut())
+                    .expect("muscle group exists")[j]
+                    .as_table_mut()
+                    .expect("table");
+                mt.insert("activation".into(), Value::Float(v));
+                sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
+            }
             ParamKind::InitialStateDirection => notes.push(format!(
                 "{}: a seeded state direction has no scene key; not written",
                 p.name
@@ -300,6 +313,10 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
     };
     if !close_all(&loads(&m), &loads(target)) {
         bad.push("external loads".into());
+    }
+    let act = |m: &Model| -> Vec<f64> { m.muscles.iter().map(|g| g.activation).collect() };
+    if !close_all(&act(&m), &act(target)) {
+        bad.push("muscle activations".into());
     }
     bad
 }

@@ -295,6 +295,9 @@ pub struct ParamSpec {
     /// `initial_state_direction`: seed of the random direction.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// `muscle_activation`: muscle-group index of the body (default 0).
+    #[serde(default)]
+    pub muscle: Option<usize>,
     /// Work with the logarithm of the (positive) parameter.
     #[serde(default)]
     pub log: bool,
@@ -336,6 +339,8 @@ pub enum ParamKind {
     /// Scale of a force group (nominal 1).
     ForceScale,
     Gravity,
+    /// Activation of a muscle group (`muscle`).
+    MuscleActivation,
 }
 
 /// `[simulation]`
@@ -393,6 +398,51 @@ pub struct Body {
     /// External nodal forces (`[[body.force]]`).
     #[serde(rename = "force", default)]
     pub forces: Vec<Force>,
+    /// Muscle groups (`[[body.muscle]]`, spec §3.5).
+    #[serde(rename = "muscle", default)]
+    pub muscles: Vec<Muscle>,
+}
+
+/// `[[body.muscle]]`: a muscle group — elements sharing one activation (spec §3.5).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Muscle {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Actuated elements (by centroid).
+    pub select: ElementSelector,
+    /// Fibre: a direction `[x, y, z]`, or `{ radial = { axis, center } }` /
+    /// `{ circumferential = { axis, center } }` (centre default: the body's bounding-box centre).
+    pub fiber: FiberSpec,
+    /// Muscle stiffness $k_m$ (Pa): $\Psi=\tfrac{k_m}2(\|F\mathsf m\|-a)^2$ per unit volume.
+    pub stiffness: f64,
+    /// Activation a: target fibre stretch (1 relaxed, < 1 contraction).
+    #[serde(default = "one")]
+    pub activation: f64,
+}
+
+/// Fibre direction of a muscle group.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FiberSpec {
+    Direction([f64; 3]),
+    Field(FiberField),
+}
+
+/// Fibre fields about an axis.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FiberField {
+    Radial {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+    },
+    Circumferential {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+    },
 }
 
 /// `[body.mesh]`: either `file` or `generator`.
@@ -1088,6 +1138,28 @@ impl Body {
                     "axis must be non-zero".into(),
                 ));
             }
+        }
+        for (i, m) in self.muscles.iter().enumerate() {
+            let mk = format!("{k}.muscle[{i}]");
+            nonneg(&format!("{mk}.stiffness"), m.stiffness)?;
+            if !m.activation.is_finite() {
+                return Err((
+                    format!("{mk}.activation"),
+                    "expected a finite number".into(),
+                ));
+            }
+            let (axis, key) = match &m.fiber {
+                FiberSpec::Direction(d) => (d, format!("{mk}.fiber")),
+                FiberSpec::Field(FiberField::Radial { axis, .. })
+                | FiberSpec::Field(FiberField::Circumferential { axis, .. }) => {
+                    (axis, format!("{mk}.fiber.axis"))
+                }
+            };
+            finite3(&key, axis)?;
+            if axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
+                return Err((key, "must be non-zero".into()));
+            }
+            m.select.validate(&format!("{mk}.select"))?;
         }
         for (i, f) in self.forces.iter().enumerate() {
             let fk = format!("{k}.force[{i}]");
