@@ -6,6 +6,8 @@
 pub mod grad;
 pub mod gradcheck;
 pub mod mesh;
+pub mod optimize;
+pub mod plot;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +68,10 @@ pub enum Command {
         #[command(subcommand)]
         cmd: mesh::MeshCommand,
     },
+    /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final PLY frames.
+    Optimize(optimize::OptimizeArgs),
+    /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
+    Plot(plot::PlotArgs),
 }
 
 /// A CLI failure with its exit code.
@@ -104,6 +110,8 @@ pub fn main() -> i32 {
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
         Command::Grad(args) => grad::run(&args),
         Command::Mesh { cmd } => mesh::run(&cmd),
+        Command::Optimize(args) => optimize::run(&args).map(|_| ()),
+        Command::Plot(args) => plot::run(&args),
     };
     match result {
         Ok(()) => 0,

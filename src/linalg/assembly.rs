@@ -37,6 +37,7 @@ pub fn pd_matrices(model: &Model, derived: &Derived, h: f64) -> (CscMatrix, CscM
     let k = laplacian(model, &pattern, &w);
     let kb = laplacian(model, &pattern, &wb);
     let mut a = k.combine(1.0, &kb, 1.0 / h);
+    crate::solver::muscle::add_to_matrix(model, &mut a);
     let diag: Vec<f64> = derived
         .mass
         .iter()

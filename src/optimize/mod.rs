@@ -2,5 +2,8 @@
 //! evaluation ([`problem::Problem`]), used by `gradcheck` and (later) `optimize`.
 
 pub mod gradcheck;
+pub mod lbfgs;
 pub mod params;
 pub mod problem;
+pub mod transform;
+pub mod writeback;

@@ -21,14 +21,25 @@ pub struct Param {
     pub component: usize,
     /// Global force-group index (force_scale).
     pub force: usize,
+    /// Global muscle-group index (muscle_activation).
+    pub muscle: usize,
     pub seed: u64,
     pub log: bool,
     pub fd_step: Option<f64>,
     /// Value in the base model (for Young's modulus: the mean over `elements`).
     pub base_value: f64,
+    /// `optimize` bounds in user units (`lower`/`upper`), if declared.
+    pub lower: Option<f64>,
+    pub upper: Option<f64>,
+    /// `optimize` starting value in user units (`initial`), if declared.
+    pub initial: Option<f64>,
+    /// `optimize` variable scale (`scale`, default 1).
+    pub scale: f64,
+    /// Index of the declaring `[[parameter]]` entry.
+    pub index: usize,
 }
 
-fn kind_name(k: ParamKind) -> &'static str {
+pub fn kind_name(k: ParamKind) -> &'static str {
     match k {
         ParamKind::YoungsModulus => "youngs_modulus",
         ParamKind::PoissonRatio => "poisson_ratio",
@@ -41,6 +52,7 @@ fn kind_name(k: ParamKind) -> &'static str {
         ParamKind::InitialStateDirection => "initial_state_direction",
         ParamKind::ForceScale => "force_scale",
         ParamKind::Gravity => "gravity",
+        ParamKind::MuscleActivation => "muscle_activation",
     }
 }
 
@@ -62,6 +74,7 @@ fn is_positive(k: ParamKind) -> bool {
             | ParamKind::DampingAlpha
             | ParamKind::DampingBeta
             | ParamKind::ForceScale
+            | ParamKind::MuscleActivation
     )
 }
 
@@ -114,6 +127,24 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         } else {
             0
         };
+        let muscle = if s.kind == ParamKind::MuscleActivation {
+            let local = s.muscle.unwrap_or(0);
+            let globals: Vec<usize> = (0..model.muscles.len())
+                .filter(|&g| model.muscles[g].body == s.body)
+                .collect();
+            *globals.get(local).ok_or((
+                format!("{key}.muscle"),
+                format!("muscle group {local} does not exist on body {}", s.body),
+            ))?
+        } else {
+            if s.muscle.is_some() {
+                return Err((
+                    format!("{key}.muscle"),
+                    "only `muscle_activation` takes a muscle group".into(),
+                ));
+            }
+            0
+        };
         if s.log && !is_positive(s.kind) {
             return Err((
                 format!("{key}.log"),
@@ -151,6 +182,9 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 if s.kind == ParamKind::ForceScale {
                     n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
                 }
+                if s.kind == ParamKind::MuscleActivation {
+                    n.push_str(&format!(".muscle{}", s.muscle.unwrap_or(0)));
+                }
                 n
             });
             if is_vector(s.kind) {
@@ -159,13 +193,23 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             if s.log {
                 name = format!("log {name}");
             }
+            let lower = s.lower.map(|b| b.get(c));
+            let upper = s.upper.map(|b| b.get(c));
+            let initial = s.initial.map(|b| b.get(c));
+            check_bounds(&key, s, lower, upper, initial)?;
             let mut p = Param {
+                lower,
+                upper,
+                initial,
+                scale: s.scale.unwrap_or(1.0),
+                index: i,
                 name,
                 kind: s.kind,
                 body: s.body,
                 elements: elements.clone(),
                 component: c,
                 force,
+                muscle,
                 seed: s.seed.unwrap_or(1),
                 log: s.log,
                 fd_step: s.fd_step,
@@ -185,6 +229,64 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         }
     }
     Ok(out)
+}
+
+/// Checks of the `optimize` keys of `parameter[i]` for one component.
+fn check_bounds(
+    key: &str,
+    s: &ParamSpec,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    initial: Option<f64>,
+) -> Result<(), (String, String)> {
+    let vector = is_vector(s.kind) && s.component.is_none();
+    for (name, v) in [
+        ("lower", s.lower),
+        ("upper", s.upper),
+        ("initial", s.initial),
+    ] {
+        if let Some(crate::scene::PerComponent::Three(_)) = v {
+            if !vector {
+                return Err((
+                    format!("{key}.{name}"),
+                    "three values need a vector kind without `component`".into(),
+                ));
+            }
+        }
+    }
+    for (name, v) in [("lower", lower), ("upper", upper), ("initial", initial)] {
+        if let Some(v) = v {
+            if !v.is_finite() {
+                return Err((
+                    format!("{key}.{name}"),
+                    format!("expected a finite number, got {v}"),
+                ));
+            }
+            if s.log && v <= 0.0 {
+                return Err((
+                    format!("{key}.{name}"),
+                    format!("`log = true` needs positive values, got {v}"),
+                ));
+            }
+        }
+    }
+    if let (Some(l), Some(u)) = (lower, upper) {
+        if l >= u {
+            return Err((
+                format!("{key}.upper"),
+                format!("expected lower < upper, got [{l}, {u}]"),
+            ));
+        }
+    }
+    if let Some(sc) = s.scale {
+        if !(sc.is_finite() && sc > 0.0) {
+            return Err((
+                format!("{key}.scale"),
+                format!("expected a scale > 0, got {sc}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Param {
@@ -214,6 +316,7 @@ impl Param {
                 .unwrap_or(0.0),
             ParamKind::ForceScale => m.forces[self.force].scale,
             ParamKind::Gravity => m.gravity[self.component],
+            ParamKind::MuscleActivation => m.muscles[self.muscle].activation,
         }
     }
 
@@ -253,6 +356,7 @@ impl Param {
             }
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
+            ParamKind::MuscleActivation => m.muscles[self.muscle].activation = value,
         }
         if matches!(
             self.kind,
@@ -314,6 +418,7 @@ impl Param {
             }
             ParamKind::ForceScale => g.force_scale[self.force],
             ParamKind::Gravity => g.gravity[self.component],
+            ParamKind::MuscleActivation => g.muscle_activation[self.muscle],
         };
         if self.log {
             value * dvalue

@@ -30,6 +30,136 @@ pub struct Scene {
     /// Differentiable parameters (`[[parameter]]`), used by `gradcheck` and `optimize`.
     #[serde(rename = "parameter", default)]
     pub parameters: Vec<ParamSpec>,
+    /// Optimizer settings of `diffphd optimize` (`[optimize]`).
+    #[serde(default)]
+    pub optimize: OptimizeSettings,
+}
+
+/// `[optimize]`: L-BFGS settings and stopping rules of `diffphd optimize` (docs/optimize.md).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimizeSettings {
+    /// L-BFGS iteration cap.
+    #[serde(default = "d_opt_iterations")]
+    pub max_iterations: usize,
+    /// Cap on loss+gradient evaluations (forward + adjoint rollouts), line searches included.
+    #[serde(default = "d_opt_evaluations")]
+    pub max_evaluations: usize,
+    /// Stop when $\|\nabla_u\mathcal L\|_2\le$ `grad_tol`$\cdot\|\nabla_u\mathcal L(u_0)\|_2$
+    /// (relative to the first gradient, in the optimizer variables u).
+    #[serde(default = "d_grad_tol")]
+    pub grad_tol: f64,
+    /// Stop when $\|\nabla_u\mathcal L\|_2\le$ `abs_grad_tol` (absolute; 0 = off).
+    #[serde(default)]
+    pub abs_grad_tol: f64,
+    /// Stop when an iteration changes the loss by at most `rel_loss_tol` of its previous value.
+    #[serde(default = "d_rel_loss_tol")]
+    pub rel_loss_tol: f64,
+    /// Stop when the loss is at most this value.
+    #[serde(default)]
+    pub target_loss: Option<f64>,
+    /// Number of L-BFGS correction pairs kept.
+    #[serde(default = "d_lbfgs_memory")]
+    pub lbfgs_memory: usize,
+    /// `"more_thuente"` (default) or `"hager_zhang"`.
+    #[serde(default)]
+    pub line_search: LineSearchKind,
+    /// Length (max-norm, optimizer variables) of the first trial step of the first line search.
+    #[serde(default = "d_initial_step")]
+    pub initial_step: f64,
+}
+fn d_opt_iterations() -> usize {
+    50
+}
+fn d_opt_evaluations() -> usize {
+    200
+}
+fn d_grad_tol() -> f64 {
+    1e-6
+}
+fn d_rel_loss_tol() -> f64 {
+    1e-12
+}
+fn d_lbfgs_memory() -> usize {
+    7
+}
+fn d_initial_step() -> f64 {
+    0.5
+}
+impl Default for OptimizeSettings {
+    fn default() -> Self {
+        OptimizeSettings {
+            max_iterations: d_opt_iterations(),
+            max_evaluations: d_opt_evaluations(),
+            grad_tol: d_grad_tol(),
+            abs_grad_tol: 0.0,
+            rel_loss_tol: d_rel_loss_tol(),
+            target_loss: None,
+            lbfgs_memory: d_lbfgs_memory(),
+            line_search: LineSearchKind::MoreThuente,
+            initial_step: d_initial_step(),
+        }
+    }
+}
+
+/// Line search of the L-BFGS optimizer.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LineSearchKind {
+    #[default]
+    MoreThuente,
+    HagerZhang,
+}
+
+impl OptimizeSettings {
+    /// Range checks of `[optimize]`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.max_iterations == 0 {
+            return Err((
+                "optimize.max_iterations".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        if self.max_evaluations < 2 {
+            return Err((
+                "optimize.max_evaluations".into(),
+                "expected at least 2".into(),
+            ));
+        }
+        nonneg("optimize.grad_tol", self.grad_tol)?;
+        nonneg("optimize.abs_grad_tol", self.abs_grad_tol)?;
+        nonneg("optimize.rel_loss_tol", self.rel_loss_tol)?;
+        if let Some(t) = self.target_loss {
+            if !t.is_finite() {
+                return Err((
+                    "optimize.target_loss".into(),
+                    "expected a finite number".into(),
+                ));
+            }
+        }
+        if self.lbfgs_memory == 0 {
+            return Err(("optimize.lbfgs_memory".into(), "expected at least 1".into()));
+        }
+        positive("optimize.initial_step", self.initial_step)
+    }
+}
+
+/// A scalar, or one value per component for vector parameter kinds.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PerComponent {
+    One(f64),
+    Three([f64; 3]),
+}
+
+impl PerComponent {
+    /// The value for component `c` (a scalar applies to every component).
+    pub fn get(&self, c: usize) -> f64 {
+        match self {
+            PerComponent::One(v) => *v,
+            PerComponent::Three(v) => v[c.min(2)],
+        }
+    }
 }
 
 /// `[backward]`: adjoint solver settings (spec §7.6).
@@ -165,12 +295,28 @@ pub struct ParamSpec {
     /// `initial_state_direction`: seed of the random direction.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// `muscle_activation`: muscle-group index of the body (default 0).
+    #[serde(default)]
+    pub muscle: Option<usize>,
     /// Work with the logarithm of the (positive) parameter.
     #[serde(default)]
     pub log: bool,
     /// Central-difference step for `gradcheck` (in the working variable); default per kind.
     #[serde(default)]
     pub fd_step: Option<f64>,
+    /// `optimize`: lower bound (user units); a number, or three for a vector kind.
+    #[serde(default)]
+    pub lower: Option<PerComponent>,
+    /// `optimize`: upper bound (user units).
+    #[serde(default)]
+    pub upper: Option<PerComponent>,
+    /// `optimize`: starting value (user units); default: the scene's value.
+    #[serde(default)]
+    pub initial: Option<PerComponent>,
+    /// `optimize`: typical size of a change of the (log/bounded) working variable; the
+    /// optimizer works on that variable divided by `scale` (default 1).
+    #[serde(default)]
+    pub scale: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -193,6 +339,8 @@ pub enum ParamKind {
     /// Scale of a force group (nominal 1).
     ForceScale,
     Gravity,
+    /// Activation of a muscle group (`muscle`).
+    MuscleActivation,
 }
 
 /// `[simulation]`
@@ -250,6 +398,51 @@ pub struct Body {
     /// External nodal forces (`[[body.force]]`).
     #[serde(rename = "force", default)]
     pub forces: Vec<Force>,
+    /// Muscle groups (`[[body.muscle]]`, spec §3.5).
+    #[serde(rename = "muscle", default)]
+    pub muscles: Vec<Muscle>,
+}
+
+/// `[[body.muscle]]`: a muscle group — elements sharing one activation (spec §3.5).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Muscle {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Actuated elements (by centroid).
+    pub select: ElementSelector,
+    /// Fibre: a direction `[x, y, z]`, or `{ radial = { axis, center } }` /
+    /// `{ circumferential = { axis, center } }` (centre default: the body's bounding-box centre).
+    pub fiber: FiberSpec,
+    /// Muscle stiffness $k_m$ (Pa): $\Psi=\tfrac{k_m}2(\|F\mathsf m\|-a)^2$ per unit volume.
+    pub stiffness: f64,
+    /// Activation a: target fibre stretch (1 relaxed, < 1 contraction).
+    #[serde(default = "one")]
+    pub activation: f64,
+}
+
+/// Fibre direction of a muscle group.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FiberSpec {
+    Direction([f64; 3]),
+    Field(FiberField),
+}
+
+/// Fibre fields about an axis.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FiberField {
+    Radial {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+    },
+    Circumferential {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+    },
 }
 
 /// `[body.mesh]`: either `file` or `generator`.
@@ -452,6 +645,14 @@ pub struct Initial {
     /// 0 at the body's lowest extent along the axis to `angle_deg` at its highest.
     #[serde(default)]
     pub twist: Option<Twist>,
+    /// Rigid translation (m) of the initial positions, applied after `scale`, `twist` and
+    /// `rotation_deg` (the `initial_translation` parameter).
+    #[serde(default)]
+    pub translation: [f64; 3],
+    /// Rigid rotation of the initial positions about the body's bounding-box centre, XYZ
+    /// Euler angles in degrees ($R=R_zR_yR_x$; the `initial_rotation` parameter, in rad).
+    #[serde(default)]
+    pub rotation_deg: [f64; 3],
 }
 
 impl Default for Initial {
@@ -461,6 +662,8 @@ impl Default for Initial {
             angular_velocity: [0.0; 3],
             scale: 1.0,
             twist: None,
+            translation: [0.0; 3],
+            rotation_deg: [0.0; 3],
         }
     }
 }
@@ -793,6 +996,7 @@ impl Scene {
         if self.output.every == 0 {
             return Err(("output.every".into(), "expected at least 1".into()));
         }
+        self.optimize.validate()?;
         Ok(())
     }
 }
@@ -919,6 +1123,14 @@ impl Body {
             &self.initial.angular_velocity,
         )?;
         positive(&format!("{k}.initial.scale"), self.initial.scale)?;
+        finite3(
+            &format!("{k}.initial.translation"),
+            &self.initial.translation,
+        )?;
+        finite3(
+            &format!("{k}.initial.rotation_deg"),
+            &self.initial.rotation_deg,
+        )?;
         if let Some(t) = &self.initial.twist {
             finite3(&format!("{k}.initial.twist.axis"), &t.axis)?;
             if t.axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
@@ -927,6 +1139,28 @@ impl Body {
                     "axis must be non-zero".into(),
                 ));
             }
+        }
+        for (i, m) in self.muscles.iter().enumerate() {
+            let mk = format!("{k}.muscle[{i}]");
+            nonneg(&format!("{mk}.stiffness"), m.stiffness)?;
+            if !m.activation.is_finite() {
+                return Err((
+                    format!("{mk}.activation"),
+                    "expected a finite number".into(),
+                ));
+            }
+            let (axis, key) = match &m.fiber {
+                FiberSpec::Direction(d) => (d, format!("{mk}.fiber")),
+                FiberSpec::Field(FiberField::Radial { axis, .. })
+                | FiberSpec::Field(FiberField::Circumferential { axis, .. }) => {
+                    (axis, format!("{mk}.fiber.axis"))
+                }
+            };
+            finite3(&key, axis)?;
+            if axis.iter().map(|v| v * v).sum::<f64>() == 0.0 {
+                return Err((key, "must be non-zero".into()));
+            }
+            m.select.validate(&format!("{mk}.select"))?;
         }
         for (i, f) in self.forces.iter().enumerate() {
             let fk = format!("{k}.force[{i}]");

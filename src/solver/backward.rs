@@ -83,6 +83,8 @@ enum SampleLin {
 /// Local Jacobians of one step, evaluated at $x_{t+1}$.
 pub struct StepLinearization {
     samples: Vec<SampleLin>,
+    /// Muscle fibres at $x_{t+1}$ (spec §3.5).
+    pub muscle: super::muscle::MuscleLin,
     /// Number of samples whose stretch Jacobian the filter changed.
     pub filtered_samples: usize,
 }
@@ -140,6 +142,7 @@ impl StepLinearization {
             .count();
         StepLinearization {
             samples,
+            muscle: super::muscle::MuscleLin::new(model, x),
             filtered_samples,
         }
     }
@@ -210,6 +213,7 @@ impl StepLinearization {
         for (s, dp) in dps.iter().enumerate() {
             model.scatter_gt(s, dp, out);
         }
+        self.muscle.apply(model, z, out);
     }
 }
 

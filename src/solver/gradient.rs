@@ -39,6 +39,8 @@ pub struct Gradients {
     pub force_scale: Vec<f64>,
     /// $d\mathcal L/dg$ (gravity vector).
     pub gravity: [f64; 3],
+    /// $d\mathcal L/da_g$ per muscle group.
+    pub muscle_activation: Vec<f64>,
 }
 
 impl Gradients {
@@ -55,6 +57,7 @@ impl Gradients {
             v0: vec![0.0; 3 * m.num_nodes()],
             force_scale: vec![0.0; m.forces.len()],
             gravity: [0.0; 3],
+            muscle_activation: vec![0.0; m.muscles.len()],
         }
     }
 }
@@ -107,6 +110,8 @@ pub fn accumulate_step(
             }
         }
     }
+    lin.muscle
+        .activation_gradient(model, z, &mut grads.muscle_activation);
     // Per-sample material terms.
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
         .map(|s| {

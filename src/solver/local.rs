@@ -29,11 +29,12 @@ pub fn project_all(
     x: &[f64],
     warm: &mut [Vector3<f64>],
 ) -> Result<LocalResult, NonFiniteSample> {
-    let q: Vec<Matrix3<f64>> = warm
+    let mut q: Vec<Matrix3<f64>> = warm
         .par_iter_mut()
         .enumerate()
         .map(|(s, w)| project_sample(model, d, x, s, w))
         .collect();
+    super::muscle::add_projections(model, x, &mut q);
     if let Some(s) = q.iter().position(|m| !m.iter().all(|v| v.is_finite())) {
         return Err(NonFiniteSample {
             sample: s,

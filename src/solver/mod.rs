@@ -9,6 +9,7 @@ pub mod gradient;
 pub mod local;
 pub mod loss;
 pub mod model;
+pub mod muscle;
 pub mod rollout;
 pub mod trust_region;
 

@@ -121,6 +121,8 @@ pub struct Model {
     pub offsets: Vec<RigidOffset>,
     /// Seeded perturbation directions of the whole initial state: `(seed, amount)`.
     pub state_directions: Vec<(u64, f64)>,
+    /// Muscle groups (spec §3.5), in body order.
+    pub muscles: Vec<super::muscle::MuscleGroup>,
 }
 
 /// Rigid change of a body's initial state: $x_0=c+R(\varphi)(\hat x_0-c)+t$, $v_0=\hat v_0+u$,
@@ -333,6 +335,7 @@ impl Model {
             base_v0: vec![],
             offsets: vec![],
             state_directions: vec![],
+            muscles: vec![],
         };
         for (b, body) in sc.bodies.iter().enumerate() {
             let mesh = load_mesh(ls, b, body)?;
@@ -341,7 +344,16 @@ impl Model {
         model.prescribe_initial_velocity();
         model.base_x0 = model.x0.clone();
         model.base_v0 = model.v0.clone();
-        model.offsets = vec![RigidOffset::default(); model.bodies.len()];
+        model.offsets = sc
+            .bodies
+            .iter()
+            .map(|b| RigidOffset {
+                translation: b.initial.translation,
+                euler: b.initial.rotation_deg.map(f64::to_radians),
+                velocity: [0.0; 3],
+            })
+            .collect();
+        model.refresh_initial();
         Ok(model)
     }
 
@@ -605,6 +617,58 @@ impl Model {
                 nodes: nodes.iter().map(|n| n + node_off).collect(),
                 forces,
                 profile: f.profile.clone(),
+            });
+        }
+        let center = [
+            (lo[0] + hi[0]) / 2.0,
+            (lo[1] + hi[1]) / 2.0,
+            (lo[2] + hi[2]) / 2.0,
+        ];
+        for (j, ms) in body.muscles.iter().enumerate() {
+            let k = format!("{key}.muscle[{j}]");
+            let mask = ms
+                .select
+                .mask(
+                    &format!("{k}.select"),
+                    &centroids,
+                    &mesh.tags,
+                    tol,
+                    &ls.base_dir,
+                )
+                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+            let mut fiber_of = vec![None; ne];
+            for e in (0..ne).filter(|&e| mask[e]) {
+                fiber_of[e] = Some(
+                    super::muscle::fiber_at(&ms.fiber, center, centroids[e]).ok_or_else(|| {
+                        ModelError::Scene {
+                            key: format!("{k}.fiber"),
+                            msg: format!("element {e}: its centroid lies on the fibre axis"),
+                        }
+                    })?,
+                );
+            }
+            let (mut samples, mut fibers) = (Vec::new(), Vec::new());
+            for (s, &ge) in self.samples.elem.iter().enumerate() {
+                if ge >= elem_off && ge < elem_off + ne {
+                    if let Some(m) = fiber_of[ge - elem_off] {
+                        samples.push(s);
+                        fibers.push(m);
+                    }
+                }
+            }
+            if samples.is_empty() {
+                return Err(ModelError::Scene {
+                    key: format!("{k}.select"),
+                    msg: "selects no element".into(),
+                });
+            }
+            self.muscles.push(super::muscle::MuscleGroup {
+                body: b,
+                name: ms.name.clone().unwrap_or_else(|| format!("muscle{j}")),
+                stiffness: ms.stiffness,
+                activation: ms.activation,
+                samples,
+                fibers,
             });
         }
         let surface: Vec<[usize; 3]> = crate::mesh::surface::boundary_faces(&mesh)

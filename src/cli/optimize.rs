@@ -1,0 +1,267 @@
+//! `diffphd optimize`: L-BFGS on the scene's `[[parameter]]`s against its `[loss]`
+//! (docs/optimize.md). Writes `optimize.json` (rewritten atomically after every evaluation),
+//! `optimized.toml` and the PLY frames of the final rollout at the best parameters.
+//!
+//! Exit codes: 0 completed, 1 an evaluation failed (outputs still written with the best
+//! point), 2 bad input, 130 interrupted by Ctrl-C (outputs written with the best point; a
+//! second Ctrl-C exits at once, leaving the last complete `optimize.json`).
+
+use super::{Failure, RunArgs};
+use crate::optimize::lbfgs::{self, OptimizeLog, Status};
+use crate::optimize::problem::Problem;
+use crate::optimize::writeback;
+use crate::solver::{rollout, Simulator};
+use anyhow::Context;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+#[derive(clap::Args, Debug)]
+pub struct OptimizeArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// L-BFGS iteration cap (overrides `optimize.max_iterations`).
+    #[arg(long)]
+    pub max_iterations: Option<usize>,
+    /// Evaluation cap (overrides `optimize.max_evaluations`).
+    #[arg(long)]
+    pub max_evaluations: Option<usize>,
+}
+
+/// What a run produced.
+pub struct Outcome {
+    pub log: OptimizeLog,
+    pub out: PathBuf,
+}
+
+/// The process-wide SIGINT flag (installed once).
+fn interrupt_flag() -> Option<Arc<AtomicBool>> {
+    static FLAG: OnceLock<Option<Arc<AtomicBool>>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                // Second Ctrl-C: leave now; optimize.json is always complete on disk.
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\ninterrupt: stopping after the current evaluation (Ctrl-C again to quit now)"
+            );
+        })
+        .ok()
+        .map(|_| flag)
+    })
+    .clone()
+}
+
+fn write_json(path: &Path, log: &OptimizeLog) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(log).expect("log serializes");
+    crate::io::write_atomic(path, text.as_bytes())
+}
+
+pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
+    super::simulate::check_backend(args.run.backend)?;
+    let mut run = args.run.clone();
+    if let Some(n) = args.max_iterations {
+        run.sets.push(format!("optimize.max_iterations={n}"));
+    }
+    if let Some(n) = args.max_evaluations {
+        run.sets.push(format!("optimize.max_evaluations={n}"));
+    }
+    let ls = super::simulate::load_scene(&run)?;
+    let threads = super::set_threads(ls.scene.solver.threads);
+    let path = ls.path.display().to_string();
+    let problem = Problem::new(ls)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    lbfgs::setup(&problem)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    let out: PathBuf = run
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))
+        .map_err(Failure::input)?;
+    let json_path = out.join("optimize.json");
+    let settings = problem.ls.scene.optimize.clone();
+    let header = serde_json::json!({
+        "diffphd_version": env!("CARGO_PKG_VERSION"),
+        "command": "optimize",
+        "scene": path,
+        "scene_hash": problem.ls.hash,
+        "overrides": run.sets,
+        "threads": threads,
+        "nodes": problem.base.num_nodes(),
+        "elements": problem.base.num_elements(),
+        "frames": problem.base.frames,
+        "dt": problem.base.h,
+    });
+    let bar = (!run.quiet && std::io::stderr().is_terminal()).then(|| {
+        let pb = indicatif::ProgressBar::new(settings.max_iterations as u64);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} iter {pos}/{len} {msg} [{elapsed_precise}]",
+            )
+            .expect("template"),
+        );
+        pb
+    });
+    let quiet = run.quiet;
+    let mut write_error: Option<std::io::Error> = None;
+    let mut seen_iters = 0usize;
+    let mut on_update = |log: &OptimizeLog| {
+        if let Err(e) = write_json(&json_path, log) {
+            write_error.get_or_insert(e);
+        }
+        let Some(it) = log.iterations.last() else {
+            return;
+        };
+        let msg = format!(
+            "loss {:.6e} |grad| {:.3e} evals {}",
+            it.loss,
+            it.gradient_norm,
+            log.evaluations.len()
+        );
+        match &bar {
+            Some(b) => {
+                b.set_position(it.iteration as u64);
+                b.set_message(msg);
+            }
+            None if !quiet && log.iterations.len() > seen_iters => {
+                eprintln!("iteration {}: {msg}", it.iteration);
+            }
+            None => {}
+        }
+        seen_iters = log.iterations.len();
+    };
+    let log = lbfgs::optimize(
+        &problem,
+        &settings,
+        header,
+        interrupt_flag(),
+        &mut on_update,
+    )
+    .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = write_error {
+        return Err(Failure::input(
+            anyhow::Error::new(e).context(format!("cannot write {}", json_path.display())),
+        ));
+    }
+    // Outputs at the best point.
+    if let Some(best) = &log.best {
+        write_outputs(&problem, &best.parameters, &log, &out).map_err(Failure::input)?;
+    }
+    if !quiet {
+        let s = &log.summary;
+        eprintln!(
+            "{:?}: {} ({} iterations, {} evaluations, {:.2}s forward + {:.2}s backward per evaluation)",
+            log.status,
+            log.termination.as_deref().unwrap_or(""),
+            s.iterations,
+            s.evaluations,
+            s.mean_forward_seconds,
+            s.mean_backward_seconds
+        );
+        if let Some(b) = &log.best {
+            eprintln!(
+                "best loss {:.6e} (initial {:.6e}) at evaluation {}:",
+                b.loss,
+                s.initial_loss.unwrap_or(f64::NAN),
+                b.evaluation
+            );
+            for (p, v) in log.parameters.iter().zip(&b.parameters) {
+                eprintln!("  {:<40} {v:.8e}  (start {:.6e})", p.name, p.initial);
+            }
+        }
+        eprintln!("-> {}", out.display());
+    }
+    match log.status {
+        Status::Completed | Status::Running => Ok(Outcome { log, out }),
+        Status::Interrupted => Err(Failure {
+            code: 130,
+            error: anyhow::anyhow!(
+                "interrupted; best parameters so far in {}",
+                json_path.display()
+            ),
+        }),
+        Status::Failed => Err(Failure::run(anyhow::anyhow!(
+            "{} (best parameters so far in {})",
+            log.error.as_deref().unwrap_or("optimization failed"),
+            json_path.display()
+        ))),
+    }
+}
+
+/// `optimized.toml` and the final rollout's PLY frames at `values` (user units).
+fn write_outputs(
+    problem: &Problem,
+    values: &[f64],
+    log: &OptimizeLog,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let wb = writeback::write_back(problem, values);
+    let mut text = String::new();
+    text.push_str(&format!(
+        "# Written by `diffphd optimize` from {} (status {:?}: {}).\n",
+        problem.ls.path.display(),
+        log.status,
+        log.termination.as_deref().unwrap_or("")
+    ));
+    text.push_str("# Optimized parameters (user units):\n");
+    for (p, v) in log.parameters.iter().zip(values) {
+        text.push_str(&format!(
+            "#   {} = {v:.10e}  (start {:e})\n",
+            p.name, p.initial
+        ));
+    }
+    if let Some(b) = &log.best {
+        text.push_str(&format!("# Loss at these values: {:.10e}\n", b.loss));
+    }
+    text.push_str("# [optimized] the same values as overrides of the source scene:\n");
+    for s in &wb.sets {
+        text.push_str(&format!("#   --set {s}\n"));
+    }
+    for n in &wb.notes {
+        text.push_str(&format!("# note: {n}\n"));
+    }
+    text.push_str(&format!(
+        "# Rebuilt model matches the optimized one: {}\n\n",
+        if wb.exact { "yes" } else { "NO (see notes)" }
+    ));
+    text.push_str(&wb.toml);
+    crate::io::write_atomic(&out.join("optimized.toml"), text.as_bytes())
+        .with_context(|| format!("cannot write {}", out.join("optimized.toml").display()))?;
+    if !problem.ls.scene.output.ply {
+        return Ok(());
+    }
+    let theta: Vec<f64> = problem
+        .params
+        .iter()
+        .zip(values)
+        .map(|(p, &v)| p.to_theta(v))
+        .collect();
+    let model = problem.model_at(&theta);
+    let ro = Simulator::new(&model, &problem.ls.scene.solver)
+        .and_then(|mut sim| rollout::forward(&mut sim, model.frames, 1, &problem.loss));
+    let ro = match ro {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("warning: the final rollout failed, no PLY frames written: {e}");
+            return Ok(());
+        }
+    };
+    let surface = super::simulate::SurfaceMap::new(&model);
+    let every = problem.ls.scene.output.every;
+    for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
+        let name = super::simulate::frame_name(*t);
+        surface
+            .write(&out.join(&name), x, v)
+            .with_context(|| format!("cannot write {name}"))?;
+    }
+    Ok(())
+}

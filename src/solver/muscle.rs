@@ -1,0 +1,227 @@
+//! Muscle fibres (DiffPD's actuation model, spec §3.5 and App. A.4).
+//!
+//! Per actuated sample s with rest unit fibre $\mathsf m$, activation a (target fibre
+//! stretch; 1 relaxed, < 1 contraction) and weight $w_m=k_mV_s$:
+//! $\Psi_m=\tfrac{k_m}2(\|F\mathsf m\|-a)^2=\min_{\|p\|=a}\tfrac{k_m}2\|F\mathsf m-p\|^2$, projection
+//! $p=a\,n$ with $\ell=\|F\mathsf m\|$, $n=F\mathsf m/\ell$.
+//!
+//! - global matrix: $A\mathrel{+}=w_mG^T(\mathsf m\mathsf m^T\otimes I_3)G$ — per axis the rank-one
+//!   term $w_m\,\hat g\hat g^T$ with $\hat g_a=\nabla N_a\cdot\mathsf m$ ([`add_to_matrix`]);
+//! - local step: $Q_s\mathrel{+}=w_m\,p\,\mathsf m^T$, so $b\mathrel{+}=w_mG^T\mathrm{vec}(p\,\mathsf m^T)$
+//!   ([`add_projections`]);
+//! - backward: $\Delta A\,z\mathrel{+}=\sum_s w_mG_s^T\mathrm{vec}\big(\tfrac a\ell(I-nn^T)(Z_s\mathsf m)\,\mathsf m^T\big)$
+//!   ([`MuscleLin::apply`]);
+//! - activation gradient: $d\mathcal L/da_g=\sum_{s\in g}w_m\,(Z_s\mathsf m)\cdot n_s$ per step
+//!   ([`MuscleLin::activation_gradient`], from $\partial b/\partial a=w_mG^T\mathrm{vec}(n\mathsf m^T)$).
+//!
+//! Fibres are evaluated at the element centroid in the rest configuration: a constant
+//! direction, or radial / circumferential about an axis (tori). Muscles are not damped and
+//! are not part of the forward trust-region energy statistics.
+
+use super::model::Model;
+use crate::linalg::CscMatrix;
+use nalgebra::{Matrix3, Vector3};
+
+/// One muscle group: elements sharing an activation.
+#[derive(Clone, Debug)]
+pub struct MuscleGroup {
+    pub body: usize,
+    pub name: String,
+    /// Muscle stiffness $k_m$ (Pa).
+    pub stiffness: f64,
+    /// Activation a (dimensionless target fibre stretch).
+    pub activation: f64,
+    /// Actuated samples and their unit rest fibres.
+    pub samples: Vec<usize>,
+    pub fibers: Vec<Vector3<f64>>,
+}
+
+/// $(p, \ell, n)$ of a fibre stretch vector $F\mathsf m$ and activation a. For $\ell=0$ the
+/// direction is undefined; $n$ is then taken as 0 (no force direction, zero Jacobian).
+pub fn project(fm: &Vector3<f64>, a: f64) -> (Vector3<f64>, f64, Vector3<f64>) {
+    let l = fm.norm();
+    if l <= 1e-300 {
+        return (Vector3::zeros(), 0.0, Vector3::zeros());
+    }
+    let n = fm / l;
+    (n * a, l, n)
+}
+
+/// $\frac{\partial p}{\partial(F\mathsf m)}\,d=\frac a\ell(I-nn^T)\,d$.
+pub fn jacobian_apply(a: f64, l: f64, n: &Vector3<f64>, d: &Vector3<f64>) -> Vector3<f64> {
+    if l <= 1e-300 {
+        return Vector3::zeros();
+    }
+    (d - n * n.dot(d)) * (a / l)
+}
+
+/// Add $w_m\,p\,\mathsf m^T$ of every actuated sample to the local projections `q`.
+pub fn add_projections(model: &Model, x: &[f64], q: &mut [Matrix3<f64>]) {
+    for g in &model.muscles {
+        for (&s, m) in g.samples.iter().zip(&g.fibers) {
+            let f = model.deformation_gradient(s, x);
+            let (p, _, _) = project(&(f * m), g.activation);
+            q[s] += p * m.transpose() * (g.stiffness * model.samples.vol[s]);
+        }
+    }
+}
+
+/// Add the muscle terms $w_m\hat g\hat g^T$ to the per-axis matrix `a` (unreduced).
+pub fn add_to_matrix(model: &Model, a: &mut CscMatrix) {
+    for g in &model.muscles {
+        for (&s, m) in g.samples.iter().zip(&g.fibers) {
+            let w = g.stiffness * model.samples.vol[s];
+            let el = model.element(model.samples.elem[s]);
+            let gm: Vec<f64> = model
+                .sample_grads(s)
+                .iter()
+                .map(|gr| Vector3::from(*gr).dot(m))
+                .collect();
+            for (i_a, &i) in el.iter().enumerate() {
+                for (j_a, &j) in el.iter().enumerate() {
+                    a.add(i, j, w * gm[i_a] * gm[j_a]);
+                }
+            }
+        }
+    }
+}
+
+/// Muscle linearization of one step at $x_{t+1}$.
+#[derive(Clone, Debug, Default)]
+pub struct MuscleLin {
+    /// Per group: (sample, w_m, fibre, ℓ, n).
+    groups: Vec<Vec<(usize, f64, Vector3<f64>, f64, Vector3<f64>)>>,
+    activations: Vec<f64>,
+}
+
+impl MuscleLin {
+    pub fn new(model: &Model, x: &[f64]) -> Self {
+        let groups = model
+            .muscles
+            .iter()
+            .map(|g| {
+                g.samples
+                    .iter()
+                    .zip(&g.fibers)
+                    .map(|(&s, m)| {
+                        let fm = model.deformation_gradient(s, x) * m;
+                        let (_, l, n) = project(&fm, g.activation);
+                        (s, g.stiffness * model.samples.vol[s], *m, l, n)
+                    })
+                    .collect()
+            })
+            .collect();
+        MuscleLin {
+            groups,
+            activations: model.muscles.iter().map(|g| g.activation).collect(),
+        }
+    }
+
+    /// Add the muscle part of $\Delta A\,z$ to `out`.
+    pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
+        for (gi, g) in self.groups.iter().enumerate() {
+            let a = self.activations[gi];
+            for (s, w, m, l, n) in g {
+                let dfm = model.gradient_of(*s, z) * m;
+                let dp = jacobian_apply(a, *l, n, &dfm);
+                model.scatter_gt(*s, &(dp * m.transpose() * *w), out);
+            }
+        }
+    }
+
+    /// Add this step's $d\mathcal L/da_g$ (adjoint `z`) to `grad` (one entry per group).
+    pub fn activation_gradient(&self, model: &Model, z: &[f64], grad: &mut [f64]) {
+        for (gi, g) in self.groups.iter().enumerate() {
+            for (s, w, m, _, n) in g {
+                grad[gi] += w * (model.gradient_of(*s, z) * m).dot(n);
+            }
+        }
+    }
+}
+
+/// Unit fibre of a muscle at a rest point `x`: constant, or radial / circumferential about
+/// `axis` through `center`. `None` on the axis (radial/circumferential undefined).
+pub fn fiber_at(
+    spec: &crate::scene::FiberSpec,
+    center: [f64; 3],
+    x: [f64; 3],
+) -> Option<Vector3<f64>> {
+    use crate::scene::{FiberField, FiberSpec};
+    let v = match spec {
+        FiberSpec::Direction(d) => Vector3::from(*d),
+        FiberSpec::Field(f) => {
+            let (axis, c, radial) = match f {
+                FiberField::Radial { axis, center: c } => (axis, c, true),
+                FiberField::Circumferential { axis, center: c } => (axis, c, false),
+            };
+            let ax = Vector3::from(*axis).normalize();
+            let r = Vector3::from(x) - Vector3::from(c.unwrap_or(center));
+            let radial_v = r - ax * ax.dot(&r);
+            if radial {
+                radial_v
+            } else {
+                ax.cross(&radial_v)
+            }
+        }
+    };
+    let n = v.norm();
+    (n > 1e-12 * (1.0 + Vector3::from(x).norm())).then(|| v / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// $\partial p/\partial(F\mathsf m)$ and $\partial p/\partial a$ against central differences.
+    #[test]
+    fn projection_jacobian_matches_finite_differences() {
+        let fm = Vector3::new(0.7, -0.4, 1.3);
+        let a = 0.8;
+        let (p, l, n) = project(&fm, a);
+        assert!((p.norm() - a).abs() < 1e-15 && (l - fm.norm()).abs() < 1e-15);
+        let e = 1e-6;
+        for k in 0..3 {
+            let mut d = Vector3::zeros();
+            d[k] = 1.0;
+            let fd = (project(&(fm + d * e), a).0 - project(&(fm - d * e), a).0) / (2.0 * e);
+            let an = jacobian_apply(a, l, &n, &d);
+            assert!((fd - an).norm() < 1e-8, "column {k}: {fd:?} vs {an:?}");
+        }
+        let fd_a = (project(&fm, a + e).0 - project(&fm, a - e).0) / (2.0 * e);
+        assert!((fd_a - n).norm() < 1e-9);
+        // The energy gradient dΨ/dF = k (1 - a/ℓ) F m mᵀ = k (F m - p) mᵀ (App. A.4).
+        let f = Matrix3::new(1.1, 0.2, -0.1, 0.05, 0.9, 0.3, -0.2, 0.1, 1.2);
+        let m = Vector3::new(0.3, -0.5, 0.8).normalize();
+        let psi = |f: &Matrix3<f64>| 0.5 * ((f * m).norm() - a).powi(2);
+        let grad = (f * m - project(&(f * m), a).0) * m.transpose();
+        for r in 0..3 {
+            for c in 0..3 {
+                let mut df = Matrix3::zeros();
+                df[(r, c)] = e;
+                let fd = (psi(&(f + df)) - psi(&(f - df))) / (2.0 * e);
+                assert!((fd - grad[(r, c)]).abs() < 1e-8);
+            }
+        }
+    }
+
+    #[test]
+    fn fiber_fields() {
+        use crate::scene::{FiberField, FiberSpec};
+        let c = [0.0; 3];
+        let circ = FiberSpec::Field(FiberField::Circumferential {
+            axis: [0.0, 0.0, 2.0],
+            center: None,
+        });
+        let m = fiber_at(&circ, c, [1.0, 0.0, 0.5]).unwrap();
+        assert!((m - Vector3::new(0.0, 1.0, 0.0)).norm() < 1e-15);
+        let rad = FiberSpec::Field(FiberField::Radial {
+            axis: [0.0, 0.0, 1.0],
+            center: Some([0.0, 1.0, 0.0]),
+        });
+        let m = fiber_at(&rad, c, [0.0, 3.0, 7.0]).unwrap();
+        assert!((m - Vector3::new(0.0, 1.0, 0.0)).norm() < 1e-15);
+        assert!(fiber_at(&rad, c, [0.0, 1.0, 7.0]).is_none());
+        let m = fiber_at(&FiberSpec::Direction([0.0, 0.0, 3.0]), c, [1.0; 3]).unwrap();
+        assert_eq!(m, Vector3::new(0.0, 0.0, 1.0));
+    }
+}
