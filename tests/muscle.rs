@@ -229,5 +229,41 @@ threads = 1
         log.termination
     );
     assert!(dist < 0.1 * dx, "tip distance {dist}");
+    // optimized.toml content: activations written into [[body.muscle]], model reproduced.
+    let wb = diffphd::optimize::writeback::write_back(&problem, &best.parameters);
+    assert!(wb.exact, "{:?}", wb.notes);
+    let ls = common::load(&wb.toml, &[]);
+    for (m, a) in ls.scene.bodies[0].muscles.iter().zip(&best.parameters) {
+        assert_eq!(m.activation, *a);
+    }
     assert!(dist < 1e-3 * start);
+}
+
+#[test]
+fn bad_muscle_input_names_the_key() {
+    let base = gradcheck_scene("hex8", "corotated");
+    for (from, to, needle) in [
+        ("muscle = 1\n", "muscle = 7\n", "parameter[1].muscle"),
+        (
+            "stiffness = 2e4",
+            "stiffness = -1.0",
+            "body[0].muscle[2].stiffness",
+        ),
+        (
+            "fiber = [0.0, 0.0, 1.0]",
+            "fiber = [0.0, 0.0, 0.0]",
+            "body[0].muscle[1].fiber",
+        ),
+        (
+            "min = [0.025, -1, -1], max = [1, 1, 1]",
+            "min = [5.0, 5, 5], max = [6, 6, 6]",
+            "body[0].muscle[1].select",
+        ),
+    ] {
+        let text = base.replacen(from, to, 1);
+        assert_ne!(text, base, "{needle}: pattern not found");
+        let r = common::run_cli("gradcheck", &text, &[], &[]);
+        assert_eq!(r.code, 2, "{needle}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
 }

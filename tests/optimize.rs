@@ -390,3 +390,23 @@ fn bad_bounds_name_the_key() {
         assert!(!r.stderr.contains("panicked"));
     }
 }
+
+/// The iteration and evaluation caps end the run as `completed` with the cap named, and the
+/// evaluation cap is never exceeded (also inside a line search).
+#[test]
+fn iteration_and_evaluation_caps() {
+    let scene = SYSID.replace("frames = 10", "frames = 3");
+    let r = run_cli("optimize", &scene, &[], &["--max-iterations", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = read_json(&r.out().join("optimize.json"));
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["termination"], "max_iterations (1) reached");
+    assert_eq!(v["iterations"].as_array().unwrap().len(), 2);
+    let r = run_cli("optimize", &scene, &[], &["--max-evaluations", "3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = read_json(&r.out().join("optimize.json"));
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["termination"], "max_evaluations (3) reached");
+    assert!(v["evaluations"].as_array().unwrap().len() <= 3);
+    assert_eq!(v["settings"]["max_evaluations"], 3);
+}

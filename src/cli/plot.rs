@@ -17,10 +17,10 @@ pub struct PlotArgs {
     pub output: PathBuf,
 }
 
-const W: f64 = 900.0;
+const W: f64 = 980.0;
 const PANEL_H: f64 = 230.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 230.0;
+const RIGHT: f64 = 310.0;
 const TOP: f64 = 40.0;
 const GAP: f64 = 70.0;
 const COLORS: [&str; 8] = [
@@ -305,7 +305,7 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
             p.polyline(&mut s, &pts, c);
             let _ = writeln!(
                 s,
-                r#"<text x="{}" y="{}" font-size="11" fill="{c}">{}: {} → {}</text>"#,
+                r#"<text x="{}" y="{}" font-size="10" fill="{c}">{}: {} → {}</text>"#,
                 W - RIGHT + 10.0,
                 p.y0 + 15.0 + 18.0 * j as f64,
                 esc(name),

@@ -267,8 +267,8 @@ impl Objective<'_, '_> {
                 return refuse(&mut sh, Stop::Failed(m));
             }
         }
-        // Evaluate without holding the lock across the rollout is unnecessary: argmin is
-        // single-threaded here; the lock only serialises cost/gradient calls.
+        // The lock is held across the rollout: argmin calls cost and gradient one after
+        // the other, so it only serialises those calls.
         let n_eval = sh.log.evaluations.len();
         let ev = match self.problem.evaluate(&theta, true) {
             Ok(ev) => ev,

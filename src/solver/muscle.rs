@@ -86,11 +86,14 @@ pub fn add_to_matrix(model: &Model, a: &mut CscMatrix) {
     }
 }
 
+/// One actuated sample at $x_{t+1}$: (sample, $w_m$, fibre $\mathsf m$, $\ell$, $n$).
+type SampleState = (usize, f64, Vector3<f64>, f64, Vector3<f64>);
+
 /// Muscle linearization of one step at $x_{t+1}$.
 #[derive(Clone, Debug, Default)]
 pub struct MuscleLin {
-    /// Per group: (sample, w_m, fibre, ℓ, n).
-    groups: Vec<Vec<(usize, f64, Vector3<f64>, f64, Vector3<f64>)>>,
+    /// Per group, its actuated samples.
+    groups: Vec<Vec<SampleState>>,
     activations: Vec<f64>,
 }
 
