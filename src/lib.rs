@@ -13,4 +13,5 @@ pub mod material;
 pub mod mesh;
 pub mod optimize;
 pub mod scene;
+pub mod contact;
 pub mod solver;

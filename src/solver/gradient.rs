@@ -39,6 +39,10 @@ pub struct Gradients {
     pub force_scale: Vec<f64>,
     /// $d\mathcal L/dg$ (gravity vector).
     pub gravity: [f64; 3],
+    /// $d\mathcal L/d\mu_o$ per obstacle (Coulomb coefficient).
+    pub friction: Vec<f64>,
+    /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
+    pub obstacle_offset: Vec<[f64; 3]>,
 }
 
 impl Gradients {
@@ -55,6 +59,8 @@ impl Gradients {
             v0: vec![0.0; 3 * m.num_nodes()],
             force_scale: vec![0.0; m.forces.len()],
             gravity: [0.0; 3],
+            friction: vec![0.0; m.obstacles.len()],
+            obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
         }
     }
 }

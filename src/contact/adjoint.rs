@@ -1,0 +1,135 @@
+//! The contact block of the adjoint (spec §7.2 steps 3–4, §7.4, Eq. 38).
+//!
+//! With the converged residual Jacobians $D=\partial\Phi/\partial\delta$, $E=\partial\Phi/\partial\lambda$
+//! (block diagonal, per contact), the adjoint of one step is
+//! $$\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix},
+//! \qquad\frac{d\mathcal L}{d\theta}=-z^T\frac{\partial\mathcal R_x}{\partial\theta}-\zeta^T\frac{\partial\Phi}{\partial\theta}.$$
+//! Eliminating $z=w-X\mu$ with $w=A^{-1}(g+\Delta Az)$, $\mu=D^T\zeta$, $X=A^{-1}J^T$, $W=JX$:
+//! $G_c\,\zeta=Jw$ with $G_c=WD^T+E^T$ (spec's $\mathcal J_{\mathcal A}A^{-1}\mathcal J_{\mathcal A}^T+R_{\mathcal A}$
+//! with $R=E^TD^{-T}$ where $D$ is invertible; this form also covers sliding and separated
+//! contacts, whose $D$ is singular). Hard active rows ($D=1$, $E=0$) are exact constraints
+//! $J_jz=0$; separated rows ($D=0$) decouple; smoothed rows are compliant. $G_c$ is
+//! non-symmetric with friction, so it is factored by LU once per step.
+
+use super::{ContactRecord, Delassus};
+use crate::linalg::LinearSolver;
+use nalgebra::{DMatrix, DVector, Vector3};
+
+/// Factored contact block of one step.
+pub struct ContactAdjoint {
+    pub rec: ContactRecord,
+    del: Delassus,
+    lu: nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>,
+}
+
+/// Contact contributions to the parameter gradients of one step.
+pub struct ContactGradients {
+    /// $d\mathcal L/d\mu_o$ per obstacle.
+    pub friction: Vec<f64>,
+    /// $d\mathcal L/d\tau_o$ (obstacle translation) per obstacle.
+    pub offset: Vec<Vector3<f64>>,
+    /// $d\mathcal L/dx_t$ through the friction anchors (node-major `3n`).
+    pub x_t: Vec<f64>,
+}
+
+impl ContactAdjoint {
+    /// Build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$.
+    pub fn new(rec: &ContactRecord, solver: &dyn LinearSolver) -> Self {
+        let set = &rec.set;
+        let del = Delassus::new(set, solver);
+        let m = set.nrows();
+        let mut g = DMatrix::zeros(m, m);
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            let nr = rows.len();
+            let b = &rec.blocks[j];
+            for s in 0..nr {
+                // column o+s of W D^T: sum_b W[:, o+b] D[s, b]
+                for r in 0..m {
+                    let mut v = 0.0;
+                    for bb in 0..nr {
+                        v += del.w[(r, o + bb)] * b.d[(s, bb)];
+                    }
+                    g[(r, o + s)] = v;
+                }
+                for a in 0..nr {
+                    g[(o + a, o + s)] += b.e[(s, a)];
+                }
+            }
+        }
+        let scale = (0..m).map(|i| g[(i, i)].abs()).fold(0.0, f64::max);
+        let mut lu = g.clone().lu();
+        if !lu.is_invertible() {
+            // dependent hard constraints (e.g. one node against two obstacles): regularise
+            for i in 0..m {
+                g[(i, i)] += 1e-12 * scale.max(1e-300);
+            }
+            lu = g.lu();
+        }
+        ContactAdjoint {
+            rec: rec.clone(),
+            del,
+            lu,
+        }
+    }
+
+    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
+    /// Returns $(\zeta,\mu)$.
+    pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
+        let set = &self.rec.set;
+        let jw = DVector::from_vec(set.apply_j(w));
+        let zeta = self
+            .lu
+            .solve(&jw)
+            .unwrap_or_else(|| DVector::zeros(set.nrows()));
+        let mut mu = vec![0.0; set.nrows()];
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            let nr = rows.len();
+            let b = &self.rec.blocks[j];
+            for a in 0..nr {
+                mu[o + a] = (0..nr).map(|c| b.d[(c, a)] * zeta[o + c]).sum();
+            }
+        }
+        let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
+        self.del.add_x(set, &neg, w);
+        (zeta.as_slice().to_vec(), mu)
+    }
+
+    /// `out += J^T mu`.
+    pub fn add_jt(&self, mu: &[f64], out: &mut [f64]) {
+        self.rec.set.add_jt(mu, out)
+    }
+
+    /// Gradient contributions from $\zeta$, $\mu$ (spec §7.5 rows "friction coefficient",
+    /// "obstacle offsets", "previous position" — friction anchors): with frozen normals,
+    /// $\partial\delta_n/\partial\tau_o=-n_j$, $\partial\delta_f/\partial x_{t,i}=-T_j^T$, so
+    /// $d\mathcal L/d\mu_o=-\sum_j\zeta_j^T\partial\Phi_j/\partial\mu$, $d\mathcal L/d\tau_o=\sum_j\mu_{n,j}n_j$,
+    /// $d\mathcal L/dx_{t,i}\mathrel{+}=T_j\mu_{f,j}$.
+    pub fn gradients(&self, zeta: &[f64], mu: &[f64], n_obstacles: usize, n: usize) -> ContactGradients {
+        let set = &self.rec.set;
+        let mut out = ContactGradients {
+            friction: vec![0.0; n_obstacles],
+            offset: vec![Vector3::zeros(); n_obstacles],
+            x_t: vec![0.0; 3 * n],
+        };
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            let ob = set.obstacle[j];
+            let b = &self.rec.blocks[j];
+            out.offset[ob] += set.normal[j] * mu[o];
+            if rows.len() == 3 {
+                out.friction[ob] -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
+                let v = set.tangent[j][0] * mu[o + 1] + set.tangent[j][1] * mu[o + 2];
+                let i = set.node[j];
+                for d in 0..3 {
+                    out.x_t[3 * i + d] += v[d];
+                }
+            }
+        }
+        out
+    }
+}
