@@ -111,7 +111,8 @@ pub fn backward(
                 _ => 1.0,
             },
         };
-        let lin = StepLinearization::new(sim, x_next, alpha);
+        let lin = StepLinearization::new(sim, x_next, alpha)
+            .with_contact(sim, ro.steps[t].contact_record.as_deref());
         let (z, mut st) = solve_adjoint(sim, &lin, &g, cfg, frame);
         st.alpha = alpha;
         if !sim.prescribed.is_empty() {
@@ -126,6 +127,7 @@ pub fn backward(
             d_presc.push((frame, dp));
         }
         accumulate_step(sim, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
+        let contact_dx = super::backward::accumulate_contact(sim, &lin, &g, &z, &mut grads);
         // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
         let mut kz = vec![0.0; n];
         let mut dx = vec![0.0; 3 * n];
@@ -140,6 +142,9 @@ pub fn backward(
         }
         let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
         gx = dx.iter().zip(&lg.dx[t]).map(|(a, b)| a + b).collect();
+        if let Some(c) = contact_dx {
+            gx.iter_mut().zip(c).for_each(|(a, b)| *a += b);
+        }
         gv = dv;
         adjoint.push(st);
     }
