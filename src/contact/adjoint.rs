@@ -13,13 +13,19 @@
 
 use super::{ContactRecord, Delassus};
 use crate::linalg::LinearSolver;
-use nalgebra::{DMatrix, DVector, Vector3};
+use nalgebra::Vector3;
+
+/// Contacts with $\max|D_j|$ below this are dropped from the adjoint: $\mu_j=D_j^T\zeta_j\approx0$
+/// and their $\zeta_j$ does not couple to other rows ($WD^T$ has zero columns there).
+pub const DROP: f64 = 1e-13;
 
 /// Factored contact block of one step.
 pub struct ContactAdjoint {
     pub rec: ContactRecord,
     del: Delassus,
-    lu: nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>,
+    /// Rows of the kept (coupled) contacts.
+    keep: Vec<usize>,
+    lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
 }
 
 /// Contact contributions to the parameter gradients of one step.
@@ -33,57 +39,79 @@ pub struct ContactGradients {
 }
 
 impl ContactAdjoint {
-    /// Build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$.
+    /// Build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$ on the coupled
+    /// contacts.
     pub fn new(rec: &ContactRecord, solver: &dyn LinearSolver) -> Self {
         let set = &rec.set;
         let del = Delassus::new(set, solver);
         let m = set.nrows();
-        let mut g = DMatrix::zeros(m, m);
+        let mut keep = Vec::new();
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let nr = rows.len();
+            let b = &rec.blocks[j];
+            let dmax = (0..nr)
+                .flat_map(|a| (0..nr).map(move |c| (a, c)))
+                .fold(0.0f64, |mx, (a, c)| mx.max(b.d[(a, c)].abs()));
+            if dmax > DROP {
+                keep.extend(rows);
+            }
+        }
+        let mut pos = vec![usize::MAX; m];
+        for (k, &r) in keep.iter().enumerate() {
+            pos[r] = k;
+        }
+        let na = keep.len();
+        let mut g = faer::Mat::<f64>::zeros(na, na);
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
+            if pos[o] == usize::MAX {
+                continue;
+            }
             let nr = rows.len();
             let b = &rec.blocks[j];
             for s in 0..nr {
                 // column o+s of W D^T: sum_b W[:, o+b] D[s, b]
-                for r in 0..m {
+                let ks = pos[o + s];
+                for (kr, &r) in keep.iter().enumerate() {
                     let mut v = 0.0;
                     for bb in 0..nr {
                         v += del.w[(r, o + bb)] * b.d[(s, bb)];
                     }
-                    g[(r, o + s)] = v;
+                    g[(kr, ks)] = v;
                 }
                 for a in 0..nr {
-                    g[(o + a, o + s)] += b.e[(s, a)];
+                    g[(pos[o + a], ks)] += b.e[(s, a)];
                 }
             }
         }
-        let scale = (0..m).map(|i| g[(i, i)].abs()).fold(0.0, f64::max);
-        let mut lu = g.clone().lu();
-        if !lu.is_invertible() {
-            // dependent hard constraints (e.g. one node against two obstacles): regularise
-            for i in 0..m {
-                g[(i, i)] += 1e-12 * scale.max(1e-300);
-            }
-            lu = g.lu();
-        }
+        let lu = (na > 0).then(|| g.partial_piv_lu());
         ContactAdjoint {
             rec: rec.clone(),
             del,
+            keep,
             lu,
         }
     }
 
     /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
-    /// Returns $(\zeta,\mu)$.
+    /// Returns $(\zeta,\mu)$ (zero on dropped contacts).
     pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
+        use faer::linalg::solvers::Solve;
         let set = &self.rec.set;
-        let jw = DVector::from_vec(set.apply_j(w));
-        let zeta = self
-            .lu
-            .solve(&jw)
-            .unwrap_or_else(|| DVector::zeros(set.nrows()));
-        let mut mu = vec![0.0; set.nrows()];
+        let m = set.nrows();
+        let mut zeta = vec![0.0; m];
+        let mut mu = vec![0.0; m];
+        let Some(lu) = &self.lu else {
+            return (zeta, mu);
+        };
+        let jw = set.apply_j(w);
+        let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| jw[self.keep[k]]);
+        lu.solve_in_place(x.as_mut());
+        for (k, &r) in self.keep.iter().enumerate() {
+            zeta[r] = x[(k, 0)];
+        }
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
@@ -95,7 +123,7 @@ impl ContactAdjoint {
         }
         let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
         self.del.add_x(set, &neg, w);
-        (zeta.as_slice().to_vec(), mu)
+        (zeta, mu)
     }
 
     /// `out += J^T mu`.

@@ -270,7 +270,16 @@ pub struct SolveSettings {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SolveInfo {
     pub iterations: usize,
+    /// Dense LU factorizations (the other iterations were chord steps).
+    pub factorizations: usize,
     pub residual: f64,
+}
+
+/// LU factor of the last Newton matrix, reused for chord steps while the set of coupled
+/// rows does not change (within one time step).
+pub struct NewtonCache {
+    coupled: Vec<usize>,
+    lu: faer::linalg::solvers::PartialPivLu<f64>,
 }
 
 fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
@@ -287,14 +296,34 @@ fn inf_norm(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
+/// Dense LU solve $Ax=b$ (faer, partial pivoting); `None` if the result is not finite.
+pub fn lu_solve(a: &faer::Mat<f64>, b: &[f64]) -> Option<Vec<f64>> {
+    use faer::linalg::solvers::Solve;
+    let lu = a.partial_piv_lu();
+    let mut x = faer::Mat::from_fn(b.len(), 1, |i, _| b[i]);
+    lu.solve_in_place(x.as_mut());
+    let out: Vec<f64> = (0..b.len()).map(|i| x[(i, 0)]).collect();
+    out.iter().all(|v| v.is_finite()).then_some(out)
+}
+
+/// Contacts whose $D_j=\partial\Phi_j/\partial\delta_j$ is below this (max-abs; $D$ is
+/// dimensionless) are decoupled: their Newton rows read $E_j\Delta\lambda_j=-\Phi_j$.
+pub const DECOUPLED: f64 = 1e-10;
+
 /// Solve $\Phi(\delta_0+W\lambda,\lambda)=0$ for $\lambda$ (in/out, warm start), where
-/// $\delta_0=Ju-d$ (spec Eqs. 36–37 iterated to convergence).
+/// $\delta_0=Ju-d$ (spec Eqs. 36–37 iterated to $\|\Phi\|_\infty\le$ `tol`, at least one step
+/// unless already within `s.tolerance`). Semismooth Newton on
+/// $(DW+E)\Delta\lambda=-\Phi$ with Armijo backtracking on $\tfrac12\|\Phi\|^2$. Contacts with
+/// $D_j\approx0$ (separated) are eliminated exactly: $\Delta\lambda_j=-E_j^{-1}\Phi_j$, and only
+/// the coupled contacts enter the dense LU.
 pub fn solve(
     set: &ContactSet,
     del: &Delassus,
     u: &[f64],
     lambda: &mut [f64],
     s: &SolveSettings,
+    tol: f64,
+    cache: &mut Option<NewtonCache>,
 ) -> SolveInfo {
     let m = set.nrows();
     let d0 = DVector::from_vec(set.delta(u));
@@ -304,30 +333,127 @@ pub fn solve(
     let mut f = residual(set, &delta, lam.as_slice(), &s.fb);
     let mut fn2 = f.iter().map(|v| v * v).sum::<f64>();
     let mut info = SolveInfo::default();
-    while info.iterations < s.max_newton && inf_norm(&f) > s.tolerance {
+    // at least one Newton step unless already within the strict tolerance
+    while info.iterations < s.max_newton
+        && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
+    {
         let locals = set.locals(&delta, lam.as_slice(), &s.fb);
-        let mut jac = DMatrix::zeros(m, m);
+        let mut step = vec![0.0; m];
+        // decoupled contacts first
+        let mut coupled: Vec<usize> = Vec::new();
         for (j, l) in locals.iter().enumerate() {
             let rows = set.rows(j);
-            let r0 = rows.start;
             let nr = rows.len();
-            for a in 0..nr {
-                for c in 0..m {
-                    let mut v = 0.0;
-                    for b in 0..nr {
-                        v += l.d[(a, b)] * del.w[(r0 + b, c)];
-                    }
-                    jac[(r0 + a, c)] = v;
+            let dmax = (0..nr)
+                .flat_map(|a| (0..nr).map(move |b| (a, b)))
+                .fold(0.0f64, |mx, (a, b)| mx.max(l.d[(a, b)].abs()));
+            if dmax > DECOUPLED {
+                coupled.extend(rows);
+                continue;
+            }
+            let e = l.e.view((0, 0), (nr, nr)).clone_owned();
+            let rhs = -l.phi.rows(0, nr).clone_owned();
+            if let Some(x) = e.lu().solve(&rhs) {
+                for (a, r) in rows.enumerate() {
+                    step[r] = x[a];
                 }
-                for b in 0..nr {
-                    jac[(r0 + a, r0 + b)] += l.e[(a, b)];
+            } else {
+                coupled.extend(rows);
+            }
+        }
+        let mut ok = true;
+        let mut chord_accepted: Option<(f64, DVector<f64>, Vec<f64>, Vec<f64>)> = None;
+        if !coupled.is_empty() {
+            let mut pos = vec![usize::MAX; m];
+            for (k, &r) in coupled.iter().enumerate() {
+                pos[r] = k;
+            }
+            // W times the decoupled part of the step, for the coupled rows' right-hand side
+            let wd = &del.w * DVector::from_column_slice(&step);
+            let na = coupled.len();
+            let mut rhs = vec![0.0; na];
+            for (j, l) in locals.iter().enumerate() {
+                let rows = set.rows(j);
+                let r0 = rows.start;
+                if pos[r0] == usize::MAX {
+                    continue;
+                }
+                for a in 0..rows.len() {
+                    let cpl: f64 = (0..rows.len()).map(|b| l.d[(a, b)] * wd[r0 + b]).sum();
+                    rhs[pos[r0 + a]] = -f[r0 + a] - cpl;
+                }
+            }
+            // Chord step with the factor of an earlier Jacobian (same coupled set), accepted
+            // when it cuts the residual norm by half; otherwise a fresh Newton step.
+            if let Some(c) = cache.as_ref().filter(|c| c.coupled == coupled) {
+                use faer::linalg::solvers::Solve;
+                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
+                c.lu.solve_in_place(x.as_mut());
+                let mut st = step.clone();
+                for (k, &r) in coupled.iter().enumerate() {
+                    st[r] = x[(k, 0)];
+                }
+                let trial = &lam + DVector::from_vec(st);
+                let dt = delta_of(&trial);
+                let ft = residual(set, &dt, trial.as_slice(), &s.fb);
+                let n2 = ft.iter().map(|v| v * v).sum::<f64>();
+                if n2.is_finite() && n2 <= 0.25 * fn2 {
+                    chord_accepted = Some((n2, trial, dt, ft));
+                }
+            }
+            if chord_accepted.is_none() {
+                let mut jac = faer::Mat::<f64>::zeros(na, na);
+                for (j, l) in locals.iter().enumerate() {
+                    let rows = set.rows(j);
+                    let r0 = rows.start;
+                    if pos[r0] == usize::MAX {
+                        continue;
+                    }
+                    let nr = rows.len();
+                    for a in 0..nr {
+                        let ka = pos[r0 + a];
+                        for (kc, &c) in coupled.iter().enumerate() {
+                            let mut v = 0.0;
+                            for b in 0..nr {
+                                v += l.d[(a, b)] * del.w[(r0 + b, c)];
+                            }
+                            jac[(ka, kc)] = v;
+                        }
+                        for b in 0..nr {
+                            jac[(ka, pos[r0 + b])] += l.e[(a, b)];
+                        }
+                    }
+                }
+                use faer::linalg::solvers::Solve;
+                let lu = jac.partial_piv_lu();
+                info.factorizations += 1;
+                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
+                lu.solve_in_place(x.as_mut());
+                if (0..na).all(|i| x[(i, 0)].is_finite()) {
+                    for (k, &r) in coupled.iter().enumerate() {
+                        step[r] = x[(k, 0)];
+                    }
+                    *cache = Some(NewtonCache {
+                        coupled: coupled.clone(),
+                        lu,
+                    });
+                } else {
+                    ok = false;
                 }
             }
         }
-        let rhs = -DVector::from_column_slice(&f);
-        let Some(step) = jac.lu().solve(&rhs) else {
+        if !ok {
             break;
-        };
+        }
+        if let Some((n2, trial, dt, ft)) = chord_accepted {
+            info.iterations += 1;
+            lam = trial;
+            delta = dt;
+            f = ft;
+            fn2 = n2;
+            continue;
+        }
+        let step = DVector::from_vec(step);
         // Armijo backtracking on 1/2 |Phi|^2 (Newton direction: slope -|Phi|^2).
         let mut alpha = 1.0;
         let mut best: Option<(f64, DVector<f64>, Vec<f64>, Vec<f64>)> = None;
@@ -356,6 +482,12 @@ pub fn solve(
         fn2 = n2;
     }
     info.residual = inf_norm(&f);
+    if std::env::var("DIFFPHD_DEBUG_CONTACT").is_ok() {
+        eprintln!(
+            "contact solve: m {m} its {} lu {} res {:.2e}",
+            info.iterations, info.factorizations, info.residual
+        );
+    }
     lambda.copy_from_slice(lam.as_slice());
     info
 }
@@ -387,6 +519,8 @@ pub struct ContactStats {
     pub max_lambda: f64,
     /// Newton iterations of the contact solves, summed over the PD iterations.
     pub newton_iterations: usize,
+    /// Dense LU factorizations among them (the others reused a factor: chord steps).
+    pub factorizations: usize,
     /// Set-up (candidates + Delassus) and solve time (s).
     pub seconds_setup: f64,
     pub seconds_solve: f64,
