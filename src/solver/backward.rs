@@ -464,18 +464,43 @@ fn solve_adjoint_contact(
     (z, stats)
 }
 
-/// Contact contributions of one step to the parameter gradients and to
-/// $\partial\mathcal L/\partial x_t$ (spec §7.5): recomputes $\zeta,\mu$ from the converged
-/// adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients, obstacle
-/// offsets and the friction anchors $x_t$. Returns the $x_t$ contribution (`None` without
-/// contact).
+/// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.
+pub struct ContactStepGradient {
+    pub x_t: Vec<f64>,
+    pub v_t: Vec<f64>,
+}
+
+/// Contact contributions of step `frame` (from $x_t$, $v_t$) to the parameter gradients and
+/// to $\partial\mathcal L/\partial(x_t,v_t)$ (spec §7.5). NCP: recomputes $\zeta,\mu$ from the
+/// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
+/// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
+/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
+#[allow(clippy::too_many_arguments)]
 pub fn accumulate_contact(
     sim: &Simulator,
     lin: &StepLinearization,
+    frame: usize,
+    x_t: &[f64],
+    v_t: &[f64],
     g: &[f64],
     z: &[f64],
     grads: &mut super::gradient::Gradients,
-) -> Option<Vec<f64>> {
+) -> Option<ContactStepGradient> {
+    let model = sim.model;
+    if !model.obstacles.is_empty() && model.contact.model == crate::scene::ContactModel::Penalty {
+        let t = (frame - 1) as f64 * model.h;
+        let (gx, gv) = crate::contact::penalty::gradients(
+            model,
+            &sim.contact_nodes,
+            t,
+            x_t,
+            v_t,
+            z,
+            &mut grads.friction,
+            &mut grads.obstacle_offset,
+        );
+        return Some(ContactStepGradient { x_t: gx, v_t: gv });
+    }
     let c = lin.contact.as_ref()?;
     let mut gf = g.to_vec();
     for &k in &sim.prescribed {
@@ -483,7 +508,7 @@ pub fn accumulate_contact(
     }
     let (mut w, _) = global_step(sim, lin, &gf, z);
     let (zeta, mu) = c.project(&mut w);
-    let cg = c.gradients(&zeta, &mu, sim.model.obstacles.len(), sim.model.num_nodes());
+    let cg = c.gradients(&zeta, &mu, model.obstacles.len(), model.num_nodes());
     for (o, v) in cg.friction.iter().enumerate() {
         grads.friction[o] += v;
     }
@@ -492,5 +517,8 @@ pub fn accumulate_contact(
             grads.obstacle_offset[o][d] += v[d];
         }
     }
-    Some(cg.x_t)
+    Some(ContactStepGradient {
+        x_t: cg.x_t,
+        v_t: vec![0.0; x_t.len()],
+    })
 }

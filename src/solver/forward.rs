@@ -197,8 +197,21 @@ impl<'m> Simulator<'m> {
         let t_start = (frame - 1) as f64 * h;
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
         let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
+        let mut penalty_force = None;
+        let mut penalty_pairs = 0;
         if penalty {
-            contact::penalty::add_forces(model, &self.contact_nodes, t_start, x_t, v_t, &mut f_ext);
+            let mut fp = vec![0.0; f_ext.len()];
+            let (pairs, _) = contact::penalty::add_forces(
+                model,
+                &self.contact_nodes,
+                t_start,
+                x_t,
+                v_t,
+                &mut fp,
+            );
+            f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
+            penalty_force = Some(fp);
+            penalty_pairs = pairs;
         }
         let c = self.rhs_constant(x_t, v_t, &f_ext);
         let xd = model.dirichlet_values(frame as f64 * h);
@@ -343,8 +356,8 @@ impl<'m> Simulator<'m> {
                 break;
             }
         }
-        // Newton polish does not model contact: only contact-free steps are polished.
-        if self.config.newton_polish > 0 && converged && ncp.is_none() && !penalty {
+        // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
+        if self.config.newton_polish > 0 && converged && ncp.is_none() {
             let t0 = Instant::now();
             let (steps, res) = self.polish(&c, &xd, &mut x);
             stats.polish_steps = steps;
@@ -374,6 +387,14 @@ impl<'m> Simulator<'m> {
                 stats.contact_record = Some(Box::new(rec));
             } else {
                 self.contact_warm.clear();
+            }
+            if let Some(fp) = penalty_force {
+                cstats.candidates = penalty_pairs;
+                cstats.active = penalty_pairs;
+                stats.contact_record = Some(Box::new(ContactRecord {
+                    penalty_forces: Some(fp),
+                    ..Default::default()
+                }));
             }
             cstats.max_penetration =
                 contact::max_penetration(&model.obstacles, &model.boundary_nodes, &x, t_end);

@@ -127,7 +127,8 @@ pub fn backward(
             d_presc.push((frame, dp));
         }
         accumulate_step(sim, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-        let contact_dx = super::backward::accumulate_contact(sim, &lin, &g, &z, &mut grads);
+        let contact =
+            super::backward::accumulate_contact(sim, &lin, frame, x_t, &v_t, &g, &z, &mut grads);
         // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
         let mut kz = vec![0.0; n];
         let mut dx = vec![0.0; 3 * n];
@@ -142,10 +143,11 @@ pub fn backward(
         }
         let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
         gx = dx.iter().zip(&lg.dx[t]).map(|(a, b)| a + b).collect();
-        if let Some(c) = contact_dx {
-            gx.iter_mut().zip(c).for_each(|(a, b)| *a += b);
-        }
         gv = dv;
+        if let Some(c) = contact {
+            gx.iter_mut().zip(c.x_t).for_each(|(a, b)| *a += b);
+            gv.iter_mut().zip(c.v_t).for_each(|(a, b)| *a += b);
+        }
         adjoint.push(st);
     }
     // Prescribed values depend on the initial positions through the motion.
