@@ -6,6 +6,7 @@
 //! [`solver::forward`] rollout (tape) → loss → [`solver::backward`] adjoint → gradients.
 
 pub mod cli;
+pub mod contact;
 pub mod gpu;
 pub mod io;
 pub mod linalg;
@@ -13,5 +14,4 @@ pub mod material;
 pub mod mesh;
 pub mod optimize;
 pub mod scene;
-pub mod contact;
 pub mod solver;

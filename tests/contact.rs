@@ -66,8 +66,14 @@ fn check_invariants(r: &Run, tol: f64) -> (f64, f64, f64, f64) {
         }
     }
     assert!(worst_gap <= tol, "penetration {worst_gap}");
-    assert!(worst_compl <= tol, "|min(delta, kappa lambda)| {worst_compl}");
-    assert!(worst_cone <= 1e-9, "friction outside the cone by {worst_cone} N");
+    assert!(
+        worst_compl <= tol,
+        "|min(delta, kappa lambda)| {worst_compl}"
+    );
+    assert!(
+        worst_cone <= 1e-9,
+        "friction outside the cone by {worst_cone} N"
+    );
     eprintln!(
         "invariants: penetration {worst_gap:.2e} m, |min(delta, kappa lambda)| {worst_compl:.2e} m, |lambda delta| {worst_work:.2e} J, cone excess {worst_cone:.2e} N"
     );
@@ -201,7 +207,11 @@ fn incline_sticks_iff_mu_exceeds_tan_theta() {
             "theta {theta}: mu = tan+0.005 moved {:.3e} m, mu = tan-0.005 moved {:.4e} m (expected {:.4e})",
             moved[0], moved[1], expected
         );
-        assert!(moved[0] < 1e-9, "theta {theta}: sticking block moved {}", moved[0]);
+        assert!(
+            moved[0] < 1e-9,
+            "theta {theta}: sticking block moved {}",
+            moved[0]
+        );
         assert!(
             (moved[1] / expected - 1.0).abs() < 0.1,
             "theta {theta}: sliding block moved {} (expected {expected})",
@@ -250,11 +260,10 @@ abs_tol = 1e-14
     let z = |t: usize| centroid(&r.model, &r.xs[t])[2];
     let settle = z(200);
     let drift = (z(1000) - settle).abs();
-    let min_node_z = r
-        .xs
-        .iter()
-        .flat_map(|x| x.iter().skip(2).step_by(3).copied())
-        .fold(f64::INFINITY, f64::min);
+    let min_node_z =
+        r.xs.iter()
+            .flat_map(|x| x.iter().skip(2).step_by(3).copied())
+            .fold(f64::INFINITY, f64::min);
     eprintln!(
         "resting block: max penetration {pen:.2e} m, lowest node z {min_node_z:.2e} m, centroid z {:.6e} (frame 0) {:.9e} (200) {:.9e} (1000), drift {drift:.2e} m",
         z(0),

@@ -25,14 +25,7 @@ log = true
 
 /// A 2×2×1 block launched with `velocity` from height `z0` (spinning about y), time step
 /// `dt`, Young's modulus `e`.
-fn scene(
-    velocity: [f64; 3],
-    z0: f64,
-    frames: usize,
-    smoothing: f64,
-    dt: f64,
-    e: f64,
-) -> String {
+fn scene(velocity: [f64; 3], z0: f64, frames: usize, smoothing: f64, dt: f64, e: f64) -> String {
     format!(
         r#"schema_version = 1
 [simulation]

@@ -136,7 +136,13 @@ impl ContactAdjoint {
     /// $\partial\delta_n/\partial\tau_o=-n_j$, $\partial\delta_f/\partial x_{t,i}=-T_j^T$, so
     /// $d\mathcal L/d\mu_o=-\sum_j\zeta_j^T\partial\Phi_j/\partial\mu$, $d\mathcal L/d\tau_o=\sum_j\mu_{n,j}n_j$,
     /// $d\mathcal L/dx_{t,i}\mathrel{+}=T_j\mu_{f,j}$.
-    pub fn gradients(&self, zeta: &[f64], mu: &[f64], n_obstacles: usize, n: usize) -> ContactGradients {
+    pub fn gradients(
+        &self,
+        zeta: &[f64],
+        mu: &[f64],
+        n_obstacles: usize,
+        n: usize,
+    ) -> ContactGradients {
         let set = &self.rec.set;
         let mut out = ContactGradients {
             friction: vec![0.0; n_obstacles],

@@ -103,7 +103,8 @@ impl ContactSet {
                 let n = q.normal;
                 let tg = obstacle::tangents(&n);
                 // obstacle displacement of the contact point over the step
-                let u_obs = ob.point_at(&q.surface_ref, t_end) - ob.point_at(&q.surface_ref, t_start);
+                let u_obs =
+                    ob.point_at(&q.surface_ref, t_end) - ob.point_at(&q.surface_ref, t_start);
                 let a = p + u_obs;
                 let rows = if ob.friction > 0.0 { 3 } else { 1 };
                 s.node.push(i);
@@ -156,10 +157,9 @@ impl ContactSet {
 
     /// `out += J^T lambda`.
     pub fn add_jt(&self, lambda: &[f64], out: &mut [f64]) {
-        for r in 0..self.nrows() {
-            let i = self.row_node[r];
+        for ((&i, a), l) in self.row_node.iter().zip(&self.row_dir).zip(lambda) {
             for d in 0..3 {
-                out[3 * i + d] += self.row_dir[r][d] * lambda[r];
+                out[3 * i + d] += a[d] * l;
             }
         }
     }
@@ -203,7 +203,11 @@ impl Delassus {
         let row_col: Vec<usize> = set
             .row_node
             .iter()
-            .map(|i| col_nodes.binary_search(i).expect("row node is a column node"))
+            .map(|i| {
+                col_nodes
+                    .binary_search(i)
+                    .expect("row node is a column node")
+            })
             .collect();
         let cols: Vec<Vec<f64>> = col_nodes
             .par_iter()
@@ -225,9 +229,7 @@ impl Delassus {
             for s in r..m {
                 let c = &cols[row_col[s]];
                 let as_ = &set.row_dir[s];
-                let v = (0..3)
-                    .map(|d| ar[d] * as_[d] * c[3 * ir + d])
-                    .sum::<f64>();
+                let v = (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
                 w[(r, s)] = v;
                 w[(s, r)] = v;
             }
@@ -274,6 +276,9 @@ pub struct SolveInfo {
     pub factorizations: usize,
     pub residual: f64,
 }
+
+/// A Newton trial: (‖Φ‖², λ, δ, Φ).
+type Trial = (f64, DVector<f64>, Vec<f64>, Vec<f64>);
 
 /// LU factor of the last Newton matrix, reused for chord steps while the set of coupled
 /// rows does not change (within one time step).
@@ -362,7 +367,7 @@ pub fn solve(
             }
         }
         let mut ok = true;
-        let mut chord_accepted: Option<(f64, DVector<f64>, Vec<f64>, Vec<f64>)> = None;
+        let mut chord_accepted: Option<Trial> = None;
         if !coupled.is_empty() {
             let mut pos = vec![usize::MAX; m];
             for (k, &r) in coupled.iter().enumerate() {
@@ -456,7 +461,7 @@ pub fn solve(
         let step = DVector::from_vec(step);
         // Armijo backtracking on 1/2 |Phi|^2 (Newton direction: slope -|Phi|^2).
         let mut alpha = 1.0;
-        let mut best: Option<(f64, DVector<f64>, Vec<f64>, Vec<f64>)> = None;
+        let mut best: Option<Trial> = None;
         for _ in 0..30 {
             let trial = &lam + &step * alpha;
             let dt = delta_of(&trial);
@@ -473,7 +478,7 @@ pub fn solve(
         }
         let (n2, trial, dt, ft) = best.expect("at least one trial");
         info.iterations += 1;
-        if !(n2 < fn2) {
+        if n2.partial_cmp(&fn2) != Some(std::cmp::Ordering::Less) {
             break;
         }
         lam = trial;
@@ -555,11 +560,11 @@ impl ContactRecord {
         let lmax = (0..set.len())
             .map(|j| lambda[set.offset[j]])
             .fold(0.0, f64::max);
-        for j in 0..set.len() {
+        for (j, b) in blocks.iter().enumerate() {
             let r = set.rows(j);
             let r0 = r.start;
             for a in 0..r.len() {
-                stats.complementarity = stats.complementarity.max(blocks[j].phi[a].abs());
+                stats.complementarity = stats.complementarity.max(b.phi[a].abs());
             }
             let k = set.kappa[j];
             let ln = lambda[r0];

@@ -112,10 +112,7 @@ impl Obstacle {
             _ => own_center,
         };
         Obstacle {
-            name: s
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("obstacle{index}")),
+            name: s.name.clone().unwrap_or_else(|| format!("obstacle{index}")),
             shape,
             friction: s.friction,
             restitution: s.restitution,
@@ -129,7 +126,9 @@ impl Obstacle {
     pub fn pose(&self, t: f64) -> (Matrix3<f64>, Vector3<f64>) {
         match &self.motion {
             Motion::Fixed => (Matrix3::identity(), self.offset),
-            Motion::Translate { velocity } => (Matrix3::identity(), v3(*velocity) * t + self.offset),
+            Motion::Translate { velocity } => {
+                (Matrix3::identity(), v3(*velocity) * t + self.offset)
+            }
             Motion::Rotate { axis, rate, .. } => {
                 let r = Rotation3::from_axis_angle(&Unit::new_normalize(v3(*axis)), rate * t)
                     .into_inner();

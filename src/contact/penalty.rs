@@ -75,12 +75,7 @@ pub fn node_force(
     let den = us.norm() + s.velocity_epsilon;
     let coulomb = o.friction * g / den;
     let (c, dc_dus, dc_dg, dc_dmu) = if s.friction_viscosity <= coulomb {
-        (
-            s.friction_viscosity,
-            Vector3::zeros(),
-            0.0,
-            0.0,
-        )
+        (s.friction_viscosity, Vector3::zeros(), 0.0, 0.0)
     } else {
         let uh = if us.norm() > 0.0 {
             us / us.norm()

@@ -126,7 +126,9 @@ pub fn voxel_sphere(radius: f64, dx: f64, center: [f64; 3], kind: ElementKind) -
     }
     let (elements, ne): (Vec<usize>, usize) = match kind {
         ElementKind::Hex8 => (
-            keep.iter().flat_map(|c| c.iter().map(|&i| map[i])).collect(),
+            keep.iter()
+                .flat_map(|c| c.iter().map(|&i| map[i]))
+                .collect(),
             keep.len(),
         ),
         ElementKind::Tet4 => (

@@ -124,7 +124,10 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         let obstacle = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
             let o = s.obstacle.ok_or((
                 format!("{key}.obstacle"),
-                format!("`{}` needs `obstacle` (an [[obstacle]] index)", kind_name(s.kind)),
+                format!(
+                    "`{}` needs `obstacle` (an [[obstacle]] index)",
+                    kind_name(s.kind)
+                ),
             ))?;
             if o >= model.obstacles.len() {
                 return Err((
@@ -284,9 +287,7 @@ impl Param {
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
             ParamKind::Friction => m.obstacles[self.obstacle].friction = value,
-            ParamKind::ObstacleOffset => {
-                m.obstacles[self.obstacle].offset[self.component] = value
-            }
+            ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component] = value,
         }
         if matches!(
             self.kind,

@@ -359,10 +359,7 @@ impl ContactSettings {
             &format!("{k}.penalty.friction_viscosity"),
             p.friction_viscosity,
         )?;
-        positive(
-            &format!("{k}.penalty.velocity_epsilon"),
-            p.velocity_epsilon,
-        )?;
+        positive(&format!("{k}.penalty.velocity_epsilon"), p.velocity_epsilon)?;
         Ok(())
     }
 }

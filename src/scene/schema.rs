@@ -853,7 +853,8 @@ impl Body {
                 }
             }
             (Some(_), None) => {
-                if m.cells.is_some() || m.dx.is_some() || m.element.is_some() || m.radius.is_some() {
+                if m.cells.is_some() || m.dx.is_some() || m.element.is_some() || m.radius.is_some()
+                {
                     return Err((
                         format!("{k}.mesh"),
                         "`cells`, `dx`, `radius` and `element` belong to `generator`, not to `file`"

@@ -9,10 +9,10 @@
 //! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, [`HessianFilterMode`]).
 
 use super::anderson::TypeII;
-use crate::contact::adjoint::ContactAdjoint;
-use crate::contact::ContactRecord;
 use super::forward::{norm, Simulator};
 use super::model::Model;
+use crate::contact::adjoint::ContactAdjoint;
+use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
 use crate::material::neohookean::{self, HessianFilter};
 use crate::material::svd::{self, Svd3};
@@ -351,7 +351,12 @@ pub fn solve_adjoint(
 }
 
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
-fn global_step(sim: &Simulator, lin: &StepLinearization, gf: &[f64], z: &[f64]) -> (Vec<f64>, Vec<f64>) {
+fn global_step(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    gf: &[f64],
+    z: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
     let mut kz = vec![0.0; z.len()];
     apply_k(sim, lin, z, &mut kz);
     let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();

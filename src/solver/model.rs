@@ -294,14 +294,14 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
     } else {
         let cells = m.cells.unwrap_or([1, 1, 1]);
         let dx = m.dx.unwrap_or(1.0);
-        let kind = m.element.map(ElementKind::from).unwrap_or(ElementKind::Hex8);
+        let kind = m
+            .element
+            .map(ElementKind::from)
+            .unwrap_or(ElementKind::Hex8);
         match (m.generator, kind) {
-            (Some(scene::Generator::Sphere), k) => crate::mesh::generate::voxel_sphere(
-                m.radius.unwrap_or(1.0),
-                dx,
-                m.origin,
-                k,
-            ),
+            (Some(scene::Generator::Sphere), k) => {
+                crate::mesh::generate::voxel_sphere(m.radius.unwrap_or(1.0), dx, m.origin, k)
+            }
             (_, ElementKind::Tet4) => crate::mesh::generate::box_tet(cells, dx, m.origin),
             (_, ElementKind::Hex8) => crate::mesh::generate::box_hex(cells, dx, m.origin),
         }
