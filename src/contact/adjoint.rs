@@ -86,6 +86,12 @@ impl ContactAdjoint {
                 }
             }
         }
+        // relative shift against redundant (linearly dependent) constraint rows
+        let shift =
+            super::REGULARIZATION * 1e-2 * (0..na).fold(0.0f64, |m, k| m.max(g[(k, k)].abs()));
+        for k in 0..na {
+            g[(k, k)] += shift;
+        }
         let lu = (na > 0).then(|| g.partial_piv_lu());
         ContactAdjoint {
             rec: rec.clone(),
@@ -132,12 +138,20 @@ impl ContactAdjoint {
     }
 
     /// Gradient contributions from $\zeta$, $\mu$ (spec §7.5 rows "friction coefficient",
-    /// "obstacle offsets", "previous position" — friction anchors): with frozen normals,
-    /// $\partial\delta_n/\partial\tau_o=-n_j$, $\partial\delta_f/\partial x_{t,i}=-T_j^T$, so
-    /// $d\mathcal L/d\mu_o=-\sum_j\zeta_j^T\partial\Phi_j/\partial\mu$, $d\mathcal L/d\tau_o=\sum_j\mu_{n,j}n_j$,
-    /// $d\mathcal L/dx_{t,i}\mathrel{+}=T_j\mu_{f,j}$.
+    /// "obstacle offsets", "previous position"): $d\mathcal L/d\theta=-\zeta^T\partial\Phi/\partial\theta
+    /// =-\mu^T\partial\delta/\partial\theta$ for the geometry and $-\zeta^T\partial\Phi/\partial\mu$ for μ.
+    /// The frozen frame is differentiated exactly (not frozen, unlike spec §7.5): with
+    /// $p=x_{t,i}$, $H=\partial n/\partial p$, $v=x_{t+1,i}-p$,
+    /// $\delta_n=\phi(p)+n^Tv$: $\partial\delta_n/\partial p=Hv$, $\partial\delta_n/\partial\tau=-Hv-n$;
+    /// $\delta_{f,k}=t_k^T(v-u_{obs})$: $\partial\delta_{f,k}/\partial p=H^T(\partial t_k/\partial n)^T(v-u_{obs})-t_k$,
+    /// $\partial\delta_{f,k}/\partial\tau=-H^T(\partial t_k/\partial n)^T(v-u_{obs})$
+    /// (exact for static and translating obstacles; a rotating obstacle's $u_{obs}(p)$ is held).
+    /// The force directions move with the frame too: $\mathcal R_x\ni-J^T\lambda$ with
+    /// $J_i^T\lambda=n\lambda_n+\sum_kt_k\lambda_{f,k}$, so $-z^T\partial\mathcal R_x/\partial p
+    /// =H^T(\lambda_nz_i+\sum_k\lambda_{f,k}(\partial t_k/\partial n)^Tz_i)$ and the opposite for $\tau$.
     pub fn gradients(
         &self,
+        z: &[f64],
         zeta: &[f64],
         mu: &[f64],
         n_obstacles: usize,
@@ -154,14 +168,34 @@ impl ContactAdjoint {
             let o = rows.start;
             let ob = set.obstacle[j];
             let b = &self.rec.blocks[j];
-            out.offset[ob] += set.normal[j] * mu[o];
+            let h = &set.hessian[j];
+            let v = self.rec.x_end[j] - set.origin[j];
+            let nrm = &set.normal[j];
+            let hv = h * v;
+            let i = set.node[j];
+            let zi = Vector3::new(z[3 * i], z[3 * i + 1], z[3 * i + 2]);
+            let lam = &self.rec.lambda;
+            // normal row: gap and force direction
+            let mut gp = -hv * mu[o];
+            let mut gt = (hv + nrm) * mu[o];
+            let mut dir = zi * lam[o];
             if rows.len() == 3 {
                 out.friction[ob] -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
-                let v = set.tangent[j][0] * mu[o + 1] + set.tangent[j][1] * mu[o + 2];
-                let i = set.node[j];
-                for d in 0..3 {
-                    out.x_t[3 * i + d] += v[d];
+                let vf = v - set.obstacle_motion[j];
+                for k in 0..2 {
+                    let g = h.transpose() * (set.dtangent[j][k].transpose() * vf);
+                    let m = mu[o + 1 + k];
+                    gp -= (g - set.tangent[j][k]) * m;
+                    gt += g * m;
+                    dir += set.dtangent[j][k].transpose() * zi * lam[o + 1 + k];
                 }
+            }
+            let hdir = h.transpose() * dir;
+            gp += hdir;
+            gt -= hdir;
+            out.offset[ob] += gt;
+            for d in 0..3 {
+                out.x_t[3 * i + d] += gp[d];
             }
         }
         out

@@ -22,7 +22,7 @@ pub mod penalty;
 
 use crate::linalg::LinearSolver;
 use crate::solver::model::Model;
-use nalgebra::{DMatrix, DVector, Vector2, Vector3};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector2, Vector3};
 use ncp::{FbParams, Local};
 use obstacle::Obstacle;
 use rayon::prelude::*;
@@ -47,6 +47,13 @@ pub struct ContactSet {
     pub mu: Vec<f64>,
     /// Displacement $u_{obs}$ of the obstacle's contact point over the step.
     pub obstacle_motion: Vec<Vector3<f64>>,
+    /// Linearisation point $p=x_{t,i}$ of the frame.
+    pub origin: Vec<Vector3<f64>>,
+    /// Hessian $H=\partial n/\partial p$ of the signed distance at $p$ (for the exact
+    /// dependence of the frozen frame on $x_t$ and on the obstacle offset).
+    pub hessian: Vec<Matrix3<f64>>,
+    /// $\partial t_k/\partial n$ of the tangents.
+    pub dtangent: Vec<[Matrix3<f64>; 2]>,
     /// Row offsets (`len() + 1` entries).
     pub offset: Vec<usize>,
     /// Node, direction and right-hand side $d$ of every row ($\delta_r=a_r^Tx_{i_r}-d_r$).
@@ -72,7 +79,8 @@ impl ContactSet {
         self.offset[j]..self.offset[j + 1]
     }
 
-    /// Candidates and frozen frames of the step from $t$ to $t+h$ (spec §6.2 step 3).
+    /// Candidates and frozen frames of the step from $t$ to $t+h$ (spec §6.2 step 3). Each node
+    /// is a candidate of at most one obstacle, the nearest.
     /// `nodes`: boundary nodes without prescribed DoFs. A node is a candidate of obstacle
     /// $o$ when $\phi_o(x_{t,i})\le$ margin $+2h\|v_{t,i}\|+h^2\|g\|$ (distance at the end-of-step pose).
     #[allow(clippy::too_many_arguments)]
@@ -95,11 +103,16 @@ impl ContactSet {
             let p = Vector3::new(x_t[3 * i], x_t[3 * i + 1], x_t[3 * i + 2]);
             let v = Vector3::new(v_t[3 * i], v_t[3 * i + 1], v_t[3 * i + 2]);
             let reach = margin + 2.0 * h * v.norm() + h * h * g;
-            for (o, ob) in obstacles.iter().enumerate() {
-                let q = ob.query(&p, t_end);
-                if q.dist > reach {
-                    continue;
-                }
+            // the nearest obstacle only: two frictional contacts on one node give six rows
+            // on three DoFs, whose multipliers are not unique when both stick
+            let nearest = obstacles
+                .iter()
+                .enumerate()
+                .map(|(o, ob)| (o, ob.query(&p, t_end)))
+                .filter(|(_, q)| q.dist <= reach)
+                .min_by(|a, b| a.1.dist.total_cmp(&b.1.dist));
+            if let Some((o, q)) = nearest {
+                let ob = &obstacles[o];
                 let n = q.normal;
                 let tg = obstacle::tangents(&n);
                 // obstacle displacement of the contact point over the step
@@ -116,6 +129,9 @@ impl ContactSet {
                 s.kappa.push(kappa[i]);
                 s.mu.push(ob.friction);
                 s.obstacle_motion.push(u_obs);
+                s.origin.push(p);
+                s.hessian.push(ob.hessian(&p, t_end));
+                s.dtangent.push(obstacle::tangent_jacobians(&n));
                 let r0 = *s.offset.last().expect("non-empty");
                 s.offset.push(r0 + rows);
                 s.row_node.push(i);
@@ -311,6 +327,9 @@ pub fn lu_solve(a: &faer::Mat<f64>, b: &[f64]) -> Option<Vec<f64>> {
     out.iter().all(|v| v.is_finite()).then_some(out)
 }
 
+/// Relative diagonal shift of the dense contact matrices (Newton matrix, adjoint $G_c$).
+pub const REGULARIZATION: f64 = 1e-10;
+
 /// Contacts whose $D_j=\partial\Phi_j/\partial\delta_j$ is below this (max-abs; $D$ is
 /// dimensionless) are decoupled: their Newton rows read $E_j\Delta\lambda_j=-\Phi_j$.
 pub const DECOUPLED: f64 = 1e-10;
@@ -430,6 +449,13 @@ pub fn solve(
                     }
                 }
                 use faer::linalg::solvers::Solve;
+                // Levenberg–Marquardt-type shift of the step only (the residual is exact):
+                // keeps the step bounded when constraints are redundant (a node touching two
+                // obstacles whose rows are linearly dependent), negligible otherwise.
+                let shift = REGULARIZATION * (0..na).fold(0.0f64, |m, k| m.max(jac[(k, k)].abs()));
+                for k in 0..na {
+                    jac[(k, k)] += shift;
+                }
                 let lu = jac.partial_piv_lu();
                 info.factorizations += 1;
                 let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
@@ -539,6 +565,8 @@ pub struct ContactRecord {
     pub lambda: Vec<f64>,
     /// Gaps/slips at $x_{t+1}$.
     pub delta: Vec<f64>,
+    /// End-of-step position $x_{t+1,i}$ of every contact's node.
+    pub x_end: Vec<Vector3<f64>>,
     /// $D_j,E_j,\partial\Phi_j/\partial\mu$ at $(\delta(x_{t+1}),\lambda)$.
     pub blocks: Vec<Local>,
     pub state: Vec<State>,
@@ -552,6 +580,11 @@ impl ContactRecord {
     pub fn new(set: ContactSet, lambda: Vec<f64>, x_next: &[f64], fb: &FbParams) -> Self {
         let delta = set.delta(x_next);
         let blocks = set.locals(&delta, &lambda, fb);
+        let x_end = set
+            .node
+            .iter()
+            .map(|&i| Vector3::new(x_next[3 * i], x_next[3 * i + 1], x_next[3 * i + 2]))
+            .collect();
         let mut stats = ContactStats {
             candidates: set.len(),
             ..Default::default()
@@ -603,6 +636,7 @@ impl ContactRecord {
             set,
             lambda,
             delta,
+            x_end,
             blocks,
             state,
             stats,

@@ -234,6 +234,40 @@ pub fn tangents(n: &Vector3<f64>) -> [Vector3<f64>; 2] {
     [t1, t2]
 }
 
+/// $\partial t_k/\partial n$ of [`tangents`] (the reference axis $e$ is piecewise constant):
+/// $w=e-n(n\cdot e)$, $t_1=w/\|w\|$, $t_2=n\times t_1$.
+pub fn tangent_jacobians(n: &Vector3<f64>) -> [Matrix3<f64>; 2] {
+    let i = n.iamin();
+    let mut e = Vector3::zeros();
+    e[i] = 1.0;
+    let w = e - n * n.dot(&e);
+    let wn = w.norm();
+    let t1 = w / wn;
+    let dw = -(n * e.transpose() + Matrix3::identity() * n.dot(&e));
+    let dt1 = (Matrix3::identity() - t1 * t1.transpose()) / wn * dw;
+    let dt2 = -t1.cross_matrix() + n.cross_matrix() * dt1;
+    [dt1, dt2]
+}
+
+impl Obstacle {
+    /// Hessian $H=\partial n/\partial p$ of the signed distance at the world point `p`, time
+    /// `t`, by central differences of the normal (exactly 0 for planes).
+    pub fn hessian(&self, p: &Vector3<f64>, t: f64) -> Matrix3<f64> {
+        if matches!(self.shape, Shape::Plane { .. }) {
+            return Matrix3::zeros();
+        }
+        let h = 1e-6 * (1.0 + p.norm());
+        let mut m = Matrix3::zeros();
+        for c in 0..3 {
+            let mut e = Vector3::zeros();
+            e[c] = h;
+            let d = (self.query(&(p + e), t).normal - self.query(&(p - e), t).normal) / (2.0 * h);
+            m.set_column(c, &d);
+        }
+        m
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +357,33 @@ motion = { type = "translate", velocity = [1.0, 0.0, 0.0] }"#,
             assert!((t1.norm() - 1.0).abs() < 1e-15 && (t2.norm() - 1.0).abs() < 1e-15);
             assert!((t1.cross(&t2) - n).norm() < 1e-14);
         }
+    }
+
+    #[test]
+    fn tangent_jacobians_match_finite_differences() {
+        let n = Vector3::new(0.3, -0.2, 0.9).normalize();
+        let [d1, d2] = tangent_jacobians(&n);
+        let h = 1e-7;
+        for c in 0..3 {
+            let mut e = Vector3::zeros();
+            e[c] = h;
+            let (p, m) = (tangents(&(n + e)), tangents(&(n - e)));
+            // tangents() normalises nothing about n: compare the unnormalised derivative
+            let fd1 = (p[0] - m[0]) / (2.0 * h);
+            let fd2 = (p[1] - m[1]) / (2.0 * h);
+            assert!((fd1 - d1.column(c)).norm() < 1e-6, "t1 col {c}");
+            assert!((fd2 - d2.column(c)).norm() < 1e-6, "t2 col {c}");
+        }
+    }
+
+    #[test]
+    fn sphere_hessian() {
+        let spec: ObstacleSpec =
+            toml::from_str("type = \"sphere\"\ncenter = [0, 0, 0]\nradius = 0.5").unwrap();
+        let o = Obstacle::from_spec(&spec, 0);
+        let p = Vector3::new(0.1, 0.2, 0.6);
+        let n = p.normalize();
+        let exact = (Matrix3::identity() - n * n.transpose()) / p.norm();
+        assert!((o.hessian(&p, 0.0) - exact).norm() < 1e-8);
     }
 }

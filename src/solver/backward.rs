@@ -513,7 +513,7 @@ pub fn accumulate_contact(
     }
     let (mut w, _) = global_step(sim, lin, &gf, z);
     let (zeta, mu) = c.project(&mut w);
-    let cg = c.gradients(&zeta, &mu, model.obstacles.len(), model.num_nodes());
+    let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
     for (o, v) in cg.friction.iter().enumerate() {
         grads.friction[o] += v;
     }

@@ -19,10 +19,6 @@ use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// Inexact inner contact solves: the Newton tolerance of PD iteration k is
-/// max(`contact.tolerance`, INEXACT·‖g_{k-1}‖∞) (0 = always strict).
-const INEXACT: f64 = 0.0;
-
 /// Resolved solver settings.
 #[derive(Clone, Debug)]
 pub struct SolverConfig {
@@ -274,9 +270,7 @@ impl<'m> Simulator<'m> {
         let mut k = 0;
         let mut x_before = Vec::new();
         let mut b_before = Vec::new();
-        // Inexact inner contact solves: tolerance max(tol, 1e-2 ‖g_{k-1}‖∞), so that early PD
-        // iterations do not over-solve; the gate requires a strict solve at exit.
-        let mut last_step_inf = f64::INFINITY;
+        // The gate also requires the last contact solve to meet `contact.tolerance`.
         let mut contact_ok = true;
         let mut newton_cache = None;
         while k < self.config.max_iterations {
@@ -296,11 +290,17 @@ impl<'m> Simulator<'m> {
             let t2 = Instant::now();
             if let Some((set, del, lambda)) = ncp.as_mut() {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
-                let tol = csettings.tolerance.max(INEXACT * last_step_inf);
-                let info =
-                    contact::solve(set, del, &xhat, lambda, &csettings, tol, &mut newton_cache);
+                let info = contact::solve(
+                    set,
+                    del,
+                    &xhat,
+                    lambda,
+                    &csettings,
+                    csettings.tolerance,
+                    &mut newton_cache,
+                );
                 del.add_x(set, lambda, &mut xhat);
-                contact_ok = info.residual <= csettings.tolerance || tol == csettings.tolerance;
+                contact_ok = info.residual <= csettings.tolerance;
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
                 cstats.seconds_solve += t2.elapsed().as_secs_f64();
@@ -314,7 +314,6 @@ impl<'m> Simulator<'m> {
                 });
             }
             let g: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
-            last_step_inf = g.iter().fold(0.0, |m, v| m.max(v.abs()));
             let mut xn = self.aa.step(&x, &g);
             for &kk in &self.prescribed {
                 xn[kk] = xd[kk];
