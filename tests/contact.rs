@@ -4,6 +4,7 @@
 
 mod common;
 use diffphd::contact::State;
+use diffphd::solver::loss::Loss;
 use diffphd::solver::{rollout, Model, Simulator, StepStats};
 
 struct Run {
@@ -16,10 +17,10 @@ fn run(text: &str, sets: &[&str]) -> Run {
     let ls = common::load(text, sets);
     let model = Model::from_scene(&ls).expect("model builds");
     let mut sim = Simulator::new(&model, &ls.scene.solver).expect("factor");
-    let ro = rollout::forward(&mut sim, model.frames).expect("rollout");
+    let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default()).expect("rollout");
     Run {
         model: model.clone(),
-        xs: ro.xs,
+        xs: ro.all_states().expect("every frame kept"),
         steps: ro.steps,
     }
 }
