@@ -11,6 +11,7 @@
 #![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 pub mod cli;
+pub mod contact;
 pub mod gpu;
 pub mod io;
 pub mod linalg;

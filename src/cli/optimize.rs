@@ -260,7 +260,7 @@ fn write_outputs(
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
         let name = super::simulate::frame_name(*t);
         surface
-            .write(&out.join(&name), x, v)
+            .write(&out.join(&name), x, v, None)
             .with_context(|| format!("cannot write {name}"))?;
     }
     Ok(())

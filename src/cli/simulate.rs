@@ -87,13 +87,20 @@ impl SurfaceMap {
         }
     }
 
-    pub fn write(&self, path: &Path, x: &[f64], v: &[f64]) -> std::io::Result<()> {
+    pub fn write(
+        &self,
+        path: &Path,
+        x: &[f64],
+        v: &[f64],
+        contact_force: Option<&[f64]>,
+    ) -> std::io::Result<()> {
         let bytes = ply::encode(&ply::SurfaceFrame {
             nodes: &self.nodes,
             x,
             v,
             youngs: &self.node_youngs,
             faces: &self.faces,
+            contact_force,
         });
         write_atomic(path, &bytes)
     }
@@ -160,9 +167,16 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let write_ply = ls.scene.output.ply;
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
+    let has_obstacles = !model.obstacles.is_empty();
+    let zero_force = vec![0.0; x.len()];
     if write_ply {
         surface
-            .write(&out.join(frame_name(0)), &x, &v)
+            .write(
+                &out.join(frame_name(0)),
+                &x,
+                &v,
+                has_obstacles.then_some(&zero_force[..]),
+            )
             .with_context(|| format!("cannot write frame 0 into {}", out.display()))
             .map_err(Failure::input)?;
     }
@@ -200,8 +214,17 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         x = xn;
         let file = if write_ply && frame % every == 0 {
             let name = frame_name(frame);
+            let fc = stats
+                .contact_record
+                .as_ref()
+                .map(|r| r.nodal_forces(model.num_nodes()));
+            let fc = if has_obstacles {
+                Some(fc.as_deref().unwrap_or(&zero_force[..]))
+            } else {
+                None
+            };
             surface
-                .write(&out.join(&name), &x, &v)
+                .write(&out.join(&name), &x, &v, fc)
                 .with_context(|| format!("cannot write {name}"))
                 .map_err(Failure::input)?;
             Some(name)
@@ -222,6 +245,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             seconds_global: stats.time_global,
             seconds_other: stats.time_other,
             file,
+            contact: stats.contact.clone(),
         };
         let msg = format!(
             "frame {frame}/{}: {} PD iterations{}",

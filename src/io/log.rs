@@ -48,6 +48,10 @@ pub struct FrameRecord {
     /// File written for this frame, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// Contact statistics (scenes with obstacles): active contacts, max penetration,
+    /// complementarity residual, timings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact: Option<crate::contact::ContactStats>,
 }
 
 /// Run outcome.
@@ -81,6 +85,12 @@ pub struct Summary {
     pub seconds_global: f64,
     pub seconds_other: f64,
     pub seconds_total: f64,
+    /// Largest penetration over all frames (m; scenes with obstacles).
+    pub max_penetration: f64,
+    /// Largest number of active contacts in a frame.
+    pub max_active_contacts: usize,
+    /// Contact set-up and solve time over all frames (s).
+    pub seconds_contact: f64,
 }
 
 impl RunLog {
@@ -93,6 +103,11 @@ impl RunLog {
         s.seconds_local += r.seconds_local;
         s.seconds_global += r.seconds_global;
         s.seconds_other += r.seconds_other;
+        if let Some(c) = &r.contact {
+            s.max_penetration = s.max_penetration.max(c.max_penetration);
+            s.max_active_contacts = s.max_active_contacts.max(c.active);
+            s.seconds_contact += c.seconds_setup + c.seconds_solve;
+        }
         self.frames.push(r);
     }
 }

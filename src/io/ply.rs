@@ -2,7 +2,9 @@
 //!
 //! Layout: `element vertex N` with `float x y z`, `float vx vy vz`, `float youngs_modulus`,
 //! `int node` (index of the vertex in the simulation's node numbering, so frames can be
-//! mapped back to nodes), and `element face M` with `list uchar int vertex_indices`.
+//! mapped back to nodes), in scenes with obstacles `float contact_fx contact_fy contact_fz`
+//! (the node's contact force $J^T\lambda$ in N), and `element face M` with
+//! `list uchar int vertex_indices`.
 //! Hand-written (about 40 lines) rather than via a PLY crate: the writer is on the hot path
 //! of every frame, and tests read the files back with the independent `ply-rs-bw` parser.
 
@@ -18,14 +20,21 @@ pub struct SurfaceFrame<'a> {
     pub youngs: &'a [f64],
     /// Triangles in *vertex* (local) indices.
     pub faces: &'a [[u32; 3]],
+    /// Node-major contact forces of all nodes (written only when present).
+    pub contact_force: Option<&'a [f64]>,
 }
 
 /// Encode a frame as binary PLY bytes.
 pub fn encode(frame: &SurfaceFrame) -> Vec<u8> {
     let nv = frame.nodes.len();
     let mut out = Vec::with_capacity(64 + nv * 32 + frame.faces.len() * 13);
+    let contact_props = if frame.contact_force.is_some() {
+        "property float contact_fx\nproperty float contact_fy\nproperty float contact_fz\n"
+    } else {
+        ""
+    };
     let header = format!(
-        "ply\nformat binary_little_endian 1.0\ncomment diffphd {}\nelement vertex {nv}\nproperty float x\nproperty float y\nproperty float z\nproperty float vx\nproperty float vy\nproperty float vz\nproperty float youngs_modulus\nproperty int node\nelement face {}\nproperty list uchar int vertex_indices\nend_header\n",
+        "ply\nformat binary_little_endian 1.0\ncomment diffphd {}\nelement vertex {nv}\nproperty float x\nproperty float y\nproperty float z\nproperty float vx\nproperty float vy\nproperty float vz\nproperty float youngs_modulus\nproperty int node\n{contact_props}element face {}\nproperty list uchar int vertex_indices\nend_header\n",
         env!("CARGO_PKG_VERSION"),
         frame.faces.len()
     );
@@ -39,6 +48,11 @@ pub fn encode(frame: &SurfaceFrame) -> Vec<u8> {
         }
         out.extend_from_slice(&(frame.youngs[i] as f32).to_le_bytes());
         out.extend_from_slice(&(i as i32).to_le_bytes());
+        if let Some(fc) = frame.contact_force {
+            for d in 0..3 {
+                out.extend_from_slice(&(fc[3 * i + d] as f32).to_le_bytes());
+            }
+        }
     }
     for f in frame.faces {
         out.push(3u8);

@@ -91,6 +91,66 @@ pub fn box_tet(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> Mesh {
     }
 }
 
+/// Voxelized ball: the cells of a regular grid of edge `dx` (centred on `center`, with
+/// $\lceil 2r/dx\rceil$ cells per axis) whose centres lie inside the sphere of radius `radius`,
+/// as `Hex8` elements, or split into Kuhn tetrahedra for `Tet4` (conforming, as in
+/// [`box_tet`]). Unused grid nodes are dropped; nodes keep the grid order (x fastest).
+pub fn voxel_sphere(radius: f64, dx: f64, center: [f64; 3], kind: ElementKind) -> Mesh {
+    let n = ((2.0 * radius / dx).ceil() as usize).max(1);
+    let half = 0.5 * n as f64 * dx;
+    let origin = [center[0] - half, center[1] - half, center[2] - half];
+    let (nodes, cubes) = grid([n, n, n], dx, origin);
+    let r2 = radius * radius;
+    let keep: Vec<&[usize; 8]> = cubes
+        .iter()
+        .filter(|c| {
+            let (a, b) = (nodes[c[0]], nodes[c[7]]);
+            (0..3)
+                .map(|d| (0.5 * (a[d] + b[d]) - center[d]).powi(2))
+                .sum::<f64>()
+                <= r2
+        })
+        .collect();
+    let mut map = vec![usize::MAX; nodes.len()];
+    for c in &keep {
+        for &i in c.iter() {
+            map[i] = 0;
+        }
+    }
+    let mut out_nodes = Vec::new();
+    for (i, m) in map.iter_mut().enumerate() {
+        if *m == 0 {
+            *m = out_nodes.len();
+            out_nodes.push(nodes[i]);
+        }
+    }
+    let (elements, ne): (Vec<usize>, usize) = match kind {
+        ElementKind::Hex8 => (
+            keep.iter()
+                .flat_map(|c| c.iter().map(|&i| map[i]))
+                .collect(),
+            keep.len(),
+        ),
+        ElementKind::Tet4 => (
+            keep.iter()
+                .flat_map(|c| {
+                    KUHN_TETS
+                        .iter()
+                        .flat_map(move |t| t.iter().map(move |&a| c[a]))
+                })
+                .map(|i| map[i])
+                .collect(),
+            6 * keep.len(),
+        ),
+    };
+    Mesh {
+        kind,
+        nodes: out_nodes,
+        elements,
+        tags: vec![0; ne],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +268,23 @@ mod tests {
         let m = box_hex([2, 2, 0], 1.0, [0.0; 3]);
         assert_eq!(m.num_elements(), 0);
         assert!(m.tags.is_empty());
+    }
+
+    #[test]
+    fn voxel_sphere_counts_and_volume() {
+        // DiffPD's bouncing-ball size: about 1288 hexes
+        let m = voxel_sphere(0.084375, 0.0125, [0.0, 0.0, 0.1], ElementKind::Hex8);
+        let ne = m.num_elements();
+        assert!((1200..1400).contains(&ne), "{ne} hexes");
+        let vol: f64 = (0..ne).map(|e| element_volume(&m, e)).sum();
+        let exact = 4.0 / 3.0 * std::f64::consts::PI * 0.084375f64.powi(3);
+        assert!((vol / exact - 1.0).abs() < 0.05, "volume {vol} vs {exact}");
+        let t = voxel_sphere(0.05, 0.02, [0.0; 3], ElementKind::Tet4);
+        assert_eq!(t.num_elements() % 6, 0);
+        assert!((0..t.num_elements()).all(|e| element_volume(&t, e) > 0.0));
+        // every node is used
+        let mut used = vec![false; m.num_nodes()];
+        m.elements.iter().for_each(|&i| used[i] = true);
+        assert!(used.iter().all(|&u| u));
     }
 }

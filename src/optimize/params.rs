@@ -24,6 +24,8 @@ pub struct Param {
     /// Global muscle-group index (muscle_activation).
     pub muscle: usize,
     pub seed: u64,
+    /// Obstacle index (friction, obstacle_offset).
+    pub obstacle: usize,
     pub log: bool,
     pub fd_step: Option<f64>,
     /// Value in the base model (for Young's modulus: the mean over `elements`).
@@ -53,6 +55,8 @@ pub fn kind_name(k: ParamKind) -> &'static str {
         ParamKind::ForceScale => "force_scale",
         ParamKind::Gravity => "gravity",
         ParamKind::MuscleActivation => "muscle_activation",
+        ParamKind::Friction => "friction",
+        ParamKind::ObstacleOffset => "obstacle_offset",
     }
 }
 
@@ -63,6 +67,7 @@ fn is_vector(k: ParamKind) -> bool {
             | ParamKind::InitialRotation
             | ParamKind::InitialVelocity
             | ParamKind::Gravity
+            | ParamKind::ObstacleOffset
     )
 }
 
@@ -75,6 +80,7 @@ fn is_positive(k: ParamKind) -> bool {
             | ParamKind::DampingBeta
             | ParamKind::ForceScale
             | ParamKind::MuscleActivation
+            | ParamKind::Friction
     )
 }
 
@@ -145,6 +151,33 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             }
             0
         };
+        let obstacle = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
+            let o = s.obstacle.ok_or((
+                format!("{key}.obstacle"),
+                format!(
+                    "`{}` needs `obstacle` (an [[obstacle]] index)",
+                    kind_name(s.kind)
+                ),
+            ))?;
+            if o >= model.obstacles.len() {
+                return Err((
+                    format!("{key}.obstacle"),
+                    format!(
+                        "obstacle {o} does not exist (scene has {})",
+                        model.obstacles.len()
+                    ),
+                ));
+            }
+            o
+        } else {
+            if s.obstacle.is_some() {
+                return Err((
+                    format!("{key}.obstacle"),
+                    "only `friction` and `obstacle_offset` take an obstacle".into(),
+                ));
+            }
+            0
+        };
         if s.log && !is_positive(s.kind) {
             return Err((
                 format!("{key}.log"),
@@ -175,7 +208,12 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         };
         for c in comps {
             let mut name = s.name.clone().unwrap_or_else(|| {
-                let mut n = format!("{}[{}]", kind_name(s.kind), s.body);
+                let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
+                    obstacle
+                } else {
+                    s.body
+                };
+                let mut n = format!("{}[{}]", kind_name(s.kind), owner);
                 if let Some(r) = s.region {
                     n.push_str(&format!(".region{r}"));
                 }
@@ -211,6 +249,7 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 force,
                 muscle,
                 seed: s.seed.unwrap_or(1),
+                obstacle,
                 log: s.log,
                 fd_step: s.fd_step,
                 base_value: 0.0,
@@ -317,6 +356,8 @@ impl Param {
             ParamKind::ForceScale => m.forces[self.force].scale,
             ParamKind::Gravity => m.gravity[self.component],
             ParamKind::MuscleActivation => m.muscles[self.muscle].activation,
+            ParamKind::Friction => m.obstacles[self.obstacle].friction,
+            ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component],
         }
     }
 
@@ -357,6 +398,8 @@ impl Param {
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
             ParamKind::MuscleActivation => m.muscles[self.muscle].activation = value,
+            ParamKind::Friction => m.obstacles[self.obstacle].friction = value,
+            ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component] = value,
         }
         if matches!(
             self.kind,
@@ -419,6 +462,8 @@ impl Param {
             ParamKind::ForceScale => g.force_scale[self.force],
             ParamKind::Gravity => g.gravity[self.component],
             ParamKind::MuscleActivation => g.muscle_activation[self.muscle],
+            ParamKind::Friction => g.friction[self.obstacle],
+            ParamKind::ObstacleOffset => g.obstacle_offset[self.obstacle][self.component],
         };
         if self.log {
             value * dvalue
@@ -457,6 +502,9 @@ impl Param {
             ParamKind::InitialVelocity => 1e-3,
             ParamKind::InitialStateDirection => 1e-1,
             ParamKind::Gravity => 1e-3 * v.max(1.0),
+            // 1e-3 of the median element edge
+            ParamKind::ObstacleOffset => 2e-3 * m.contact_margin.max(1e-6),
+            ParamKind::Friction => 1e-3 * v.max(0.01),
             // β₀ enters as β₀/h and α as αh: scale the step by the time step.
             ParamKind::DampingBeta => 1e-3 * v.max(m.h),
             ParamKind::DampingAlpha => 1e-3 * v.max(1.0 / m.h),

@@ -167,6 +167,24 @@ fn rewrite(
                     }
                 }
             }
+            ParamKind::Friction => {
+                let o = p.obstacle;
+                if let Some(t) = root
+                    .get_mut("obstacle")
+                    .and_then(|a| a.as_array_mut())
+                    .and_then(|a| a.get_mut(o))
+                    .and_then(|t| t.as_table_mut())
+                {
+                    t.insert("friction".into(), Value::Float(v));
+                }
+                sets.push(format!("obstacle.{o}.friction={v:e}"));
+            }
+            ParamKind::ObstacleOffset => {
+                notes.push(format!(
+                    "{}: obstacle offset {v:e} m (component {c}) is not written back; translate obstacle {} by it",
+                    p.name, p.obstacle
+                ));
+            }
             ParamKind::MuscleActivation => {
                 let j = specs[p.index].muscle.unwrap_or(0);
                 let bt = body_mut(root, b).as_table_mut().expect("table");

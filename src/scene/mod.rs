@@ -4,10 +4,12 @@
 //! are serde defaults, documented key by key in `docs/scene-format.md`. Validation
 //! ([`Scene::validate`]) checks ranges and names the full key path of the offending value.
 
+pub mod contact;
 pub mod overrides;
 pub mod schema;
 pub mod select;
 
+pub use contact::{ContactModel, ContactSettings, ObstacleKind, ObstacleSpec, PenaltySettings};
 pub use schema::*;
 pub use select::{ElementSelector, NodeSelector};
 

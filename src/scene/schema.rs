@@ -1,6 +1,7 @@
 //! Typed scene schema (version 1). Documented key by key in `docs/scene-format.md`.
 //! Units: SI throughout (m, s, kg, Pa, N, rad/s); angles in degrees where the key says `_deg`.
 
+use super::contact::{ContactSettings, ObstacleSpec};
 use super::select::{ElementSelector, NodeSelector};
 use crate::material::MaterialModel;
 use crate::mesh::ElementKind;
@@ -33,6 +34,12 @@ pub struct Scene {
     /// Optimizer settings of `diffphd optimize` (`[optimize]`).
     #[serde(default)]
     pub optimize: OptimizeSettings,
+    /// Rigid obstacles (`[[obstacle]]`), see `docs/contact.md`.
+    #[serde(rename = "obstacle", default)]
+    pub obstacles: Vec<ObstacleSpec>,
+    /// Contact model settings (`[contact]`), see `docs/contact.md`.
+    #[serde(default)]
+    pub contact: ContactSettings,
 }
 
 /// `[optimize]`: L-BFGS settings and stopping rules of `diffphd optimize` (docs/optimize.md).
@@ -298,6 +305,9 @@ pub struct ParamSpec {
     /// `muscle_activation`: muscle-group index of the body (default 0).
     #[serde(default)]
     pub muscle: Option<usize>,
+    /// `friction`, `obstacle_offset`: obstacle index (`[[obstacle]]` order).
+    #[serde(default)]
+    pub obstacle: Option<usize>,
     /// Work with the logarithm of the (positive) parameter.
     #[serde(default)]
     pub log: bool,
@@ -341,6 +351,10 @@ pub enum ParamKind {
     Gravity,
     /// Activation of a muscle group (`muscle`).
     MuscleActivation,
+    /// Coulomb friction coefficient of an obstacle.
+    Friction,
+    /// Rigid translation (m) of an obstacle (its whole trajectory).
+    ObstacleOffset,
 }
 
 /// `[simulation]`
@@ -465,15 +479,22 @@ pub struct MeshSpec {
     /// Cell size in metres (generator).
     #[serde(default)]
     pub dx: Option<f64>,
-    /// Lower corner of the generated box (before the body transform).
+    /// Lower corner of the generated box, or centre of the generated sphere (before the
+    /// body transform).
     #[serde(default)]
     pub origin: [f64; 3],
+    /// Radius of the `"sphere"` generator (voxel ball: the grid cells whose centres are
+    /// inside the sphere).
+    #[serde(default)]
+    pub radius: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Generator {
     Box,
+    /// Voxelized ball (`radius`, `dx`, `element`; centred on `origin`).
+    Sphere,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -997,6 +1018,10 @@ impl Scene {
             return Err(("output.every".into(), "expected at least 1".into()));
         }
         self.optimize.validate()?;
+        for (i, o) in self.obstacles.iter().enumerate() {
+            o.validate(&format!("obstacle[{i}]"))?;
+        }
+        self.contact.validate("contact")?;
         Ok(())
     }
 }
@@ -1015,6 +1040,12 @@ impl Body {
                 return Err((format!("{k}.mesh"), "missing `file` or `generator`".into()))
             }
             (None, Some(Generator::Box)) => {
+                if m.radius.is_some() {
+                    return Err((
+                        format!("{k}.mesh.radius"),
+                        "`radius` belongs to the sphere generator".into(),
+                    ));
+                }
                 let cells = m.cells.ok_or((
                     format!("{k}.mesh.cells"),
                     "the box generator needs `cells = [nx, ny, nz]`".into(),
@@ -1039,15 +1070,46 @@ impl Body {
                     ));
                 }
             }
+            (None, Some(Generator::Sphere)) => {
+                if m.cells.is_some() {
+                    return Err((
+                        format!("{k}.mesh.cells"),
+                        "the sphere generator takes `radius` and `dx`, not `cells`".into(),
+                    ));
+                }
+                let r = m.radius.ok_or((
+                    format!("{k}.mesh.radius"),
+                    "the sphere generator needs `radius`".into(),
+                ))?;
+                positive(&format!("{k}.mesh.radius"), r)?;
+                let dx = m.dx.ok_or((
+                    format!("{k}.mesh.dx"),
+                    "the sphere generator needs `dx`".into(),
+                ))?;
+                positive(&format!("{k}.mesh.dx"), dx)?;
+                if r / dx > 200.0 {
+                    return Err((
+                        format!("{k}.mesh.radius"),
+                        format!("radius / dx = {:.0} is too large (at most 200)", r / dx),
+                    ));
+                }
+                if m.element.is_none() {
+                    return Err((
+                        format!("{k}.mesh.element"),
+                        "the sphere generator needs `element = \"hex8\"` or `\"tet4\"`".into(),
+                    ));
+                }
+            }
             (Some(_), None) => {
                 if m.cells.is_some()
                     || m.dx.is_some()
                     || m.element.is_some()
                     || m.origin != [0.0; 3]
+                    || m.radius.is_some()
                 {
                     return Err((
                         format!("{k}.mesh"),
-                        "`cells`, `dx`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
+                        "`cells`, `dx`, `radius`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
                     ));
                 }
             }

@@ -11,6 +11,8 @@
 use super::anderson::TypeII;
 use super::forward::{norm, Simulator};
 use super::model::Model;
+use crate::contact::adjoint::ContactAdjoint;
+use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
 use crate::material::neohookean::{self, HessianFilter};
 use crate::material::svd::{self, Svd3};
@@ -87,6 +89,8 @@ pub struct StepLinearization {
     pub muscle: super::muscle::MuscleLin,
     /// Number of samples whose stretch Jacobian the filter changed.
     pub filtered_samples: usize,
+    /// Contact block of the step (spec §7.2 step 3), if it had contact candidates.
+    pub contact: Option<ContactAdjoint>,
 }
 
 impl StepLinearization {
@@ -144,7 +148,17 @@ impl StepLinearization {
             samples,
             muscle: super::muscle::MuscleLin::new(model, x),
             filtered_samples,
+            contact: None,
         }
+    }
+
+    /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the
+    /// persistent factor and the factored $G_c=WD^T+E^T$.
+    pub fn with_contact(mut self, sim: &Simulator, rec: Option<&ContactRecord>) -> Self {
+        self.contact = rec
+            .filter(|r| !r.set.is_empty())
+            .map(|r| ContactAdjoint::new(r, &sim.system));
+        self
     }
 
     /// $(F_s-R_s,\ F_s-D_s,\ F_s-p_s)$ of sample `s` (zeros where the term is absent).
@@ -298,6 +312,9 @@ pub fn solve_adjoint(
         stats.seconds = t0.elapsed().as_secs_f64();
         return (vec![0.0; n3], stats);
     }
+    if let Some(c) = &lin.contact {
+        return solve_adjoint_contact(sim, lin, c, &gf, cfg, stats, t0);
+    }
     if cfg.method == AdjointMethod::Gmres {
         let mut z = vec![0.0; n3];
         let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
@@ -361,4 +378,182 @@ pub fn solve_adjoint(
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
     (z, stats)
+}
+
+/// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
+fn global_step(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    gf: &[f64],
+    z: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let mut kz = vec![0.0; z.len()];
+    apply_k(sim, lin, z, &mut kz);
+    let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
+    let mut u = vec![0.0; z.len()];
+    sim.system.solve_homogeneous(&q, &mut u);
+    let w = z.iter().zip(&u).map(|(a, b)| a + b).collect();
+    (w, q)
+}
+
+/// The adjoint with a contact block (spec §7.2 step 4): fixed point
+/// $z\leftarrow\Pi A^{-1}(g+\Delta Az)$ with the contact projection $\Pi w=w-XD^TG_c^{-1}Jw$
+/// ([`ContactAdjoint::project`]), Anderson-accelerated; the stopping test uses the KKT residual
+/// $\|g-Kz-J^T\mu\|$ (zero exactly at the fixed point). Fallback: GMRES on the same fixed-point
+/// equation $(I-\Pi A^{-1}\Delta A)z=\Pi A^{-1}g$ (the consistent KKT operator reduced to $z$).
+fn solve_adjoint_contact(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    c: &ContactAdjoint,
+    gf: &[f64],
+    cfg: &BackwardConfig,
+    mut stats: AdjointStats,
+    t0: std::time::Instant,
+) -> (Vec<f64>, AdjointStats) {
+    let n3 = gf.len();
+    let gnorm = norm(gf);
+    let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
+    let mut z = vec![0.0; n3];
+    let mut best = (f64::INFINITY, z.clone());
+    let mut rel = f64::INFINITY;
+    let mut it = 0;
+    let residual = |q: &[f64], mu: &[f64]| -> f64 {
+        let mut r = q.to_vec();
+        let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
+        c.add_jt(&neg, &mut r);
+        for &k in &sim.prescribed {
+            r[k] = 0.0;
+        }
+        norm(&r)
+    };
+    while it < cfg.max_iterations {
+        let (mut w, q) = global_step(sim, lin, gf, &z);
+        let (_, mu) = c.project(&mut w);
+        let r = residual(&q, &mu);
+        rel = r / gnorm;
+        if rel < best.0 {
+            best = (rel, z.clone());
+        }
+        if r <= cfg.rel_tol * gnorm + cfg.abs_tol {
+            stats.converged = true;
+            break;
+        }
+        if !rel.is_finite() || rel > 1e3 {
+            break;
+        }
+        let gstep: Vec<f64> = w.iter().zip(&z).map(|(a, b)| a - b).collect();
+        z = aa.step(&z, &gstep);
+        for &k in &sim.prescribed {
+            z[k] = 0.0;
+        }
+        it += 1;
+    }
+    stats.iterations = it;
+    if !stats.converged {
+        let mut zg = if best.0.is_finite() && best.0 < 1.0 {
+            best.1
+        } else {
+            vec![0.0; n3]
+        };
+        let mut op = |v: &[f64], out: &mut [f64]| {
+            let mut dv = vec![0.0; n3];
+            lin.apply(sim.model, v, &mut dv);
+            for &k in &sim.prescribed {
+                dv[k] = 0.0;
+            }
+            let mut w = vec![0.0; n3];
+            sim.system.solve_homogeneous(&dv, &mut w);
+            c.project(&mut w);
+            for i in 0..n3 {
+                out[i] = v[i] - w[i];
+            }
+        };
+        let mut pre = |v: &[f64], out: &mut [f64]| out.copy_from_slice(v);
+        let mut rhs = vec![0.0; n3];
+        sim.system.solve_homogeneous(gf, &mut rhs);
+        c.project(&mut rhs);
+        // the fixed-point residual is A^{-1}-scaled: tighten by the ratio of the norms
+        let st = crate::linalg::krylov::gmres(
+            &mut op,
+            &mut pre,
+            &rhs,
+            &mut zg,
+            cfg.gmres_restart,
+            cfg.rel_tol * 1e-2,
+            0.0,
+            cfg.max_iterations,
+        );
+        stats.method = "fixed_point+gmres".into();
+        stats.gmres_iterations = st.iterations;
+        let (mut w, q) = global_step(sim, lin, gf, &zg);
+        let (_, mu) = c.project(&mut w);
+        let r = residual(&q, &mu);
+        rel = r / gnorm;
+        stats.converged = r <= cfg.rel_tol * gnorm + cfg.abs_tol;
+        z = zg;
+    }
+    stats.relative_residual = rel;
+    stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    stats.filtered_samples = lin.filtered_samples;
+    stats.seconds = t0.elapsed().as_secs_f64();
+    (z, stats)
+}
+
+/// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.
+pub struct ContactStepGradient {
+    pub x_t: Vec<f64>,
+    pub v_t: Vec<f64>,
+}
+
+/// Contact contributions of step `frame` (from $x_t$, $v_t$) to the parameter gradients and
+/// to $\partial\mathcal L/\partial(x_t,v_t)$ (spec §7.5). NCP: recomputes $\zeta,\mu$ from the
+/// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
+/// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
+/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate_contact(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    frame: usize,
+    x_t: &[f64],
+    v_t: &[f64],
+    g: &[f64],
+    z: &[f64],
+    grads: &mut super::gradient::Gradients,
+) -> Option<ContactStepGradient> {
+    let model = sim.model;
+    if !model.obstacles.is_empty() && model.contact.model == crate::scene::ContactModel::Penalty {
+        let t = (frame - 1) as f64 * model.h;
+        let (gx, gv) = crate::contact::penalty::gradients(
+            model,
+            &sim.contact_nodes,
+            t,
+            x_t,
+            v_t,
+            z,
+            &mut grads.friction,
+            &mut grads.obstacle_offset,
+        );
+        return Some(ContactStepGradient { x_t: gx, v_t: gv });
+    }
+    let c = lin.contact.as_ref()?;
+    let mut gf = g.to_vec();
+    for &k in &sim.prescribed {
+        gf[k] = 0.0;
+    }
+    let (mut w, _) = global_step(sim, lin, &gf, z);
+    let (zeta, mu) = c.project(&mut w);
+    let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
+    for (o, v) in cg.friction.iter().enumerate() {
+        grads.friction[o] += v;
+    }
+    for (o, v) in cg.offset.iter().enumerate() {
+        for d in 0..3 {
+            grads.obstacle_offset[o][d] += v[d];
+        }
+    }
+    Some(ContactStepGradient {
+        x_t: cg.x_t,
+        v_t: vec![0.0; x_t.len()],
+    })
 }

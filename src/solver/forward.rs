@@ -12,9 +12,11 @@ use super::gate::{DualGate, GateResiduals};
 use super::local;
 use super::model::{Derived, Model};
 use super::SolverError;
+use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats, Delassus};
 use crate::linalg::{assembly, CscMatrix, GlobalSystem, LinearSolver};
-use crate::scene::{AndersonWindow, OnNonConvergence, SolverSettings};
+use crate::scene::{AndersonWindow, ContactModel, OnNonConvergence, SolverSettings};
 use nalgebra::Vector3;
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Resolved solver settings.
@@ -76,6 +78,13 @@ pub struct StepStats {
     /// Trust-region statistics (only when requested, see [`Simulator::compute_tr`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tr: Option<super::trust_region::TrStats>,
+    /// Contact statistics (scenes with obstacles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact: Option<ContactStats>,
+    /// Contact tape of the step (NCP model with candidates): what the backward needs
+    /// (spec §6.2 step 27).
+    #[serde(skip)]
+    pub contact_record: Option<Box<ContactRecord>>,
 }
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -93,6 +102,11 @@ pub struct Simulator<'m> {
     /// Compute the TR ratio ρ and blend α at the end of every step (needed by the
     /// `trust_region` backward filter; costs one extra local step and one product with A).
     pub compute_tr: bool,
+    /// Contact candidates: boundary nodes without prescribed DoFs (contact on a prescribed
+    /// DoF has no effect and is skipped).
+    pub contact_nodes: Vec<usize>,
+    /// Multipliers of the previous step per (node, obstacle), for warm starts.
+    contact_warm: HashMap<(usize, usize), [f64; 3]>,
     warm: Vec<Vector3<f64>>,
     aa: TypeII,
 }
@@ -125,7 +139,15 @@ impl<'m> Simulator<'m> {
         prescribed.sort_unstable();
         let config = SolverConfig::from_settings(settings, derived.heterogeneous);
         let aa = TypeII::new(config.window, config.gamma_max);
+        let contact_nodes = model
+            .boundary_nodes
+            .iter()
+            .copied()
+            .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
+            .collect();
         Ok(Simulator {
+            contact_nodes,
+            contact_warm: HashMap::new(),
             model,
             warm: vec![Vector3::zeros(); model.num_samples()],
             derived,
@@ -169,7 +191,24 @@ impl<'m> Simulator<'m> {
         let model = self.model;
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
-        let f_ext = model.external_force(t_start, &self.derived.mass);
+        let mut f_ext = model.external_force(t_start, &self.derived.mass);
+        let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
+        let mut penalty_force = None;
+        let mut penalty_pairs = 0;
+        if penalty {
+            let mut fp = vec![0.0; f_ext.len()];
+            let (pairs, _) = contact::penalty::add_forces(
+                model,
+                &self.contact_nodes,
+                t_start,
+                x_t,
+                v_t,
+                &mut fp,
+            );
+            f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
+            penalty_force = Some(fp);
+            penalty_pairs = pairs;
+        }
         let c = self.rhs_constant(x_t, v_t, &f_ext);
         let xd = model.dirichlet_values(frame as f64 * h);
         let mut x = x_t.to_vec();
@@ -177,6 +216,49 @@ impl<'m> Simulator<'m> {
             x[k] = xd[k];
         }
         let mut stats = StepStats::default();
+        // Contact set-up (spec §6.2 step 3): candidates, frozen frames, Delassus columns.
+        let t_c = Instant::now();
+        let fb = FbParams {
+            smoothing: model.contact.smoothing,
+            s_floor: model.contact.s_floor,
+        };
+        let csettings = contact::SolveSettings {
+            fb,
+            tolerance: model.contact.tolerance,
+            max_newton: model.contact.max_newton,
+        };
+        let mut ncp = if !model.obstacles.is_empty() && !penalty {
+            let set = ContactSet::build(
+                model,
+                &model.obstacles,
+                &self.contact_nodes,
+                &model.contact_kappa,
+                model.contact_margin,
+                t_start,
+                x_t,
+                v_t,
+            );
+            if set.is_empty() {
+                None
+            } else {
+                let del = Delassus::new(&set, &self.system);
+                let mut lambda = vec![0.0; set.nrows()];
+                for j in 0..set.len() {
+                    if let Some(w) = self.contact_warm.get(&(set.node[j], set.obstacle[j])) {
+                        for (a, r) in set.rows(j).enumerate() {
+                            lambda[r] = w[a];
+                        }
+                    }
+                }
+                Some((set, del, lambda))
+            }
+        } else {
+            None
+        };
+        let mut cstats = ContactStats {
+            seconds_setup: t_c.elapsed().as_secs_f64(),
+            ..Default::default()
+        };
         let guard0 = self.aa.guard_firings;
         self.aa.reset();
         let n3 = x.len();
@@ -191,6 +273,9 @@ impl<'m> Simulator<'m> {
         let mut k = 0;
         let mut x_before = Vec::new();
         let mut b_before = Vec::new();
+        // The gate also requires the last contact solve to meet `contact.tolerance`.
+        let mut contact_ok = true;
+        let mut newton_cache = None;
         while k < self.config.max_iterations {
             let t0 = Instant::now();
             let loc =
@@ -206,6 +291,24 @@ impl<'m> Simulator<'m> {
             let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
             self.system.solve(&b, &xd, &mut xhat);
             let t2 = Instant::now();
+            if let Some((set, del, lambda)) = ncp.as_mut() {
+                // Contact projection of the global step (spec §6.2 steps 10–18).
+                let info = contact::solve(
+                    set,
+                    del,
+                    &xhat,
+                    lambda,
+                    &csettings,
+                    csettings.tolerance,
+                    &mut newton_cache,
+                );
+                del.add_x(set, lambda, &mut xhat);
+                contact_ok = info.residual <= csettings.tolerance;
+                cstats.newton_iterations += info.iterations;
+                cstats.factorizations += info.factorizations;
+                cstats.seconds_solve += t2.elapsed().as_secs_f64();
+            }
+            let t2c = Instant::now();
             if !xhat.iter().all(|v| v.is_finite()) {
                 return Err(SolverError::Diverged {
                     frame,
@@ -230,11 +333,16 @@ impl<'m> Simulator<'m> {
                         .collect::<Vec<_>>(),
                 );
                 last_gate = self.config.gate.evaluate(dx, norm(&x), dbp, norm(&bp_prev));
-                if DualGate::met(&last_gate) {
+                if DualGate::met(&last_gate) && contact_ok {
                     converged = true;
                 }
             }
             std::mem::swap(&mut bp, &mut bp_prev);
+            if converged && ncp.is_some() {
+                // return the contact-projected global step: it satisfies the contact
+                // conditions to the contact tolerance, whatever the PD tolerance
+                xn = xhat.clone();
+            }
             if self.compute_tr {
                 x_before = std::mem::replace(&mut x, xn);
                 b_before = b;
@@ -244,18 +352,55 @@ impl<'m> Simulator<'m> {
             let t3 = Instant::now();
             stats.time_local += (t1 - t0).as_secs_f64();
             stats.time_global += (t2 - t1).as_secs_f64();
-            stats.time_other += (t3 - t2).as_secs_f64();
+            stats.time_other += (t3 - t2c).as_secs_f64();
             k += 1;
             if converged {
                 break;
             }
         }
-        if self.config.newton_polish > 0 && converged {
+        // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
+        if self.config.newton_polish > 0 && converged && ncp.is_none() {
             let t0 = Instant::now();
             let (steps, res) = self.polish(&c, &xd, &mut x);
             stats.polish_steps = steps;
             stats.polish_residual = res;
             stats.time_other += t0.elapsed().as_secs_f64();
+        }
+        if !model.obstacles.is_empty() {
+            let t_end = frame as f64 * h;
+            if let Some((set, _, lambda)) = ncp.take() {
+                let rec = ContactRecord::new(set, lambda, &x, &fb);
+                self.restitution(&rec, x_t, v_t, &mut x);
+                self.contact_warm.clear();
+                for j in 0..rec.set.len() {
+                    let mut w = [0.0; 3];
+                    for (a, r) in rec.set.rows(j).enumerate() {
+                        w[a] = rec.lambda[r];
+                    }
+                    self.contact_warm
+                        .insert((rec.set.node[j], rec.set.obstacle[j]), w);
+                }
+                let mut st = rec.stats.clone();
+                st.newton_iterations = cstats.newton_iterations;
+                st.factorizations = cstats.factorizations;
+                st.seconds_setup = cstats.seconds_setup;
+                st.seconds_solve = cstats.seconds_solve;
+                cstats = st;
+                stats.contact_record = Some(Box::new(rec));
+            } else {
+                self.contact_warm.clear();
+            }
+            if let Some(fp) = penalty_force {
+                cstats.candidates = penalty_pairs;
+                cstats.active = penalty_pairs;
+                stats.contact_record = Some(Box::new(ContactRecord {
+                    penalty_forces: Some(fp),
+                    ..Default::default()
+                }));
+            }
+            cstats.max_penetration =
+                contact::max_penetration(&model.obstacles, &model.boundary_nodes, &x, t_end);
+            stats.contact = Some(cstats);
         }
         stats.iterations = k;
         stats.converged = converged;
@@ -273,6 +418,41 @@ impl<'m> Simulator<'m> {
             });
         }
         Ok((x, stats))
+    }
+
+    /// Restitution post-correction (spec §6.2 step 24, S0 §7.1): for an active contact on an
+    /// obstacle with $e_r>0$ and approaching normal velocity $v^{in}_n<0$, raise the outgoing
+    /// normal velocity to $-e_rv^{in}_n$. Not differentiated (the backward treats the
+    /// corrected state as the step's output).
+    fn restitution(&self, rec: &ContactRecord, x_t: &[f64], v_t: &[f64], x: &mut [f64]) {
+        let h = self.model.h;
+        let set = &rec.set;
+        for j in 0..set.len() {
+            let e = self.model.obstacles[set.obstacle[j]].restitution;
+            if e <= 0.0 || rec.state[j] == contact::State::Separated {
+                continue;
+            }
+            let i = set.node[j];
+            let n = set.normal[j];
+            let u_obs = set.obstacle_motion[j];
+            let vt = Vector3::new(v_t[3 * i], v_t[3 * i + 1], v_t[3 * i + 2]);
+            let v_in = n.dot(&(vt - u_obs / h));
+            if v_in >= 0.0 {
+                continue;
+            }
+            let dx = Vector3::new(
+                x[3 * i] - x_t[3 * i],
+                x[3 * i + 1] - x_t[3 * i + 1],
+                x[3 * i + 2] - x_t[3 * i + 2],
+            );
+            let v_out = n.dot(&(dx - u_obs)) / h;
+            if v_out < -e * v_in {
+                let corr = n * (h * (-e * v_in - v_out));
+                for d in 0..3 {
+                    x[3 * i + d] += corr[d];
+                }
+            }
+        }
     }
 
     /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.

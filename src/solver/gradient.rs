@@ -41,6 +41,10 @@ pub struct Gradients {
     pub gravity: [f64; 3],
     /// $d\mathcal L/da_g$ per muscle group.
     pub muscle_activation: Vec<f64>,
+    /// $d\mathcal L/d\mu_o$ per obstacle (Coulomb coefficient).
+    pub friction: Vec<f64>,
+    /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
+    pub obstacle_offset: Vec<[f64; 3]>,
 }
 
 impl Gradients {
@@ -58,6 +62,8 @@ impl Gradients {
             force_scale: vec![0.0; m.forces.len()],
             gravity: [0.0; 3],
             muscle_activation: vec![0.0; m.muscles.len()],
+            friction: vec![0.0; m.obstacles.len()],
+            obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
         }
     }
 }

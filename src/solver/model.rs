@@ -123,6 +123,17 @@ pub struct Model {
     pub state_directions: Vec<(u64, f64)>,
     /// Muscle groups (spec §3.5), in body order.
     pub muscles: Vec<super::muscle::MuscleGroup>,
+    /// Rigid obstacles (`[[obstacle]]`, spec §2.9).
+    pub obstacles: Vec<crate::contact::obstacle::Obstacle>,
+    /// Contact settings (`[contact]`).
+    pub contact: crate::scene::ContactSettings,
+    /// Boundary nodes of all bodies (sorted): the contact candidates.
+    pub boundary_nodes: Vec<usize>,
+    /// FB scale $\kappa_i=h^2/m_i$ per node from the scene's densities, fixed at build time
+    /// so that the smoothed contact law does not move with material parameters.
+    pub contact_kappa: Vec<f64>,
+    /// Candidate margin (m): `contact.margin` or half the median element edge.
+    pub contact_margin: f64,
 }
 
 /// Rigid change of a body's initial state: $x_0=c+R(\varphi)(\hat x_0-c)+t$, $v_0=\hat v_0+u$,
@@ -285,9 +296,16 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
     } else {
         let cells = m.cells.unwrap_or([1, 1, 1]);
         let dx = m.dx.unwrap_or(1.0);
-        match m.element.map(ElementKind::from) {
-            Some(ElementKind::Tet4) => crate::mesh::generate::box_tet(cells, dx, m.origin),
-            _ => crate::mesh::generate::box_hex(cells, dx, m.origin),
+        let kind = m
+            .element
+            .map(ElementKind::from)
+            .unwrap_or(ElementKind::Hex8);
+        match (m.generator, kind) {
+            (Some(scene::Generator::Sphere), k) => {
+                crate::mesh::generate::voxel_sphere(m.radius.unwrap_or(1.0), dx, m.origin, k)
+            }
+            (_, ElementKind::Tet4) => crate::mesh::generate::box_tet(cells, dx, m.origin),
+            (_, ElementKind::Hex8) => crate::mesh::generate::box_hex(cells, dx, m.origin),
         }
     };
     // Body transform x = R (s X) + t.
@@ -336,6 +354,16 @@ impl Model {
             offsets: vec![],
             state_directions: vec![],
             muscles: vec![],
+            obstacles: sc
+                .obstacles
+                .iter()
+                .enumerate()
+                .map(|(i, o)| crate::contact::obstacle::Obstacle::from_spec(o, i))
+                .collect(),
+            contact: sc.contact.clone(),
+            boundary_nodes: vec![],
+            contact_kappa: vec![],
+            contact_margin: 0.0,
         };
         for (b, body) in sc.bodies.iter().enumerate() {
             let mesh = load_mesh(ls, b, body)?;
@@ -354,6 +382,7 @@ impl Model {
             })
             .collect();
         model.refresh_initial();
+        model.setup_contact();
         Ok(model)
     }
 
@@ -718,6 +747,40 @@ impl Model {
                 }
             }
         }
+    }
+
+    /// Contact candidates, FB scales and margin (see the fields).
+    fn setup_contact(&mut self) {
+        let mut nodes: Vec<usize> = self
+            .bodies
+            .iter()
+            .flat_map(|b| b.surface.iter().flatten().copied())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        self.boundary_nodes = nodes;
+        let mass = self.derive(&self.params).mass;
+        let h2 = self.h * self.h;
+        let floor = self.contact.scale_floor;
+        self.contact_kappa = mass
+            .iter()
+            .map(|&m| if m > 0.0 { (h2 / m).max(floor) } else { floor })
+            .collect();
+        self.contact_margin = self.contact.margin.unwrap_or_else(|| {
+            let mut edges: Vec<f64> = (0..self.num_elements())
+                .map(|e| {
+                    let el = self.element(e);
+                    let (a, b) = (self.rest[el[0]], self.rest[el[1]]);
+                    (0..3).map(|d| (a[d] - b[d]).powi(2)).sum::<f64>().sqrt()
+                })
+                .collect();
+            if edges.is_empty() {
+                return 0.0;
+            }
+            let mid = edges.len() / 2;
+            edges.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
+            0.5 * edges[mid]
+        });
     }
 
     /// Recompute `x0`, `v0` from the base state, the rigid offsets and the seeded directions.

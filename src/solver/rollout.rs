@@ -180,7 +180,8 @@ pub fn backward(
                     _ => 1.0,
                 },
             };
-            let lin = StepLinearization::new(sim_ref, x_next, alpha);
+            let lin = StepLinearization::new(sim_ref, x_next, alpha)
+                .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
             let (z, mut st) = solve_adjoint(sim_ref, &lin, &g, cfg, frame);
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {
@@ -199,6 +200,9 @@ pub fn backward(
                 d_presc.push((frame, dp));
             }
             accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
+            let contact = super::backward::accumulate_contact(
+                sim_ref, &lin, frame, x_t, &v_t, &g, &z, &mut grads,
+            );
             // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
             let mut kbz = vec![0.0; n];
             let mut dx = vec![0.0; 3 * n];
@@ -225,6 +229,10 @@ pub fn backward(
             }
             gx = dx;
             gv = dv;
+            if let Some(c) = contact {
+                gx.iter_mut().zip(c.x_t).for_each(|(a, b)| *a += b);
+                gv.iter_mut().zip(c.v_t).for_each(|(a, b)| *a += b);
+            }
             adjoint.push(st);
         }
         seg_end = c;

@@ -1,0 +1,203 @@
+//! The contact block of the adjoint (spec §7.2 steps 3–4, §7.4, Eq. 38).
+//!
+//! With the converged residual Jacobians $D=\partial\Phi/\partial\delta$, $E=\partial\Phi/\partial\lambda$
+//! (block diagonal, per contact), the adjoint of one step is
+//! $$\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix},
+//! \qquad\frac{d\mathcal L}{d\theta}=-z^T\frac{\partial\mathcal R_x}{\partial\theta}-\zeta^T\frac{\partial\Phi}{\partial\theta}.$$
+//! Eliminating $z=w-X\mu$ with $w=A^{-1}(g+\Delta Az)$, $\mu=D^T\zeta$, $X=A^{-1}J^T$, $W=JX$:
+//! $G_c\,\zeta=Jw$ with $G_c=WD^T+E^T$ (spec's $\mathcal J_{\mathcal A}A^{-1}\mathcal J_{\mathcal A}^T+R_{\mathcal A}$
+//! with $R=E^TD^{-T}$ where $D$ is invertible; this form also covers sliding and separated
+//! contacts, whose $D$ is singular). Hard active rows ($D=1$, $E=0$) are exact constraints
+//! $J_jz=0$; separated rows ($D=0$) decouple; smoothed rows are compliant. $G_c$ is
+//! non-symmetric with friction, so it is factored by LU once per step.
+
+use super::{ContactRecord, Delassus};
+use crate::linalg::LinearSolver;
+use nalgebra::Vector3;
+
+/// Contacts with $\max|D_j|$ below this are dropped from the adjoint: $\mu_j=D_j^T\zeta_j\approx0$
+/// and their $\zeta_j$ does not couple to other rows ($WD^T$ has zero columns there).
+pub const DROP: f64 = 1e-13;
+
+/// Factored contact block of one step.
+pub struct ContactAdjoint {
+    pub rec: ContactRecord,
+    del: Delassus,
+    /// Rows of the kept (coupled) contacts.
+    keep: Vec<usize>,
+    lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
+}
+
+/// Contact contributions to the parameter gradients of one step.
+pub struct ContactGradients {
+    /// $d\mathcal L/d\mu_o$ per obstacle.
+    pub friction: Vec<f64>,
+    /// $d\mathcal L/d\tau_o$ (obstacle translation) per obstacle.
+    pub offset: Vec<Vector3<f64>>,
+    /// $d\mathcal L/dx_t$ through the friction anchors (node-major `3n`).
+    pub x_t: Vec<f64>,
+}
+
+impl ContactAdjoint {
+    /// Build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$ on the coupled
+    /// contacts.
+    pub fn new(rec: &ContactRecord, solver: &dyn LinearSolver) -> Self {
+        let set = &rec.set;
+        let del = Delassus::new(set, solver);
+        let m = set.nrows();
+        let mut keep = Vec::new();
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let nr = rows.len();
+            let b = &rec.blocks[j];
+            let dmax = (0..nr)
+                .flat_map(|a| (0..nr).map(move |c| (a, c)))
+                .fold(0.0f64, |mx, (a, c)| mx.max(b.d[(a, c)].abs()));
+            if dmax > DROP {
+                keep.extend(rows);
+            }
+        }
+        let mut pos = vec![usize::MAX; m];
+        for (k, &r) in keep.iter().enumerate() {
+            pos[r] = k;
+        }
+        let na = keep.len();
+        let mut g = faer::Mat::<f64>::zeros(na, na);
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            if pos[o] == usize::MAX {
+                continue;
+            }
+            let nr = rows.len();
+            let b = &rec.blocks[j];
+            for s in 0..nr {
+                // column o+s of W D^T: sum_b W[:, o+b] D[s, b]
+                let ks = pos[o + s];
+                for (kr, &r) in keep.iter().enumerate() {
+                    let mut v = 0.0;
+                    for bb in 0..nr {
+                        v += del.w[(r, o + bb)] * b.d[(s, bb)];
+                    }
+                    g[(kr, ks)] = v;
+                }
+                for a in 0..nr {
+                    g[(pos[o + a], ks)] += b.e[(s, a)];
+                }
+            }
+        }
+        // relative shift against redundant (linearly dependent) constraint rows
+        let shift =
+            super::REGULARIZATION * 1e-2 * (0..na).fold(0.0f64, |m, k| m.max(g[(k, k)].abs()));
+        for k in 0..na {
+            g[(k, k)] += shift;
+        }
+        let lu = (na > 0).then(|| g.partial_piv_lu());
+        ContactAdjoint {
+            rec: rec.clone(),
+            del,
+            keep,
+            lu,
+        }
+    }
+
+    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
+    /// Returns $(\zeta,\mu)$ (zero on dropped contacts).
+    pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
+        use faer::linalg::solvers::Solve;
+        let set = &self.rec.set;
+        let m = set.nrows();
+        let mut zeta = vec![0.0; m];
+        let mut mu = vec![0.0; m];
+        let Some(lu) = &self.lu else {
+            return (zeta, mu);
+        };
+        let jw = set.apply_j(w);
+        let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| jw[self.keep[k]]);
+        lu.solve_in_place(x.as_mut());
+        for (k, &r) in self.keep.iter().enumerate() {
+            zeta[r] = x[(k, 0)];
+        }
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            let nr = rows.len();
+            let b = &self.rec.blocks[j];
+            for a in 0..nr {
+                mu[o + a] = (0..nr).map(|c| b.d[(c, a)] * zeta[o + c]).sum();
+            }
+        }
+        let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
+        self.del.add_x(set, &neg, w);
+        (zeta, mu)
+    }
+
+    /// `out += J^T mu`.
+    pub fn add_jt(&self, mu: &[f64], out: &mut [f64]) {
+        self.rec.set.add_jt(mu, out)
+    }
+
+    /// Gradient contributions from $\zeta$, $\mu$ (spec §7.5 rows "friction coefficient",
+    /// "obstacle offsets", "previous position"): $d\mathcal L/d\theta=-\zeta^T\partial\Phi/\partial\theta
+    /// =-\mu^T\partial\delta/\partial\theta$ for the geometry and $-\zeta^T\partial\Phi/\partial\mu$ for μ.
+    /// The frozen frame is differentiated exactly (not frozen, unlike spec §7.5): with
+    /// $p=x_{t,i}$, $H=\partial n/\partial p$, $v=x_{t+1,i}-p$,
+    /// $\delta_n=\phi(p)+n^Tv$: $\partial\delta_n/\partial p=Hv$, $\partial\delta_n/\partial\tau=-Hv-n$;
+    /// $\delta_{f,k}=t_k^T(v-u_{obs})$: $\partial\delta_{f,k}/\partial p=H^T(\partial t_k/\partial n)^T(v-u_{obs})-t_k$,
+    /// $\partial\delta_{f,k}/\partial\tau=-H^T(\partial t_k/\partial n)^T(v-u_{obs})$
+    /// (exact for static and translating obstacles; a rotating obstacle's $u_{obs}(p)$ is held).
+    /// The force directions move with the frame too: $\mathcal R_x\ni-J^T\lambda$ with
+    /// $J_i^T\lambda=n\lambda_n+\sum_kt_k\lambda_{f,k}$, so $-z^T\partial\mathcal R_x/\partial p
+    /// =H^T(\lambda_nz_i+\sum_k\lambda_{f,k}(\partial t_k/\partial n)^Tz_i)$ and the opposite for $\tau$.
+    pub fn gradients(
+        &self,
+        z: &[f64],
+        zeta: &[f64],
+        mu: &[f64],
+        n_obstacles: usize,
+        n: usize,
+    ) -> ContactGradients {
+        let set = &self.rec.set;
+        let mut out = ContactGradients {
+            friction: vec![0.0; n_obstacles],
+            offset: vec![Vector3::zeros(); n_obstacles],
+            x_t: vec![0.0; 3 * n],
+        };
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            let ob = set.obstacle[j];
+            let b = &self.rec.blocks[j];
+            let h = &set.hessian[j];
+            let v = self.rec.x_end[j] - set.origin[j];
+            let nrm = &set.normal[j];
+            let hv = h * v;
+            let i = set.node[j];
+            let zi = Vector3::new(z[3 * i], z[3 * i + 1], z[3 * i + 2]);
+            let lam = &self.rec.lambda;
+            // normal row: gap and force direction
+            let mut gp = -hv * mu[o];
+            let mut gt = (hv + nrm) * mu[o];
+            let mut dir = zi * lam[o];
+            if rows.len() == 3 {
+                out.friction[ob] -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
+                let vf = v - set.obstacle_motion[j];
+                for k in 0..2 {
+                    let g = h.transpose() * (set.dtangent[j][k].transpose() * vf);
+                    let m = mu[o + 1 + k];
+                    gp -= (g - set.tangent[j][k]) * m;
+                    gt += g * m;
+                    dir += set.dtangent[j][k].transpose() * zi * lam[o + 1 + k];
+                }
+            }
+            let hdir = h.transpose() * dir;
+            gp += hdir;
+            gt -= hdir;
+            out.offset[ob] += gt;
+            for d in 0..3 {
+                out.x_t[3 * i + d] += gp[d];
+            }
+        }
+        out
+    }
+}

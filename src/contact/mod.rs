@@ -1,0 +1,668 @@
+//! Frictional contact against rigid obstacles (spec §2.9, §6.2 steps 3 and 10–18, §7.4).
+//!
+//! Per time step ([`ContactSet::build`], spec §6.2 step 3): contact candidates are boundary
+//! nodes within a margin of an obstacle; each gets a normal $n_j$ and tangents $t_{1j},t_{2j}$
+//! frozen at the step start (evaluated against the obstacle's end-of-step pose), the
+//! linearised position-level gap $\delta_n(x)=n_j^Tx_i-d_j$ with
+//! $d_j=n_j^Tx_{t,i}-\phi(x_{t,i})$, and the slip $\delta_f(x)=T_j^T(x_i-x_{t,i}-u_{obs})$.
+//! [`Delassus`] holds $X=A^{-1}J^T$ from the persistent factor (one solve per candidate
+//! node with a unit spike on its three DoFs, Dirichlet-reduced) and $W=JX$.
+//!
+//! Inside every PD iteration ([`solve`], steps 10–18): given the unconstrained global-step
+//! position $u=A^{-1}b^k$, find $\lambda$ with $\Phi(\delta(u+X\lambda),\lambda)=0$ (residuals of
+//! [`ncp`]) by semismooth Newton on the dense reduced system $(DW+E)\Delta\lambda=-\Phi$
+//! (Eq. 36 generalised to the friction rows; LU, Armijo line search on $\tfrac12\|\Phi\|^2$,
+//! warm-started), then $\hat x=u+X\lambda$ (Eq. 37). The contact nodes stay free DoFs; $A$
+//! and its factor never change.
+
+pub mod adjoint;
+pub mod ncp;
+pub mod obstacle;
+pub mod penalty;
+
+use crate::linalg::LinearSolver;
+use crate::solver::model::Model;
+use nalgebra::{DMatrix, DVector, Matrix3, Vector2, Vector3};
+use ncp::{FbParams, Local};
+use obstacle::Obstacle;
+use rayon::prelude::*;
+
+pub use obstacle::Shape;
+
+/// Per-step contact geometry: one entry per (candidate node, obstacle) pair, with 1 row
+/// (frictionless obstacle) or 3 rows (normal, two tangents).
+#[derive(Clone, Debug, Default)]
+pub struct ContactSet {
+    pub node: Vec<usize>,
+    pub obstacle: Vec<usize>,
+    pub normal: Vec<Vector3<f64>>,
+    pub tangent: Vec<[Vector3<f64>; 2]>,
+    /// $d_j$: $\delta_n=n_j^Tx_i-d_j$.
+    pub gap_offset: Vec<f64>,
+    /// Slip anchor $T_j^T(x_{t,i}+u_{obs})$: $\delta_f=T_j^Tx_i-$ anchor.
+    pub anchor: Vec<Vector2<f64>>,
+    /// FB scale $\kappa_j$ (m/N).
+    pub kappa: Vec<f64>,
+    /// Coulomb coefficient of the obstacle.
+    pub mu: Vec<f64>,
+    /// Displacement $u_{obs}$ of the obstacle's contact point over the step.
+    pub obstacle_motion: Vec<Vector3<f64>>,
+    /// Linearisation point $p=x_{t,i}$ of the frame.
+    pub origin: Vec<Vector3<f64>>,
+    /// Hessian $H=\partial n/\partial p$ of the signed distance at $p$ (for the exact
+    /// dependence of the frozen frame on $x_t$ and on the obstacle offset).
+    pub hessian: Vec<Matrix3<f64>>,
+    /// $\partial t_k/\partial n$ of the tangents.
+    pub dtangent: Vec<[Matrix3<f64>; 2]>,
+    /// Row offsets (`len() + 1` entries).
+    pub offset: Vec<usize>,
+    /// Node, direction and right-hand side $d$ of every row ($\delta_r=a_r^Tx_{i_r}-d_r$).
+    pub row_node: Vec<usize>,
+    pub row_dir: Vec<Vector3<f64>>,
+    pub row_d: Vec<f64>,
+}
+
+impl ContactSet {
+    /// Number of contacts.
+    pub fn len(&self) -> usize {
+        self.node.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.node.is_empty()
+    }
+    /// Number of rows of $J$.
+    pub fn nrows(&self) -> usize {
+        self.row_node.len()
+    }
+    /// Rows of contact `j`.
+    pub fn rows(&self, j: usize) -> std::ops::Range<usize> {
+        self.offset[j]..self.offset[j + 1]
+    }
+
+    /// Candidates and frozen frames of the step from $t$ to $t+h$ (spec §6.2 step 3). Each node
+    /// is a candidate of at most one obstacle, the nearest.
+    /// `nodes`: boundary nodes without prescribed DoFs. A node is a candidate of obstacle
+    /// $o$ when $\phi_o(x_{t,i})\le$ margin $+2h\|v_{t,i}\|+h^2\|g\|$ (distance at the end-of-step pose).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        model: &Model,
+        obstacles: &[Obstacle],
+        nodes: &[usize],
+        kappa: &[f64],
+        margin: f64,
+        t_start: f64,
+        x_t: &[f64],
+        v_t: &[f64],
+    ) -> ContactSet {
+        let h = model.h;
+        let t_end = t_start + h;
+        let g = Vector3::from(model.gravity).norm();
+        let mut s = ContactSet::default();
+        s.offset.push(0);
+        for &i in nodes {
+            let p = Vector3::new(x_t[3 * i], x_t[3 * i + 1], x_t[3 * i + 2]);
+            let v = Vector3::new(v_t[3 * i], v_t[3 * i + 1], v_t[3 * i + 2]);
+            let reach = margin + 2.0 * h * v.norm() + h * h * g;
+            // the nearest obstacle only: two frictional contacts on one node give six rows
+            // on three DoFs, whose multipliers are not unique when both stick
+            let nearest = obstacles
+                .iter()
+                .enumerate()
+                .map(|(o, ob)| (o, ob.query(&p, t_end)))
+                .filter(|(_, q)| q.dist <= reach)
+                .min_by(|a, b| a.1.dist.total_cmp(&b.1.dist));
+            if let Some((o, q)) = nearest {
+                let ob = &obstacles[o];
+                let n = q.normal;
+                let tg = obstacle::tangents(&n);
+                // obstacle displacement of the contact point over the step
+                let u_obs =
+                    ob.point_at(&q.surface_ref, t_end) - ob.point_at(&q.surface_ref, t_start);
+                let a = p + u_obs;
+                let rows = if ob.friction > 0.0 { 3 } else { 1 };
+                s.node.push(i);
+                s.obstacle.push(o);
+                s.normal.push(n);
+                s.tangent.push(tg);
+                s.gap_offset.push(n.dot(&p) - q.dist);
+                s.anchor.push(Vector2::new(tg[0].dot(&a), tg[1].dot(&a)));
+                s.kappa.push(kappa[i]);
+                s.mu.push(ob.friction);
+                s.obstacle_motion.push(u_obs);
+                s.origin.push(p);
+                s.hessian.push(ob.hessian(&p, t_end));
+                s.dtangent.push(obstacle::tangent_jacobians(&n));
+                let r0 = *s.offset.last().expect("non-empty");
+                s.offset.push(r0 + rows);
+                s.row_node.push(i);
+                s.row_dir.push(n);
+                s.row_d.push(n.dot(&p) - q.dist);
+                if rows == 3 {
+                    for t in &tg {
+                        s.row_node.push(i);
+                        s.row_dir.push(*t);
+                        s.row_d.push(t.dot(&a));
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// $\delta=Jx-d$ (all rows).
+    pub fn delta(&self, x: &[f64]) -> Vec<f64> {
+        (0..self.nrows())
+            .map(|r| {
+                let i = self.row_node[r];
+                let a = &self.row_dir[r];
+                a[0] * x[3 * i] + a[1] * x[3 * i + 1] + a[2] * x[3 * i + 2] - self.row_d[r]
+            })
+            .collect()
+    }
+
+    /// $Jv$ (all rows).
+    pub fn apply_j(&self, v: &[f64]) -> Vec<f64> {
+        (0..self.nrows())
+            .map(|r| {
+                let i = self.row_node[r];
+                let a = &self.row_dir[r];
+                a[0] * v[3 * i] + a[1] * v[3 * i + 1] + a[2] * v[3 * i + 2]
+            })
+            .collect()
+    }
+
+    /// `out += J^T lambda`.
+    pub fn add_jt(&self, lambda: &[f64], out: &mut [f64]) {
+        for ((&i, a), l) in self.row_node.iter().zip(&self.row_dir).zip(lambda) {
+            for d in 0..3 {
+                out[3 * i + d] += a[d] * l;
+            }
+        }
+    }
+
+    /// Residual blocks at gaps `delta` and multipliers `lambda`.
+    pub fn locals(&self, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<Local> {
+        (0..self.len())
+            .map(|j| {
+                let r = self.rows(j);
+                ncp::local(
+                    &delta[r.clone()],
+                    &lambda[r.clone()],
+                    self.kappa[j],
+                    self.mu[j],
+                    r.len(),
+                    fb,
+                )
+            })
+            .collect()
+    }
+}
+
+/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus"). One homogeneous solve
+/// per distinct candidate node gives $\hat A_d^{-1}e_i$ for the three axes at once; a row with
+/// direction $a$ at node $i$ has the column $X_r[3k+d]=a_d(\hat A_d^{-1}e_i)_k$.
+pub struct Delassus {
+    /// Column index (into `cols`) of every row.
+    row_col: Vec<usize>,
+    /// Distinct nodes and their solved spikes (node-major, `3n`).
+    col_nodes: Vec<usize>,
+    cols: Vec<Vec<f64>>,
+    pub w: DMatrix<f64>,
+}
+
+impl Delassus {
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
+        let n = solver.num_nodes();
+        let mut col_nodes: Vec<usize> = set.node.clone();
+        col_nodes.sort_unstable();
+        col_nodes.dedup();
+        let row_col: Vec<usize> = set
+            .row_node
+            .iter()
+            .map(|i| {
+                col_nodes
+                    .binary_search(i)
+                    .expect("row node is a column node")
+            })
+            .collect();
+        let cols: Vec<Vec<f64>> = col_nodes
+            .par_iter()
+            .map(|&i| {
+                let mut q = vec![0.0; 3 * n];
+                q[3 * i] = 1.0;
+                q[3 * i + 1] = 1.0;
+                q[3 * i + 2] = 1.0;
+                let mut z = vec![0.0; 3 * n];
+                solver.solve_homogeneous(&q, &mut z);
+                z
+            })
+            .collect();
+        let m = set.nrows();
+        let mut w = DMatrix::zeros(m, m);
+        for r in 0..m {
+            let ir = set.row_node[r];
+            let ar = &set.row_dir[r];
+            for s in r..m {
+                let c = &cols[row_col[s]];
+                let as_ = &set.row_dir[s];
+                let v = (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
+                w[(r, s)] = v;
+                w[(s, r)] = v;
+            }
+        }
+        Delassus {
+            row_col,
+            col_nodes,
+            cols,
+            w,
+        }
+    }
+
+    /// `out += X lambda` $=A^{-1}J^T\lambda$.
+    pub fn add_x(&self, set: &ContactSet, lambda: &[f64], out: &mut [f64]) {
+        let mut f = vec![Vector3::zeros(); self.col_nodes.len()];
+        for r in 0..set.nrows() {
+            f[self.row_col[r]] += set.row_dir[r] * lambda[r];
+        }
+        for (c, fc) in f.iter().enumerate() {
+            if fc.norm_squared() == 0.0 {
+                continue;
+            }
+            let col = &self.cols[c];
+            for (k, o) in out.iter_mut().enumerate() {
+                *o += fc[k % 3] * col[k];
+            }
+        }
+    }
+}
+
+/// Settings of the per-iteration contact solve.
+#[derive(Clone, Copy, Debug)]
+pub struct SolveSettings {
+    pub fb: FbParams,
+    pub tolerance: f64,
+    pub max_newton: usize,
+}
+
+/// Outcome of one contact solve.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SolveInfo {
+    pub iterations: usize,
+    /// Dense LU factorizations (the other iterations were chord steps).
+    pub factorizations: usize,
+    pub residual: f64,
+}
+
+/// A Newton trial: (‖Φ‖², λ, δ, Φ).
+type Trial = (f64, DVector<f64>, Vec<f64>, Vec<f64>);
+
+/// LU factor of the last Newton matrix, reused for chord steps while the set of coupled
+/// rows does not change (within one time step).
+pub struct NewtonCache {
+    coupled: Vec<usize>,
+    lu: faer::linalg::solvers::PartialPivLu<f64>,
+}
+
+fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
+    let mut f = vec![0.0; set.nrows()];
+    for (j, l) in set.locals(delta, lambda, fb).iter().enumerate() {
+        for (a, r) in set.rows(j).enumerate() {
+            f[r] = l.phi[a];
+        }
+    }
+    f
+}
+
+fn inf_norm(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
+}
+
+/// Dense LU solve $Ax=b$ (faer, partial pivoting); `None` if the result is not finite.
+pub fn lu_solve(a: &faer::Mat<f64>, b: &[f64]) -> Option<Vec<f64>> {
+    use faer::linalg::solvers::Solve;
+    let lu = a.partial_piv_lu();
+    let mut x = faer::Mat::from_fn(b.len(), 1, |i, _| b[i]);
+    lu.solve_in_place(x.as_mut());
+    let out: Vec<f64> = (0..b.len()).map(|i| x[(i, 0)]).collect();
+    out.iter().all(|v| v.is_finite()).then_some(out)
+}
+
+/// Relative diagonal shift of the dense contact matrices (Newton matrix, adjoint $G_c$).
+pub const REGULARIZATION: f64 = 1e-10;
+
+/// Contacts whose $D_j=\partial\Phi_j/\partial\delta_j$ is below this (max-abs; $D$ is
+/// dimensionless) are decoupled: their Newton rows read $E_j\Delta\lambda_j=-\Phi_j$.
+pub const DECOUPLED: f64 = 1e-10;
+
+/// Solve $\Phi(\delta_0+W\lambda,\lambda)=0$ for $\lambda$ (in/out, warm start), where
+/// $\delta_0=Ju-d$ (spec Eqs. 36–37 iterated to $\|\Phi\|_\infty\le$ `tol`, at least one step
+/// unless already within `s.tolerance`). Semismooth Newton on
+/// $(DW+E)\Delta\lambda=-\Phi$ with Armijo backtracking on $\tfrac12\|\Phi\|^2$. Contacts with
+/// $D_j\approx0$ (separated) are eliminated exactly: $\Delta\lambda_j=-E_j^{-1}\Phi_j$, and only
+/// the coupled contacts enter the dense LU.
+pub fn solve(
+    set: &ContactSet,
+    del: &Delassus,
+    u: &[f64],
+    lambda: &mut [f64],
+    s: &SolveSettings,
+    tol: f64,
+    cache: &mut Option<NewtonCache>,
+) -> SolveInfo {
+    let m = set.nrows();
+    let d0 = DVector::from_vec(set.delta(u));
+    let mut lam = DVector::from_column_slice(lambda);
+    let delta_of = |l: &DVector<f64>| -> Vec<f64> { (&d0 + &del.w * l).as_slice().to_vec() };
+    let mut delta = delta_of(&lam);
+    let mut f = residual(set, &delta, lam.as_slice(), &s.fb);
+    let mut fn2 = f.iter().map(|v| v * v).sum::<f64>();
+    let mut info = SolveInfo::default();
+    // at least one Newton step unless already within the strict tolerance
+    while info.iterations < s.max_newton
+        && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
+    {
+        let locals = set.locals(&delta, lam.as_slice(), &s.fb);
+        let mut step = vec![0.0; m];
+        // decoupled contacts first
+        let mut coupled: Vec<usize> = Vec::new();
+        for (j, l) in locals.iter().enumerate() {
+            let rows = set.rows(j);
+            let nr = rows.len();
+            let dmax = (0..nr)
+                .flat_map(|a| (0..nr).map(move |b| (a, b)))
+                .fold(0.0f64, |mx, (a, b)| mx.max(l.d[(a, b)].abs()));
+            if dmax > DECOUPLED {
+                coupled.extend(rows);
+                continue;
+            }
+            let e = l.e.view((0, 0), (nr, nr)).clone_owned();
+            let rhs = -l.phi.rows(0, nr).clone_owned();
+            if let Some(x) = e.lu().solve(&rhs) {
+                for (a, r) in rows.enumerate() {
+                    step[r] = x[a];
+                }
+            } else {
+                coupled.extend(rows);
+            }
+        }
+        let mut ok = true;
+        let mut chord_accepted: Option<Trial> = None;
+        if !coupled.is_empty() {
+            let mut pos = vec![usize::MAX; m];
+            for (k, &r) in coupled.iter().enumerate() {
+                pos[r] = k;
+            }
+            // W times the decoupled part of the step, for the coupled rows' right-hand side
+            let wd = &del.w * DVector::from_column_slice(&step);
+            let na = coupled.len();
+            let mut rhs = vec![0.0; na];
+            for (j, l) in locals.iter().enumerate() {
+                let rows = set.rows(j);
+                let r0 = rows.start;
+                if pos[r0] == usize::MAX {
+                    continue;
+                }
+                for a in 0..rows.len() {
+                    let cpl: f64 = (0..rows.len()).map(|b| l.d[(a, b)] * wd[r0 + b]).sum();
+                    rhs[pos[r0 + a]] = -f[r0 + a] - cpl;
+                }
+            }
+            // Chord step with the factor of an earlier Jacobian (same coupled set), accepted
+            // when it cuts the residual norm by half; otherwise a fresh Newton step.
+            if let Some(c) = cache.as_ref().filter(|c| c.coupled == coupled) {
+                use faer::linalg::solvers::Solve;
+                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
+                c.lu.solve_in_place(x.as_mut());
+                let mut st = step.clone();
+                for (k, &r) in coupled.iter().enumerate() {
+                    st[r] = x[(k, 0)];
+                }
+                let trial = &lam + DVector::from_vec(st);
+                let dt = delta_of(&trial);
+                let ft = residual(set, &dt, trial.as_slice(), &s.fb);
+                let n2 = ft.iter().map(|v| v * v).sum::<f64>();
+                if n2.is_finite() && n2 <= 0.25 * fn2 {
+                    chord_accepted = Some((n2, trial, dt, ft));
+                }
+            }
+            if chord_accepted.is_none() {
+                let mut jac = faer::Mat::<f64>::zeros(na, na);
+                for (j, l) in locals.iter().enumerate() {
+                    let rows = set.rows(j);
+                    let r0 = rows.start;
+                    if pos[r0] == usize::MAX {
+                        continue;
+                    }
+                    let nr = rows.len();
+                    for a in 0..nr {
+                        let ka = pos[r0 + a];
+                        for (kc, &c) in coupled.iter().enumerate() {
+                            let mut v = 0.0;
+                            for b in 0..nr {
+                                v += l.d[(a, b)] * del.w[(r0 + b, c)];
+                            }
+                            jac[(ka, kc)] = v;
+                        }
+                        for b in 0..nr {
+                            jac[(ka, pos[r0 + b])] += l.e[(a, b)];
+                        }
+                    }
+                }
+                use faer::linalg::solvers::Solve;
+                // Levenberg–Marquardt-type shift of the step only (the residual is exact):
+                // keeps the step bounded when constraints are redundant (a node touching two
+                // obstacles whose rows are linearly dependent), negligible otherwise.
+                let shift = REGULARIZATION * (0..na).fold(0.0f64, |m, k| m.max(jac[(k, k)].abs()));
+                for k in 0..na {
+                    jac[(k, k)] += shift;
+                }
+                let lu = jac.partial_piv_lu();
+                info.factorizations += 1;
+                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
+                lu.solve_in_place(x.as_mut());
+                if (0..na).all(|i| x[(i, 0)].is_finite()) {
+                    for (k, &r) in coupled.iter().enumerate() {
+                        step[r] = x[(k, 0)];
+                    }
+                    *cache = Some(NewtonCache {
+                        coupled: coupled.clone(),
+                        lu,
+                    });
+                } else {
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            break;
+        }
+        if let Some((n2, trial, dt, ft)) = chord_accepted {
+            info.iterations += 1;
+            lam = trial;
+            delta = dt;
+            f = ft;
+            fn2 = n2;
+            continue;
+        }
+        let step = DVector::from_vec(step);
+        // Armijo backtracking on 1/2 |Phi|^2 (Newton direction: slope -|Phi|^2).
+        let mut alpha = 1.0;
+        let mut best: Option<Trial> = None;
+        for _ in 0..30 {
+            let trial = &lam + &step * alpha;
+            let dt = delta_of(&trial);
+            let ft = residual(set, &dt, trial.as_slice(), &s.fb);
+            let n2 = ft.iter().map(|v| v * v).sum::<f64>();
+            let better = best.as_ref().map(|b| n2 < b.0).unwrap_or(true);
+            if better {
+                best = Some((n2, trial, dt, ft));
+            }
+            if n2 <= (1.0 - 2e-4 * alpha) * fn2 {
+                break;
+            }
+            alpha *= 0.5;
+        }
+        let (n2, trial, dt, ft) = best.expect("at least one trial");
+        info.iterations += 1;
+        if n2.partial_cmp(&fn2) != Some(std::cmp::Ordering::Less) {
+            break;
+        }
+        lam = trial;
+        delta = dt;
+        f = ft;
+        fn2 = n2;
+    }
+    info.residual = inf_norm(&f);
+    if std::env::var("DIFFPHD_DEBUG_CONTACT").is_ok() {
+        eprintln!(
+            "contact solve: m {m} its {} lu {} res {:.2e}",
+            info.iterations, info.factorizations, info.residual
+        );
+    }
+    lambda.copy_from_slice(lam.as_slice());
+    info
+}
+
+/// Contact state of one contact at the end of a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum State {
+    #[default]
+    Separated,
+    Stick,
+    Slide,
+}
+
+/// Per-frame contact statistics (logged, spec §10.5 I1/I7).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ContactStats {
+    /// Contact candidates (node–obstacle pairs) of the step.
+    pub candidates: usize,
+    /// Contacts on the contact branch of the FB zero set ($\kappa\lambda_n\ge\delta_n$, $\lambda_n>0$).
+    pub active: usize,
+    pub sticking: usize,
+    pub sliding: usize,
+    /// Largest penetration $\max(0,-\phi)$ of any boundary node into any obstacle at the end
+    /// of the step (true signed distance, m).
+    pub max_penetration: f64,
+    /// $\|\Phi\|_\infty$ of the complementarity residuals at the end of the step (m).
+    pub complementarity: f64,
+    /// Largest normal multiplier (N).
+    pub max_lambda: f64,
+    /// Newton iterations of the contact solves, summed over the PD iterations.
+    pub newton_iterations: usize,
+    /// Dense LU factorizations among them (the others reused a factor: chord steps).
+    pub factorizations: usize,
+    /// Set-up (candidates + Delassus) and solve time (s).
+    pub seconds_setup: f64,
+    pub seconds_solve: f64,
+}
+
+/// What the backward needs of a step's contacts (spec §6.2 step 27 TAPE): the frozen
+/// geometry, the multipliers, and the residual Jacobian blocks at the converged state.
+#[derive(Clone, Debug, Default)]
+pub struct ContactRecord {
+    pub set: ContactSet,
+    pub lambda: Vec<f64>,
+    /// Gaps/slips at $x_{t+1}$.
+    pub delta: Vec<f64>,
+    /// End-of-step position $x_{t+1,i}$ of every contact's node.
+    pub x_end: Vec<Vector3<f64>>,
+    /// $D_j,E_j,\partial\Phi_j/\partial\mu$ at $(\delta(x_{t+1}),\lambda)$.
+    pub blocks: Vec<Local>,
+    pub state: Vec<State>,
+    pub stats: ContactStats,
+    /// Penalty model: the nodal contact forces of the step (node-major).
+    pub penalty_forces: Option<Vec<f64>>,
+}
+
+impl ContactRecord {
+    /// Record the converged state (`x_next`, `lambda`) of a step.
+    pub fn new(set: ContactSet, lambda: Vec<f64>, x_next: &[f64], fb: &FbParams) -> Self {
+        let delta = set.delta(x_next);
+        let blocks = set.locals(&delta, &lambda, fb);
+        let x_end = set
+            .node
+            .iter()
+            .map(|&i| Vector3::new(x_next[3 * i], x_next[3 * i + 1], x_next[3 * i + 2]))
+            .collect();
+        let mut stats = ContactStats {
+            candidates: set.len(),
+            ..Default::default()
+        };
+        let mut state = Vec::with_capacity(set.len());
+        let lmax = (0..set.len())
+            .map(|j| lambda[set.offset[j]])
+            .fold(0.0, f64::max);
+        for (j, b) in blocks.iter().enumerate() {
+            let r = set.rows(j);
+            let r0 = r.start;
+            for a in 0..r.len() {
+                stats.complementarity = stats.complementarity.max(b.phi[a].abs());
+            }
+            let k = set.kappa[j];
+            let ln = lambda[r0];
+            let st = if ln > 1e-12 * lmax.max(1e-300) && k * ln >= delta[r0] {
+                if r.len() == 3 {
+                    let lf = Vector2::new(lambda[r0 + 1], lambda[r0 + 2]);
+                    let df = Vector2::new(delta[r0 + 1], delta[r0 + 2]);
+                    if df.norm() > k * (set.mu[j] * ln - lf.norm()) {
+                        State::Slide
+                    } else {
+                        State::Stick
+                    }
+                } else {
+                    State::Slide
+                }
+            } else {
+                State::Separated
+            };
+            match st {
+                State::Separated => {}
+                State::Stick => {
+                    stats.active += 1;
+                    stats.sticking += 1;
+                }
+                State::Slide => {
+                    stats.active += 1;
+                    if r.len() == 3 {
+                        stats.sliding += 1;
+                    }
+                }
+            }
+            state.push(st);
+        }
+        stats.max_lambda = lmax;
+        ContactRecord {
+            set,
+            lambda,
+            delta,
+            x_end,
+            blocks,
+            state,
+            stats,
+            penalty_forces: None,
+        }
+    }
+
+    /// Contact force on every node, node-major `3n` ($J^T\lambda$, N).
+    pub fn nodal_forces(&self, n: usize) -> Vec<f64> {
+        if let Some(f) = &self.penalty_forces {
+            return f.clone();
+        }
+        let mut f = vec![0.0; 3 * n];
+        self.set.add_jt(&self.lambda, &mut f);
+        f
+    }
+}
+
+/// Largest penetration $\max(0,-\phi_o(x_i))$ over `nodes` and obstacles at time `t`.
+pub fn max_penetration(obstacles: &[Obstacle], nodes: &[usize], x: &[f64], t: f64) -> f64 {
+    let mut worst: f64 = 0.0;
+    for &i in nodes {
+        let p = Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+        for o in obstacles {
+            worst = worst.max(-o.query(&p, t).dist);
+        }
+    }
+    worst
+}

@@ -1,0 +1,365 @@
+//! Scene schema of rigid obstacles (`[[obstacle]]`) and of the contact model (`[contact]`).
+//! Every key is documented in `docs/contact.md`. Units: SI (m, s, N).
+
+use super::schema::Motion;
+use serde::{Deserialize, Serialize};
+
+type Check = Result<(), (String, String)>;
+
+/// Shape of an obstacle. The obstacle is a solid; the bodies live outside it (for `plane`:
+/// on the side the normal points to).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ObstacleKind {
+    /// Half-space $\{x:(x-p)\cdot n<0\}$ (free side: $(x-p)\cdot n\ge0$); keys `point`, `normal`.
+    #[serde(alias = "halfspace", alias = "half_space", alias = "ground")]
+    Plane,
+    /// Solid ball; keys `center`, `radius`.
+    Sphere,
+    /// Solid axis-aligned box (in its reference pose); keys `min`, `max`.
+    Box,
+    /// Solid capsule around the segment `a`–`b`; key `radius`.
+    Capsule,
+    /// Solid capped cylinder with axis `a`–`b`; key `radius`.
+    Cylinder,
+}
+
+/// `[[obstacle]]`: a rigid obstacle with a prescribed (static, translating or rotating)
+/// motion and Coulomb friction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObstacleSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: ObstacleKind,
+    /// `plane`: a point on the plane.
+    #[serde(default)]
+    pub point: Option<[f64; 3]>,
+    /// `plane`: outward normal (pointing into free space; normalised on load).
+    #[serde(default)]
+    pub normal: Option<[f64; 3]>,
+    /// `sphere`: centre.
+    #[serde(default)]
+    pub center: Option<[f64; 3]>,
+    /// `sphere`, `capsule`, `cylinder`: radius (m).
+    #[serde(default)]
+    pub radius: Option<f64>,
+    /// `box`: minimum corner.
+    #[serde(default)]
+    pub min: Option<[f64; 3]>,
+    /// `box`: maximum corner.
+    #[serde(default)]
+    pub max: Option<[f64; 3]>,
+    /// `capsule`, `cylinder`: first axis end point.
+    #[serde(default)]
+    pub a: Option<[f64; 3]>,
+    /// `capsule`, `cylinder`: second axis end point.
+    #[serde(default)]
+    pub b: Option<[f64; 3]>,
+    /// Coulomb friction coefficient μ (0 = frictionless).
+    #[serde(default)]
+    pub friction: f64,
+    /// Restitution coefficient $e_r\in[0,1]$ (velocity post-correction of spec §6.2 step 24;
+    /// not differentiated).
+    #[serde(default)]
+    pub restitution: f64,
+    /// Prescribed rigid motion (`fixed`, `translate`, `rotate`; a rotation's default centre
+    /// is the obstacle's own centre).
+    #[serde(default)]
+    pub motion: Motion,
+}
+
+/// Contact model.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactModel {
+    /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
+    /// the PD loop on the persistent factor (spec §2.9).
+    #[default]
+    Ncp,
+    /// DiffPD's explicit penalty contact with Macklin-style capped viscous friction
+    /// (`diffpd-notes.md` §1.8).
+    Penalty,
+}
+
+/// `[contact.penalty]`: DiffPD's planar penalty law per node,
+/// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenaltySettings {
+    /// Normal stiffness $k_n$ (N/m^(p-1)).
+    #[serde(default = "d_pen_k")]
+    pub stiffness: f64,
+    /// Exponent p (DiffPD's examples use 3: force quadratic in the penetration).
+    #[serde(default = "d_pen_p")]
+    pub power: f64,
+    /// Viscous friction cap $k_f$ (N·s/m).
+    #[serde(default = "d_pen_kf")]
+    pub friction_viscosity: f64,
+    /// Velocity regulariser $\epsilon_u$ (m/s).
+    #[serde(default = "d_pen_eps")]
+    pub velocity_epsilon: f64,
+}
+fn d_pen_k() -> f64 {
+    1e4
+}
+fn d_pen_p() -> f64 {
+    3.0
+}
+fn d_pen_kf() -> f64 {
+    1e2
+}
+fn d_pen_eps() -> f64 {
+    1e-6
+}
+impl Default for PenaltySettings {
+    fn default() -> Self {
+        PenaltySettings {
+            stiffness: d_pen_k(),
+            power: d_pen_p(),
+            friction_viscosity: d_pen_kf(),
+            velocity_epsilon: d_pen_eps(),
+        }
+    }
+}
+
+/// `[contact]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContactSettings {
+    /// `"ncp"` (default) or `"penalty"`.
+    #[serde(default)]
+    pub model: ContactModel,
+    /// Smoothing $2\epsilon^2$ (m²) of the Fischer–Burmeister function (Zeng 2026, spec A.5),
+    /// used identically by the forward and the backward. 0 = hard contact.
+    #[serde(default)]
+    pub smoothing: f64,
+    /// Candidate margin (m): a boundary node is a contact candidate of an obstacle when its
+    /// signed distance at the step start is below `margin` + $2h\|v_i\|+h^2\|g\|$.
+    /// Default: half the median element edge length.
+    #[serde(default)]
+    pub margin: Option<f64>,
+    /// Stop the per-iteration contact Newton solve when $\|\Phi\|_\infty\le$ `tolerance` (m).
+    #[serde(default = "d_ctol")]
+    pub tolerance: f64,
+    /// Newton iteration cap of the contact solve per PD iteration.
+    #[serde(default = "d_cnewton")]
+    pub max_newton: usize,
+    /// Floor of the FB scale $\kappa_j$ (m/N; spec: $r_j\ge10^{-10}$).
+    #[serde(default = "d_kfloor")]
+    pub scale_floor: f64,
+    /// Floor of $s_j=\sqrt{\delta^2+\kappa^2\lambda^2+2\epsilon^2}$ (m; spec: $10^{-14}$).
+    #[serde(default = "d_sfloor")]
+    pub s_floor: f64,
+    /// Penalty model parameters (`model = "penalty"`).
+    #[serde(default)]
+    pub penalty: PenaltySettings,
+}
+fn d_ctol() -> f64 {
+    1e-12
+}
+fn d_cnewton() -> usize {
+    50
+}
+fn d_kfloor() -> f64 {
+    1e-10
+}
+fn d_sfloor() -> f64 {
+    1e-14
+}
+impl Default for ContactSettings {
+    fn default() -> Self {
+        ContactSettings {
+            model: ContactModel::Ncp,
+            smoothing: 0.0,
+            margin: None,
+            tolerance: d_ctol(),
+            max_newton: d_cnewton(),
+            scale_floor: d_kfloor(),
+            s_floor: d_sfloor(),
+            penalty: PenaltySettings::default(),
+        }
+    }
+}
+
+fn finite3(key: &str, v: &[f64; 3]) -> Check {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err((key.into(), "expected three finite numbers".into()))
+    }
+}
+fn nonzero3(key: &str, v: &[f64; 3]) -> Check {
+    finite3(key, v)?;
+    if v.iter().map(|x| x * x).sum::<f64>() > 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), "expected a non-zero vector".into()))
+    }
+}
+fn positive(key: &str, v: f64) -> Check {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("expected a finite value > 0, got {v}")))
+    }
+}
+fn nonneg(key: &str, v: f64) -> Check {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("expected a finite value >= 0, got {v}")))
+    }
+}
+
+fn require<T: Copy>(k: &str, field: &str, v: Option<T>, kind: &str) -> Result<T, (String, String)> {
+    v.ok_or((
+        format!("{k}.{field}"),
+        format!("a `{kind}` obstacle needs `{field}`"),
+    ))
+}
+
+impl ObstacleSpec {
+    /// Name of the shape as written in scene files.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ObstacleKind::Plane => "plane",
+            ObstacleKind::Sphere => "sphere",
+            ObstacleKind::Box => "box",
+            ObstacleKind::Capsule => "capsule",
+            ObstacleKind::Cylinder => "cylinder",
+        }
+    }
+
+    /// Range and presence checks; errors are `(key path, message)`.
+    pub fn validate(&self, k: &str) -> Check {
+        let kind = self.kind_name();
+        let allowed: &[&str] = match self.kind {
+            ObstacleKind::Plane => &["point", "normal"],
+            ObstacleKind::Sphere => &["center", "radius"],
+            ObstacleKind::Box => &["min", "max"],
+            ObstacleKind::Capsule | ObstacleKind::Cylinder => &["a", "b", "radius"],
+        };
+        let present = [
+            ("point", self.point.is_some()),
+            ("normal", self.normal.is_some()),
+            ("center", self.center.is_some()),
+            ("radius", self.radius.is_some()),
+            ("min", self.min.is_some()),
+            ("max", self.max.is_some()),
+            ("a", self.a.is_some()),
+            ("b", self.b.is_some()),
+        ];
+        for (name, is) in present {
+            if is && !allowed.contains(&name) {
+                return Err((
+                    format!("{k}.{name}"),
+                    format!(
+                        "not a key of a `{kind}` obstacle (it takes {})",
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        match self.kind {
+            ObstacleKind::Plane => {
+                finite3(
+                    &format!("{k}.point"),
+                    &require(k, "point", self.point, kind)?,
+                )?;
+                nonzero3(
+                    &format!("{k}.normal"),
+                    &require(k, "normal", self.normal, kind)?,
+                )?;
+            }
+            ObstacleKind::Sphere => {
+                finite3(
+                    &format!("{k}.center"),
+                    &require(k, "center", self.center, kind)?,
+                )?;
+                positive(
+                    &format!("{k}.radius"),
+                    require(k, "radius", self.radius, kind)?,
+                )?;
+            }
+            ObstacleKind::Box => {
+                let lo = require(k, "min", self.min, kind)?;
+                let hi = require(k, "max", self.max, kind)?;
+                finite3(&format!("{k}.min"), &lo)?;
+                finite3(&format!("{k}.max"), &hi)?;
+                if (0..3).any(|d| hi[d] <= lo[d]) {
+                    return Err((
+                        format!("{k}.max"),
+                        "every component of `max` must exceed `min`".into(),
+                    ));
+                }
+            }
+            ObstacleKind::Capsule | ObstacleKind::Cylinder => {
+                let a = require(k, "a", self.a, kind)?;
+                let b = require(k, "b", self.b, kind)?;
+                finite3(&format!("{k}.a"), &a)?;
+                finite3(&format!("{k}.b"), &b)?;
+                let len2: f64 = (0..3).map(|d| (b[d] - a[d]).powi(2)).sum();
+                if len2 == 0.0 {
+                    return Err((format!("{k}.b"), "`a` and `b` must differ".into()));
+                }
+                positive(
+                    &format!("{k}.radius"),
+                    require(k, "radius", self.radius, kind)?,
+                )?;
+            }
+        }
+        nonneg(&format!("{k}.friction"), self.friction)?;
+        if !(self.restitution.is_finite() && (0.0..=1.0).contains(&self.restitution)) {
+            return Err((
+                format!("{k}.restitution"),
+                format!("expected 0 <= e <= 1, got {}", self.restitution),
+            ));
+        }
+        match &self.motion {
+            Motion::Fixed => {}
+            Motion::Translate { velocity } => finite3(&format!("{k}.motion.velocity"), velocity)?,
+            Motion::Rotate { axis, rate, center } => {
+                nonzero3(&format!("{k}.motion.axis"), axis)?;
+                if !rate.is_finite() {
+                    return Err((format!("{k}.motion.rate"), "expected a finite rate".into()));
+                }
+                if let Some(c) = center {
+                    finite3(&format!("{k}.motion.center"), c)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ContactSettings {
+    /// Range checks; errors are `(key path, message)`.
+    pub fn validate(&self, k: &str) -> Check {
+        nonneg(&format!("{k}.smoothing"), self.smoothing)?;
+        if let Some(m) = self.margin {
+            nonneg(&format!("{k}.margin"), m)?;
+        }
+        positive(&format!("{k}.tolerance"), self.tolerance)?;
+        if self.max_newton == 0 {
+            return Err((format!("{k}.max_newton"), "expected at least 1".into()));
+        }
+        positive(&format!("{k}.scale_floor"), self.scale_floor)?;
+        positive(&format!("{k}.s_floor"), self.s_floor)?;
+        let p = &self.penalty;
+        positive(&format!("{k}.penalty.stiffness"), p.stiffness)?;
+        if !(p.power.is_finite() && p.power >= 2.0) {
+            return Err((
+                format!("{k}.penalty.power"),
+                format!("expected p >= 2, got {}", p.power),
+            ));
+        }
+        nonneg(
+            &format!("{k}.penalty.friction_viscosity"),
+            p.friction_viscosity,
+        )?;
+        positive(&format!("{k}.penalty.velocity_epsilon"), p.velocity_epsilon)?;
+        Ok(())
+    }
+}
