@@ -344,3 +344,119 @@ fn bouncing_voxel_ball_does_not_penetrate() {
     assert!(r.steps.iter().all(|s| s.converged));
     check_invariants(&r, 1e-9);
 }
+
+/// Bad obstacle and contact input is rejected with the key path (exit 2, no panic).
+#[test]
+fn bad_contact_input_names_the_key() {
+    let base = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 2
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [1, 1, 1]
+dx = 0.1
+[body.material]
+model = "corotated"
+youngs_modulus = 1e6
+poisson_ratio = 0.3
+density = 1000.0
+"#;
+    let cases: [(&str, &[&str]); 7] = [
+        (
+            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = 1.0\nnormal = [0, 0, 1]\n",
+            &["obstacle[0].normal", "sphere"],
+        ),
+        (
+            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\n",
+            &["obstacle[0].radius"],
+        ),
+        (
+            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 0]\n",
+            &["obstacle[0].normal", "non-zero"],
+        ),
+        (
+            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nfriction = -0.1\n",
+            &["obstacle[0].friction"],
+        ),
+        (
+            "[[obstacle]]\ntype = \"box\"\nmin = [0, 0, 0]\nmax = [1, -1, 1]\n",
+            &["obstacle[0].max"],
+        ),
+        (
+            "[[obstacle]]\ntype = \"cone\"\n",
+            &["cone"],
+        ),
+        ("[contact]\nsmoothing = -1.0\n", &["contact.smoothing"]),
+    ];
+    for (extra, needles) in cases {
+        let r = common::run_cli("simulate", &format!("{base}{extra}"), &[], &[]);
+        assert_eq!(r.code, 2, "{extra}: exit {}: {}", r.code, r.stderr);
+        for n in needles {
+            assert!(r.stderr.contains(n), "{extra}: {:?} lacks {n:?}", r.stderr);
+        }
+        assert!(!r.stderr.contains("panicked"));
+    }
+    // a friction parameter must name an existing obstacle
+    let text = format!(
+        "{base}[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"friction\"\nobstacle = 3\n"
+    );
+    let r = common::run_cli("gradcheck", &text, &[], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("parameter[0].obstacle"), "{}", r.stderr);
+}
+
+/// The PLY frames of a scene with obstacles carry the nodal contact force; at rest the
+/// contact forces carry the weight.
+#[test]
+fn ply_frames_carry_contact_forces() {
+    let text = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 30
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 20.0
+[[obstacle]]
+type = "plane"
+point = [0, 0, 0]
+normal = [0, 0, 1]
+friction = 0.5
+[solver]
+rel_tol = 1e-10
+"#;
+    let r = common::run_cli("simulate", text, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    use ply_rs_bw::ply::Property;
+    let f = std::fs::File::open(r.out().join("frame_00030.ply")).unwrap();
+    let ply = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new()
+        .read_ply(&mut std::io::BufReader::new(f))
+        .unwrap();
+    let mut fz = 0.0;
+    for v in &ply.payload["vertex"] {
+        match v.get("contact_fz") {
+            Some(Property::Float(x)) => fz += *x as f64,
+            other => panic!("no contact_fz: {other:?}"),
+        }
+    }
+    let weight = 0.1 * 0.1 * 0.05 * 1000.0 * 9.81;
+    eprintln!("sum of contact_fz {fz:.6} N, weight {weight:.6} N");
+    assert!((fz / weight - 1.0).abs() < 1e-3, "{fz} vs {weight}");
+    let log = r.log();
+    let c = &log["frames"][29]["contact"];
+    assert_eq!(c["active"].as_u64(), Some(9));
+    assert!(c["max_penetration"].as_f64().unwrap() < 1e-9);
+    assert!(log["summary"]["max_active_contacts"].as_u64().unwrap() >= 9);
+}

@@ -200,3 +200,67 @@ fn pushed_by_moving_box_smoothed() {
     let (rep, _) = run_check(&text, 1e-4);
     assert_all_pass("pushed by a moving box, smoothed", &rep);
 }
+
+/// Contact with Dirichlet DoFs (the Delassus columns of the reduced factor): a Neo-Hookean
+/// beam clamped at one end, whose clamp moves down, hits the ground with friction (material,
+/// density, μ, obstacle offset and initial translation).
+#[test]
+fn clamped_beam_hits_ground_smoothed() {
+    let text = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 12
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [4, 1, 1]
+dx = 0.05
+[body.material]
+model = "neohookean"
+youngs_modulus = 2e4
+poisson_ratio = 0.3
+density = 1000.0
+[body.initial]
+velocity = [0.0, 0.2, -0.5]
+[[body.dirichlet]]
+select = { face = "x_min" }
+motion = { type = "translate", velocity = [0.0, 0.0, -0.05] }
+[[obstacle]]
+type = "plane"
+point = [0, 0, -0.01]
+normal = [0, 0, 1]
+friction = 0.4
+[contact]
+smoothing = 1e-10
+tolerance = 1e-15
+[solver]
+rel_tol = 1e-13
+abs_tol = 1e-16
+max_iterations = 20000
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-20
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 5
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "friction"
+obstacle = 0
+[[parameter]]
+kind = "obstacle_offset"
+obstacle = 0
+component = 2
+[[parameter]]
+kind = "density"
+[[parameter]]
+kind = "initial_translation"
+component = 2
+"#;
+    let (rep, _) = run_check(text, 1e-4);
+    assert_all_pass("clamped beam on the ground, smoothed", &rep);
+}

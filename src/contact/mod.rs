@@ -317,16 +317,6 @@ fn inf_norm(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
-/// Dense LU solve $Ax=b$ (faer, partial pivoting); `None` if the result is not finite.
-pub fn lu_solve(a: &faer::Mat<f64>, b: &[f64]) -> Option<Vec<f64>> {
-    use faer::linalg::solvers::Solve;
-    let lu = a.partial_piv_lu();
-    let mut x = faer::Mat::from_fn(b.len(), 1, |i, _| b[i]);
-    lu.solve_in_place(x.as_mut());
-    let out: Vec<f64> = (0..b.len()).map(|i| x[(i, 0)]).collect();
-    out.iter().all(|v| v.is_finite()).then_some(out)
-}
-
 /// Relative diagonal shift of the dense contact matrices (Newton matrix, adjoint $G_c$).
 pub const REGULARIZATION: f64 = 1e-10;
 
@@ -513,12 +503,6 @@ pub fn solve(
         fn2 = n2;
     }
     info.residual = inf_norm(&f);
-    if std::env::var("DIFFPHD_DEBUG_CONTACT").is_ok() {
-        eprintln!(
-            "contact solve: m {m} its {} lu {} res {:.2e}",
-            info.iterations, info.factorizations, info.residual
-        );
-    }
     lambda.copy_from_slice(lam.as_slice());
     info
 }
