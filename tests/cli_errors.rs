@@ -141,3 +141,43 @@ fn degenerate_element_is_named() {
         &["element 1"],
     );
 }
+
+/// An inverted tet (unambiguous orientation) is repaired, and the repair is said: on
+/// stderr and in `log.json`, naming the element.
+#[test]
+fn inverted_tet_is_repaired_and_reported() {
+    // Element 1 lists its nodes in negative orientation.
+    let node = "5 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n4 1 1 1\n";
+    let ele = "2 4 0\n0 0 1 2 3\n1 1 3 2 4\n";
+    let r = run_cli(
+        "simulate",
+        FILE_SCENE,
+        &[("m.node", node), ("m.ele", ele)],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = r.log();
+    let w = log["header"]["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].as_str().unwrap().contains("inverted element(s)")
+            && w[0].as_str().unwrap().ends_with(": 1"),
+        "{w:?}"
+    );
+}
+
+/// An inverted hexahedron that is not a plain mirror cannot be repaired: error naming it.
+#[test]
+fn inverted_hexahedron_is_rejected_with_its_index() {
+    // Two unit cubes (MEDIT, VTK node order); in the second the top face is rotated by
+    // 180 degrees, which inverts some corners but not all.
+    let mesh = "MeshVersionFormatted 2\nDimension 3\nVertices\n12\n0 0 0 0\n1 0 0 0\n1 1 0 0\n0 1 0 0\n0 0 1 0\n1 0 1 0\n1 1 1 0\n0 1 1 0\n2 0 0 0\n2 1 0 0\n2 0 1 0\n2 1 1 0\nHexahedra\n2\n1 2 3 4 5 6 7 8 1\n2 9 10 3 7 11 12 6 1\nEnd\n";
+    let scene = FILE_SCENE.replace("m.node", "m.mesh");
+    let r = run_cli("simulate", &scene, &[("m.mesh", mesh)], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("element 1") && r.stderr.contains("inverted"),
+        "{}",
+        r.stderr
+    );
+}

@@ -126,6 +126,11 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let model = Model::from_scene(&ls).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display())))
     })?;
+    if !args.quiet {
+        for w in &model.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let out: PathBuf = args
         .out
         .clone()
@@ -154,6 +159,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         anderson_window: sim.config.window,
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
+        warnings: model.warnings.clone(),
     };
     let mut log = RunLog {
         header,

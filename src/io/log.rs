@@ -25,6 +25,8 @@ pub struct RunHeader {
     pub setup_seconds: f64,
     /// Stored entries of the Cholesky factor(s).
     pub factor_nnz: usize,
+    /// Input the model repaired (e.g. re-oriented elements).
+    pub warnings: Vec<String>,
 }
 
 /// One frame of the log.

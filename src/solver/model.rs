@@ -112,6 +112,8 @@ pub struct Model {
     pub params: MaterialParams,
     pub dirichlet: Vec<DirichletGroup>,
     pub forces: Vec<ForceGroup>,
+    /// Notes about input the model repaired (e.g. re-oriented elements), for the user.
+    pub warnings: Vec<String>,
     pub x0: Vec<f64>,
     pub v0: Vec<f64>,
     /// Initial state as built from the scene, before the rigid offsets below.
@@ -285,7 +287,12 @@ pub fn element_samples(kind: ElementKind, x: &[[f64; 3]]) -> Result<Vec<SampleGe
     }
 }
 
-fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, ModelError> {
+/// The body's mesh after its transform and validation, with messages about any repair.
+fn load_mesh(
+    ls: &LoadedScene,
+    b: usize,
+    body: &scene::Body,
+) -> Result<(Mesh, Vec<String>), ModelError> {
     let key = format!("body[{b}].mesh");
     let m = &body.mesh;
     let mut mesh = if let Some(f) = &m.file {
@@ -315,11 +322,27 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &scene::Body) -> Result<Mesh, Mod
             + Vector3::from(body.transform.translation);
         *p = [v[0], v[1], v[2]];
     }
-    crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|err| ModelError::Mesh {
-        key: key.clone(),
-        err,
-    })?;
-    Ok(mesh)
+    let report =
+        crate::mesh::validate::validate_and_fix(&mut mesh).map_err(|err| ModelError::Mesh {
+            key: key.clone(),
+            err,
+        })?;
+    let mut fixes = Vec::new();
+    if !report.flipped.is_empty() {
+        let shown: Vec<String> = report
+            .flipped
+            .iter()
+            .take(20)
+            .map(|e| e.to_string())
+            .collect();
+        fixes.push(format!(
+            "{key}: repaired the node order of {} inverted element(s) (unambiguous orientation fix): {}{}",
+            report.flipped.len(),
+            shown.join(", "),
+            if report.flipped.len() > 20 { ", …" } else { "" }
+        ));
+    }
+    Ok((mesh, fixes))
 }
 
 impl Model {
@@ -353,6 +376,7 @@ impl Model {
             base_v0: vec![],
             offsets: vec![],
             state_directions: vec![],
+            warnings: vec![],
             muscles: vec![],
             obstacles: sc
                 .obstacles
@@ -366,7 +390,8 @@ impl Model {
             contact_margin: 0.0,
         };
         for (b, body) in sc.bodies.iter().enumerate() {
-            let mesh = load_mesh(ls, b, body)?;
+            let (mesh, fixes) = load_mesh(ls, b, body)?;
+            model.warnings.extend(fixes);
             model.add_body(ls, b, body, mesh)?;
         }
         model.prescribe_initial_velocity();
