@@ -5,8 +5,6 @@
 //! hard contact (2ε² = 0).
 
 mod common;
-use diffphd::optimize::gradcheck::{check, Options, Report};
-use diffphd::optimize::problem::Problem;
 
 const PARAMS: &str = r#"
 [[parameter]]
@@ -85,45 +83,11 @@ fn bouncing(smoothing: f64) -> String {
     scene([0.5, 0.2, -2.0], 0.03, 15, smoothing, 0.004, 5e4)
 }
 
-fn run_check(text: &str, rtol: f64) -> (Report, Problem) {
-    run_check_decades(text, rtol, 3)
-}
-
-fn run_check_decades(text: &str, rtol: f64, decades: usize) -> (Report, Problem) {
-    let ls = common::load(text, &[]);
-    let problem = Problem::new(ls).expect("problem builds");
-    let rep = check(
-        &problem,
-        &Options {
-            only: vec![],
-            eps: None,
-            rtol,
-            atol: 0.0,
-            decades,
-        },
-    )
-    .expect("check runs");
-    eprint!("{}", diffphd::optimize::gradcheck::table(&rep));
-    (rep, problem)
-}
-
-fn assert_all_pass(name: &str, rep: &Report) {
-    let failed: Vec<String> = rep
-        .rows
-        .iter()
-        .filter(|r| !r.pass)
-        .map(|r| format!("{} (rel.err {:.2e})", r.name, r.rel_error))
-        .collect();
-    assert!(failed.is_empty(), "{name}: failed {failed:?}");
-    assert!(rep.evaluation.nonconverged_backward_frames.is_empty());
-    assert!(rep.evaluation.nonconverged_forward_frames.is_empty());
-}
-
 /// Sliding: the block slides on the ground with friction throughout (dL/dμ ≠ 0).
 #[test]
 fn sliding_block_smoothed() {
-    let (rep, _) = run_check(&sliding(1e-10), 1e-4);
-    assert_all_pass("sliding, smoothed", &rep);
+    let (rep, _) = common::gradcheck_text(&sliding(1e-10), 1e-4, 3);
+    common::assert_all_pass("sliding, smoothed", &rep);
     let mu = rep.rows.iter().find(|r| r.name == "friction[0]").unwrap();
     assert!(mu.adjoint.abs() > 1e-6, "dL/dmu vanishes: {}", mu.adjoint);
 }
@@ -131,8 +95,8 @@ fn sliding_block_smoothed() {
 /// Bouncing: the block falls, hits the ground with friction and rebounds.
 #[test]
 fn bouncing_block_smoothed() {
-    let (rep, _) = run_check(&bouncing(1e-10), 1e-4);
-    assert_all_pass("bouncing, smoothed", &rep);
+    let (rep, _) = common::gradcheck_text(&bouncing(1e-10), 1e-4, 3);
+    common::assert_all_pass("bouncing, smoothed", &rep);
 }
 
 /// Hard contact (2ε² = 0): the step map is only piecewise smooth; report the agreement.
@@ -142,7 +106,7 @@ fn hard_contact_report() {
         ("sliding, hard", sliding(0.0)),
         ("bouncing, hard", bouncing(0.0)),
     ] {
-        let (rep, _) = run_check(&text, 1e-4);
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
         for r in &rep.rows {
             eprintln!("{name}: {} rel.err {:.2e}", r.name, r.rel_error);
             assert!(r.adjoint.is_finite());
@@ -162,8 +126,8 @@ fn bouncing_block_penalty() {
         "[contact]\n",
         "[contact]\nmodel = \"penalty\"\npenalty = { stiffness = 3e6, power = 3.0, friction_viscosity = 20.0 }\n",
     );
-    let (rep, _) = run_check_decades(&text, 1e-4, 5);
-    assert_all_pass("bouncing, penalty", &rep);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 5);
+    common::assert_all_pass("bouncing, penalty", &rep);
     let mu = rep.rows.iter().find(|r| r.name == "friction[0]").unwrap();
     assert!(mu.adjoint.abs() > 1e-6, "dL/dmu vanishes: {}", mu.adjoint);
 }
@@ -183,8 +147,8 @@ fn block_on_sphere_smoothed() {
         .replace("velocity = [0.8, 0.3, 0]", "velocity = [0.5, 0.2, -0.3]")
         .replace("component = 2\n", "");
     assert!(text.contains("sphere") && text.contains("0.3001") && text.contains("-0.3]"));
-    let (rep, _) = run_check(&text, 1e-4);
-    assert_all_pass("block on a sphere, smoothed", &rep);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    common::assert_all_pass("block on a sphere, smoothed", &rep);
 }
 
 /// A moving obstacle: a box translating at 0.3 m/s pushes the block's upper edge along the
@@ -197,8 +161,8 @@ fn pushed_by_moving_box_smoothed() {
     ).replace("velocity = [0.8, 0.3, 0]", "velocity = [0.0, 0.0, 0.0]")
         + "[[parameter]]\nkind = \"obstacle_offset\"\nobstacle = 1\ncomponent = 0\n[[parameter]]\nkind = \"friction\"\nobstacle = 1\n";
     assert!(text.contains("translate") && text.contains("velocity = [0.0, 0.0, 0.0]"));
-    let (rep, _) = run_check(&text, 1e-4);
-    assert_all_pass("pushed by a moving box, smoothed", &rep);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    common::assert_all_pass("pushed by a moving box, smoothed", &rep);
 }
 
 /// Contact with Dirichlet DoFs (the Delassus columns of the reduced factor): a Neo-Hookean
@@ -261,6 +225,6 @@ kind = "density"
 kind = "initial_translation"
 component = 2
 "#;
-    let (rep, _) = run_check(text, 1e-4);
-    assert_all_pass("clamped beam on the ground, smoothed", &rep);
+    let (rep, _) = common::gradcheck_text(text, 1e-4, 3);
+    common::assert_all_pass("clamped beam on the ground, smoothed", &rep);
 }

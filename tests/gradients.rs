@@ -4,7 +4,6 @@
 //! tolerances with Newton polish, exact (unfiltered) prox Jacobians.
 
 mod common;
-use diffphd::optimize::gradcheck::{check, Options, Report};
 use diffphd::optimize::problem::Problem;
 
 const PARAMS: &str = r#"
@@ -98,60 +97,30 @@ target = [0.1, 0.0, 0.0]
     )
 }
 
-fn run_check(text: &str, rtol: f64) -> Report {
-    let ls = common::load(text, &[]);
-    let problem = Problem::new(ls).expect("problem builds");
-    let rep = check(
-        &problem,
-        &Options {
-            only: vec![],
-            eps: None,
-            rtol,
-            atol: 0.0,
-            decades: 3,
-        },
-    )
-    .expect("check runs");
-    eprint!("{}", diffphd::optimize::gradcheck::table(&rep));
-    rep
-}
-
-fn assert_all_pass(name: &str, rep: &Report) {
-    let failed: Vec<String> = rep
-        .rows
-        .iter()
-        .filter(|r| !r.pass)
-        .map(|r| format!("{} (rel.err {:.2e})", r.name, r.rel_error))
-        .collect();
-    assert!(failed.is_empty(), "{name}: failed {failed:?}");
-    assert!(rep.evaluation.nonconverged_backward_frames.is_empty());
-    assert!(rep.evaluation.nonconverged_forward_frames.is_empty());
-}
-
 #[test]
 fn hex_corotated_heterogeneous_damped() {
-    let rep = run_check(&scene("hex8", "corotated", 0.01, 20.0, 0.002), 1e-5);
-    assert_all_pass("hex corotated 100x damped", &rep);
+    let rep = common::gradcheck_text(&scene("hex8", "corotated", 0.01, 20.0, 0.002), 1e-5, 3).0;
+    common::assert_all_pass("hex corotated 100x damped", &rep);
 }
 
 #[test]
 fn tet_neohookean_heterogeneous_damped() {
-    let rep = run_check(&scene("tet4", "neohookean", 0.01, 20.0, 0.002), 1e-5);
-    assert_all_pass("tet NH 100x damped", &rep);
+    let rep = common::gradcheck_text(&scene("tet4", "neohookean", 0.01, 20.0, 0.002), 1e-5, 3).0;
+    common::assert_all_pass("tet NH 100x damped", &rep);
 }
 
 #[test]
 fn hex_neohookean_homogeneous_undamped() {
     let text = scene("hex8", "neohookean", 1.0, 0.0, 0.0);
     // Damping parameters are checked at zero (one-sided physics is still smooth in α, β).
-    let rep = run_check(&text, 1e-5);
-    assert_all_pass("hex NH homogeneous", &rep);
+    let rep = common::gradcheck_text(&text, 1e-5, 3).0;
+    common::assert_all_pass("hex NH homogeneous", &rep);
 }
 
 #[test]
 fn tet_corotated_homogeneous_undamped() {
-    let rep = run_check(&scene("tet4", "corotated", 1.0, 0.0, 0.0), 1e-5);
-    assert_all_pass("tet corotated homogeneous", &rep);
+    let rep = common::gradcheck_text(&scene("tet4", "corotated", 1.0, 0.0, 0.0), 1e-5, 3).0;
+    common::assert_all_pass("tet corotated homogeneous", &rep);
 }
 
 /// Issue 3 item 2. Large volume expansion at ν = 0.49 makes the NH stretch Hessian
@@ -203,8 +172,8 @@ kind = "poisson_ratio"
 kind = "initial_state_direction"
 seed = 5
 "#;
-    let exact = run_check(text, 1e-5);
-    assert_all_pass("exact adjoint, indefinite H_sigma", &exact);
+    let exact = common::gradcheck_text(text, 1e-5, 3).0;
+    common::assert_all_pass("exact adjoint, indefinite H_sigma", &exact);
     assert_eq!(exact.evaluation.filtered_samples, 0);
     let ls = common::load(text, &["backward.filter=\"trust_region\""]);
     let problem = Problem::new(ls).unwrap();
@@ -320,8 +289,8 @@ kind = "poisson_ratio"
 #[test]
 fn tracking_loss_against_override_reference() {
     let text = format!("{TRACK}[loss]\nreference = {{ set = [\"body.0.material.youngs_modulus=1e6\"] }}\n[[loss.term]]\ntype = \"tracking\"\n");
-    let rep = run_check(&text, 1e-5);
-    assert_all_pass("tracking vs override reference", &rep);
+    let rep = common::gradcheck_text(&text, 1e-5, 3).0;
+    common::assert_all_pass("tracking vs override reference", &rep);
     assert!(rep.loss > 0.0);
     // d loss / d log E must point towards the reference (E_ref > E): negative.
     assert!(rep.rows[0].adjoint < 0.0);
@@ -344,8 +313,8 @@ fn tracking_loss_against_ply_frames() {
         "{TRACK}[loss]\n[[loss.term]]\ntype = \"tracking\"\nreference_dir = \"{}\"\n",
         dir.path().join("ref").display()
     );
-    let rep = run_check(&text, 1e-4);
-    assert_all_pass("tracking vs PLY frames", &rep);
+    let rep = common::gradcheck_text(&text, 1e-4, 3).0;
+    common::assert_all_pass("tracking vs PLY frames", &rep);
     assert!(rep.loss > 0.0);
 }
 

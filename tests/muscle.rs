@@ -4,7 +4,6 @@
 //! beam onto a target.
 
 mod common;
-use diffphd::optimize::gradcheck::{check, Options};
 use diffphd::optimize::lbfgs::{optimize, Status};
 use diffphd::optimize::problem::Problem;
 
@@ -84,27 +83,9 @@ kind = "density"
 }
 
 fn assert_gradients(text: &str, rtol: f64) {
-    let problem = Problem::new(common::load(text, &[])).expect("problem builds");
+    let (rep, problem) = common::gradcheck_text(text, rtol, 3);
     assert_eq!(problem.base.muscles.len(), 3);
-    let rep = check(
-        &problem,
-        &Options {
-            only: vec![],
-            eps: None,
-            rtol,
-            atol: 0.0,
-            decades: 3,
-        },
-    )
-    .expect("check runs");
-    eprint!("{}", diffphd::optimize::gradcheck::table(&rep));
-    let failed: Vec<String> = rep
-        .rows
-        .iter()
-        .filter(|r| !r.pass)
-        .map(|r| format!("{} (rel.err {:.2e})", r.name, r.rel_error))
-        .collect();
-    assert!(failed.is_empty(), "failed {failed:?}");
+    common::assert_all_pass("muscles", &rep);
     assert!(rep.rows[..3].iter().all(|r| r.adjoint.abs() > 0.0));
 }
 

@@ -70,3 +70,46 @@ pub fn load(text: &str, sets: &[&str]) -> diffphd::scene::LoadedScene {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     diffphd::scene::load_str(text, Path::new("inline.toml"), &sets).expect("scene loads")
 }
+
+/// Build the inverse problem of a scene text and run `diffphd gradcheck`'s own check
+/// (all declared parameters, step sweep over `decades` decades).
+pub fn gradcheck_text(
+    text: &str,
+    rtol: f64,
+    decades: usize,
+) -> (
+    diffphd::optimize::gradcheck::Report,
+    diffphd::optimize::problem::Problem,
+) {
+    let problem =
+        diffphd::optimize::problem::Problem::new(load(text, &[])).expect("problem builds");
+    let opts = diffphd::optimize::gradcheck::Options {
+        only: vec![],
+        eps: None,
+        rtol,
+        atol: 0.0,
+        decades,
+    };
+    let rep = diffphd::optimize::gradcheck::check(&problem, &opts).expect("check runs");
+    eprint!("{}", diffphd::optimize::gradcheck::table(&rep));
+    (rep, problem)
+}
+
+/// Every parameter passed, and every forward and adjoint step converged.
+pub fn assert_all_pass(name: &str, rep: &diffphd::optimize::gradcheck::Report) {
+    let failed: Vec<String> = rep
+        .rows
+        .iter()
+        .filter(|r| !r.pass)
+        .map(|r| format!("{} (rel.err {:.2e})", r.name, r.rel_error))
+        .collect();
+    assert!(failed.is_empty(), "{name}: failed {failed:?}");
+    assert!(
+        rep.evaluation.nonconverged_backward_frames.is_empty(),
+        "{name}: adjoint not converged"
+    );
+    assert!(
+        rep.evaluation.nonconverged_forward_frames.is_empty(),
+        "{name}: forward not converged"
+    );
+}
