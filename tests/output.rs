@@ -180,3 +180,90 @@ fn divergence_is_reported_with_frame_iteration_and_element_and_the_log_survives(
     assert!(log["error"].as_str().unwrap().contains("frame 1"));
     assert!(r.out().join("frame_00000.ply").exists());
 }
+
+/// The numbers of `DataArray Name="{name}"` in every `<Piece>` of a `.vtu` text (a minimal,
+/// independent reading of the XML).
+fn vtu_pieces(xml: &str, name: &str) -> Vec<Vec<f64>> {
+    let tag = format!("Name=\"{name}\"");
+    xml.split("<Piece ")
+        .skip(1)
+        .map(|piece| {
+            let start = piece.find(&tag).unwrap_or_else(|| panic!("no array {name}"));
+            let open = start + piece[start..].find('>').unwrap() + 1;
+            let close = open + piece[open..].find("</DataArray>").unwrap();
+            piece[open..close]
+                .split_whitespace()
+                .map(|t| t.parse().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// `[output] format = "vtu"`: one volume piece per body (a tet body and a hex body), node
+/// positions identical to the PLY frames of the same run, a `frames.pvd` listing each frame
+/// with its time (issue 6).
+#[test]
+fn vtu_frames_hold_every_body_and_match_the_ply_frames() {
+    let two_bodies = format!(
+        "{SCENE}{}",
+        r#"[[body]]
+name = "hexes"
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 2e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.initial]
+translation = [0.0, 0.5, 0.0]
+[[body.dirichlet]]
+select = { face = "x_min" }
+"#
+    )
+    .replace("[output]\nevery = 2\n", "")
+        + "[output]\nevery = 2\n";
+    let vtu = run_cli("simulate", &two_bodies, &[], &["--set", "output.format=\"vtu\""]);
+    assert_eq!(vtu.code, 0, "{}", vtu.stderr);
+    let ply = run_cli("simulate", &two_bodies, &[], &[]);
+    assert_eq!(ply.code, 0, "{}", ply.stderr);
+    for f in [0, 2, 4] {
+        assert!(vtu.out().join(format!("frame_{f:05}.vtu")).exists());
+        assert!(!vtu.out().join(format!("frame_{f:05}.ply")).exists());
+    }
+    assert!(!vtu.out().join("frame_00001.vtu").exists());
+    let pvd = std::fs::read_to_string(vtu.out().join("frames.pvd")).unwrap();
+    assert_eq!(pvd.matches("<DataSet ").count(), 3, "{pvd}");
+    assert!(pvd.contains("timestep=\"4e-2\"") && pvd.contains("file=\"frame_00004.vtu\""));
+    let xml = std::fs::read_to_string(vtu.out().join("frame_00004.vtu")).unwrap();
+    let points = vtu_pieces(&xml, "Points");
+    let types = vtu_pieces(&xml, "types");
+    // body 0: 4x3x3 nodes, 3*2*2*6 tets; body 1: 3x3x2 nodes, 4 hexes
+    assert_eq!(points.iter().map(|p| p.len() / 3).collect::<Vec<_>>(), [36, 18]);
+    assert!(types[0].len() == 72 && types[0].iter().all(|&t| t == 10.0));
+    assert!(types[1].len() == 4 && types[1].iter().all(|&t| t == 12.0));
+    let youngs = vtu_pieces(&xml, "youngs_modulus");
+    assert!(youngs[0].iter().all(|&e| e == 1e5 || e == 4e5));
+    assert!(youngs[1].iter().all(|&e| e == 2e5));
+    // the same positions as the PLY surface of the same frame (PLY stores f32)
+    let global: Vec<f64> = points.concat();
+    let p4 = read_ply(&ply.out().join("frame_00004.ply"));
+    let verts = &p4.payload["vertex"];
+    assert_eq!(verts.len(), 34 + 18);
+    for v in verts {
+        let i = float(&v["node"]) as usize;
+        for (d, c) in ["x", "y", "z"].iter().enumerate() {
+            let a = global[3 * i + d];
+            assert!((float(&v[*c]) - a).abs() <= 1e-6 * (1.0 + a.abs()), "node {i}");
+        }
+    }
+    // frame 0 is the rest state, body transforms applied
+    let x0 = vtu_pieces(
+        &std::fs::read_to_string(vtu.out().join("frame_00000.vtu")).unwrap(),
+        "Points",
+    );
+    assert!((x0[1][1] - 0.5).abs() < 1e-12, "translated hex body starts at y = 0.5");
+}

@@ -3,6 +3,7 @@
 //! `on_nonconvergence = "error"`, gradient check failed), `2` bad input (scene, mesh,
 //! arguments) or an environment problem (output directory, backend).
 
+pub mod frames;
 pub mod grad;
 pub mod gradcheck;
 pub mod mesh;

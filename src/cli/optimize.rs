@@ -1,6 +1,6 @@
 //! `diffphd optimize`: L-BFGS on the scene's `[[parameter]]`s against its `[loss]`
 //! (docs/optimize.md). Writes `optimize.json` (rewritten atomically after every evaluation),
-//! `optimized.toml` and the PLY frames of the final rollout at the best parameters.
+//! `optimized.toml` and the frame files (PLY or VTU) of the final rollout at the best parameters.
 //!
 //! Exit codes: 0 completed, 1 an evaluation failed (outputs still written with the best
 //! point), 2 bad input, 130 interrupted by Ctrl-C (outputs written with the best point; a
@@ -197,7 +197,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     }
 }
 
-/// `optimized.toml` and the final rollout's PLY frames at `values` (user units).
+/// `optimized.toml` and the final rollout's frame files at `values` (user units).
 fn write_outputs(
     problem: &Problem,
     values: &[f64],
@@ -236,7 +236,7 @@ fn write_outputs(
     text.push_str(&wb.toml);
     crate::io::write_atomic(&out.join("optimized.toml"), text.as_bytes())
         .with_context(|| format!("cannot write {}", out.join("optimized.toml").display()))?;
-    if !problem.ls.scene.output.ply {
+    if !problem.ls.scene.output.frames {
         return Ok(());
     }
     let theta: Vec<f64> = problem
@@ -251,17 +251,16 @@ fn write_outputs(
     let ro = match ro {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("warning: the final rollout failed, no PLY frames written: {e}");
+            eprintln!("warning: the final rollout failed, no frames written: {e}");
             return Ok(());
         }
     };
-    let surface = super::simulate::SurfaceMap::new(&model);
+    let mut frames_out = super::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
-        let name = super::simulate::frame_name(*t);
-        surface
-            .write(&out.join(&name), x, v, None)
-            .with_context(|| format!("cannot write {name}"))?;
+        frames_out
+            .write(&out, *t, *t as f64 * model.h, x, v, None)
+            .with_context(|| format!("cannot write frame {t} into {}", out.display()))?;
     }
     Ok(())
 }

@@ -1,9 +1,11 @@
-//! `diffphd simulate`: forward rollout with PLY frames and `log.json`.
+//! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`super::frames`])
+//! and `log.json`.
 
+use super::frames::FrameWriter;
 use super::{BackendArg, Failure, RunArgs};
 use crate::gpu::Backend;
 use crate::io::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
-use crate::io::{ply, write_atomic};
+use crate::io::write_atomic;
 use crate::scene::{self, LoadedScene};
 use crate::solver::{Model, Simulator};
 use anyhow::Context;
@@ -39,76 +41,6 @@ pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
             ))),
         },
     }
-}
-
-/// Surface output data shared by all frames.
-pub struct SurfaceMap {
-    pub nodes: Vec<usize>,
-    pub faces: Vec<[u32; 3]>,
-    pub node_youngs: Vec<f64>,
-}
-
-impl SurfaceMap {
-    pub fn new(model: &Model) -> Self {
-        let n = model.num_nodes();
-        let mut local = vec![u32::MAX; n];
-        let mut nodes = Vec::new();
-        let mut faces = Vec::new();
-        for b in &model.bodies {
-            for t in &b.surface {
-                let mut f = [0u32; 3];
-                for k in 0..3 {
-                    if local[t[k]] == u32::MAX {
-                        local[t[k]] = nodes.len() as u32;
-                        nodes.push(t[k]);
-                    }
-                    f[k] = local[t[k]];
-                }
-                faces.push(f);
-            }
-        }
-        let mut sum = vec![0.0; n];
-        let mut cnt = vec![0usize; n];
-        for e in 0..model.num_elements() {
-            for &i in model.element(e) {
-                sum[i] += model.params.youngs[e];
-                cnt[i] += 1;
-            }
-        }
-        let node_youngs = sum
-            .iter()
-            .zip(&cnt)
-            .map(|(s, c)| s / (*c).max(1) as f64)
-            .collect();
-        SurfaceMap {
-            nodes,
-            faces,
-            node_youngs,
-        }
-    }
-
-    pub fn write(
-        &self,
-        path: &Path,
-        x: &[f64],
-        v: &[f64],
-        contact_force: Option<&[f64]>,
-    ) -> std::io::Result<()> {
-        let bytes = ply::encode(&ply::SurfaceFrame {
-            nodes: &self.nodes,
-            x,
-            v,
-            youngs: &self.node_youngs,
-            faces: &self.faces,
-            contact_force,
-        });
-        write_atomic(path, &bytes)
-    }
-}
-
-/// Stable frame file name.
-pub fn frame_name(frame: usize) -> String {
-    format!("frame_{frame:05}.ply")
 }
 
 fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
@@ -168,17 +100,19 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         frames: vec![],
         summary: Summary::default(),
     };
-    let surface = SurfaceMap::new(&model);
+    let mut frames_out = FrameWriter::new(&model, ls.scene.output.format);
     let every = ls.scene.output.every;
-    let write_ply = ls.scene.output.ply;
+    let write_frames = ls.scene.output.frames;
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
     let has_obstacles = !model.obstacles.is_empty();
     let zero_force = vec![0.0; x.len()];
-    if write_ply {
-        surface
+    if write_frames {
+        frames_out
             .write(
-                &out.join(frame_name(0)),
+                &out,
+                0,
+                0.0,
                 &x,
                 &v,
                 has_obstacles.then_some(&zero_force[..]),
@@ -218,8 +152,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         let h = model.h;
         v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
         x = xn;
-        let file = if write_ply && frame % every == 0 {
-            let name = frame_name(frame);
+        let file = if write_frames && frame % every == 0 {
             let fc = stats
                 .contact_record
                 .as_ref()
@@ -229,9 +162,9 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             } else {
                 None
             };
-            surface
-                .write(&out.join(&name), &x, &v, fc)
-                .with_context(|| format!("cannot write {name}"))
+            let name = frames_out
+                .write(&out, frame, frame as f64 * h, &x, &v, fc)
+                .with_context(|| format!("cannot write frame {frame} into {}", out.display()))
                 .map_err(Failure::input)?;
             Some(name)
         } else {

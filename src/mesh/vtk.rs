@@ -680,6 +680,16 @@ fn xml_escape(s: &str) -> String {
     out
 }
 
+/// One `<Piece>` of a `.vtu` file: a single-kind mesh, its node positions, per-node
+/// 3-vector arrays and per-element scalar arrays (see [`encode_vtu_pieces`]).
+#[derive(Clone, Copy, Debug)]
+pub struct VtuPiece<'a> {
+    pub mesh: &'a Mesh,
+    pub positions: &'a [[f64; 3]],
+    pub point_fields: &'a [(&'a str, &'a [[f64; 3]])],
+    pub cell_scalars: &'a [(&'a str, &'a [f64])],
+}
+
 /// VTK XML unstructured-grid text of `mesh` with node positions `positions` (e.g. a deformed
 /// frame; `&mesh.nodes` for the rest state), per-node 3-vector arrays and per-element scalar
 /// arrays. Errors when an array length does not match, a position is not finite, or the mesh
@@ -690,6 +700,44 @@ pub fn encode_vtu(
     point_fields: &[(&str, &[[f64; 3]])],
     cell_scalars: &[(&str, &[f64])],
 ) -> Result<String, MeshError> {
+    encode_vtu_pieces(&[VtuPiece {
+        mesh,
+        positions,
+        point_fields,
+        cell_scalars,
+    }])
+}
+
+/// VTK XML unstructured-grid text with one `<Piece>` per entry (a scene with several bodies,
+/// possibly of different element kinds, is one file with one piece per body; ParaView merges
+/// the pieces). Every piece must carry the same array names in the same order.
+pub fn encode_vtu_pieces(pieces: &[VtuPiece<'_>]) -> Result<String, MeshError> {
+    let mut out = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<UnstructuredGrid>\n");
+    for (k, p) in pieces.iter().enumerate() {
+        let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
+            (
+                q.point_fields.iter().map(|f| f.0.to_string()).collect(),
+                q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
+            )
+        };
+        if k > 0 && names(p) != names(&pieces[0]) {
+            return Err(MeshError::Invalid(format!(
+                "vtu piece {k} has different arrays than piece 0"
+            )));
+        }
+        encode_piece(&mut out, p)?;
+    }
+    out.push_str("</UnstructuredGrid>\n</VTKFile>\n");
+    Ok(out)
+}
+
+fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) -> Result<(), MeshError> {
+    let VtuPiece {
+        mesh,
+        positions,
+        point_fields,
+        cell_scalars,
+    } = *piece;
     check_structure(mesh)?;
     let nn = mesh.num_nodes();
     let ne = mesh.num_elements();
@@ -724,7 +772,6 @@ pub fn encode_vtu(
             )));
         }
     }
-    let mut out = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<UnstructuredGrid>\n");
     let _ = writeln!(
         out,
         "<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{ne}\">"
@@ -742,7 +789,7 @@ pub fn encode_vtu(
                 xml_escape(name)
             );
             for v in f.iter() {
-                push_point(&mut out, v);
+                push_point(out, v);
                 out.push('\n');
             }
             out.push_str("</DataArray>\n");
@@ -763,14 +810,14 @@ pub fn encode_vtu(
             xml_escape(name)
         );
         for &v in f.iter() {
-            push_real(&mut out, v);
+            push_real(out, v);
             out.push('\n');
         }
         out.push_str("</DataArray>\n");
     }
     out.push_str("</CellData>\n<Points>\n<DataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\" format=\"ascii\">\n");
     for p in positions {
-        push_point(&mut out, p);
+        push_point(out, p);
         out.push('\n');
     }
     out.push_str("</DataArray>\n</Points>\n<Cells>\n<DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n");
@@ -788,8 +835,8 @@ pub fn encode_vtu(
     for _ in 0..ne {
         let _ = writeln!(out, "{ty}");
     }
-    out.push_str("</DataArray>\n</Cells>\n</Piece>\n</UnstructuredGrid>\n</VTKFile>\n");
-    Ok(out)
+    out.push_str("</DataArray>\n</Cells>\n</Piece>\n");
+    Ok(())
 }
 
 /// Writes a `.vtu` volume frame (see [`encode_vtu`]) atomically.

@@ -898,9 +898,22 @@ pub struct Output {
     /// Write every k-th frame (frame 0, the initial state, is always written).
     #[serde(default = "d_every")]
     pub every: usize,
-    /// Write PLY surface frames.
+    /// Write frame files (frame 0 and every `every`-th frame).
     #[serde(default = "d_true")]
-    pub ply: bool,
+    pub frames: bool,
+    /// Frame file format: `"ply"` (boundary surfaces, default) or `"vtu"` (volume meshes
+    /// plus a ParaView collection `frames.pvd`).
+    #[serde(default)]
+    pub format: FrameFormat,
+}
+
+/// `[output] format`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameFormat {
+    #[default]
+    Ply,
+    Vtu,
 }
 fn d_outdir() -> String {
     "out".to_string()
@@ -916,7 +929,8 @@ impl Default for Output {
         Output {
             directory: d_outdir(),
             every: 1,
-            ply: true,
+            frames: true,
+            format: FrameFormat::Ply,
         }
     }
 }
