@@ -32,5 +32,22 @@ fi
 "$B" mesh voxelize "$M/bunny.obj" --dx 0.005 --out "$M/bunny_hex.vtk"
 "$B" mesh voxelize "$M/bunny.obj" --dx 0.0065 --tet --out "$M/bunny_tet.vtk"
 
+# Stanford Armadillo (CC0 as distributed in CGAL's demo data, Debian package libcgal-demo
+# 5.5.1-2): quadric-decimated to 30 % of its triangles (scripts/armadillo_decimate.py, needs
+# pip's numpy + fast-simplification 0.2.0), tetrahedralized by TetGen 1.5.0 (Debian package
+# tetgen: -p PLC, -q1.6 radius-edge bound, -Y keep the surface, -a8e-9 max volume in m^3),
+# then converted by diffphd. Without apt-get/tetgen/python the committed mesh is reused.
+if command -v apt-get >/dev/null && command -v tetgen >/dev/null && python3 -c "import fast_simplification" 2>/dev/null; then
+  at=$(mktemp -d)
+  (cd "$at" && apt-get download -q libcgal-demo=5.5.1-2 >/dev/null && dpkg -x libcgal-demo_5.5.1-2_all.deb pkg \
+    && tar xzf pkg/usr/share/doc/libcgal-dev/data.tar.gz data/meshes/armadillo.off)
+  python3 scripts/armadillo_decimate.py "$at/data/meshes/armadillo.off" "$at/armadillo.off" 0.7
+  tetgen -pq1.6Ya8e-9Q "$at/armadillo.off"
+  "$B" mesh convert "$at/armadillo.1.node" "$M/armadillo_tet.vtk"
+  rm -rf "$at"
+else
+  echo "apt-get, tetgen or python3 fast_simplification missing: reusing the committed $M/armadillo_tet.vtk" >&2
+fi
+
 for f in "$M"/*.vtk; do "$B" mesh check "$f"; done
 du -ch "$M"/* | tail -1
