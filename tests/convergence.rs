@@ -138,3 +138,59 @@ fn high_contrast_scenes_converge_every_frame() {
         assert!(its.iter().all(|&k| k < 20000));
     }
 }
+
+/// The Armadillo scan scene (issue 6): bands, supports and loads resolve as the scene file
+/// says, and the first frames converge at the extreme contrast. The full 30-frame sweep over
+/// 1x…1000x is `scripts/armadillo_contrast.sh` (docs/BENCHMARKS.md).
+#[test]
+fn armadillo_scene_resolves_and_converges_at_1000x() {
+    use diffphd::solver::{Model, Simulator};
+    let path = common::repo().join("scenes/armadillo_twist.toml");
+    let sets: Vec<String> = [
+        "body.0.region.0.scale=31.6227766",
+        "body.0.region.1.scale=1000",
+        "simulation.frames=3",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let ls = diffphd::scene::load(&path, &sets).expect("scene loads");
+    let model = Model::from_scene(&ls).expect("model builds");
+    assert_eq!(model.num_nodes(), 14747);
+    assert_eq!(model.num_elements(), 68434);
+    // three non-empty bands, contrast 1000 between the softest and the stiffest
+    let e = &model.params.youngs;
+    let count = |v: f64| e.iter().filter(|&&x| (x / v - 1.0).abs() < 1e-9).count();
+    let (soft, mid, stiff) = (count(2.5e5), count(2.5e5 * 31.6227766), count(2.5e8));
+    assert_eq!(soft + mid + stiff, e.len());
+    assert!(
+        soft > 5000 && mid > 5000 && stiff > 5000,
+        "{soft} {mid} {stiff}"
+    );
+    // feet fully clamped, head held in z, a twist load on each hand
+    assert_eq!(model.dirichlet.len(), 2);
+    assert!(model.dirichlet[0].nodes.len() > 100 && model.dirichlet[0].axes == [true; 3]);
+    assert!(
+        !model.dirichlet[1].nodes.is_empty() && model.dirichlet[1].axes == [false, false, true]
+    );
+    assert_eq!(model.forces.len(), 2);
+    for g in &model.forces {
+        assert!(g.nodes.len() > 100);
+        // tangential about z through the origin: no vertical or radial component
+        for (&i, f) in g.nodes.iter().zip(&g.forces) {
+            let p = model.rest[i];
+            assert!(f[2].abs() < 1e-15 && (f[0] * p[0] + f[1] * p[1]).abs() < 1e-12);
+        }
+    }
+    let mut sim = Simulator::new(&model, &ls.scene.solver).expect("factor");
+    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
+    for frame in 1..=3 {
+        let (xn, st) = sim.step(frame, &x, &v).expect("step");
+        assert!(st.converged, "frame {frame}: {st:?}");
+        assert!(st.gate.position <= 1.0 && st.gate.projection <= 1.0);
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
+        x = xn;
+    }
+    // the load moved the hands
+    assert!(v.iter().any(|c| c.abs() > 1e-4));
+}

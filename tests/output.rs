@@ -188,7 +188,9 @@ fn vtu_pieces(xml: &str, name: &str) -> Vec<Vec<f64>> {
     xml.split("<Piece ")
         .skip(1)
         .map(|piece| {
-            let start = piece.find(&tag).unwrap_or_else(|| panic!("no array {name}"));
+            let start = piece
+                .find(&tag)
+                .unwrap_or_else(|| panic!("no array {name}"));
             let open = start + piece[start..].find('>').unwrap() + 1;
             let close = open + piece[open..].find("</DataArray>").unwrap();
             piece[open..close]
@@ -226,7 +228,12 @@ select = { face = "x_min" }
     )
     .replace("[output]\nevery = 2\n", "")
         + "[output]\nevery = 2\n";
-    let vtu = run_cli("simulate", &two_bodies, &[], &["--set", "output.format=\"vtu\""]);
+    let vtu = run_cli(
+        "simulate",
+        &two_bodies,
+        &[],
+        &["--set", "output.format=\"vtu\""],
+    );
     assert_eq!(vtu.code, 0, "{}", vtu.stderr);
     let ply = run_cli("simulate", &two_bodies, &[], &[]);
     assert_eq!(ply.code, 0, "{}", ply.stderr);
@@ -242,7 +249,10 @@ select = { face = "x_min" }
     let points = vtu_pieces(&xml, "Points");
     let types = vtu_pieces(&xml, "types");
     // body 0: 4x3x3 nodes, 3*2*2*6 tets; body 1: 3x3x2 nodes, 4 hexes
-    assert_eq!(points.iter().map(|p| p.len() / 3).collect::<Vec<_>>(), [36, 18]);
+    assert_eq!(
+        points.iter().map(|p| p.len() / 3).collect::<Vec<_>>(),
+        [36, 18]
+    );
     assert!(types[0].len() == 72 && types[0].iter().all(|&t| t == 10.0));
     assert!(types[1].len() == 4 && types[1].iter().all(|&t| t == 12.0));
     let youngs = vtu_pieces(&xml, "youngs_modulus");
@@ -257,7 +267,10 @@ select = { face = "x_min" }
         let i = float(&v["node"]) as usize;
         for (d, c) in ["x", "y", "z"].iter().enumerate() {
             let a = global[3 * i + d];
-            assert!((float(&v[*c]) - a).abs() <= 1e-6 * (1.0 + a.abs()), "node {i}");
+            assert!(
+                (float(&v[*c]) - a).abs() <= 1e-6 * (1.0 + a.abs()),
+                "node {i}"
+            );
         }
     }
     // frame 0 is the rest state, body transforms applied
@@ -265,5 +278,8 @@ select = { face = "x_min" }
         &std::fs::read_to_string(vtu.out().join("frame_00000.vtu")).unwrap(),
         "Points",
     );
-    assert!((x0[1][1] - 0.5).abs() < 1e-12, "translated hex body starts at y = 0.5");
+    assert!(
+        (x0[1][1] - 0.5).abs() < 1e-12,
+        "translated hex body starts at y = 0.5"
+    );
 }
