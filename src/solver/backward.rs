@@ -436,7 +436,7 @@ pub fn solve_pcg(
         }
         apply_k(sim, lin, &p, &mut kp);
         let pkp = dotp(&p, &kp);
-        if !(pkp > 0.0) {
+        if pkp.is_nan() || pkp <= 0.0 {
             return (it, false, rn / gnorm);
         }
         let a = rw / pkp;

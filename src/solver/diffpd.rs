@@ -27,6 +27,9 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Objective of [`lbfgs_minimize`]: value and gradient (prescribed entries zeroed).
+pub type Objective<'a> = dyn FnMut(&[f64]) -> Result<(f64, Vec<f64>), SolverError> + 'a;
+
 /// Outcome of one L-BFGS minimisation.
 pub struct LbfgsOutcome {
     pub iterations: usize,
@@ -41,7 +44,7 @@ pub struct LbfgsOutcome {
 /// `done(grad)` is the stopping test. At most `max_ls` halvings per iteration.
 pub fn lbfgs_minimize(
     x: &mut Vec<f64>,
-    f: &mut dyn FnMut(&[f64]) -> Result<(f64, Vec<f64>), SolverError>,
+    f: &mut Objective,
     h0: &dyn Fn(&[f64]) -> Vec<f64>,
     done: &dyn Fn(&[f64]) -> bool,
     history: usize,
@@ -79,11 +82,11 @@ pub fn lbfgs_minimize(
         }
         let mut d: Vec<f64> = r.iter().map(|v| -v).collect();
         let mut slope = dot(&g, &d);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             mem.clear();
             d = h0(&g).iter().map(|v| -v).collect();
             slope = dot(&g, &d);
-            if !(slope < 0.0) {
+            if slope.is_nan() || slope >= 0.0 {
                 out.stalled = true;
                 return Ok(out);
             }

@@ -327,7 +327,8 @@ fn evaluate(
         for k in 0..3 {
             let j = 3 * i + k;
             e_in += d.mass[i]
-                * ((x[j] - y[j]).powi(2) / (2.0 * h * h) + d.node_alpha[i] * dx[j].powi(2) / (2.0 * h));
+                * ((x[j] - y[j]).powi(2) / (2.0 * h * h)
+                    + d.node_alpha[i] * dx[j].powi(2) / (2.0 * h));
             g_in[j] = d.mass[i] * ((x[j] - y[j]) / (h * h) + d.node_alpha[i] * dx[j] / h);
         }
     }
@@ -626,10 +627,17 @@ pub fn step(
             let neg: Vec<f64> = ev.grad.iter().map(|v| -v).collect();
             let mut delta = sys.solve(&neg);
             let mut slope: f64 = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
-            if !(slope < 0.0) {
+            if slope.is_nan() || slope >= 0.0 {
                 // not a descent direction (cannot happen with an SPD factor): gradient step
                 delta = neg.iter().map(|v| v / ev.scale.max(1.0)).collect();
                 slope = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
+            }
+            // a Newton step at machine precision: the iterate cannot improve further
+            let xmax = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            let dmax = delta.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            if dmax <= 8.0 * f64::EPSILON * (xmax + 1e-300) {
+                ns.converged = true;
+                return Ok(());
             }
             // predicted decrease of the quadratic model at the full step: −½ gᵀδ (Newton)
             let pred = -0.5 * slope;
@@ -673,9 +681,7 @@ pub fn step(
         newton: Some(ns.clone()),
         ..Default::default()
     };
-    if !ns.converged
-        && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error
-    {
+    if !ns.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
             iterations: ns.iterations,
@@ -715,7 +721,9 @@ pub fn solve_adjoint(
         HessianFilterMode::Abs | HessianFilterMode::TrustRegion => NewtonFilter::Abs,
     };
     let mut delta = f64::INFINITY;
-    factor_filtered(sim, &mut sys, filter, &mut hess, g, &mut delta, false, &mut ns)?;
+    factor_filtered(
+        sim, &mut sys, filter, &mut hess, g, &mut delta, false, &mut ns,
+    )?;
     let mut gf = g.to_vec();
     for &k in &sim.prescribed {
         gf[k] = 0.0;
@@ -765,14 +773,16 @@ mod tests {
     /// material/energy pair, at a random large deformation.
     #[test]
     fn sample_gradient_and_hessian_match_finite_differences() {
-        for (mat, el) in [("corotated", "hex8"), ("neohookean", "tet4"), ("corotated", "tet4")] {
+        for (mat, el) in [
+            ("corotated", "hex8"),
+            ("neohookean", "tet4"),
+            ("corotated", "tet4"),
+        ] {
             let ls = sim_scene(mat, el);
             let model = Model::from_scene(&ls).unwrap();
             let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
             let u = crate::solver::loss::seeded_uniform(11, 9);
-            let f0 = Matrix3::from_fn(|r, c| {
-                (if r == c { 1.0 } else { 0.0 }) + 0.3 * u[3 * r + c]
-            });
+            let f0 = Matrix3::from_fn(|r, c| (if r == c { 1.0 } else { 0.0 }) + 0.3 * u[3 * r + c]);
             for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
                 let (_, p, h) = sample_terms(&sim, energy, 0, &f0, true);
                 let eps = 1e-6;
@@ -854,8 +864,16 @@ mod tests {
         let ev = SymmetricEigen::new(c).eigenvalues;
         assert!(ev.iter().all(|&l| l >= 0.0));
         let (ab, _) = project_pd(&h, true);
-        let mut e1: Vec<f64> = SymmetricEigen::new(h).eigenvalues.iter().map(|v| v.abs()).collect();
-        let mut e2: Vec<f64> = SymmetricEigen::new(ab).eigenvalues.iter().copied().collect();
+        let mut e1: Vec<f64> = SymmetricEigen::new(h)
+            .eigenvalues
+            .iter()
+            .map(|v| v.abs())
+            .collect();
+        let mut e2: Vec<f64> = SymmetricEigen::new(ab)
+            .eigenvalues
+            .iter()
+            .copied()
+            .collect();
         e1.sort_by(f64::total_cmp);
         e2.sort_by(f64::total_cmp);
         for (p, q) in e1.iter().zip(&e2) {

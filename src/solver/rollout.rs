@@ -183,9 +183,7 @@ pub fn backward(
             let lin = StepLinearization::new(sim_ref, x_next, alpha)
                 .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
             let (z, mut st) = match sim_ref.config.method {
-                crate::scene::SolverMethod::Diffphd => {
-                    solve_adjoint(sim_ref, &lin, &g, cfg, frame)
-                }
+                crate::scene::SolverMethod::Diffphd => solve_adjoint(sim_ref, &lin, &g, cfg, frame),
                 crate::scene::SolverMethod::Diffpd => {
                     super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
                 }
