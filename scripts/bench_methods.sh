@@ -9,6 +9,7 @@
 #   scripts/bench_methods.sh
 #   FRAMES=10 SCENES="scenes/cantilever.toml" METHODS="diffphd newton newton:ppn" scripts/bench_methods.sh
 #   THREADS="1 2" scripts/bench_methods.sh          # thread sweep
+#   EXTRA="--set solver.rel_tol=1e-8" scripts/bench_methods.sh   # extra args for every run
 #
 # A method is `name` or `name:newton_filter` (e.g. newton:ppn, newton:abs). Scenes with
 # contact are refused by diffpd/newton (exit 2); the table says so instead of a number.
@@ -20,9 +21,10 @@ OUT=${OUT:-out/bench_methods}
 THREADS=${THREADS:-0}
 FRAMES=${FRAMES:-20}
 METHODS=${METHODS:-"newton diffphd diffpd"}
+EXTRA=${EXTRA:-}
 SCENES=${SCENES:-"scenes/cantilever.toml scenes/twist_bands_tet.toml scenes/bouncing_ball.toml"}
 mkdir -p "$OUT"
-echo "machine: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); frames=$FRAMES; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "machine: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); frames=$FRAMES; extra=[$EXTRA]; $(date -u +%Y-%m-%dT%H:%MZ)"
 printf "%-18s %-11s %3s %8s %8s %8s %8s %9s %14s %10s %10s\n" scene method thr "fwd s" "bwd s" "fwd x" "bwd x" iters loss "|grad|" "rel.diff"
 for s in $SCENES; do
   name=$(basename "$s" .toml)
@@ -36,7 +38,7 @@ for s in $SCENES; do
       dir="$OUT/$name/t$t/${m/:/_}"
       mkdir -p "$dir"
       $BIN grad "$s" --out "$dir" --threads "$t" --frames "$FRAMES" --solver "$meth" --quiet \
-        "${sets[@]}" 2> "$dir/stderr.txt"
+        "${sets[@]}" $EXTRA 2> "$dir/stderr.txt"
       echo $? > "$dir/rc"
       rows+=("$m=$dir")
     done
