@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// Linear-solver backend.
     #[arg(long, value_enum, default_value = "cpu")]
     pub backend: BackendArg,
+    /// Solver method (overrides `solver.method`): diffphd, diffpd or newton.
+    #[arg(long)]
+    pub solver: Option<crate::scene::SolverMethod>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

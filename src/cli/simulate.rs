@@ -22,6 +22,9 @@ pub fn effective_sets(args: &RunArgs) -> Vec<String> {
     if let Some(t) = args.threads {
         sets.push(format!("solver.threads={t}"));
     }
+    if let Some(m) = args.solver {
+        sets.push(format!("solver.method=\"{}\"", m.as_str()));
+    }
     sets
 }
 
@@ -89,6 +92,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         frames_requested: model.frames,
         heterogeneous: sim.derived.heterogeneous,
         anderson_window: sim.config.window,
+        solver_method: sim.config.method.as_str().into(),
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
         warnings: model.warnings.clone(),
@@ -185,6 +189,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             seconds_other: stats.time_other,
             file,
             contact: stats.contact.clone(),
+            newton: stats.newton.clone(),
         };
         let msg = format!(
             "frame {frame}/{}: {} PD iterations{}",

@@ -21,6 +21,8 @@ pub struct RunHeader {
     pub frames_requested: usize,
     pub heterogeneous: bool,
     pub anderson_window: usize,
+    /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
+    pub solver_method: String,
     /// Assembly + ordering + factorization time (s).
     pub setup_seconds: f64,
     /// Stored entries of the Cholesky factor(s).
@@ -54,6 +56,10 @@ pub struct FrameRecord {
     /// complementarity residual, timings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contact: Option<crate::contact::ContactStats>,
+    /// Newton statistics (`solver.method = "newton"`): iterations, line-search halvings,
+    /// projected elements, regularisations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newton: Option<crate::solver::newton::NewtonStats>,
 }
 
 /// Run outcome.

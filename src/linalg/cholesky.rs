@@ -97,6 +97,51 @@ impl SparseCholesky {
         })
     }
 
+    /// Numeric refactorization of a matrix with the same sparsity pattern as the one this
+    /// factor was built from, reusing the symbolic analysis (ordering, elimination tree,
+    /// supernodes). Used by the Newton baseline, whose Hessian pattern never changes.
+    pub fn refactor(&mut self, a: &CscMatrix) -> Result<(), LinalgError> {
+        let n = a.n;
+        if n != self.n {
+            return Err(LinalgError::Factor(format!(
+                "refactor: dimension {n} differs from the analysed {}",
+                self.n
+            )));
+        }
+        for j in 0..n {
+            for k in a.col_ptr[j]..a.col_ptr[j + 1] {
+                if !a.values[k].is_finite() {
+                    return Err(LinalgError::NonFinite {
+                        row: a.row_idx[k],
+                        col: j,
+                    });
+                }
+            }
+        }
+        let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
+        let mut mem = MemBuffer::new(
+            self.symbolic
+                .factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+        );
+        let mat = SparseColMatRef::new(sym, &a.values);
+        self.symbolic
+            .factorize_numeric_llt(
+                &mut self.values,
+                mat,
+                Side::Lower,
+                LltRegularization::default(),
+                Par::Seq,
+                MemStack::new(&mut mem),
+                Default::default(),
+            )
+            .map_err(|e| match e {
+                faer::linalg::solvers::LltError::NonPositivePivot { index } => {
+                    LinalgError::NotPositiveDefinite { index }
+                }
+            })?;
+        Ok(())
+    }
+
     pub fn n(&self) -> usize {
         self.n
     }

@@ -815,6 +815,94 @@ pub struct SolverSettings {
     pub newton_polish: usize,
     #[serde(default = "d_polish_tol")]
     pub polish_tol: f64,
+    /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
+    /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
+    /// implicit-Euler objective, see `crate::solver::newton`).
+    #[serde(default)]
+    pub method: SolverMethod,
+    /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
+    /// `"true"` (the hyperelastic energy; forward only).
+    #[serde(default)]
+    pub newton_energy: NewtonEnergy,
+    /// Element Hessian filter of `method = "newton"`: `"none"`, `"clamp"`, `"abs"`,
+    /// `"trust_region"`, `"ppn"` (progressive projection, α = 0.5, β = 2).
+    #[serde(default)]
+    pub newton_filter: NewtonFilter,
+    /// Newton iteration cap per step.
+    #[serde(default = "d_newton_maxit")]
+    pub newton_max_iterations: usize,
+    /// Newton stop: $\|\nabla g\|\le$ `newton_tol`$\cdot\|b\|$ on the free DoFs.
+    #[serde(default = "d_newton_tol")]
+    pub newton_tol: f64,
+    /// L-BFGS history of `method = "diffpd"` (Liu 2017 / DiffPD: 10).
+    #[serde(default = "d_lbfgs_history")]
+    pub lbfgs_history: usize,
+}
+fn d_newton_maxit() -> usize {
+    100
+}
+fn d_newton_tol() -> f64 {
+    1e-10
+}
+fn d_lbfgs_history() -> usize {
+    10
+}
+
+/// `[solver] method`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SolverMethod {
+    #[default]
+    Diffphd,
+    Diffpd,
+    Newton,
+}
+
+impl SolverMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolverMethod::Diffphd => "diffphd",
+            SolverMethod::Diffpd => "diffpd",
+            SolverMethod::Newton => "newton",
+        }
+    }
+}
+
+impl std::str::FromStr for SolverMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "diffphd" => Ok(SolverMethod::Diffphd),
+            "diffpd" => Ok(SolverMethod::Diffpd),
+            "newton" => Ok(SolverMethod::Newton),
+            _ => Err(format!(
+                "unknown solver method {s:?} (expected diffphd, diffpd or newton)"
+            )),
+        }
+    }
+}
+
+/// `[solver] newton_energy`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NewtonEnergy {
+    /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
+    #[default]
+    Pd,
+    /// The true hyperelastic energy (Neo-Hookean Eq. 5; corotated $\mu\|F-R\|^2+\tfrac\lambda2(J-1)^2$).
+    True,
+}
+
+/// `[solver] newton_filter`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NewtonFilter {
+    #[default]
+    None,
+    Clamp,
+    Abs,
+    TrustRegion,
+    Ppn,
 }
 fn d_polish_tol() -> f64 {
     1e-13
@@ -843,6 +931,12 @@ impl Default for SolverSettings {
             on_nonconvergence: OnNonConvergence::Warn,
             newton_polish: 0,
             polish_tol: d_polish_tol(),
+            method: SolverMethod::Diffphd,
+            newton_energy: NewtonEnergy::Pd,
+            newton_filter: NewtonFilter::None,
+            newton_max_iterations: d_newton_maxit(),
+            newton_tol: d_newton_tol(),
+            lbfgs_history: d_lbfgs_history(),
         }
     }
 }
@@ -998,6 +1092,38 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
+        if s.method != SolverMethod::Diffphd {
+            // The baselines (issue 7) model neither contact nor muscles: refuse rather than
+            // silently drop them.
+            if !self.obstacles.is_empty() {
+                return Err((
+                    "solver.method".into(),
+                    format!(
+                        "method \"{}\" does not support contact ([[obstacle]]); use \"diffphd\"",
+                        s.method.as_str()
+                    ),
+                ));
+            }
+            if self.bodies.iter().any(|b| !b.muscles.is_empty()) {
+                return Err((
+                    "solver.method".into(),
+                    format!(
+                        "method \"{}\" does not support muscles ([[body.muscle]]); use \"diffphd\"",
+                        s.method.as_str()
+                    ),
+                ));
+            }
+        }
+        if s.newton_max_iterations == 0 {
+            return Err((
+                "solver.newton_max_iterations".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        positive("solver.newton_tol", s.newton_tol)?;
+        if s.lbfgs_history == 0 {
+            return Err(("solver.lbfgs_history".into(), "expected at least 1".into()));
+        }
         let b = &self.backward;
         nonneg("backward.rel_tol", b.rel_tol)?;
         nonneg("backward.abs_tol", b.abs_tol)?;

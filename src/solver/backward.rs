@@ -59,6 +59,10 @@ pub enum AdjointMethod {
     FixedPoint,
     /// GMRES on $K z=g$ right-preconditioned by the persistent factor ($A^{-1}$).
     Gmres,
+    /// Preconditioned conjugate gradients on $Kz=g$ with the persistent factor ($A^{-1}$) as
+    /// preconditioner; on negative curvature ($p^TKp\le0$, possible with the exact NH Hessian)
+    /// or at the cap, GMRES finishes from the current iterate.
+    Pcg,
 }
 
 /// Per-sample linearisation at $x_{t+1}$.
@@ -328,6 +332,25 @@ pub fn solve_adjoint(
         stats.seconds = t0.elapsed().as_secs_f64();
         return (z, stats);
     }
+    if cfg.method == AdjointMethod::Pcg {
+        let mut z = vec![0.0; n3];
+        let (it, conv, rel) = solve_pcg(sim, lin, &gf, &mut z, cfg);
+        stats.method = "pcg".into();
+        stats.iterations = it;
+        stats.converged = conv;
+        stats.relative_residual = rel;
+        if !conv {
+            let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
+            stats.method = "pcg+gmres".into();
+            stats.gmres_iterations = st.iterations;
+            stats.converged = st.converged;
+            stats.relative_residual = st.relative_residual;
+        }
+        stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        stats.filtered_samples = lin.filtered_samples;
+        stats.seconds = t0.elapsed().as_secs_f64();
+        return (z, stats);
+    }
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
     let mut best = (f64::INFINITY, z.clone());
@@ -378,6 +401,58 @@ pub fn solve_adjoint(
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
     (z, stats)
+}
+
+/// PCG on $Kz=g$ (free DoFs, $z_D=0$) preconditioned by $A^{-1}$ (the persistent factor),
+/// from `z`. Stops at $\|g-Kz\|\le\epsilon_r\|g\|+\epsilon_a$, on negative curvature or at the
+/// cap. Returns (iterations, converged, relative residual).
+pub fn solve_pcg(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    gf: &[f64],
+    z: &mut [f64],
+    cfg: &BackwardConfig,
+) -> (usize, bool, f64) {
+    let n3 = gf.len();
+    let gnorm = norm(gf);
+    let dotp = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let mut kz = vec![0.0; n3];
+    apply_k(sim, lin, z, &mut kz);
+    let mut r: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
+    let mut w = vec![0.0; n3];
+    sim.system.solve_homogeneous(&r, &mut w);
+    let mut p = w.clone();
+    let mut rw = dotp(&r, &w);
+    let mut kp = vec![0.0; n3];
+    let thresh = cfg.rel_tol * gnorm + cfg.abs_tol;
+    let mut it = 0;
+    loop {
+        let rn = norm(&r);
+        if rn <= thresh {
+            return (it, true, rn / gnorm);
+        }
+        if it >= cfg.max_iterations {
+            return (it, false, rn / gnorm);
+        }
+        apply_k(sim, lin, &p, &mut kp);
+        let pkp = dotp(&p, &kp);
+        if pkp.is_nan() || pkp <= 0.0 {
+            return (it, false, rn / gnorm);
+        }
+        let a = rw / pkp;
+        for k in 0..n3 {
+            z[k] += a * p[k];
+            r[k] -= a * kp[k];
+        }
+        sim.system.solve_homogeneous(&r, &mut w);
+        let rw_new = dotp(&r, &w);
+        let beta = rw_new / rw;
+        rw = rw_new;
+        for k in 0..n3 {
+            p[k] = w[k] + beta * p[k];
+        }
+        it += 1;
+    }
 }
 
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).

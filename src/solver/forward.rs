@@ -29,6 +29,12 @@ pub struct SolverConfig {
     pub on_nonconvergence: OnNonConvergence,
     pub newton_polish: usize,
     pub polish_tol: f64,
+    /// `[solver] method` (issue 7 baselines).
+    pub method: crate::scene::SolverMethod,
+    /// Settings of `method = "newton"`.
+    pub newton: super::newton::NewtonConfig,
+    /// L-BFGS history of `method = "diffpd"`.
+    pub lbfgs_history: usize,
 }
 
 impl SolverConfig {
@@ -56,6 +62,14 @@ impl SolverConfig {
             on_nonconvergence: s.on_nonconvergence,
             newton_polish: s.newton_polish,
             polish_tol: s.polish_tol,
+            method: s.method,
+            newton: super::newton::NewtonConfig {
+                energy: s.newton_energy,
+                filter: s.newton_filter,
+                max_iterations: s.newton_max_iterations,
+                tol: s.newton_tol,
+            },
+            lbfgs_history: s.lbfgs_history,
         }
     }
 }
@@ -85,6 +99,9 @@ pub struct StepStats {
     /// (spec §6.2 step 27).
     #[serde(skip)]
     pub contact_record: Option<Box<ContactRecord>>,
+    /// Newton statistics (`method = "newton"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newton: Option<super::newton::NewtonStats>,
 }
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -109,6 +126,8 @@ pub struct Simulator<'m> {
     contact_warm: HashMap<(usize, usize), [f64; 3]>,
     warm: Vec<Vector3<f64>>,
     aa: TypeII,
+    /// Hessian pattern and reusable symbolic factor of the Newton baseline.
+    pub(crate) newton_system: Option<Box<super::newton::NewtonSystem>>,
 }
 
 /// Euclidean norm.
@@ -158,6 +177,7 @@ impl<'m> Simulator<'m> {
             setup_seconds: t0.elapsed().as_secs_f64(),
             compute_tr: false,
             aa,
+            newton_system: None,
         })
     }
 
@@ -188,6 +208,16 @@ impl<'m> Simulator<'m> {
         x_t: &[f64],
         v_t: &[f64],
     ) -> Result<(Vec<f64>, StepStats), SolverError> {
+        // Baselines (issue 7): Newton and DiffPD's L-BFGS PD (no contact, no muscles).
+        match self.config.method {
+            crate::scene::SolverMethod::Newton => {
+                return super::newton::step(self, frame, x_t, v_t)
+            }
+            crate::scene::SolverMethod::Diffpd => {
+                return super::diffpd::step(self, frame, x_t, v_t)
+            }
+            crate::scene::SolverMethod::Diffphd => {}
+        }
         let model = self.model;
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;

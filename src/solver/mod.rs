@@ -3,6 +3,7 @@
 
 pub mod anderson;
 pub mod backward;
+pub mod diffpd;
 pub mod forward;
 pub mod gate;
 pub mod gradient;
@@ -10,6 +11,7 @@ pub mod local;
 pub mod loss;
 pub mod model;
 pub mod muscle;
+pub mod newton;
 pub mod rollout;
 pub mod trust_region;
 
@@ -39,6 +41,8 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    #[error("unsupported combination: {0}")]
+    Unsupported(String),
     #[error("global matrix: {0}")]
     Linalg(#[from] crate::linalg::LinalgError),
 }

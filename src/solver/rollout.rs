@@ -182,7 +182,15 @@ pub fn backward(
             };
             let lin = StepLinearization::new(sim_ref, x_next, alpha)
                 .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
-            let (z, mut st) = solve_adjoint(sim_ref, &lin, &g, cfg, frame);
+            let (z, mut st) = match sim_ref.config.method {
+                crate::scene::SolverMethod::Diffphd => solve_adjoint(sim_ref, &lin, &g, cfg, frame),
+                crate::scene::SolverMethod::Diffpd => {
+                    super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
+                }
+                crate::scene::SolverMethod::Newton => {
+                    super::newton::solve_adjoint(sim_ref, x_next, &g, cfg, frame)?
+                }
+            };
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {
                 let mut kz = vec![0.0; 3 * n];
