@@ -262,6 +262,16 @@ pub enum LossTermSpec {
         body: usize,
         target: [f64; 3],
     },
+    /// Final volume-weighted centroid of `body` projected on `direction`:
+    /// $w\,\hat d\cdot c(x_T)$ (`weight = -1`, `direction = [1, 0, 0]`: maximize the forward
+    /// position, DiffPD's locomotion loss $-\mathrm{CoM}_x$).
+    CenterOfMassDirection {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        body: usize,
+        direction: [f64; 3],
+    },
     /// Final mean position of the selected nodes of `body` to `target`.
     NodeTarget {
         #[serde(default = "one")]
