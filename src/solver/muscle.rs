@@ -52,7 +52,7 @@ impl MuscleGroup {
     /// index equals the first with weight 0 at and beyond the last knot).
     pub fn weights(&self, t: f64) -> [(usize, f64); 2] {
         let last = self.knots.len() - 1;
-        if last == 0 || !(self.knot_interval > 0.0) {
+        if last == 0 || self.knot_interval.is_nan() || self.knot_interval <= 0.0 {
             return [(0, 1.0), (0, 0.0)];
         }
         let u = (t / self.knot_interval).max(0.0);
