@@ -317,6 +317,31 @@ fn bad_muscle_input_names_the_key() {
             "min = [5.0, 5, 5], max = [6, 6, 6]",
             "body[0].muscle[1].select",
         ),
+        (
+            "activation = 0.8",
+            "activation = []",
+            "body[0].muscle[2].activation",
+        ),
+        (
+            "activation = 0.8",
+            "activation = [0.8, 0.9]\nknot_interval = -0.1",
+            "body[0].muscle[2].knot_interval",
+        ),
+        (
+            "activation = 0.8",
+            "activation = 0.8\nknot_interval = 0.1",
+            "body[0].muscle[2].knot_interval",
+        ),
+        (
+            "muscle = 1\nlog = true\n",
+            "muscle = 1\nknot = 1\nlog = true\n",
+            "parameter[1].knot",
+        ),
+        (
+            "kind = \"density\"\n",
+            "kind = \"density\"\nknot = 0\n",
+            "parameter[5].knot",
+        ),
     ] {
         let text = base.replacen(from, to, 1);
         assert_ne!(text, base, "{needle}: pattern not found");
