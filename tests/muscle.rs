@@ -176,6 +176,14 @@ log = true
     common::assert_all_pass("muscle knots", &rep);
     // every knot influences the loss (none lies entirely beyond the horizon)
     assert!(rep.rows.iter().all(|r| r.adjoint.abs() > 1e-3));
+    // optimized.toml: knot k goes into entry k of the activation array, model reproduced
+    let vals: Vec<f64> = (0..5).map(|i| 0.7 + 0.1 * i as f64).collect();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &vals);
+    assert!(wb.exact, "{:?}", wb.notes);
+    let ls = common::load(&wb.toml, &[]);
+    let ms = &ls.scene.bodies[0].muscles;
+    assert_eq!(ms[0].activation.values(), vec![1.0, vals[0], 0.9]);
+    assert_eq!(ms[1].activation.values(), vals[1..].to_vec());
 }
 
 /// Small Routing Tendon: a 2×2×6 hex beam (dx = 2 cm) clamped at the bottom, four muscle
