@@ -31,6 +31,9 @@ fi
 # Voxelized at 5 mm (hexes) and 6.5 mm (each voxel split into six conforming Kuhn tets).
 "$B" mesh voxelize "$M/bunny.obj" --dx 0.005 --out "$M/bunny_hex.vtk"
 "$B" mesh voxelize "$M/bunny.obj" --dx 0.0065 --tet --out "$M/bunny_tet.vtk"
+# Coarse versions for the contact inverse scenes (initial_state_bunny, torus_locomotion).
+"$B" mesh voxelize "$M/bunny.obj" --dx 0.0125 --out "$M/bunny_hex_coarse.vtk"
+"$B" mesh voxelize "$M/torus.obj" --dx 0.02 --out "$M/torus_hex_coarse.vtk"
 
 # Stanford Armadillo (CC0 as distributed in CGAL's demo data, Debian package libcgal-demo
 # 5.5.1-2): quadric-decimated to 30 % of its triangles (scripts/armadillo_decimate.py, needs

@@ -101,6 +101,91 @@ fn muscle_activation_gradients_tet_neohookean() {
     assert_gradients(&gradcheck_scene("tet4", "neohookean"), 5e-5);
 }
 
+/// Activations per time knot (linear interpolation in time): two groups with three and
+/// four knots whose spacing does not align with the frames (τ = 0.023 s, h = 0.01 s, 7
+/// frames: the steps use weights s ∈ (0, 1), the last one beyond the last knot of the
+/// first group). The adjoint gradient of the first group's middle knot (`knot = 1`) and of
+/// all four knots of the second (log) — the chain rule through the interpolation weights —
+/// against central differences.
+#[test]
+fn muscle_knot_activation_gradients() {
+    let text = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 7
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 4]
+dx = 0.025
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.4
+density = 1000.0
+[[body.muscle]]
+select = { box = { min = [-1, -1, -1], max = [0.025, 1, 1] } }
+fiber = [0.0, 0.2, 1.0]
+stiffness = 4e4
+activation = [1.0, 0.8, 0.9]
+knot_interval = 0.023
+[[body.muscle]]
+select = { box = { min = [0.025, -1, -1], max = [1, 1, 1] } }
+fiber = [0.0, 0.0, 1.0]
+stiffness = 4e4
+activation = [0.95, 1.1, 0.85, 1.0]
+[[body.dirichlet]]
+select = { face = "z_min" }
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+max_iterations = 5000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 5
+[[loss.term]]
+type = "node_target"
+select = { face = "z_max" }
+target = [0.03, 0.02, 0.08]
+[[parameter]]
+kind = "muscle_activation"
+muscle = 0
+knot = 1
+[[parameter]]
+kind = "muscle_activation"
+muscle = 1
+log = true
+"#;
+    let (rep, problem) = common::gradcheck_text(text, 1e-6, 3);
+    let m = &problem.base.muscles;
+    assert_eq!((m[0].knots.len(), m[1].knots.len()), (3, 4));
+    assert!((m[0].knot_interval - 0.023).abs() < 1e-15);
+    // default spacing: the four knots spread over frames * dt = 0.07 s
+    assert!((m[1].knot_interval - 0.07 / 3.0).abs() < 1e-15);
+    assert_eq!(rep.rows.len(), 1 + 4);
+    assert_eq!(rep.rows[0].name, "muscle_activation[0].muscle0.knot1");
+    assert_eq!(rep.rows[1].name, "log muscle_activation[0].muscle1.knot0");
+    common::assert_all_pass("muscle knots", &rep);
+    // every knot influences the loss (none lies entirely beyond the horizon)
+    assert!(rep.rows.iter().all(|r| r.adjoint.abs() > 1e-3));
+    // optimized.toml: knot k goes into entry k of the activation array, model reproduced
+    let vals: Vec<f64> = (0..5).map(|i| 0.7 + 0.1 * i as f64).collect();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &vals);
+    assert!(wb.exact, "{:?}", wb.notes);
+    let ls = common::load(&wb.toml, &[]);
+    let ms = &ls.scene.bodies[0].muscles;
+    assert_eq!(ms[0].activation.values(), vec![1.0, vals[0], 0.9]);
+    assert_eq!(ms[1].activation.values(), vals[1..].to_vec());
+}
+
 /// Small Routing Tendon: a 2×2×6 hex beam (dx = 2 cm) clamped at the bottom, four muscle
 /// columns with vertical fibres. The target is the tip position produced by activations
 /// (0.8, 1.0, 0.9, 1.1); the optimization starts relaxed (all 1) and must bring the mean
@@ -215,7 +300,7 @@ threads = 1
     assert!(wb.exact, "{:?}", wb.notes);
     let ls = common::load(&wb.toml, &[]);
     for (m, a) in ls.scene.bodies[0].muscles.iter().zip(&best.parameters) {
-        assert_eq!(m.activation, *a);
+        assert_eq!(m.activation.values(), vec![*a]);
     }
     assert!(dist < 1e-3 * start);
 }
@@ -239,6 +324,31 @@ fn bad_muscle_input_names_the_key() {
             "min = [0.025, -1, -1], max = [1, 1, 1]",
             "min = [5.0, 5, 5], max = [6, 6, 6]",
             "body[0].muscle[1].select",
+        ),
+        (
+            "activation = 0.8",
+            "activation = []",
+            "body[0].muscle[2].activation",
+        ),
+        (
+            "activation = 0.8",
+            "activation = [0.8, 0.9]\nknot_interval = -0.1",
+            "body[0].muscle[2].knot_interval",
+        ),
+        (
+            "activation = 0.8",
+            "activation = 0.8\nknot_interval = 0.1",
+            "body[0].muscle[2].knot_interval",
+        ),
+        (
+            "muscle = 1\nlog = true\n",
+            "muscle = 1\nknot = 1\nlog = true\n",
+            "parameter[1].knot",
+        ),
+        (
+            "kind = \"density\"\n",
+            "kind = \"density\"\nknot = 0\n",
+            "parameter[5].knot",
         ),
     ] {
         let text = base.replacen(from, to, 1);

@@ -23,6 +23,8 @@ pub struct Param {
     pub force: usize,
     /// Global muscle-group index (muscle_activation).
     pub muscle: usize,
+    /// Activation knot of the muscle group (muscle_activation).
+    pub knot: usize,
     pub seed: u64,
     /// Obstacle index (friction, obstacle_offset).
     pub obstacle: usize,
@@ -192,6 +194,32 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
             }
         }
+        let knots: Vec<usize> = if s.kind == ParamKind::MuscleActivation {
+            let nk = model.muscles[muscle].knots.len();
+            match s.knot {
+                Some(k) if k < nk => vec![k],
+                Some(k) => {
+                    return Err((
+                        format!("{key}.knot"),
+                        format!("knot {k} does not exist (the muscle group has {nk})"),
+                    ))
+                }
+                None => (0..nk).collect(),
+            }
+        } else {
+            if s.knot.is_some() {
+                return Err((
+                    format!("{key}.knot"),
+                    "only `muscle_activation` takes a knot".into(),
+                ));
+            }
+            vec![0]
+        };
+        let nknots = if s.kind == ParamKind::MuscleActivation {
+            model.muscles[muscle].knots.len()
+        } else {
+            1
+        };
         let comps: Vec<usize> = if is_vector(s.kind) {
             match s.component {
                 Some(c) if c < 3 => vec![c],
@@ -206,7 +234,10 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         } else {
             vec![0]
         };
-        for c in comps {
+        for (c, knot) in comps
+            .iter()
+            .flat_map(|&c| knots.iter().map(move |&k| (c, k)))
+        {
             let mut name = s.name.clone().unwrap_or_else(|| {
                 let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
                     obstacle
@@ -228,6 +259,9 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
             if is_vector(s.kind) {
                 name.push_str(&format!(".{}", ["x", "y", "z"][c]));
             }
+            if nknots > 1 {
+                name.push_str(&format!(".knot{knot}"));
+            }
             if s.log {
                 name = format!("log {name}");
             }
@@ -248,6 +282,7 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 component: c,
                 force,
                 muscle,
+                knot,
                 seed: s.seed.unwrap_or(1),
                 obstacle,
                 log: s.log,
@@ -355,7 +390,7 @@ impl Param {
                 .unwrap_or(0.0),
             ParamKind::ForceScale => m.forces[self.force].scale,
             ParamKind::Gravity => m.gravity[self.component],
-            ParamKind::MuscleActivation => m.muscles[self.muscle].activation,
+            ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot],
             ParamKind::Friction => m.obstacles[self.obstacle].friction,
             ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component],
         }
@@ -397,7 +432,7 @@ impl Param {
             }
             ParamKind::ForceScale => m.forces[self.force].scale = value,
             ParamKind::Gravity => m.gravity[self.component] = value,
-            ParamKind::MuscleActivation => m.muscles[self.muscle].activation = value,
+            ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot] = value,
             ParamKind::Friction => m.obstacles[self.obstacle].friction = value,
             ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component] = value,
         }
@@ -461,7 +496,7 @@ impl Param {
             }
             ParamKind::ForceScale => g.force_scale[self.force],
             ParamKind::Gravity => g.gravity[self.component],
-            ParamKind::MuscleActivation => g.muscle_activation[self.muscle],
+            ParamKind::MuscleActivation => g.muscle_activation[self.muscle][self.knot],
             ParamKind::Friction => g.friction[self.obstacle],
             ParamKind::ObstacleOffset => g.obstacle_offset[self.obstacle][self.component],
         };

@@ -124,6 +124,17 @@ impl Problem {
                     let weights = nodes.iter().map(|&i| d.mass[i] / base.params.density[*body]).collect();
                     Term::CenterOfMass { weight: *weight, nodes, weights, target: *target }
                 }
+                LossTermSpec::CenterOfMassDirection { weight, body, direction } => {
+                    let b = base.bodies.get(*body).ok_or_else(|| setup(&format!("{key}.body"), format!("body {body} does not exist")))?;
+                    let len = direction.iter().map(|v| v * v).sum::<f64>().sqrt();
+                    if !(len.is_finite() && len > 0.0) {
+                        return Err(setup(&format!("{key}.direction"), "expected a finite non-zero vector"));
+                    }
+                    let nodes: Vec<usize> = b.nodes.clone().collect();
+                    let d = base.derive(&base.params);
+                    let weights = nodes.iter().map(|&i| d.mass[i] / base.params.density[*body]).collect();
+                    Term::CenterOfMassDirection { weight: *weight, nodes, weights, direction: direction.map(|v| v / len) }
+                }
                 LossTermSpec::NodeTarget { weight, body, select, target } => {
                     let b = base.bodies.get(*body).ok_or_else(|| setup(&format!("{key}.body"), format!("body {body} does not exist")))?;
                     let pts: Vec<[f64; 3]> = b.nodes.clone().map(|i| base.rest[i]).collect();

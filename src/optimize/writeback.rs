@@ -12,7 +12,7 @@
 //! | `force_scale` | the force group's `force` vector (or `twist.magnitude`) times the scale |
 //! | `youngs_modulus`, whole body | `material.youngs_modulus` and every absolute `region.youngs_modulus` times the factor value/scene value |
 //! | `youngs_modulus`, region r | `region[r].youngs_modulus` or `region[r].scale` times the factor |
-//! | `muscle_activation` | `body[b].muscle[j].activation` |
+//! | `muscle_activation` | `body[b].muscle[j].activation` (entry k of an array of knots) |
 //! | `initial_state_direction` | not representable (reported, file not exact) |
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
@@ -194,8 +194,17 @@ fn rewrite(
                     .expect("muscle group exists")[j]
                     .as_table_mut()
                     .expect("table");
-                mt.insert("activation".into(), Value::Float(v));
-                sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
+                let k = p.knot;
+                match mt.get_mut("activation").and_then(|a| a.as_array_mut()) {
+                    Some(arr) => {
+                        arr[k] = Value::Float(v);
+                        sets.push(format!("body.{b}.muscle.{j}.activation.{k}={v:e}"));
+                    }
+                    None => {
+                        mt.insert("activation".into(), Value::Float(v));
+                        sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
+                    }
+                }
             }
             ParamKind::InitialStateDirection => notes.push(format!(
                 "{}: a seeded state direction has no scene key; not written",
@@ -332,7 +341,12 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
     if !close_all(&loads(&m), &loads(target)) {
         bad.push("external loads".into());
     }
-    let act = |m: &Model| -> Vec<f64> { m.muscles.iter().map(|g| g.activation).collect() };
+    let act = |m: &Model| -> Vec<f64> {
+        m.muscles
+            .iter()
+            .flat_map(|g| g.knots.iter().copied().chain([g.knot_interval]))
+            .collect()
+    };
     if !close_all(&act(&m), &act(target)) {
         bad.push("muscle activations".into());
     }

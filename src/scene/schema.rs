@@ -262,6 +262,16 @@ pub enum LossTermSpec {
         body: usize,
         target: [f64; 3],
     },
+    /// Final volume-weighted centroid of `body` projected on `direction`:
+    /// $w\,\hat d\cdot c(x_T)$ (`weight = -1`, `direction = [1, 0, 0]`: maximize the forward
+    /// position, DiffPD's locomotion loss $-\mathrm{CoM}_x$).
+    CenterOfMassDirection {
+        #[serde(default = "one")]
+        weight: f64,
+        #[serde(default)]
+        body: usize,
+        direction: [f64; 3],
+    },
     /// Final mean position of the selected nodes of `body` to `target`.
     NodeTarget {
         #[serde(default = "one")]
@@ -305,6 +315,10 @@ pub struct ParamSpec {
     /// `muscle_activation`: muscle-group index of the body (default 0).
     #[serde(default)]
     pub muscle: Option<usize>,
+    /// `muscle_activation`: activation knot of the group (omit: every knot, one parameter
+    /// each).
+    #[serde(default)]
+    pub knot: Option<usize>,
     /// `friction`, `obstacle_offset`: obstacle index (`[[obstacle]]` order).
     #[serde(default)]
     pub obstacle: Option<usize>,
@@ -430,9 +444,39 @@ pub struct Muscle {
     pub fiber: FiberSpec,
     /// Muscle stiffness $k_m$ (Pa): $\Psi=\tfrac{k_m}2(\|F\mathsf m\|-a)^2$ per unit volume.
     pub stiffness: f64,
-    /// Activation a: target fibre stretch (1 relaxed, < 1 contraction).
-    #[serde(default = "one")]
-    pub activation: f64,
+    /// Activation a: target fibre stretch (1 relaxed, < 1 contraction); a number (constant
+    /// in time) or an array of knot values $a_0..a_{K-1}$ at $t_k=k\tau$, linearly
+    /// interpolated in time (spec §3.5).
+    #[serde(default)]
+    pub activation: Activation,
+    /// Knot spacing τ (s) of an activation array; default: the knots spread evenly over
+    /// the scene's duration, τ = frames·dt/(K−1).
+    #[serde(default)]
+    pub knot_interval: Option<f64>,
+}
+
+/// `activation` of a muscle group: one value, or knot values in time.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Activation {
+    Constant(f64),
+    Knots(Vec<f64>),
+}
+
+impl Default for Activation {
+    fn default() -> Self {
+        Activation::Constant(1.0)
+    }
+}
+
+impl Activation {
+    /// The knot values (one for a constant).
+    pub fn values(&self) -> Vec<f64> {
+        match self {
+            Activation::Constant(a) => vec![*a],
+            Activation::Knots(v) => v.clone(),
+        }
+    }
 }
 
 /// Fibre direction of a muscle group.
@@ -1345,11 +1389,32 @@ impl Body {
         for (i, m) in self.muscles.iter().enumerate() {
             let mk = format!("{k}.muscle[{i}]");
             nonneg(&format!("{mk}.stiffness"), m.stiffness)?;
-            if !m.activation.is_finite() {
+            let acts = m.activation.values();
+            if acts.is_empty() {
                 return Err((
                     format!("{mk}.activation"),
-                    "expected a finite number".into(),
+                    "expected a number or a non-empty array of knot values".into(),
                 ));
+            }
+            if let Some(k) = acts.iter().position(|a| !a.is_finite()) {
+                return Err((
+                    format!("{mk}.activation"),
+                    format!("expected finite numbers (entry {k})"),
+                ));
+            }
+            if let Some(tau) = m.knot_interval {
+                if !(tau.is_finite() && tau > 0.0) {
+                    return Err((
+                        format!("{mk}.knot_interval"),
+                        format!("expected a knot spacing > 0 s, got {tau}"),
+                    ));
+                }
+                if acts.len() == 1 {
+                    return Err((
+                        format!("{mk}.knot_interval"),
+                        "needs an `activation` array of at least two knots".into(),
+                    ));
+                }
             }
             let (axis, key) = match &m.fiber {
                 FiberSpec::Direction(d) => (d, format!("{mk}.fiber")),

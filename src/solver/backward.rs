@@ -150,7 +150,7 @@ impl StepLinearization {
             .count();
         StepLinearization {
             samples,
-            muscle: super::muscle::MuscleLin::new(model, x),
+            muscle: super::muscle::MuscleLin::new(model, x, d.muscle_time),
             filtered_samples,
             contact: None,
         }

@@ -221,6 +221,7 @@ impl<'m> Simulator<'m> {
         let model = self.model;
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
+        self.derived.muscle_time = frame as f64 * h;
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
         let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
         let mut penalty_force = None;

@@ -39,8 +39,8 @@ pub struct Gradients {
     pub force_scale: Vec<f64>,
     /// $d\mathcal L/dg$ (gravity vector).
     pub gravity: [f64; 3],
-    /// $d\mathcal L/da_g$ per muscle group.
-    pub muscle_activation: Vec<f64>,
+    /// $d\mathcal L/da_{g,k}$ per muscle group and activation knot (one knot: constant).
+    pub muscle_activation: Vec<Vec<f64>>,
     /// $d\mathcal L/d\mu_o$ per obstacle (Coulomb coefficient).
     pub friction: Vec<f64>,
     /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
@@ -61,7 +61,7 @@ impl Gradients {
             v0: vec![0.0; 3 * m.num_nodes()],
             force_scale: vec![0.0; m.forces.len()],
             gravity: [0.0; 3],
-            muscle_activation: vec![0.0; m.muscles.len()],
+            muscle_activation: m.muscles.iter().map(|g| vec![0.0; g.knots.len()]).collect(),
             friction: vec![0.0; m.obstacles.len()],
             obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
         }

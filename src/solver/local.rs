@@ -34,7 +34,7 @@ pub fn project_all(
         .enumerate()
         .map(|(s, w)| project_sample(model, d, x, s, w))
         .collect();
-    super::muscle::add_projections(model, x, &mut q);
+    super::muscle::add_projections(model, x, d.muscle_time, &mut q);
     if let Some(s) = q.iter().position(|m| !m.iter().all(|v| v.is_finite())) {
         return Err(NonFiniteSample {
             sample: s,

@@ -5,6 +5,8 @@
 //!   reference (DiffPD's convention for Plant/Bouncing Ball);
 //! - centre of mass: $\tfrac12\|c(x_T)-c^*\|^2$ with $c$ the *volume*-weighted centroid of a body's
 //!   nodes (lumped rest volumes), so the target does not move with the density parameter;
+//! - centre of mass along a direction: $\hat d\cdot c(x_T)$ (with weight −1: maximize the
+//!   forward position, DiffPD's locomotion loss);
 //! - node target: $\tfrac12\|\tfrac1{|S|}\sum_{i\in S}x_{T,i}-x^*\|^2$;
 //! - random linear: $(c_x^Tx_T+c_v^Tv_T)/\sqrt{3n}$ with seeded $c_x,c_v\in[-1,1]$ (DiffPD's timing loss).
 
@@ -21,6 +23,12 @@ pub enum Term {
         nodes: Vec<usize>,
         weights: Vec<f64>,
         target: [f64; 3],
+    },
+    CenterOfMassDirection {
+        weight: f64,
+        nodes: Vec<usize>,
+        weights: Vec<f64>,
+        direction: [f64; 3],
     },
     NodeTarget {
         weight: f64,
@@ -105,6 +113,15 @@ impl Loss {
                     let c = centroid(nodes, weights, x);
                     weight * 0.5 * (0..3).map(|d| (c[d] - target[d]).powi(2)).sum::<f64>()
                 }
+                Term::CenterOfMassDirection {
+                    weight,
+                    nodes,
+                    weights,
+                    direction,
+                } => {
+                    let c = centroid(nodes, weights, x);
+                    weight * (0..3).map(|d| c[d] * direction[d]).sum::<f64>()
+                }
                 Term::NodeTarget {
                     weight,
                     nodes,
@@ -167,6 +184,19 @@ impl Loss {
                     for (k, &i) in nodes.iter().enumerate() {
                         for d in 0..3 {
                             dx[3 * i + d] += weight * (c[d] - target[d]) * weights[k] / tot;
+                        }
+                    }
+                }
+                Term::CenterOfMassDirection {
+                    weight,
+                    nodes,
+                    weights,
+                    direction,
+                } => {
+                    let tot: f64 = weights.iter().sum();
+                    for (k, &i) in nodes.iter().enumerate() {
+                        for d in 0..3 {
+                            dx[3 * i + d] += weight * direction[d] * weights[k] / tot;
                         }
                     }
                 }
@@ -248,6 +278,12 @@ mod tests {
                     nodes: vec![0, 2, 4],
                     weights: vec![1.0, 2.0, 0.5],
                     target: [0.1, -0.2, 0.3],
+                },
+                Term::CenterOfMassDirection {
+                    weight: -0.9,
+                    nodes: vec![1, 2, 4],
+                    weights: vec![0.5, 1.0, 2.0],
+                    direction: [0.6, 0.0, 0.8],
                 },
                 Term::NodeTarget {
                     weight: 0.4,

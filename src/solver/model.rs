@@ -180,6 +180,10 @@ pub struct Derived {
     pub nh: Vec<NhParams>,
     /// max E / min E > 1.01 (spec §6.1).
     pub heterogeneous: bool,
+    /// Time (s) at which muscle activations are evaluated by the local step and the
+    /// backward linearization: $t_n=nh$ of the step producing frame n (set per step by the
+    /// forward and by the reverse sweep; spec §3.5, activations per time knot).
+    pub muscle_time: f64,
 }
 
 impl Derived {
@@ -720,7 +724,18 @@ impl Model {
                 body: b,
                 name: ms.name.clone().unwrap_or_else(|| format!("muscle{j}")),
                 stiffness: ms.stiffness,
-                activation: ms.activation,
+                knots: ms.activation.values(),
+                knot_interval: match ms.knot_interval {
+                    Some(tau) => tau,
+                    None => {
+                        let k = ms.activation.values().len();
+                        if k > 1 {
+                            self.frames as f64 * self.h / (k - 1) as f64
+                        } else {
+                            0.0
+                        }
+                    }
+                },
                 samples,
                 fibers,
             });
@@ -973,6 +988,7 @@ impl Model {
             beta,
             nh,
             heterogeneous: emax / emin > 1.01,
+            muscle_time: 0.0,
         }
     }
 

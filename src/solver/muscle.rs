@@ -17,6 +17,14 @@
 //! Fibres are evaluated at the element centroid in the rest configuration: a constant
 //! direction, or radial / circumferential about an axis (tori). Muscles are not damped and
 //! are not part of the forward trust-region energy statistics.
+//!
+//! Activations per time knot: a group holds knot values $a_0..a_{K-1}$ at $t_k=k\tau$ and
+//! the step producing frame $n$ uses $a(t_n)$, $t_n=nh$ (the end of the step, like the
+//! Dirichlet values), linearly interpolated, $a(t)=(1-s)a_k+s\,a_{k+1}$ with
+//! $k=\lfloor t/\tau\rfloor$, $s=t/\tau-k$, and $a(t)=a_{K-1}$ for $t\ge t_{K-1}$
+//! ([`MuscleGroup::weights`]). The gradient of a knot is the chain rule through these
+//! weights: $d\mathcal L/da_k=\sum_n w_k(t_n)\,d\mathcal L/da(t_n)$. The current time
+//! reaches the local step through [`super::model::Derived::muscle_time`].
 
 use super::model::Model;
 use crate::linalg::CscMatrix;
@@ -29,11 +37,43 @@ pub struct MuscleGroup {
     pub name: String,
     /// Muscle stiffness $k_m$ (Pa).
     pub stiffness: f64,
-    /// Activation a (dimensionless target fibre stretch).
-    pub activation: f64,
+    /// Activation knot values $a_k$ (dimensionless target fibre stretch); one value =
+    /// constant in time.
+    pub knots: Vec<f64>,
+    /// Knot spacing τ (s); unused with one knot.
+    pub knot_interval: f64,
     /// Actuated samples and their unit rest fibres.
     pub samples: Vec<usize>,
     pub fibers: Vec<Vector3<f64>>,
+}
+
+impl MuscleGroup {
+    /// Interpolation weights $((k, 1-s), (k+1, s))$ of the knots at time `t` (the second
+    /// index equals the first with weight 0 at and beyond the last knot).
+    pub fn weights(&self, t: f64) -> [(usize, f64); 2] {
+        let last = self.knots.len() - 1;
+        if last == 0 || self.knot_interval.is_nan() || self.knot_interval <= 0.0 {
+            return [(0, 1.0), (0, 0.0)];
+        }
+        let u = (t / self.knot_interval).max(0.0);
+        // tolerate round-off at a knot time (t = k tau computed as n h)
+        let ur = u.round();
+        let u = if (u - ur).abs() < 1e-9 { ur } else { u };
+        let k = u.floor() as usize;
+        if k >= last {
+            return [(last, 1.0), (last, 0.0)];
+        }
+        let s = u - k as f64;
+        [(k, 1.0 - s), (k + 1, s)]
+    }
+
+    /// $a(t)$, linearly interpolated between knots.
+    pub fn activation_at(&self, t: f64) -> f64 {
+        self.weights(t)
+            .iter()
+            .map(|&(k, w)| w * self.knots[k])
+            .sum()
+    }
 }
 
 /// $(p, \ell, n)$ of a fibre stretch vector $F\mathsf m$ and activation a. For $\ell=0$ the
@@ -55,12 +95,14 @@ pub fn jacobian_apply(a: f64, l: f64, n: &Vector3<f64>, d: &Vector3<f64>) -> Vec
     (d - n * n.dot(d)) * (a / l)
 }
 
-/// Add $w_m\,p\,\mathsf m^T$ of every actuated sample to the local projections `q`.
-pub fn add_projections(model: &Model, x: &[f64], q: &mut [Matrix3<f64>]) {
+/// Add $w_m\,p\,\mathsf m^T$ of every actuated sample to the local projections `q`, with
+/// the activations at time `t`.
+pub fn add_projections(model: &Model, x: &[f64], t: f64, q: &mut [Matrix3<f64>]) {
     for g in &model.muscles {
+        let a = g.activation_at(t);
         for (&s, m) in g.samples.iter().zip(&g.fibers) {
             let f = model.deformation_gradient(s, x);
-            let (p, _, _) = project(&(f * m), g.activation);
+            let (p, _, _) = project(&(f * m), a);
             q[s] += p * m.transpose() * (g.stiffness * model.samples.vol[s]);
         }
     }
@@ -95,10 +137,13 @@ pub struct MuscleLin {
     /// Per group, its actuated samples.
     groups: Vec<Vec<SampleState>>,
     activations: Vec<f64>,
+    /// Per group, the knot weights at this step's time.
+    weights: Vec<[(usize, f64); 2]>,
 }
 
 impl MuscleLin {
-    pub fn new(model: &Model, x: &[f64]) -> Self {
+    /// Linearize at `x` with the activations at time `t`.
+    pub fn new(model: &Model, x: &[f64], t: f64) -> Self {
         let groups = model
             .muscles
             .iter()
@@ -108,7 +153,7 @@ impl MuscleLin {
                     .zip(&g.fibers)
                     .map(|(&s, m)| {
                         let fm = model.deformation_gradient(s, x) * m;
-                        let (_, l, n) = project(&fm, g.activation);
+                        let (_, l, n) = project(&fm, g.activation_at(t));
                         (s, g.stiffness * model.samples.vol[s], *m, l, n)
                     })
                     .collect()
@@ -116,7 +161,8 @@ impl MuscleLin {
             .collect();
         MuscleLin {
             groups,
-            activations: model.muscles.iter().map(|g| g.activation).collect(),
+            activations: model.muscles.iter().map(|g| g.activation_at(t)).collect(),
+            weights: model.muscles.iter().map(|g| g.weights(t)).collect(),
         }
     }
 
@@ -132,11 +178,16 @@ impl MuscleLin {
         }
     }
 
-    /// Add this step's $d\mathcal L/da_g$ (adjoint `z`) to `grad` (one entry per group).
-    pub fn activation_gradient(&self, model: &Model, z: &[f64], grad: &mut [f64]) {
+    /// Add this step's $d\mathcal L/da_k=w_k(t)\,d\mathcal L/da_g(t)$ (adjoint `z`) to
+    /// `grad[g][k]` (per group, per knot).
+    pub fn activation_gradient(&self, model: &Model, z: &[f64], grad: &mut [Vec<f64>]) {
         for (gi, g) in self.groups.iter().enumerate() {
-            for (s, w, m, _, n) in g {
-                grad[gi] += w * (model.gradient_of(*s, z) * m).dot(n);
+            let da: f64 = g
+                .iter()
+                .map(|(s, w, m, _, n)| w * (model.gradient_of(*s, z) * m).dot(n))
+                .sum();
+            for &(k, wk) in &self.weights[gi] {
+                grad[gi][k] += wk * da;
             }
         }
     }
@@ -205,6 +256,49 @@ mod tests {
                 assert!((fd - grad[(r, c)]).abs() < 1e-8);
             }
         }
+    }
+
+    /// Knot weights: interpolation, partition of unity, clamping after the last knot, and
+    /// $a(t)$ against the weights' derivative by central differences in each knot.
+    #[test]
+    fn knot_interpolation() {
+        let mut g = MuscleGroup {
+            body: 0,
+            name: "m".into(),
+            stiffness: 1.0,
+            knots: vec![1.0, 0.8, 1.2],
+            knot_interval: 0.1,
+            samples: vec![],
+            fibers: vec![],
+        };
+        assert!((g.activation_at(0.0) - 1.0).abs() < 1e-15);
+        assert!((g.activation_at(0.05) - 0.9).abs() < 1e-12);
+        assert!((g.activation_at(0.1) - 0.8).abs() < 1e-12);
+        assert!((g.activation_at(0.175) - 1.1).abs() < 1e-12);
+        assert!((g.activation_at(0.2) - 1.2).abs() < 1e-12);
+        assert!((g.activation_at(5.0) - 1.2).abs() < 1e-12);
+        // n h with round-off lands on the knot
+        let t = 0.1 - 1e-17;
+        assert!(t < 0.1);
+        assert_eq!(g.weights(t), [(1, 1.0), (2, 0.0)]);
+        for t in [0.0, 0.03, 0.1, 0.13, 0.2, 0.31] {
+            let w = g.weights(t);
+            assert!((w[0].1 + w[1].1 - 1.0).abs() < 1e-12);
+            for k in 0..3 {
+                let e = 1e-6;
+                let base = g.knots[k];
+                g.knots[k] = base + e;
+                let up = g.activation_at(t);
+                g.knots[k] = base - e;
+                let dn = g.activation_at(t);
+                g.knots[k] = base;
+                let fd = (up - dn) / (2.0 * e);
+                let an: f64 = w.iter().filter(|p| p.0 == k).map(|p| p.1).sum();
+                assert!((fd - an).abs() < 1e-8, "t {t} knot {k}: {fd} vs {an}");
+            }
+        }
+        g.knots = vec![0.7];
+        assert_eq!(g.activation_at(3.0), 0.7);
     }
 
     #[test]

@@ -168,6 +168,8 @@ pub fn backward(
                     .map(|(a, b)| (a - b) / h)
                     .collect()
             };
+            // muscle activations of this step (segment recomputation moved the time)
+            sim.derived.muscle_time = frame as f64 * h;
             let sim_ref: &Simulator = sim;
             let d = &sim_ref.derived;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
