@@ -173,7 +173,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let write_ply = ls.scene.output.ply;
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
-    let has_obstacles = !model.obstacles.is_empty();
+    let has_obstacles = crate::contact::enabled(&model);
     let zero_force = vec![0.0; x.len()];
     if write_ply {
         surface
