@@ -54,6 +54,13 @@ fn v3(x: &[f64], i: usize) -> Vector3<f64> {
 /// Frame of node position `p` against triangle `q` (see the module doc). `None` for a
 /// degenerate triangle.
 pub fn frame(p: &Vector3<f64>, q: &[Vector3<f64>; 3]) -> Option<Frame> {
+    frame_axis(p, q, None)
+}
+
+/// [`frame`] with the tangents built from coordinate axis `axis` (default: the axis least
+/// parallel to $n$, as for obstacles). The derivatives hold the axis fixed: the choice is
+/// piecewise constant, and the friction law is invariant under the tangent basis.
+pub fn frame_axis(p: &Vector3<f64>, q: &[Vector3<f64>; 3], axis: Option<usize>) -> Option<Frame> {
     let e1 = q[1] - q[0];
     let e2 = q[2] - q[0];
     let nn = e1.cross(&e2);
@@ -71,7 +78,11 @@ pub fn frame(p: &Vector3<f64>, q: &[Vector3<f64>; 3]) -> Option<Frame> {
     let s: f64 = w.iter().sum();
     w.iter_mut().for_each(|x| *x /= s);
     let c = q[0] * w[0] + q[1] * w[1] + q[2] * w[2];
-    let tangent = super::obstacle::tangents(&n);
+    let k = axis.unwrap_or_else(|| n.iamin());
+    let mut e = Vector3::zeros();
+    e[k] = 1.0;
+    let t1 = (e - n * n.dot(&e)).normalize();
+    let tangent = [t1, n.cross(&t1)];
     let pc = p - c;
     Some(Frame {
         w,
@@ -190,8 +201,9 @@ pub fn frame_gradient(
     mu: &[f64],
 ) -> [f64; 12] {
     let nr = lambda.len();
+    let axis = frame(p, q).map(|f| f.normal.iamin());
     let value = |pts: &[Vector3<f64>; 4]| -> f64 {
-        let Some(f) = frame(&pts[0], &[pts[1], pts[2], pts[3]]) else {
+        let Some(f) = frame_axis(&pts[0], &[pts[1], pts[2], pts[3]], axis) else {
             return 0.0;
         };
         let dirs = [f.normal, f.tangent[0], f.tangent[1]];
