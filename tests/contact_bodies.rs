@@ -115,10 +115,7 @@ fn two_bodies_hard_report() {
 }
 
 /// Per frame (active contacts, max penetration) of a forward rollout.
-fn forward_rollout(
-    model: &Model,
-    settings: &diffphd::scene::SolverSettings,
-) -> Vec<(usize, f64)> {
+fn forward_rollout(model: &Model, settings: &diffphd::scene::SolverSettings) -> Vec<(usize, f64)> {
     let mut sim = diffphd::solver::Simulator::new(model, settings).unwrap();
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
@@ -149,7 +146,10 @@ fn stiff_body_strikes_soft_body() {
     let active = frames.iter().map(|f| f.0).max().unwrap();
     let pen = frames.iter().map(|f| f.1).fold(0.0, f64::max);
     eprintln!("stiff strikes soft: max active {active}, max penetration {pen:.3e} m");
-    assert!(active >= 9, "the cube's bottom face must be in contact: {active}");
+    assert!(
+        active >= 9,
+        "the cube's bottom face must be in contact: {active}"
+    );
     assert!(pen < 5e-5, "penetration {pen:e} m");
     // without body contact the cube passes through the slab
     let ls0 = diffphd::scene::load(

@@ -127,7 +127,12 @@ pub fn add_candidates(
     let vmax: Vec<f64> = model
         .bodies
         .iter()
-        .map(|b| b.nodes.clone().map(|i| v3(v_t, i).norm()).fold(0.0, f64::max))
+        .map(|b| {
+            b.nodes
+                .clone()
+                .map(|i| v3(v_t, i).norm())
+                .fold(0.0, f64::max)
+        })
         .collect();
     let boxes: Vec<_> = model
         .bodies
@@ -171,7 +176,8 @@ pub fn add_candidates(
             set.obstacle_motion.push(Vector3::zeros());
             set.origin.push(p);
             set.hessian.push(nalgebra::Matrix3::zeros());
-            set.dtangent.push(super::obstacle::tangent_jacobians(&f.normal));
+            set.dtangent
+                .push(super::obstacle::tangent_jacobians(&f.normal));
             set.tri.push(Some(tri));
             set.tri_origin.push(q);
             let r0 = *set.offset.last().expect("non-empty");

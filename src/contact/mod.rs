@@ -16,6 +16,7 @@
 //! and its factor never change.
 
 pub mod adjoint;
+pub mod attachment;
 pub mod bodies;
 pub mod ncp;
 pub mod obstacle;
@@ -309,9 +310,7 @@ impl Delassus {
                 for &(ir, _, cr) in &rt[r] {
                     for &(_, cs_col, cs) in &rt[s] {
                         let c = &cols[cs_col];
-                        v += cr
-                            * cs
-                            * (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
+                        v += cr * cs * (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
                     }
                 }
                 w[(r, s)] = v;
