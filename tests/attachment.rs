@@ -109,14 +109,14 @@ fn hard_attachment_holds_and_bad_input_is_named() {
         .any(|(a, b)| b - a > 1e-7));
     let bad = hanging(0.0, 20, "target = [0.0, 0.0, 0.2]");
     let err = diffphd::scene::load_str(&bad, std::path::Path::new("x.toml"), &[])
-        .err()
-        .expect("rejected")
+        .map(|_| ())
+        .expect_err("rejected")
         .to_string();
     assert!(err.contains("attachment[0].compliance"), "{err}");
     let neg = hanging(-1.0, 20, "");
     let err = diffphd::scene::load_str(&neg, std::path::Path::new("x.toml"), &[])
-        .err()
-        .expect("rejected")
+        .map(|_| ())
+        .expect_err("rejected")
         .to_string();
     assert!(err.contains("attachment[0].compliance"), "{err}");
 }
