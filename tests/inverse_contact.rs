@@ -70,7 +70,7 @@ fn read_json(p: &std::path::Path) -> serde_json::Value {
 #[test]
 fn small_bouncing_ball_sysid_recovers_e_and_nu() {
     // The reference rollout really goes through contact.
-    let sim = run_cli("simulate", BALL, &[], &["--set", "output.ply=false"]);
+    let sim = run_cli("simulate", BALL, &[], &["--set", "output.frames=false"]);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
     let summary = &sim.log()["summary"];
     assert!(
@@ -78,7 +78,7 @@ fn small_bouncing_ball_sysid_recovers_e_and_nu() {
         "{summary}"
     );
     let t0 = std::time::Instant::now();
-    let r = run_cli("optimize", BALL, &[], &["--set", "output.ply=false"]);
+    let r = run_cli("optimize", BALL, &[], &["--set", "output.frames=false"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = read_json(&r.out().join("optimize.json"));
     assert_eq!(log["status"], "completed");

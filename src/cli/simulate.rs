@@ -109,7 +109,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let write_frames = ls.scene.output.frames;
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
-    let has_obstacles = !model.obstacles.is_empty();
+    let has_obstacles = crate::contact::enabled(&model);
     let zero_force = vec![0.0; x.len()];
     if write_frames {
         frames_out

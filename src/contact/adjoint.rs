@@ -36,6 +36,9 @@ pub struct ContactGradients {
     pub offset: Vec<Vector3<f64>>,
     /// $d\mathcal L/dx_t$ through the friction anchors (node-major `3n`).
     pub x_t: Vec<f64>,
+    /// $d\mathcal L/d\mu$ of body–body contacts (`contact.body_friction`; not a declared
+    /// parameter kind yet).
+    pub body_friction: f64,
 }
 
 impl ContactAdjoint {
@@ -162,12 +165,41 @@ impl ContactAdjoint {
             friction: vec![0.0; n_obstacles],
             offset: vec![Vector3::zeros(); n_obstacles],
             x_t: vec![0.0; 3 * n],
+            body_friction: 0.0,
         };
+        let v3 = |x: &[f64], i: usize| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
             let ob = set.obstacle[j];
             let b = &self.rec.blocks[j];
+            if let Some(tri) = &set.tri[j] {
+                // body–body contact (super::bodies): no obstacle parameters; the frame
+                // depends on x_t of the node and of the triangle's nodes
+                if rows.len() == 3 {
+                    out.body_friction -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
+                }
+                let i = set.node[j];
+                let nodes = [i, tri.nodes[0], tri.nodes[1], tri.nodes[2]];
+                let t0 = &self.rec.tri_end[j];
+                let x_end = [self.rec.x_end[j], t0[0], t0[1], t0[2]];
+                let zs = nodes.map(|k| v3(z, k));
+                let q = set.tri_origin[j];
+                let gr = super::bodies::frame_gradient(
+                    &set.origin[j],
+                    &q,
+                    &x_end,
+                    &zs,
+                    &self.rec.lambda[rows.clone()],
+                    &mu[rows.clone()],
+                );
+                for (a, &k) in nodes.iter().enumerate() {
+                    for d in 0..3 {
+                        out.x_t[3 * k + d] += gr[3 * a + d];
+                    }
+                }
+                continue;
+            }
             let h = &set.hessian[j];
             let v = self.rec.x_end[j] - set.origin[j];
             let nrm = &set.normal[j];

@@ -16,6 +16,8 @@
 //! and its factor never change.
 
 pub mod adjoint;
+pub mod attachment;
+pub mod bodies;
 pub mod ncp;
 pub mod obstacle;
 pub mod penalty;
@@ -60,6 +62,39 @@ pub struct ContactSet {
     pub row_node: Vec<usize>,
     pub row_dir: Vec<Vector3<f64>>,
     pub row_d: Vec<f64>,
+    /// Body–body contacts ([`bodies`]): the other body's triangle and the barycentric
+    /// weights of the closest point, per contact and per row
+    /// ($\delta_r=a_r^T(x_i-\sum_kw_kx_{t_k})-d_r$); `None` for obstacle contacts.
+    pub tri: Vec<Option<Tri>>,
+    pub row_tri: Vec<Option<Tri>>,
+    /// Triangle node positions $x_{t,t_k}$ at the step start (body–body contacts; zeros
+    /// otherwise).
+    pub tri_origin: Vec<[Vector3<f64>; 3]>,
+}
+
+/// `obstacle` index of a body–body contact.
+pub const BODY: usize = usize::MAX;
+
+/// Triangle nodes and barycentric weights of a body–body contact point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tri {
+    pub nodes: [usize; 3],
+    pub w: [f64; 3],
+}
+
+/// Nodes and coefficients of one row of $J$: $(i,1)$ and, for a body–body contact,
+/// $(t_k,-w_k)$; unused entries have coefficient 0.
+#[inline]
+fn terms(i: usize, tri: &Option<Tri>) -> [(usize, f64); 4] {
+    match tri {
+        None => [(i, 1.0), (i, 0.0), (i, 0.0), (i, 0.0)],
+        Some(t) => [
+            (i, 1.0),
+            (t.nodes[0], -t.w[0]),
+            (t.nodes[1], -t.w[1]),
+            (t.nodes[2], -t.w[2]),
+        ],
+    }
 }
 
 impl ContactSet {
@@ -132,16 +167,20 @@ impl ContactSet {
                 s.origin.push(p);
                 s.hessian.push(ob.hessian(&p, t_end));
                 s.dtangent.push(obstacle::tangent_jacobians(&n));
+                s.tri.push(None);
+                s.tri_origin.push([Vector3::zeros(); 3]);
                 let r0 = *s.offset.last().expect("non-empty");
                 s.offset.push(r0 + rows);
                 s.row_node.push(i);
                 s.row_dir.push(n);
                 s.row_d.push(n.dot(&p) - q.dist);
+                s.row_tri.push(None);
                 if rows == 3 {
                     for t in &tg {
                         s.row_node.push(i);
                         s.row_dir.push(*t);
                         s.row_d.push(t.dot(&a));
+                        s.row_tri.push(None);
                     }
                 }
             }
@@ -149,33 +188,46 @@ impl ContactSet {
         s
     }
 
+    /// Nodes and coefficients of row `r` (see [`Tri`]).
+    pub fn row_terms(&self, r: usize) -> [(usize, f64); 4] {
+        terms(self.row_node[r], &self.row_tri[r])
+    }
+
     /// $\delta=Jx-d$ (all rows).
     pub fn delta(&self, x: &[f64]) -> Vec<f64> {
-        (0..self.nrows())
-            .map(|r| {
-                let i = self.row_node[r];
-                let a = &self.row_dir[r];
-                a[0] * x[3 * i] + a[1] * x[3 * i + 1] + a[2] * x[3 * i + 2] - self.row_d[r]
-            })
-            .collect()
+        let mut out = self.apply_j(x);
+        for (o, d) in out.iter_mut().zip(&self.row_d) {
+            *o -= d;
+        }
+        out
     }
 
     /// $Jv$ (all rows).
     pub fn apply_j(&self, v: &[f64]) -> Vec<f64> {
         (0..self.nrows())
             .map(|r| {
-                let i = self.row_node[r];
                 let a = &self.row_dir[r];
-                a[0] * v[3 * i] + a[1] * v[3 * i + 1] + a[2] * v[3 * i + 2]
+                self.row_terms(r)
+                    .iter()
+                    .filter(|(_, c)| *c != 0.0)
+                    .map(|&(i, c)| {
+                        c * (a[0] * v[3 * i] + a[1] * v[3 * i + 1] + a[2] * v[3 * i + 2])
+                    })
+                    .sum()
             })
             .collect()
     }
 
     /// `out += J^T lambda`.
     pub fn add_jt(&self, lambda: &[f64], out: &mut [f64]) {
-        for ((&i, a), l) in self.row_node.iter().zip(&self.row_dir).zip(lambda) {
-            for d in 0..3 {
-                out[3 * i + d] += a[d] * l;
+        for (r, l) in lambda.iter().enumerate() {
+            let a = &self.row_dir[r];
+            for (i, c) in self.row_terms(r) {
+                if c != 0.0 {
+                    for d in 0..3 {
+                        out[3 * i + d] += c * a[d] * l;
+                    }
+                }
             }
         }
     }
@@ -213,18 +265,20 @@ pub struct Delassus {
 impl Delassus {
     pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
         let n = solver.num_nodes();
-        let mut col_nodes: Vec<usize> = set.node.clone();
+        let m = set.nrows();
+        let mut col_nodes: Vec<usize> = (0..m)
+            .flat_map(|r| set.row_terms(r))
+            .filter(|(_, c)| *c != 0.0)
+            .map(|(i, _)| i)
+            .collect();
         col_nodes.sort_unstable();
         col_nodes.dedup();
-        let row_col: Vec<usize> = set
-            .row_node
-            .iter()
-            .map(|i| {
-                col_nodes
-                    .binary_search(i)
-                    .expect("row node is a column node")
-            })
-            .collect();
+        let col_of = |i: usize| -> usize {
+            col_nodes
+                .binary_search(&i)
+                .expect("row node is a column node")
+        };
+        let row_col: Vec<usize> = set.row_node.iter().map(|&i| col_of(i)).collect();
         let cols: Vec<Vec<f64>> = col_nodes
             .par_iter()
             .map(|&i| {
@@ -237,15 +291,28 @@ impl Delassus {
                 z
             })
             .collect();
-        let m = set.nrows();
+        // terms of every row as (column, coefficient)
+        let rt: Vec<Vec<(usize, usize, f64)>> = (0..m)
+            .map(|r| {
+                set.row_terms(r)
+                    .iter()
+                    .filter(|(_, c)| *c != 0.0)
+                    .map(|&(i, c)| (i, col_of(i), c))
+                    .collect()
+            })
+            .collect();
         let mut w = DMatrix::zeros(m, m);
         for r in 0..m {
-            let ir = set.row_node[r];
             let ar = &set.row_dir[r];
             for s in r..m {
-                let c = &cols[row_col[s]];
                 let as_ = &set.row_dir[s];
-                let v = (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
+                let mut v = 0.0;
+                for &(ir, _, cr) in &rt[r] {
+                    for &(_, cs_col, cs) in &rt[s] {
+                        let c = &cols[cs_col];
+                        v += cr * cs * (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
+                    }
+                }
                 w[(r, s)] = v;
                 w[(s, r)] = v;
             }
@@ -262,7 +329,19 @@ impl Delassus {
     pub fn add_x(&self, set: &ContactSet, lambda: &[f64], out: &mut [f64]) {
         let mut f = vec![Vector3::zeros(); self.col_nodes.len()];
         for r in 0..set.nrows() {
-            f[self.row_col[r]] += set.row_dir[r] * lambda[r];
+            if set.row_tri[r].is_none() {
+                f[self.row_col[r]] += set.row_dir[r] * lambda[r];
+                continue;
+            }
+            for (i, c) in set.row_terms(r) {
+                if c != 0.0 {
+                    let k = self
+                        .col_nodes
+                        .binary_search(&i)
+                        .expect("row node is a column node");
+                    f[k] += set.row_dir[r] * (c * lambda[r]);
+                }
+            }
         }
         for (c, fc) in f.iter().enumerate() {
             if fc.norm_squared() == 0.0 {
@@ -551,6 +630,8 @@ pub struct ContactRecord {
     pub delta: Vec<f64>,
     /// End-of-step position $x_{t+1,i}$ of every contact's node.
     pub x_end: Vec<Vector3<f64>>,
+    /// End-of-step positions of the triangle nodes of body–body contacts (zeros otherwise).
+    pub tri_end: Vec<[Vector3<f64>; 3]>,
     /// $D_j,E_j,\partial\Phi_j/\partial\mu$ at $(\delta(x_{t+1}),\lambda)$.
     pub blocks: Vec<Local>,
     pub state: Vec<State>,
@@ -568,6 +649,15 @@ impl ContactRecord {
             .node
             .iter()
             .map(|&i| Vector3::new(x_next[3 * i], x_next[3 * i + 1], x_next[3 * i + 2]))
+            .collect();
+        let v = |i: usize| Vector3::new(x_next[3 * i], x_next[3 * i + 1], x_next[3 * i + 2]);
+        let tri_end = set
+            .tri
+            .iter()
+            .map(|t| match t {
+                Some(t) => t.nodes.map(v),
+                None => [Vector3::zeros(); 3],
+            })
             .collect();
         let mut stats = ContactStats {
             candidates: set.len(),
@@ -621,6 +711,7 @@ impl ContactRecord {
             lambda,
             delta,
             x_end,
+            tri_end,
             blocks,
             state,
             stats,
@@ -637,6 +728,11 @@ impl ContactRecord {
         self.set.add_jt(&self.lambda, &mut f);
         f
     }
+}
+
+/// Whether the model has NCP/penalty contact: obstacles, or contact between bodies.
+pub fn enabled(model: &Model) -> bool {
+    !model.obstacles.is_empty() || (model.contact.bodies && model.bodies.len() > 1)
 }
 
 /// Largest penetration $\max(0,-\phi_o(x_i))$ over `nodes` and obstacles at time `t`.

@@ -43,6 +43,11 @@ pub fn pd_matrices(model: &Model, derived: &Derived, h: f64) -> (CscMatrix, CscM
         .iter()
         .zip(&derived.node_alpha)
         .map(|(m, al)| (1.0 / (h * h) + al / h) * m)
+        .zip(crate::contact::attachment::matrix_diagonal(
+            &model.attachments,
+            model.num_nodes(),
+        ))
+        .map(|(a, k)| a + k)
         .collect();
     a.add_diagonal(&diag);
     (a, kb)

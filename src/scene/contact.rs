@@ -155,6 +155,13 @@ pub struct ContactSettings {
     /// Penalty model parameters (`model = "penalty"`).
     #[serde(default)]
     pub penalty: PenaltySettings,
+    /// Contact between the bodies of the scene: boundary nodes of every body against the
+    /// boundary triangles of every other body (NCP model only).
+    #[serde(default)]
+    pub bodies: bool,
+    /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
+    #[serde(default)]
+    pub body_friction: f64,
 }
 fn d_ctol() -> f64 {
     1e-12
@@ -179,6 +186,8 @@ impl Default for ContactSettings {
             scale_floor: d_kfloor(),
             s_floor: d_sfloor(),
             penalty: PenaltySettings::default(),
+            bodies: false,
+            body_friction: 0.0,
         }
     }
 }
@@ -360,6 +369,13 @@ impl ContactSettings {
             p.friction_viscosity,
         )?;
         positive(&format!("{k}.penalty.velocity_epsilon"), p.velocity_epsilon)?;
+        nonneg(&format!("{k}.body_friction"), self.body_friction)?;
+        if self.bodies && self.model == ContactModel::Penalty {
+            return Err((
+                format!("{k}.bodies"),
+                "contact between bodies needs model = \"ncp\"".into(),
+            ));
+        }
         Ok(())
     }
 }

@@ -429,6 +429,24 @@ pub struct Body {
     /// Muscle groups (`[[body.muscle]]`, spec §3.5).
     #[serde(rename = "muscle", default)]
     pub muscles: Vec<Muscle>,
+    /// Bilateral attachments (`[[body.attachment]]`, see `docs/contact.md`).
+    #[serde(rename = "attachment", default)]
+    pub attachments: Vec<Attachment>,
+}
+
+/// `[[body.attachment]]`: the selected nodes tied to `target` (a point; default: each node's
+/// own initial position) moving with `motion`, with compliance $c$ (m/N per node;
+/// 0 = hard, i.e. a Dirichlet group, which needs the default target).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attachment {
+    pub select: NodeSelector,
+    #[serde(default)]
+    pub target: Option<[f64; 3]>,
+    #[serde(default)]
+    pub compliance: f64,
+    #[serde(default)]
+    pub motion: Motion,
 }
 
 /// `[[body.muscle]]`: a muscle group — elements sharing one activation (spec §3.5).
@@ -1212,6 +1230,29 @@ impl Scene {
 
 impl Body {
     fn validate(&self, k: &str) -> Check {
+        for (i, a) in self.attachments.iter().enumerate() {
+            let ka = format!("{k}.attachment[{i}]");
+            if !(a.compliance.is_finite() && a.compliance >= 0.0) {
+                return Err((
+                    format!("{ka}.compliance"),
+                    format!("expected a finite value >= 0, got {}", a.compliance),
+                ));
+            }
+            if let Some(t) = a.target {
+                if !t.iter().all(|v| v.is_finite()) {
+                    return Err((
+                        format!("{ka}.target"),
+                        "expected three finite numbers".into(),
+                    ));
+                }
+                if a.compliance == 0.0 {
+                    return Err((
+                        format!("{ka}.compliance"),
+                        "a hard attachment (compliance = 0) holds the nodes at their own positions: drop `target` or give compliance > 0".into(),
+                    ));
+                }
+            }
+        }
         let m = &self.mesh;
         match (&m.file, &m.generator) {
             (Some(_), Some(_)) => {

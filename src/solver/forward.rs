@@ -258,8 +258,8 @@ impl<'m> Simulator<'m> {
             tolerance: model.contact.tolerance,
             max_newton: model.contact.max_newton,
         };
-        let mut ncp = if !model.obstacles.is_empty() && !penalty {
-            let set = ContactSet::build(
+        let mut ncp = if contact::enabled(model) && !penalty {
+            let mut set = ContactSet::build(
                 model,
                 &model.obstacles,
                 &self.contact_nodes,
@@ -269,6 +269,17 @@ impl<'m> Simulator<'m> {
                 x_t,
                 v_t,
             );
+            if model.contact.bodies {
+                contact::bodies::add_candidates(
+                    &mut set,
+                    model,
+                    &self.contact_nodes,
+                    &model.contact_kappa,
+                    model.contact_margin,
+                    x_t,
+                    v_t,
+                );
+            }
             if set.is_empty() {
                 None
             } else {
@@ -397,7 +408,7 @@ impl<'m> Simulator<'m> {
             stats.polish_residual = res;
             stats.time_other += t0.elapsed().as_secs_f64();
         }
-        if !model.obstacles.is_empty() {
+        if contact::enabled(model) {
             let t_end = frame as f64 * h;
             if let Some((set, _, lambda)) = ncp.take() {
                 let rec = ContactRecord::new(set, lambda, &x, &fb);
@@ -431,6 +442,11 @@ impl<'m> Simulator<'m> {
             }
             cstats.max_penetration =
                 contact::max_penetration(&model.obstacles, &model.boundary_nodes, &x, t_end);
+            if model.contact.bodies {
+                cstats.max_penetration = cstats
+                    .max_penetration
+                    .max(contact::bodies::max_penetration(model, &x));
+            }
             stats.contact = Some(cstats);
         }
         stats.iterations = k;
@@ -459,6 +475,9 @@ impl<'m> Simulator<'m> {
         let h = self.model.h;
         let set = &rec.set;
         for j in 0..set.len() {
+            if set.obstacle[j] == contact::BODY {
+                continue;
+            }
             let e = self.model.obstacles[set.obstacle[j]].restitution;
             if e <= 0.0 || rec.state[j] == contact::State::Separated {
                 continue;

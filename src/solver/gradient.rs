@@ -45,6 +45,10 @@ pub struct Gradients {
     pub friction: Vec<f64>,
     /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
     pub obstacle_offset: Vec<[f64; 3]>,
+    /// $d\mathcal L/dk_g$ per compliant attachment group (stiffness $k=1/c$).
+    pub attachment_stiffness: Vec<f64>,
+    /// $d\mathcal L/d\tau_g$ per compliant attachment group (translation of the target).
+    pub attachment_offset: Vec<[f64; 3]>,
 }
 
 impl Gradients {
@@ -64,6 +68,8 @@ impl Gradients {
             muscle_activation: m.muscles.iter().map(|g| vec![0.0; g.knots.len()]).collect(),
             friction: vec![0.0; m.obstacles.len()],
             obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
+            attachment_stiffness: vec![0.0; m.attachments.len()],
+            attachment_offset: vec![[0.0; 3]; m.attachments.len()],
         }
     }
 }
@@ -118,6 +124,16 @@ pub fn accumulate_step(
     }
     lin.muscle
         .activation_gradient(model, z, &mut grads.muscle_activation);
+    for (g, (dk, dt)) in
+        crate::contact::attachment::gradients(&model.attachments, t_start + h, x_next, z)
+            .into_iter()
+            .enumerate()
+    {
+        grads.attachment_stiffness[g] += dk;
+        for c in 0..3 {
+            grads.attachment_offset[g][c] += dt[c];
+        }
+    }
     // Per-sample material terms.
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
         .map(|s| {

@@ -125,6 +125,9 @@ pub struct Model {
     pub state_directions: Vec<(u64, f64)>,
     /// Muscle groups (spec §3.5), in body order.
     pub muscles: Vec<super::muscle::MuscleGroup>,
+    /// Compliant bilateral attachments (`[[body.attachment]]` with compliance > 0; hard ones
+    /// are Dirichlet groups).
+    pub attachments: Vec<crate::contact::attachment::AttachmentGroup>,
     /// Rigid obstacles (`[[obstacle]]`, spec §2.9).
     pub obstacles: Vec<crate::contact::obstacle::Obstacle>,
     /// Contact settings (`[contact]`).
@@ -382,6 +385,7 @@ impl Model {
             state_directions: vec![],
             warnings: vec![],
             muscles: vec![],
+            attachments: vec![],
             obstacles: sc
                 .obstacles
                 .iter()
@@ -620,6 +624,54 @@ impl Model {
                 motion: d.motion.clone(),
                 center,
             });
+        }
+        // Attachments (compliance 0: Dirichlet groups).
+        for (i, a) in body.attachments.iter().enumerate() {
+            let k = format!("{key}.attachment[{i}].select");
+            let nodes = a
+                .select
+                .select(&k, &mesh.nodes, tol, &ls.base_dir)
+                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+            if nodes.is_empty() {
+                return Err(ModelError::Scene {
+                    key: k,
+                    msg: "selects no node".into(),
+                });
+            }
+            let mut center = [0.0; 3];
+            for &n in &nodes {
+                for dd in 0..3 {
+                    center[dd] += x0[n][dd] / nodes.len() as f64;
+                }
+            }
+            if let Some(t) = a.target {
+                center = t;
+            }
+            if let Motion::Rotate {
+                center: Some(c), ..
+            } = &a.motion
+            {
+                center = *c;
+            }
+            if a.compliance == 0.0 {
+                self.dirichlet.push(DirichletGroup {
+                    nodes: nodes.iter().map(|n| n + node_off).collect(),
+                    axes: [true; 3],
+                    motion: a.motion.clone(),
+                    center,
+                });
+            } else {
+                self.attachments
+                    .push(crate::contact::attachment::AttachmentGroup {
+                        body: b,
+                        targets: nodes.iter().map(|&n| a.target.unwrap_or(x0[n])).collect(),
+                        nodes: nodes.iter().map(|n| n + node_off).collect(),
+                        stiffness: 1.0 / a.compliance,
+                        motion: a.motion.clone(),
+                        center,
+                        offset: [0.0; 3],
+                    });
+            }
         }
         // Loads.
         for (i, f) in body.forces.iter().enumerate() {
@@ -1058,6 +1110,8 @@ impl Model {
                 }
             }
         }
+        // compliant attachments: k p_i at the end of the step (their k is in A)
+        crate::contact::attachment::add_rhs(&self.attachments, t + self.h, &mut f);
         f
     }
 }
