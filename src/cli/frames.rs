@@ -90,6 +90,9 @@ impl SurfaceMap {
     }
 }
 
+/// A named per-node 3-vector array.
+type PointField<'a> = (&'a str, &'a [[f64; 3]]);
+
 /// Volume output data shared by all frames: one single-kind mesh per body in body-local node
 /// numbering (the body's nodes are the contiguous range `BodyInfo::nodes`).
 pub struct VolumeMap {
@@ -138,10 +141,10 @@ impl VolumeMap {
             .iter()
             .map(|(_, r, _)| (split(x, r), split(v, r), contact_force.map(|f| split(f, r))))
             .collect();
-        let fields: Vec<Vec<(&str, &[[f64; 3]])>> = data
+        let fields: Vec<Vec<PointField<'_>>> = data
             .iter()
             .map(|(_, vel, fc)| {
-                let mut f: Vec<(&str, &[[f64; 3]])> = vec![("velocity", &vel[..])];
+                let mut f: Vec<PointField<'_>> = vec![("velocity", &vel[..])];
                 if let Some(fc) = fc {
                     f.push(("contact_force", &fc[..]));
                 }

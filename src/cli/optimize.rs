@@ -259,7 +259,7 @@ fn write_outputs(
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
         frames_out
-            .write(&out, *t, *t as f64 * model.h, x, v, None)
+            .write(out, *t, *t as f64 * model.h, x, v, None)
             .with_context(|| format!("cannot write frame {t} into {}", out.display()))?;
     }
     Ok(())
