@@ -853,6 +853,11 @@ pub struct SolverSettings {
     /// Absolute tolerance ε_abs of both gates.
     #[serde(default = "d_abs")]
     pub abs_tol: f64,
+    /// What the position gate is relative to: `"position"` (spec Eq. 22, ‖x_k‖, the absolute
+    /// positions) or `"displacement"` (‖x_k − x_t‖, the motion of the step so far, which does
+    /// not loosen with the body's distance from the origin). See docs/NOTES.md "Gate tolerance".
+    #[serde(default)]
+    pub gate_reference: GateReference,
     /// Anderson window: `"auto"` (1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
     #[serde(default)]
     pub anderson_window: AndersonWindow,
@@ -975,6 +980,15 @@ fn d_maxit() -> usize {
 fn d_rel() -> f64 {
     1e-4
 }
+
+/// `[solver] gate_reference`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GateReference {
+    #[default]
+    Position,
+    Displacement,
+}
 fn d_abs() -> f64 {
     1e-9
 }
@@ -987,6 +1001,7 @@ impl Default for SolverSettings {
             max_iterations: d_maxit(),
             rel_tol: d_rel(),
             abs_tol: d_abs(),
+            gate_reference: GateReference::Position,
             anderson_window: AndersonWindow::Auto,
             anderson_gamma_max: d_gmax(),
             threads: 0,

@@ -14,7 +14,7 @@ use super::model::{Derived, Model};
 use super::SolverError;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats, Delassus};
 use crate::linalg::{assembly, CscMatrix, GlobalSystem, LinearSolver};
-use crate::scene::{AndersonWindow, ContactModel, OnNonConvergence, SolverSettings};
+use crate::scene::{AndersonWindow, ContactModel, GateReference, OnNonConvergence, SolverSettings};
 use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -24,6 +24,8 @@ use std::time::Instant;
 pub struct SolverConfig {
     pub max_iterations: usize,
     pub gate: DualGate,
+    /// Position gate relative to ‖x_k‖ (spec) or to ‖x_k − x_t‖.
+    pub gate_reference: GateReference,
     pub window: usize,
     pub gamma_max: f64,
     pub on_nonconvergence: OnNonConvergence,
@@ -57,6 +59,7 @@ impl SolverConfig {
                 rel: s.rel_tol,
                 abs: s.abs_tol,
             },
+            gate_reference: s.gate_reference,
             window,
             gamma_max: s.anderson_gamma_max,
             on_nonconvergence: s.on_nonconvergence,
@@ -374,7 +377,13 @@ impl<'m> Simulator<'m> {
                         .map(|(a, b)| a - b)
                         .collect::<Vec<_>>(),
                 );
-                last_gate = self.config.gate.evaluate(dx, norm(&x), dbp, norm(&bp_prev));
+                let xref = match self.config.gate_reference {
+                    GateReference::Position => norm(&x),
+                    GateReference::Displacement => {
+                        norm(&x.iter().zip(x_t).map(|(a, b)| a - b).collect::<Vec<_>>())
+                    }
+                };
+                last_gate = self.config.gate.evaluate(dx, xref, dbp, norm(&bp_prev));
                 if DualGate::met(&last_gate) && contact_ok {
                     converged = true;
                 }
