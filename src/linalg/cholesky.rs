@@ -31,6 +31,50 @@ pub struct SparseCholesky {
     solve_scratch_1: usize,
 }
 
+/// Errors on the first non-finite stored entry of `a`, with its row and column.
+fn check_finite(a: &CscMatrix) -> Result<(), LinalgError> {
+    for j in 0..a.n {
+        for k in a.col_ptr[j]..a.col_ptr[j + 1] {
+            if !a.values[k].is_finite() {
+                return Err(LinalgError::NonFinite {
+                    row: a.row_idx[k],
+                    col: j,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Numeric $LL^T$ of `a` into `values` with the symbolic analysis `symbolic` (same pattern).
+fn numeric_llt(
+    symbolic: &SymbolicCholesky<usize>,
+    values: &mut [f64],
+    a: &CscMatrix,
+) -> Result<(), LinalgError> {
+    let n = a.n;
+    let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
+    let mut mem =
+        MemBuffer::new(symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()));
+    let mat = SparseColMatRef::new(sym, &a.values);
+    symbolic
+        .factorize_numeric_llt(
+            values,
+            mat,
+            Side::Lower,
+            LltRegularization::default(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            Default::default(),
+        )
+        .map_err(|e| match e {
+            faer::linalg::solvers::LltError::NonPositivePivot { index } => {
+                LinalgError::NotPositiveDefinite { index }
+            }
+        })?;
+    Ok(())
+}
+
 impl std::fmt::Debug for SparseCholesky {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -47,16 +91,7 @@ impl SparseCholesky {
     /// `perm` (`perm[new] = old`) and its inverse.
     pub fn factor(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Result<Self, LinalgError> {
         let n = a.n;
-        for j in 0..n {
-            for k in a.col_ptr[j]..a.col_ptr[j + 1] {
-                if !a.values[k].is_finite() {
-                    return Err(LinalgError::NonFinite {
-                        row: a.row_idx[k],
-                        col: j,
-                    });
-                }
-            }
-        }
+        check_finite(a)?;
         let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
         let p = PermRef::new_checked(perm, iperm, n);
         let params = CholeskySymbolicParams {
@@ -67,25 +102,7 @@ impl SparseCholesky {
             factorize_symbolic_cholesky(sym, Side::Lower, SymmetricOrdering::Custom(p), params)
                 .map_err(|e| LinalgError::Factor(format!("{e:?}")))?;
         let mut values = vec![0.0; symbolic.len_val()];
-        let mut mem = MemBuffer::new(
-            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
-        );
-        let mat = SparseColMatRef::new(sym, &a.values);
-        symbolic
-            .factorize_numeric_llt(
-                &mut values,
-                mat,
-                Side::Lower,
-                LltRegularization::default(),
-                Par::Seq,
-                MemStack::new(&mut mem),
-                Default::default(),
-            )
-            .map_err(|e| match e {
-                faer::linalg::solvers::LltError::NonPositivePivot { index } => {
-                    LinalgError::NotPositiveDefinite { index }
-                }
-            })?;
+        numeric_llt(&symbolic, &mut values, a)?;
         let solve_scratch_1 = symbolic
             .solve_in_place_scratch::<f64>(1, Par::Seq)
             .unaligned_bytes_required();
@@ -108,38 +125,8 @@ impl SparseCholesky {
                 self.n
             )));
         }
-        for j in 0..n {
-            for k in a.col_ptr[j]..a.col_ptr[j + 1] {
-                if !a.values[k].is_finite() {
-                    return Err(LinalgError::NonFinite {
-                        row: a.row_idx[k],
-                        col: j,
-                    });
-                }
-            }
-        }
-        let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
-        let mut mem = MemBuffer::new(
-            self.symbolic
-                .factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
-        );
-        let mat = SparseColMatRef::new(sym, &a.values);
-        self.symbolic
-            .factorize_numeric_llt(
-                &mut self.values,
-                mat,
-                Side::Lower,
-                LltRegularization::default(),
-                Par::Seq,
-                MemStack::new(&mut mem),
-                Default::default(),
-            )
-            .map_err(|e| match e {
-                faer::linalg::solvers::LltError::NonPositivePivot { index } => {
-                    LinalgError::NotPositiveDefinite { index }
-                }
-            })?;
-        Ok(())
+        check_finite(a)?;
+        numeric_llt(&self.symbolic, &mut self.values, a)
     }
 
     pub fn n(&self) -> usize {

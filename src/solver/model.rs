@@ -591,22 +591,8 @@ impl Model {
         // Dirichlet groups.
         for (i, d) in body.dirichlet.iter().enumerate() {
             let k = format!("{key}.dirichlet[{i}].select");
-            let nodes = d
-                .select
-                .select(&k, &mesh.nodes, tol, &ls.base_dir)
-                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
-            if nodes.is_empty() {
-                return Err(ModelError::Scene {
-                    key: k,
-                    msg: "selects no node".into(),
-                });
-            }
-            let mut center = [0.0; 3];
-            for &n in &nodes {
-                for dd in 0..3 {
-                    center[dd] += x0[n][dd] / nodes.len() as f64;
-                }
-            }
+            let nodes = select_nodes(&d.select, k, &mesh.nodes, tol, &ls.base_dir)?;
+            let mut center = centroid(&x0, &nodes);
             if let Motion::Rotate {
                 center: Some(c), ..
             } = &d.motion
@@ -628,22 +614,8 @@ impl Model {
         // Attachments (compliance 0: Dirichlet groups).
         for (i, a) in body.attachments.iter().enumerate() {
             let k = format!("{key}.attachment[{i}].select");
-            let nodes = a
-                .select
-                .select(&k, &mesh.nodes, tol, &ls.base_dir)
-                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
-            if nodes.is_empty() {
-                return Err(ModelError::Scene {
-                    key: k,
-                    msg: "selects no node".into(),
-                });
-            }
-            let mut center = [0.0; 3];
-            for &n in &nodes {
-                for dd in 0..3 {
-                    center[dd] += x0[n][dd] / nodes.len() as f64;
-                }
-            }
+            let nodes = select_nodes(&a.select, k, &mesh.nodes, tol, &ls.base_dir)?;
+            let mut center = centroid(&x0, &nodes);
             if let Some(t) = a.target {
                 center = t;
             }
@@ -676,16 +648,7 @@ impl Model {
         // Loads.
         for (i, f) in body.forces.iter().enumerate() {
             let k = format!("{key}.force[{i}].select");
-            let nodes = f
-                .select
-                .select(&k, &mesh.nodes, tol, &ls.base_dir)
-                .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
-            if nodes.is_empty() {
-                return Err(ModelError::Scene {
-                    key: k,
-                    msg: "selects no node".into(),
-                });
-            }
+            let nodes = select_nodes(&f.select, k, &mesh.nodes, tol, &ls.base_dir)?;
             let share = if f.per == scene::ForcePer::Total {
                 1.0 / nodes.len() as f64
             } else {
@@ -1114,4 +1077,36 @@ impl Model {
         crate::contact::attachment::add_rhs(&self.attachments, t + self.h, &mut f);
         f
     }
+}
+
+/// Nodes of body-local selector `sel` (scene key `key`); an empty selection is an error
+/// naming the key.
+fn select_nodes(
+    sel: &scene::NodeSelector,
+    key: String,
+    nodes: &[[f64; 3]],
+    tol: f64,
+    base: &std::path::Path,
+) -> Result<Vec<usize>, ModelError> {
+    let picked = sel
+        .select(&key, nodes, tol, base)
+        .map_err(|(key, msg)| ModelError::Scene { key, msg })?;
+    if picked.is_empty() {
+        return Err(ModelError::Scene {
+            key,
+            msg: "selects no node".into(),
+        });
+    }
+    Ok(picked)
+}
+
+/// Mean of `x[n]` over `nodes`.
+fn centroid(x: &[[f64; 3]], nodes: &[usize]) -> [f64; 3] {
+    let mut c = [0.0; 3];
+    for &n in nodes {
+        for d in 0..3 {
+            c[d] += x[n][d] / nodes.len() as f64;
+        }
+    }
+    c
 }
