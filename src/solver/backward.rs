@@ -262,9 +262,7 @@ pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f
     for (o, ti) in out.iter_mut().zip(&t) {
         *o -= ti;
     }
-    for &k in &sim.prescribed {
-        out[k] = 0.0;
-    }
+    sim.zero_prescribed(out);
 }
 
 /// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`.
@@ -302,9 +300,7 @@ pub fn solve_adjoint(
     let t0 = std::time::Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
-    for &k in &sim.prescribed {
-        gf[k] = 0.0;
-    }
+    sim.zero_prescribed(&mut gf);
     let gnorm = norm(&gf);
     let mut stats = AdjointStats {
         frame,
@@ -377,9 +373,7 @@ pub fn solve_adjoint(
         let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
         sim.system.solve_homogeneous(&q, &mut u);
         z = aa.step(&z, &u);
-        for &k in &sim.prescribed {
-            z[k] = 0.0;
-        }
+        sim.zero_prescribed(&mut z);
         it += 1;
     }
     stats.iterations = it;
@@ -496,9 +490,7 @@ fn solve_adjoint_contact(
         let mut r = q.to_vec();
         let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
         c.add_jt(&neg, &mut r);
-        for &k in &sim.prescribed {
-            r[k] = 0.0;
-        }
+        sim.zero_prescribed(&mut r);
         norm(&r)
     };
     while it < cfg.max_iterations {
@@ -518,9 +510,7 @@ fn solve_adjoint_contact(
         }
         let gstep: Vec<f64> = w.iter().zip(&z).map(|(a, b)| a - b).collect();
         z = aa.step(&z, &gstep);
-        for &k in &sim.prescribed {
-            z[k] = 0.0;
-        }
+        sim.zero_prescribed(&mut z);
         it += 1;
     }
     stats.iterations = it;
@@ -533,9 +523,7 @@ fn solve_adjoint_contact(
         let mut op = |v: &[f64], out: &mut [f64]| {
             let mut dv = vec![0.0; n3];
             lin.apply(sim.model, v, &mut dv);
-            for &k in &sim.prescribed {
-                dv[k] = 0.0;
-            }
+            sim.zero_prescribed(&mut dv);
             let mut w = vec![0.0; n3];
             sim.system.solve_homogeneous(&dv, &mut w);
             c.project(&mut w);
@@ -613,9 +601,7 @@ pub fn accumulate_contact(
     }
     let c = lin.contact.as_ref()?;
     let mut gf = g.to_vec();
-    for &k in &sim.prescribed {
-        gf[k] = 0.0;
-    }
+    sim.zero_prescribed(&mut gf);
     let (mut w, _) = global_step(sim, lin, &gf, z);
     let (zeta, mu) = c.project(&mut w);
     let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());

@@ -145,13 +145,9 @@ pub fn step(
         .collect();
     let xd = model.dirichlet_values(frame as f64 * h);
     let mut x = x_t.to_vec();
-    for &k in &sim.prescribed {
-        x[k] = xd[k];
-    }
+    sim.impose_prescribed(&mut x, &xd);
     let mut my: Vec<f64> = (0..y.len()).map(|j| m[j / 3] * y[j] / (h * h)).collect();
-    for &k in &sim.prescribed {
-        my[k] = 0.0;
-    }
+    sim.zero_prescribed(&mut my);
     let thresh = sim.config.gate.rel * norm(&my) + sim.config.gate.abs;
     let simr: &Simulator = sim;
     let mut warm = vec![Vector3::zeros(); model.num_samples()];
@@ -233,9 +229,7 @@ pub fn solve_adjoint(
     let t0 = Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
-    for &k in &sim.prescribed {
-        gf[k] = 0.0;
-    }
+    sim.zero_prescribed(&mut gf);
     let gnorm = norm(&gf);
     let mut stats = AdjointStats {
         frame,

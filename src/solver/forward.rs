@@ -184,6 +184,21 @@ impl<'m> Simulator<'m> {
         })
     }
 
+    /// Zero the prescribed (Dirichlet) entries of a node-major vector: the free-DoF part
+    /// of a residual, step or adjoint right-hand side.
+    pub fn zero_prescribed(&self, v: &mut [f64]) {
+        for &k in &self.prescribed {
+            v[k] = 0.0;
+        }
+    }
+
+    /// Set the prescribed entries of `x` to their Dirichlet values `xd`.
+    pub fn impose_prescribed(&self, x: &mut [f64], xd: &[f64]) {
+        for &k in &self.prescribed {
+            x[k] = xd[k];
+        }
+    }
+
     /// Constant part of the RHS: $c=\tfrac1{h^2}My+\tfrac1h(\alpha Mx_t+\hat K_\beta x_t)$ with
     /// $y=x_t+hv_t+h^2M^{-1}f$ (Eqs. 3, 31).
     pub fn rhs_constant(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
@@ -246,9 +261,7 @@ impl<'m> Simulator<'m> {
         let c = self.rhs_constant(x_t, v_t, &f_ext);
         let xd = model.dirichlet_values(frame as f64 * h);
         let mut x = x_t.to_vec();
-        for &k in &self.prescribed {
-            x[k] = xd[k];
-        }
+        self.impose_prescribed(&mut x, &xd);
         let mut stats = StepStats::default();
         // Contact set-up (spec §6.2 step 3): candidates, frozen frames, Delassus columns.
         let t_c = Instant::now();
@@ -363,9 +376,7 @@ impl<'m> Simulator<'m> {
             }
             let g: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
             let mut xn = self.aa.step(&x, &g);
-            for &kk in &self.prescribed {
-                xn[kk] = xd[kk];
-            }
+            self.impose_prescribed(&mut xn, &xd);
             if k >= 1 {
                 // Position gate on the un-accelerated PD step g_k = Φ(x_k) − x_k: the mixed
                 // step x_{k+1} − x_k can be tiny while Anderson stagnates far from the fixed
@@ -379,9 +390,13 @@ impl<'m> Simulator<'m> {
                 );
                 let xref = match self.config.gate_reference {
                     GateReference::Position => norm(&x),
-                    GateReference::Displacement => {
-                        norm(&x.iter().zip(x_t).map(|(a, b)| a - b).collect::<Vec<_>>())
-                    }
+                    // ‖x_k − x_t‖ without a temporary (same summation order as `norm`)
+                    GateReference::Displacement => x
+                        .iter()
+                        .zip(x_t)
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum::<f64>()
+                        .sqrt(),
                 };
                 last_gate = self.config.gate.evaluate(dx, xref, dbp, norm(&bp_prev));
                 if DualGate::met(&last_gate) && contact_ok {
@@ -558,9 +573,7 @@ impl<'m> Simulator<'m> {
             super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg_s);
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
-            for &k in &self.prescribed {
-                trial[k] = xd[k];
-            }
+            self.impose_prescribed(&mut trial, xd);
             let Ok((r2, bn2)) = self.pd_residual(c, &trial) else {
                 break;
             };

@@ -588,9 +588,7 @@ pub fn step(
     let y = inertial_target(sim, x_t, v_t, &f_ext);
     let xd = model.dirichlet_values(frame as f64 * h);
     let mut x = x_t.to_vec();
-    for &k in &sim.prescribed {
-        x[k] = xd[k];
-    }
+    sim.impose_prescribed(&mut x, &xd);
     let mut sys = sim
         .newton_system
         .take()
@@ -728,9 +726,7 @@ pub fn solve_adjoint(
         sim, &mut sys, filter, &mut hess, g, &mut delta, false, &mut ns,
     )?;
     let mut gf = g.to_vec();
-    for &k in &sim.prescribed {
-        gf[k] = 0.0;
-    }
+    sim.zero_prescribed(&mut gf);
     let mut z = sys.solve(&gf);
     let k = assemble(sim, &sys, &hess);
     let prescribed = &sim.prescribed;
