@@ -26,6 +26,8 @@ pub struct ContactAdjoint {
     /// Rows of the kept (coupled) contacts.
     keep: Vec<usize>,
     lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
+    /// Diagonal of $G_c$ on the kept rows (block-Jacobi preconditioner of the contact rows).
+    diag: Vec<f64>,
 }
 
 /// Contact contributions to the parameter gradients of one step.
@@ -95,32 +97,31 @@ impl ContactAdjoint {
         for k in 0..na {
             g[(k, k)] += shift;
         }
+        let diag = (0..na).map(|k| g[(k, k)]).collect();
         let lu = (na > 0).then(|| g.partial_piv_lu());
         ContactAdjoint {
             rec: rec.clone(),
             del,
             keep,
             lu,
+            diag,
         }
     }
 
-    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
-    /// Returns $(\zeta,\mu)$ (zero on dropped contacts).
-    pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
-        use faer::linalg::solvers::Solve;
+    /// Number of contact unknowns $\zeta$ of the KKT form (the rows of the coupled contacts).
+    pub fn num_kept(&self) -> usize {
+        self.keep.len()
+    }
+
+    /// Spread $\zeta$ on the kept rows to all rows and form $\mu=D^T\zeta$ per contact.
+    fn expand(&self, zeta_k: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let set = &self.rec.set;
         let m = set.nrows();
         let mut zeta = vec![0.0; m];
-        let mut mu = vec![0.0; m];
-        let Some(lu) = &self.lu else {
-            return (zeta, mu);
-        };
-        let jw = set.apply_j(w);
-        let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| jw[self.keep[k]]);
-        lu.solve_in_place(x.as_mut());
         for (k, &r) in self.keep.iter().enumerate() {
-            zeta[r] = x[(k, 0)];
+            zeta[r] = zeta_k[k];
         }
+        let mut mu = vec![0.0; m];
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
@@ -130,9 +131,108 @@ impl ContactAdjoint {
                 mu[o + a] = (0..nr).map(|c| b.d[(c, a)] * zeta[o + c]).sum();
             }
         }
+        (zeta, mu)
+    }
+
+    /// Contact blocks of the KKT operator of the step adjoint,
+    /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}$: `out_z += J^T D^T zeta`,
+    /// `out_c = -J z + E^T zeta` (kept rows; `zeta_k` and `out_c` have [`Self::num_kept`]
+    /// entries).
+    pub fn apply_kkt(&self, z: &[f64], zeta_k: &[f64], out_z: &mut [f64], out_c: &mut [f64]) {
+        let set = &self.rec.set;
+        let (zeta, mu) = self.expand(zeta_k);
+        set.add_jt(&mu, out_z);
+        let jz = set.apply_j(z);
+        let mut pos = vec![usize::MAX; set.nrows()];
+        for (k, &r) in self.keep.iter().enumerate() {
+            pos[r] = k;
+        }
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            if pos[o] == usize::MAX {
+                continue;
+            }
+            let nr = rows.len();
+            let b = &self.rec.blocks[j];
+            for a in 0..nr {
+                let ete: f64 = (0..nr).map(|s| b.e[(s, a)] * zeta[o + s]).sum();
+                out_c[pos[o + a]] = -jz[o + a] + ete;
+            }
+        }
+    }
+
+    /// Woodbury (block-elimination) preconditioner of the KKT operator (Zeng et al. 2026
+    /// §4.4, Eq. 27, in the form that needs neither $E^{-1}$ nor $D^{-1}$): the exact inverse
+    /// of $\begin{bmatrix}A&J^TD^T\\-J&E^T\end{bmatrix}$, i.e. $K$ with $\Delta A$ dropped,
+    /// $$u=A^{-1}r_z,\quad G_c\zeta=r_c+Ju,\quad z=u-XD^T\zeta,$$
+    /// with the persistent factor for $A^{-1}$, $X=A^{-1}J^T$ and $G_c=WD^T+E^T$ factored once
+    /// per step (the cached Delassus $W=JX$). For smoothed compliant rows ($E$ invertible) this
+    /// is $(A+J^TD^TE^{-T}J)^{-1}$ by the Woodbury identity; hard rows ($E=0$) make it the
+    /// $A$-orthogonal projection onto $Jz=0$ composed with $A^{-1}$.
+    pub fn woodbury(
+        &self,
+        solver: &dyn LinearSolver,
+        r_z: &[f64],
+        r_c: &[f64],
+        z: &mut [f64],
+        zeta_k: &mut [f64],
+    ) {
+        solver.solve_homogeneous(r_z, z);
+        let (zk, _, _) = self.eliminate(z, Some(r_c));
+        zeta_k[..zk.len()].copy_from_slice(&zk);
+    }
+
+    /// Block-diagonal ("mass-aligned" + Jacobi) preconditioner of the KKT operator:
+    /// $z=A^{-1}r_z$, $\zeta_k=r_{c,k}/(G_c)_{kk}$. The baseline against [`Self::woodbury`]:
+    /// it ignores the coupling of the contact rows through $J$ (Zeng et al. 2026 §5: the
+    /// $A^{-1}$-preconditioned solve oscillates with stiff contact).
+    pub fn block_jacobi(
+        &self,
+        solver: &dyn LinearSolver,
+        r_z: &[f64],
+        r_c: &[f64],
+        z: &mut [f64],
+        zeta_k: &mut [f64],
+    ) {
+        solver.solve_homogeneous(r_z, z);
+        let dmax = self.diag.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+        for k in 0..self.keep.len() {
+            let d = self.diag[k];
+            zeta_k[k] = if d.abs() > 1e-14 * dmax {
+                r_c[k] / d
+            } else {
+                r_c[k]
+            };
+        }
+    }
+
+    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
+    /// Returns $(\zeta,\mu)$ (zero on dropped contacts).
+    pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
+        let (_, zeta, mu) = self.eliminate(w, None);
+        (zeta, mu)
+    }
+
+    /// $\zeta=G_c^{-1}(r_c+Jw)$ on the kept rows ($r_c=0$ when `None`), $\mu=D^T\zeta$,
+    /// $w\leftarrow w-X\mu$. Returns $\zeta$ on the kept rows, and $(\zeta,\mu)$ on all rows.
+    fn eliminate(&self, w: &mut [f64], r_c: Option<&[f64]>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        use faer::linalg::solvers::Solve;
+        let set = &self.rec.set;
+        let m = set.nrows();
+        let Some(lu) = &self.lu else {
+            return (vec![], vec![0.0; m], vec![0.0; m]);
+        };
+        let jw = set.apply_j(w);
+        let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| {
+            jw[self.keep[k]] + r_c.map_or(0.0, |r| r[k])
+        });
+        lu.solve_in_place(x.as_mut());
+        let zeta_k: Vec<f64> = (0..self.keep.len()).map(|k| x[(k, 0)]).collect();
+        let (zeta, mu) = self.expand(&zeta_k);
         let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
         self.del.add_x(set, &neg, w);
-        (zeta, mu)
+        (zeta_k, zeta, mu)
     }
 
     /// `out += J^T mu`.

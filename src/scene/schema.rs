@@ -187,8 +187,11 @@ pub struct BackwardSettings {
     /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
     #[serde(default)]
     pub filter: crate::solver::backward::HessianFilterMode,
-    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback) or
-    /// `"gmres"` ($A^{-1}$-preconditioned GMRES).
+    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback;
+    /// with NCP contact the contact-projected iteration), `"gmres"` ($A^{-1}$-preconditioned
+    /// GMRES; with NCP contact GMRES on the KKT system, block-Jacobi preconditioned), `"pcg"`
+    /// (CG with $A^{-1}$; refused with NCP contact) or `"woodbury"` (GMRES on the contact
+    /// KKT system with the Woodbury block preconditioner, Zeng et al. 2026 §4.4).
     #[serde(default)]
     pub method: crate::solver::backward::AdjointMethod,
     /// Restart length of the GMRES fallback of the adjoint solve.
@@ -1230,6 +1233,17 @@ impl Scene {
         }
         if b.anderson_window > 64 {
             return Err(("backward.anderson_window".into(), "expected 0..=64".into()));
+        }
+        let ncp_contact = self.contact.model != crate::scene::ContactModel::Penalty
+            && (!self.obstacles.is_empty() || (self.contact.bodies && self.bodies.len() > 1));
+        if ncp_contact && b.method == crate::solver::backward::AdjointMethod::Pcg {
+            return Err((
+                "backward.method".into(),
+                "\"pcg\" needs a symmetric positive definite adjoint, but the NCP contact \
+                 adjoint is a (non-symmetric with friction) KKT system; use \"woodbury\", \
+                 \"gmres\" or \"fixed_point\""
+                    .into(),
+            ));
         }
         if self.output.every == 0 {
             return Err(("output.every".into(), "expected at least 1".into()));
