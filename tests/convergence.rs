@@ -198,3 +198,46 @@ fn armadillo_scene_resolves_and_converges_at_1000x() {
     // the load moved the hands
     assert!(v.iter().any(|c| c.abs() > 1e-4));
 }
+
+/// Regression (displacement gate, the default since 2026-11-23): at tight tolerances
+/// ε_rel‖x_k − x_t‖ + ε_abs can ask for a PD residual below what round-off allows. Example:
+/// a stiff block (E 1e8) bobbing slowly on soft attachments, at ε_rel 1e-12 and ε_abs
+/// 1e-16. Without a floor that block ran to the 20000-iteration cap at frame 11. The
+/// gate's floor of 2.2e-12‖x_k‖ lets every frame converge in a few iterations.
+#[test]
+fn stiff_slow_body_converges_under_the_displacement_gate() {
+    let scene = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 20
+gravity = [0.0, 0.0, -9.81]
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 2]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 1e8
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 20.0
+[[body.attachment]]
+select = { face = "z_max" }
+compliance = 1e-2
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-16
+max_iterations = 2000
+"#;
+    let r = run_cli("simulate", scene, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = r.log();
+    assert_eq!(log["header"]["gate_reference"], "displacement");
+    let its = iterations(&log);
+    eprintln!("iterations per frame: {its:?}");
+    assert_eq!(log["summary"]["nonconverged_frames"].as_u64(), Some(0));
+    assert!(its.iter().all(|&k| k < 500), "{its:?}");
+}

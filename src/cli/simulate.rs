@@ -92,6 +92,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         frames_requested: model.frames,
         heterogeneous: sim.derived.heterogeneous,
         anderson_window: sim.config.window,
+        gate_reference: sim.config.gate_reference,
         solver_method: sim.config.method.as_str().into(),
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,

@@ -21,6 +21,8 @@ pub struct RunHeader {
     pub frames_requested: usize,
     pub heterogeneous: bool,
     pub anderson_window: usize,
+    /// `solver.gate_reference` of the run: what the position gate is relative to.
+    pub gate_reference: crate::scene::GateReference,
     /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
     pub solver_method: String,
     /// Assembly + ordering + factorization time (s).

@@ -856,12 +856,15 @@ pub struct SolverSettings {
     /// Absolute tolerance ε_abs of both gates.
     #[serde(default = "d_abs")]
     pub abs_tol: f64,
-    /// What the position gate is relative to: `"position"` (spec Eq. 22, ‖x_k‖, the absolute
-    /// positions) or `"displacement"` (‖x_k − x_t‖, the motion of the step so far, which does
-    /// not loosen with the body's distance from the origin). See docs/NOTES.md "Gate tolerance".
+    /// What the position gate is relative to: `"displacement"` (default: ‖x_k − x_t‖, the
+    /// motion of the step so far, with a round-off floor of 2.2e-12‖x_k‖ for bodies at rest)
+    /// or `"position"` (spec Eq. 22: ‖x_k‖, the absolute positions, which loosens with the
+    /// body's size and distance from the origin and stops early on small motions). See
+    /// docs/NOTES.md "Gate tolerance".
     #[serde(default)]
     pub gate_reference: GateReference,
-    /// Anderson window: `"auto"` (1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
+    /// Anderson window: `"auto"` (5; with `gate_reference = "position"` the paper's rule,
+    /// 1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
     #[serde(default)]
     pub anderson_window: AndersonWindow,
     /// Reliability guard γ_max (spec Eq. 21). Default 1e3, not the spec's 10: for a PD
@@ -988,8 +991,8 @@ fn d_rel() -> f64 {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum GateReference {
-    #[default]
     Position,
+    #[default]
     Displacement,
 }
 fn d_abs() -> f64 {
@@ -1004,7 +1007,7 @@ impl Default for SolverSettings {
             max_iterations: d_maxit(),
             rel_tol: d_rel(),
             abs_tol: d_abs(),
-            gate_reference: GateReference::Position,
+            gate_reference: GateReference::Displacement,
             anderson_window: AndersonWindow::Auto,
             anderson_gamma_max: d_gmax(),
             threads: 0,
