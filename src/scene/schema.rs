@@ -1169,25 +1169,25 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
-        if s.method != SolverMethod::Diffphd {
-            // The baselines (issue 7) model neither contact nor muscles: refuse rather than
-            // silently drop them.
+        if s.method == SolverMethod::Diffpd {
+            // DiffPD's own contact (active-set glue, diffpd-notes §1.9) is not implemented:
+            // refuse rather than silently drop contact. Newton models the same NCP contact as
+            // diffphd; both baselines model muscles.
             if !self.obstacles.is_empty() {
                 return Err((
                     "solver.method".into(),
-                    format!(
-                        "method \"{}\" does not support contact ([[obstacle]]); use \"diffphd\"",
-                        s.method.as_str()
-                    ),
+                    "method \"diffpd\" does not support contact ([[obstacle]]): DiffPD's \
+                     active-set contact is not implemented; use \"diffphd\" or \"newton\""
+                        .into(),
                 ));
             }
-            if self.bodies.iter().any(|b| !b.muscles.is_empty()) {
+            if self.contact.bodies && self.bodies.len() > 1 {
                 return Err((
                     "solver.method".into(),
-                    format!(
-                        "method \"{}\" does not support muscles ([[body.muscle]]); use \"diffphd\"",
-                        s.method.as_str()
-                    ),
+                    "method \"diffpd\" does not support body-body contact (contact.bodies = \
+                     true): DiffPD's active-set contact is not implemented; use \"diffphd\" \
+                     or \"newton\""
+                        .into(),
                 ));
             }
         }

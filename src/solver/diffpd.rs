@@ -9,6 +9,10 @@
 //! at most 10), a descent fallback to $-A^{-1}\nabla g$, and DiffPD's stop
 //! $\|\nabla g_F\|\le\epsilon_r\|\tfrac{M}{h^2}y_F\|+\epsilon_a$ (`solver.rel_tol`, `abs_tol`).
 //!
+//! Muscle fibres (spec §3.5) are part of $A$, $b(x)$ and the energy ([`super::muscle::energy`]);
+//! contact is not modelled (the scene validation refuses `[[obstacle]]` and `[contact] bodies`
+//! for this method).
+//!
 //! Backward: DiffPD's quasi-Newton adjoint: minimise $s(z)=\tfrac12z^T(A-\Delta A)z-g^Tz$ by the
 //! same L-BFGS ($H_0=A^{-1}$, Armijo) from $z=0$ until $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+
 //! \epsilon_a$ (`[backward]` tolerances). Where DiffPD falls back to a direct LDLᵀ of the exact
@@ -137,6 +141,7 @@ pub fn step(
     let t0 = Instant::now();
     let model = sim.model;
     let h = model.h;
+    sim.derived.muscle_time = frame as f64 * h;
     let f_ext = model.external_force((frame - 1) as f64 * h, &sim.derived.mass);
     let c = sim.rhs_constant(x_t, v_t, &f_ext);
     let m = &sim.derived.mass;
@@ -173,7 +178,11 @@ pub fn step(
         for &k in &simr.prescribed {
             g[k] = 0.0;
         }
-        let e = super::trust_region::pd_energy(simr, xx, &y, x_t);
+        // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
+        // quadratic part of compliant attachments (their linear part is in y)
+        let e = super::trust_region::pd_energy(simr, xx, &y, x_t)
+            + super::muscle::energy(model, xx, simr.derived.muscle_time)
+            + crate::contact::attachment::quadratic_energy(&model.attachments, xx);
         t_local += tl.elapsed().as_secs_f64();
         Ok((e, g))
     };

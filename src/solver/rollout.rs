@@ -190,7 +190,7 @@ pub fn backward(
                     super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
                 }
                 crate::scene::SolverMethod::Newton => {
-                    super::newton::solve_adjoint(sim_ref, x_next, &g, cfg, frame)?
+                    super::newton::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
                 }
             };
             st.alpha = alpha;
