@@ -332,6 +332,7 @@ log = true
 
 /// A 2×2×1 block (hex corotated or tet Neo-Hookean) launched with `velocity` from height
 /// `z0` onto a frictional plane (μ = 0.3), time step `dt`; tight tolerances everywhere.
+#[allow(clippy::too_many_arguments)]
 fn contact_scene(
     element: &str,
     model: &str,
