@@ -394,12 +394,30 @@ target = [0.2, 0.0, 0.1]
 
 /// Sliding with friction for 10 steps of 10 ms.
 fn sliding(element: &str, model: &str, smoothing: f64) -> String {
-    contact_scene(element, model, [0.8, 0.3, 0.0], 0.0, 10, smoothing, 0.01, 1e5)
+    contact_scene(
+        element,
+        model,
+        [0.8, 0.3, 0.0],
+        0.0,
+        10,
+        smoothing,
+        0.01,
+        1e5,
+    )
 }
 
 /// Falls 3 cm, hits the ground, sticks, slips and separates within 15 steps of 4 ms.
 fn bouncing(element: &str, model: &str, smoothing: f64) -> String {
-    contact_scene(element, model, [0.5, 0.2, -2.0], 0.03, 15, smoothing, 0.004, 5e4)
+    contact_scene(
+        element,
+        model,
+        [0.5, 0.2, -2.0],
+        0.03,
+        15,
+        smoothing,
+        0.004,
+        5e4,
+    )
 }
 
 /// Newton with NCP contact (the oracle) and diffphd solve the same contact problem: final
@@ -411,7 +429,10 @@ fn newton_contact_matches_diffphd() {
         ("sliding hex, hard", sliding("hex8", "corotated", 0.0)),
         ("sliding hex, smoothed", sliding("hex8", "corotated", 1e-10)),
         ("bouncing hex, hard", bouncing("hex8", "corotated", 0.0)),
-        ("bouncing hex, smoothed", bouncing("hex8", "corotated", 1e-10)),
+        (
+            "bouncing hex, smoothed",
+            bouncing("hex8", "corotated", 1e-10),
+        ),
         ("bouncing NH tet, hard", bouncing("tet4", "neohookean", 0.0)),
     ] {
         let phd = run(&text, &[]);
@@ -459,7 +480,10 @@ fn newton_contact_gradient_matches_finite_differences() {
         ("sliding, smoothed", sliding("hex8", "corotated", 1e-10)),
         ("bouncing, smoothed", bouncing("hex8", "corotated", 1e-10)),
     ] {
-        let text = text.replace("newton_tol = 1e-12", "newton_tol = 1e-12\nmethod = \"newton\"");
+        let text = text.replace(
+            "newton_tol = 1e-12",
+            "newton_tol = 1e-12\nmethod = \"newton\"",
+        );
         let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
@@ -470,7 +494,10 @@ fn newton_contact_gradient_matches_finite_differences() {
         ("sliding, hard", sliding("hex8", "corotated", 0.0)),
         ("bouncing, hard", bouncing("hex8", "corotated", 0.0)),
     ] {
-        let text = text.replace("newton_tol = 1e-12", "newton_tol = 1e-12\nmethod = \"newton\"");
+        let text = text.replace(
+            "newton_tol = 1e-12",
+            "newton_tol = 1e-12\nmethod = \"newton\"",
+        );
         let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
@@ -593,7 +620,10 @@ log = true
         assert!(dx <= 1e-6, "{name}: state {dx:e}");
         assert!(dg <= 1e-4, "{name}: gradient {dg:e}");
     }
-    let dpd = run(attached, &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"]);
+    let dpd = run(
+        attached,
+        &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"],
+    );
     let phd = run(attached, &[]);
     let (dx, dg) = (rel_diff(&dpd.x, &phd.x), grad_rel(&dpd.grad, &phd.grad));
     eprintln!("attachment diffpd: state {dx:.2e}, gradient {dg:.2e}");
@@ -682,13 +712,19 @@ fn baselines_agree_with_diffphd_on_muscles() {
         let dpd = run(&text, &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"]);
         let nwt = run(&text, &["solver.method=\"newton\""]);
         let (dx_pd, dx_nt) = (rel_diff(&dpd.x, &phd.x), rel_diff(&nwt.x, &phd.x));
-        let (dg_pd, dg_nt) = (grad_rel(&dpd.grad, &phd.grad), grad_rel(&nwt.grad, &phd.grad));
+        let (dg_pd, dg_nt) = (
+            grad_rel(&dpd.grad, &phd.grad),
+            grad_rel(&nwt.grad, &phd.grad),
+        );
         eprintln!(
             "muscles {el} {model}: state diffpd {dx_pd:.2e} newton {dx_nt:.2e}; gradient diffpd {dg_pd:.2e} newton {dg_nt:.2e}; grad {:?}",
             phd.grad
         );
         assert!(dx_pd <= 1e-6 && dx_nt <= 1e-6, "state: {dx_pd:e} {dx_nt:e}");
-        assert!(dg_pd <= 1e-4 && dg_nt <= 1e-4, "gradient: {dg_pd:e} {dg_nt:e}");
+        assert!(
+            dg_pd <= 1e-4 && dg_nt <= 1e-4,
+            "gradient: {dg_pd:e} {dg_nt:e}"
+        );
     }
 }
 

@@ -386,7 +386,16 @@ impl<'m> Simulator<'m> {
             stats.time_other += t0.elapsed().as_secs_f64();
         }
         let ncp = ncp.take().map(|(set, _, lambda)| (set, lambda));
-        self.contact_finish(frame, ncp, penalty_force, x_t, v_t, &mut x, cstats, &mut stats);
+        self.contact_finish(
+            frame,
+            ncp,
+            penalty_force,
+            x_t,
+            v_t,
+            &mut x,
+            cstats,
+            &mut stats,
+        );
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;

@@ -851,7 +851,11 @@ pub fn step(
                 del.add_x(set, &lam_new, &mut xhat);
                 cstats.seconds_solve += tc.elapsed().as_secs_f64();
                 let dx: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
-                let dl: Vec<f64> = lam_new.iter().zip(lambda.iter()).map(|(a, b)| a - b).collect();
+                let dl: Vec<f64> = lam_new
+                    .iter()
+                    .zip(lambda.iter())
+                    .map(|(a, b)| a - b)
+                    .collect();
                 let xmax = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
                 let dmax = dx.iter().fold(0.0f64, |a, v| a.max(v.abs()));
                 let lmax = lambda.iter().fold(0.0f64, |a, v| a.max(v.abs()));
@@ -1311,7 +1315,12 @@ mod tests {
         let mut b = a.clone();
         d1.add_x(&set, &lam, &mut a);
         d3.add_x(&set, &lam, &mut b);
-        let e: f64 = a.iter().zip(&b).map(|(p, q)| (p - q).powi(2)).sum::<f64>().sqrt();
+        let e: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(p, q)| (p - q).powi(2))
+            .sum::<f64>()
+            .sqrt();
         assert!(e <= 1e-12 * norm(&a), "X lambda differs: {e:e}");
     }
 
