@@ -290,29 +290,67 @@ newton_tol = 1e-9
     assert!(sp <= sa, "PPN iterations {sp} vs abs {sa}");
 }
 
-/// DiffPD's own (active-set) contact is not implemented: `diffpd` refuses obstacles with
-/// exit 2, naming the key and saying so; `newton` models the same NCP contact as diffphd and
-/// runs the bouncing ball.
+/// `newton` and `diffpd` run the bouncing ball (Newton: the NCP model; DiffPD: its own
+/// active-set glue contact); `diffpd` refuses body–body contact with exit 2, naming the key.
 #[test]
-fn diffpd_refuses_contact_newton_runs_it() {
+fn baselines_run_contact_and_diffpd_refuses_body_contact() {
     let text = std::fs::read_to_string(common::repo().join("scenes/bouncing_ball.toml")).unwrap();
+    for m in ["newton", "diffpd"] {
+        let out = common::run_cli("simulate", &text, &[], &["--solver", m, "--frames", "1"]);
+        assert_eq!(out.code, 0, "{m}: {}", out.stderr);
+    }
+    let two = text.replace(
+        "[[obstacle]]",
+        "[[body]]\nname = \"b\"\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.05\norigin = [0.5, 0.5, 0.0]\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[contact]\nbodies = true\n[[obstacle]]",
+    );
     let out = common::run_cli(
         "simulate",
-        &text,
+        &two,
         &[],
         &["--solver", "diffpd", "--frames", "1"],
     );
     assert_eq!(out.code, 2, "diffpd: {}", out.stderr);
     assert!(out.stderr.contains("solver.method"), "{}", out.stderr);
-    assert!(out.stderr.contains("contact"), "{}", out.stderr);
-    assert!(out.stderr.contains("not implemented"), "{}", out.stderr);
-    let out = common::run_cli(
-        "simulate",
-        &text,
-        &[],
-        &["--solver", "newton", "--frames", "1"],
-    );
-    assert_eq!(out.code, 0, "newton: {}", out.stderr);
+    assert!(out.stderr.contains("body-body contact"), "{}", out.stderr);
+}
+
+/// DiffPD's glue contact (active nodes pinned at their start-of-step positions, active set
+/// held fixed in the backward): the block bounces onto the plane, the contact set becomes
+/// active without penetration beyond the set iteration, and the restricted adjoint matches
+/// central differences (initial velocity, Young's modulus) where the active sets do not
+/// change under the perturbation.
+#[test]
+fn diffpd_glue_contact_gradient_matches_finite_differences() {
+    let base = bouncing("hex8", "corotated", 0.0);
+    let cut = base.find("[[parameter]]").unwrap();
+    let text = format!(
+        "{}[[parameter]]\nkind = \"initial_velocity\"\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n",
+        &base[..cut]
+    )
+    .replace("newton_tol = 1e-12", "newton_tol = 1e-12\nmethod = \"diffpd\"");
+    let ls = common::load(&text, &[]);
+    let model = diffphd::solver::Model::from_scene(&ls).unwrap();
+    let mut sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
+    let mut active = vec![];
+    let mut pen: f64 = 0.0;
+    for f in 1..=model.frames {
+        let (xn, st) = sim.step(f, &x, &v).unwrap();
+        assert!(st.converged, "frame {f}");
+        let c = st.contact.clone().unwrap();
+        active.push(c.active);
+        pen = pen.max(c.max_penetration);
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
+        x = xn;
+    }
+    eprintln!("diffpd glue: active per frame {active:?}, max penetration {pen:.2e} m");
+    assert!(active.iter().any(|&a| a > 0), "no contact");
+    assert!(pen <= 1e-3, "penetration {pen:e}");
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    for r in &rep.rows {
+        eprintln!("diffpd glue: {} rel.err {:.2e}", r.name, r.rel_error);
+    }
+    common::assert_all_pass("diffpd glue", &rep);
 }
 
 const CONTACT_PARAMS: &str = r#"

@@ -1169,27 +1169,16 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
-        if s.method == SolverMethod::Diffpd {
-            // DiffPD's own contact (active-set glue, diffpd-notes §1.9) is not implemented:
-            // refuse rather than silently drop contact. Newton models the same NCP contact as
-            // diffphd; both baselines model muscles.
-            if !self.obstacles.is_empty() {
-                return Err((
-                    "solver.method".into(),
-                    "method \"diffpd\" does not support contact ([[obstacle]]): DiffPD's \
-                     active-set contact is not implemented; use \"diffphd\" or \"newton\""
-                        .into(),
-                ));
-            }
-            if self.contact.bodies && self.bodies.len() > 1 {
-                return Err((
-                    "solver.method".into(),
-                    "method \"diffpd\" does not support body-body contact (contact.bodies = \
-                     true): DiffPD's active-set contact is not implemented; use \"diffphd\" \
-                     or \"newton\""
-                        .into(),
-                ));
-            }
+        if s.method == SolverMethod::Diffpd && self.contact.bodies && self.bodies.len() > 1 {
+            // DiffPD's own contact (active-set glue, diffpd-notes §1.9) is against obstacles
+            // only: refuse rather than silently drop body–body contact.
+            return Err((
+                "solver.method".into(),
+                "method \"diffpd\" does not support body-body contact (contact.bodies = true): \
+                 its active-set (glue) contact is against [[obstacle]]s only; use \"diffphd\" \
+                 or \"newton\""
+                    .into(),
+            ));
         }
         if s.newton_max_iterations == 0 {
             return Err((

@@ -105,6 +105,10 @@ pub struct StepStats {
     /// Newton statistics (`method = "newton"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<super::newton::NewtonStats>,
+    /// `method = "diffpd"` with obstacles: the active (glued) contact nodes the step was
+    /// solved with, pinned at their start-of-step positions (what the backward restricts to).
+    #[serde(skip)]
+    pub diffpd_active: Option<Vec<usize>>,
 }
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -131,6 +135,8 @@ pub struct Simulator<'m> {
     aa: TypeII,
     /// Hessian pattern and reusable symbolic factor of the Newton baseline.
     pub(crate) newton_system: Option<Box<super::newton::NewtonSystem>>,
+    /// Active contact set of the previous step (`method = "diffpd"`, warm start).
+    pub(crate) diffpd_active: Vec<usize>,
 }
 
 /// Settings of the per-iteration NCP contact solve from `[contact]`.
@@ -193,6 +199,7 @@ impl<'m> Simulator<'m> {
             compute_tr: false,
             aa,
             newton_system: None,
+            diffpd_active: Vec::new(),
         })
     }
 
