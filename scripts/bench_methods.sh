@@ -12,8 +12,8 @@
 #   EXTRA="--set solver.rel_tol=1e-8" scripts/bench_methods.sh   # extra args for every run
 #
 # A method is `name` or `name:newton_filter` (e.g. newton:ppn, newton:abs). Newton models
-# the same NCP contact as diffphd; diffpd refuses contact scenes (exit 2: its active-set
-# contact is not implemented) and the table says so instead of a number.
+# the same NCP contact as diffphd; diffpd uses DiffPD's own active-set glue contact (a
+# different model: its rel.diff to Newton on contact scenes is a model difference).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet || exit 1
