@@ -11,8 +11,9 @@
 #   THREADS="1 2" scripts/bench_methods.sh          # thread sweep
 #   EXTRA="--set solver.rel_tol=1e-8" scripts/bench_methods.sh   # extra args for every run
 #
-# A method is `name` or `name:newton_filter` (e.g. newton:ppn, newton:abs). Scenes with
-# contact are refused by diffpd/newton (exit 2); the table says so instead of a number.
+# A method is `name` or `name:newton_filter` (e.g. newton:ppn, newton:abs). Newton models
+# the same NCP contact as diffphd; diffpd uses DiffPD's own active-set glue contact (a
+# different model: its rel.diff to Newton on contact scenes is a model difference).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet || exit 1

@@ -290,16 +290,494 @@ newton_tol = 1e-9
     assert!(sp <= sa, "PPN iterations {sp} vs abs {sa}");
 }
 
-/// The baselines model neither contact nor muscles: refused with exit 2, the key named.
+/// `newton` and `diffpd` run the bouncing ball (Newton: the NCP model; DiffPD: its own
+/// active-set glue contact); `diffpd` refuses body–body contact with exit 2, naming the key.
 #[test]
-fn baselines_refuse_contact() {
+fn baselines_run_contact_and_diffpd_refuses_body_contact() {
     let text = std::fs::read_to_string(common::repo().join("scenes/bouncing_ball.toml")).unwrap();
     for m in ["newton", "diffpd"] {
         let out = common::run_cli("simulate", &text, &[], &["--solver", m, "--frames", "1"]);
-        assert_eq!(out.code, 2, "{m}: {}", out.stderr);
-        assert!(out.stderr.contains("solver.method"), "{}", out.stderr);
-        assert!(out.stderr.contains("contact"), "{}", out.stderr);
+        assert_eq!(out.code, 0, "{m}: {}", out.stderr);
     }
+    let two = text.replace(
+        "[[obstacle]]",
+        "[[body]]\nname = \"b\"\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.05\norigin = [0.5, 0.5, 0.0]\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[contact]\nbodies = true\n[[obstacle]]",
+    );
+    let out = common::run_cli(
+        "simulate",
+        &two,
+        &[],
+        &["--solver", "diffpd", "--frames", "1"],
+    );
+    assert_eq!(out.code, 2, "diffpd: {}", out.stderr);
+    assert!(out.stderr.contains("solver.method"), "{}", out.stderr);
+    assert!(out.stderr.contains("body-body contact"), "{}", out.stderr);
+}
+
+/// DiffPD's glue contact (active nodes pinned at their start-of-step positions, active set
+/// held fixed in the backward): the block bounces onto the plane, the contact set becomes
+/// active without penetration beyond the set iteration, and the restricted adjoint matches
+/// central differences (initial velocity, Young's modulus) where the active sets do not
+/// change under the perturbation.
+#[test]
+fn diffpd_glue_contact_gradient_matches_finite_differences() {
+    let base = bouncing("hex8", "corotated", 0.0);
+    let cut = base.find("[[parameter]]").unwrap();
+    let text = format!(
+        "{}[[parameter]]\nkind = \"initial_velocity\"\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n",
+        &base[..cut]
+    )
+    .replace("newton_tol = 1e-12", "newton_tol = 1e-12\nmethod = \"diffpd\"");
+    let ls = common::load(&text, &[]);
+    let model = diffphd::solver::Model::from_scene(&ls).unwrap();
+    let mut sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
+    let mut active = vec![];
+    let mut pen: f64 = 0.0;
+    for f in 1..=model.frames {
+        let (xn, st) = sim.step(f, &x, &v).unwrap();
+        assert!(st.converged, "frame {f}");
+        let c = st.contact.clone().unwrap();
+        active.push(c.active);
+        pen = pen.max(c.max_penetration);
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
+        x = xn;
+    }
+    eprintln!("diffpd glue: active per frame {active:?}, max penetration {pen:.2e} m");
+    assert!(active.iter().any(|&a| a > 0), "no contact");
+    assert!(pen <= 1e-3, "penetration {pen:e}");
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    for r in &rep.rows {
+        eprintln!("diffpd glue: {} rel.err {:.2e}", r.name, r.rel_error);
+    }
+    common::assert_all_pass("diffpd glue", &rep);
+}
+
+const CONTACT_PARAMS: &str = r#"
+[[parameter]]
+kind = "initial_velocity"
+[[parameter]]
+kind = "friction"
+obstacle = 0
+[[parameter]]
+kind = "obstacle_offset"
+obstacle = 0
+component = 2
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+"#;
+
+/// A 2×2×1 block (hex corotated or tet Neo-Hookean) launched with `velocity` from height
+/// `z0` onto a frictional plane (μ = 0.3), time step `dt`; tight tolerances everywhere.
+#[allow(clippy::too_many_arguments)]
+fn contact_scene(
+    element: &str,
+    model: &str,
+    velocity: [f64; 3],
+    z0: f64,
+    frames: usize,
+    smoothing: f64,
+    dt: f64,
+    e: f64,
+) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = {dt}
+frames = {frames}
+[[body]]
+[body.mesh]
+generator = "box"
+element = "{element}"
+cells = [2, 2, 1]
+dx = 0.05
+origin = [0.0, 0.0, {z0}]
+[body.material]
+model = "{model}"
+youngs_modulus = {e:e}
+poisson_ratio = 0.3
+density = 1000.0
+[body.initial]
+velocity = [{}, {}, {}]
+angular_velocity = [0.0, 2.0, 0.0]
+[[obstacle]]
+type = "plane"
+point = [0, 0, 0]
+normal = [0, 0, 1]
+friction = 0.3
+[contact]
+smoothing = {smoothing:e}
+tolerance = 1e-15
+[solver]
+rel_tol = 1e-13
+abs_tol = 1e-16
+max_iterations = 20000
+newton_tol = 1e-12
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-20
+max_iterations = 2000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 11
+[[loss.term]]
+type = "center_of_mass"
+target = [0.2, 0.0, 0.1]
+{CONTACT_PARAMS}"#,
+        velocity[0], velocity[1], velocity[2]
+    )
+}
+
+/// Sliding with friction for 10 steps of 10 ms.
+fn sliding(element: &str, model: &str, smoothing: f64) -> String {
+    contact_scene(
+        element,
+        model,
+        [0.8, 0.3, 0.0],
+        0.0,
+        10,
+        smoothing,
+        0.01,
+        1e5,
+    )
+}
+
+/// Falls 3 cm, hits the ground, sticks, slips and separates within 15 steps of 4 ms.
+fn bouncing(element: &str, model: &str, smoothing: f64) -> String {
+    contact_scene(
+        element,
+        model,
+        [0.5, 0.2, -2.0],
+        0.03,
+        15,
+        smoothing,
+        0.004,
+        5e4,
+    )
+}
+
+/// Newton with NCP contact (the oracle) and diffphd solve the same contact problem: final
+/// states and gradients agree at tight tolerances, hard and smoothed FB, sliding and
+/// bouncing, and the per-frame contact statistics (active/sticking/sliding) are identical.
+#[test]
+fn newton_contact_matches_diffphd() {
+    for (name, text) in [
+        ("sliding hex, hard", sliding("hex8", "corotated", 0.0)),
+        ("sliding hex, smoothed", sliding("hex8", "corotated", 1e-10)),
+        ("bouncing hex, hard", bouncing("hex8", "corotated", 0.0)),
+        (
+            "bouncing hex, smoothed",
+            bouncing("hex8", "corotated", 1e-10),
+        ),
+        ("bouncing NH tet, hard", bouncing("tet4", "neohookean", 0.0)),
+    ] {
+        let phd = run(&text, &[]);
+        let nwt = run(&text, &["solver.method=\"newton\""]);
+        let x0 = diffphd::solver::Model::from_scene(&common::load(&text, &[]))
+            .unwrap()
+            .x0;
+        let disp = |x: &[f64]| -> Vec<f64> { x.iter().zip(&x0).map(|(a, b)| a - b).collect() };
+        let dx = rel_diff(&nwt.x, &phd.x);
+        let du = rel_diff(&disp(&nwt.x), &disp(&phd.x));
+        let dg = grad_rel(&nwt.grad, &phd.grad);
+        eprintln!(
+            "{name}: state {dx:.2e} (displacement {du:.2e}), gradient {dg:.2e}; newton {:?} diffphd {:?}",
+            nwt.grad, phd.grad
+        );
+        assert!(dx <= 1e-6 && du <= 1e-6, "{name}: state {dx:e} / {du:e}");
+        assert!(dg <= 1e-4, "{name}: gradient {dg:e}");
+        let stats = |sets: &[&str]| -> Vec<(usize, usize, usize)> {
+            let ls = common::load(&text, sets);
+            let model = diffphd::solver::Model::from_scene(&ls).unwrap();
+            let mut sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+            let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
+            let mut out = vec![];
+            for f in 1..=model.frames {
+                let (xn, st) = sim.step(f, &x, &v).unwrap();
+                let c = st.contact.clone().unwrap();
+                out.push((c.active, c.sticking, c.sliding));
+                v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
+                x = xn;
+            }
+            out
+        };
+        let sn = stats(&["solver.method=\"newton\""]);
+        let sp = stats(&[]);
+        assert_eq!(sn, sp, "{name}: contact states per frame");
+        assert!(sn.iter().any(|s| s.0 > 0), "{name}: no contact");
+    }
+}
+
+/// The Newton contact adjoint (one direct solve + contact Schur complement) against central
+/// finite differences: smoothed FB must pass; hard FB is reported (piecewise smooth).
+#[test]
+fn newton_contact_gradient_matches_finite_differences() {
+    for (name, text) in [
+        ("sliding, smoothed", sliding("hex8", "corotated", 1e-10)),
+        ("bouncing, smoothed", bouncing("hex8", "corotated", 1e-10)),
+    ] {
+        let text = text.replace(
+            "newton_tol = 1e-12",
+            "newton_tol = 1e-12\nmethod = \"newton\"",
+        );
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+        for r in &rep.rows {
+            eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
+        }
+        common::assert_all_pass(name, &rep);
+    }
+    for (name, text) in [
+        ("sliding, hard", sliding("hex8", "corotated", 0.0)),
+        ("bouncing, hard", bouncing("hex8", "corotated", 0.0)),
+    ] {
+        let text = text.replace(
+            "newton_tol = 1e-12",
+            "newton_tol = 1e-12\nmethod = \"newton\"",
+        );
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+        for r in &rep.rows {
+            eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
+            assert!(r.adjoint.is_finite());
+        }
+    }
+}
+
+/// Body–body contact (`[contact] bodies = true`, node against the other body's triangles)
+/// and a compliant attachment go through the same Newton code: a stiff cube dropped on a
+/// clamped soft slab, and a block hanging from a compliant attachment; Newton and diffphd
+/// agree on state and gradient.
+#[test]
+fn newton_matches_diffphd_on_body_contact_and_attachments() {
+    let bodies = r#"schema_version = 1
+[simulation]
+dt = 0.004
+frames = 20
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 2e4
+poisson_ratio = 0.3
+density = 1000.0
+[[body.dirichlet]]
+select = { face = "z_min" }
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [1, 1, 1]
+dx = 0.04
+origin = [0.032, 0.028, 0.055]
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.initial]
+velocity = [0.3, 0.1, -0.6]
+angular_velocity = [0.0, 1.0, 0.0]
+[contact]
+bodies = true
+body_friction = 0.3
+smoothing = 1e-10
+tolerance = 1e-15
+[solver]
+rel_tol = 1e-13
+abs_tol = 1e-16
+max_iterations = 20000
+newton_tol = 1e-12
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-20
+max_iterations = 2000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 3
+[[parameter]]
+kind = "initial_velocity"
+body = 1
+[[parameter]]
+kind = "youngs_modulus"
+body = 0
+log = true
+"#;
+    let attached = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 4
+[[body]]
+[body.mesh]
+generator = "box"
+element = "tet4"
+cells = [2, 1, 1]
+dx = 0.05
+[body.material]
+model = "neohookean"
+youngs_modulus = 1e5
+poisson_ratio = 0.4
+density = 1000.0
+[body.initial]
+velocity = [0.0, 0.3, 0.0]
+[[body.attachment]]
+select = { face = "x_min" }
+compliance = 1e-4
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+newton_tol = 1e-12
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+max_iterations = 5000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 5
+[[parameter]]
+kind = "initial_velocity"
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+"#;
+    for (name, text) in [("body-body contact", bodies), ("attachment", attached)] {
+        let phd = run(text, &[]);
+        let nwt = run(text, &["solver.method=\"newton\""]);
+        let dx = rel_diff(&nwt.x, &phd.x);
+        let dg = grad_rel(&nwt.grad, &phd.grad);
+        eprintln!("{name}: state {dx:.2e}, gradient {dg:.2e}");
+        assert!(dx <= 1e-6, "{name}: state {dx:e}");
+        assert!(dg <= 1e-4, "{name}: gradient {dg:e}");
+    }
+    let dpd = run(
+        attached,
+        &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"],
+    );
+    let phd = run(attached, &[]);
+    let (dx, dg) = (rel_diff(&dpd.x, &phd.x), grad_rel(&dpd.grad, &phd.grad));
+    eprintln!("attachment diffpd: state {dx:.2e}, gradient {dg:.2e}");
+    assert!(dx <= 1e-6 && dg <= 1e-4, "diffpd attachment: {dx:e} {dg:e}");
+}
+
+/// A vertical beam clamped at the bottom with three muscle groups (two vertical-fibre
+/// halves, one circumferential) and their activations as parameters.
+fn muscle_scene(element: &str, model: &str) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 4
+[[body]]
+[body.mesh]
+generator = "box"
+element = "{element}"
+cells = [2, 2, 4]
+dx = 0.025
+[body.material]
+model = "{model}"
+youngs_modulus = 1e5
+poisson_ratio = 0.4
+density = 1000.0
+[[body.muscle]]
+select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
+fiber = [0.0, 0.2, 1.0]
+stiffness = 4e4
+activation = 0.9
+[[body.muscle]]
+select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
+fiber = [0.0, 0.0, 1.0]
+stiffness = 4e4
+activation = 1.05
+[[body.muscle]]
+select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
+fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
+stiffness = 2e4
+activation = 0.8
+[[body.dirichlet]]
+select = {{ face = "z_min" }}
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+newton_tol = 1e-12
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+max_iterations = 5000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 11
+[[loss.term]]
+type = "node_target"
+select = {{ face = "z_max" }}
+target = [0.03, 0.02, 0.08]
+[[parameter]]
+kind = "muscle_activation"
+muscle = 0
+[[parameter]]
+kind = "muscle_activation"
+muscle = 1
+log = true
+[[parameter]]
+kind = "muscle_activation"
+muscle = 2
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+"#
+    )
+}
+
+/// Muscles in the baselines: Newton (muscle term in g, ∇g and the Hessian) and DiffPD
+/// (muscle energy in the L-BFGS objective) reach the diffphd state and activation gradients.
+#[test]
+fn baselines_agree_with_diffphd_on_muscles() {
+    for (el, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
+        let text = muscle_scene(el, model);
+        let phd = run(&text, &[]);
+        let dpd = run(&text, &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"]);
+        let nwt = run(&text, &["solver.method=\"newton\""]);
+        let (dx_pd, dx_nt) = (rel_diff(&dpd.x, &phd.x), rel_diff(&nwt.x, &phd.x));
+        let (dg_pd, dg_nt) = (
+            grad_rel(&dpd.grad, &phd.grad),
+            grad_rel(&nwt.grad, &phd.grad),
+        );
+        eprintln!(
+            "muscles {el} {model}: state diffpd {dx_pd:.2e} newton {dx_nt:.2e}; gradient diffpd {dg_pd:.2e} newton {dg_nt:.2e}; grad {:?}",
+            phd.grad
+        );
+        assert!(dx_pd <= 1e-6 && dx_nt <= 1e-6, "state: {dx_pd:e} {dx_nt:e}");
+        assert!(
+            dg_pd <= 1e-4 && dg_nt <= 1e-4,
+            "gradient: {dg_pd:e} {dg_nt:e}"
+        );
+    }
+}
+
+/// Newton activation gradients against central finite differences.
+#[test]
+fn newton_muscle_gradient_matches_finite_differences() {
+    let text = muscle_scene("hex8", "corotated").replace(
+        "newton_tol = 1e-12",
+        "newton_tol = 1e-12\nmethod = \"newton\"",
+    );
+    let (rep, _) = common::gradcheck_text(&text, 1e-5, 3);
+    for r in &rep.rows {
+        eprintln!("newton muscles: {} rel.err {:.2e}", r.name, r.rel_error);
+    }
+    common::assert_all_pass("newton muscles", &rep);
 }
 
 /// `[backward] method = "pcg"` (CG preconditioned by the persistent factor) gives the same

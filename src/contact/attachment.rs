@@ -64,6 +64,16 @@ pub fn matrix_diagonal(groups: &[AttachmentGroup], n: usize) -> Vec<f64> {
     d
 }
 
+/// $\sum_i\tfrac k2\|x_i\|^2$: the quadratic part of the attachment energy (its linear part
+/// $-k\,p_i^Tx_i$ enters through the right-hand side / external force).
+pub fn quadratic_energy(groups: &[AttachmentGroup], x: &[f64]) -> f64 {
+    groups
+        .iter()
+        .flat_map(|g| g.nodes.iter().map(move |&i| (g.stiffness, i)))
+        .map(|(k, i)| 0.5 * k * (0..3).map(|c| x[3 * i + c].powi(2)).sum::<f64>())
+        .sum()
+}
+
 /// `f += k p_i(t)` (the attachment's right-hand side, node-major).
 pub fn add_rhs(groups: &[AttachmentGroup], t: f64, f: &mut [f64]) {
     for g in groups {

@@ -250,15 +250,23 @@ impl ContactSet {
     }
 }
 
-/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus"). One homogeneous solve
-/// per distinct candidate node gives $\hat A_d^{-1}e_i$ for the three axes at once; a row with
+/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus").
+///
+/// Axis-decoupled solver ($A=\hat A\otimes I_3$, the PD matrix): one homogeneous solve per
+/// distinct candidate node gives $\hat A_d^{-1}e_i$ for the three axes at once; a row with
 /// direction $a$ at node $i$ has the column $X_r[3k+d]=a_d(\hat A_d^{-1}e_i)_k$.
+/// Axis-coupled solver ([`LinearSolver::axis_coupled`], a Newton Hessian $H$): three solves
+/// per node, $c_{i,e}=H^{-1}e_{3i+e}$, and $X_r=\sum_e a_e\,c_{i,e}$.
+/// In both cases $W_{rs}=\sum_{(i,\gamma)\in r}\sum_{(k,\eta)\in s}\gamma\eta\,a_r^T(H^{-1})_{ik}a_s$
+/// over the row terms (node, coefficient) of [`ContactSet::row_terms`].
 pub struct Delassus {
-    /// Column index (into `cols`) of every row.
+    /// Column index (into `col_nodes`) of every row.
     row_col: Vec<usize>,
-    /// Distinct nodes and their solved spikes (node-major, `3n`).
+    /// Distinct nodes and their solved spikes (node-major, `3n`): one per node
+    /// (decoupled) or three, `cols[3c+e]` (coupled).
     col_nodes: Vec<usize>,
     cols: Vec<Vec<f64>>,
+    coupled: bool,
     pub w: DMatrix<f64>,
 }
 
@@ -266,6 +274,7 @@ impl Delassus {
     pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
         let n = solver.num_nodes();
         let m = set.nrows();
+        let coupled = solver.axis_coupled();
         let mut col_nodes: Vec<usize> = (0..m)
             .flat_map(|r| set.row_terms(r))
             .filter(|(_, c)| *c != 0.0)
@@ -279,19 +288,40 @@ impl Delassus {
                 .expect("row node is a column node")
         };
         let row_col: Vec<usize> = set.row_node.iter().map(|&i| col_of(i)).collect();
-        let cols: Vec<Vec<f64>> = col_nodes
+        // right-hand sides: (node, axes set to 1)
+        let spikes: Vec<(usize, [bool; 3])> = if coupled {
+            col_nodes
+                .iter()
+                .flat_map(|&i| (0..3).map(move |e| (i, [e == 0, e == 1, e == 2])))
+                .collect()
+        } else {
+            col_nodes.iter().map(|&i| (i, [true; 3])).collect()
+        };
+        let cols: Vec<Vec<f64>> = spikes
             .par_iter()
-            .map(|&i| {
+            .map(|&(i, axes)| {
                 let mut q = vec![0.0; 3 * n];
-                q[3 * i] = 1.0;
-                q[3 * i + 1] = 1.0;
-                q[3 * i + 2] = 1.0;
+                for d in 0..3 {
+                    if axes[d] {
+                        q[3 * i + d] = 1.0;
+                    }
+                }
                 let mut z = vec![0.0; 3 * n];
                 solver.solve_homogeneous(&q, &mut z);
                 z
             })
             .collect();
-        // terms of every row as (column, coefficient)
+        // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc])
+        let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {
+            if coupled {
+                cols[3 * kc + e][3 * i + d]
+            } else if d == e {
+                cols[kc][3 * i + d]
+            } else {
+                0.0
+            }
+        };
+        // terms of every row as (node, column, coefficient)
         let rt: Vec<Vec<(usize, usize, f64)>> = (0..m)
             .map(|r| {
                 set.row_terms(r)
@@ -309,8 +339,15 @@ impl Delassus {
                 let mut v = 0.0;
                 for &(ir, _, cr) in &rt[r] {
                     for &(_, cs_col, cs) in &rt[s] {
-                        let c = &cols[cs_col];
-                        v += cr * cs * (0..3).map(|d| ar[d] * as_[d] * c[3 * ir + d]).sum::<f64>();
+                        let mut t = 0.0;
+                        for d in 0..3 {
+                            for e in 0..3 {
+                                if coupled || d == e {
+                                    t += ar[d] * as_[e] * hinv(ir, d, cs_col, e);
+                                }
+                            }
+                        }
+                        v += cr * cs * t;
                     }
                 }
                 w[(r, s)] = v;
@@ -321,6 +358,7 @@ impl Delassus {
             row_col,
             col_nodes,
             cols,
+            coupled,
             w,
         }
     }
@@ -347,9 +385,21 @@ impl Delassus {
             if fc.norm_squared() == 0.0 {
                 continue;
             }
-            let col = &self.cols[c];
-            for (k, o) in out.iter_mut().enumerate() {
-                *o += fc[k % 3] * col[k];
+            if self.coupled {
+                for e in 0..3 {
+                    if fc[e] == 0.0 {
+                        continue;
+                    }
+                    let col = &self.cols[3 * c + e];
+                    for (o, v) in out.iter_mut().zip(col) {
+                        *o += fc[e] * v;
+                    }
+                }
+            } else {
+                let col = &self.cols[c];
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o += fc[k % 3] * col[k];
+                }
             }
         }
     }

@@ -43,4 +43,10 @@ pub trait LinearSolver: Send + Sync {
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]);
     /// $y = A x$ with the *unreduced* matrix (all DoFs).
     fn apply_a(&self, x: &[f64], y: &mut [f64]);
+    /// Whether the matrix couples the three axes ($A\ne\hat A\otimes I_3$), e.g. a Newton
+    /// Hessian. The contact Delassus operator then needs three solves per contact node
+    /// instead of one (see `contact::Delassus`). `false` for the PD matrix.
+    fn axis_coupled(&self) -> bool {
+        false
+    }
 }

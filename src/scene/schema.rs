@@ -1175,27 +1175,16 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
-        if s.method != SolverMethod::Diffphd {
-            // The baselines (issue 7) model neither contact nor muscles: refuse rather than
-            // silently drop them.
-            if !self.obstacles.is_empty() {
-                return Err((
-                    "solver.method".into(),
-                    format!(
-                        "method \"{}\" does not support contact ([[obstacle]]); use \"diffphd\"",
-                        s.method.as_str()
-                    ),
-                ));
-            }
-            if self.bodies.iter().any(|b| !b.muscles.is_empty()) {
-                return Err((
-                    "solver.method".into(),
-                    format!(
-                        "method \"{}\" does not support muscles ([[body.muscle]]); use \"diffphd\"",
-                        s.method.as_str()
-                    ),
-                ));
-            }
+        if s.method == SolverMethod::Diffpd && self.contact.bodies && self.bodies.len() > 1 {
+            // DiffPD's own contact (active-set glue, diffpd-notes §1.9) is against obstacles
+            // only: refuse rather than silently drop body–body contact.
+            return Err((
+                "solver.method".into(),
+                "method \"diffpd\" does not support body-body contact (contact.bodies = true): \
+                 its active-set (glue) contact is against [[obstacle]]s only; use \"diffphd\" \
+                 or \"newton\""
+                    .into(),
+            ));
         }
         if s.newton_max_iterations == 0 {
             return Err((

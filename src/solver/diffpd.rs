@@ -9,6 +9,12 @@
 //! at most 10), a descent fallback to $-A^{-1}\nabla g$, and DiffPD's stop
 //! $\|\nabla g_F\|\le\epsilon_r\|\tfrac{M}{h^2}y_F\|+\epsilon_a$ (`solver.rel_tol`, `abs_tol`).
 //!
+//! Muscle fibres (spec §3.5) are part of $A$, $b(x)$ and the energy ([`super::muscle::energy`]).
+//! Contact against obstacles: DiffPD's own active-set "glue" contact ([`step`]); the backward
+//! restricts the adjoint to the free DoFs of the step's active set ($z_C=0$, Alg. 5) and
+//! routes $(g-Kz)_C$ to $x_{t,C}$ (the pinned positions); the set is held fixed (no
+//! gradient through set changes, like DiffPD). Body–body contact is refused.
+//!
 //! Backward: DiffPD's quasi-Newton adjoint: minimise $s(z)=\tfrac12z^T(A-\Delta A)z-g^Tz$ by the
 //! same L-BFGS ($H_0=A^{-1}$, Armijo) from $z=0$ until $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+
 //! \epsilon_a$ (`[backward]` tolerances). Where DiffPD falls back to a direct LDLᵀ of the exact
@@ -127,29 +133,54 @@ pub fn lbfgs_minimize(
     }
 }
 
-/// One implicit-Euler step of DiffPD's L-BFGS-accelerated PD.
-pub fn step(
+/// The PD matrix factored with the contact nodes `pinned` added to the Dirichlet sets (all
+/// three axes), swapped into `sim` together with the enlarged prescribed list. Returns the
+/// originals for [`unpin`]. DiffPD's glue contact (diffpd-notes §1.9): the reduced system
+/// $A_{\bar C\bar C}$ of Eq. 35, here refactored per active set instead of DiffPD's Woodbury
+/// update (Alg. 4; same matrix).
+pub fn pin(
     sim: &mut Simulator,
+    pinned: &[usize],
+) -> Result<(crate::linalg::GlobalSystem, Vec<usize>), SolverError> {
+    let model = sim.model;
+    let (a, _) = crate::linalg::assembly::pd_matrices(model, &sim.derived, model.h);
+    let mut sets = model.dirichlet_sets();
+    let mut pres = sim.prescribed.clone();
+    for set in sets.iter_mut() {
+        set.nodes.extend_from_slice(pinned);
+        set.nodes.sort_unstable();
+        set.nodes.dedup();
+    }
+    for &i in pinned {
+        pres.extend([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    pres.sort_unstable();
+    pres.dedup();
+    let sys = crate::linalg::GlobalSystem::new(a, sets)?;
+    let old_sys = std::mem::replace(&mut sim.system, sys);
+    let old_pres = std::mem::replace(&mut sim.prescribed, pres);
+    Ok((old_sys, old_pres))
+}
+
+/// Undo [`pin`].
+pub fn unpin(sim: &mut Simulator, saved: (crate::linalg::GlobalSystem, Vec<usize>)) {
+    sim.system = saved.0;
+    sim.prescribed = saved.1;
+}
+
+/// L-BFGS minimisation of the PD objective of one step from `x` (prescribed entries already
+/// set; they stay fixed). Returns the outcome and the local-step seconds.
+#[allow(clippy::too_many_arguments)]
+fn minimize(
+    simr: &Simulator,
     frame: usize,
     x_t: &[f64],
-    v_t: &[f64],
-) -> Result<(Vec<f64>, StepStats), SolverError> {
-    let t0 = Instant::now();
-    let model = sim.model;
-    let h = model.h;
-    let f_ext = model.external_force((frame - 1) as f64 * h, &sim.derived.mass);
-    let c = sim.rhs_constant(x_t, v_t, &f_ext);
-    let m = &sim.derived.mass;
-    let y: Vec<f64> = (0..x_t.len())
-        .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
-        .collect();
-    let xd = model.dirichlet_values(frame as f64 * h);
-    let mut x = x_t.to_vec();
-    sim.impose_prescribed(&mut x, &xd);
-    let mut my: Vec<f64> = (0..y.len()).map(|j| m[j / 3] * y[j] / (h * h)).collect();
-    sim.zero_prescribed(&mut my);
-    let thresh = sim.config.gate.rel * norm(&my) + sim.config.gate.abs;
-    let simr: &Simulator = sim;
+    y: &[f64],
+    c: &[f64],
+    thresh: f64,
+    x: &mut Vec<f64>,
+) -> Result<(LbfgsOutcome, f64), SolverError> {
+    let model = simr.model;
     let mut warm = vec![Vector3::zeros(); model.num_samples()];
     let mut evals = 0usize;
     let mut t_local = 0.0;
@@ -173,7 +204,11 @@ pub fn step(
         for &k in &simr.prescribed {
             g[k] = 0.0;
         }
-        let e = super::trust_region::pd_energy(simr, xx, &y, x_t);
+        // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
+        // quadratic part of compliant attachments (their linear part is in y)
+        let e = super::trust_region::pd_energy(simr, xx, y, x_t)
+            + super::muscle::energy(model, xx, simr.derived.muscle_time)
+            + crate::contact::attachment::quadratic_energy(&model.attachments, xx);
         t_local += tl.elapsed().as_secs_f64();
         Ok((e, g))
     };
@@ -184,7 +219,7 @@ pub fn step(
     };
     let done = |g: &[f64]| norm(g) <= thresh;
     let out = lbfgs_minimize(
-        &mut x,
+        x,
         &mut f,
         &h0,
         &done,
@@ -192,24 +227,198 @@ pub fn step(
         simr.config.max_iterations,
         10,
     )?;
-    if !x.iter().all(|v| v.is_finite()) {
-        return Err(SolverError::Diverged {
-            frame,
-            iteration: out.iterations,
-            element: None,
-        });
+    Ok((out, t_local))
+}
+
+/// Active-set iterations of DiffPD's glue contact (diffpd-notes §1.9, Alg. 3; the
+/// reference code's `max_contact_iter`).
+pub const MAX_CONTACT_ITERATIONS: usize = 5;
+
+/// One implicit-Euler step of DiffPD's L-BFGS-accelerated PD. With obstacles (`[contact]
+/// model = "ncp"`): DiffPD's own contact (diffpd-notes §1.9, Alg. 3, the reference code's
+/// "glue" variant): active nodes are pinned at their start-of-step positions as extra
+/// Dirichlet DoFs; from the previous step's active set, at most
+/// [`MAX_CONTACT_ITERATIONS`] times: solve, compute $r=\nabla g(x)$ (the reaction,
+/// $\tfrac1{h^2}M(x-y)-f_{int}$, Eq. 29a) at the active nodes, keep an active node iff
+/// $n^Tr\ge0$, add an inactive candidate iff $\phi(x)<0$ (obstacles at $t+h$); stop when the
+/// set repeats (also on a 2-cycle). Penalty contact is the explicit force, as in diffphd.
+pub fn step(
+    sim: &mut Simulator,
+    frame: usize,
+    x_t: &[f64],
+    v_t: &[f64],
+) -> Result<(Vec<f64>, StepStats), SolverError> {
+    let t0 = Instant::now();
+    let model = sim.model;
+    let h = model.h;
+    sim.derived.muscle_time = frame as f64 * h;
+    let t_start = (frame - 1) as f64 * h;
+    let mut f_ext = model.external_force(t_start, &sim.derived.mass);
+    let penalty_force = sim.penalty_forces(t_start, x_t, v_t, &mut f_ext);
+    let c = sim.rhs_constant(x_t, v_t, &f_ext);
+    let m = &sim.derived.mass;
+    let y: Vec<f64> = (0..x_t.len())
+        .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
+        .collect();
+    let mut xd = model.dirichlet_values(frame as f64 * h);
+    let mut my: Vec<f64> = (0..y.len()).map(|j| m[j / 3] * y[j] / (h * h)).collect();
+    sim.zero_prescribed(&mut my);
+    let thresh = sim.config.gate.rel * norm(&my) + sim.config.gate.abs;
+    let glue = !model.obstacles.is_empty() && penalty_force.is_none();
+    let t_end = frame as f64 * h;
+    // nearest obstacle's signed distance and normal at the end-of-step pose
+    let query = |p: &Vector3<f64>| {
+        model
+            .obstacles
+            .iter()
+            .map(|o| o.query(p, t_end))
+            .min_by(|a, b| a.dist.total_cmp(&b.dist))
+            .map(|q| (q.dist, q.normal))
+    };
+    let node = |x: &[f64], i: usize| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+    let mut active: Vec<usize> = if glue {
+        sim.diffpd_active.clone()
+    } else {
+        vec![]
+    };
+    let mut history: Vec<Vec<usize>> = vec![];
+    let mut iterations = 0;
+    let mut lbfgs_converged;
+    let mut t_local = 0.0;
+    let mut x;
+    let mut reaction = vec![0.0; x_t.len()];
+    let mut set_iterations = 0;
+    loop {
+        set_iterations += 1;
+        for &i in &active {
+            for d in 0..3 {
+                xd[3 * i + d] = x_t[3 * i + d];
+            }
+        }
+        let saved = if active.is_empty() {
+            None
+        } else {
+            Some(pin(sim, &active)?)
+        };
+        x = x_t.to_vec();
+        sim.impose_prescribed(&mut x, &xd);
+        let res = minimize(sim, frame, x_t, &y, &c, thresh, &mut x);
+        if let Some(sv) = saved {
+            unpin(sim, sv);
+        }
+        let (out, tl) = res?;
+        iterations += out.iterations;
+        lbfgs_converged = out.converged;
+        t_local += tl;
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(SolverError::Diverged {
+                frame,
+                iteration: iterations,
+                element: None,
+            });
+        }
+        if !glue {
+            break;
+        }
+        // r = ∇g(x) = A x − c − b_p(x) at the active nodes (the contact force)
+        let mut warm = vec![Vector3::zeros(); model.num_samples()];
+        let loc = local::project_all(model, &sim.derived, &x, &mut warm).map_err(|e| {
+            SolverError::NonFiniteLocal {
+                frame,
+                iteration: iterations,
+                element: e.element,
+            }
+        })?;
+        let mut bp = vec![0.0; x.len()];
+        local::scatter(model, &loc.q, &mut bp);
+        let mut r = vec![0.0; x.len()];
+        sim.system.apply_a(&x, &mut r);
+        for j in 0..r.len() {
+            r[j] -= c[j] + bp[j];
+        }
+        reaction = vec![0.0; x.len()];
+        let mut next: Vec<usize> = vec![];
+        for &i in &sim.contact_nodes {
+            let Some((dist, n)) = query(&node(&x, i)) else {
+                continue;
+            };
+            if active.binary_search(&i).is_ok() {
+                let ri = node(&r, i);
+                if n.dot(&ri) >= 0.0 {
+                    next.push(i);
+                    for d in 0..3 {
+                        reaction[3 * i + d] = ri[d];
+                    }
+                }
+            } else if dist < 0.0 {
+                next.push(i);
+            }
+        }
+        next.sort_unstable();
+        let repeat = next == active || (history.len() >= 2 && history[history.len() - 2] == next);
+        if repeat || set_iterations >= MAX_CONTACT_ITERATIONS {
+            if next != active {
+                // keep the solution of the last solved set (its reactions)
+                reaction.iter_mut().for_each(|v| *v = 0.0);
+                for &i in &active {
+                    let ri = node(&r, i);
+                    for d in 0..3 {
+                        reaction[3 * i + d] = ri[d];
+                    }
+                }
+            }
+            break;
+        }
+        history.push(active);
+        active = next;
     }
-    let stats = StepStats {
-        iterations: out.iterations,
-        converged: out.converged,
+    let mut stats = StepStats {
+        iterations,
+        converged: lbfgs_converged,
         time_local: t_local,
         time_other: t0.elapsed().as_secs_f64() - t_local,
         ..Default::default()
     };
-    if !out.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
+    if glue {
+        sim.diffpd_active = active.clone();
+        let cstats = crate::contact::ContactStats {
+            candidates: sim.contact_nodes.len(),
+            active: active.len(),
+            sticking: active.len(),
+            max_penetration: crate::contact::max_penetration(
+                &model.obstacles,
+                &model.boundary_nodes,
+                &x,
+                t_end,
+            ),
+            max_lambda: (0..reaction.len() / 3)
+                .map(|i| node(&reaction, i).norm())
+                .fold(0.0, f64::max),
+            ..Default::default()
+        };
+        stats.contact = Some(cstats);
+        stats.contact_record = Some(Box::new(crate::contact::ContactRecord {
+            penalty_forces: Some(reaction),
+            ..Default::default()
+        }));
+        stats.diffpd_active = Some(active);
+    } else if penalty_force.is_some() {
+        let cstats = crate::contact::ContactStats::default();
+        sim.contact_finish(
+            frame,
+            None,
+            penalty_force,
+            x_t,
+            v_t,
+            &mut x,
+            cstats,
+            &mut stats,
+        );
+    }
+    if !stats.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
-            iterations: out.iterations,
+            iterations,
             position: f64::NAN,
             projection: f64::NAN,
         });

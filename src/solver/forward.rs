@@ -111,6 +111,10 @@ pub struct StepStats {
     /// Newton statistics (`method = "newton"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<super::newton::NewtonStats>,
+    /// `method = "diffpd"` with obstacles: the active (glued) contact nodes the step was
+    /// solved with, pinned at their start-of-step positions (what the backward restricts to).
+    #[serde(skip)]
+    pub diffpd_active: Option<Vec<usize>>,
 }
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -137,6 +141,20 @@ pub struct Simulator<'m> {
     aa: TypeII,
     /// Hessian pattern and reusable symbolic factor of the Newton baseline.
     pub(crate) newton_system: Option<Box<super::newton::NewtonSystem>>,
+    /// Active contact set of the previous step (`method = "diffpd"`, warm start).
+    pub(crate) diffpd_active: Vec<usize>,
+}
+
+/// Settings of the per-iteration NCP contact solve from `[contact]`.
+pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
+    contact::SolveSettings {
+        fb: FbParams {
+            smoothing: model.contact.smoothing,
+            s_floor: model.contact.s_floor,
+        },
+        tolerance: model.contact.tolerance,
+        max_newton: model.contact.max_newton,
+    }
 }
 
 /// Euclidean norm.
@@ -187,6 +205,7 @@ impl<'m> Simulator<'m> {
             compute_tr: false,
             aa,
             newton_system: None,
+            diffpd_active: Vec::new(),
         })
     }
 
@@ -247,23 +266,7 @@ impl<'m> Simulator<'m> {
         let t_start = (frame - 1) as f64 * h;
         self.derived.muscle_time = frame as f64 * h;
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
-        let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
-        let mut penalty_force = None;
-        let mut penalty_pairs = 0;
-        if penalty {
-            let mut fp = vec![0.0; f_ext.len()];
-            let (pairs, _) = contact::penalty::add_forces(
-                model,
-                &self.contact_nodes,
-                t_start,
-                x_t,
-                v_t,
-                &mut fp,
-            );
-            f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
-            penalty_force = Some(fp);
-            penalty_pairs = pairs;
-        }
+        let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
         let c = self.rhs_constant(x_t, v_t, &f_ext);
         let xd = model.dirichlet_values(frame as f64 * h);
         let mut x = x_t.to_vec();
@@ -271,54 +274,11 @@ impl<'m> Simulator<'m> {
         let mut stats = StepStats::default();
         // Contact set-up (spec §6.2 step 3): candidates, frozen frames, Delassus columns.
         let t_c = Instant::now();
-        let fb = FbParams {
-            smoothing: model.contact.smoothing,
-            s_floor: model.contact.s_floor,
-        };
-        let csettings = contact::SolveSettings {
-            fb,
-            tolerance: model.contact.tolerance,
-            max_newton: model.contact.max_newton,
-        };
-        let mut ncp = if contact::enabled(model) && !penalty {
-            let mut set = ContactSet::build(
-                model,
-                &model.obstacles,
-                &self.contact_nodes,
-                &model.contact_kappa,
-                model.contact_margin,
-                t_start,
-                x_t,
-                v_t,
-            );
-            if model.contact.bodies {
-                contact::bodies::add_candidates(
-                    &mut set,
-                    model,
-                    &self.contact_nodes,
-                    &model.contact_kappa,
-                    model.contact_margin,
-                    x_t,
-                    v_t,
-                );
-            }
-            if set.is_empty() {
-                None
-            } else {
-                let del = Delassus::new(&set, &self.system);
-                let mut lambda = vec![0.0; set.nrows()];
-                for j in 0..set.len() {
-                    if let Some(w) = self.contact_warm.get(&(set.node[j], set.obstacle[j])) {
-                        for (a, r) in set.rows(j).enumerate() {
-                            lambda[r] = w[a];
-                        }
-                    }
-                }
-                Some((set, del, lambda))
-            }
-        } else {
-            None
-        };
+        let csettings = contact_settings(model);
+        let mut ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
+            let del = Delassus::new(&set, &self.system);
+            (set, del, lambda)
+        });
         let mut cstats = ContactStats {
             seconds_setup: t_c.elapsed().as_secs_f64(),
             ..Default::default()
@@ -444,47 +404,17 @@ impl<'m> Simulator<'m> {
             stats.polish_residual = res;
             stats.time_other += t0.elapsed().as_secs_f64();
         }
-        if contact::enabled(model) {
-            let t_end = frame as f64 * h;
-            if let Some((set, _, lambda)) = ncp.take() {
-                let rec = ContactRecord::new(set, lambda, &x, &fb);
-                self.restitution(&rec, x_t, v_t, &mut x);
-                self.contact_warm.clear();
-                for j in 0..rec.set.len() {
-                    let mut w = [0.0; 3];
-                    for (a, r) in rec.set.rows(j).enumerate() {
-                        w[a] = rec.lambda[r];
-                    }
-                    self.contact_warm
-                        .insert((rec.set.node[j], rec.set.obstacle[j]), w);
-                }
-                let mut st = rec.stats.clone();
-                st.newton_iterations = cstats.newton_iterations;
-                st.factorizations = cstats.factorizations;
-                st.seconds_setup = cstats.seconds_setup;
-                st.seconds_solve = cstats.seconds_solve;
-                cstats = st;
-                stats.contact_record = Some(Box::new(rec));
-            } else {
-                self.contact_warm.clear();
-            }
-            if let Some(fp) = penalty_force {
-                cstats.candidates = penalty_pairs;
-                cstats.active = penalty_pairs;
-                stats.contact_record = Some(Box::new(ContactRecord {
-                    penalty_forces: Some(fp),
-                    ..Default::default()
-                }));
-            }
-            cstats.max_penetration =
-                contact::max_penetration(&model.obstacles, &model.boundary_nodes, &x, t_end);
-            if model.contact.bodies {
-                cstats.max_penetration = cstats
-                    .max_penetration
-                    .max(contact::bodies::max_penetration(model, &x));
-            }
-            stats.contact = Some(cstats);
-        }
+        let ncp = ncp.take().map(|(set, _, lambda)| (set, lambda));
+        self.contact_finish(
+            frame,
+            ncp,
+            penalty_force,
+            x_t,
+            v_t,
+            &mut x,
+            cstats,
+            &mut stats,
+        );
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;
@@ -501,6 +431,138 @@ impl<'m> Simulator<'m> {
             });
         }
         Ok((x, stats))
+    }
+
+    /// Explicit penalty contact forces of the step from $t$ (`[contact] model = "penalty"`
+    /// with obstacles), added to `f_ext`; returns (forces, pairs), `None` for other models.
+    pub(crate) fn penalty_forces(
+        &self,
+        t_start: f64,
+        x_t: &[f64],
+        v_t: &[f64],
+        f_ext: &mut [f64],
+    ) -> Option<(Vec<f64>, usize)> {
+        let model = self.model;
+        if model.obstacles.is_empty() || model.contact.model != ContactModel::Penalty {
+            return None;
+        }
+        let mut fp = vec![0.0; f_ext.len()];
+        let (pairs, _) =
+            contact::penalty::add_forces(model, &self.contact_nodes, t_start, x_t, v_t, &mut fp);
+        f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
+        Some((fp, pairs))
+    }
+
+    /// NCP contact set of the step from $t$ (spec §6.2 step 3): obstacle candidates with
+    /// frozen frames, body–body candidates with `[contact] bodies`, and the multipliers
+    /// warm-started from the previous step. `None` without NCP contact or candidates. Shared
+    /// by the PD path and the Newton baseline.
+    pub(crate) fn contact_begin(
+        &self,
+        t_start: f64,
+        x_t: &[f64],
+        v_t: &[f64],
+    ) -> Option<(ContactSet, Vec<f64>)> {
+        let model = self.model;
+        let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
+        if !contact::enabled(model) || penalty {
+            return None;
+        }
+        let mut set = ContactSet::build(
+            model,
+            &model.obstacles,
+            &self.contact_nodes,
+            &model.contact_kappa,
+            model.contact_margin,
+            t_start,
+            x_t,
+            v_t,
+        );
+        if model.contact.bodies {
+            contact::bodies::add_candidates(
+                &mut set,
+                model,
+                &self.contact_nodes,
+                &model.contact_kappa,
+                model.contact_margin,
+                x_t,
+                v_t,
+            );
+        }
+        if set.is_empty() {
+            return None;
+        }
+        let mut lambda = vec![0.0; set.nrows()];
+        for j in 0..set.len() {
+            if let Some(w) = self.contact_warm.get(&(set.node[j], set.obstacle[j])) {
+                for (a, r) in set.rows(j).enumerate() {
+                    lambda[r] = w[a];
+                }
+            }
+        }
+        Some((set, lambda))
+    }
+
+    /// End of a step with contact (spec §6.2 steps 24–27): record the converged multipliers
+    /// (the tape of the backward), apply restitution, keep the warm start, and fill the
+    /// step's contact statistics (solve counts and times from `cstats`, max penetration
+    /// at $t+h$). Shared by the PD path and the Newton baseline.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn contact_finish(
+        &mut self,
+        frame: usize,
+        ncp: Option<(ContactSet, Vec<f64>)>,
+        penalty_force: Option<(Vec<f64>, usize)>,
+        x_t: &[f64],
+        v_t: &[f64],
+        x: &mut [f64],
+        mut cstats: ContactStats,
+        stats: &mut StepStats,
+    ) {
+        let model = self.model;
+        if !contact::enabled(model) {
+            return;
+        }
+        let fb = contact_settings(model).fb;
+        let t_end = frame as f64 * model.h;
+        if let Some((set, lambda)) = ncp {
+            let rec = ContactRecord::new(set, lambda, x, &fb);
+            self.restitution(&rec, x_t, v_t, x);
+            self.contact_warm.clear();
+            for j in 0..rec.set.len() {
+                let mut w = [0.0; 3];
+                for (a, r) in rec.set.rows(j).enumerate() {
+                    w[a] = rec.lambda[r];
+                }
+                self.contact_warm
+                    .insert((rec.set.node[j], rec.set.obstacle[j]), w);
+            }
+            let mut st = rec.stats.clone();
+            st.newton_iterations = cstats.newton_iterations;
+            st.factorizations = cstats.factorizations;
+            st.seconds_setup = cstats.seconds_setup;
+            st.seconds_solve = cstats.seconds_solve;
+            cstats = st;
+            stats.contact_record = Some(Box::new(rec));
+        } else {
+            self.contact_warm.clear();
+        }
+        if let Some((fp, pairs)) = penalty_force {
+            cstats.candidates = pairs;
+            cstats.active = pairs;
+            stats.contact_record = Some(Box::new(ContactRecord {
+                penalty_forces: Some(fp),
+                ..Default::default()
+            }));
+        }
+        cstats.max_penetration =
+            contact::max_penetration(&model.obstacles, &model.boundary_nodes, x, t_end);
+        if model.contact.bodies {
+            cstats.max_penetration = cstats
+                .max_penetration
+                .max(contact::bodies::max_penetration(model, x));
+        }
+        stats.contact = Some(cstats);
     }
 
     /// Restitution post-correction (spec §6.2 step 24, S0 §7.1): for an active contact on an

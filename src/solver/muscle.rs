@@ -108,6 +108,22 @@ pub fn add_projections(model: &Model, x: &[f64], t: f64, q: &mut [Matrix3<f64>])
     }
 }
 
+/// Muscle energy $\sum_s\tfrac{w_m}2\|F_s\mathsf m-p_s\|^2=\sum_s\tfrac{w_m}2(\ell_s-a)^2$ at `x` with
+/// the activations at time `t` (the term the PD objective gains from the fibres; its gradient
+/// is $A_mx-b_m(x)$ of [`add_to_matrix`] and [`add_projections`]).
+pub fn energy(model: &Model, x: &[f64], t: f64) -> f64 {
+    let mut e = 0.0;
+    for g in &model.muscles {
+        let a = g.activation_at(t);
+        for (&s, m) in g.samples.iter().zip(&g.fibers) {
+            let fm = model.deformation_gradient(s, x) * m;
+            let (p, _, _) = project(&fm, a);
+            e += 0.5 * g.stiffness * model.samples.vol[s] * (fm - p).norm_squared();
+        }
+    }
+    e
+}
+
 /// Add the muscle terms $w_m\hat g\hat g^T$ to the per-axis matrix `a` (unreduced).
 pub fn add_to_matrix(model: &Model, a: &mut CscMatrix) {
     for g in &model.muscles {

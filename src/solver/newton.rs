@@ -27,18 +27,42 @@
 //! regularised by $H+\tau I$ (τ from $10^{-8}\max_i H_{ii}$, ×10 until the factor exists), counted
 //! in the statistics.
 //!
+//! Muscle fibres (spec §3.5) add $\tfrac{w_m}2\|F\mathsf m-p_m\|^2$ per actuated sample (gradient
+//! $w_m(F\mathsf m-p_m)\mathsf m^T$, Hessian $w_m\,(I-\partial p_m/\partial(F\mathsf m))\otimes\mathsf m\mathsf m^T$ by
+//! the envelope theorem, the muscle term of spec Eq. 39); compliant attachments add
+//! $\tfrac k2\|x_i\|^2$ (their $-k\,p_i^Tx_i$ is in $f_{ext}$, hence in $y$).
+//!
+//! Contact (NCP, the same Signorini–Coulomb/Fischer–Burmeister model and frozen frames as
+//! the PD path, [`Simulator::contact_begin`]): each Newton iteration minimises the quadratic
+//! model subject to the contact conditions. With $H$ the factored (filtered/regularised)
+//! Hessian at $x_k$: $u=x_k-H^{-1}\nabla g(x_k)$, $X=H^{-1}J^T$, $\hat\lambda$ solves
+//! $\Phi(J(u+X\lambda)-d,\lambda)=0$ ([`contact::solve`] with the Delassus operator of $H$,
+//! [`NewtonFactor`]), $\hat x=u+X\hat\lambda$. The step $(\hat x-x_k,\hat\lambda-\lambda_k)$ is
+//! backtracked on the merit $\big(\|\nabla g-J^T\lambda\|_F/(\epsilon_N s)\big)^2+
+//! \big(\|\Phi\|_2/\epsilon_c\big)^2$ ($s$: force scale at $x_k$, $\epsilon_N$ = `newton_tol`,
+//! $\epsilon_c$ = `contact.tolerance`); the step has converged when
+//! $\|\nabla g-J^T\lambda\|_F\le\epsilon_N(s+\|J^T\lambda\|)$ and $\|\Phi\|_\infty\le\epsilon_c$.
+//!
 //! Backward (spec §7): the adjoint of a step is the direct solve $\nabla^2g(x_{t+1})\,z=\partial
 //! \mathcal L/\partial x_{t+1}$ on the free DoFs with the same assembled Hessian (exact, or
 //! filtered when `[backward] filter` is not `none`); $z$ feeds the same gradient routing as the PD
 //! path (`solver::gradient`), which is exact for the `pd` energy. If the exact Hessian is
 //! indefinite, GMRES on the unshifted $H$ (preconditioned by the PD factor $A^{-1}$, started
 //! from the solve with the shifted factor of $H+\tau I$) replaces an LDLᵀ/LU, so $z$ still
-//! solves the exact system.
+//! solves the exact system. With contact the adjoint is the KKT system
+//! $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix}$
+//! with $K=\nabla^2g(x_{t+1})$, solved directly: $w=K^{-1}g$, $\zeta=(WD^T+E^T)^{-1}Jw$ with
+//! $X=K^{-1}J^T$, $W=JX$, and $z=w-XD^T\zeta$ ([`ContactAdjoint::project`] built on the Newton
+//! factor). An indefinite $K$ with contact falls back to the PD-side contact adjoint
+//! (same $K$, fixed point + GMRES).
 
-use super::backward::{AdjointStats, BackwardConfig, HessianFilterMode};
-use super::forward::{norm, Simulator, StepStats};
+use super::backward::{AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization};
+use super::forward::{contact_settings, norm, Simulator, StepStats};
 use super::SolverError;
-use crate::linalg::{ordering, CscMatrix, LinalgError, SparseCholesky};
+use crate::contact::adjoint::ContactAdjoint;
+use crate::contact::ncp::FbParams;
+use crate::contact::{self, ContactSet, ContactStats, Delassus};
+use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
 use crate::scene::{NewtonEnergy, NewtonFilter};
 use nalgebra::{Matrix3, SMatrix, SymmetricEigen};
@@ -151,6 +175,88 @@ impl NewtonSystem {
         }
         out
     }
+}
+
+/// A factored Newton Hessian $H$ (free-DoF block) as a [`LinearSolver`], so that the contact
+/// machinery built for the PD factor ([`Delassus`], [`ContactAdjoint`]) uses $H^{-1}$.
+/// $H$ couples the axes ([`LinearSolver::axis_coupled`]).
+pub struct NewtonFactor<'a> {
+    sys: &'a NewtonSystem,
+    /// The assembled (unreduced) matrix, for [`LinearSolver::apply_a`] and the Dirichlet
+    /// coupling of [`LinearSolver::solve`]; `None` when only homogeneous solves are needed.
+    k: Option<&'a CscMatrix>,
+    n: usize,
+}
+
+impl LinearSolver for NewtonFactor<'_> {
+    fn num_nodes(&self) -> usize {
+        self.n
+    }
+    /// $x_F=H_{FF}^{-1}(b_F-H_{FD}\bar x_D)$, $x_D=\bar x_D$.
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) {
+        let mut xd = vec![0.0; b.len()];
+        for (k, v) in xd.iter_mut().enumerate() {
+            if self.sys.map[k] == usize::MAX {
+                *v = dirichlet_values[k];
+            }
+        }
+        let mut r = b.to_vec();
+        if let Some(k) = self.k {
+            let mut hx = vec![0.0; b.len()];
+            k.matvec(&xd, &mut hx);
+            r.iter_mut().zip(&hx).for_each(|(a, c)| *a -= c);
+        }
+        let sol = self.sys.solve(&r);
+        for (k, v) in x.iter_mut().enumerate() {
+            *v = if self.sys.map[k] == usize::MAX {
+                xd[k]
+            } else {
+                sol[k]
+            };
+        }
+    }
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+        z.copy_from_slice(&self.sys.solve(q));
+    }
+    fn apply_a(&self, x: &[f64], y: &mut [f64]) {
+        match self.k {
+            Some(k) => k.matvec(x, y),
+            None => y.iter_mut().for_each(|v| *v = 0.0),
+        }
+    }
+    fn axis_coupled(&self) -> bool {
+        true
+    }
+}
+
+/// Muscle fibre term of one actuated sample (spec §3.5): energy
+/// $\tfrac{w}2\|F\mathsf m-p\|^2$ with $p=a\,F\mathsf m/\|F\mathsf m\|$, stress $w(F\mathsf m-p)\mathsf m^T$ and
+/// the 9×9 Hessian $dF\mapsto w\big(dF\mathsf m-\tfrac a\ell(I-nn^T)dF\mathsf m\big)\mathsf m^T$.
+pub fn muscle_terms(
+    f: &Matrix3<f64>,
+    m: &nalgebra::Vector3<f64>,
+    a: f64,
+    w: f64,
+    with_hessian: bool,
+) -> (f64, Matrix3<f64>, Mat9) {
+    use super::muscle;
+    let fm = f * m;
+    let (p, l, n) = muscle::project(&fm, a);
+    let e = 0.5 * w * (fm - p).norm_squared();
+    let stress = (fm - p) * m.transpose() * w;
+    let mut h = Mat9::zeros();
+    if with_hessian {
+        for c in 0..9 {
+            let mut df = Matrix3::zeros();
+            df[(c / 3, c % 3)] = 1.0;
+            let dfm = df * m;
+            let col = (dfm - muscle::jacobian_apply(a, l, &n, &dfm)) * m.transpose() * w;
+            for r in 0..9 {
+                h[(r, c)] = col[(r / 3, r % 3)];
+            }
+        }
+    }
+    (e, stress, h)
 }
 
 /// Energy, first Piola stress $\partial E_s/\partial F$ (weights included) and 9×9 Hessian of
@@ -343,15 +449,38 @@ fn evaluate(
             g_in[3 * i + k] += t[i] / h;
         }
     }
-    let per: Vec<(f64, Matrix3<f64>, Mat9)> = (0..model.num_samples())
+    let mut per: Vec<(f64, Matrix3<f64>, Mat9)> = (0..model.num_samples())
         .into_par_iter()
         .map(|s| {
             let f = model.deformation_gradient(s, x);
             sample_terms(sim, energy, s, &f, with_hessian)
         })
         .collect();
+    // muscle fibres (the same energy for `pd` and `true`: Ψ_m is already a projection energy)
+    for g in &model.muscles {
+        let a = g.activation_at(d.muscle_time);
+        for (&s, m) in g.samples.iter().zip(&g.fibers) {
+            let f = model.deformation_gradient(s, x);
+            let w = g.stiffness * model.samples.vol[s];
+            let (e, p, hm) = muscle_terms(&f, m, a, w, with_hessian);
+            per[s].0 += e;
+            per[s].1 += p;
+            if with_hessian {
+                per[s].2 += hm;
+            }
+        }
+    }
     let mut g_el = vec![0.0; n3];
     let mut e_el = 0.0;
+    // compliant attachments: k/2 |x_i|^2 (the linear part -k p_i^T x_i is in y)
+    for g in &model.attachments {
+        for &i in &g.nodes {
+            for c in 0..3 {
+                e_el += 0.5 * g.stiffness * x[3 * i + c].powi(2);
+                g_el[3 * i + c] += g.stiffness * x[3 * i + c];
+            }
+        }
+    }
     let mut hess = Vec::with_capacity(if with_hessian { per.len() } else { 0 });
     for (s, (e, p, hs)) in per.into_iter().enumerate() {
         e_el += e;
@@ -387,6 +516,13 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
         let v = d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h);
         for c in 0..3 {
             k.add(3 * i + c, 3 * i + c, v);
+        }
+    }
+    for g in &model.attachments {
+        for &i in &g.nodes {
+            for c in 0..3 {
+                k.add(3 * i + c, 3 * i + c, g.stiffness);
+            }
         }
     }
     for (s, hs) in hess.iter().enumerate() {
@@ -573,7 +709,45 @@ fn factor_filtered(
     }
 }
 
-/// One implicit-Euler step by Newton's method (`[solver] method = "newton"`).
+/// KKT residuals of the contact-constrained step at $(x,\lambda)$: $\|\nabla g-J^T\lambda\|_F$,
+/// $\|J^T\lambda\|_F$, $\|\Phi\|_\infty$, $\|\Phi\|_2$ (Φ of [`crate::contact::ncp`]).
+struct Kkt {
+    residual: f64,
+    force: f64,
+    phi_inf: f64,
+    phi_2: f64,
+}
+
+fn kkt(
+    sim: &Simulator,
+    grad: &[f64],
+    set: &ContactSet,
+    lambda: &[f64],
+    x: &[f64],
+    fb: &FbParams,
+) -> Kkt {
+    let mut jtl = vec![0.0; grad.len()];
+    set.add_jt(lambda, &mut jtl);
+    sim.zero_prescribed(&mut jtl);
+    let r: Vec<f64> = grad.iter().zip(&jtl).map(|(a, b)| a - b).collect();
+    let delta = set.delta(x);
+    let (mut phi_inf, mut phi_2) = (0.0f64, 0.0);
+    for (j, l) in set.locals(&delta, lambda, fb).iter().enumerate() {
+        for a in 0..set.rows(j).len() {
+            phi_inf = phi_inf.max(l.phi[a].abs());
+            phi_2 += l.phi[a] * l.phi[a];
+        }
+    }
+    Kkt {
+        residual: norm(&r),
+        force: norm(&jtl),
+        phi_inf,
+        phi_2: phi_2.sqrt(),
+    }
+}
+
+/// One implicit-Euler step by Newton's method (`[solver] method = "newton"`), with NCP
+/// contact when the scene has contact candidates (module docs).
 pub fn step(
     sim: &mut Simulator,
     frame: usize,
@@ -583,12 +757,24 @@ pub fn step(
     let t0 = Instant::now();
     let model = sim.model;
     let h = model.h;
+    let n = model.num_nodes();
     let cfg = sim.config.newton;
-    let f_ext = model.external_force((frame - 1) as f64 * h, &sim.derived.mass);
+    let t_start = (frame - 1) as f64 * h;
+    sim.derived.muscle_time = frame as f64 * h;
+    let mut f_ext = model.external_force(t_start, &sim.derived.mass);
+    let penalty_force = sim.penalty_forces(t_start, x_t, v_t, &mut f_ext);
     let y = inertial_target(sim, x_t, v_t, &f_ext);
     let xd = model.dirichlet_values(frame as f64 * h);
     let mut x = x_t.to_vec();
     sim.impose_prescribed(&mut x, &xd);
+    let t_c = Instant::now();
+    let csettings = contact_settings(model);
+    let fb = csettings.fb;
+    let mut ncp = sim.contact_begin(t_start, x_t, v_t);
+    let mut cstats = ContactStats {
+        seconds_setup: t_c.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
     let mut sys = sim
         .newton_system
         .take()
@@ -597,6 +783,7 @@ pub fn step(
     let mut ppn_delta = f64::INFINITY;
     let mut tr_clamp = false;
     let mut ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
+    let simr: &Simulator = sim;
     let result = (|| -> Result<(), SolverError> {
         loop {
             if !ev.finite {
@@ -606,9 +793,19 @@ pub fn step(
                     element: None,
                 });
             }
-            let gn = norm(&ev.grad);
-            ns.relative_gradient = gn / ev.scale.max(f64::MIN_POSITIVE);
-            if gn <= cfg.tol * ev.scale || gn == 0.0 {
+            let kk = ncp
+                .as_ref()
+                .map(|(set, lambda)| kkt(simr, &ev.grad, set, lambda, &x, &fb));
+            let (gn, scale, contact_ok) = match &kk {
+                Some(k) => (
+                    k.residual,
+                    ev.scale + k.force,
+                    k.phi_inf <= csettings.tolerance,
+                ),
+                None => (norm(&ev.grad), ev.scale, true),
+            };
+            ns.relative_gradient = gn / scale.max(f64::MIN_POSITIVE);
+            if (gn <= cfg.tol * scale || gn == 0.0) && contact_ok {
                 ns.converged = true;
                 return Ok(());
             }
@@ -616,7 +813,7 @@ pub fn step(
                 return Ok(());
             }
             factor_filtered(
-                sim,
+                simr,
                 &mut sys,
                 cfg.filter,
                 &mut ev.hess,
@@ -627,6 +824,80 @@ pub fn step(
             )?;
             let neg: Vec<f64> = ev.grad.iter().map(|v| -v).collect();
             let mut delta = sys.solve(&neg);
+            if let (Some((set, lambda)), Some(k0)) = (ncp.as_mut(), kk.as_ref()) {
+                // Quadratic model + contact NCP: u = x − H⁻¹∇g, X = H⁻¹Jᵀ, x̂ = u + Xλ̂.
+                let tc = Instant::now();
+                let u: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
+                let fac = NewtonFactor {
+                    sys: &sys,
+                    k: None,
+                    n,
+                };
+                let del = Delassus::new(set, &fac);
+                let mut lam_new = lambda.clone();
+                let mut cache = None;
+                let info = contact::solve(
+                    set,
+                    &del,
+                    &u,
+                    &mut lam_new,
+                    &csettings,
+                    csettings.tolerance,
+                    &mut cache,
+                );
+                cstats.newton_iterations += info.iterations;
+                cstats.factorizations += info.factorizations;
+                let mut xhat = u;
+                del.add_x(set, &lam_new, &mut xhat);
+                cstats.seconds_solve += tc.elapsed().as_secs_f64();
+                let dx: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
+                let dl: Vec<f64> = lam_new
+                    .iter()
+                    .zip(lambda.iter())
+                    .map(|(a, b)| a - b)
+                    .collect();
+                let xmax = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let dmax = dx.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let lmax = lambda.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let dlmax = dl.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                if dmax <= 8.0 * f64::EPSILON * (xmax + 1e-300)
+                    && dlmax <= 8.0 * f64::EPSILON * (lmax + 1e-300)
+                {
+                    // at round-off: nothing left to improve
+                    ns.converged = contact_ok;
+                    return Ok(());
+                }
+                let sf = (cfg.tol * scale).max(f64::MIN_POSITIVE);
+                let sc = csettings.tolerance.max(f64::MIN_POSITIVE);
+                let merit = |k: &Kkt| (k.residual / sf).powi(2) + (k.phi_2 / sc).powi(2);
+                let m0 = merit(k0);
+                let mut step = 1.0;
+                let mut accepted = None;
+                for _ in 0..40 {
+                    let xt: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + step * b).collect();
+                    let lt: Vec<f64> = lambda.iter().zip(&dl).map(|(a, b)| a + step * b).collect();
+                    let et = evaluate(simr, cfg.energy, &xt, &y, x_t, false);
+                    if et.finite {
+                        let mt = merit(&kkt(simr, &et.grad, set, &lt, &xt, &fb));
+                        if mt <= (1.0 - 1e-4 * step) * m0 {
+                            accepted = Some((xt, lt));
+                            break;
+                        }
+                    }
+                    step *= 0.5;
+                    ns.line_search_halvings += 1;
+                }
+                let Some((xt, lt)) = accepted else {
+                    // no decrease of the KKT merit possible (round-off): stop here
+                    return Ok(());
+                };
+                x = xt;
+                *lambda = lt;
+                tr_clamp = false;
+                ns.iterations += 1;
+                ev = evaluate(simr, cfg.energy, &x, &y, x_t, true);
+                continue;
+            }
             let mut slope: f64 = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
             if slope.is_nan() || slope >= 0.0 {
                 // not a descent direction (cannot happen with an SPD factor): gradient step
@@ -646,7 +917,7 @@ pub fn step(
             let mut accepted = None;
             for _ in 0..40 {
                 let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + step * b).collect();
-                let et = evaluate(sim, cfg.energy, &trial, &y, x_t, false);
+                let et = evaluate(simr, cfg.energy, &trial, &y, x_t, false);
                 let roundoff = -slope * step <= 1e-13 * (ev.energy.abs() + 1.0);
                 if et.finite
                     && (et.energy <= ev.energy + 1e-4 * step * slope
@@ -670,18 +941,28 @@ pub fn step(
             }
             x = trial;
             ns.iterations += 1;
-            ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
+            ev = evaluate(simr, cfg.energy, &x, &y, x_t, true);
         }
     })();
     sim.newton_system = Some(sys);
     result?;
-    let stats = StepStats {
+    let mut stats = StepStats {
         iterations: ns.iterations,
         converged: ns.converged,
-        time_other: t0.elapsed().as_secs_f64(),
         newton: Some(ns.clone()),
         ..Default::default()
     };
+    sim.contact_finish(
+        frame,
+        ncp,
+        penalty_force,
+        x_t,
+        v_t,
+        &mut x,
+        cstats,
+        &mut stats,
+    );
+    stats.time_other = t0.elapsed().as_secs_f64();
     if !ns.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
@@ -694,9 +975,12 @@ pub fn step(
 }
 
 /// Adjoint of one Newton step: $\nabla^2g(x_{t+1})z=g$ on the free DoFs by one direct solve
-/// (exact Hessian, or with the backward filter's element projection for the ablation).
+/// (exact Hessian, or with the backward filter's element projection for the ablation); with
+/// the step's contact block (`lin.contact`), the KKT system of the module docs by one solve
+/// and the contact Schur complement.
 pub fn solve_adjoint(
     sim: &Simulator,
+    lin: &StepLinearization,
     x_next: &[f64],
     g: &[f64],
     cfg: &BackwardConfig,
@@ -759,7 +1043,28 @@ pub fn solve_adjoint(
         gmres_iterations = st.iterations;
     }
     let mut kz = vec![0.0; z.len()];
-    apply(&z, &mut kz);
+    if let Some(c) = lin.contact.as_ref() {
+        if ns.regularizations > 0 {
+            // indefinite K with contact: the same KKT system by the PD-side contact adjoint
+            let (z, mut st) = super::backward::solve_adjoint(sim, lin, g, cfg, frame);
+            st.method = format!("newton_indefinite:{}", st.method);
+            return Ok((z, st));
+        }
+        let fac = NewtonFactor {
+            sys: &sys,
+            k: Some(&k),
+            n: sim.model.num_nodes(),
+        };
+        let ca = ContactAdjoint::new(&c.rec, &fac);
+        let (_, mu) = ca.project(&mut z);
+        sim.zero_prescribed(&mut z);
+        // KKT residual g − Kz − Jᵀμ
+        ca.add_jt(&mu, &mut kz);
+    }
+    let mut kz2 = vec![0.0; z.len()];
+    apply(&z, &mut kz2);
+    kz.iter_mut().zip(&kz2).for_each(|(a, b)| *a += b);
+    sim.zero_prescribed(&mut kz);
     let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
     let gn = norm(&gf);
     let stats = AdjointStats {
@@ -877,6 +1182,148 @@ mod tests {
         }
     }
 
+    /// The muscle fibre term: stress = ∂E/∂F and Hessian = ∂stress/∂F against central
+    /// differences, stretched (ℓ > a) and compressed (ℓ < a, indefinite) fibres.
+    #[test]
+    fn muscle_terms_match_finite_differences() {
+        let u = crate::solver::loss::seeded_uniform(5, 9);
+        let m = nalgebra::Vector3::new(0.3, -0.5, 0.8).normalize();
+        for (scale, a) in [(1.0, 0.8), (0.7, 1.1)] {
+            let f0 = Matrix3::from_fn(|r, c| {
+                scale * ((if r == c { 1.0 } else { 0.0 }) + 0.2 * u[3 * r + c])
+            });
+            let w = 3.0;
+            let (_, p, h) = muscle_terms(&f0, &m, a, w, true);
+            let eps = 1e-6;
+            for c in 0..9 {
+                let mut fp = f0;
+                fp[(c / 3, c % 3)] += eps;
+                let mut fm = f0;
+                fm[(c / 3, c % 3)] -= eps;
+                let (ep, pp, _) = muscle_terms(&fp, &m, a, w, false);
+                let (em, pm, _) = muscle_terms(&fm, &m, a, w, false);
+                let fd = (ep - em) / (2.0 * eps);
+                assert!((fd - p[(c / 3, c % 3)]).abs() <= 1e-8 * (1.0 + p.norm()));
+                for r in 0..9 {
+                    let fd_h = (pp[(r / 3, r % 3)] - pm[(r / 3, r % 3)]) / (2.0 * eps);
+                    assert!(
+                        (fd_h - h[(r, c)]).abs() <= 1e-7 * (1.0 + h.norm()),
+                        "({r},{c}): fd {fd_h} vs {}",
+                        h[(r, c)]
+                    );
+                }
+            }
+        }
+    }
+
+    /// Objective, gradient and assembled Hessian with muscles and a compliant attachment:
+    /// ∇g against central differences of g, ∇²g against central differences of ∇g.
+    #[test]
+    fn muscle_and_attachment_terms_of_the_objective_match_finite_differences() {
+        let text = "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.4\ndensity = 1000.0\n[[body.muscle]]\nselect = { box = { min = [-1, -1, -1], max = [0.1, 1, 1] } }\nfiber = [1.0, 0.3, 0.0]\nstiffness = 5e4\nactivation = 0.8\n[[body.attachment]]\nselect = { face = \"x_max\" }\ncompliance = 1e-4\n";
+        let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
+        let model = Model::from_scene(&ls).unwrap();
+        assert!(!model.muscles.is_empty() && !model.attachments.is_empty());
+        let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+        let n3 = model.x0.len();
+        let u = crate::solver::loss::seeded_uniform(4, 2 * n3);
+        let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
+        let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.03 * u[n3 + j]).collect();
+        let y = x_t.clone();
+        let sys = NewtonSystem::new(&sim);
+        let ev = evaluate(&sim, NewtonEnergy::Pd, &x, &y, &x_t, true);
+        let k = assemble(&sim, &sys, &ev.hess);
+        let eps = 1e-6;
+        for j in 0..n3 {
+            let mut xp = x.clone();
+            xp[j] += eps;
+            let mut xm = x.clone();
+            xm[j] -= eps;
+            let ep = evaluate(&sim, NewtonEnergy::Pd, &xp, &y, &x_t, false);
+            let em = evaluate(&sim, NewtonEnergy::Pd, &xm, &y, &x_t, false);
+            let fd_e = (ep.energy - em.energy) / (2.0 * eps);
+            assert!(
+                (fd_e - ev.grad[j]).abs() <= 1e-5 * (1.0 + ev.grad[j].abs()),
+                "grad {j}: fd {fd_e} vs {}",
+                ev.grad[j]
+            );
+            for i in 0..n3 {
+                let fd = (ep.grad[i] - em.grad[i]) / (2.0 * eps);
+                let kij = k.position(i, j).map(|p| k.values[p]).unwrap_or(0.0);
+                assert!(
+                    (fd - kij).abs() <= 1e-5 * (1.0 + kij.abs()),
+                    "({i},{j}): fd {fd} vs {kij}"
+                );
+            }
+        }
+        // ∇g is A x − b(x) of the PD path (same energy), muscles included: with y = x_t
+        // (v_t = 0, f_ext = 0) the constant part of b is c = M x_t/h² + D x_t/h
+        let zeros = vec![0.0; n3];
+        let c = sim.rhs_constant(&x_t, &zeros, &zeros);
+        let mut warm = vec![nalgebra::Vector3::zeros(); model.num_samples()];
+        let loc = crate::solver::local::project_all(&model, &sim.derived, &x, &mut warm).unwrap();
+        let mut bp = vec![0.0; n3];
+        crate::solver::local::scatter(&model, &loc.q, &mut bp);
+        let mut ax = vec![0.0; n3];
+        sim.system.apply_a(&x, &mut ax);
+        // attachments: A holds k, b holds k p via f_ext (zero here), so Ax − c − b_p = ∇g
+        let r: Vec<f64> = (0..n3).map(|j| ax[j] - c[j] - bp[j]).collect();
+        let diff: f64 = r
+            .iter()
+            .zip(&ev.grad)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(diff <= 1e-9 * norm(&ev.grad), "PD residual vs ∇g: {diff:e}");
+    }
+
+    /// The Delassus operator of an axis-coupled solver (three solves per node) equals the
+    /// axis-decoupled one when the matrix does not couple the axes: the PD factor wrapped as
+    /// "coupled" gives the same W and X λ.
+    #[test]
+    fn coupled_delassus_equals_decoupled_on_the_pd_matrix() {
+        struct Coupled<'a>(&'a crate::linalg::GlobalSystem);
+        impl LinearSolver for Coupled<'_> {
+            fn num_nodes(&self) -> usize {
+                self.0.num_nodes()
+            }
+            fn solve(&self, b: &[f64], d: &[f64], x: &mut [f64]) {
+                self.0.solve(b, d, x)
+            }
+            fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+                self.0.solve_homogeneous(q, z)
+            }
+            fn apply_a(&self, x: &[f64], y: &mut [f64]) {
+                self.0.apply_a(x, y)
+            }
+            fn axis_coupled(&self) -> bool {
+                true
+            }
+        }
+        let text = "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 2, 1]\ndx = 0.05\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0.2, 0, 1]\nfriction = 0.3\n";
+        let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
+        let model = Model::from_scene(&ls).unwrap();
+        let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+        let v0 = vec![0.0; model.x0.len()];
+        let (set, _) = sim.contact_begin(0.0, &model.x0, &v0).expect("candidates");
+        let d1 = Delassus::new(&set, &sim.system);
+        let d3 = Delassus::new(&set, &Coupled(&sim.system));
+        let wn = d1.w.norm();
+        assert!((&d1.w - &d3.w).norm() <= 1e-12 * wn, "W differs");
+        let lam = crate::solver::loss::seeded_uniform(2, set.nrows());
+        let mut a = vec![0.0; model.x0.len()];
+        let mut b = a.clone();
+        d1.add_x(&set, &lam, &mut a);
+        d3.add_x(&set, &lam, &mut b);
+        let e: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(p, q)| (p - q).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(e <= 1e-12 * norm(&a), "X lambda differs: {e:e}");
+    }
+
     /// An indefinite exact Hessian (strongly expanded ν = 0.49 NH, large step, light body):
     /// the adjoint still solves the unshifted system (shifted factor + GMRES).
     #[test]
@@ -898,7 +1345,8 @@ mod tests {
             gmres_restart: 50,
             method: crate::solver::backward::AdjointMethod::FixedPoint,
         };
-        let (z, st) = solve_adjoint(&sim, &x, &g, &cfg, 1).unwrap();
+        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();
         assert_eq!(st.method, "newton_direct_shifted+gmres", "{st:?}");
         assert!(st.converged && st.relative_residual <= 1e-8, "{st:?}");
         // independent check with the matrix-free PD operator K = A − ΔA

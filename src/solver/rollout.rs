@@ -170,6 +170,16 @@ pub fn backward(
             };
             // muscle activations of this step (segment recomputation moved the time)
             sim.derived.muscle_time = frame as f64 * h;
+            // DiffPD glue contact: the step's active nodes were pinned at x_t (extra
+            // Dirichlet DoFs); the adjoint is restricted to the other DoFs (z_C = 0).
+            let pinned = match (sim.config.method, &ro.steps[t].diffpd_active) {
+                (crate::scene::SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
+                _ => None,
+            };
+            let saved = match &pinned {
+                Some(c) => Some(super::diffpd::pin(sim, c)?),
+                None => None,
+            };
             let sim_ref: &Simulator = sim;
             let d = &sim_ref.derived;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
@@ -190,7 +200,7 @@ pub fn backward(
                     super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
                 }
                 crate::scene::SolverMethod::Newton => {
-                    super::newton::solve_adjoint(sim_ref, x_next, &g, cfg, frame)?
+                    super::newton::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
                 }
             };
             st.alpha = alpha;
@@ -208,6 +218,19 @@ pub fn backward(
                     dp[k] = g[k] - kz[k];
                 }
                 d_presc.push((frame, dp));
+            }
+            // x_{t+1,C} = x_{t,C}: dL/dx_{t,C} += (g − Kz)_C (the pinned rows are not equations)
+            let mut pin_dx: Vec<(usize, f64)> = vec![];
+            if let Some(c) = &pinned {
+                let mut az = vec![0.0; 3 * n];
+                let mut daz = vec![0.0; 3 * n];
+                sim_ref.system.apply_a(&z, &mut az);
+                lin.apply(sim_ref.model, &z, &mut daz);
+                for &i in c {
+                    for k in 3 * i..3 * i + 3 {
+                        pin_dx.push((k, g[k] - (az[k] - daz[k])));
+                    }
+                }
             }
             accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
             let contact = super::backward::accumulate_contact(
@@ -243,7 +266,13 @@ pub fn backward(
                 gx.iter_mut().zip(c.x_t).for_each(|(a, b)| *a += b);
                 gv.iter_mut().zip(c.v_t).for_each(|(a, b)| *a += b);
             }
+            for (k, v) in pin_dx {
+                gx[k] += v;
+            }
             adjoint.push(st);
+            if let Some(sv) = saved {
+                super::diffpd::unpin(sim, sv);
+            }
         }
         seg_end = c;
     }
