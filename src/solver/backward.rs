@@ -321,31 +321,16 @@ pub fn solve_adjoint(
         return (vec![0.0; n3], stats);
     }
     if let Some(c) = &lin.contact {
-        return match cfg.method {
-            AdjointMethod::FixedPoint => solve_adjoint_contact(sim, lin, c, &gf, cfg, stats, t0),
-            AdjointMethod::Gmres => solve_adjoint_kkt(
-                sim,
-                lin,
-                c,
-                &gf,
-                cfg,
-                stats,
-                t0,
-                KktPreconditioner::BlockJacobi,
-            ),
+        let pre = match cfg.method {
+            AdjointMethod::FixedPoint => {
+                return solve_adjoint_contact(sim, lin, c, &gf, cfg, stats, t0)
+            }
+            AdjointMethod::Gmres => KktPreconditioner::BlockJacobi,
             // Pcg is refused with NCP contact at scene validation; a library caller gets the
             // robust Krylov solve, labelled as such.
-            AdjointMethod::Woodbury | AdjointMethod::Pcg => solve_adjoint_kkt(
-                sim,
-                lin,
-                c,
-                &gf,
-                cfg,
-                stats,
-                t0,
-                KktPreconditioner::Woodbury,
-            ),
+            AdjointMethod::Woodbury | AdjointMethod::Pcg => KktPreconditioner::Woodbury,
         };
+        return solve_adjoint_kkt(sim, lin, c, &gf, cfg, stats, t0, pre);
     }
     if matches!(cfg.method, AdjointMethod::Gmres | AdjointMethod::Woodbury) {
         let mut z = vec![0.0; n3];
