@@ -7,7 +7,9 @@
 #   scenes/sysid_bouncing_ball.toml        E and nu of a bouncing ball (3x off)
 #   scenes/sysid_bouncing_ball_bands.toml  three band moduli at 30x contrast
 #   scenes/initial_state_bunny.toml        rotation/position/velocity of a bunny to a CoM target
-#   scenes/torus_locomotion.toml           8 sector muscles x 6 knots, maximize forward motion
+#   scenes/torus_locomotion.toml           8 sector muscles x 11 knots, maximize forward motion;
+#                                          then a second run from its optimum with the bounds
+#                                          widened to [0, 2] (out/torus_locomotion_wide/)
 # Pass scene names to run a subset (e.g. `scripts/optimize_scenes.sh torus_locomotion`);
 # further arguments after `--` go to `diffphd optimize` (e.g. `-- --threads 1`).
 # Outputs in out/<scene>/ (optimize.json, optimized.toml, frame_*.ply, loss.svg).
@@ -25,4 +27,14 @@ for s in "${scenes[@]}"; do
   echo "== $s"
   target/release/diffphd optimize "scenes/$s.toml" --out "out/$s" "$@"
   target/release/diffphd plot "out/$s/optimize.json" -o "out/$s/loss.svg"
+  if [ "$s" = torus_locomotion ]; then
+    # docs/optimize.md "Torus": continue from the optimum with DiffPD's bounds [0, 2]; the
+    # mesh path in optimized.toml is relative to scenes/, so point it back from out/<scene>/.
+    wide=(--max-evaluations 25 --set body.0.mesh.file=../../meshes/torus_hex_coarse.vtk)
+    for i in 0 1 2 3 4 5 6 7; do
+      wide+=(--set "parameter.$i.lower=0" --set "parameter.$i.upper=2")
+    done
+    target/release/diffphd optimize "out/$s/optimized.toml" --out "out/${s}_wide" "${wide[@]}" "$@"
+    target/release/diffphd plot "out/${s}_wide/optimize.json" -o "out/${s}_wide/loss.svg"
+  fi
 done
