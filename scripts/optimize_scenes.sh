@@ -28,9 +28,9 @@ for s in "${scenes[@]}"; do
   target/release/diffphd optimize "scenes/$s.toml" --out "out/$s" "$@"
   target/release/diffphd plot "out/$s/optimize.json" -o "out/$s/loss.svg"
   if [ "$s" = torus_locomotion ]; then
-    # docs/optimize.md "Torus": continue from the optimum with DiffPD's bounds [0, 2]; the
-    # mesh path in optimized.toml is relative to scenes/, so point it back from out/<scene>/.
-    wide=(--max-evaluations 25 --set body.0.mesh.file=../../meshes/torus_hex_coarse.vtk)
+    # docs/optimize.md "Torus": continue from the optimum with DiffPD's bounds [0, 2]
+    # (optimized.toml names its input files by absolute paths, so it loads from out/).
+    wide=(--max-evaluations 25)
     for i in 0 1 2 3 4 5 6 7; do
       wide+=(--set "parameter.$i.lower=0" --set "parameter.$i.upper=2")
     done

@@ -410,3 +410,80 @@ fn iteration_and_evaluation_caps() {
     assert!(v["evaluations"].as_array().unwrap().len() <= 3);
     assert_eq!(v["settings"]["max_evaluations"], 3);
 }
+
+/// Regression: `optimized.toml` is written to the output directory, so the scene's relative
+/// mesh path (`../meshes/...`) must not be copied verbatim. Chaining an optimization from the
+/// torus run's `optimized.toml` failed with "mesh file not found". The written scene must load
+/// and build the same model from another folder.
+#[test]
+fn optimized_scene_loads_from_another_folder() {
+    let path = common::repo().join("scenes/initial_state_bunny.toml");
+    let ls = diffphd::scene::load(&path, &[]).expect("scene loads");
+    assert!(
+        ls.effective_toml.contains("../meshes/"),
+        "the scene names a relative mesh"
+    );
+    let problem = diffphd::optimize::problem::Problem::new(ls).expect("problem builds");
+    let values = problem.values_at(&problem.theta0());
+    let wb = diffphd::optimize::writeback::write_back(&problem, &values);
+    assert!(wb.exact, "{:?}", wb.notes);
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("out/run/optimized.toml");
+    let ls2 = diffphd::scene::load_str(&wb.toml, &elsewhere, &[])
+        .expect("optimized.toml loads from the output folder");
+    let m2 = diffphd::solver::Model::from_scene(&ls2).expect("and builds");
+    assert_eq!(m2.x0.len(), problem.base.x0.len());
+    let d = m2
+        .x0
+        .iter()
+        .zip(&problem.base.x0)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(d < 1e-12, "initial positions differ by {d:e}");
+}
+
+/// The same for a node-selection file (`nodes_file`, here inside a `[[body.dirichlet]]`): every
+/// relative input path at any depth of `optimized.toml` is made absolute.
+#[test]
+fn optimized_scene_keeps_selector_files_reachable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fixed.txt"), "# clamped\n0 1 2 3\n").unwrap();
+    let scene = dir.path().join("scene.toml");
+    std::fs::write(
+        &scene,
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 2
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 1, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[[body.dirichlet]]
+select = { nodes_file = "fixed.txt" }
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 1
+[[parameter]]
+kind = "density"
+"#,
+    )
+    .unwrap();
+    let problem =
+        diffphd::optimize::problem::Problem::new(diffphd::scene::load(&scene, &[]).unwrap())
+            .unwrap();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[1234.0]);
+    assert!(wb.exact, "{:?}", wb.notes);
+    let other = tempfile::tempdir().unwrap();
+    let ls2 = diffphd::scene::load_str(&wb.toml, &other.path().join("optimized.toml"), &[])
+        .expect("loads from another folder");
+    let m2 = diffphd::solver::Model::from_scene(&ls2).expect("the nodes file is found");
+    assert!((m2.params.density[0] - 1234.0).abs() < 1e-9);
+}

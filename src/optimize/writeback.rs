@@ -21,6 +21,12 @@
 //! loads and muscle activations (relative 1e-9). Where an in-place E rewrite is not exact (a later region with an
 //! absolute modulus overlapping region r, or `youngs_modulus_file`), the factor is instead
 //! appended as a new `[[body.region]]` (`scale`) with region r's selector (or `all = true`).
+//!
+//! Input files named relative to the scene's folder (`mesh.file`,
+//! `material.youngs_modulus_file`, `elements_file`/`nodes_file` selectors,
+//! `loss.term.reference_dir`) are written as absolute paths: `optimized.toml` lands in the output directory, where the scene's relative
+//! paths would not resolve, and it must load as a scene from there (to continue an
+//! optimization from it).
 
 use super::params::Param;
 use super::problem::Problem;
@@ -353,6 +359,46 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
     bad
 }
 
+/// Scene keys whose string value names an input file or folder (docs/scene-format.md:
+/// "Relative paths are resolved against the directory of the scene file").
+const PATH_KEYS: [&str; 5] = [
+    "file",
+    "youngs_modulus_file",
+    "elements_file",
+    "nodes_file",
+    "reference_dir",
+];
+
+/// Rewrite every relative input path below `t` (keys [`PATH_KEYS`], at any depth: mesh,
+/// material, selectors of every group, loss terms) as an absolute path resolved against the
+/// scene's folder (see the module doc). Returns how many were rewritten.
+fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) -> usize {
+    let mut changed = 0;
+    for (k, v) in t.iter_mut() {
+        match v {
+            Value::String(p)
+                if PATH_KEYS.contains(&k.as_str())
+                    && std::path::Path::new(p.as_str()).is_relative() =>
+            {
+                if let Ok(abs) = std::path::absolute(ls.resolve(p)) {
+                    *p = abs.display().to_string();
+                    changed += 1;
+                }
+            }
+            Value::Table(sub) => changed += absolutize_inputs(sub, ls),
+            Value::Array(items) => {
+                for it in items.iter_mut() {
+                    if let Value::Table(sub) = it {
+                        changed += absolutize_inputs(sub, ls);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    changed
+}
+
 /// Write the optimized `values` (user units) back into the effective scene.
 pub fn write_back(problem: &Problem, values: &[f64]) -> WriteBack {
     let target = super::params::apply_all(&problem.params, &problem.base, values);
@@ -362,6 +408,7 @@ pub fn write_back(problem: &Problem, values: &[f64]) -> WriteBack {
         let (mut sets, mut notes) = (Vec::new(), Vec::new());
         let mut root = base.clone();
         rewrite(&mut root, problem, values, append_e, &mut sets, &mut notes);
+        absolutize_inputs(&mut root, &problem.ls);
         let text = toml::to_string(&root).expect("scene serializes");
         let bad = verify(problem, &target, &text);
         let exact = bad.is_empty();
