@@ -487,3 +487,36 @@ kind = "density"
     let m2 = diffphd::solver::Model::from_scene(&ls2).expect("the nodes file is found");
     assert!((m2.params.density[0] - 1234.0).abs() < 1e-9);
 }
+
+/// Regression: a Ctrl-C that arrives while argmin is about to stop on its own (here: the
+/// iteration cap right after the flag is raised) left `status = "completed"` in the torus
+/// run's `optimize.json`, because the flag was only read before the next evaluation. The
+/// final status reads the flag too: interrupted, with the best point kept.
+#[test]
+fn interrupt_before_a_natural_stop_is_reported() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let ls = common::load(FLIGHT, &[]);
+    let problem = Problem::new(ls).unwrap();
+    let mut settings = problem.ls.scene.optimize.clone();
+    settings.max_iterations = 1;
+    let flag = Arc::new(AtomicBool::new(false));
+    let raise = flag.clone();
+    // raise the flag when iteration 1 (the last one allowed) is recorded
+    let mut cb = move |log: &diffphd::optimize::lbfgs::OptimizeLog| {
+        if log.iterations.len() >= 2 {
+            raise.store(true, Ordering::SeqCst);
+        }
+    };
+    let log = optimize(
+        &problem,
+        &settings,
+        serde_json::Value::Null,
+        Some(flag),
+        &mut cb,
+    )
+    .unwrap();
+    assert_eq!(log.status, Status::Interrupted, "{:?}", log.termination);
+    assert!(log.best.is_some());
+    assert_eq!(log.iterations.len(), 2);
+}

@@ -557,6 +557,9 @@ pub fn optimize<'a>(
         .validate()
         .map_err(|(key, msg)| SetupError::Invalid { key, msg })?;
     let (u0, maps, info) = setup(problem)?;
+    // Read again at the end: argmin can stop on its own (iteration cap, line-search exit)
+    // after a Ctrl-C without asking for another evaluation, and the run is still interrupted.
+    let interrupt_flag = interrupt.clone();
     let log = OptimizeLog {
         header,
         settings: settings.clone(),
@@ -631,7 +634,15 @@ pub fn optimize<'a>(
         }
     };
     let mut sh = shared.lock().expect("optimizer state");
-    match (sh.stop.clone(), outcome) {
+    let flagged = interrupt_flag
+        .as_ref()
+        .is_some_and(|f| f.load(Ordering::SeqCst));
+    let stop = match sh.stop.clone() {
+        Some(Stop::Failed(m)) => Some(Stop::Failed(m)),
+        _ if flagged => Some(Stop::Interrupted),
+        s => s,
+    };
+    match (stop, outcome) {
         (Some(Stop::Interrupted), _) => {
             sh.log.status = Status::Interrupted;
             sh.log.termination = Some("interrupted (SIGINT)".into());
