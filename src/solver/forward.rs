@@ -357,7 +357,7 @@ impl<'m> Simulator<'m> {
                 let (xref, floor) = match self.config.gate_reference {
                     GateReference::Position => (norm(&x), 0.0),
                     // ‖x_k − x_t‖ without a temporary (same summation order as `norm`),
-                    // with the round-off floor for bodies at rest
+                    // with the round-off floor (tight tolerances, bodies at rest)
                     GateReference::Displacement => (
                         x.iter()
                             .zip(x_t)
