@@ -25,9 +25,12 @@ pub struct ContactAdjoint {
     del: Delassus,
     /// Rows of the kept (coupled) contacts.
     keep: Vec<usize>,
+    /// Position of every row in `keep` (`usize::MAX` for dropped contacts).
+    pos: Vec<usize>,
     lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
-    /// Diagonal of $G_c$ on the kept rows (block-Jacobi preconditioner of the contact rows).
-    diag: Vec<f64>,
+    /// $1/(G_c)_{kk}$ on the kept rows (1 where the diagonal vanishes): the block-Jacobi
+    /// preconditioner of the contact rows.
+    diag_inv: Vec<f64>,
 }
 
 /// Contact contributions to the parameter gradients of one step.
@@ -97,14 +100,25 @@ impl ContactAdjoint {
         for k in 0..na {
             g[(k, k)] += shift;
         }
-        let diag = (0..na).map(|k| g[(k, k)]).collect();
+        let dmax = (0..na).fold(0.0f64, |m, k| m.max(g[(k, k)].abs()));
+        let diag_inv = (0..na)
+            .map(|k| {
+                let d = g[(k, k)];
+                if d.abs() > 1e-14 * dmax {
+                    1.0 / d
+                } else {
+                    1.0
+                }
+            })
+            .collect();
         let lu = (na > 0).then(|| g.partial_piv_lu());
         ContactAdjoint {
             rec: rec.clone(),
             del,
             keep,
+            pos,
             lu,
-            diag,
+            diag_inv,
         }
     }
 
@@ -143,10 +157,7 @@ impl ContactAdjoint {
         let (zeta, mu) = self.expand(zeta_k);
         set.add_jt(&mu, out_z);
         let jz = set.apply_j(z);
-        let mut pos = vec![usize::MAX; set.nrows()];
-        for (k, &r) in self.keep.iter().enumerate() {
-            pos[r] = k;
-        }
+        let pos = &self.pos;
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
@@ -196,14 +207,8 @@ impl ContactAdjoint {
         zeta_k: &mut [f64],
     ) {
         solver.solve_homogeneous(r_z, z);
-        let dmax = self.diag.iter().fold(0.0f64, |m, d| m.max(d.abs()));
-        for k in 0..self.keep.len() {
-            let d = self.diag[k];
-            zeta_k[k] = if d.abs() > 1e-14 * dmax {
-                r_c[k] / d
-            } else {
-                r_c[k]
-            };
+        for (k, d) in self.diag_inv.iter().enumerate() {
+            zeta_k[k] = r_c[k] * d;
         }
     }
 
