@@ -143,7 +143,8 @@ pub fn pin(
     pinned: &[usize],
 ) -> Result<(crate::linalg::GlobalSystem, Vec<usize>), SolverError> {
     let model = sim.model;
-    let (a, _) = crate::linalg::assembly::pd_matrices(model, &sim.derived, model.h);
+    // the same unreduced A the simulator factored; only the Dirichlet sets grow
+    let a = sim.system.a.clone();
     let mut sets = model.dirichlet_sets();
     let mut pres = sim.prescribed.clone();
     for set in sets.iter_mut() {
@@ -286,7 +287,8 @@ pub fn step(
     let mut lbfgs_converged;
     let mut t_local = 0.0;
     let mut x;
-    let mut reaction = vec![0.0; x_t.len()];
+    // ∇g(x) of the last solved set: its values at the active nodes are the contact forces
+    let mut r = vec![];
     let mut set_iterations = 0;
     loop {
         set_iterations += 1;
@@ -331,24 +333,19 @@ pub fn step(
         })?;
         let mut bp = vec![0.0; x.len()];
         local::scatter(model, &loc.q, &mut bp);
-        let mut r = vec![0.0; x.len()];
+        r = vec![0.0; x.len()];
         sim.system.apply_a(&x, &mut r);
         for j in 0..r.len() {
             r[j] -= c[j] + bp[j];
         }
-        reaction = vec![0.0; x.len()];
         let mut next: Vec<usize> = vec![];
         for &i in &sim.contact_nodes {
             let Some((dist, n)) = query(&node(&x, i)) else {
                 continue;
             };
             if active.binary_search(&i).is_ok() {
-                let ri = node(&r, i);
-                if n.dot(&ri) >= 0.0 {
+                if n.dot(&node(&r, i)) >= 0.0 {
                     next.push(i);
-                    for d in 0..3 {
-                        reaction[3 * i + d] = ri[d];
-                    }
                 }
             } else if dist < 0.0 {
                 next.push(i);
@@ -357,16 +354,7 @@ pub fn step(
         next.sort_unstable();
         let repeat = next == active || (history.len() >= 2 && history[history.len() - 2] == next);
         if repeat || set_iterations >= MAX_CONTACT_ITERATIONS {
-            if next != active {
-                // keep the solution of the last solved set (its reactions)
-                reaction.iter_mut().for_each(|v| *v = 0.0);
-                for &i in &active {
-                    let ri = node(&r, i);
-                    for d in 0..3 {
-                        reaction[3 * i + d] = ri[d];
-                    }
-                }
-            }
+            // keep the solution of the last solved set, `active`
             break;
         }
         history.push(active);
@@ -380,6 +368,11 @@ pub fn step(
         ..Default::default()
     };
     if glue {
+        // contact forces: ∇g at the nodes of the solved set (zero elsewhere)
+        let mut reaction = vec![0.0; x.len()];
+        for &i in &active {
+            reaction[3 * i..3 * i + 3].copy_from_slice(&r[3 * i..3 * i + 3]);
+        }
         sim.diffpd_active = active.clone();
         let cstats = crate::contact::ContactStats {
             candidates: sim.contact_nodes.len(),
