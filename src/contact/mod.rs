@@ -780,6 +780,12 @@ impl ContactRecord {
     }
 }
 
+/// Whether obstacle contact is DiffPD's explicit penalty force (`[contact] model =
+/// "penalty"` with obstacles; [`penalty`]) rather than the NCP solve.
+pub fn penalty_enabled(model: &Model) -> bool {
+    !model.obstacles.is_empty() && model.contact.model == crate::scene::ContactModel::Penalty
+}
+
 /// Whether the model has NCP/penalty contact: obstacles, or contact between bodies.
 pub fn enabled(model: &Model) -> bool {
     !model.obstacles.is_empty() || (model.contact.bodies && model.bodies.len() > 1)

@@ -685,7 +685,7 @@ pub fn accumulate_contact(
     grads: &mut super::gradient::Gradients,
 ) -> Option<ContactStepGradient> {
     let model = sim.model;
-    if !model.obstacles.is_empty() && model.contact.model == crate::scene::ContactModel::Penalty {
+    if crate::contact::penalty_enabled(model) {
         let t = (frame - 1) as f64 * model.h;
         let (gx, gv) = crate::contact::penalty::gradients(
             model,

@@ -14,7 +14,7 @@ use super::model::{Derived, Model};
 use super::SolverError;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats, Delassus};
 use crate::linalg::{assembly, CscMatrix, GlobalSystem, LinearSolver};
-use crate::scene::{AndersonWindow, ContactModel, GateReference, OnNonConvergence, SolverSettings};
+use crate::scene::{AndersonWindow, GateReference, OnNonConvergence, SolverSettings};
 use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -443,7 +443,7 @@ impl<'m> Simulator<'m> {
         f_ext: &mut [f64],
     ) -> Option<(Vec<f64>, usize)> {
         let model = self.model;
-        if model.obstacles.is_empty() || model.contact.model != ContactModel::Penalty {
+        if !contact::penalty_enabled(model) {
             return None;
         }
         let mut fp = vec![0.0; f_ext.len()];
@@ -464,8 +464,7 @@ impl<'m> Simulator<'m> {
         v_t: &[f64],
     ) -> Option<(ContactSet, Vec<f64>)> {
         let model = self.model;
-        let penalty = !model.obstacles.is_empty() && model.contact.model == ContactModel::Penalty;
-        if !contact::enabled(model) || penalty {
+        if !contact::enabled(model) || contact::penalty_enabled(model) {
             return None;
         }
         let mut set = ContactSet::build(
