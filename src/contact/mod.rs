@@ -311,14 +311,13 @@ impl Delassus {
                 z
             })
             .collect();
-        // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc])
+        // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc]); decoupled
+        // solvers are only asked for d == e (the other entries are zero)
         let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {
             if coupled {
                 cols[3 * kc + e][3 * i + d]
-            } else if d == e {
-                cols[kc][3 * i + d]
             } else {
-                0.0
+                cols[kc][3 * i + d]
             }
         };
         // terms of every row as (node, column, coefficient)
@@ -341,10 +340,9 @@ impl Delassus {
                     for &(_, cs_col, cs) in &rt[s] {
                         let mut t = 0.0;
                         for d in 0..3 {
-                            for e in 0..3 {
-                                if coupled || d == e {
-                                    t += ar[d] * as_[e] * hinv(ir, d, cs_col, e);
-                                }
+                            let es = if coupled { 0..3 } else { d..d + 1 };
+                            for e in es {
+                                t += ar[d] * as_[e] * hinv(ir, d, cs_col, e);
                             }
                         }
                         v += cr * cs * t;
