@@ -24,9 +24,9 @@
 //!
 //! Input files named relative to the scene's folder (`mesh.file`,
 //! `material.youngs_modulus_file`, `elements_file`/`nodes_file` selectors,
-//! `loss.term.reference_dir`) are written as absolute paths: `optimized.toml` lands in the output directory, where the scene's relative
-//! paths would not resolve, and it must load as a scene from there (to continue an
-//! optimization from it).
+//! `loss.term.reference_dir`) are written as absolute paths: `optimized.toml` lands in the
+//! output directory, where the scene's relative paths would not resolve, and it must load as
+//! a scene from there (to continue an optimization from it).
 
 use super::params::Param;
 use super::problem::Problem;
@@ -371,9 +371,8 @@ const PATH_KEYS: [&str; 5] = [
 
 /// Rewrite every relative input path below `t` (keys [`PATH_KEYS`], at any depth: mesh,
 /// material, selectors of every group, loss terms) as an absolute path resolved against the
-/// scene's folder (see the module doc). Returns how many were rewritten.
-fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) -> usize {
-    let mut changed = 0;
+/// scene's folder (see the module doc).
+fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) {
     for (k, v) in t.iter_mut() {
         match v {
             Value::String(p)
@@ -382,21 +381,19 @@ fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) -> usize {
             {
                 if let Ok(abs) = std::path::absolute(ls.resolve(p)) {
                     *p = abs.display().to_string();
-                    changed += 1;
                 }
             }
-            Value::Table(sub) => changed += absolutize_inputs(sub, ls),
+            Value::Table(sub) => absolutize_inputs(sub, ls),
             Value::Array(items) => {
                 for it in items.iter_mut() {
                     if let Value::Table(sub) = it {
-                        changed += absolutize_inputs(sub, ls);
+                        absolutize_inputs(sub, ls);
                     }
                 }
             }
             _ => {}
         }
     }
-    changed
 }
 
 /// Write the optimized `values` (user units) back into the effective scene.
