@@ -1,7 +1,39 @@
-//! GPU backend seam. The CPU path ([`crate::linalg::GlobalSystem`]) is complete and is the
-//! reference; a CUDA implementation of [`crate::linalg::LinearSolver`] plugs in here
-//! behind the `cuda` cargo feature (cudarc, runtime loading, kernels in `kernels/`
-//! compiled at run time by NVRTC).
+//! GPU backend (spec §2.8, §5): CUDA kernels in `kernels/*.cu`, compiled at run time by NVRTC
+//! for a GPU ([`cuda::Cuda`], feature `cuda`) and at build time as host C++ for the
+//! [`Emulator`]. Both implement [`Device`]; the orchestration in [`pipeline`] and [`local`]
+//! is written once against it, so CI runs every kernel and the whole orchestration without a
+//! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.
+//! See `docs/gpu.md` for the kernel list, the emulator and the memory budget.
+
+pub mod device;
+pub mod emulator;
+pub mod factor;
+pub mod kernels;
+pub mod local;
+pub mod nvrtc;
+pub mod pipeline;
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+
+pub use device::{Arg, Device};
+pub use emulator::Emulator;
+pub use kernels::Kernel;
+
+/// Errors of the device layer.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("kernel {kernel}: {why}")]
+    Arguments { kernel: &'static str, why: &'static str },
+    #[error("buffer length {got} differs from the device buffer's {expected}")]
+    Length { expected: usize, got: usize },
+    #[error("the inverse-factor path was not built (over the memory budget)")]
+    NoInverse,
+    #[error("CUDA: {0}")]
+    Cuda(String),
+    #[error("{file}: NVRTC compile failed:\n{log}")]
+    Compile { file: &'static str, log: String },
+}
 
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -9,6 +41,8 @@
 pub enum Backend {
     Cpu,
     Cuda,
+    /// The host emulator of the GPU kernels (for testing; slow by design).
+    Emulator,
 }
 
 /// Why the CUDA backend is not available, or `Ok(())` when it is.
@@ -22,26 +56,40 @@ pub fn cuda_status() -> Result<(), String> {
     }
     #[cfg(feature = "cuda")]
     {
-        cuda::probe()
+        cuda::probe().map(|_| ())
     }
 }
 
-#[cfg(feature = "cuda")]
-mod cuda {
-    /// Probe the driver and NVRTC without panicking (cudarc panics when libcuda is missing,
-    /// so check the libraries first; see `dependencies-notes.md` §1.2).
-    pub fn probe() -> Result<(), String> {
-        // SAFETY: these only try to dlopen the libraries.
-        let libs = unsafe {
-            cudarc::driver::sys::is_culib_present() && cudarc::nvrtc::sys::is_culib_present()
-        };
-        if !libs {
-            return Err("no CUDA driver library (libcuda) or NVRTC found on this machine".into());
-        }
-        match std::panic::catch_unwind(|| cudarc::driver::CudaContext::new(0)) {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("CUDA driver present but no usable device: {e:?}")),
-            Err(_) => Err("CUDA initialisation panicked (driver library unusable)".into()),
-        }
+/// What `diffphd doctor` reports about the GPU side.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DoctorReport {
+    /// `cuda` feature compiled in.
+    pub cuda_feature: bool,
+    /// Driver + device, or why not.
+    pub device: Result<String, String>,
+    /// NVRTC library and version, or why not.
+    pub nvrtc: Result<String, String>,
+    /// Whether the host emulator is built in (always: `build.rs` compiles it).
+    pub emulator: bool,
+    /// Kernel sources embedded.
+    pub kernels: Vec<&'static str>,
+}
+
+/// Probe everything without panicking.
+pub fn doctor() -> DoctorReport {
+    let nvrtc = nvrtc::Nvrtc::load().and_then(|n| {
+        let (a, b) = n.version()?;
+        Ok(format!("{} (NVRTC {a}.{b})", n.soname))
+    });
+    #[cfg(feature = "cuda")]
+    let device = cuda::probe();
+    #[cfg(not(feature = "cuda"))]
+    let device = cuda_status().map(|_| String::new());
+    DoctorReport {
+        cuda_feature: cfg!(feature = "cuda"),
+        device,
+        nvrtc,
+        emulator: true,
+        kernels: kernels::SOURCES.iter().map(|(p, _)| *p).collect(),
     }
 }

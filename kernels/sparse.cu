@@ -1,0 +1,79 @@
+// sparse.cu: sparse matrix kernels of the global solve (spec §5.3, Eqs. 32-33).
+// Matrices are CSR (row pointer, column index, value; 64-bit indices). Every kernel is a
+// gather over one row, so no two items write the same entry.
+#include "device.h"
+
+// y = M x for an n-row CSR matrix M.
+DPHD_KERNEL(dphd_spmv_csr)(DPHD_ITEM_PARAM long long n, const long long* ptr, const long long* col,
+                           const double* val, const double* x, double* y)
+{
+    const long long r = DPHD_ITEM;
+    if (r >= n) return;
+    double s = 0.0;
+    for (long long k = ptr[r]; k < ptr[r + 1]; ++k) s += val[k] * x[col[k]];
+    y[r] = s;
+}
+
+// One level of a level-scheduled lower-triangular solve L x = b, in place in x.
+// `rows[offset..offset+n)` are the rows of this level (their dependencies are in earlier levels).
+// L is CSR with the diagonal entry LAST in each row (columns ascending).
+DPHD_KERNEL(dphd_trisolve_lower_level)(DPHD_ITEM_PARAM long long n, long long offset, const long long* rows,
+                                       const long long* ptr, const long long* col,
+                                       const double* val, double* x)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = rows[offset + t];
+    const long long end = ptr[r + 1] - 1;
+    double s = x[r];
+    for (long long k = ptr[r]; k < end; ++k) s -= val[k] * x[col[k]];
+    x[r] = s / val[end];
+}
+
+// One level of a level-scheduled upper-triangular solve U x = b, in place in x.
+// U (= L^T) is CSR with the diagonal entry FIRST in each row (columns ascending).
+DPHD_KERNEL(dphd_trisolve_upper_level)(DPHD_ITEM_PARAM long long n, long long offset, const long long* rows,
+                                       const long long* ptr, const long long* col,
+                                       const double* val, double* x)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = rows[offset + t];
+    const long long beg = ptr[r];
+    double s = x[r];
+    for (long long k = beg + 1; k < ptr[r + 1]; ++k) s -= val[k] * x[col[k]];
+    x[r] = s / val[beg];
+}
+
+// Sparse inverse factor, one column per item (spec §2.8 Eq. 32, §5.2 step 4):
+// column j of S = L^{-1} solves L c_j = e_j along the elimination-tree path of j, which is
+// S's precomputed pattern spat[sptr[j]..sptr[j+1]) (ascending, starting at j).
+// L is CSC with the diagonal entry FIRST in each column (rows ascending); every below-diagonal
+// row of column k lies on the path of j whenever k does (it is an ancestor of k).
+DPHD_KERNEL(dphd_inverse_factor_columns)(DPHD_ITEM_PARAM long long n, const long long* lptr,
+                                         const long long* lrow, const double* lval,
+                                         const long long* sptr, const long long* spat,
+                                         double* sval)
+{
+    const long long j = DPHD_ITEM;
+    if (j >= n) return;
+    const long long b = sptr[j];
+    const long long e = sptr[j + 1];
+    for (long long p = b; p < e; ++p) sval[p] = 0.0;
+    sval[b] = 1.0;
+    long long hint = b;
+    for (long long p = b; p < e; ++p) {
+        const long long k = spat[p];
+        const long long d = lptr[k];
+        const double yk = sval[p] / lval[d];
+        sval[p] = yk;
+        if (yk == 0.0) continue;
+        hint = p + 1;
+        for (long long q = d + 1; q < lptr[k + 1]; ++q) {
+            const long long i = lrow[q];
+            // rows of column k ascend, and so does the path: advance the search position.
+            while (hint < e && spat[hint] < i) ++hint;
+            if (hint < e && spat[hint] == i) sval[hint] -= lval[q] * yk;
+        }
+    }
+}

@@ -1,0 +1,42 @@
+// vector.cu: dense vector kernels of the PD iteration and the adjoint Krylov loop
+// (Anderson's residual updates, spec Eqs. 18-21; GMRES/axpy updates of the backward, spec §7).
+#include "device.h"
+
+// y[i] += a * x[i]
+DPHD_KERNEL(dphd_axpy)(DPHD_ITEM_PARAM long long n, double a, const double* x, double* y)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    y[i] += a * x[i];
+}
+
+// y[i] = a * x[i] + b * y[i]
+DPHD_KERNEL(dphd_axpby)(DPHD_ITEM_PARAM long long n, double a, const double* x, double b, double* y)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    y[i] = a * x[i] + b * y[i];
+}
+
+// dst[i] = src[map[i]]  (gather permutation: P b, CSC -> CSR value maps)
+DPHD_KERNEL(dphd_gather_perm)(DPHD_ITEM_PARAM long long n, const long long* map, const double* src, double* dst)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    dst[i] = src[map[i]];
+}
+
+// First pass of the deterministic two-pass dot product: item k sums x[j]*y[j] over the
+// chunk j in [k*chunk, min((k+1)*chunk, len)) in index order. The second pass sums the
+// partials in index order on the host (their number is len/chunk, small).
+DPHD_KERNEL(dphd_dot_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
+                              const double* x, const double* y, double* partial)
+{
+    const long long k = DPHD_ITEM;
+    if (k >= n) return;
+    const long long lo = k * chunk;
+    const long long hi = lo + chunk < len ? lo + chunk : len;
+    double s = 0.0;
+    for (long long j = lo; j < hi; ++j) s += x[j] * y[j];
+    partial[k] = s;
+}

@@ -1,0 +1,72 @@
+//! The device seam: one trait, two implementations (`Emulator` on the host, `Cuda` on an
+//! NVIDIA GPU). Everything above it (`gpu::pipeline`) is written once against the trait, so
+//! CI exercises the whole orchestration without a GPU.
+
+use super::kernels::Kernel;
+use super::GpuError;
+
+/// A kernel argument after the implicit item count.
+pub enum Arg<'a, D: Device + ?Sized> {
+    /// `long long`.
+    Int(i64),
+    /// `double`.
+    Real(f64),
+    /// `const double*`.
+    In(&'a D::Real),
+    /// `double*`.
+    Out(&'a mut D::Real),
+    /// `const long long*`.
+    Index(&'a D::Index),
+}
+
+/// A compute device: persistent buffers and kernel launches of `n` independent items.
+pub trait Device {
+    /// A device buffer of `f64`.
+    type Real;
+    /// A device buffer of `i64`.
+    type Index;
+    /// Human-readable device name (for logs).
+    fn name(&self) -> String;
+    /// Copy host data into a new device buffer.
+    fn upload(&self, v: &[f64]) -> Result<Self::Real, GpuError>;
+    /// Copy host indices into a new device buffer.
+    fn upload_index(&self, v: &[i64]) -> Result<Self::Index, GpuError>;
+    /// A zeroed buffer of `n` values.
+    fn zeros(&self, n: usize) -> Result<Self::Real, GpuError>;
+    /// Overwrite a buffer from the host (same length).
+    fn write(&self, dst: &mut Self::Real, v: &[f64]) -> Result<(), GpuError>;
+    /// Copy a buffer back to the host.
+    fn download(&self, b: &Self::Real) -> Result<Vec<f64>, GpuError>;
+    /// Launch `n` items of kernel `k` with `args` (kinds as in the kernel table), in stream
+    /// order after every earlier launch.
+    fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError>;
+}
+
+/// Check `args` against the kernel table before a launch (both devices call this).
+pub(crate) fn check_args<D: Device + ?Sized>(k: Kernel, args: &[Arg<'_, D>]) -> Result<(), GpuError> {
+    use super::kernels::Kind;
+    let kinds = k.args();
+    if kinds.len() != args.len() {
+        return Err(GpuError::Arguments {
+            kernel: k.symbol(),
+            why: "wrong number of arguments",
+        });
+    }
+    for (kind, a) in kinds.iter().zip(args) {
+        let ok = matches!(
+            (kind, a),
+            (Kind::Int, Arg::Int(_))
+                | (Kind::Real, Arg::Real(_))
+                | (Kind::In, Arg::In(_))
+                | (Kind::Out, Arg::Out(_))
+                | (Kind::Index, Arg::Index(_))
+        );
+        if !ok {
+            return Err(GpuError::Arguments {
+                kernel: k.symbol(),
+                why: "argument kind differs from the kernel table",
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! The host emulator: the `kernels/*.cu` sources compiled as C++ by `build.rs`, each launch
+//! running its items sequentially in item order (deterministic; slow by design). Buffers are
+//! host vectors. Used by CI to run the GPU pipeline without a GPU (`--backend emulator`).
+
+use super::device::{check_args, Arg, Device};
+use super::kernels::{host, Kernel};
+use super::GpuError;
+
+/// The emulator device.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Emulator;
+
+/// A raw argument of a host kernel call.
+pub(crate) enum HostArg {
+    Int(i64),
+    Real(f64),
+    In(*const f64),
+    Out(*mut f64),
+    Index(*const i64),
+}
+
+/// Conversion of a [`HostArg`] to the typed parameter of a host kernel.
+pub(crate) trait Take: Sized {
+    fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError>;
+}
+
+fn kind_error(k: Kernel) -> GpuError {
+    GpuError::Arguments {
+        kernel: k.symbol(),
+        why: "argument kind differs from the kernel table",
+    }
+}
+
+macro_rules! take {
+    ($ty:ty, $variant:ident) => {
+        impl Take for $ty {
+            fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError> {
+                match a {
+                    Some(HostArg::$variant(v)) => Ok(*v),
+                    _ => Err(kind_error(k)),
+                }
+            }
+        }
+    };
+}
+take!(i64, Int);
+take!(f64, Real);
+take!(*const f64, In);
+take!(*mut f64, Out);
+take!(*const i64, Index);
+
+impl Device for Emulator {
+    type Real = Vec<f64>;
+    type Index = Vec<i64>;
+
+    fn name(&self) -> String {
+        "host emulator (kernels/*.cu compiled as C++)".into()
+    }
+    fn upload(&self, v: &[f64]) -> Result<Vec<f64>, GpuError> {
+        Ok(v.to_vec())
+    }
+    fn upload_index(&self, v: &[i64]) -> Result<Vec<i64>, GpuError> {
+        Ok(v.to_vec())
+    }
+    fn zeros(&self, n: usize) -> Result<Vec<f64>, GpuError> {
+        Ok(vec![0.0; n])
+    }
+    fn write(&self, dst: &mut Vec<f64>, v: &[f64]) -> Result<(), GpuError> {
+        if dst.len() != v.len() {
+            return Err(GpuError::Length {
+                expected: dst.len(),
+                got: v.len(),
+            });
+        }
+        dst.copy_from_slice(v);
+        Ok(())
+    }
+    fn download(&self, b: &Vec<f64>) -> Result<Vec<f64>, GpuError> {
+        Ok(b.clone())
+    }
+    fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError> {
+        check_args(k, args)?;
+        let raw: Vec<HostArg> = args
+            .iter_mut()
+            .map(|a| match a {
+                Arg::Int(v) => HostArg::Int(*v),
+                Arg::Real(v) => HostArg::Real(*v),
+                Arg::In(b) => HostArg::In(b.as_ptr()),
+                Arg::Out(b) => HostArg::Out(b.as_mut_ptr()),
+                Arg::Index(b) => HostArg::Index(b.as_ptr()),
+            })
+            .collect();
+        host::run(k, n, &raw)
+    }
+}

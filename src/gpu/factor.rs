@@ -1,0 +1,282 @@
+//! The factor the GPU path applies (spec §2.8, §5.2): a simplicial $LL^T$ of $P\hat AP^T$
+//! (up-looking, with the elimination tree), its level schedules for triangular solves on the
+//! device, and the symbolic pattern of the sparse inverse factor $S=L^{-1}$ (column $j$ is
+//! supported on $j$ and its elimination-tree ancestors, Eq. 32).
+//!
+//! A simplicial factor is used here (not the CPU path's supernodal one) because the device
+//! needs $L$ explicitly, entry by entry; the ordering is the same METIS nested dissection.
+
+use crate::linalg::{CscMatrix, LinalgError};
+
+/// $L$ of $P A P^T = LL^T$ in CSC (rows ascending, diagonal first) with its elimination tree.
+#[derive(Clone, Debug)]
+pub struct SimplicialFactor {
+    pub n: usize,
+    /// Column pointers of $L$.
+    pub col_ptr: Vec<usize>,
+    /// Row indices of $L$ (ascending per column, the diagonal first).
+    pub row_idx: Vec<usize>,
+    /// Values of $L$.
+    pub values: Vec<f64>,
+    /// Elimination tree parent (`usize::MAX` at a root).
+    pub parent: Vec<usize>,
+    /// `perm[new] = old`.
+    pub perm: Vec<usize>,
+    /// `iperm[old] = new`.
+    pub iperm: Vec<usize>,
+}
+
+const NONE: usize = usize::MAX;
+
+/// Upper triangle (row ≤ column) of $PAP^T$ as CSC columns, rows ascending.
+fn permuted_upper(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let n = a.n;
+    let mut ptr = vec![0usize; n + 1];
+    let mut rows = Vec::new();
+    let mut vals = Vec::new();
+    for (k, &old_col) in perm.iter().enumerate() {
+        let mut col: Vec<(usize, f64)> = (a.col_ptr[old_col]..a.col_ptr[old_col + 1])
+            .map(|p| (iperm[a.row_idx[p]], a.values[p]))
+            .filter(|&(i, _)| i <= k)
+            .collect();
+        col.sort_by_key(|&(i, _)| i);
+        for (i, v) in col {
+            rows.push(i);
+            vals.push(v);
+        }
+        ptr[k + 1] = rows.len();
+    }
+    (ptr, rows, vals)
+}
+
+/// Elimination tree of the upper-triangle pattern (path compression through `ancestor`).
+fn etree(n: usize, ptr: &[usize], rows: &[usize]) -> Vec<usize> {
+    let mut parent = vec![NONE; n];
+    let mut ancestor = vec![NONE; n];
+    for k in 0..n {
+        for &r in &rows[ptr[k]..ptr[k + 1]] {
+            let mut i = r;
+            while i != NONE && i < k {
+                let next = ancestor[i];
+                ancestor[i] = k;
+                if next == NONE {
+                    parent[i] = k;
+                }
+                i = next;
+            }
+        }
+    }
+    parent
+}
+
+/// Nonzero pattern of row `k` of $L$ (excluding the diagonal) in topological order
+/// (descendants before ancestors), written to `stack[top..]`; returns `top`.
+fn ereach(k: usize, ptr: &[usize], rows: &[usize], parent: &[usize], mark: &mut [usize], stack: &mut [usize]) -> usize {
+    let n = stack.len();
+    let mut top = n;
+    mark[k] = k;
+    let mut path = Vec::new();
+    for &r in &rows[ptr[k]..ptr[k + 1]] {
+        let mut i = r;
+        if i > k {
+            continue;
+        }
+        path.clear();
+        while mark[i] != k {
+            path.push(i);
+            mark[i] = k;
+            i = parent[i];
+        }
+        for &p in path.iter().rev() {
+            top -= 1;
+            stack[top] = p;
+        }
+    }
+    top
+}
+
+impl SimplicialFactor {
+    /// Factor $PAP^T$ for a symmetric `a` (both triangles stored) and the ordering
+    /// `perm[new] = old`, `iperm[old] = new`. Errors name the failing (permuted) pivot.
+    pub fn new(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Result<Self, LinalgError> {
+        let n = a.n;
+        let (ptr, rows, vals) = permuted_upper(a, perm, iperm);
+        let parent = etree(n, &ptr, &rows);
+        // column counts from the row patterns
+        let mut mark = vec![NONE; n];
+        let mut stack = vec![0usize; n];
+        let mut count = vec![1usize; n];
+        for k in 0..n {
+            let top = ereach(k, &ptr, &rows, &parent, &mut mark, &mut stack);
+            for &i in &stack[top..] {
+                count[i] += 1;
+            }
+        }
+        let mut col_ptr = vec![0usize; n + 1];
+        for j in 0..n {
+            col_ptr[j + 1] = col_ptr[j] + count[j];
+        }
+        let nnz = col_ptr[n];
+        let mut row_idx = vec![0usize; nnz];
+        let mut values = vec![0.0; nnz];
+        let mut next: Vec<usize> = col_ptr[..n].to_vec();
+        let mut x = vec![0.0; n];
+        mark.iter_mut().for_each(|m| *m = NONE);
+        for k in 0..n {
+            let top = ereach(k, &ptr, &rows, &parent, &mut mark, &mut stack);
+            for p in ptr[k]..ptr[k + 1] {
+                x[rows[p]] = vals[p];
+            }
+            let mut d = x[k];
+            x[k] = 0.0;
+            for &i in &stack[top..] {
+                let lki = x[i] / values[col_ptr[i]];
+                x[i] = 0.0;
+                for p in col_ptr[i] + 1..next[i] {
+                    x[row_idx[p]] -= values[p] * lki;
+                }
+                d -= lki * lki;
+                row_idx[next[i]] = k;
+                values[next[i]] = lki;
+                next[i] += 1;
+            }
+            if !(d > 0.0) || !d.is_finite() {
+                return Err(LinalgError::NotPositiveDefinite { index: k });
+            }
+            row_idx[next[k]] = k;
+            values[next[k]] = d.sqrt();
+            next[k] += 1;
+        }
+        Ok(SimplicialFactor {
+            n,
+            col_ptr,
+            row_idx,
+            values,
+            parent,
+            perm: perm.to_vec(),
+            iperm: iperm.to_vec(),
+        })
+    }
+
+    /// Stored entries of $L$.
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Solve $(P^TLL^TP)x=b$ on the host (reference for the device paths).
+    pub fn solve(&self, b: &[f64]) -> Vec<f64> {
+        let n = self.n;
+        let mut y: Vec<f64> = (0..n).map(|k| b[self.perm[k]]).collect();
+        for j in 0..n {
+            let s = self.col_ptr[j];
+            y[j] /= self.values[s];
+            for p in s + 1..self.col_ptr[j + 1] {
+                y[self.row_idx[p]] -= self.values[p] * y[j];
+            }
+        }
+        for j in (0..n).rev() {
+            let s = self.col_ptr[j];
+            let mut v = y[j];
+            for p in s + 1..self.col_ptr[j + 1] {
+                v -= self.values[p] * y[self.row_idx[p]];
+            }
+            y[j] = v / self.values[s];
+        }
+        (0..n).map(|i| y[self.iperm[i]]).collect()
+    }
+
+    /// $L$ as CSR with the diagonal last in each row (the lower solve's row form), plus the
+    /// map from CSR position to CSC position (for refreshing values after a refactor).
+    pub fn lower_csr(&self) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        transpose_pattern(self.n, &self.col_ptr, &self.row_idx)
+    }
+
+    /// Level schedule of the lower solve (row `r` after every row it reads) and of the upper
+    /// solve (row `r` of $L^T$ after every row it reads), each as (level pointers, rows).
+    pub fn levels(&self) -> ((Vec<usize>, Vec<usize>), (Vec<usize>, Vec<usize>)) {
+        let n = self.n;
+        let mut lo = vec![0usize; n];
+        for j in 0..n {
+            for p in self.col_ptr[j] + 1..self.col_ptr[j + 1] {
+                let i = self.row_idx[p];
+                lo[i] = lo[i].max(lo[j] + 1);
+            }
+        }
+        let mut up = vec![0usize; n];
+        for j in (0..n).rev() {
+            for p in self.col_ptr[j] + 1..self.col_ptr[j + 1] {
+                up[j] = up[j].max(up[self.row_idx[p]] + 1);
+            }
+        }
+        (bucket(&lo), bucket(&up))
+    }
+
+    /// Pattern of $S=L^{-1}$ in CSC: column $j$ is the elimination-tree path from $j$ to its
+    /// root (ascending). Returns (column pointers, row indices).
+    pub fn inverse_pattern(&self) -> (Vec<usize>, Vec<usize>) {
+        let mut ptr = vec![0usize];
+        let mut rows = Vec::new();
+        for j in 0..self.n {
+            let mut i = j;
+            while i != NONE {
+                rows.push(i);
+                i = self.parent[i];
+            }
+            ptr.push(rows.len());
+        }
+        (ptr, rows)
+    }
+
+    /// Stored entries of $S$ without building it: $\sum_j (1 + |\mathrm{anc}(j)|)$.
+    pub fn inverse_nnz(&self) -> usize {
+        let mut depth = vec![0usize; self.n];
+        let mut total = 0;
+        for j in (0..self.n).rev() {
+            depth[j] = if self.parent[j] == NONE { 1 } else { 1 + depth[self.parent[j]] };
+            total += depth[j];
+        }
+        total
+    }
+}
+
+/// Rows grouped by level: (level pointers, rows in level order).
+fn bucket(level: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let nl = level.iter().max().map_or(0, |m| m + 1);
+    let mut ptr = vec![0usize; nl + 1];
+    for &l in level {
+        ptr[l + 1] += 1;
+    }
+    for l in 0..nl {
+        ptr[l + 1] += ptr[l];
+    }
+    let mut fill = ptr.clone();
+    let mut rows = vec![0usize; level.len()];
+    for (r, &l) in level.iter().enumerate() {
+        rows[fill[l]] = r;
+        fill[l] += 1;
+    }
+    (ptr, rows)
+}
+
+/// Transpose a CSC pattern: (row pointers, column indices, map CSR position -> CSC position).
+pub fn transpose_pattern(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    let mut rp = vec![0usize; n + 1];
+    for &r in row_idx {
+        rp[r + 1] += 1;
+    }
+    for i in 0..n {
+        rp[i + 1] += rp[i];
+    }
+    let mut fill = rp.clone();
+    let mut cols = vec![0usize; row_idx.len()];
+    let mut map = vec![0usize; row_idx.len()];
+    for j in 0..n {
+        for p in col_ptr[j]..col_ptr[j + 1] {
+            let r = row_idx[p];
+            cols[fill[r]] = j;
+            map[fill[r]] = p;
+            fill[r] += 1;
+        }
+    }
+    (rp, cols, map)
+}

@@ -1,0 +1,147 @@
+//! The kernel table: every `.cu` source in `kernels/` (embedded in the binary), and every
+//! kernel entry point with its argument kinds. One table drives the NVRTC compile, the CUDA
+//! launches and the emulator's typed host calls (see `docs/gpu.md`, "adding a kernel").
+
+/// Kernel sources, by their repository path (NVRTC reports errors against these names).
+pub const SOURCES: &[(&str, &str)] = &[
+    ("kernels/vector.cu", include_str!("../../kernels/vector.cu")),
+    ("kernels/sparse.cu", include_str!("../../kernels/sparse.cu")),
+    ("kernels/local.cu", include_str!("../../kernels/local.cu")),
+];
+
+/// Headers the sources include, by include name.
+pub const HEADERS: &[(&str, &str)] = &[
+    ("device.h", include_str!("../../kernels/device.h")),
+    ("material.h", include_str!("../../kernels/material.h")),
+];
+
+/// Argument kinds of a kernel parameter after the implicit count `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `long long` scalar.
+    Int,
+    /// `double` scalar.
+    Real,
+    /// `const double*`.
+    In,
+    /// `double*` (written).
+    Out,
+    /// `const long long*`.
+    Index,
+}
+
+macro_rules! kernel_table {
+    ($( $(#[$doc:meta])* $name:ident = $sym:ident in $file:literal ( $($arg:ident : $kind:ident),* ); )*) => {
+        /// A kernel entry point of `kernels/`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel { $( $(#[$doc])* $name, )* }
+
+        impl Kernel {
+            /// Every kernel.
+            pub const ALL: &'static [Kernel] = &[$(Kernel::$name,)*];
+            /// The `extern "C"` symbol.
+            pub fn symbol(self) -> &'static str {
+                match self { $(Kernel::$name => stringify!($sym),)* }
+            }
+            /// The source file that defines it.
+            pub fn file(self) -> &'static str {
+                match self { $(Kernel::$name => $file,)* }
+            }
+            /// Argument kinds after the count `n`.
+            pub fn args(self) -> &'static [Kind] {
+                match self { $(Kernel::$name => &[$(Kind::$kind,)*],)* }
+            }
+        }
+
+        /// Typed host calls of the emulator: the same sources compiled by `build.rs`.
+        pub(crate) mod host {
+            use super::Kernel;
+            use crate::gpu::emulator::{HostArg, Take};
+            use crate::gpu::GpuError;
+            #[allow(non_camel_case_types, dead_code)]
+            mod kinds {
+                pub type Int = i64;
+                pub type Real = f64;
+                pub type In = *const f64;
+                pub type Out = *mut f64;
+                pub type Index = *const i64;
+            }
+            extern "C" {
+                $( fn $sym(item: i64, n: i64, $($arg: kinds::$kind),*); )*
+            }
+            /// Run `n` items of `k` in item order.
+            pub(crate) fn run(k: Kernel, n: usize, args: &[HostArg]) -> Result<(), GpuError> {
+                match k {
+                    $(Kernel::$name => {
+                        let mut it = args.iter();
+                        $( let $arg: kinds::$kind = Take::take(it.next(), k)?; )*
+                        if it.next().is_some() {
+                            return Err(GpuError::Arguments { kernel: k.symbol(), why: "too many arguments" });
+                        }
+                        for i in 0..n {
+                            // SAFETY: argument kinds and counts were checked against the table,
+                            // buffer lengths by the launcher's contract (docs/gpu.md).
+                            unsafe { $sym(i as i64, n as i64, $($arg),*) };
+                        }
+                        Ok(())
+                    })*
+                }
+            }
+        }
+    };
+}
+
+kernel_table! {
+    /// `y += a x` (vector.cu).
+    Axpy = dphd_axpy in "kernels/vector.cu" (a: Real, x: In, y: Out);
+    /// `y = a x + b y` (vector.cu).
+    Axpby = dphd_axpby in "kernels/vector.cu" (a: Real, x: In, b: Real, y: Out);
+    /// `dst[i] = src[map[i]]` (vector.cu).
+    GatherPerm = dphd_gather_perm in "kernels/vector.cu" (map: Index, src: In, dst: Out);
+    /// First pass of the deterministic dot product (vector.cu).
+    DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, chunk: Int, x: In, y: In, partial: Out);
+    /// CSR SpMV (sparse.cu).
+    SpmvCsr = dphd_spmv_csr in "kernels/sparse.cu" (ptr: Index, col: Index, val: In, x: In, y: Out);
+    /// One level of `L x = b`, diagonal last (sparse.cu).
+    TrisolveLowerLevel = dphd_trisolve_lower_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// One level of `L^T x = b`, diagonal first (sparse.cu).
+    TrisolveUpperLevel = dphd_trisolve_upper_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// Columns of the sparse inverse factor `S = L^{-1}` (sparse.cu, spec Eq. 32).
+    InverseFactorColumns = dphd_inverse_factor_columns in "kernels/sparse.cu" (lptr: Index, lrow: Index, lval: In, sptr: Index, spat: Index, sval: Out);
+    /// Corotated + volume local step per sample (local.cu, spec §3.1-3.2).
+    LocalCorotatedVolume = dphd_local_corotated_volume in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, w_cor: In, w_vol: In, q: Out);
+    /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).
+    GatherRhs = dphd_gather_rhs in "kernels/local.cu" (iptr: Index, inc_sample: Index, inc_entry: Index, grads: In, q: In, bp: Out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `kernels/*.cu` file is embedded, and every table entry names an embedded file
+    /// that defines its symbol.
+    #[test]
+    fn table_matches_the_kernel_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.ends_with(".cu").then(|| format!("kernels/{name}"))
+            })
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = SOURCES.iter().map(|(p, _)| p.to_string()).collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded, "kernels/*.cu and gpu::kernels::SOURCES differ");
+        for k in Kernel::ALL {
+            let src = SOURCES.iter().find(|(p, _)| *p == k.file()).unwrap().1;
+            assert!(
+                src.contains(&format!("DPHD_KERNEL({})", k.symbol())),
+                "{} does not define {}",
+                k.file(),
+                k.symbol()
+            );
+        }
+    }
+}

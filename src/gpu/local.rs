@@ -1,0 +1,166 @@
+//! The PD local step on a device (spec §6.2 steps 6–7): per-sample projections of corotated +
+//! volume bodies and the gather of $b_p=\sum_sG_s^T\mathrm{vec}\,Q_s$. Plan once per model
+//! (persistent buffers, the node → sample transpose), execute per PD iteration.
+//!
+//! Covered here: corotated (+ volume) bodies without muscles. Neo-Hookean prox and muscle
+//! fibres are not yet ported to `kernels/` (docs/gpu.md lists what is on the device).
+
+use super::device::{Arg, Device};
+use super::kernels::Kernel;
+use super::GpuError;
+use crate::material::MaterialModel;
+use crate::solver::model::{Derived, Model};
+
+/// Plain arrays of the local step (structure of arrays, 64-bit indices).
+#[derive(Clone, Debug, Default)]
+pub struct LocalArrays {
+    /// Sample -> entry offsets (`num_samples + 1`).
+    pub sample_ptr: Vec<i64>,
+    /// Node of each entry.
+    pub nodes: Vec<i64>,
+    /// Rest gradient of each entry (3 per entry).
+    pub grads: Vec<f64>,
+    /// Rest positions (3 per node).
+    pub rest: Vec<f64>,
+    /// Node -> incidence offsets (`num_nodes + 1`), incidences sorted by sample.
+    pub inc_ptr: Vec<i64>,
+    pub inc_sample: Vec<i64>,
+    pub inc_entry: Vec<i64>,
+}
+
+/// Why a model cannot run its local step on the device.
+pub fn unsupported(model: &Model) -> Option<String> {
+    if let Some(b) = model.bodies.iter().find(|b| b.model != MaterialModel::Corotated) {
+        return Some(format!(
+            "body '{}': only corotated bodies run on the GPU local step so far",
+            b.name
+        ));
+    }
+    if !model.muscles.is_empty() {
+        return Some("muscles are not on the GPU local step yet".into());
+    }
+    None
+}
+
+impl LocalArrays {
+    /// Flatten the model's samples and build the node -> (sample, entry) transpose.
+    pub fn from_model(model: &Model) -> Self {
+        let ns = model.num_samples();
+        let nn = model.num_nodes();
+        let mut a = LocalArrays {
+            sample_ptr: vec![0],
+            ..Default::default()
+        };
+        for s in 0..ns {
+            let e = model.samples.elem[s];
+            for (&i, g) in model.element(e).iter().zip(model.sample_grads(s)) {
+                a.nodes.push(i as i64);
+                a.grads.extend_from_slice(g);
+            }
+            a.sample_ptr.push(a.nodes.len() as i64);
+        }
+        a.rest = model.rest.iter().flat_map(|r| r.iter().copied()).collect();
+        let mut count = vec![0i64; nn + 1];
+        for &i in &a.nodes {
+            count[i as usize + 1] += 1;
+        }
+        for i in 0..nn {
+            count[i + 1] += count[i];
+        }
+        a.inc_ptr = count.clone();
+        let total = a.nodes.len();
+        a.inc_sample = vec![0; total];
+        a.inc_entry = vec![0; total];
+        for s in 0..ns {
+            for k in a.sample_ptr[s]..a.sample_ptr[s + 1] {
+                let i = a.nodes[k as usize] as usize;
+                let slot = count[i] as usize;
+                a.inc_sample[slot] = s as i64;
+                a.inc_entry[slot] = k;
+                count[i] += 1;
+            }
+        }
+        a
+    }
+}
+
+/// Device buffers of the local step.
+pub struct DeviceLocalStep<D: Device> {
+    ns: usize,
+    nn: usize,
+    sample_ptr: D::Index,
+    nodes: D::Index,
+    grads: D::Real,
+    rest: D::Real,
+    inc_ptr: D::Index,
+    inc_sample: D::Index,
+    inc_entry: D::Index,
+    w_cor: D::Real,
+    w_vol: D::Real,
+    x: D::Real,
+    q: D::Real,
+    bp: D::Real,
+}
+
+impl<D: Device> DeviceLocalStep<D> {
+    /// Upload the arrays and the PD weights of `derived`.
+    pub fn new(dev: &D, a: &LocalArrays, derived: &Derived) -> Result<Self, GpuError> {
+        let ns = a.sample_ptr.len() - 1;
+        let nn = a.inc_ptr.len() - 1;
+        Ok(DeviceLocalStep {
+            ns,
+            nn,
+            sample_ptr: dev.upload_index(&a.sample_ptr)?,
+            nodes: dev.upload_index(&a.nodes)?,
+            grads: dev.upload(&a.grads)?,
+            rest: dev.upload(&a.rest)?,
+            inc_ptr: dev.upload_index(&a.inc_ptr)?,
+            inc_sample: dev.upload_index(&a.inc_sample)?,
+            inc_entry: dev.upload_index(&a.inc_entry)?,
+            w_cor: dev.upload(&derived.w_cor)?,
+            w_vol: dev.upload(&derived.w_vol)?,
+            x: dev.zeros(3 * nn)?,
+            q: dev.zeros(9 * ns)?,
+            bp: dev.zeros(3 * nn)?,
+        })
+    }
+
+    /// New PD weights (after a parameter change), same model.
+    pub fn set_weights(&mut self, dev: &D, derived: &Derived) -> Result<(), GpuError> {
+        dev.write(&mut self.w_cor, &derived.w_cor)?;
+        dev.write(&mut self.w_vol, &derived.w_vol)
+    }
+
+    /// One local step at positions `x` (node-major): returns $Q_s$ (9 per sample, row-major)
+    /// and $b_p$ (node-major).
+    pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), GpuError> {
+        dev.write(&mut self.x, x)?;
+        dev.launch(
+            Kernel::LocalCorotatedVolume,
+            self.ns,
+            &mut [
+                Arg::Index(&self.sample_ptr),
+                Arg::Index(&self.nodes),
+                Arg::In(&self.grads),
+                Arg::In(&self.rest),
+                Arg::In(&self.x),
+                Arg::In(&self.w_cor),
+                Arg::In(&self.w_vol),
+                Arg::Out(&mut self.q),
+            ],
+        )?;
+        dev.launch(
+            Kernel::GatherRhs,
+            self.nn,
+            &mut [
+                Arg::Index(&self.inc_ptr),
+                Arg::Index(&self.inc_sample),
+                Arg::Index(&self.inc_entry),
+                Arg::In(&self.grads),
+                Arg::In(&self.q),
+                Arg::Out(&mut self.bp),
+            ],
+        )?;
+        Ok((dev.download(&self.q)?, dev.download(&self.bp)?))
+    }
+}

@@ -1,0 +1,266 @@
+//! Orchestration written once against [`Device`]: persistent device buffers built once
+//! (plan), kernels launched per iteration (execute). Runs on the emulator in CI and on a GPU
+//! with `--features cuda`.
+
+use super::device::{Arg, Device};
+use super::factor::{transpose_pattern, SimplicialFactor};
+use super::kernels::Kernel;
+use super::GpuError;
+
+fn idx(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
+/// Which global-solve path runs (spec §5.3), and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SolvePath {
+    /// Two SpMVs with the explicit inverse factor $S=L^{-1}$ (Eq. 33).
+    InverseFactor { nnz_s: usize, bytes: usize },
+    /// Level-scheduled triangular solves with $L$: $S$ would exceed the memory budget.
+    Triangular { nnz_s: usize, budget_bytes: usize },
+}
+
+/// Bytes the explicit inverse factor needs on the device: values twice (S and its row form)
+/// plus both index patterns, plus the value map.
+pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
+    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8
+}
+
+struct Levels<D: Device> {
+    ptr: Vec<usize>,
+    rows: D::Index,
+}
+
+struct Inverse<D: Device> {
+    /// S in CSC = rows of S^T (x = S^T y).
+    col_ptr: D::Index,
+    row_idx: D::Index,
+    values: D::Real,
+    /// S in CSR (y = S b), values gathered from `values` through `map`.
+    row_ptr: D::Index,
+    col_idx: D::Index,
+    row_values: D::Real,
+}
+
+/// $L$ on the device with both solve paths (spec §5.2–5.3).
+pub struct DeviceFactor<D: Device> {
+    n: usize,
+    perm: D::Index,
+    iperm: D::Index,
+    lower_ptr: D::Index,
+    lower_col: D::Index,
+    lower_val: D::Real,
+    upper_ptr: D::Index,
+    upper_col: D::Index,
+    upper_val: D::Real,
+    lower_levels: Levels<D>,
+    upper_levels: Levels<D>,
+    inverse: Option<Inverse<D>>,
+    work: D::Real,
+    work2: D::Real,
+    /// The path [`DeviceFactor::solve`] takes, and why.
+    pub path: SolvePath,
+}
+
+impl<D: Device> DeviceFactor<D> {
+    /// Upload `f`; build $S$ on the device when its bytes fit `budget_bytes`.
+    pub fn new(dev: &D, f: &SimplicialFactor, budget_bytes: usize) -> Result<Self, GpuError> {
+        let n = f.n;
+        let (rp, cols, map) = f.lower_csr();
+        let lower_vals: Vec<f64> = map.iter().map(|&p| f.values[p]).collect();
+        let ((lp, lr), (up, ur)) = f.levels();
+        let nnz_s = f.inverse_nnz();
+        let bytes = inverse_factor_bytes(nnz_s, n);
+        let mut me = DeviceFactor {
+            n,
+            perm: dev.upload_index(&idx(&f.perm))?,
+            iperm: dev.upload_index(&idx(&f.iperm))?,
+            lower_ptr: dev.upload_index(&idx(&rp))?,
+            lower_col: dev.upload_index(&idx(&cols))?,
+            lower_val: dev.upload(&lower_vals)?,
+            upper_ptr: dev.upload_index(&idx(&f.col_ptr))?,
+            upper_col: dev.upload_index(&idx(&f.row_idx))?,
+            upper_val: dev.upload(&f.values)?,
+            lower_levels: Levels { ptr: lp, rows: dev.upload_index(&idx(&lr))? },
+            upper_levels: Levels { ptr: up, rows: dev.upload_index(&idx(&ur))? },
+            inverse: None,
+            work: dev.zeros(n)?,
+            work2: dev.zeros(n)?,
+            path: SolvePath::Triangular { nnz_s, budget_bytes },
+        };
+        if bytes <= budget_bytes {
+            me.inverse = Some(me.build_inverse(dev, f)?);
+            me.path = SolvePath::InverseFactor { nnz_s, bytes };
+        }
+        Ok(me)
+    }
+
+    /// Column-parallel $S=L^{-1}$ on the device (Eq. 32) and its row form.
+    fn build_inverse(&self, dev: &D, f: &SimplicialFactor) -> Result<Inverse<D>, GpuError> {
+        let (sp, sr) = f.inverse_pattern();
+        let (rp, cols, map) = transpose_pattern(self.n, &sp, &sr);
+        let col_ptr = dev.upload_index(&idx(&sp))?;
+        let row_idx = dev.upload_index(&idx(&sr))?;
+        let mut values = dev.zeros(sr.len())?;
+        dev.launch(
+            Kernel::InverseFactorColumns,
+            self.n,
+            &mut [
+                Arg::Index(&self.upper_ptr),
+                Arg::Index(&self.upper_col),
+                Arg::In(&self.upper_val),
+                Arg::Index(&col_ptr),
+                Arg::Index(&row_idx),
+                Arg::Out(&mut values),
+            ],
+        )?;
+        let map = dev.upload_index(&idx(&map))?;
+        let mut row_values = dev.zeros(sr.len())?;
+        dev.launch(
+            Kernel::GatherPerm,
+            sr.len(),
+            &mut [Arg::Index(&map), Arg::In(&values), Arg::Out(&mut row_values)],
+        )?;
+        Ok(Inverse {
+            col_ptr,
+            row_idx,
+            values,
+            row_ptr: dev.upload_index(&idx(&rp))?,
+            col_idx: dev.upload_index(&idx(&cols))?,
+            row_values,
+        })
+    }
+
+    /// Solve $P^TLL^TP\,x=b$ on the chosen path.
+    pub fn solve(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
+        if self.inverse.is_some() {
+            self.solve_inverse(dev, b)
+        } else {
+            self.solve_triangular(dev, b)
+        }
+    }
+
+    fn permute_in(&mut self, dev: &D, b: &[f64]) -> Result<(), GpuError> {
+        dev.write(&mut self.work2, b)?;
+        dev.launch(
+            Kernel::GatherPerm,
+            self.n,
+            &mut [Arg::Index(&self.perm), Arg::In(&self.work2), Arg::Out(&mut self.work)],
+        )
+    }
+
+    fn permute_out(&mut self, dev: &D) -> Result<Vec<f64>, GpuError> {
+        dev.launch(
+            Kernel::GatherPerm,
+            self.n,
+            &mut [Arg::Index(&self.iperm), Arg::In(&self.work), Arg::Out(&mut self.work2)],
+        )?;
+        dev.download(&self.work2)
+    }
+
+    /// Level-scheduled $L y = Pb$, $L^T z = y$, $x = P^T z$.
+    pub fn solve_triangular(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
+        self.permute_in(dev, b)?;
+        let lower = LevelSolve::<D> {
+            kernel: Kernel::TrisolveLowerLevel,
+            rows: &self.lower_levels.rows,
+            ptr: &self.lower_ptr,
+            col: &self.lower_col,
+            val: &self.lower_val,
+        };
+        for w in self.lower_levels.ptr.windows(2) {
+            lower.level(dev, w[0], w[1], &mut self.work)?;
+        }
+        let upper = LevelSolve::<D> {
+            kernel: Kernel::TrisolveUpperLevel,
+            rows: &self.upper_levels.rows,
+            ptr: &self.upper_ptr,
+            col: &self.upper_col,
+            val: &self.upper_val,
+        };
+        for w in self.upper_levels.ptr.windows(2) {
+            upper.level(dev, w[0], w[1], &mut self.work)?;
+        }
+        self.permute_out(dev)
+    }
+
+    /// $x = P^T S^T (S (P b))$: two SpMVs (Eq. 33).
+    pub fn solve_inverse(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
+        self.permute_in(dev, b)?;
+        let inv = self.inverse.as_ref().ok_or(GpuError::NoInverse)?;
+        // y = S w  (S row form), into work2
+        dev.launch(
+            Kernel::SpmvCsr,
+            self.n,
+            &mut [
+                Arg::Index(&inv.row_ptr),
+                Arg::Index(&inv.col_idx),
+                Arg::In(&inv.row_values),
+                Arg::In(&self.work),
+                Arg::Out(&mut self.work2),
+            ],
+        )?;
+        // z = S^T y  (rows of S^T = columns of S), into work
+        dev.launch(
+            Kernel::SpmvCsr,
+            self.n,
+            &mut [
+                Arg::Index(&inv.col_ptr),
+                Arg::Index(&inv.row_idx),
+                Arg::In(&inv.values),
+                Arg::In(&self.work2),
+                Arg::Out(&mut self.work),
+            ],
+        )?;
+        self.permute_out(dev)
+    }
+
+    /// Spec §5.2 step 5: the first-use self-check of the inverse-factor path against the
+    /// triangular path on a fixed pseudo-random vector; returns the relative difference.
+    pub fn self_check(&mut self, dev: &D) -> Result<f64, GpuError> {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let v: Vec<f64> = (0..self.n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect();
+        let a = self.solve_triangular(dev, &v)?;
+        if self.inverse.is_none() {
+            return Ok(0.0);
+        }
+        let b = self.solve_inverse(dev, &v)?;
+        let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+        let den: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+        Ok(num / den.max(f64::MIN_POSITIVE))
+    }
+}
+
+/// The level kernels' operands: row list and one triangular matrix in row form.
+struct LevelSolve<'a, D: Device> {
+    kernel: Kernel,
+    rows: &'a D::Index,
+    ptr: &'a D::Index,
+    col: &'a D::Index,
+    val: &'a D::Real,
+}
+
+impl<D: Device> LevelSolve<'_, D> {
+    /// Solve the rows `rows[s..e)` of one level in place in `x`.
+    fn level(&self, dev: &D, s: usize, e: usize, x: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            self.kernel,
+            e - s,
+            &mut [
+                Arg::Int(s as i64),
+                Arg::Index(self.rows),
+                Arg::Index(self.ptr),
+                Arg::Index(self.col),
+                Arg::In(self.val),
+                Arg::Out(x),
+            ],
+        )
+    }
+}
