@@ -91,13 +91,13 @@ impl Device for Cuda {
         if v.is_empty() {
             return self.stream.alloc_zeros::<f64>(1).map_err(err);
         }
-        self.stream.memcpy_stod(v).map_err(err)
+        self.stream.clone_htod(v).map_err(err)
     }
     fn upload_index(&self, v: &[i64]) -> Result<CudaSlice<i64>, GpuError> {
         if v.is_empty() {
             return self.stream.alloc_zeros::<i64>(1).map_err(err);
         }
-        self.stream.memcpy_stod(v).map_err(err)
+        self.stream.clone_htod(v).map_err(err)
     }
     fn zeros(&self, n: usize) -> Result<CudaSlice<f64>, GpuError> {
         self.stream.alloc_zeros::<f64>(n.max(1)).map_err(err)
@@ -112,7 +112,7 @@ impl Device for Cuda {
         self.stream.memcpy_htod(v, dst).map_err(err)
     }
     fn download(&self, b: &CudaSlice<f64>) -> Result<Vec<f64>, GpuError> {
-        self.stream.memcpy_dtov(b).map_err(err)
+        self.stream.clone_dtoh(b).map_err(err)
     }
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError> {
         check_args(k, args)?;

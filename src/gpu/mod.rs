@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod local;
 pub mod nvrtc;
 pub mod pipeline;
+pub mod system;
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
