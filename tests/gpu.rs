@@ -23,3 +23,27 @@ fn backend_cuda_is_refused_with_the_reason() {
     assert!(r.stderr.contains("cuda") || r.stderr.contains("CUDA"));
     assert!(!r.stderr.contains("panicked"));
 }
+
+#[test]
+fn doctor_reports_the_cpu_path_and_exits_zero() {
+    let out = std::process::Command::new(common::bin())
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["cpu_threads"].as_u64().unwrap() >= 1);
+    assert_eq!(v["emulator"], true);
+    assert_eq!(
+        v["kernels"].as_array().unwrap().len(),
+        diffphd::gpu::kernels::SOURCES.len()
+    );
+}
+
+#[test]
+fn backend_emulator_is_refused_for_whole_rollouts_with_the_reason() {
+    let scene = "schema_version = 1\n[simulation]\nframes = 1\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.3\ndensity = 1000.0\n";
+    let r = common::run_cli("simulate", scene, &[], &["--backend", "emulator"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("emulator") && !r.stderr.contains("panicked"));
+}

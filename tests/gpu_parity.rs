@@ -35,7 +35,12 @@ fn noise(n: usize, seed: u64) -> Vec<f64> {
 }
 
 fn rel(a: &[f64], b: &[f64]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt();
     let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
     num / den.max(f64::MIN_POSITIVE)
 }
@@ -115,14 +120,21 @@ fn global_solve_paths_match_the_cpu_factor() {
             let x_host = f.solve(&b);
             let x_tri = tri.solve(&dev, &b).unwrap();
             let x_inv = inv.solve(&dev, &b).unwrap();
-            let (e0, e1, e2) = (rel(&x_host, &x_cpu), rel(&x_tri, &x_cpu), rel(&x_inv, &x_cpu));
+            let (e0, e1, e2) = (
+                rel(&x_host, &x_cpu),
+                rel(&x_tri, &x_cpu),
+                rel(&x_inv, &x_cpu),
+            );
             eprintln!(
                 "{element}: n {} nnz(L) {} nnz(S) {}: host {e0:.1e} levels {e1:.1e} inverse {e2:.1e}",
                 a.n,
                 f.nnz(),
                 f.inverse_nnz()
             );
-            assert!(e0 < 1e-12 && e1 < 1e-12 && e2 < 1e-12, "{e0:e} {e1:e} {e2:e}");
+            assert!(
+                e0 < 1e-12 && e1 < 1e-12 && e2 < 1e-12,
+                "{e0:e} {e1:e} {e2:e}"
+            );
         }
     }
 }
@@ -138,11 +150,19 @@ fn mismatched_launch_arguments_are_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("dphd_axpy"), "{e}");
     let e = dev
-        .launch(Kernel::Axpy, 2, &mut [Arg::In(&x), Arg::In(&x), Arg::Out(&mut y)])
+        .launch(
+            Kernel::Axpy,
+            2,
+            &mut [Arg::In(&x), Arg::In(&x), Arg::Out(&mut y)],
+        )
         .unwrap_err();
     assert!(e.to_string().contains("kind"), "{e}");
-    dev.launch(Kernel::Axpy, 2, &mut [Arg::Real(2.0), Arg::In(&x), Arg::Out(&mut y)])
-        .unwrap();
+    dev.launch(
+        Kernel::Axpy,
+        2,
+        &mut [Arg::Real(2.0), Arg::In(&x), Arg::Out(&mut y)],
+    )
+    .unwrap();
     assert_eq!(dev.download(&y).unwrap(), vec![2.0, 4.0]);
 }
 
@@ -159,12 +179,21 @@ fn two_pass_dot_product() {
     dev.launch(
         Kernel::DotPartial,
         parts,
-        &mut [Arg::Int(1000), Arg::Int(chunk as i64), Arg::In(&x), Arg::In(&y), Arg::Out(&mut p)],
+        &mut [
+            Arg::Int(1000),
+            Arg::Int(chunk as i64),
+            Arg::In(&x),
+            Arg::In(&y),
+            Arg::Out(&mut p),
+        ],
     )
     .unwrap();
     let dot: f64 = dev.download(&p).unwrap().iter().sum();
     let want: f64 = a.iter().zip(&b).map(|(u, v)| u * v).sum();
-    assert!((dot - want).abs() < 1e-13 * want.abs().max(1.0), "{dot} vs {want}");
+    assert!(
+        (dot - want).abs() < 1e-13 * want.abs().max(1.0),
+        "{dot} vs {want}"
+    );
 }
 
 /// `GpuSystem` (emulator) solves the Dirichlet-reduced global system like the CPU
@@ -180,7 +209,9 @@ fn gpu_system_matches_global_system_with_dirichlet_values() {
         let n = a.n;
         let left: Vec<usize> = (0..n).filter(|&i| m.rest[i][0] < 1e-9).collect();
         let sets = [
-            diffphd::linalg::AxisDirichlet { nodes: left.clone() },
+            diffphd::linalg::AxisDirichlet {
+                nodes: left.clone(),
+            },
             diffphd::linalg::AxisDirichlet { nodes: vec![] },
             diffphd::linalg::AxisDirichlet { nodes: left },
         ];
@@ -197,7 +228,10 @@ fn gpu_system_matches_global_system_with_dirichlet_values() {
         cpu.solve_homogeneous(&b, &mut z_cpu);
         gpu.solve_homogeneous(&b, &mut z_gpu);
         let eh = rel(&z_gpu, &z_cpu);
-        eprintln!("budget {budget}: solve {e:.1e}, homogeneous {eh:.1e}, paths {:?}", gpu.paths);
+        eprintln!(
+            "budget {budget}: solve {e:.1e}, homogeneous {eh:.1e}, paths {:?}",
+            gpu.paths
+        );
         assert!(e < 1e-12 && eh < 1e-12, "{e:e} {eh:e}");
     }
 }

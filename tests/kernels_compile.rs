@@ -23,13 +23,25 @@ fn every_kernel_compiles_for_sm_90_with_nvrtc() {
     for c in nv.compile_all("sm_90") {
         match c.result {
             Ok(ptx) => {
-                assert!(ptx.contains(".target sm_90"), "{}: no sm_90 target in PTX", c.name);
-                eprintln!("ok {} ({} bytes of PTX, NVRTC {major}.{minor})", c.name, ptx.len());
+                assert!(
+                    ptx.contains(".target sm_90"),
+                    "{}: no sm_90 target in PTX",
+                    c.name
+                );
+                eprintln!(
+                    "ok {} ({} bytes of PTX, NVRTC {major}.{minor})",
+                    c.name,
+                    ptx.len()
+                );
             }
             Err(log) => failures.push(format!("{}:\n{log}", c.name)),
         }
     }
-    assert!(failures.is_empty(), "NVRTC failures:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "NVRTC failures:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// A kernel with an error is reported with its file name and NVRTC's log (the check can fail).
@@ -41,5 +53,8 @@ fn a_broken_kernel_fails_with_its_log() {
     };
     let src = "#include \"device.h\"\nDPHD_KERNEL(bad)(DPHD_ITEM_PARAM long long n, double* y) { y[0] = undefined_fn(n); }\n";
     let log = nv.compile("kernels/bad.cu", src, "sm_90").unwrap_err();
-    assert!(log.contains("kernels/bad.cu") && log.contains("undefined_fn"), "{log}");
+    assert!(
+        log.contains("kernels/bad.cu") && log.contains("undefined_fn"),
+        "{log}"
+    );
 }

@@ -3,6 +3,7 @@
 //! `on_nonconvergence = "error"`, gradient check failed), `2` bad input (scene, mesh,
 //! arguments) or an environment problem (output directory, backend).
 
+pub mod doctor;
 pub mod frames;
 pub mod grad;
 pub mod gradcheck;
@@ -57,6 +58,8 @@ pub struct RunArgs {
 pub enum BackendArg {
     Cpu,
     Cuda,
+    /// The GPU kernels run by the host emulator: for testing the GPU path without a GPU.
+    Emulator,
 }
 
 #[derive(Subcommand, Debug)]
@@ -76,6 +79,8 @@ pub enum Command {
     Optimize(optimize::OptimizeArgs),
     /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
     Plot(plot::PlotArgs),
+    /// What this machine can run: CPU threads, CUDA driver and device, NVRTC, the GPU emulator.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A CLI failure with its exit code.
@@ -116,6 +121,7 @@ pub fn main() -> i32 {
         Command::Mesh { cmd } => mesh::run(&cmd),
         Command::Optimize(args) => optimize::run(&args).map(|_| ()),
         Command::Plot(args) => plot::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     match result {
         Ok(()) => 0,

@@ -40,9 +40,12 @@ pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
         BackendArg::Cuda => match crate::gpu::cuda_status() {
             Err(why) => Err(Failure::input(anyhow::anyhow!("--backend cuda requested but CUDA is unavailable: {why}"))),
             Ok(()) => Err(Failure::input(anyhow::anyhow!(
-                "--backend cuda: a CUDA device was found, but the CUDA linear solver is not implemented in this version; use --backend cpu"
+                "--backend cuda: a CUDA device was found, but the GPU path does not yet drive whole rollouts in this version (its kernels, factor and solves are tested by `cargo test --test gpu_parity`); use --backend cpu"
             ))),
         },
+        BackendArg::Emulator => Err(Failure::input(anyhow::anyhow!(
+            "--backend emulator: the GPU kernels' host emulator does not yet drive whole rollouts in this version (its kernels, factor and solves are tested by `cargo test --test gpu_parity`); use --backend cpu"
+        ))),
     }
 }
 

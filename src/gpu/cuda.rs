@@ -7,7 +7,9 @@ use super::device::{check_args, Arg, Device};
 use super::kernels::{Kernel, SOURCES};
 use super::nvrtc::Nvrtc;
 use super::GpuError;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 

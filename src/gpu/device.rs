@@ -43,7 +43,10 @@ pub trait Device {
 }
 
 /// Check `args` against the kernel table before a launch (both devices call this).
-pub(crate) fn check_args<D: Device + ?Sized>(k: Kernel, args: &[Arg<'_, D>]) -> Result<(), GpuError> {
+pub(crate) fn check_args<D: Device + ?Sized>(
+    k: Kernel,
+    args: &[Arg<'_, D>],
+) -> Result<(), GpuError> {
     use super::kernels::Kind;
     let kinds = k.args();
     if kinds.len() != args.len() {

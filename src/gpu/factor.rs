@@ -29,7 +29,11 @@ pub struct SimplicialFactor {
 const NONE: usize = usize::MAX;
 
 /// Upper triangle (row ≤ column) of $PAP^T$ as CSC columns, rows ascending.
-fn permuted_upper(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+fn permuted_upper(
+    a: &CscMatrix,
+    perm: &[usize],
+    iperm: &[usize],
+) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
     let n = a.n;
     let mut ptr = vec![0usize; n + 1];
     let mut rows = Vec::new();
@@ -71,7 +75,14 @@ fn etree(n: usize, ptr: &[usize], rows: &[usize]) -> Vec<usize> {
 
 /// Nonzero pattern of row `k` of $L$ (excluding the diagonal) in topological order
 /// (descendants before ancestors), written to `stack[top..]`; returns `top`.
-fn ereach(k: usize, ptr: &[usize], rows: &[usize], parent: &[usize], mark: &mut [usize], stack: &mut [usize]) -> usize {
+fn ereach(
+    k: usize,
+    ptr: &[usize],
+    rows: &[usize],
+    parent: &[usize],
+    mark: &mut [usize],
+    stack: &mut [usize],
+) -> usize {
     let n = stack.len();
     let mut top = n;
     mark[k] = k;
@@ -140,7 +151,7 @@ impl SimplicialFactor {
                 values[next[i]] = lki;
                 next[i] += 1;
             }
-            if !(d > 0.0) || !d.is_finite() {
+            if d.is_nan() || d <= 0.0 || d.is_infinite() {
                 return Err(LinalgError::NotPositiveDefinite { index: k });
             }
             row_idx[next[k]] = k;
@@ -193,7 +204,7 @@ impl SimplicialFactor {
 
     /// Level schedule of the lower solve (row `r` after every row it reads) and of the upper
     /// solve (row `r` of $L^T$ after every row it reads), each as (level pointers, rows).
-    pub fn levels(&self) -> ((Vec<usize>, Vec<usize>), (Vec<usize>, Vec<usize>)) {
+    pub fn levels(&self) -> (LevelSchedule, LevelSchedule) {
         let n = self.n;
         let mut lo = vec![0usize; n];
         for j in 0..n {
@@ -232,7 +243,11 @@ impl SimplicialFactor {
         let mut depth = vec![0usize; self.n];
         let mut total = 0;
         for j in (0..self.n).rev() {
-            depth[j] = if self.parent[j] == NONE { 1 } else { 1 + depth[self.parent[j]] };
+            depth[j] = if self.parent[j] == NONE {
+                1
+            } else {
+                1 + depth[self.parent[j]]
+            };
             total += depth[j];
         }
         total
@@ -240,7 +255,10 @@ impl SimplicialFactor {
 }
 
 /// Rows grouped by level: (level pointers, rows in level order).
-fn bucket(level: &[usize]) -> (Vec<usize>, Vec<usize>) {
+pub type LevelSchedule = (Vec<usize>, Vec<usize>);
+
+/// Rows grouped by level.
+fn bucket(level: &[usize]) -> LevelSchedule {
     let nl = level.iter().max().map_or(0, |m| m + 1);
     let mut ptr = vec![0usize; nl + 1];
     for &l in level {
@@ -259,7 +277,11 @@ fn bucket(level: &[usize]) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// Transpose a CSC pattern: (row pointers, column indices, map CSR position -> CSC position).
-pub fn transpose_pattern(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+pub fn transpose_pattern(
+    n: usize,
+    col_ptr: &[usize],
+    row_idx: &[usize],
+) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
     let mut rp = vec![0usize; n + 1];
     for &r in row_idx {
         rp[r + 1] += 1;

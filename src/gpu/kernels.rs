@@ -133,7 +133,10 @@ mod tests {
         on_disk.sort();
         let mut embedded: Vec<String> = SOURCES.iter().map(|(p, _)| p.to_string()).collect();
         embedded.sort();
-        assert_eq!(on_disk, embedded, "kernels/*.cu and gpu::kernels::SOURCES differ");
+        assert_eq!(
+            on_disk, embedded,
+            "kernels/*.cu and gpu::kernels::SOURCES differ"
+        );
         for k in Kernel::ALL {
             let src = SOURCES.iter().find(|(p, _)| *p == k.file()).unwrap().1;
             assert!(

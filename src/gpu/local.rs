@@ -30,7 +30,11 @@ pub struct LocalArrays {
 
 /// Why a model cannot run its local step on the device.
 pub fn unsupported(model: &Model) -> Option<String> {
-    if let Some(b) = model.bodies.iter().find(|b| b.model != MaterialModel::Corotated) {
+    if let Some(b) = model
+        .bodies
+        .iter()
+        .find(|b| b.model != MaterialModel::Corotated)
+    {
         return Some(format!(
             "body '{}': only corotated bodies run on the GPU local step so far",
             b.name

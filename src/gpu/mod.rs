@@ -25,7 +25,10 @@ pub use kernels::Kernel;
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
     #[error("kernel {kernel}: {why}")]
-    Arguments { kernel: &'static str, why: &'static str },
+    Arguments {
+        kernel: &'static str,
+        why: &'static str,
+    },
     #[error("buffer length {got} differs from the device buffer's {expected}")]
     Length { expected: usize, got: usize },
     #[error("the inverse-factor path was not built (over the memory budget)")]

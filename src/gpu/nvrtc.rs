@@ -51,7 +51,8 @@ impl Nvrtc {
 
     /// NVRTC's version `(major, minor)`.
     pub fn version(&self) -> Result<(i32, i32), String> {
-        let f = self.sym::<unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status>(b"nvrtcVersion\0")?;
+        let f =
+            self.sym::<unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status>(b"nvrtcVersion\0")?;
         let (mut a, mut b) = (0, 0);
         // SAFETY: two valid out pointers.
         check(unsafe { f(&mut a, &mut b) }, "nvrtcVersion")?;
@@ -83,8 +84,14 @@ impl Nvrtc {
         let c = |s: &str| CString::new(s).map_err(|_| format!("{name}: NUL byte in source"));
         let csrc = c(src)?;
         let cname = c(name)?;
-        let hdr_src: Vec<CString> = HEADERS.iter().map(|(_, s)| c(s)).collect::<Result<_, _>>()?;
-        let hdr_name: Vec<CString> = HEADERS.iter().map(|(n, _)| c(n)).collect::<Result<_, _>>()?;
+        let hdr_src: Vec<CString> = HEADERS
+            .iter()
+            .map(|(_, s)| c(s))
+            .collect::<Result<_, _>>()?;
+        let hdr_name: Vec<CString> = HEADERS
+            .iter()
+            .map(|(n, _)| c(n))
+            .collect::<Result<_, _>>()?;
         let hs: Vec<*const c_char> = hdr_src.iter().map(|s| s.as_ptr()).collect();
         let hn: Vec<*const c_char> = hdr_name.iter().map(|s| s.as_ptr()).collect();
         let opts: Vec<CString> = [format!("--gpu-architecture={arch}"), "--std=c++17".into()]
@@ -97,7 +104,14 @@ impl Nvrtc {
         // SAFETY: all strings outlive the program; counts match the pointer arrays.
         unsafe {
             check(
-                create(&mut prog, csrc.as_ptr(), cname.as_ptr(), hs.len() as c_int, hs.as_ptr(), hn.as_ptr()),
+                create(
+                    &mut prog,
+                    csrc.as_ptr(),
+                    cname.as_ptr(),
+                    hs.len() as c_int,
+                    hs.as_ptr(),
+                    hn.as_ptr(),
+                ),
                 "nvrtcCreateProgram",
             )?;
             let status = compile(prog, op.len() as c_int, op.as_ptr());

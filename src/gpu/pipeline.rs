@@ -81,12 +81,21 @@ impl<D: Device> DeviceFactor<D> {
             upper_ptr: dev.upload_index(&idx(&f.col_ptr))?,
             upper_col: dev.upload_index(&idx(&f.row_idx))?,
             upper_val: dev.upload(&f.values)?,
-            lower_levels: Levels { ptr: lp, rows: dev.upload_index(&idx(&lr))? },
-            upper_levels: Levels { ptr: up, rows: dev.upload_index(&idx(&ur))? },
+            lower_levels: Levels {
+                ptr: lp,
+                rows: dev.upload_index(&idx(&lr))?,
+            },
+            upper_levels: Levels {
+                ptr: up,
+                rows: dev.upload_index(&idx(&ur))?,
+            },
             inverse: None,
             work: dev.zeros(n)?,
             work2: dev.zeros(n)?,
-            path: SolvePath::Triangular { nnz_s, budget_bytes },
+            path: SolvePath::Triangular {
+                nnz_s,
+                budget_bytes,
+            },
         };
         if bytes <= budget_bytes {
             me.inverse = Some(me.build_inverse(dev, f)?);
@@ -119,7 +128,11 @@ impl<D: Device> DeviceFactor<D> {
         dev.launch(
             Kernel::GatherPerm,
             sr.len(),
-            &mut [Arg::Index(&map), Arg::In(&values), Arg::Out(&mut row_values)],
+            &mut [
+                Arg::Index(&map),
+                Arg::In(&values),
+                Arg::Out(&mut row_values),
+            ],
         )?;
         Ok(Inverse {
             col_ptr,
@@ -145,7 +158,11 @@ impl<D: Device> DeviceFactor<D> {
         dev.launch(
             Kernel::GatherPerm,
             self.n,
-            &mut [Arg::Index(&self.perm), Arg::In(&self.work2), Arg::Out(&mut self.work)],
+            &mut [
+                Arg::Index(&self.perm),
+                Arg::In(&self.work2),
+                Arg::Out(&mut self.work),
+            ],
         )
     }
 
@@ -153,7 +170,11 @@ impl<D: Device> DeviceFactor<D> {
         dev.launch(
             Kernel::GatherPerm,
             self.n,
-            &mut [Arg::Index(&self.iperm), Arg::In(&self.work), Arg::Out(&mut self.work2)],
+            &mut [
+                Arg::Index(&self.iperm),
+                Arg::In(&self.work),
+                Arg::Out(&mut self.work2),
+            ],
         )?;
         dev.download(&self.work2)
     }
@@ -232,7 +253,12 @@ impl<D: Device> DeviceFactor<D> {
             return Ok(0.0);
         }
         let b = self.solve_inverse(dev, &v)?;
-        let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+        let num: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum::<f64>()
+            .sqrt();
         let den: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
         Ok(num / den.max(f64::MIN_POSITIVE))
     }

@@ -43,7 +43,12 @@ pub struct GpuSystem<D: Device> {
 impl<D: Device> GpuSystem<D> {
     /// Order, factor and upload the free blocks of `a`; build the explicit inverse factor
     /// where it fits `budget_bytes`, self-checked on first use.
-    pub fn new(dev: D, a: CscMatrix, dirichlet: [AxisDirichlet; 3], budget_bytes: usize) -> Result<Self, GpuSystemError> {
+    pub fn new(
+        dev: D,
+        a: CscMatrix,
+        dirichlet: [AxisDirichlet; 3],
+        budget_bytes: usize,
+    ) -> Result<Self, GpuSystemError> {
         let n = a.n;
         let mut cache: Vec<(AxisDirichlet, Arc<Mutex<DeviceFactor<D>>>)> = Vec::new();
         let mut paths = Vec::new();
@@ -78,10 +83,21 @@ impl<D: Device> GpuSystem<D> {
             });
         }
         let axes: [Axis<D>; 3] = axes.try_into().map_err(|_| GpuError::NoInverse)?;
-        Ok(GpuSystem { dev, a, axes, paths })
+        Ok(GpuSystem {
+            dev,
+            a,
+            axes,
+            paths,
+        })
     }
 
-    fn solve_axis(&self, d: usize, b: &[f64], xd: Option<&[f64]>, out: &mut [f64]) -> Result<(), GpuError> {
+    fn solve_axis(
+        &self,
+        d: usize,
+        b: &[f64],
+        xd: Option<&[f64]>,
+        out: &mut [f64],
+    ) -> Result<(), GpuError> {
         let ax = &self.axes[d];
         let n = self.a.n;
         let mut rhs: Vec<f64> = ax.free.iter().map(|&i| b[3 * i + d]).collect();
@@ -90,13 +106,19 @@ impl<D: Device> GpuSystem<D> {
             ax.prescribed.iter().for_each(|&i| col[i] = xd[3 * i + d]);
             let mut t = vec![0.0; n];
             self.a.matvec(&col, &mut t);
-            ax.free.iter().enumerate().for_each(|(k, &i)| rhs[k] -= t[i]);
+            ax.free
+                .iter()
+                .enumerate()
+                .for_each(|(k, &i)| rhs[k] -= t[i]);
         }
         let sol = {
             let mut f = ax.factor.lock().unwrap_or_else(|p| p.into_inner());
             f.solve(&self.dev, &rhs)?
         };
-        ax.free.iter().enumerate().for_each(|(k, &i)| out[3 * i + d] = sol[k]);
+        ax.free
+            .iter()
+            .enumerate()
+            .for_each(|(k, &i)| out[3 * i + d] = sol[k]);
         for &i in &ax.prescribed {
             out[3 * i + d] = xd.map(|v| v[3 * i + d]).unwrap_or(0.0);
         }
