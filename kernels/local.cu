@@ -51,3 +51,47 @@ DPHD_KERNEL(dphd_gather_rhs)(DPHD_ITEM_PARAM long long n, const long long* iptr,
     bp[3 * i + 1] = acc[1];
     bp[3 * i + 2] = acc[2];
 }
+
+// The backward's local-Jacobian product (spec App. A.1, Eq. 42; DeltaA z of spec §7.2), per
+// sample s: dF = sum_a z_a grad N_a^T, a = U^T dF V, c_ii = sum_k W_ik a_kk,
+// c_ij = M_ij a_ij + N_ij a_ji, dp_s = U c V^T. The coefficients (9 each per sample, row-major)
+// carry the PD weights, so one kernel serves every material. dp: 9 per sample; b = DeltaA z
+// follows by dphd_gather_rhs.
+DPHD_KERNEL(dphd_spectral_apply)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                                 const long long* nodes, const double* grads, const double* cu,
+                                 const double* cv, const double* cw, const double* cm,
+                                 const double* cn, const double* z, double* dp)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double df[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) df[3 * r + c] += z[3 * i + r] * grads[3 * k + c];
+    }
+    const double* u = cu + 9 * s;
+    const double* v = cv + 9 * s;
+    const double* w = cw + 9 * s;
+    const double* m = cm + 9 * s;
+    const double* nn = cn + 9 * s;
+    double t[9], a[9], c[9], uc[9];
+    // t = dF V, a = U^T t
+    for (int r = 0; r < 3; ++r)
+        for (int q = 0; q < 3; ++q)
+            t[3 * r + q] = df[3 * r] * v[q] + df[3 * r + 1] * v[3 + q] + df[3 * r + 2] * v[6 + q];
+    for (int r = 0; r < 3; ++r)
+        for (int q = 0; q < 3; ++q)
+            a[3 * r + q] = u[r] * t[q] + u[3 + r] * t[3 + q] + u[6 + r] * t[6 + q];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            c[3 * i + j] = (i == j) ? w[3 * i] * a[0] + w[3 * i + 1] * a[4] + w[3 * i + 2] * a[8]
+                                    : m[3 * i + j] * a[3 * i + j] + nn[3 * i + j] * a[3 * j + i];
+    // dp = U c V^T
+    for (int r = 0; r < 3; ++r)
+        for (int q = 0; q < 3; ++q)
+            uc[3 * r + q] = u[3 * r] * c[q] + u[3 * r + 1] * c[3 + q] + u[3 * r + 2] * c[6 + q];
+    for (int r = 0; r < 3; ++r)
+        for (int q = 0; q < 3; ++q)
+            dp[9 * s + 3 * r + q] = uc[3 * r] * v[3 * q] + uc[3 * r + 1] * v[3 * q + 1] + uc[3 * r + 2] * v[3 * q + 2];
+}

@@ -112,6 +112,8 @@ kernel_table! {
     LocalCorotatedVolume = dphd_local_corotated_volume in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, w_cor: In, w_vol: In, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).
     GatherRhs = dphd_gather_rhs in "kernels/local.cu" (iptr: Index, inc_sample: Index, inc_entry: Index, grads: In, q: In, bp: Out);
+    /// The backward's local-Jacobian product per sample, `dp = U c V^T` (local.cu, Eq. 42).
+    SpectralApply = dphd_spectral_apply in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, cu: In, cv: In, cw: In, cm: In, cn: In, z: In, dp: Out);
 }
 
 #[cfg(test)]

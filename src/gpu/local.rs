@@ -92,13 +92,13 @@ impl LocalArrays {
 pub struct DeviceLocalStep<D: Device> {
     ns: usize,
     nn: usize,
-    sample_ptr: D::Index,
-    nodes: D::Index,
-    grads: D::Real,
+    pub(crate) sample_ptr: D::Index,
+    pub(crate) nodes: D::Index,
+    pub(crate) grads: D::Real,
     rest: D::Real,
-    inc_ptr: D::Index,
-    inc_sample: D::Index,
-    inc_entry: D::Index,
+    pub(crate) inc_ptr: D::Index,
+    pub(crate) inc_sample: D::Index,
+    pub(crate) inc_entry: D::Index,
     w_cor: D::Real,
     w_vol: D::Real,
     x: D::Real,
@@ -166,5 +166,97 @@ impl<D: Device> DeviceLocalStep<D> {
             ],
         )?;
         Ok((dev.download(&self.q)?, dev.download(&self.bp)?))
+    }
+}
+
+/// The backward's $\Delta A\,z$ on a device (spec §7.2, App. A.1): per-sample spectral
+/// coefficients uploaded once per backward step (plan), one product per adjoint iteration
+/// (execute). The coefficients come from `solver::backward::StepLinearization`.
+pub struct DeviceAdjointProduct<D: Device> {
+    ns: usize,
+    nn: usize,
+    coef: [D::Real; 5],
+    z: D::Real,
+    dp: D::Real,
+    out: D::Real,
+}
+
+impl<D: Device> DeviceAdjointProduct<D> {
+    /// Buffers for a model with the given arrays.
+    pub fn new(dev: &D, a: &LocalArrays) -> Result<Self, GpuError> {
+        let ns = a.sample_ptr.len() - 1;
+        let nn = a.inc_ptr.len() - 1;
+        Ok(DeviceAdjointProduct {
+            ns,
+            nn,
+            coef: [
+                dev.zeros(9 * ns)?,
+                dev.zeros(9 * ns)?,
+                dev.zeros(9 * ns)?,
+                dev.zeros(9 * ns)?,
+                dev.zeros(9 * ns)?,
+            ],
+            z: dev.zeros(3 * nn)?,
+            dp: dev.zeros(9 * ns)?,
+            out: dev.zeros(3 * nn)?,
+        })
+    }
+
+    /// Upload the step's coefficients: `coef[s] = [U, V, W, M, N]` (nalgebra matrices).
+    pub fn set_step(
+        &mut self,
+        dev: &D,
+        coef: impl Fn(usize) -> [nalgebra::Matrix3<f64>; 5],
+    ) -> Result<(), GpuError> {
+        let mut host = vec![Vec::with_capacity(9 * self.ns); 5];
+        for s in 0..self.ns {
+            for (h, m) in host.iter_mut().zip(coef(s)) {
+                h.extend((0..3).flat_map(|r| (0..3).map(move |c| m[(r, c)])));
+            }
+        }
+        for (buf, h) in self.coef.iter_mut().zip(&host) {
+            dev.write(buf, h)?;
+        }
+        Ok(())
+    }
+
+    /// $\Delta A\,z$ (all DoFs, Dirichlet rows not zeroed), node-major.
+    pub fn apply(
+        &mut self,
+        dev: &D,
+        step: &DeviceLocalStep<D>,
+        z: &[f64],
+    ) -> Result<Vec<f64>, GpuError> {
+        dev.write(&mut self.z, z)?;
+        let [cu, cv, cw, cm, cn] = &self.coef;
+        dev.launch(
+            Kernel::SpectralApply,
+            self.ns,
+            &mut [
+                Arg::Index(&step.sample_ptr),
+                Arg::Index(&step.nodes),
+                Arg::In(&step.grads),
+                Arg::In(cu),
+                Arg::In(cv),
+                Arg::In(cw),
+                Arg::In(cm),
+                Arg::In(cn),
+                Arg::In(&self.z),
+                Arg::Out(&mut self.dp),
+            ],
+        )?;
+        dev.launch(
+            Kernel::GatherRhs,
+            self.nn,
+            &mut [
+                Arg::Index(&step.inc_ptr),
+                Arg::Index(&step.inc_sample),
+                Arg::Index(&step.inc_entry),
+                Arg::In(&step.grads),
+                Arg::In(&self.dp),
+                Arg::Out(&mut self.out),
+            ],
+        )?;
+        dev.download(&self.out)
     }
 }

@@ -209,6 +209,45 @@ impl StepLinearization {
         svd.u * Matrix3::from_diagonal(&ds) * svd.v.transpose()
     }
 
+    /// The weighted spectral-map coefficients of sample `s` (spec App. A.1, Eq. 42): the
+    /// local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
+    /// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ already
+    /// carry the PD weights (corotated and volume terms summed: they share $U,V$). Used by
+    /// the device product (`gpu`), which needs them as plain numbers. Muscles are not included.
+    pub fn spectral_coefficients(&self, s: usize) -> [Matrix3<f64>; 5] {
+        use crate::material::svd::spectral_pair_coefficients;
+        match &self.samples[s] {
+            SampleLin::Corot {
+                svd,
+                w_cor,
+                w_vol,
+                vol_star,
+                vol_w,
+                ..
+            } => {
+                let (mc, nc) = spectral_pair_coefficients(
+                    &svd.sigma,
+                    &Vector3::repeat(1.0),
+                    &Matrix3::zeros(),
+                );
+                let (mv, nv) = spectral_pair_coefficients(&svd.sigma, vol_star, vol_w);
+                [
+                    svd.u,
+                    svd.v,
+                    vol_w * *w_vol,
+                    mc * *w_cor + mv * *w_vol,
+                    nc * *w_cor + nv * *w_vol,
+                ]
+            }
+            SampleLin::Nh {
+                svd, w, star, jac, ..
+            } => {
+                let (m, n) = spectral_pair_coefficients(&svd.sigma, star, jac);
+                [svd.u, svd.v, jac * *w, m * *w, n * *w]
+            }
+        }
+    }
+
     /// $\Delta A\,z$ (matrix-free, App. A.1), Dirichlet rows not zeroed.
     pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
         let dps: Vec<Matrix3<f64>> = self
