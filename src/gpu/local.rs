@@ -208,7 +208,7 @@ impl<D: Device> DeviceAdjointProduct<D> {
         dev: &D,
         coef: impl Fn(usize) -> [nalgebra::Matrix3<f64>; 5],
     ) -> Result<(), GpuError> {
-        let mut host = vec![Vec::with_capacity(9 * self.ns); 5];
+        let mut host: Vec<Vec<f64>> = (0..5).map(|_| Vec::with_capacity(9 * self.ns)).collect();
         for s in 0..self.ns {
             for (h, m) in host.iter_mut().zip(coef(s)) {
                 h.extend((0..3).flat_map(|r| (0..3).map(move |c| m[(r, c)])));
