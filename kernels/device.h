@@ -33,6 +33,8 @@ using std::frexp;
 using std::isfinite;
 using std::fmax;
 using std::copysign;
+using std::isinf;
+using std::fmin;
 #endif
 
 // Double-precision epsilon (2^-52), as Rust's f64::EPSILON.

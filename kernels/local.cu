@@ -1,16 +1,21 @@
-// local.cu: the PD local step (spec §6.2 steps 6-7) for corotated + volume samples, and the
+// local.cu: the PD local step (spec §6.2 steps 6-7) for corotated + volume and Neo-Hookean
+// samples, the backward's local-Jacobian product, and the
 // right-hand-side gather b_p = sum_s G_s^T vec Q_s through the node -> sample transpose.
 #include "device.h"
 #include "material.h"
 
 // Item s: F_s = I + sum_a (x_a - X_a) grad N_a^T over the sample's entries [sptr[s], sptr[s+1])
-// (entry k: node nodes[k], gradient grads[3k..3k+3)); signed SVD; Q_s = w_cor R + w_vol D with
-// R = U V^T (spec §3.1) and D = U diag(sigma*) V^T, prod sigma* = 1 (spec §3.2). q: 9 per
-// sample, row-major.
-DPHD_KERNEL(dphd_local_corotated_volume)(DPHD_ITEM_PARAM long long n, const long long* sptr,
-                                         const long long* nodes, const double* grads,
-                                         const double* rest, const double* x,
-                                         const double* w_cor, const double* w_vol, double* q)
+// (entry k: node nodes[k], gradient grads[3k..3k+3)); signed SVD; then by kind[s]:
+//   0 (corotated + volume): Q_s = wa R + wb D, R = U V^T (spec §3.1), D = U diag(sigma*) V^T with
+//     prod sigma* = 1 (spec §3.2);
+//   1 (Neo-Hookean): Q_s = wa U diag(sigma*) V^T, sigma* the stretch-space prox (spec Eqs. 13-15)
+//     with body-mean parameters nh[3s..3s+3) = (mu, lambda, k), warm-started from warm[3s..]
+//     when warm[3s] > 0 and updated there.
+// q: 9 per sample, row-major.
+DPHD_KERNEL(dphd_local_step)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                             const long long* nodes, const double* grads, const double* rest,
+                             const double* x, const long long* kind, const double* wa,
+                             const double* wb, const double* nh, double* warm, double* q)
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
@@ -24,11 +29,19 @@ DPHD_KERNEL(dphd_local_corotated_volume)(DPHD_ITEM_PARAM long long n, const long
     }
     double u[9], sig[3], v[9], st[3], dm[9], rot[9];
     dphd_svd3(f, u, sig, v);
+    if (kind[s] == 1) {
+        double* w = warm + 3 * s;
+        dphd_nh_prox_stretch(nh[3 * s], nh[3 * s + 1], nh[3 * s + 2], sig, w, w[0] > 0.0, st);
+        w[0] = st[0]; w[1] = st[1]; w[2] = st[2];
+        dphd_compose(u, st, v, dm);
+        for (int k = 0; k < 9; ++k) q[9 * s + k] = dm[k] * wa[s];
+        return;
+    }
     const double one[3] = {1.0, 1.0, 1.0};
     dphd_compose(u, one, v, rot);
     dphd_project_stretches(sig, st);
     dphd_compose(u, st, v, dm);
-    for (int k = 0; k < 9; ++k) q[9 * s + k] = rot[k] * w_cor[s] + dm[k] * w_vol[s];
+    for (int k = 0; k < 9; ++k) q[9 * s + k] = rot[k] * wa[s] + dm[k] * wb[s];
 }
 
 // Item = node i: bp[3i + r] = sum over incidences t in [iptr[i], iptr[i+1]) of

@@ -258,4 +258,253 @@ DPHD_FN void dphd_compose(const double* u, const double* s, const double* v, dou
                            + u[3 * r + 2] * s[2] * v[3 * c + 2];
 }
 
+
+// ---- Neo-Hookean prox in stretch space (port of material::neohookean::prox_stretch, §3.3) ----
+
+// C = A B for row-major 3x3.
+DPHD_FN void dphd_mul3(const double* a, const double* b, double* c)
+{
+    for (int r = 0; r < 3; ++r)
+        for (int q = 0; q < 3; ++q)
+            c[3 * r + q] = a[3 * r] * b[q] + a[3 * r + 1] * b[3 + q] + a[3 * r + 2] * b[6 + q];
+}
+
+// Symmetric eigen-decomposition by cyclic Jacobi (port of material::eigen::sym_eigen3):
+// A = Q diag(l) Q^T, lower triangle read, eigenvalues unsorted.
+DPHD_FN void dphd_sym_eigen3(const double* a, double* l, double* q)
+{
+    double m[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) m[3 * i + j] = i >= j ? a[3 * i + j] : a[3 * j + i];
+    for (int k = 0; k < 9; ++k) q[k] = (k % 4 == 0) ? 1.0 : 0.0;
+    double scale = 0.0;
+    bool finite = true;
+    for (int k = 0; k < 9; ++k) {
+        const double v = fabs(m[k]);
+        if (!isfinite(v)) finite = false;
+        if (v > scale) scale = v;
+    }
+    if (scale == 0.0 || !finite) { l[0] = m[0]; l[1] = m[4]; l[2] = m[8]; return; }
+    const int pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
+    for (int sweep = 0; sweep < 32; ++sweep) {
+        const double off = fabs(m[1]) + fabs(m[2]) + fabs(m[5]);
+        if (off <= DPHD_EPS * 1e-3 * scale) break;
+        for (int pi = 0; pi < 3; ++pi) {
+            const int p = pairs[pi][0], r = pairs[pi][1];
+            const double apr = m[3 * p + r];
+            if (apr == 0.0) continue;
+            const double theta = (m[3 * r + r] - m[3 * p + p]) / (2.0 * apr);
+            const double t = isinf(theta) ? 0.5 / theta
+                                          : copysign(1.0, theta) / (fabs(theta) + sqrt(theta * theta + 1.0));
+            const double c = 1.0 / sqrt(t * t + 1.0);
+            const double s = t * c;
+            double j[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0}, jt[9], tmp[9];
+            j[3 * p + p] = c; j[3 * r + r] = c; j[3 * p + r] = s; j[3 * r + p] = -s;
+            for (int u = 0; u < 3; ++u) for (int v = 0; v < 3; ++v) jt[3 * u + v] = j[3 * v + u];
+            dphd_mul3(jt, m, tmp);
+            dphd_mul3(tmp, j, m);
+            m[3 * p + r] = 0.0; m[3 * r + p] = 0.0;
+            dphd_mul3(q, j, tmp);
+            for (int k = 0; k < 9; ++k) q[k] = tmp[k];
+        }
+    }
+    l[0] = m[0]; l[1] = m[4]; l[2] = m[8];
+}
+
+// ln J = sum ln s_i; false unless all s_i > 0.
+DPHD_FN bool dphd_log_j(const double* s, double* lj)
+{
+    if (!(s[0] > 0.0 && s[1] > 0.0 && s[2] > 0.0)) return false;
+    *lj = log(s[0]) + log(s[1]) + log(s[2]);
+    return true;
+}
+
+// phi = psi(s) + k/2 |s - sigma|^2 and its magnitude scale.
+DPHD_FN void dphd_prox_objective(double mu, double lambda, double k, const double* sigma, const double* s,
+                                 double* phi, double* scale)
+{
+    double lj;
+    if (!dphd_log_j(s, &lj)) { *phi = 1.0 / 0.0; *scale = 1.0 / 0.0; return; }
+    const double n2 = s[0] * s[0] + s[1] * s[1] + s[2] * s[2];
+    const double d0 = s[0] - sigma[0], d1 = s[1] - sigma[1], d2 = s[2] - sigma[2];
+    const double a = 0.5 * mu * (n2 + 3.0);
+    const double b = mu * fabs(lj);
+    const double c = 0.5 * lambda * lj * lj;
+    const double d = 0.5 * k * (d0 * d0 + d1 * d1 + d2 * d2);
+    *phi = 0.5 * mu * (n2 - 3.0) - mu * lj + c + d;
+    *scale = a + b + c + d;
+}
+
+DPHD_FN void dphd_prox_grad(double mu, double lambda, double k, const double* sigma, const double* s, double* g)
+{
+    double lj;
+    const bool ok = dphd_log_j(s, &lj);
+    for (int i = 0; i < 3; ++i)
+        g[i] = ok ? (mu * s[i] + (lambda * lj - mu) / s[i]) + (s[i] - sigma[i]) * k : 0.0 / 0.0;
+}
+
+DPHD_FN void dphd_stretch_hessian(double mu, double lambda, const double* s, double* h)
+{
+    double lj;
+    if (!dphd_log_j(s, &lj)) { for (int i = 0; i < 9; ++i) h[i] = 0.0 / 0.0; return; }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            h[3 * i + j] = i == j ? mu + (mu + lambda * (1.0 - lj)) / (s[i] * s[i]) : lambda / (s[i] * s[j]);
+}
+
+// Cholesky of SPD 3x3 (row-major lower factor); false if a pivot is not positive.
+DPHD_FN bool dphd_chol3(const double* a, double* l)
+{
+    for (int k = 0; k < 9; ++k) l[k] = 0.0;
+    for (int j = 0; j < 3; ++j) {
+        double d = a[3 * j + j];
+        for (int k = 0; k < j; ++k) d -= l[3 * j + k] * l[3 * j + k];
+        if (!(d > 0.0)) return false;
+        const double dj = sqrt(d);
+        l[3 * j + j] = dj;
+        for (int i = j + 1; i < 3; ++i) {
+            double v = a[3 * i + j];
+            for (int k = 0; k < j; ++k) v -= l[3 * i + k] * l[3 * j + k];
+            l[3 * i + j] = v / dj;
+        }
+    }
+    return true;
+}
+
+DPHD_FN void dphd_chol3_solve(const double* l, const double* b, double* x)
+{
+    double y[3];
+    for (int i = 0; i < 3; ++i) {
+        double v = b[i];
+        for (int k = 0; k < i; ++k) v -= l[3 * i + k] * y[k];
+        y[i] = v / l[3 * i + i];
+    }
+    for (int i = 2; i >= 0; --i) {
+        double v = y[i];
+        for (int k = i + 1; k < 3; ++k) v -= l[3 * k + i] * x[k];
+        x[i] = v / l[3 * i + i];
+    }
+}
+
+// Step along the most negative curvature direction of ht that decreases phi (saddle escape).
+DPHD_FN bool dphd_negative_curvature_step(double mu, double lambda, double k, const double* sigma,
+                                          const double* x, const double* ht, double* out)
+{
+    double l[3], q[9];
+    dphd_sym_eigen3(ht, l, q);
+    int i = 0;
+    for (int j = 1; j < 3; ++j) if (l[j] < l[i]) i = j;
+    if (!(l[i] < 0.0)) return false;
+    const double d[3] = {q[i], q[3 + i], q[6 + i]};
+    double phi0, sc;
+    dphd_prox_objective(mu, lambda, k, sigma, x, &phi0, &sc);
+    double t = 0.25 * fmin(x[0], fmin(x[1], x[2]));
+    for (int it = 0; it < 40; ++it) {
+        for (int sg = 0; sg < 2; ++sg) {
+            const double sgn = sg == 0 ? 1.0 : -1.0;
+            double xn[3] = {x[0] + d[0] * (sgn * t), x[1] + d[1] * (sgn * t), x[2] + d[2] * (sgn * t)};
+            if (xn[0] > 0.0 && xn[1] > 0.0 && xn[2] > 0.0) {
+                double ph, s2;
+                dphd_prox_objective(mu, lambda, k, sigma, xn, &ph, &s2);
+                if (ph < phi0) { out[0] = xn[0]; out[1] = xn[1]; out[2] = xn[2]; return true; }
+            }
+        }
+        t *= 0.5;
+    }
+    return false;
+}
+
+// sigma* = argmin_{s>0} psi(s) + k/2 |s - sigma|^2 by safeguarded Newton (spec §3.3);
+// `warm` (used when all finite and `use_warm`) is the start.
+DPHD_FN void dphd_nh_prox_stretch(double mu, double lambda, double k, const double* sigma,
+                                  const double* warm, bool use_warm, double* out)
+{
+    const double SIGMA_MIN = 1e-4;
+    double x[3];
+    const bool warm_ok = use_warm && isfinite(warm[0]) && isfinite(warm[1]) && isfinite(warm[2]);
+    for (int i = 0; i < 3; ++i) {
+        const double v = warm_ok ? warm[i] : sigma[i];
+        x[i] = v > SIGMA_MIN ? v : SIGMA_MIN;
+    }
+    const bool params_ok = k > 0.0 && isfinite(k) && isfinite(mu) && isfinite(lambda);
+    if (!params_ok || !(isfinite(sigma[0]) && isfinite(sigma[1]) && isfinite(sigma[2]))) {
+        out[0] = x[0]; out[1] = x[1]; out[2] = x[2];
+        return;
+    }
+    const double tol = 1e-12 * k * fmax(dphd_norm3(sigma), 1.0);
+    double g[3];
+    dphd_prox_grad(mu, lambda, k, sigma, x, g);
+    unsigned iterations = 0;
+    while (iterations < 64) {
+        const double gnorm = dphd_norm3(g);
+        double h[9], ht[9], lc[9];
+        dphd_stretch_hessian(mu, lambda, x, h);
+        for (int i = 0; i < 9; ++i) ht[i] = h[i] + ((i % 4 == 0) ? k : 0.0);
+        const bool chol = dphd_chol3(ht, lc);
+        if (gnorm <= tol) {
+            if (chol) break;
+            iterations += 1;
+            double xn[3];
+            if (dphd_negative_curvature_step(mu, lambda, k, sigma, x, ht, xn)) {
+                x[0] = xn[0]; x[1] = xn[1]; x[2] = xn[2];
+                dphd_prox_grad(mu, lambda, k, sigma, x, g);
+                continue;
+            }
+            break;
+        }
+        iterations += 1;
+        double dir[3];
+        if (chol) {
+            dphd_chol3_solve(lc, g, dir);
+        } else {
+            double l[3], q[9], dq[3];
+            dphd_sym_eigen3(h, l, q);
+            for (int i = 0; i < 3; ++i) dq[i] = (q[i] * g[0] + q[3 + i] * g[1] + q[6 + i] * g[2]) / (k + fabs(l[i]));
+            for (int r = 0; r < 3; ++r) dir[r] = q[3 * r] * dq[0] + q[3 * r + 1] * dq[1] + q[3 * r + 2] * dq[2];
+        }
+        if (!(isfinite(dir[0]) && isfinite(dir[1]) && isfinite(dir[2]))) break;
+        double phi0, phi_scale;
+        dphd_prox_objective(mu, lambda, k, sigma, x, &phi0, &phi_scale);
+        const double slope = g[0] * dir[0] + g[1] * dir[1] + g[2] * dir[2];
+        double step = 1.0;
+        bool have = false;
+        double acc[3];
+        for (int hv = 0; hv < 60; ++hv) {
+            double xn[3] = {x[0] - dir[0] * step, x[1] - dir[1] * step, x[2] - dir[2] * step};
+            if (xn[0] > 0.0 && xn[1] > 0.0 && xn[2] > 0.0) {
+                double phin, sc;
+                dphd_prox_objective(mu, lambda, k, sigma, xn, &phin, &sc);
+                if (phin <= phi0 - 1e-4 * step * slope) {
+                    acc[0] = xn[0]; acc[1] = xn[1]; acc[2] = xn[2]; have = true;
+                    break;
+                }
+                if (step * fabs(slope) <= 64.0 * DPHD_EPS * phi_scale) {
+                    double gn[3];
+                    dphd_prox_grad(mu, lambda, k, sigma, xn, gn);
+                    if (dphd_norm3(gn) < gnorm) { acc[0] = xn[0]; acc[1] = xn[1]; acc[2] = xn[2]; have = true; }
+                    break;
+                }
+            }
+            step *= 0.5;
+        }
+        if (!chol) {
+            double xc[3];
+            if (dphd_negative_curvature_step(mu, lambda, k, sigma, x, ht, xc)) {
+                double phic, sc, phia = 0.0;
+                dphd_prox_objective(mu, lambda, k, sigma, xc, &phic, &sc);
+                bool better = true;
+                if (have) { dphd_prox_objective(mu, lambda, k, sigma, acc, &phia, &sc); better = phic < phia; }
+                if (better) { acc[0] = xc[0]; acc[1] = xc[1]; acc[2] = xc[2]; have = true; step = 0.0; }
+            }
+        }
+        if (!have) break;
+        const double dx0 = acc[0] - x[0], dx1 = acc[1] - x[1], dx2 = acc[2] - x[2];
+        const double dxn = sqrt(dx0 * dx0 + dx1 * dx1 + dx2 * dx2);
+        x[0] = acc[0]; x[1] = acc[1]; x[2] = acc[2];
+        dphd_prox_grad(mu, lambda, k, sigma, x, g);
+        if (chol && step == 1.0 && dxn <= 1e-12 * fmax(dphd_norm3(x), 1.0)) break;
+    }
+    out[0] = x[0]; out[1] = x[1]; out[2] = x[2];
+}
+
 #endif

@@ -64,19 +64,26 @@ fn deformed(m: &Model, amp: f64, seed: u64) -> Vec<f64> {
 }
 
 /// Local step on the emulator vs `solver::local` (CPU): Q_s per sample and b_p, hex and tet,
-/// mild and violent deformations (inverted samples included).
+/// corotated and Neo-Hookean (cold, then warm-started prox), mild and violent deformations
+/// (inverted samples included).
 #[test]
 fn local_step_matches_the_cpu_path() {
-    for element in ["hex8", "tet4"] {
-        let m = model(element);
+    for (element, material) in [
+        ("hex8", "corotated"),
+        ("tet4", "corotated"),
+        ("hex8", "neohookean"),
+        ("tet4", "neohookean"),
+    ] {
+        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+        let m = Model::from_scene(&common::load(&text, &[])).unwrap();
         let d = m.derive(&m.params);
         let arrays = LocalArrays::from_model(&m);
         let dev = Emulator;
-        let mut step = DeviceLocalStep::new(&dev, &arrays, &d).unwrap();
-        for (amp, seed) in [(0.002, 1u64), (0.05, 2), (0.2, 3)] {
+        let mut step = DeviceLocalStep::new(&dev, &m, &arrays, &d).unwrap();
+        let mut warm = vec![nalgebra::Vector3::zeros(); m.num_samples()];
+        for (amp, seed) in [(0.002, 1u64), (0.05, 2), (0.05, 2), (0.2, 3)] {
             let x = deformed(&m, amp, seed);
             let (q_dev, bp_dev) = step.run(&dev, &x).unwrap();
-            let mut warm = vec![nalgebra::Vector3::zeros(); m.num_samples()];
             let cpu = diffphd::solver::local::project_all(&m, &d, &x, &mut warm).unwrap();
             let q_cpu: Vec<f64> = cpu
                 .q
@@ -86,9 +93,15 @@ fn local_step_matches_the_cpu_path() {
             let mut bp_cpu = vec![0.0; 3 * m.num_nodes()];
             diffphd::solver::local::scatter(&m, &cpu.q, &mut bp_cpu);
             let (eq, eb) = (rel(&q_dev, &q_cpu), rel(&bp_dev, &bp_cpu));
-            eprintln!("{element} amp {amp}: Q rel {eq:.2e}, b_p rel {eb:.2e}");
-            assert!(eq < 1e-12, "{element} amp {amp}: Q differs by {eq:e}");
-            assert!(eb < 1e-12, "{element} amp {amp}: b_p differs by {eb:e}");
+            eprintln!("{material} {element} amp {amp}: Q rel {eq:.2e}, b_p rel {eb:.2e}");
+            assert!(
+                eq < 1e-12,
+                "{material} {element} amp {amp}: Q differs by {eq:e}"
+            );
+            assert!(
+                eb < 1e-12,
+                "{material} {element} amp {amp}: b_p differs by {eb:e}"
+            );
         }
     }
 }
@@ -249,7 +262,7 @@ fn adjoint_product_matches_the_cpu_linearization() {
         let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
         let arrays = LocalArrays::from_model(&m);
         let dev = Emulator;
-        let step = DeviceLocalStep::new(&dev, &arrays, &sim.derived).unwrap();
+        let step = DeviceLocalStep::new(&dev, &m, &arrays, &sim.derived).unwrap();
         let mut prod = DeviceAdjointProduct::new(&dev, &arrays).unwrap();
         for (amp, seed) in [(0.01, 4u64), (0.15, 5)] {
             let x = deformed(&m, amp, seed);

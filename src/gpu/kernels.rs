@@ -108,8 +108,8 @@ kernel_table! {
     TrisolveUpperLevel = dphd_trisolve_upper_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// Columns of the sparse inverse factor `S = L^{-1}` (sparse.cu, spec Eq. 32).
     InverseFactorColumns = dphd_inverse_factor_columns in "kernels/sparse.cu" (lptr: Index, lrow: Index, lval: In, sptr: Index, spat: Index, sval: Out);
-    /// Corotated + volume local step per sample (local.cu, spec §3.1-3.2).
-    LocalCorotatedVolume = dphd_local_corotated_volume in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, w_cor: In, w_vol: In, q: Out);
+    /// Local step per sample: corotated + volume or Neo-Hookean prox (local.cu, spec §3).
+    LocalStep = dphd_local_step in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, warm: Out, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).
     GatherRhs = dphd_gather_rhs in "kernels/local.cu" (iptr: Index, inc_sample: Index, inc_entry: Index, grads: In, q: In, bp: Out);
     /// The backward's local-Jacobian product per sample, `dp = U c V^T` (local.cu, Eq. 42).

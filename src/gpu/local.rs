@@ -2,8 +2,8 @@
 //! volume bodies and the gather of $b_p=\sum_sG_s^T\mathrm{vec}\,Q_s$. Plan once per model
 //! (persistent buffers, the node → sample transpose), execute per PD iteration.
 //!
-//! Covered here: corotated (+ volume) bodies without muscles. Neo-Hookean prox and muscle
-//! fibres are not yet ported to `kernels/` (docs/gpu.md lists what is on the device).
+//! Covered here: corotated (+ volume) and Neo-Hookean bodies. Muscle fibres are not yet
+//! ported to `kernels/` (docs/gpu.md lists what is on the device).
 
 use super::device::{Arg, Device};
 use super::kernels::Kernel;
@@ -88,6 +88,46 @@ impl LocalArrays {
     }
 }
 
+/// Per-sample material data of the local kernel: kind (0 corotated + volume, 1 NH), the two
+/// weights (w_cor, w_vol) or (w_nh, 0), and the NH body-mean (mu, lambda, k).
+struct SampleWeights {
+    kind: Vec<i64>,
+    wa: Vec<f64>,
+    wb: Vec<f64>,
+    nh: Vec<f64>,
+}
+
+impl SampleWeights {
+    fn new(model: &Model, d: &Derived) -> Self {
+        let ns = model.num_samples();
+        let mut w = SampleWeights {
+            kind: Vec::with_capacity(ns),
+            wa: Vec::with_capacity(ns),
+            wb: Vec::with_capacity(ns),
+            nh: Vec::with_capacity(3 * ns),
+        };
+        for s in 0..ns {
+            let b = model.elem_body[model.samples.elem[s]];
+            match model.bodies[b].model {
+                MaterialModel::Corotated => {
+                    w.kind.push(0);
+                    w.wa.push(d.w_cor[s]);
+                    w.wb.push(d.w_vol[s]);
+                    w.nh.extend([0.0; 3]);
+                }
+                MaterialModel::Neohookean => {
+                    let p = &d.nh[b];
+                    w.kind.push(1);
+                    w.wa.push(d.w_nh[s]);
+                    w.wb.push(0.0);
+                    w.nh.extend([p.mu, p.lambda, p.k]);
+                }
+            }
+        }
+        w
+    }
+}
+
 /// Device buffers of the local step.
 pub struct DeviceLocalStep<D: Device> {
     ns: usize,
@@ -99,18 +139,27 @@ pub struct DeviceLocalStep<D: Device> {
     pub(crate) inc_ptr: D::Index,
     pub(crate) inc_sample: D::Index,
     pub(crate) inc_entry: D::Index,
-    w_cor: D::Real,
-    w_vol: D::Real,
+    kind: D::Index,
+    wa: D::Real,
+    wb: D::Real,
+    nh: D::Real,
+    warm: D::Real,
     x: D::Real,
     q: D::Real,
     bp: D::Real,
 }
 
 impl<D: Device> DeviceLocalStep<D> {
-    /// Upload the arrays and the PD weights of `derived`.
-    pub fn new(dev: &D, a: &LocalArrays, derived: &Derived) -> Result<Self, GpuError> {
+    /// Upload the arrays, the material of each sample and the PD weights of `derived`.
+    pub fn new(
+        dev: &D,
+        model: &Model,
+        a: &LocalArrays,
+        derived: &Derived,
+    ) -> Result<Self, GpuError> {
         let ns = a.sample_ptr.len() - 1;
         let nn = a.inc_ptr.len() - 1;
+        let w = SampleWeights::new(model, derived);
         Ok(DeviceLocalStep {
             ns,
             nn,
@@ -121,18 +170,29 @@ impl<D: Device> DeviceLocalStep<D> {
             inc_ptr: dev.upload_index(&a.inc_ptr)?,
             inc_sample: dev.upload_index(&a.inc_sample)?,
             inc_entry: dev.upload_index(&a.inc_entry)?,
-            w_cor: dev.upload(&derived.w_cor)?,
-            w_vol: dev.upload(&derived.w_vol)?,
+            kind: dev.upload_index(&w.kind)?,
+            wa: dev.upload(&w.wa)?,
+            wb: dev.upload(&w.wb)?,
+            nh: dev.upload(&w.nh)?,
+            warm: dev.zeros(3 * ns)?,
             x: dev.zeros(3 * nn)?,
             q: dev.zeros(9 * ns)?,
             bp: dev.zeros(3 * nn)?,
         })
     }
 
-    /// New PD weights (after a parameter change), same model.
-    pub fn set_weights(&mut self, dev: &D, derived: &Derived) -> Result<(), GpuError> {
-        dev.write(&mut self.w_cor, &derived.w_cor)?;
-        dev.write(&mut self.w_vol, &derived.w_vol)
+    /// New PD weights (after a parameter change), same model; clears the NH warm starts.
+    pub fn set_weights(
+        &mut self,
+        dev: &D,
+        model: &Model,
+        derived: &Derived,
+    ) -> Result<(), GpuError> {
+        let w = SampleWeights::new(model, derived);
+        dev.write(&mut self.wa, &w.wa)?;
+        dev.write(&mut self.wb, &w.wb)?;
+        dev.write(&mut self.nh, &w.nh)?;
+        dev.write(&mut self.warm, &vec![0.0; 3 * self.ns])
     }
 
     /// One local step at positions `x` (node-major): returns $Q_s$ (9 per sample, row-major)
@@ -140,7 +200,7 @@ impl<D: Device> DeviceLocalStep<D> {
     pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), GpuError> {
         dev.write(&mut self.x, x)?;
         dev.launch(
-            Kernel::LocalCorotatedVolume,
+            Kernel::LocalStep,
             self.ns,
             &mut [
                 Arg::Index(&self.sample_ptr),
@@ -148,8 +208,11 @@ impl<D: Device> DeviceLocalStep<D> {
                 Arg::In(&self.grads),
                 Arg::In(&self.rest),
                 Arg::In(&self.x),
-                Arg::In(&self.w_cor),
-                Arg::In(&self.w_vol),
+                Arg::Index(&self.kind),
+                Arg::In(&self.wa),
+                Arg::In(&self.wb),
+                Arg::In(&self.nh),
+                Arg::Out(&mut self.warm),
                 Arg::Out(&mut self.q),
             ],
         )?;
