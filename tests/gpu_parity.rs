@@ -8,6 +8,38 @@ use diffphd::gpu::factor::SimplicialFactor;
 use diffphd::gpu::local::{DeviceLocalStep, LocalArrays};
 use diffphd::gpu::pipeline::{DeviceFactor, SolvePath};
 use diffphd::gpu::{Arg, Device, Emulator, Kernel};
+
+/// Each parity check runs on the emulator everywhere, and on a CUDA device when the binary is
+/// built with `--features cuda` and a device is present (it says so and skips otherwise).
+macro_rules! on_every_device {
+    ($($name:ident => $body:ident;)*) => {
+        mod emulator {
+            $(#[test]
+            fn $name() {
+                super::$body(&super::Emulator);
+            })*
+        }
+        #[cfg(feature = "cuda")]
+        mod cuda {
+            $(#[test]
+            fn $name() {
+                match diffphd::gpu::cuda::Cuda::new(0) {
+                    Ok(dev) => super::$body(&dev),
+                    Err(e) => eprintln!("skipping on CUDA: {e}"),
+                }
+            })*
+        }
+    };
+}
+
+on_every_device! {
+    local_step_matches_the_cpu_path => local_step_matches_the_cpu_path_on;
+    global_solve_paths_match_the_cpu_factor => global_solve_paths_match_the_cpu_factor_on;
+    mismatched_launch_arguments_are_refused => mismatched_launch_arguments_are_refused_on;
+    two_pass_dot_product => two_pass_dot_product_on;
+    gpu_system_matches_global_system_with_dirichlet_values => gpu_system_matches_global_system_with_dirichlet_values_on;
+    adjoint_product_matches_the_cpu_linearization => adjoint_product_matches_the_cpu_linearization_on;
+}
 use diffphd::linalg::{ordering, SparseCholesky};
 use diffphd::solver::model::Model;
 
@@ -66,8 +98,7 @@ fn deformed(m: &Model, amp: f64, seed: u64) -> Vec<f64> {
 /// Local step on the emulator vs `solver::local` (CPU): Q_s per sample and b_p, hex and tet,
 /// corotated and Neo-Hookean (cold, then warm-started prox), mild and violent deformations
 /// (inverted samples included).
-#[test]
-fn local_step_matches_the_cpu_path() {
+fn local_step_matches_the_cpu_path_on<D: Device + Clone>(dev: &D) {
     for (element, material) in [
         ("hex8", "corotated"),
         ("tet4", "corotated"),
@@ -78,12 +109,11 @@ fn local_step_matches_the_cpu_path() {
         let m = Model::from_scene(&common::load(&text, &[])).unwrap();
         let d = m.derive(&m.params);
         let arrays = LocalArrays::from_model(&m);
-        let dev = Emulator;
-        let mut step = DeviceLocalStep::new(&dev, &m, &arrays, &d).unwrap();
+        let mut step = DeviceLocalStep::new(dev, &m, &arrays, &d).unwrap();
         let mut warm = vec![nalgebra::Vector3::zeros(); m.num_samples()];
         for (amp, seed) in [(0.002, 1u64), (0.05, 2), (0.05, 2), (0.2, 3)] {
             let x = deformed(&m, amp, seed);
-            let (q_dev, bp_dev) = step.run(&dev, &x).unwrap();
+            let (q_dev, bp_dev) = step.run(dev, &x).unwrap();
             let cpu = diffphd::solver::local::project_all(&m, &d, &x, &mut warm).unwrap();
             let q_cpu: Vec<f64> = cpu
                 .q
@@ -110,8 +140,7 @@ fn local_step_matches_the_cpu_path() {
 /// factor by two SpMVs) and the host simplicial factor agree with the CPU path's supernodal
 /// Cholesky to 1e-12 on the PD matrix of a hex and a tet model; the first-use self-check
 /// (spec §5.2 step 5) passes.
-#[test]
-fn global_solve_paths_match_the_cpu_factor() {
+fn global_solve_paths_match_the_cpu_factor_on<D: Device + Clone>(dev: &D) {
     for element in ["hex8", "tet4"] {
         let m = model(element);
         let d = m.derive(&m.params);
@@ -119,20 +148,19 @@ fn global_solve_paths_match_the_cpu_factor() {
         let (p, ip) = ordering::nested_dissection(&a).unwrap();
         let cpu = SparseCholesky::factor(&a, &p, &ip).unwrap();
         let f = SimplicialFactor::new(&a, &p, &ip).unwrap();
-        let dev = Emulator;
-        let mut tri = DeviceFactor::new(&dev, &f, 0).unwrap();
+        let mut tri = DeviceFactor::new(dev, &f, 0).unwrap();
         assert!(matches!(tri.path, SolvePath::Triangular { .. }));
-        let mut inv = DeviceFactor::new(&dev, &f, usize::MAX).unwrap();
+        let mut inv = DeviceFactor::new(dev, &f, usize::MAX).unwrap();
         assert!(matches!(inv.path, SolvePath::InverseFactor { .. }));
-        let check = inv.self_check(&dev).unwrap();
+        let check = inv.self_check(dev).unwrap();
         assert!(check < 1e-10, "self-check {check:e}");
         for seed in 0..3 {
             let b = noise(a.n, 10 + seed);
             let mut x_cpu = b.clone();
             cpu.solve_in_place(&mut x_cpu);
             let x_host = f.solve(&b);
-            let x_tri = tri.solve(&dev, &b).unwrap();
-            let x_inv = inv.solve(&dev, &b).unwrap();
+            let x_tri = tri.solve(dev, &b).unwrap();
+            let x_inv = inv.solve(dev, &b).unwrap();
             let (e0, e1, e2) = (
                 rel(&x_host, &x_cpu),
                 rel(&x_tri, &x_cpu),
@@ -153,9 +181,7 @@ fn global_solve_paths_match_the_cpu_factor() {
 }
 
 /// A launch whose arguments do not match the kernel table is refused, never run.
-#[test]
-fn mismatched_launch_arguments_are_refused() {
-    let dev = Emulator;
+fn mismatched_launch_arguments_are_refused_on<D: Device + Clone>(dev: &D) {
     let x = dev.upload(&[1.0, 2.0]).unwrap();
     let mut y = dev.zeros(2).unwrap();
     let e = dev
@@ -180,9 +206,7 @@ fn mismatched_launch_arguments_are_refused() {
 }
 
 /// The deterministic two-pass dot product equals the sequential sum to round-off.
-#[test]
-fn two_pass_dot_product() {
-    let dev = Emulator;
+fn two_pass_dot_product_on<D: Device + Clone>(dev: &D) {
     let a = noise(1000, 5);
     let b = noise(1000, 6);
     let (x, y) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
@@ -211,8 +235,7 @@ fn two_pass_dot_product() {
 
 /// `GpuSystem` (emulator) solves the Dirichlet-reduced global system like the CPU
 /// `GlobalSystem`: clamped cantilever, prescribed values, homogeneous (adjoint) solves.
-#[test]
-fn gpu_system_matches_global_system_with_dirichlet_values() {
+fn gpu_system_matches_global_system_with_dirichlet_values_on<D: Device + Clone>(dev: &D) {
     use diffphd::gpu::system::GpuSystem;
     use diffphd::linalg::{GlobalSystem, LinearSolver};
     for budget in [0usize, usize::MAX] {
@@ -229,17 +252,17 @@ fn gpu_system_matches_global_system_with_dirichlet_values() {
             diffphd::linalg::AxisDirichlet { nodes: left },
         ];
         let cpu = GlobalSystem::new(a.clone(), sets.clone()).unwrap();
-        let gpu = GpuSystem::new(Emulator, a, sets, budget).unwrap();
+        let gpu = GpuSystem::new(dev.clone(), a, sets, budget).unwrap();
         assert_eq!(gpu.paths.len(), 2, "two distinct free sets, two factors");
         let b = noise(3 * n, 21);
         let xd = noise(3 * n, 22);
         let (mut x_cpu, mut x_gpu) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
         cpu.solve(&b, &xd, &mut x_cpu);
-        gpu.solve(&b, &xd, &mut x_gpu);
+        gpu.try_solve(&b, Some(&xd), &mut x_gpu).unwrap();
         let e = rel(&x_gpu, &x_cpu);
         let (mut z_cpu, mut z_gpu) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
         cpu.solve_homogeneous(&b, &mut z_cpu);
-        gpu.solve_homogeneous(&b, &mut z_gpu);
+        gpu.try_solve(&b, None, &mut z_gpu).unwrap();
         let eh = rel(&z_gpu, &z_cpu);
         eprintln!(
             "budget {budget}: solve {e:.1e}, homogeneous {eh:.1e}, paths {:?}",
@@ -251,8 +274,7 @@ fn gpu_system_matches_global_system_with_dirichlet_values() {
 
 /// The backward's ΔA·z on the emulator (one spectral kernel for every material) vs
 /// `StepLinearization::apply` on the CPU: corotated hex and Neo-Hookean tet, deformed states.
-#[test]
-fn adjoint_product_matches_the_cpu_linearization() {
+fn adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(dev: &D) {
     use diffphd::gpu::local::DeviceAdjointProduct;
     use diffphd::solver::backward::StepLinearization;
     for (element, material) in [("hex8", "corotated"), ("tet4", "neohookean")] {
@@ -261,16 +283,15 @@ fn adjoint_product_matches_the_cpu_linearization() {
         let m = Model::from_scene(&ls).unwrap();
         let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
         let arrays = LocalArrays::from_model(&m);
-        let dev = Emulator;
-        let step = DeviceLocalStep::new(&dev, &m, &arrays, &sim.derived).unwrap();
-        let mut prod = DeviceAdjointProduct::new(&dev, &arrays).unwrap();
+        let step = DeviceLocalStep::new(dev, &m, &arrays, &sim.derived).unwrap();
+        let mut prod = DeviceAdjointProduct::new(dev, &arrays).unwrap();
         for (amp, seed) in [(0.01, 4u64), (0.15, 5)] {
             let x = deformed(&m, amp, seed);
             let lin = StepLinearization::new(&sim, &x, 0.0);
-            prod.set_step(&dev, |s| lin.spectral_coefficients(s))
+            prod.set_step(dev, |s| lin.spectral_coefficients(s))
                 .unwrap();
             let z = noise(3 * m.num_nodes(), seed + 100);
-            let got = prod.apply(&dev, &step, &z).unwrap();
+            let got = prod.apply(dev, &step, &z).unwrap();
             let mut want = vec![0.0; z.len()];
             lin.apply(&m, &z, &mut want);
             let e = rel(&got, &want);
@@ -278,4 +299,25 @@ fn adjoint_product_matches_the_cpu_linearization() {
             assert!(e < 1e-12, "{material}: {e:e}");
         }
     }
+}
+
+/// `GpuSystem` is a `LinearSolver` (the seam the simulator uses).
+#[test]
+fn gpu_system_is_a_linear_solver() {
+    use diffphd::linalg::LinearSolver;
+    let m = model("tet4");
+    let d = m.derive(&m.params);
+    let (a, _) = diffphd::linalg::assembly::pd_matrices(&m, &d, 0.01);
+    let n = a.n;
+    let none = || diffphd::linalg::AxisDirichlet { nodes: vec![] };
+    let sys =
+        diffphd::gpu::system::GpuSystem::new(Emulator, a, [none(), none(), none()], usize::MAX)
+            .unwrap();
+    let solver: &dyn LinearSolver = &sys;
+    let b = noise(3 * n, 7);
+    let mut x = vec![0.0; 3 * n];
+    solver.solve_homogeneous(&b, &mut x);
+    let mut ax = vec![0.0; 3 * n];
+    solver.apply_a(&x, &mut ax);
+    assert!(rel(&ax, &b) < 1e-12);
 }

@@ -47,7 +47,8 @@ fn arch(cc: (i32, i32)) -> &'static str {
     }
 }
 
-/// An NVIDIA GPU.
+/// An NVIDIA GPU (cloning shares the context, stream and modules).
+#[derive(Clone)]
 pub struct Cuda {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
