@@ -1,0 +1,159 @@
+//! Per-operation timings of the GPU path against the CPU path on a generated box
+//! (`scripts/bench_gpu.sh` runs it; docs/gpu.md). Each operation is checked for agreement
+//! with the CPU result before it is timed, and the relative difference is printed with it.
+//!
+//! `cargo run --release --example gpu_ops -- [cells_x cells_y cells_z] [tet4|hex8] [emulator|cuda]`
+//! (`cuda` needs `--features cuda`). The emulator row measures the host emulator: it shows
+//! the pipeline runs, not GPU speed.
+
+use diffphd::gpu::factor::SimplicialFactor;
+use diffphd::gpu::local::{DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
+use diffphd::gpu::pipeline::DeviceFactor;
+use diffphd::gpu::Device;
+use diffphd::linalg::{ordering, LinearSolver};
+use std::time::Instant;
+
+fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[reps / 2]
+}
+
+fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt();
+    num / b
+        .iter()
+        .map(|y| y * y)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE)
+}
+
+fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
+    let text = format!(
+        "schema_version = 1\n[simulation]\nframes = 1\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"{element}\"\ncells = [{}, {}, {}]\ndx = 0.01\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.45\ndensity = 1000.0\n",
+        cells[0], cells[1], cells[2]
+    );
+    let ls = diffphd::scene::load_str(&text, std::path::Path::new("box.toml"), &[]).expect("scene");
+    let m = diffphd::solver::Model::from_scene(&ls).expect("model");
+    let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).expect("simulator");
+    let n = m.num_nodes();
+    println!(
+        "device: {}; {element} box {:?}: {} nodes ({} DoF), {} samples",
+        dev.name(),
+        cells,
+        n,
+        3 * n,
+        m.num_samples()
+    );
+    let x: Vec<f64> = m
+        .rest
+        .iter()
+        .flat_map(|p| [p[0], p[1] + 0.1 * p[0] * p[0], p[2] + 0.05 * p[0]])
+        .collect();
+    let reps = 5;
+
+    // local step
+    let arrays = LocalArrays::from_model(&m);
+    let mut step = DeviceLocalStep::new(dev, &m, &arrays, &sim.derived).expect("upload");
+    let mut warm = vec![nalgebra::Vector3::zeros(); m.num_samples()];
+    let mut bp_cpu = vec![0.0; 3 * n];
+    let t_cpu = median_seconds(reps, || {
+        let q = diffphd::solver::local::project_all(&m, &sim.derived, &x, &mut warm).unwrap();
+        diffphd::solver::local::scatter(&m, &q.q, &mut bp_cpu);
+    });
+    let mut bp_dev = Vec::new();
+    let t_dev = median_seconds(reps, || bp_dev = step.run(dev, &x).unwrap().1);
+    println!(
+        "local step + gather   cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}",
+        1e3 * t_cpu,
+        1e3 * t_dev,
+        rel(&bp_dev, &bp_cpu)
+    );
+
+    // global solve, one axis block (no Dirichlet), both device paths
+    let a = &sim.system.a;
+    let (p, ip) = ordering::nested_dissection(a).expect("ordering");
+    let f = SimplicialFactor::new(a, &p, &ip).expect("factor");
+    let cpu = diffphd::linalg::SparseCholesky::factor(a, &p, &ip).expect("factor");
+    let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+    let mut x_cpu = b.clone();
+    let t_cpu = median_seconds(reps, || {
+        x_cpu.copy_from_slice(&b);
+        cpu.solve_in_place(&mut x_cpu);
+    });
+    for budget in [0usize, 8usize << 30] {
+        let mut df = DeviceFactor::new(dev, &f, budget).expect("device factor");
+        let mut x_dev = Vec::new();
+        let t_dev = median_seconds(reps, || x_dev = df.solve(dev, &b).unwrap());
+        println!(
+            "solve, one axis       cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}   {:?}",
+            1e3 * t_cpu,
+            1e3 * t_dev,
+            rel(&x_dev, &x_cpu),
+            df.path
+        );
+    }
+
+    // the backward's ΔA·z
+    let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+    let mut prod = DeviceAdjointProduct::new(dev, &arrays).expect("buffers");
+    prod.set_step(dev, |s| lin.spectral_coefficients(s))
+        .expect("coefficients");
+    let z: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.11).cos()).collect();
+    let mut y_cpu = vec![0.0; 3 * n];
+    let t_cpu = median_seconds(reps, || lin.apply(&m, &z, &mut y_cpu));
+    let mut y_dev = Vec::new();
+    let t_dev = median_seconds(reps, || y_dev = prod.apply(dev, &step, &z).unwrap());
+    println!(
+        "ΔA·z                  cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}",
+        1e3 * t_cpu,
+        1e3 * t_dev,
+        rel(&y_dev, &y_cpu)
+    );
+    let _ = sim.system.num_nodes();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cells: Vec<usize> = args.iter().take(3).filter_map(|a| a.parse().ok()).collect();
+    let cells = if cells.len() == 3 {
+        [cells[0], cells[1], cells[2]]
+    } else {
+        [20, 5, 5]
+    };
+    let element = args
+        .iter()
+        .find(|a| *a == "tet4" || *a == "hex8")
+        .map_or("tet4", |s| s.as_str());
+    let device = args
+        .iter()
+        .find(|a| *a == "cuda" || *a == "emulator")
+        .map_or("emulator", |s| s.as_str());
+    match device {
+        #[cfg(feature = "cuda")]
+        "cuda" => match diffphd::gpu::cuda::Cuda::new(0) {
+            Ok(dev) => run(&dev, cells, element),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        },
+        "cuda" => {
+            eprintln!("error: built without --features cuda");
+            std::process::exit(2);
+        }
+        _ => run(&diffphd::gpu::Emulator, cells, element),
+    }
+}
