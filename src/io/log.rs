@@ -22,7 +22,7 @@ pub struct RunHeader {
     pub heterogeneous: bool,
     pub anderson_window: usize,
     /// `solver.gate_reference` of the run: what the position gate is relative to.
-    pub gate_reference: crate::scene::GateReference,
+    pub gate_reference: crate::model::GateReference,
     /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
     pub solver_method: String,
     /// Assembly + ordering + factorization time (s).

@@ -20,7 +20,7 @@ pub enum ProblemError {
     #[error("while simulating the reference trajectory: {0}")]
     Reference(String),
     #[error(transparent)]
-    Model(#[from] crate::solver::model::ModelError),
+    Model(#[from] crate::scene::ModelError),
     #[error(transparent)]
     Solver(#[from] SolverError),
 }
@@ -163,7 +163,7 @@ impl Problem {
             gmres_restart: b.gmres_restart,
             method: b.method,
         };
-        let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
+        let needs_tr = b.filter == crate::model::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);
         Ok(Problem {
             ls,

@@ -10,30 +10,16 @@
 
 use super::anderson::TypeII;
 use super::forward::{norm, Simulator};
-use super::model::Model;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
 use crate::material::neohookean::{self, HessianFilter};
 use crate::material::svd::{self, Svd3};
 use crate::material::{corotated, volume, MaterialModel};
+use crate::model::Model;
+use crate::model::{AdjointMethod, HessianFilterMode};
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
-
-/// How the NH prox-map Hessian is filtered in the backward only (spec §2.6, §7.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum HessianFilterMode {
-    /// Exact implicit-function-theorem Jacobian (α = 0): the true gradient.
-    #[default]
-    None,
-    /// α = ½ (clamp negative eigenvalues of $H_\sigma$ at 0).
-    Clamp,
-    /// α = 1 (absolute value).
-    Abs,
-    /// α ∈ {½, 1} per step from the forward's ratio ρ (Eq. 29).
-    TrustRegion,
-}
 
 /// Backward settings.
 #[derive(Clone, Debug)]
@@ -47,30 +33,6 @@ pub struct BackwardConfig {
     /// Restart length of the GMRES fallback.
     pub gmres_restart: usize,
     pub method: AdjointMethod,
-}
-
-/// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum AdjointMethod {
-    /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES
-    /// fallback on divergence or at the iteration cap.
-    #[default]
-    FixedPoint,
-    /// GMRES on $K z=g$ right-preconditioned by the persistent factor ($A^{-1}$).
-    Gmres,
-    /// Preconditioned conjugate gradients on $Kz=g$ with the persistent factor ($A^{-1}$) as
-    /// preconditioner; on negative curvature ($p^TKp\le0$, possible with the exact NH Hessian)
-    /// or at the cap, GMRES finishes from the current iterate. Not with NCP contact (the
-    /// contact KKT system is non-symmetric with friction and a saddle point with hard rows;
-    /// scene validation refuses the combination).
-    Pcg,
-    /// With NCP contact: GMRES on the step's KKT system
-    /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix}$
-    /// right-preconditioned by its Woodbury block inverse with $A$ for $K$
-    /// ([`ContactAdjoint::woodbury`], Zeng et al. 2026 §4.4 Eq. 27). Without contact rows the
-    /// preconditioner is $A^{-1}$ and this is [`AdjointMethod::Gmres`].
-    Woodbury,
 }
 
 /// Per-sample linearisation at $x_{t+1}$.

@@ -408,7 +408,7 @@ pub fn step(
             &mut stats,
         );
     }
-    if !stats.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
+    if !stats.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
             iterations,

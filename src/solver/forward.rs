@@ -8,13 +8,14 @@
 //! imposed) until the dual gate holds; $v_{t+1}=(x_{t+1}-x_t)/h$.
 
 use super::anderson::TypeII;
+use super::assembly;
 use super::gate::{DualGate, GateResiduals};
 use super::local;
-use super::model::{Derived, Model};
 use super::SolverError;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats, Delassus};
-use crate::linalg::{assembly, CscMatrix, GlobalSystem, LinearSolver};
-use crate::scene::{AndersonWindow, GateReference, OnNonConvergence, SolverSettings};
+use crate::linalg::{CscMatrix, GlobalSystem, LinearSolver};
+use crate::model::{AndersonWindow, GateReference, OnNonConvergence, SolverSettings};
+use crate::model::{Derived, Model};
 use nalgebra::Vector3;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -32,7 +33,7 @@ pub struct SolverConfig {
     pub newton_polish: usize,
     pub polish_tol: f64,
     /// `[solver] method` (issue 7 baselines).
-    pub method: crate::scene::SolverMethod,
+    pub method: crate::model::SolverMethod,
     /// Settings of `method = "newton"`.
     pub newton: super::newton::NewtonConfig,
     /// L-BFGS history of `method = "diffpd"`.
@@ -253,13 +254,13 @@ impl<'m> Simulator<'m> {
     ) -> Result<(Vec<f64>, StepStats), SolverError> {
         // Baselines (issue 7): Newton and DiffPD's L-BFGS PD (no contact, no muscles).
         match self.config.method {
-            crate::scene::SolverMethod::Newton => {
+            crate::model::SolverMethod::Newton => {
                 return super::newton::step(self, frame, x_t, v_t)
             }
-            crate::scene::SolverMethod::Diffpd => {
+            crate::model::SolverMethod::Diffpd => {
                 return super::diffpd::step(self, frame, x_t, v_t)
             }
-            crate::scene::SolverMethod::Diffphd => {}
+            crate::model::SolverMethod::Diffphd => {}
         }
         let model = self.model;
         let h = model.h;
@@ -633,9 +634,9 @@ impl<'m> Simulator<'m> {
             max_iterations: 500,
             window: 0,
             gamma_max: self.config.gamma_max,
-            filter: super::backward::HessianFilterMode::None,
+            filter: crate::model::HessianFilterMode::None,
             gmres_restart: 50,
-            method: super::backward::AdjointMethod::Gmres,
+            method: crate::model::AdjointMethod::Gmres,
         };
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {

@@ -14,7 +14,7 @@
 use super::backward::StepLinearization;
 use super::forward::Simulator;
 use crate::material::{lame, lame_dnu, MaterialModel};
-use crate::scene::StiffnessScaling;
+use crate::model::StiffnessScaling;
 use nalgebra::Matrix3;
 
 /// Accumulated gradients of a loss with respect to every parameter class.

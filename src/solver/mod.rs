@@ -2,6 +2,7 @@
 //! dual gate, rollout tape, and (see `backward`) the adjoint.
 
 pub mod anderson;
+pub mod assembly;
 pub mod backward;
 pub mod diffpd;
 pub mod forward;
@@ -9,14 +10,13 @@ pub mod gate;
 pub mod gradient;
 pub mod local;
 pub mod loss;
-pub mod model;
 pub mod muscle;
 pub mod newton;
 pub mod rollout;
 pub mod trust_region;
 
+pub use crate::model::{Derived, MaterialParams, Model};
 pub use forward::{Simulator, StepStats};
-pub use model::{Derived, MaterialParams, Model};
 
 /// Solver failures, always with the frame (time step, 1-based: the step producing frame
 /// `frame`), the PD iteration and the element where one is known.

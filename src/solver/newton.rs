@@ -56,7 +56,7 @@
 //! factor). An indefinite $K$ with contact falls back to the PD-side contact adjoint
 //! (same $K$, fixed point + GMRES).
 
-use super::backward::{AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization};
+use super::backward::{AdjointStats, BackwardConfig, StepLinearization};
 use super::forward::{contact_settings, norm, Simulator, StepStats};
 use super::SolverError;
 use crate::contact::adjoint::ContactAdjoint;
@@ -64,7 +64,8 @@ use crate::contact::ncp::FbParams;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
-use crate::scene::{NewtonEnergy, NewtonFilter};
+use crate::model::HessianFilterMode;
+use crate::model::{NewtonEnergy, NewtonFilter};
 use nalgebra::{Matrix3, SMatrix, SymmetricEigen};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -963,7 +964,7 @@ pub fn step(
         &mut stats,
     );
     stats.time_other = t0.elapsed().as_secs_f64();
-    if !ns.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
+    if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
             iterations: ns.iterations,
@@ -1089,7 +1090,7 @@ pub fn solve_adjoint(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solver::model::Model;
+    use crate::model::Model;
 
     fn sim_scene(model_name: &str, element: &str) -> crate::scene::LoadedScene {
         let text = format!(
@@ -1343,7 +1344,7 @@ mod tests {
             gamma_max: 1e3,
             filter: HessianFilterMode::None,
             gmres_restart: 50,
-            method: crate::solver::backward::AdjointMethod::FixedPoint,
+            method: crate::model::AdjointMethod::FixedPoint,
         };
         let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();

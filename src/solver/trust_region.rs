@@ -93,8 +93,8 @@ pub fn blend(pred: f64, act: f64, energy: f64) -> TrStats {
 mod tests {
     use super::*;
     use crate::linalg::LinearSolver;
+    use crate::model::Model;
     use crate::solver::local;
-    use crate::solver::model::Model;
     use nalgebra::Vector3;
 
     /// Envelope theorem (spec U1): $\nabla\mathcal E_{PD}(x)=Ax-b(x)$ with

@@ -2,8 +2,8 @@
 //! $\hat K=\sum_s w_s\,\hat G_s^T\hat G_s$ and $\hat K_\beta=\sum_s\beta_{e(s)}w_s\,\hat G_s^T\hat G_s$,
 //! so that $\hat A=(\tfrac1{h^2}+\tfrac{\alpha}{h})\,\mathrm{diag}(m)+\hat K+\tfrac1h\hat K_\beta$.
 
-use super::CscMatrix;
-use crate::solver::model::{Derived, Model};
+use crate::linalg::CscMatrix;
+use crate::model::{Derived, Model};
 
 /// $\sum_s c_s\,\hat G_s^T\hat G_s$ on the node graph pattern, with per-sample coefficients `c`.
 pub fn laplacian(model: &Model, pattern: &CscMatrix, c: &[f64]) -> CscMatrix {
@@ -37,13 +37,13 @@ pub fn pd_matrices(model: &Model, derived: &Derived, h: f64) -> (CscMatrix, CscM
     let k = laplacian(model, &pattern, &w);
     let kb = laplacian(model, &pattern, &wb);
     let mut a = k.combine(1.0, &kb, 1.0 / h);
-    crate::solver::muscle::add_to_matrix(model, &mut a);
+    super::muscle::add_to_matrix(model, &mut a);
     let diag: Vec<f64> = derived
         .mass
         .iter()
         .zip(&derived.node_alpha)
         .map(|(m, al)| (1.0 / (h * h) + al / h) * m)
-        .zip(crate::contact::attachment::matrix_diagonal(
+        .zip(crate::model::attachment::matrix_diagonal(
             &model.attachments,
             model.num_nodes(),
         ))
