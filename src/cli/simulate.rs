@@ -234,7 +234,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
 }
 
 /// The log record of a step's Newton statistics.
-fn newton_record(n: &crate::solver::newton::NewtonStats) -> crate::io::log::NewtonRecord {
+fn newton_record(n: &crate::solver::stats::NewtonStats) -> crate::io::log::NewtonRecord {
     crate::io::log::NewtonRecord {
         iterations: n.iterations,
         converged: n.converged,

@@ -6,7 +6,7 @@
 
 use super::params::{expand, Param};
 use crate::scene::{LoadedScene, LossTermSpec};
-use crate::solver::backward::BackwardConfig;
+use crate::solver::config::BackwardConfig;
 use crate::solver::loss::{seeded_uniform, Loss, Term};
 use crate::solver::rollout;
 use crate::solver::{Model, Simulator, SolverError};
@@ -60,7 +60,7 @@ pub struct FrameDiagnostics {
     /// TR ratio ρ and blend α of the step (with `backward.filter = "trust_region"`).
     pub rho: Option<f64>,
     pub alpha: Option<f64>,
-    pub adjoint: Option<crate::solver::backward::AdjointStats>,
+    pub adjoint: Option<crate::solver::stats::AdjointStats>,
 }
 
 /// Model + loss + parameters.

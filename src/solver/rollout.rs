@@ -5,11 +5,13 @@
 //! Jacobians, TR blend) is recomputed element-locally at $x_{t+1}$. Memory: $24n$ bytes
 //! per frame ($3n$ f64) plus the per-step statistics.
 
-use super::backward::{solve_adjoint, AdjointStats, BackwardConfig, StepLinearization};
-use super::forward::{Simulator, StepStats};
+use super::backward::{solve_adjoint, StepLinearization};
+use super::config::BackwardConfig;
+use super::error::SolverError;
 use super::gradient::{accumulate_step, Gradients};
 use super::loss::Loss;
-use super::SolverError;
+use super::simulator::Simulator;
+use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
 use crate::model::{HessianFilterMode, Motion};
 use nalgebra::{Matrix3, Vector3};
@@ -231,7 +233,7 @@ pub fn backward(
                 }
             }
             accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-            let contact = super::backward::accumulate_contact(
+            let contact = super::gradient::accumulate_contact(
                 sim_ref, &lin, frame, x_t, &v_t, &g, &z, &mut grads,
             );
             // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).

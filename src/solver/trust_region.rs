@@ -6,21 +6,13 @@
 //! $\rho=\Delta\mathcal E_{act}/\Delta\mathcal E_{pred}$; $\alpha=\tfrac12$ if $|\rho-1|<\eta$ else 1,
 //! and $\alpha=\tfrac12$ when the predicted decrease is at round-off.
 
-use super::forward::Simulator;
+use super::simulator::Simulator;
+use super::stats::TrStats;
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
 use rayon::prelude::*;
 
 /// TR tolerance η (Chen et al. 2024a; spec Eq. 29).
 pub const ETA: f64 = 0.01;
-
-/// Ratio and blend of one step.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub struct TrStats {
-    pub rho: f64,
-    pub alpha: f64,
-    pub predicted_decrease: f64,
-    pub actual_decrease: f64,
-}
 
 /// The PD objective (spec U1 / §6.5):
 /// $\mathcal E_{PD}(x)=\tfrac1{2h^2}\|x-y\|_M^2+\tfrac1{2h}\|x-x_t\|_{\mathcal D}^2
