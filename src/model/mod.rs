@@ -8,6 +8,8 @@
 //! `ModelBuilder` builds one in tests.
 
 pub mod attachment;
+pub mod build;
+pub mod builder;
 pub mod derive;
 pub mod discrete;
 pub mod geometry;
@@ -15,6 +17,8 @@ pub mod muscle;
 pub mod obstacle;
 pub mod settings;
 
+pub use build::BodyMaterial;
+pub use builder::ModelBuilder;
 pub use derive::Derived;
 pub use discrete::{
     euler_rotation, state_direction, BodyInfo, DirichletGroup, ForceGroup, MaterialParams, Model,

@@ -937,13 +937,23 @@ pub fn solve_adjoint(
 mod tests {
     use super::*;
     use crate::linalg::LinearSolver;
-    use crate::model::Model;
+    use crate::model::{Model, ModelBuilder, SolverSettings};
 
-    fn sim_scene(model_name: &str, element: &str) -> crate::scene::LoadedScene {
-        let text = format!(
-            "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"{element}\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"{model_name}\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.4\ndensity = 1000.0\n"
-        );
-        crate::scene::load_str(&text, std::path::Path::new("t.toml"), &[]).unwrap()
+    /// A 2-element box of `material` ("corotated" or "neohookean") and `element` ("tet4"
+    /// or "hex8"), E = 1e5 Pa, nu = 0.4.
+    fn sim_model(material: &str, element: &str) -> Model {
+        let mesh = match element {
+            "tet4" => crate::mesh::generate::box_tet([2, 1, 1], 0.1, [0.0; 3]),
+            _ => crate::mesh::generate::box_hex([2, 1, 1], 0.1, [0.0; 3]),
+        };
+        let material = match material {
+            "corotated" => MaterialModel::Corotated,
+            _ => MaterialModel::Neohookean,
+        };
+        ModelBuilder::new(mesh)
+            .material(material)
+            .poisson_ratio(0.4)
+            .build()
     }
 
     /// Element energy gradient and Hessian against central differences, for every
@@ -955,9 +965,8 @@ mod tests {
             ("neohookean", "tet4"),
             ("corotated", "tet4"),
         ] {
-            let ls = sim_scene(mat, el);
-            let model = Model::from_scene(&ls).unwrap();
-            let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+            let model = sim_model(mat, el);
+            let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
             let u = crate::solver::loss::seeded_uniform(11, 9);
             let f0 = Matrix3::from_fn(|r, c| (if r == c { 1.0 } else { 0.0 }) + 0.3 * u[3 * r + c]);
             for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
@@ -994,9 +1003,8 @@ mod tests {
     /// The assembled Hessian is the derivative of the assembled gradient (FD, damped scene).
     #[test]
     fn assembled_hessian_matches_finite_differences() {
-        let ls = sim_scene("neohookean", "tet4");
-        let model = Model::from_scene(&ls).unwrap();
-        let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+        let model = sim_model("neohookean", "tet4");
+        let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
         let n3 = model.x0.len();
         let u = crate::solver::loss::seeded_uniform(3, 2 * n3);
         let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
