@@ -17,6 +17,7 @@ pub mod io;
 pub mod linalg;
 pub mod material;
 pub mod mesh;
+pub mod model;
 pub mod optimize;
 pub mod scene;
 pub mod solver;

@@ -193,7 +193,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             seconds_other: stats.time_other,
             file,
             contact: stats.contact.clone(),
-            newton: stats.newton.clone(),
+            newton: stats.newton.as_ref().map(newton_record),
         };
         let msg = format!(
             "frame {frame}/{}: {} PD iterations{}",
@@ -234,4 +234,19 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         );
     }
     Ok(log)
+}
+
+/// The log record of a step's Newton statistics.
+fn newton_record(n: &crate::solver::stats::NewtonStats) -> crate::io::log::NewtonRecord {
+    crate::io::log::NewtonRecord {
+        iterations: n.iterations,
+        converged: n.converged,
+        relative_gradient: n.relative_gradient,
+        line_search_halvings: n.line_search_halvings,
+        projected_elements: n.projected_elements,
+        modified_elements: n.modified_elements,
+        indefinite_factorizations: n.indefinite_factorizations,
+        regularizations: n.regularizations,
+        factorizations: n.factorizations,
+    }
 }

@@ -25,7 +25,7 @@
 //! and $w_k$) are taken by central differences of [`frame`] ([`frame_gradient`]).
 
 use super::{ContactSet, Tri, BODY};
-use crate::solver::model::Model;
+use crate::model::Model;
 use nalgebra::{Vector2, Vector3};
 
 /// Tolerance on the unclamped barycentric coordinates of the face region.

@@ -23,7 +23,7 @@ pub mod obstacle;
 pub mod penalty;
 
 use crate::linalg::LinearSolver;
-use crate::solver::model::Model;
+use crate::model::Model;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector2, Vector3};
 use ncp::{FbParams, Local};
 use obstacle::Obstacle;
@@ -781,7 +781,7 @@ impl ContactRecord {
 /// Whether obstacle contact is DiffPD's explicit penalty force (`[contact] model =
 /// "penalty"` with obstacles; [`penalty`]) rather than the NCP solve.
 pub fn penalty_enabled(model: &Model) -> bool {
-    !model.obstacles.is_empty() && model.contact.model == crate::scene::ContactModel::Penalty
+    !model.obstacles.is_empty() && model.contact.model == crate::model::ContactModel::Penalty
 }
 
 /// Whether the model has NCP/penalty contact: obstacles, or contact between bodies.

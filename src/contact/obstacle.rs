@@ -3,50 +3,9 @@
 //! $p_{world}=R(t)\,(p_{ref}-c)+c+vt+o$ (rotation about the centre $c$, translation at
 //! velocity $v$, and the differentiable offset $o$ — the `obstacle_offset` parameter).
 
-use crate::scene::{Motion, ObstacleKind, ObstacleSpec};
+pub use crate::model::obstacle::{Obstacle, Shape};
+use crate::model::Motion;
 use nalgebra::{Matrix3, Rotation3, Unit, Vector3};
-
-/// Analytic shape in the reference pose. The obstacle is the solid; free space is outside.
-#[derive(Clone, Debug)]
-pub enum Shape {
-    Plane {
-        point: Vector3<f64>,
-        normal: Vector3<f64>,
-    },
-    Sphere {
-        center: Vector3<f64>,
-        radius: f64,
-    },
-    Box {
-        min: Vector3<f64>,
-        max: Vector3<f64>,
-    },
-    Capsule {
-        a: Vector3<f64>,
-        b: Vector3<f64>,
-        radius: f64,
-    },
-    Cylinder {
-        a: Vector3<f64>,
-        b: Vector3<f64>,
-        radius: f64,
-    },
-}
-
-/// A rigid obstacle of the model.
-#[derive(Clone, Debug)]
-pub struct Obstacle {
-    pub name: String,
-    pub shape: Shape,
-    /// Coulomb coefficient μ (differentiable: `friction` parameter).
-    pub friction: f64,
-    pub restitution: f64,
-    pub motion: Motion,
-    /// Rotation centre of `rotate` motions.
-    pub center: Vector3<f64>,
-    /// Rigid translation of the whole trajectory (differentiable: `obstacle_offset`).
-    pub offset: Vector3<f64>,
-}
 
 /// Result of a distance query.
 #[derive(Clone, Copy, Debug)]
@@ -72,56 +31,6 @@ fn any_normal(n: &Vector3<f64>) -> Vector3<f64> {
 }
 
 impl Obstacle {
-    /// Build from a validated scene entry (`index` names it when unnamed).
-    pub fn from_spec(s: &ObstacleSpec, index: usize) -> Obstacle {
-        let f = |v: Option<[f64; 3]>| v3(v.unwrap_or([0.0; 3]));
-        let shape = match s.kind {
-            ObstacleKind::Plane => Shape::Plane {
-                point: f(s.point),
-                normal: f(s.normal).normalize(),
-            },
-            ObstacleKind::Sphere => Shape::Sphere {
-                center: f(s.center),
-                radius: s.radius.unwrap_or(1.0),
-            },
-            ObstacleKind::Box => Shape::Box {
-                min: f(s.min),
-                max: f(s.max),
-            },
-            ObstacleKind::Capsule => Shape::Capsule {
-                a: f(s.a),
-                b: f(s.b),
-                radius: s.radius.unwrap_or(1.0),
-            },
-            ObstacleKind::Cylinder => Shape::Cylinder {
-                a: f(s.a),
-                b: f(s.b),
-                radius: s.radius.unwrap_or(1.0),
-            },
-        };
-        let own_center = match &shape {
-            Shape::Plane { point, .. } => *point,
-            Shape::Sphere { center, .. } => *center,
-            Shape::Box { min, max } => (min + max) / 2.0,
-            Shape::Capsule { a, b, .. } | Shape::Cylinder { a, b, .. } => (a + b) / 2.0,
-        };
-        let center = match &s.motion {
-            Motion::Rotate {
-                center: Some(c), ..
-            } => v3(*c),
-            _ => own_center,
-        };
-        Obstacle {
-            name: s.name.clone().unwrap_or_else(|| format!("obstacle{index}")),
-            shape,
-            friction: s.friction,
-            restitution: s.restitution,
-            motion: s.motion.clone(),
-            center,
-            offset: Vector3::zeros(),
-        }
-    }
-
     /// Pose at time `t`: $(R, \tau)$ with $p_{world}=R(p_{ref}-c)+c+\tau$.
     pub fn pose(&self, t: f64) -> (Matrix3<f64>, Vector3<f64>) {
         match &self.motion {
@@ -329,14 +238,14 @@ mod tests {
 
     #[test]
     fn moving_obstacle_query() {
-        let spec: ObstacleSpec = toml::from_str(
-            r#"type = "sphere"
-center = [0.0, 0.0, 0.0]
-radius = 1.0
-motion = { type = "translate", velocity = [1.0, 0.0, 0.0] }"#,
-        )
-        .unwrap();
-        let o = Obstacle::from_spec(&spec, 0);
+        let sphere = Shape::Sphere {
+            center: Vector3::zeros(),
+            radius: 1.0,
+        };
+        let motion = Motion::Translate {
+            velocity: [1.0, 0.0, 0.0],
+        };
+        let o = Obstacle::new("o".into(), sphere, 0.0, 0.0, motion);
         let q = o.query(&Vector3::new(3.0, 0.0, 0.0), 1.0);
         assert!((q.dist - 1.0).abs() < 1e-14);
         assert!((q.normal - Vector3::x()).norm() < 1e-14);
@@ -378,9 +287,11 @@ motion = { type = "translate", velocity = [1.0, 0.0, 0.0] }"#,
 
     #[test]
     fn sphere_hessian() {
-        let spec: ObstacleSpec =
-            toml::from_str("type = \"sphere\"\ncenter = [0, 0, 0]\nradius = 0.5").unwrap();
-        let o = Obstacle::from_spec(&spec, 0);
+        let sphere = Shape::Sphere {
+            center: Vector3::zeros(),
+            radius: 0.5,
+        };
+        let o = Obstacle::new("o".into(), sphere, 0.0, 0.0, Motion::Fixed);
         let p = Vector3::new(0.1, 0.2, 0.6);
         let n = p.normalize();
         let exact = (Matrix3::identity() - n * n.transpose()) / p.norm();

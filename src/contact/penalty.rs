@@ -14,8 +14,8 @@
 //! $H=\partial n/\partial x$ of curved obstacles is taken by central differences of $n$.
 
 use super::obstacle::Obstacle;
-use crate::scene::PenaltySettings;
-use crate::solver::model::Model;
+use crate::model::Model;
+use crate::model::PenaltySettings;
 use nalgebra::{Matrix3, Vector3};
 
 fn node(v: &[f64], i: usize) -> Vector3<f64> {
@@ -168,24 +168,32 @@ pub fn gradients(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::ObstacleSpec;
+    use crate::model::obstacle::Shape;
+    use crate::model::Motion;
 
     #[test]
     fn node_force_jacobians_match_finite_differences() {
-        for (text, x, v) in [
+        let plane = Shape::Plane {
+            point: Vector3::zeros(),
+            normal: Vector3::new(0.2, 0.1, 1.0).normalize(),
+        };
+        let sphere = Shape::Sphere {
+            center: Vector3::zeros(),
+            radius: 0.5,
+        };
+        for ((shape, friction), x, v) in [
             (
-                "type = \"plane\"\npoint = [0, 0, 0]\nnormal = [0.2, 0.1, 1.0]\nfriction = 0.4",
+                (plane, 0.4),
                 Vector3::new(0.1, 0.2, -0.1),
                 Vector3::new(0.3, -0.2, -0.5),
             ),
             (
-                "type = \"sphere\"\ncenter = [0, 0, 0]\nradius = 0.5\nfriction = 0.3",
+                (sphere, 0.3),
                 Vector3::new(0.1, 0.2, 0.44),
                 Vector3::new(0.3, -0.2, -0.5),
             ),
         ] {
-            let spec: ObstacleSpec = toml::from_str(text).unwrap();
-            let o = Obstacle::from_spec(&spec, 0);
+            let o = Obstacle::new("o".into(), shape, friction, 0.0, Motion::Fixed);
             for kf in [1e9, 0.5] {
                 let s = PenaltySettings {
                     stiffness: 1e4,

@@ -22,7 +22,7 @@ pub struct RunHeader {
     pub heterogeneous: bool,
     pub anderson_window: usize,
     /// `solver.gate_reference` of the run: what the position gate is relative to.
-    pub gate_reference: crate::scene::GateReference,
+    pub gate_reference: crate::model::GateReference,
     /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
     pub solver_method: String,
     /// Assembly + ordering + factorization time (s).
@@ -61,7 +61,27 @@ pub struct FrameRecord {
     /// Newton statistics (`solver.method = "newton"`): iterations, line-search halvings,
     /// projected elements, regularisations.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub newton: Option<crate::solver::newton::NewtonStats>,
+    pub newton: Option<NewtonRecord>,
+}
+
+/// Newton statistics of one step, as logged (the solver's per-step Newton counters).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NewtonRecord {
+    pub iterations: usize,
+    pub converged: bool,
+    /// Final $\|\nabla g\|/\mathrm{scale}$ on the free DoFs.
+    pub relative_gradient: f64,
+    /// Armijo halvings summed over the iterations.
+    pub line_search_halvings: usize,
+    /// Element Hessians eigen-decomposed and projected by the filter.
+    pub projected_elements: usize,
+    /// Of those, elements whose Hessian the projection actually changed.
+    pub modified_elements: usize,
+    /// Failed (indefinite) factorizations.
+    pub indefinite_factorizations: usize,
+    /// Diagonal shifts applied (`none` filter on an indefinite Hessian).
+    pub regularizations: usize,
+    pub factorizations: usize,
 }
 
 /// Run outcome.

@@ -5,7 +5,6 @@
 //! The factor sits behind [`LinearSolver`] so that a GPU implementation can take over the
 //! solves without the solver knowing (see [`crate::gpu`]).
 
-pub mod assembly;
 pub mod cholesky;
 pub mod csc;
 pub mod krylov;

@@ -5,9 +5,9 @@
 //! Working variable: θ = value, or θ = ln(value) with `log = true` (then
 //! $d\mathcal L/d\theta=\text{value}\cdot d\mathcal L/d\,\text{value}$).
 
+use crate::model::{euler_rotation, state_direction, Model};
 use crate::scene::{ParamKind, ParamSpec};
 use crate::solver::gradient::Gradients;
-use crate::solver::model::{euler_rotation, state_direction, Model};
 use nalgebra::Vector3;
 
 /// A resolved scalar parameter.

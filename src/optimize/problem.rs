@@ -6,7 +6,7 @@
 
 use super::params::{expand, Param};
 use crate::scene::{LoadedScene, LossTermSpec};
-use crate::solver::backward::BackwardConfig;
+use crate::solver::config::BackwardConfig;
 use crate::solver::loss::{seeded_uniform, Loss, Term};
 use crate::solver::rollout;
 use crate::solver::{Model, Simulator, SolverError};
@@ -20,7 +20,7 @@ pub enum ProblemError {
     #[error("while simulating the reference trajectory: {0}")]
     Reference(String),
     #[error(transparent)]
-    Model(#[from] crate::solver::model::ModelError),
+    Model(#[from] crate::scene::ModelError),
     #[error(transparent)]
     Solver(#[from] SolverError),
 }
@@ -60,7 +60,7 @@ pub struct FrameDiagnostics {
     /// TR ratio ρ and blend α of the step (with `backward.filter = "trust_region"`).
     pub rho: Option<f64>,
     pub alpha: Option<f64>,
-    pub adjoint: Option<crate::solver::backward::AdjointStats>,
+    pub adjoint: Option<crate::solver::stats::AdjointStats>,
 }
 
 /// Model + loss + parameters.
@@ -163,7 +163,7 @@ impl Problem {
             gmres_restart: b.gmres_restart,
             method: b.method,
         };
-        let needs_tr = b.filter == crate::solver::backward::HessianFilterMode::TrustRegion;
+        let needs_tr = b.filter == crate::model::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);
         Ok(Problem {
             ls,

@@ -1,7 +1,7 @@
 //! Scene schema of rigid obstacles (`[[obstacle]]`) and of the contact model (`[contact]`).
 //! Every key is documented in `docs/contact.md`. Units: SI (m, s, N).
 
-use super::schema::Motion;
+use crate::model::{ContactModel, ContactSettings, Motion};
 use serde::{Deserialize, Serialize};
 
 type Check = Result<(), (String, String)>;
@@ -68,128 +68,6 @@ pub struct ObstacleSpec {
     /// is the obstacle's own centre).
     #[serde(default)]
     pub motion: Motion,
-}
-
-/// Contact model.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ContactModel {
-    /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
-    /// the PD loop on the persistent factor (spec §2.9).
-    #[default]
-    Ncp,
-    /// DiffPD's explicit penalty contact with Macklin-style capped viscous friction
-    /// (`diffpd-notes.md` §1.8).
-    Penalty,
-}
-
-/// `[contact.penalty]`: DiffPD's planar penalty law per node,
-/// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PenaltySettings {
-    /// Normal stiffness $k_n$ (N/m^(p-1)).
-    #[serde(default = "d_pen_k")]
-    pub stiffness: f64,
-    /// Exponent p (DiffPD's examples use 3: force quadratic in the penetration).
-    #[serde(default = "d_pen_p")]
-    pub power: f64,
-    /// Viscous friction cap $k_f$ (N·s/m).
-    #[serde(default = "d_pen_kf")]
-    pub friction_viscosity: f64,
-    /// Velocity regulariser $\epsilon_u$ (m/s).
-    #[serde(default = "d_pen_eps")]
-    pub velocity_epsilon: f64,
-}
-fn d_pen_k() -> f64 {
-    1e4
-}
-fn d_pen_p() -> f64 {
-    3.0
-}
-fn d_pen_kf() -> f64 {
-    1e2
-}
-fn d_pen_eps() -> f64 {
-    1e-6
-}
-impl Default for PenaltySettings {
-    fn default() -> Self {
-        PenaltySettings {
-            stiffness: d_pen_k(),
-            power: d_pen_p(),
-            friction_viscosity: d_pen_kf(),
-            velocity_epsilon: d_pen_eps(),
-        }
-    }
-}
-
-/// `[contact]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ContactSettings {
-    /// `"ncp"` (default) or `"penalty"`.
-    #[serde(default)]
-    pub model: ContactModel,
-    /// Smoothing $2\epsilon^2$ (m²) of the Fischer–Burmeister function (Zeng 2026, spec A.5),
-    /// used identically by the forward and the backward. 0 = hard contact.
-    #[serde(default)]
-    pub smoothing: f64,
-    /// Candidate margin (m): a boundary node is a contact candidate of an obstacle when its
-    /// signed distance at the step start is below `margin` + $2h\|v_i\|+h^2\|g\|$.
-    /// Default: half the median element edge length.
-    #[serde(default)]
-    pub margin: Option<f64>,
-    /// Stop the per-iteration contact Newton solve when $\|\Phi\|_\infty\le$ `tolerance` (m).
-    #[serde(default = "d_ctol")]
-    pub tolerance: f64,
-    /// Newton iteration cap of the contact solve per PD iteration.
-    #[serde(default = "d_cnewton")]
-    pub max_newton: usize,
-    /// Floor of the FB scale $\kappa_j$ (m/N; spec: $r_j\ge10^{-10}$).
-    #[serde(default = "d_kfloor")]
-    pub scale_floor: f64,
-    /// Floor of $s_j=\sqrt{\delta^2+\kappa^2\lambda^2+2\epsilon^2}$ (m; spec: $10^{-14}$).
-    #[serde(default = "d_sfloor")]
-    pub s_floor: f64,
-    /// Penalty model parameters (`model = "penalty"`).
-    #[serde(default)]
-    pub penalty: PenaltySettings,
-    /// Contact between the bodies of the scene: boundary nodes of every body against the
-    /// boundary triangles of every other body (NCP model only).
-    #[serde(default)]
-    pub bodies: bool,
-    /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
-    #[serde(default)]
-    pub body_friction: f64,
-}
-fn d_ctol() -> f64 {
-    1e-12
-}
-fn d_cnewton() -> usize {
-    50
-}
-fn d_kfloor() -> f64 {
-    1e-10
-}
-fn d_sfloor() -> f64 {
-    1e-14
-}
-impl Default for ContactSettings {
-    fn default() -> Self {
-        ContactSettings {
-            model: ContactModel::Ncp,
-            smoothing: 0.0,
-            margin: None,
-            tolerance: d_ctol(),
-            max_newton: d_cnewton(),
-            scale_floor: d_kfloor(),
-            s_floor: d_sfloor(),
-            penalty: PenaltySettings::default(),
-            bodies: false,
-            body_friction: 0.0,
-        }
-    }
 }
 
 fn finite3(key: &str, v: &[f64; 3]) -> Check {

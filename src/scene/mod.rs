@@ -6,10 +6,13 @@
 
 pub mod contact;
 pub mod overrides;
+pub mod resolve;
 pub mod schema;
 pub mod select;
 
-pub use contact::{ContactModel, ContactSettings, ObstacleKind, ObstacleSpec, PenaltySettings};
+pub use crate::model::settings::*;
+pub use contact::{ObstacleKind, ObstacleSpec};
+pub use resolve::{resolve, ModelError};
 pub use schema::*;
 pub use select::{ElementSelector, NodeSelector};
 

@@ -1,10 +1,11 @@
 //! Typed scene schema (version 1). Documented key by key in `docs/scene-format.md`.
 //! Units: SI throughout (m, s, kg, Pa, N, rad/s); angles in degrees where the key says `_deg`.
 
-use super::contact::{ContactSettings, ObstacleSpec};
+use super::contact::ObstacleSpec;
 use super::select::{ElementSelector, NodeSelector};
 use crate::material::MaterialModel;
 use crate::mesh::ElementKind;
+use crate::model::settings::*;
 use serde::{Deserialize, Serialize};
 
 /// Root of a scene file.
@@ -165,63 +166,6 @@ impl PerComponent {
         match self {
             PerComponent::One(v) => *v,
             PerComponent::Three(v) => v[c.min(2)],
-        }
-    }
-}
-
-/// `[backward]`: adjoint solver settings (spec §7.6).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BackwardSettings {
-    /// Relative tolerance on the adjoint residual $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+\epsilon_a$.
-    #[serde(default = "d_rel")]
-    pub rel_tol: f64,
-    #[serde(default = "d_abs")]
-    pub abs_tol: f64,
-    #[serde(default = "d_maxit")]
-    pub max_iterations: usize,
-    /// Anderson window of the adjoint iteration (spec §7.6: 5).
-    #[serde(default = "d_bwin")]
-    pub anderson_window: usize,
-    /// Prox-Hessian filter in the backward: `"none"` (exact gradient, default), `"clamp"`,
-    /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
-    #[serde(default)]
-    pub filter: crate::solver::backward::HessianFilterMode,
-    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback;
-    /// with NCP contact the contact-projected iteration), `"gmres"` ($A^{-1}$-preconditioned
-    /// GMRES; with NCP contact GMRES on the KKT system, block-Jacobi preconditioned), `"pcg"`
-    /// (CG with $A^{-1}$; refused with NCP contact) or `"woodbury"` (GMRES on the contact
-    /// KKT system with the Woodbury block preconditioner, Zeng et al. 2026 §4.4).
-    #[serde(default)]
-    pub method: crate::solver::backward::AdjointMethod,
-    /// Restart length of the GMRES fallback of the adjoint solve.
-    #[serde(default = "d_restart")]
-    pub gmres_restart: usize,
-    /// Keep every K-th state of the forward and recompute the others in the backward
-    /// (1 = keep all; memory per kept frame 48n bytes).
-    #[serde(default = "d_one_usize")]
-    pub checkpoint_every: usize,
-}
-fn d_one_usize() -> usize {
-    1
-}
-fn d_bwin() -> usize {
-    5
-}
-fn d_restart() -> usize {
-    50
-}
-impl Default for BackwardSettings {
-    fn default() -> Self {
-        BackwardSettings {
-            rel_tol: d_rel(),
-            abs_tol: d_abs(),
-            max_iterations: d_maxit(),
-            anderson_window: d_bwin(),
-            filter: Default::default(),
-            gmres_restart: d_restart(),
-            checkpoint_every: 1,
-            method: Default::default(),
         }
     }
 }
@@ -671,14 +615,6 @@ impl Default for Damping {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum StiffnessScaling {
-    #[default]
-    Amplified,
-    Uniform,
-}
-
 /// `[[body.dirichlet]]`: prescribe the selected nodes' coordinates on `axes`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -692,25 +628,6 @@ pub struct Dirichlet {
 }
 fn d_axes() -> String {
     "xyz".to_string()
-}
-
-/// Prescribed motion of Dirichlet nodes, relative to their initial positions.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Motion {
-    /// Held at the initial position.
-    #[default]
-    Fixed,
-    /// Rotation about `axis` through `center` (default: centroid of the selection) at
-    /// `rate` rad/s.
-    Rotate {
-        axis: [f64; 3],
-        #[serde(default)]
-        center: Option<[f64; 3]>,
-        rate: f64,
-    },
-    /// Translation at constant `velocity` (m/s).
-    Translate { velocity: [f64; 3] },
 }
 
 /// `[body.initial]`: initial state on top of the rest shape.
@@ -797,272 +714,6 @@ pub enum ForcePer {
     #[default]
     Node,
     Total,
-}
-
-/// Time profile s(t) multiplying a force.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Profile {
-    /// s = 1.
-    #[default]
-    Constant,
-    /// s = min(t / duration, 1).
-    Ramp { duration: f64 },
-    /// s = 1 for start ≤ t < end, else 0.
-    Window { start: f64, end: f64 },
-    /// Piecewise-linear s(t) through (times[i], values[i]), constant outside.
-    Table { times: Vec<f64>, values: Vec<f64> },
-}
-
-impl Profile {
-    /// Evaluate s(t).
-    pub fn eval(&self, t: f64) -> f64 {
-        match self {
-            Profile::Constant => 1.0,
-            Profile::Ramp { duration } => (t / duration).clamp(0.0, 1.0),
-            Profile::Window { start, end } => {
-                if t >= *start && t < *end {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            Profile::Table { times, values } => {
-                if t <= times[0] {
-                    return values[0];
-                }
-                for i in 1..times.len() {
-                    if t <= times[i] {
-                        let s = (t - times[i - 1]) / (times[i] - times[i - 1]);
-                        return values[i - 1] + s * (values[i] - values[i - 1]);
-                    }
-                }
-                *values.last().unwrap_or(&0.0)
-            }
-        }
-    }
-}
-
-/// `[solver]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SolverSettings {
-    /// PD iteration cap per step (K_max).
-    #[serde(default = "d_maxit")]
-    pub max_iterations: usize,
-    /// Relative tolerance ε_rel of both gates (spec Eq. 22).
-    #[serde(default = "d_rel")]
-    pub rel_tol: f64,
-    /// Absolute tolerance ε_abs of both gates.
-    #[serde(default = "d_abs")]
-    pub abs_tol: f64,
-    /// What the position gate is relative to: `"displacement"` (default: ‖x_k − x_t‖, the
-    /// motion of the step so far, with a round-off floor of 2.2e-12‖x_k‖ for bodies at rest)
-    /// or `"position"` (spec Eq. 22: ‖x_k‖, the absolute positions, which loosens with the
-    /// body's size and distance from the origin and stops early on small motions). See
-    /// docs/NOTES.md "Gate tolerance".
-    #[serde(default)]
-    pub gate_reference: GateReference,
-    /// Anderson window: `"auto"` (5; with `gate_reference = "position"` the paper's rule,
-    /// 1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
-    #[serde(default)]
-    pub anderson_window: AndersonWindow,
-    /// Reliability guard γ_max (spec Eq. 21). Default 1e3, not the spec's 10: for a PD
-    /// iteration contracting at rate ρ the secant coefficient is γ ≈ ρ/(ρ−1) (≈ −100 at
-    /// ρ = 0.99), so γ_max = 10 disables Anderson exactly where PD is slow (measured: the
-    /// guard fired on 98 % of iterations of a ν = 0.45 cantilever; see docs/BENCHMARKS.md).
-    #[serde(default = "d_gmax")]
-    pub anderson_gamma_max: f64,
-    /// Worker threads for element loops (0 = all cores).
-    #[serde(default)]
-    pub threads: usize,
-    /// What a step that hits `max_iterations` does: `"warn"` (log and continue) or `"error"`.
-    #[serde(default)]
-    pub on_nonconvergence: OnNonConvergence,
-    /// Newton polish of each converged step (0 = off): up to this many Newton steps on the
-    /// PD objective, $K\delta=b(x)-Ax$ solved by $A^{-1}$-preconditioned GMRES, until
-    /// $\|Ax-b(x)\|\le$ `polish_tol`$\cdot\|b(x)\|$. Makes the fixed point accurate to
-    /// round-off for finite-difference checks (the PD step underestimates the error by
-    /// $1/(1-\rho)$ when PD contracts slowly).
-    #[serde(default)]
-    pub newton_polish: usize,
-    #[serde(default = "d_polish_tol")]
-    pub polish_tol: f64,
-    /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
-    /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
-    /// implicit-Euler objective, see `crate::solver::newton`).
-    #[serde(default)]
-    pub method: SolverMethod,
-    /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
-    /// `"true"` (the hyperelastic energy; forward only).
-    #[serde(default)]
-    pub newton_energy: NewtonEnergy,
-    /// Element Hessian filter of `method = "newton"`: `"none"`, `"clamp"`, `"abs"`,
-    /// `"trust_region"`, `"ppn"` (progressive projection, α = 0.5, β = 2).
-    #[serde(default)]
-    pub newton_filter: NewtonFilter,
-    /// Newton iteration cap per step.
-    #[serde(default = "d_newton_maxit")]
-    pub newton_max_iterations: usize,
-    /// Newton stop: $\|\nabla g\|\le$ `newton_tol`$\cdot\|b\|$ on the free DoFs.
-    #[serde(default = "d_newton_tol")]
-    pub newton_tol: f64,
-    /// L-BFGS history of `method = "diffpd"` (Liu 2017 / DiffPD: 10).
-    #[serde(default = "d_lbfgs_history")]
-    pub lbfgs_history: usize,
-}
-fn d_newton_maxit() -> usize {
-    100
-}
-fn d_newton_tol() -> f64 {
-    1e-10
-}
-fn d_lbfgs_history() -> usize {
-    10
-}
-
-/// `[solver] method`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum SolverMethod {
-    #[default]
-    Diffphd,
-    Diffpd,
-    Newton,
-}
-
-impl SolverMethod {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SolverMethod::Diffphd => "diffphd",
-            SolverMethod::Diffpd => "diffpd",
-            SolverMethod::Newton => "newton",
-        }
-    }
-}
-
-impl std::str::FromStr for SolverMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "diffphd" => Ok(SolverMethod::Diffphd),
-            "diffpd" => Ok(SolverMethod::Diffpd),
-            "newton" => Ok(SolverMethod::Newton),
-            _ => Err(format!(
-                "unknown solver method {s:?} (expected diffphd, diffpd or newton)"
-            )),
-        }
-    }
-}
-
-/// `[solver] newton_energy`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum NewtonEnergy {
-    /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
-    #[default]
-    Pd,
-    /// The true hyperelastic energy (Neo-Hookean Eq. 5; corotated $\mu\|F-R\|^2+\tfrac\lambda2(J-1)^2$).
-    True,
-}
-
-/// `[solver] newton_filter`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum NewtonFilter {
-    #[default]
-    None,
-    Clamp,
-    Abs,
-    TrustRegion,
-    Ppn,
-}
-fn d_polish_tol() -> f64 {
-    1e-13
-}
-fn d_maxit() -> usize {
-    5000
-}
-fn d_rel() -> f64 {
-    1e-4
-}
-
-/// `[solver] gate_reference`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum GateReference {
-    Position,
-    #[default]
-    Displacement,
-}
-fn d_abs() -> f64 {
-    1e-9
-}
-fn d_gmax() -> f64 {
-    1e3
-}
-impl Default for SolverSettings {
-    fn default() -> Self {
-        SolverSettings {
-            max_iterations: d_maxit(),
-            rel_tol: d_rel(),
-            abs_tol: d_abs(),
-            gate_reference: GateReference::Displacement,
-            anderson_window: AndersonWindow::Auto,
-            anderson_gamma_max: d_gmax(),
-            threads: 0,
-            on_nonconvergence: OnNonConvergence::Warn,
-            newton_polish: 0,
-            polish_tol: d_polish_tol(),
-            method: SolverMethod::Diffphd,
-            newton_energy: NewtonEnergy::Pd,
-            newton_filter: NewtonFilter::None,
-            newton_max_iterations: d_newton_maxit(),
-            newton_tol: d_newton_tol(),
-            lbfgs_history: d_lbfgs_history(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum OnNonConvergence {
-    #[default]
-    Warn,
-    Error,
-}
-
-/// Anderson window: `"auto"` or a number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum AndersonWindow {
-    #[default]
-    Auto,
-    Fixed(usize),
-}
-impl Serialize for AndersonWindow {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            AndersonWindow::Auto => s.serialize_str("auto"),
-            AndersonWindow::Fixed(n) => s.serialize_u64(*n as u64),
-        }
-    }
-}
-impl<'de> Deserialize<'de> for AndersonWindow {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            S(String),
-            N(i64),
-        }
-        match Raw::deserialize(d)? {
-            Raw::S(s) if s == "auto" => Ok(AndersonWindow::Auto),
-            Raw::N(n) if (0..=64).contains(&n) => Ok(AndersonWindow::Fixed(n as usize)),
-            _ => Err(serde::de::Error::custom(
-                "expected \"auto\" or an integer window 0..=64",
-            )),
-        }
-    }
 }
 
 /// `[output]`
@@ -1228,7 +879,7 @@ impl Scene {
         }
         let ncp_contact = self.contact.model != crate::scene::ContactModel::Penalty
             && (!self.obstacles.is_empty() || (self.contact.bodies && self.bodies.len() > 1));
-        if ncp_contact && b.method == crate::solver::backward::AdjointMethod::Pcg {
+        if ncp_contact && b.method == crate::model::AdjointMethod::Pcg {
             return Err((
                 "backward.method".into(),
                 "\"pcg\" needs a symmetric positive definite adjoint, but the NCP contact \

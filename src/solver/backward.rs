@@ -9,69 +9,19 @@
 //! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, [`HessianFilterMode`]).
 
 use super::anderson::TypeII;
-use super::forward::{norm, Simulator};
-use super::model::Model;
+use super::config::BackwardConfig;
+use super::simulator::{norm, Simulator};
+use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
 use crate::material::neohookean::{self, HessianFilter};
 use crate::material::svd::{self, Svd3};
 use crate::material::{corotated, volume, MaterialModel};
+use crate::model::AdjointMethod;
+use crate::model::Model;
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
-
-/// How the NH prox-map Hessian is filtered in the backward only (spec §2.6, §7.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum HessianFilterMode {
-    /// Exact implicit-function-theorem Jacobian (α = 0): the true gradient.
-    #[default]
-    None,
-    /// α = ½ (clamp negative eigenvalues of $H_\sigma$ at 0).
-    Clamp,
-    /// α = 1 (absolute value).
-    Abs,
-    /// α ∈ {½, 1} per step from the forward's ratio ρ (Eq. 29).
-    TrustRegion,
-}
-
-/// Backward settings.
-#[derive(Clone, Debug)]
-pub struct BackwardConfig {
-    pub rel_tol: f64,
-    pub abs_tol: f64,
-    pub max_iterations: usize,
-    pub window: usize,
-    pub gamma_max: f64,
-    pub filter: HessianFilterMode,
-    /// Restart length of the GMRES fallback.
-    pub gmres_restart: usize,
-    pub method: AdjointMethod,
-}
-
-/// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum AdjointMethod {
-    /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES
-    /// fallback on divergence or at the iteration cap.
-    #[default]
-    FixedPoint,
-    /// GMRES on $K z=g$ right-preconditioned by the persistent factor ($A^{-1}$).
-    Gmres,
-    /// Preconditioned conjugate gradients on $Kz=g$ with the persistent factor ($A^{-1}$) as
-    /// preconditioner; on negative curvature ($p^TKp\le0$, possible with the exact NH Hessian)
-    /// or at the cap, GMRES finishes from the current iterate. Not with NCP contact (the
-    /// contact KKT system is non-symmetric with friction and a saddle point with hard rows;
-    /// scene validation refuses the combination).
-    Pcg,
-    /// With NCP contact: GMRES on the step's KKT system
-    /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix}$
-    /// right-preconditioned by its Woodbury block inverse with $A$ for $K$
-    /// ([`ContactAdjoint::woodbury`], Zeng et al. 2026 §4.4 Eq. 27). Without contact rows the
-    /// preconditioner is $A^{-1}$ and this is [`AdjointMethod::Gmres`].
-    Woodbury,
-}
 
 /// Per-sample linearisation at $x_{t+1}$.
 enum SampleLin {
@@ -280,25 +230,6 @@ impl StepLinearization {
         }
         self.muscle.apply(model, z, out);
     }
-}
-
-/// Statistics of one adjoint solve.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct AdjointStats {
-    pub frame: usize,
-    pub iterations: usize,
-    pub converged: bool,
-    /// $\|(A-\Delta A)z-g\|/\|g\|$ at exit.
-    pub relative_residual: f64,
-    pub max_abs_z: f64,
-    /// TR blend α used (0 = exact).
-    pub alpha: f64,
-    pub filtered_samples: usize,
-    pub seconds: f64,
-    /// `fixed_point`, or `fixed_point+gmres` when the fixed-point iteration diverged or hit
-    /// its cap and GMRES (preconditioned by $A^{-1}$) finished the solve.
-    pub method: String,
-    pub gmres_iterations: usize,
 }
 
 /// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0).
@@ -510,7 +441,7 @@ pub fn solve_pcg(
 }
 
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
-fn global_step(
+pub(crate) fn global_step(
     sim: &Simulator,
     lin: &StepLinearization,
     gf: &[f64],
@@ -699,61 +630,4 @@ pub fn solve_adjoint_kkt(
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
     (y, stats)
-}
-
-/// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.
-pub struct ContactStepGradient {
-    pub x_t: Vec<f64>,
-    pub v_t: Vec<f64>,
-}
-
-/// Contact contributions of step `frame` (from $x_t$, $v_t$) to the parameter gradients and
-/// to $\partial\mathcal L/\partial(x_t,v_t)$ (spec §7.5). NCP: recomputes $\zeta,\mu$ from the
-/// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
-/// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
-/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
-#[allow(clippy::too_many_arguments)]
-pub fn accumulate_contact(
-    sim: &Simulator,
-    lin: &StepLinearization,
-    frame: usize,
-    x_t: &[f64],
-    v_t: &[f64],
-    g: &[f64],
-    z: &[f64],
-    grads: &mut super::gradient::Gradients,
-) -> Option<ContactStepGradient> {
-    let model = sim.model;
-    if crate::contact::penalty_enabled(model) {
-        let t = (frame - 1) as f64 * model.h;
-        let (gx, gv) = crate::contact::penalty::gradients(
-            model,
-            &sim.contact_nodes,
-            t,
-            x_t,
-            v_t,
-            z,
-            &mut grads.friction,
-            &mut grads.obstacle_offset,
-        );
-        return Some(ContactStepGradient { x_t: gx, v_t: gv });
-    }
-    let c = lin.contact.as_ref()?;
-    let mut gf = g.to_vec();
-    sim.zero_prescribed(&mut gf);
-    let (mut w, _) = global_step(sim, lin, &gf, z);
-    let (zeta, mu) = c.project(&mut w);
-    let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
-    for (o, v) in cg.friction.iter().enumerate() {
-        grads.friction[o] += v;
-    }
-    for (o, v) in cg.offset.iter().enumerate() {
-        for d in 0..3 {
-            grads.obstacle_offset[o][d] += v[d];
-        }
-    }
-    Some(ContactStepGradient {
-        x_t: cg.x_t,
-        v_t: vec![0.0; x_t.len()],
-    })
 }

@@ -21,9 +21,12 @@
 //! matrix (non-descent direction or iteration cap), this code falls back to
 //! $A^{-1}$-preconditioned GMRES from the best iterate (recorded as `lbfgs+gmres`).
 
-use super::backward::{apply_k, solve_gmres, AdjointStats, BackwardConfig, StepLinearization};
-use super::forward::{norm, Simulator, StepStats};
-use super::{local, SolverError};
+use super::backward::{apply_k, solve_gmres, StepLinearization};
+use super::config::BackwardConfig;
+use super::error::SolverError;
+use super::local;
+use super::simulator::{norm, Simulator};
+use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
 use nalgebra::Vector3;
 use std::collections::VecDeque;
@@ -408,7 +411,7 @@ pub fn step(
             &mut stats,
         );
     }
-    if !stats.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
+    if !stats.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
             iterations,

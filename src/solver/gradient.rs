@@ -12,9 +12,9 @@
 //! Every per-element quantity uses the element's own $w_e$ (exact on heterogeneous meshes).
 
 use super::backward::StepLinearization;
-use super::forward::Simulator;
+use super::simulator::Simulator;
 use crate::material::{lame, lame_dnu, MaterialModel};
-use crate::scene::StiffnessScaling;
+use crate::model::StiffnessScaling;
 use nalgebra::Matrix3;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
@@ -193,4 +193,61 @@ pub fn accumulate_step(
         grads.nu[b] += dnu;
         grads.beta0[b] += dbeta;
     }
+}
+
+/// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.
+pub struct ContactStepGradient {
+    pub x_t: Vec<f64>,
+    pub v_t: Vec<f64>,
+}
+
+/// Contact contributions of step `frame` (from $x_t$, $v_t$) to the parameter gradients and
+/// to $\partial\mathcal L/\partial(x_t,v_t)$ (spec §7.5). NCP: recomputes $\zeta,\mu$ from the
+/// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
+/// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
+/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate_contact(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    frame: usize,
+    x_t: &[f64],
+    v_t: &[f64],
+    g: &[f64],
+    z: &[f64],
+    grads: &mut Gradients,
+) -> Option<ContactStepGradient> {
+    let model = sim.model;
+    if crate::contact::penalty_enabled(model) {
+        let t = (frame - 1) as f64 * model.h;
+        let (gx, gv) = crate::contact::penalty::gradients(
+            model,
+            &sim.contact_nodes,
+            t,
+            x_t,
+            v_t,
+            z,
+            &mut grads.friction,
+            &mut grads.obstacle_offset,
+        );
+        return Some(ContactStepGradient { x_t: gx, v_t: gv });
+    }
+    let c = lin.contact.as_ref()?;
+    let mut gf = g.to_vec();
+    sim.zero_prescribed(&mut gf);
+    let (mut w, _) = super::backward::global_step(sim, lin, &gf, z);
+    let (zeta, mu) = c.project(&mut w);
+    let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
+    for (o, v) in cg.friction.iter().enumerate() {
+        grads.friction[o] += v;
+    }
+    for (o, v) in cg.offset.iter().enumerate() {
+        for d in 0..3 {
+            grads.obstacle_offset[o][d] += v[d];
+        }
+    }
+    Some(ContactStepGradient {
+        x_t: cg.x_t,
+        v_t: vec![0.0; x_t.len()],
+    })
 }

@@ -3,8 +3,8 @@
 //! part of the right-hand side $b_p=\sum_s G_s^T\mathrm{vec}\,Q_s$ with
 //! $Q_s=w^{cor}_sR_s+w^{vol}_sD_s$ (corotated + volume) or $Q_s=w^{nh}_sp_s$ (NH prox).
 
-use super::model::{Derived, Model};
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
+use crate::model::{Derived, Model};
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
 

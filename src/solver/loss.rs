@@ -54,20 +54,7 @@ pub struct LossGradient {
     pub dv_final: Vec<f64>,
 }
 
-/// Deterministic uniform numbers in [-1, 1] (splitmix64), so a seed reproduces a functional.
-pub fn seeded_uniform(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            2.0 * ((z >> 11) as f64 / (1u64 << 53) as f64) - 1.0
-        })
-        .collect()
-}
+pub use crate::model::seeded_uniform;
 
 fn centroid(nodes: &[usize], w: &[f64], x: &[f64]) -> [f64; 3] {
     let tot: f64 = w.iter().sum();

@@ -2,47 +2,25 @@
 //! dual gate, rollout tape, and (see `backward`) the adjoint.
 
 pub mod anderson;
+pub mod assembly;
 pub mod backward;
+pub mod config;
 pub mod diffpd;
+pub mod error;
 pub mod forward;
 pub mod gate;
 pub mod gradient;
 pub mod local;
 pub mod loss;
-pub mod model;
 pub mod muscle;
 pub mod newton;
 pub mod rollout;
+pub mod simulator;
+pub mod stats;
+pub mod step;
 pub mod trust_region;
 
-pub use forward::{Simulator, StepStats};
-pub use model::{Derived, MaterialParams, Model};
-
-/// Solver failures, always with the frame (time step, 1-based: the step producing frame
-/// `frame`), the PD iteration and the element where one is known.
-#[derive(Debug, thiserror::Error)]
-pub enum SolverError {
-    #[error("frame {frame}, PD iteration {iteration}: non-finite value (NaN/inf) in the local step of element {element}")]
-    NonFiniteLocal {
-        frame: usize,
-        iteration: usize,
-        element: usize,
-    },
-    #[error("frame {frame}, PD iteration {iteration}: the iterate became non-finite (diverged){}", element.map(|e| format!("; first element with a non-finite deformation gradient: {e}")).unwrap_or_default())]
-    Diverged {
-        frame: usize,
-        iteration: usize,
-        element: Option<usize>,
-    },
-    #[error("frame {frame}: PD did not converge in {iterations} iterations (position gate {position:.3e}, projection gate {projection:.3e}; ≤ 1 means met)")]
-    NotConverged {
-        frame: usize,
-        iterations: usize,
-        position: f64,
-        projection: f64,
-    },
-    #[error("unsupported combination: {0}")]
-    Unsupported(String),
-    #[error("global matrix: {0}")]
-    Linalg(#[from] crate::linalg::LinalgError),
-}
+pub use crate::model::{Derived, MaterialParams, Model};
+pub use error::SolverError;
+pub use simulator::Simulator;
+pub use stats::StepStats;

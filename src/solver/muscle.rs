@@ -22,59 +22,13 @@
 //! the step producing frame $n$ uses $a(t_n)$, $t_n=nh$ (the end of the step, like the
 //! Dirichlet values), linearly interpolated, $a(t)=(1-s)a_k+s\,a_{k+1}$ with
 //! $k=\lfloor t/\tau\rfloor$, $s=t/\tau-k$, and $a(t)=a_{K-1}$ for $t\ge t_{K-1}$
-//! ([`MuscleGroup::weights`]). The gradient of a knot is the chain rule through these
+//! ([`crate::model::muscle::MuscleGroup::weights`]). The gradient of a knot is the chain rule through these
 //! weights: $d\mathcal L/da_k=\sum_n w_k(t_n)\,d\mathcal L/da(t_n)$. The current time
-//! reaches the local step through [`super::model::Derived::muscle_time`].
+//! reaches the local step through [`crate::model::Derived::muscle_time`].
 
-use super::model::Model;
 use crate::linalg::CscMatrix;
+use crate::model::Model;
 use nalgebra::{Matrix3, Vector3};
-
-/// One muscle group: elements sharing an activation.
-#[derive(Clone, Debug)]
-pub struct MuscleGroup {
-    pub body: usize,
-    pub name: String,
-    /// Muscle stiffness $k_m$ (Pa).
-    pub stiffness: f64,
-    /// Activation knot values $a_k$ (dimensionless target fibre stretch); one value =
-    /// constant in time.
-    pub knots: Vec<f64>,
-    /// Knot spacing τ (s); unused with one knot.
-    pub knot_interval: f64,
-    /// Actuated samples and their unit rest fibres.
-    pub samples: Vec<usize>,
-    pub fibers: Vec<Vector3<f64>>,
-}
-
-impl MuscleGroup {
-    /// Interpolation weights $((k, 1-s), (k+1, s))$ of the knots at time `t` (the second
-    /// index equals the first with weight 0 at and beyond the last knot).
-    pub fn weights(&self, t: f64) -> [(usize, f64); 2] {
-        let last = self.knots.len() - 1;
-        if last == 0 || self.knot_interval.is_nan() || self.knot_interval <= 0.0 {
-            return [(0, 1.0), (0, 0.0)];
-        }
-        let u = (t / self.knot_interval).max(0.0);
-        // tolerate round-off at a knot time (t = k tau computed as n h)
-        let ur = u.round();
-        let u = if (u - ur).abs() < 1e-9 { ur } else { u };
-        let k = u.floor() as usize;
-        if k >= last {
-            return [(last, 1.0), (last, 0.0)];
-        }
-        let s = u - k as f64;
-        [(k, 1.0 - s), (k + 1, s)]
-    }
-
-    /// $a(t)$, linearly interpolated between knots.
-    pub fn activation_at(&self, t: f64) -> f64 {
-        self.weights(t)
-            .iter()
-            .map(|&(k, w)| w * self.knots[k])
-            .sum()
-    }
-}
 
 /// $(p, \ell, n)$ of a fibre stretch vector $F\mathsf m$ and activation a. For $\ell=0$ the
 /// direction is undefined; $n$ is then taken as 0 (no force direction, zero Jacobian).
@@ -209,38 +163,10 @@ impl MuscleLin {
     }
 }
 
-/// Unit fibre of a muscle at a rest point `x`: constant, or radial / circumferential about
-/// `axis` through `center`. `None` on the axis (radial/circumferential undefined).
-pub fn fiber_at(
-    spec: &crate::scene::FiberSpec,
-    center: [f64; 3],
-    x: [f64; 3],
-) -> Option<Vector3<f64>> {
-    use crate::scene::{FiberField, FiberSpec};
-    let v = match spec {
-        FiberSpec::Direction(d) => Vector3::from(*d),
-        FiberSpec::Field(f) => {
-            let (axis, c, radial) = match f {
-                FiberField::Radial { axis, center: c } => (axis, c, true),
-                FiberField::Circumferential { axis, center: c } => (axis, c, false),
-            };
-            let ax = Vector3::from(*axis).normalize();
-            let r = Vector3::from(x) - Vector3::from(c.unwrap_or(center));
-            let radial_v = r - ax * ax.dot(&r);
-            if radial {
-                radial_v
-            } else {
-                ax.cross(&radial_v)
-            }
-        }
-    };
-    let n = v.norm();
-    (n > 1e-12 * (1.0 + Vector3::from(x).norm())).then(|| v / n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::muscle::MuscleGroup;
 
     /// $\partial p/\partial(F\mathsf m)$ and $\partial p/\partial a$ against central differences.
     #[test]
@@ -315,26 +241,5 @@ mod tests {
         }
         g.knots = vec![0.7];
         assert_eq!(g.activation_at(3.0), 0.7);
-    }
-
-    #[test]
-    fn fiber_fields() {
-        use crate::scene::{FiberField, FiberSpec};
-        let c = [0.0; 3];
-        let circ = FiberSpec::Field(FiberField::Circumferential {
-            axis: [0.0, 0.0, 2.0],
-            center: None,
-        });
-        let m = fiber_at(&circ, c, [1.0, 0.0, 0.5]).unwrap();
-        assert!((m - Vector3::new(0.0, 1.0, 0.0)).norm() < 1e-15);
-        let rad = FiberSpec::Field(FiberField::Radial {
-            axis: [0.0, 0.0, 1.0],
-            center: Some([0.0, 1.0, 0.0]),
-        });
-        let m = fiber_at(&rad, c, [0.0, 3.0, 7.0]).unwrap();
-        assert!((m - Vector3::new(0.0, 1.0, 0.0)).norm() < 1e-15);
-        assert!(fiber_at(&rad, c, [0.0, 1.0, 7.0]).is_none());
-        let m = fiber_at(&FiberSpec::Direction([0.0, 0.0, 3.0]), c, [1.0; 3]).unwrap();
-        assert_eq!(m, Vector3::new(0.0, 0.0, 1.0));
     }
 }

@@ -5,15 +5,15 @@
 //! Jacobians, TR blend) is recomputed element-locally at $x_{t+1}$. Memory: $24n$ bytes
 //! per frame ($3n$ f64) plus the per-step statistics.
 
-use super::backward::{
-    solve_adjoint, AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization,
-};
-use super::forward::{Simulator, StepStats};
+use super::backward::{solve_adjoint, StepLinearization};
+use super::config::BackwardConfig;
+use super::error::SolverError;
 use super::gradient::{accumulate_step, Gradients};
 use super::loss::Loss;
-use super::SolverError;
+use super::simulator::Simulator;
+use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
-use crate::scene::Motion;
+use crate::model::{HessianFilterMode, Motion};
 use nalgebra::{Matrix3, Vector3};
 use std::collections::BTreeMap;
 
@@ -173,7 +173,7 @@ pub fn backward(
             // DiffPD glue contact: the step's active nodes were pinned at x_t (extra
             // Dirichlet DoFs); the adjoint is restricted to the other DoFs (z_C = 0).
             let pinned = match (sim.config.method, &ro.steps[t].diffpd_active) {
-                (crate::scene::SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
+                (crate::model::SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
                 _ => None,
             };
             let saved = match &pinned {
@@ -195,11 +195,11 @@ pub fn backward(
             let lin = StepLinearization::new(sim_ref, x_next, alpha)
                 .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
             let (z, mut st) = match sim_ref.config.method {
-                crate::scene::SolverMethod::Diffphd => solve_adjoint(sim_ref, &lin, &g, cfg, frame),
-                crate::scene::SolverMethod::Diffpd => {
+                crate::model::SolverMethod::Diffphd => solve_adjoint(sim_ref, &lin, &g, cfg, frame),
+                crate::model::SolverMethod::Diffpd => {
                     super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
                 }
-                crate::scene::SolverMethod::Newton => {
+                crate::model::SolverMethod::Newton => {
                     super::newton::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
                 }
             };
@@ -233,7 +233,7 @@ pub fn backward(
                 }
             }
             accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-            let contact = super::backward::accumulate_contact(
+            let contact = super::gradient::accumulate_contact(
                 sim_ref, &lin, frame, x_t, &v_t, &g, &z, &mut grads,
             );
             // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).

@@ -56,18 +56,23 @@
 //! factor). An indefinite $K$ with contact falls back to the PD-side contact adjoint
 //! (same $K$, fixed point + GMRES).
 
-use super::backward::{AdjointStats, BackwardConfig, HessianFilterMode, StepLinearization};
-use super::forward::{contact_settings, norm, Simulator, StepStats};
-use super::SolverError;
+pub mod system;
+use super::backward::StepLinearization;
+use super::config::BackwardConfig;
+use super::error::SolverError;
+use super::simulator::{contact_settings, norm, Simulator};
+use super::stats::{AdjointStats, NewtonStats, StepStats};
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ncp::FbParams;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
-use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
+use crate::linalg::{CscMatrix, LinalgError};
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
-use crate::scene::{NewtonEnergy, NewtonFilter};
+use crate::model::HessianFilterMode;
+use crate::model::{NewtonEnergy, NewtonFilter};
 use nalgebra::{Matrix3, SMatrix, SymmetricEigen};
 use rayon::prelude::*;
 use std::time::Instant;
+use system::{NewtonFactor, NewtonSystem};
 
 /// 9×9 Hessian in $F$-space, index $3r+c$ for $F_{rc}$.
 pub type Mat9 = SMatrix<f64, 9, 9>;
@@ -79,155 +84,6 @@ pub const PPN_BETA: f64 = 2.0;
 pub const PPN_EPS_DELTA: f64 = 1e-12;
 /// Eigenvalue floor of the clamp projection, relative to the element's largest |λ|.
 pub const CLAMP_EPS: f64 = 1e-8;
-
-/// Newton statistics of one step (written to `log.json` per frame).
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct NewtonStats {
-    pub iterations: usize,
-    pub converged: bool,
-    /// Final $\|\nabla g\|/\mathrm{scale}$ on the free DoFs.
-    pub relative_gradient: f64,
-    /// Armijo halvings summed over the iterations.
-    pub line_search_halvings: usize,
-    /// Element Hessians eigen-decomposed and projected by the filter, summed over the
-    /// iterations (`clamp`/`abs`/`trust_region`: every element every iteration; `ppn`: the
-    /// selected ones).
-    pub projected_elements: usize,
-    /// Of those, elements whose Hessian the projection actually changed.
-    pub modified_elements: usize,
-    /// Failed (indefinite) factorizations.
-    pub indefinite_factorizations: usize,
-    /// Diagonal shifts applied (`none` filter on an indefinite Hessian).
-    pub regularizations: usize,
-    pub factorizations: usize,
-}
-
-/// Persistent Hessian pattern, free-DoF map and the factor whose symbolic analysis is reused.
-pub struct NewtonSystem {
-    /// $3n\times3n$ element pattern (unreduced).
-    pattern: CscMatrix,
-    /// Free DoFs (sorted) and the map DoF → free index (`usize::MAX` if prescribed).
-    free: Vec<usize>,
-    map: Vec<usize>,
-    perm: Option<(Vec<usize>, Vec<usize>)>,
-    factor: Option<SparseCholesky>,
-}
-
-impl NewtonSystem {
-    pub fn new(sim: &Simulator) -> Self {
-        let model = sim.model;
-        let n3 = 3 * model.num_nodes();
-        let mut conn = Vec::with_capacity(3 * model.conn.len());
-        let mut ptr = vec![0];
-        for e in 0..model.num_elements() {
-            for &i in model.element(e) {
-                conn.extend([3 * i, 3 * i + 1, 3 * i + 2]);
-            }
-            ptr.push(conn.len());
-        }
-        let pattern = CscMatrix::pattern_from_elements(n3, &conn, &ptr);
-        let mut map = vec![usize::MAX; n3];
-        let free: Vec<usize> = (0..n3)
-            .filter(|k| sim.prescribed.binary_search(k).is_err())
-            .collect();
-        for (j, &k) in free.iter().enumerate() {
-            map[k] = j;
-        }
-        NewtonSystem {
-            pattern,
-            free,
-            map,
-            perm: None,
-            factor: None,
-        }
-    }
-
-    /// Factor the free block of `h` (numeric only after the first call). `Err(index)` on a
-    /// non-positive pivot.
-    fn factor(&mut self, h: &CscMatrix, shift: f64) -> Result<(), SolverError> {
-        let mut sub = h.submatrix(&self.free, &self.map);
-        if shift != 0.0 {
-            sub.add_diagonal(&vec![shift; sub.n]);
-        }
-        if self.perm.is_none() {
-            self.perm = Some(ordering::nested_dissection(&sub)?);
-        }
-        let res = match self.factor.as_mut() {
-            Some(f) => f.refactor(&sub),
-            None => {
-                let (p, ip) = self.perm.as_ref().expect("perm");
-                SparseCholesky::factor(&sub, p, ip).map(|f| {
-                    self.factor = Some(f);
-                })
-            }
-        };
-        res.map_err(SolverError::Linalg)
-    }
-
-    /// Solve with the current factor: `rhs` full length, prescribed entries ignored; result
-    /// has zeros there.
-    fn solve(&self, rhs: &[f64]) -> Vec<f64> {
-        let mut r: Vec<f64> = self.free.iter().map(|&k| rhs[k]).collect();
-        self.factor.as_ref().expect("factor").solve_in_place(&mut r);
-        let mut out = vec![0.0; rhs.len()];
-        for (j, &k) in self.free.iter().enumerate() {
-            out[k] = r[j];
-        }
-        out
-    }
-}
-
-/// A factored Newton Hessian $H$ (free-DoF block) as a [`LinearSolver`], so that the contact
-/// machinery built for the PD factor ([`Delassus`], [`ContactAdjoint`]) uses $H^{-1}$.
-/// $H$ couples the axes ([`LinearSolver::axis_coupled`]).
-pub struct NewtonFactor<'a> {
-    sys: &'a NewtonSystem,
-    /// The assembled (unreduced) matrix, for [`LinearSolver::apply_a`] and the Dirichlet
-    /// coupling of [`LinearSolver::solve`]; `None` when only homogeneous solves are needed.
-    k: Option<&'a CscMatrix>,
-    n: usize,
-}
-
-impl LinearSolver for NewtonFactor<'_> {
-    fn num_nodes(&self) -> usize {
-        self.n
-    }
-    /// $x_F=H_{FF}^{-1}(b_F-H_{FD}\bar x_D)$, $x_D=\bar x_D$.
-    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) {
-        let mut xd = vec![0.0; b.len()];
-        for (k, v) in xd.iter_mut().enumerate() {
-            if self.sys.map[k] == usize::MAX {
-                *v = dirichlet_values[k];
-            }
-        }
-        let mut r = b.to_vec();
-        if let Some(k) = self.k {
-            let mut hx = vec![0.0; b.len()];
-            k.matvec(&xd, &mut hx);
-            r.iter_mut().zip(&hx).for_each(|(a, c)| *a -= c);
-        }
-        let sol = self.sys.solve(&r);
-        for (k, v) in x.iter_mut().enumerate() {
-            *v = if self.sys.map[k] == usize::MAX {
-                xd[k]
-            } else {
-                sol[k]
-            };
-        }
-    }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
-        z.copy_from_slice(&self.sys.solve(q));
-    }
-    fn apply_a(&self, x: &[f64], y: &mut [f64]) {
-        match self.k {
-            Some(k) => k.matvec(x, y),
-            None => y.iter_mut().for_each(|v| *v = 0.0),
-        }
-    }
-    fn axis_coupled(&self) -> bool {
-        true
-    }
-}
 
 /// Muscle fibre term of one actuated sample (spec §3.5): energy
 /// $\tfrac{w}2\|F\mathsf m-p\|^2$ with $p=a\,F\mathsf m/\|F\mathsf m\|$, stress $w(F\mathsf m-p)\mathsf m^T$ and
@@ -554,15 +410,6 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
     k
 }
 
-/// Resolved Newton settings.
-#[derive(Clone, Copy, Debug)]
-pub struct NewtonConfig {
-    pub energy: NewtonEnergy,
-    pub filter: NewtonFilter,
-    pub max_iterations: usize,
-    pub tol: f64,
-}
-
 /// Filter the per-sample Hessians of a set of elements; returns (projected, modified)
 /// element counts.
 fn project_elements(
@@ -778,7 +625,7 @@ pub fn step(
     let mut sys = sim
         .newton_system
         .take()
-        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim)));
+        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     let mut ns = NewtonStats::default();
     let mut ppn_delta = f64::INFINITY;
     let mut tr_clamp = false;
@@ -963,7 +810,7 @@ pub fn step(
         &mut stats,
     );
     stats.time_other = t0.elapsed().as_secs_f64();
-    if !ns.converged && sim.config.on_nonconvergence == crate::scene::OnNonConvergence::Error {
+    if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
             iterations: ns.iterations,
@@ -995,7 +842,7 @@ pub fn solve_adjoint(
                 .into(),
         ));
     }
-    let mut sys = NewtonSystem::new(sim);
+    let mut sys = NewtonSystem::new(sim.model, &sim.prescribed);
     // only the Hessian is needed: y and x_t enter the gradient, not the Hessian
     let ev = evaluate(sim, ncfg.energy, x_next, x_next, x_next, true);
     let mut hess = ev.hess;
@@ -1089,13 +936,24 @@ pub fn solve_adjoint(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solver::model::Model;
+    use crate::linalg::LinearSolver;
+    use crate::model::{Model, ModelBuilder, SolverSettings};
 
-    fn sim_scene(model_name: &str, element: &str) -> crate::scene::LoadedScene {
-        let text = format!(
-            "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"{element}\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"{model_name}\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.4\ndensity = 1000.0\n"
-        );
-        crate::scene::load_str(&text, std::path::Path::new("t.toml"), &[]).unwrap()
+    /// A 2-element box of `material` ("corotated" or "neohookean") and `element` ("tet4"
+    /// or "hex8"), E = 1e5 Pa, nu = 0.4.
+    fn sim_model(material: &str, element: &str) -> Model {
+        let mesh = match element {
+            "tet4" => crate::mesh::generate::box_tet([2, 1, 1], 0.1, [0.0; 3]),
+            _ => crate::mesh::generate::box_hex([2, 1, 1], 0.1, [0.0; 3]),
+        };
+        let material = match material {
+            "corotated" => MaterialModel::Corotated,
+            _ => MaterialModel::Neohookean,
+        };
+        ModelBuilder::new(mesh)
+            .material(material)
+            .poisson_ratio(0.4)
+            .build()
     }
 
     /// Element energy gradient and Hessian against central differences, for every
@@ -1107,9 +965,8 @@ mod tests {
             ("neohookean", "tet4"),
             ("corotated", "tet4"),
         ] {
-            let ls = sim_scene(mat, el);
-            let model = Model::from_scene(&ls).unwrap();
-            let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+            let model = sim_model(mat, el);
+            let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
             let u = crate::solver::loss::seeded_uniform(11, 9);
             let f0 = Matrix3::from_fn(|r, c| (if r == c { 1.0 } else { 0.0 }) + 0.3 * u[3 * r + c]);
             for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
@@ -1146,15 +1003,14 @@ mod tests {
     /// The assembled Hessian is the derivative of the assembled gradient (FD, damped scene).
     #[test]
     fn assembled_hessian_matches_finite_differences() {
-        let ls = sim_scene("neohookean", "tet4");
-        let model = Model::from_scene(&ls).unwrap();
-        let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
+        let model = sim_model("neohookean", "tet4");
+        let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
         let n3 = model.x0.len();
         let u = crate::solver::loss::seeded_uniform(3, 2 * n3);
         let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
         let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.02 * u[n3 + j]).collect();
         let y = x_t.clone();
-        let sys = NewtonSystem::new(&sim);
+        let sys = NewtonSystem::new(sim.model, &sim.prescribed);
         for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
             let ev = evaluate(&sim, energy, &x, &y, &x_t, true);
             let k = assemble(&sim, &sys, &ev.hess);
@@ -1230,7 +1086,7 @@ mod tests {
         let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
         let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.03 * u[n3 + j]).collect();
         let y = x_t.clone();
-        let sys = NewtonSystem::new(&sim);
+        let sys = NewtonSystem::new(sim.model, &sim.prescribed);
         let ev = evaluate(&sim, NewtonEnergy::Pd, &x, &y, &x_t, true);
         let k = assemble(&sim, &sys, &ev.hess);
         let eps = 1e-6;
@@ -1343,7 +1199,7 @@ mod tests {
             gamma_max: 1e3,
             filter: HessianFilterMode::None,
             gmres_restart: 50,
-            method: crate::solver::backward::AdjointMethod::FixedPoint,
+            method: crate::model::AdjointMethod::FixedPoint,
         };
         let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Refactoring guard: runs a fixed set of short simulate / grad / optimize runs at one thread
+# and compares them with a recorded baseline: PLY frames and optimized.toml bitwise (cmp),
+# the JSON logs number by number with every timing key left out. Not a test.
+#
+#   scripts/compare_outputs.sh record DIR   # write the baseline (run on the unchanged tree)
+#   scripts/compare_outputs.sh check DIR    # re-run into a temp dir and compare with DIR
+#
+# BIN overrides the binary (default: target/release/diffphd, built here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: compare_outputs.sh record|check DIR}
+base=${2:?usage: compare_outputs.sh record|check DIR}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/diffphd
+fi
+case "$mode" in
+  record) out=$base ;;
+  check) out=$(mktemp -d) ;;
+  *) echo "mode must be record or check" >&2; exit 2 ;;
+esac
+mkdir -p "$out"
+
+run() { # name, then the command's arguments
+  local name=$1; shift
+  "$BIN" "$@" --out "$out/$name" --threads 1 --quiet
+}
+for s in cantilever twist_bands_tet bouncing_ball; do
+  run "sim_$s" simulate "scenes/$s.toml" --frames 4
+  run "grad_$s" grad "scenes/$s.toml" --frames 3 \
+    --set 'loss.term=[{type="random_linear", seed=1}]' \
+    --set 'parameter=[{kind="youngs_modulus", log=true}, {kind="poisson_ratio"}]'
+done
+run grad_sysid_ball grad scenes/sysid_bouncing_ball.toml --frames 6
+run opt_sysid_cantilever optimize scenes/sysid_cantilever.toml --frames 5 --max-iterations 3
+run sim_cantilever_newton simulate scenes/cantilever.toml --frames 2 --solver newton
+run sim_cantilever_diffpd simulate scenes/cantilever_diffpd.toml --frames 2
+
+[ "$mode" = record ] && { echo "baseline recorded in $out"; exit 0; }
+
+fail=0
+python3 - "$base" "$out" <<'PY' || fail=1
+import json, os, re, sys, filecmp
+base, new = sys.argv[1], sys.argv[2]
+timing = re.compile(r"(seconds|_s$|elapsed|timestamp|date|wall|ms_per)")
+def flat(x, path=""):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if timing.search(k):
+                continue
+            yield from flat(v, f"{path}.{k}")
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from flat(v, f"{path}[{i}]")
+    else:
+        yield path, x
+bad = 0
+n = 0
+for root, _, files in os.walk(base):
+    for f in sorted(files):
+        a = os.path.join(root, f)
+        b = os.path.join(new, os.path.relpath(a, base))
+        n += 1
+        if not os.path.exists(b):
+            print(f"MISSING {b}"); bad += 1; continue
+        if f.endswith(".json"):
+            fa, fb = dict(flat(json.load(open(a)))), dict(flat(json.load(open(b))))
+            for k in sorted(set(fa) | set(fb)):
+                if k.endswith(".out") or k.endswith(".scene") or "directory" in k:
+                    continue
+                if fa.get(k) != fb.get(k):
+                    print(f"DIFF {os.path.relpath(a, base)} {k}: {fa.get(k)!r} -> {fb.get(k)!r}")
+                    bad += 1
+        elif not filecmp.cmp(a, b, shallow=False):
+            print(f"DIFF {os.path.relpath(a, base)} (bytes)"); bad += 1
+print(f"{n} files compared, {bad} differences")
+sys.exit(1 if bad else 0)
+PY
+[ $fail = 0 ] && rm -rf "$out" && echo "IDENTICAL"
+exit $fail

@@ -1,0 +1,518 @@
+//! The vocabulary the solver consumes: prescribed motions, load profiles, stiffness
+//! scaling, contact settings, and the method, gate and adjoint settings of `[solver]` and
+//! `[backward]`. These are plain values; the scene layer deserializes them (their serde
+//! attributes are the file format's names and defaults, documented in
+//! `docs/scene-format.md`) and validates them (`crate::scene`), the solver reads them.
+
+use serde::{Deserialize, Serialize};
+
+/// `[backward]`: adjoint solver settings (spec §7.6).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackwardSettings {
+    /// Relative tolerance on the adjoint residual $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+\epsilon_a$.
+    #[serde(default = "d_rel")]
+    pub rel_tol: f64,
+    #[serde(default = "d_abs")]
+    pub abs_tol: f64,
+    #[serde(default = "d_maxit")]
+    pub max_iterations: usize,
+    /// Anderson window of the adjoint iteration (spec §7.6: 5).
+    #[serde(default = "d_bwin")]
+    pub anderson_window: usize,
+    /// Prox-Hessian filter in the backward: `"none"` (exact gradient, default), `"clamp"`,
+    /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
+    #[serde(default)]
+    pub filter: HessianFilterMode,
+    /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback;
+    /// with NCP contact the contact-projected iteration), `"gmres"` ($A^{-1}$-preconditioned
+    /// GMRES; with NCP contact GMRES on the KKT system, block-Jacobi preconditioned), `"pcg"`
+    /// (CG with $A^{-1}$; refused with NCP contact) or `"woodbury"` (GMRES on the contact
+    /// KKT system with the Woodbury block preconditioner, Zeng et al. 2026 §4.4).
+    #[serde(default)]
+    pub method: AdjointMethod,
+    /// Restart length of the GMRES fallback of the adjoint solve.
+    #[serde(default = "d_restart")]
+    pub gmres_restart: usize,
+    /// Keep every K-th state of the forward and recompute the others in the backward
+    /// (1 = keep all; memory per kept frame 48n bytes).
+    #[serde(default = "d_one_usize")]
+    pub checkpoint_every: usize,
+}
+fn d_one_usize() -> usize {
+    1
+}
+fn d_bwin() -> usize {
+    5
+}
+fn d_restart() -> usize {
+    50
+}
+impl Default for BackwardSettings {
+    fn default() -> Self {
+        BackwardSettings {
+            rel_tol: d_rel(),
+            abs_tol: d_abs(),
+            max_iterations: d_maxit(),
+            anderson_window: d_bwin(),
+            filter: Default::default(),
+            gmres_restart: d_restart(),
+            checkpoint_every: 1,
+            method: Default::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StiffnessScaling {
+    #[default]
+    Amplified,
+    Uniform,
+}
+
+/// Prescribed motion of Dirichlet nodes, relative to their initial positions.
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Motion {
+    /// Held at the initial position.
+    #[default]
+    Fixed,
+    /// Rotation about `axis` through `center` (default: centroid of the selection) at
+    /// `rate` rad/s.
+    Rotate {
+        axis: [f64; 3],
+        #[serde(default)]
+        center: Option<[f64; 3]>,
+        rate: f64,
+    },
+    /// Translation at constant `velocity` (m/s).
+    Translate { velocity: [f64; 3] },
+}
+
+/// Time profile s(t) multiplying a force.
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Profile {
+    /// s = 1.
+    #[default]
+    Constant,
+    /// s = min(t / duration, 1).
+    Ramp { duration: f64 },
+    /// s = 1 for start ≤ t < end, else 0.
+    Window { start: f64, end: f64 },
+    /// Piecewise-linear s(t) through (times[i], values[i]), constant outside.
+    Table { times: Vec<f64>, values: Vec<f64> },
+}
+
+impl Profile {
+    /// Evaluate s(t).
+    pub fn eval(&self, t: f64) -> f64 {
+        match self {
+            Profile::Constant => 1.0,
+            Profile::Ramp { duration } => (t / duration).clamp(0.0, 1.0),
+            Profile::Window { start, end } => {
+                if t >= *start && t < *end {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Profile::Table { times, values } => {
+                if t <= times[0] {
+                    return values[0];
+                }
+                for i in 1..times.len() {
+                    if t <= times[i] {
+                        let s = (t - times[i - 1]) / (times[i] - times[i - 1]);
+                        return values[i - 1] + s * (values[i] - values[i - 1]);
+                    }
+                }
+                *values.last().unwrap_or(&0.0)
+            }
+        }
+    }
+}
+
+/// `[solver]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverSettings {
+    /// PD iteration cap per step (K_max).
+    #[serde(default = "d_maxit")]
+    pub max_iterations: usize,
+    /// Relative tolerance ε_rel of both gates (spec Eq. 22).
+    #[serde(default = "d_rel")]
+    pub rel_tol: f64,
+    /// Absolute tolerance ε_abs of both gates.
+    #[serde(default = "d_abs")]
+    pub abs_tol: f64,
+    /// What the position gate is relative to: `"displacement"` (default: ‖x_k − x_t‖, the
+    /// motion of the step so far, with a round-off floor of 2.2e-12‖x_k‖ for bodies at rest)
+    /// or `"position"` (spec Eq. 22: ‖x_k‖, the absolute positions, which loosens with the
+    /// body's size and distance from the origin and stops early on small motions). See
+    /// docs/NOTES.md "Gate tolerance".
+    #[serde(default)]
+    pub gate_reference: GateReference,
+    /// Anderson window: `"auto"` (5; with `gate_reference = "position"` the paper's rule,
+    /// 1 heterogeneous / 5 homogeneous), or N ≥ 0 (0 = plain PD).
+    #[serde(default)]
+    pub anderson_window: AndersonWindow,
+    /// Reliability guard γ_max (spec Eq. 21). Default 1e3, not the spec's 10: for a PD
+    /// iteration contracting at rate ρ the secant coefficient is γ ≈ ρ/(ρ−1) (≈ −100 at
+    /// ρ = 0.99), so γ_max = 10 disables Anderson exactly where PD is slow (measured: the
+    /// guard fired on 98 % of iterations of a ν = 0.45 cantilever; see docs/BENCHMARKS.md).
+    #[serde(default = "d_gmax")]
+    pub anderson_gamma_max: f64,
+    /// Worker threads for element loops (0 = all cores).
+    #[serde(default)]
+    pub threads: usize,
+    /// What a step that hits `max_iterations` does: `"warn"` (log and continue) or `"error"`.
+    #[serde(default)]
+    pub on_nonconvergence: OnNonConvergence,
+    /// Newton polish of each converged step (0 = off): up to this many Newton steps on the
+    /// PD objective, $K\delta=b(x)-Ax$ solved by $A^{-1}$-preconditioned GMRES, until
+    /// $\|Ax-b(x)\|\le$ `polish_tol`$\cdot\|b(x)\|$. Makes the fixed point accurate to
+    /// round-off for finite-difference checks (the PD step underestimates the error by
+    /// $1/(1-\rho)$ when PD contracts slowly).
+    #[serde(default)]
+    pub newton_polish: usize,
+    #[serde(default = "d_polish_tol")]
+    pub polish_tol: f64,
+    /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
+    /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
+    /// implicit-Euler objective, see `crate::solver::newton`).
+    #[serde(default)]
+    pub method: SolverMethod,
+    /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
+    /// `"true"` (the hyperelastic energy; forward only).
+    #[serde(default)]
+    pub newton_energy: NewtonEnergy,
+    /// Element Hessian filter of `method = "newton"`: `"none"`, `"clamp"`, `"abs"`,
+    /// `"trust_region"`, `"ppn"` (progressive projection, α = 0.5, β = 2).
+    #[serde(default)]
+    pub newton_filter: NewtonFilter,
+    /// Newton iteration cap per step.
+    #[serde(default = "d_newton_maxit")]
+    pub newton_max_iterations: usize,
+    /// Newton stop: $\|\nabla g\|\le$ `newton_tol`$\cdot\|b\|$ on the free DoFs.
+    #[serde(default = "d_newton_tol")]
+    pub newton_tol: f64,
+    /// L-BFGS history of `method = "diffpd"` (Liu 2017 / DiffPD: 10).
+    #[serde(default = "d_lbfgs_history")]
+    pub lbfgs_history: usize,
+}
+fn d_newton_maxit() -> usize {
+    100
+}
+fn d_newton_tol() -> f64 {
+    1e-10
+}
+fn d_lbfgs_history() -> usize {
+    10
+}
+
+/// `[solver] method`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SolverMethod {
+    #[default]
+    Diffphd,
+    Diffpd,
+    Newton,
+}
+
+impl SolverMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolverMethod::Diffphd => "diffphd",
+            SolverMethod::Diffpd => "diffpd",
+            SolverMethod::Newton => "newton",
+        }
+    }
+}
+
+impl std::str::FromStr for SolverMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "diffphd" => Ok(SolverMethod::Diffphd),
+            "diffpd" => Ok(SolverMethod::Diffpd),
+            "newton" => Ok(SolverMethod::Newton),
+            _ => Err(format!(
+                "unknown solver method {s:?} (expected diffphd, diffpd or newton)"
+            )),
+        }
+    }
+}
+
+/// `[solver] newton_energy`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NewtonEnergy {
+    /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
+    #[default]
+    Pd,
+    /// The true hyperelastic energy (Neo-Hookean Eq. 5; corotated $\mu\|F-R\|^2+\tfrac\lambda2(J-1)^2$).
+    True,
+}
+
+/// `[solver] newton_filter`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NewtonFilter {
+    #[default]
+    None,
+    Clamp,
+    Abs,
+    TrustRegion,
+    Ppn,
+}
+fn d_polish_tol() -> f64 {
+    1e-13
+}
+fn d_maxit() -> usize {
+    5000
+}
+fn d_rel() -> f64 {
+    1e-4
+}
+
+/// `[solver] gate_reference`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GateReference {
+    Position,
+    #[default]
+    Displacement,
+}
+fn d_abs() -> f64 {
+    1e-9
+}
+fn d_gmax() -> f64 {
+    1e3
+}
+impl Default for SolverSettings {
+    fn default() -> Self {
+        SolverSettings {
+            max_iterations: d_maxit(),
+            rel_tol: d_rel(),
+            abs_tol: d_abs(),
+            gate_reference: GateReference::Displacement,
+            anderson_window: AndersonWindow::Auto,
+            anderson_gamma_max: d_gmax(),
+            threads: 0,
+            on_nonconvergence: OnNonConvergence::Warn,
+            newton_polish: 0,
+            polish_tol: d_polish_tol(),
+            method: SolverMethod::Diffphd,
+            newton_energy: NewtonEnergy::Pd,
+            newton_filter: NewtonFilter::None,
+            newton_max_iterations: d_newton_maxit(),
+            newton_tol: d_newton_tol(),
+            lbfgs_history: d_lbfgs_history(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNonConvergence {
+    #[default]
+    Warn,
+    Error,
+}
+
+/// Anderson window: `"auto"` or a number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AndersonWindow {
+    #[default]
+    Auto,
+    Fixed(usize),
+}
+impl Serialize for AndersonWindow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AndersonWindow::Auto => s.serialize_str("auto"),
+            AndersonWindow::Fixed(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+impl<'de> Deserialize<'de> for AndersonWindow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            S(String),
+            N(i64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::S(s) if s == "auto" => Ok(AndersonWindow::Auto),
+            Raw::N(n) if (0..=64).contains(&n) => Ok(AndersonWindow::Fixed(n as usize)),
+            _ => Err(serde::de::Error::custom(
+                "expected \"auto\" or an integer window 0..=64",
+            )),
+        }
+    }
+}
+
+/// Contact model.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactModel {
+    /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
+    /// the PD loop on the persistent factor (spec §2.9).
+    #[default]
+    Ncp,
+    /// DiffPD's explicit penalty contact with Macklin-style capped viscous friction
+    /// (`diffpd-notes.md` §1.8).
+    Penalty,
+}
+
+/// `[contact.penalty]`: DiffPD's planar penalty law per node,
+/// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenaltySettings {
+    /// Normal stiffness $k_n$ (N/m^(p-1)).
+    #[serde(default = "d_pen_k")]
+    pub stiffness: f64,
+    /// Exponent p (DiffPD's examples use 3: force quadratic in the penetration).
+    #[serde(default = "d_pen_p")]
+    pub power: f64,
+    /// Viscous friction cap $k_f$ (N·s/m).
+    #[serde(default = "d_pen_kf")]
+    pub friction_viscosity: f64,
+    /// Velocity regulariser $\epsilon_u$ (m/s).
+    #[serde(default = "d_pen_eps")]
+    pub velocity_epsilon: f64,
+}
+fn d_pen_k() -> f64 {
+    1e4
+}
+fn d_pen_p() -> f64 {
+    3.0
+}
+fn d_pen_kf() -> f64 {
+    1e2
+}
+fn d_pen_eps() -> f64 {
+    1e-6
+}
+impl Default for PenaltySettings {
+    fn default() -> Self {
+        PenaltySettings {
+            stiffness: d_pen_k(),
+            power: d_pen_p(),
+            friction_viscosity: d_pen_kf(),
+            velocity_epsilon: d_pen_eps(),
+        }
+    }
+}
+
+/// `[contact]`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContactSettings {
+    /// `"ncp"` (default) or `"penalty"`.
+    #[serde(default)]
+    pub model: ContactModel,
+    /// Smoothing $2\epsilon^2$ (m²) of the Fischer–Burmeister function (Zeng 2026, spec A.5),
+    /// used identically by the forward and the backward. 0 = hard contact.
+    #[serde(default)]
+    pub smoothing: f64,
+    /// Candidate margin (m): a boundary node is a contact candidate of an obstacle when its
+    /// signed distance at the step start is below `margin` + $2h\|v_i\|+h^2\|g\|$.
+    /// Default: half the median element edge length.
+    #[serde(default)]
+    pub margin: Option<f64>,
+    /// Stop the per-iteration contact Newton solve when $\|\Phi\|_\infty\le$ `tolerance` (m).
+    #[serde(default = "d_ctol")]
+    pub tolerance: f64,
+    /// Newton iteration cap of the contact solve per PD iteration.
+    #[serde(default = "d_cnewton")]
+    pub max_newton: usize,
+    /// Floor of the FB scale $\kappa_j$ (m/N; spec: $r_j\ge10^{-10}$).
+    #[serde(default = "d_kfloor")]
+    pub scale_floor: f64,
+    /// Floor of $s_j=\sqrt{\delta^2+\kappa^2\lambda^2+2\epsilon^2}$ (m; spec: $10^{-14}$).
+    #[serde(default = "d_sfloor")]
+    pub s_floor: f64,
+    /// Penalty model parameters (`model = "penalty"`).
+    #[serde(default)]
+    pub penalty: PenaltySettings,
+    /// Contact between the bodies of the scene: boundary nodes of every body against the
+    /// boundary triangles of every other body (NCP model only).
+    #[serde(default)]
+    pub bodies: bool,
+    /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
+    #[serde(default)]
+    pub body_friction: f64,
+}
+fn d_ctol() -> f64 {
+    1e-12
+}
+fn d_cnewton() -> usize {
+    50
+}
+fn d_kfloor() -> f64 {
+    1e-10
+}
+fn d_sfloor() -> f64 {
+    1e-14
+}
+impl Default for ContactSettings {
+    fn default() -> Self {
+        ContactSettings {
+            model: ContactModel::Ncp,
+            smoothing: 0.0,
+            margin: None,
+            tolerance: d_ctol(),
+            max_newton: d_cnewton(),
+            scale_floor: d_kfloor(),
+            s_floor: d_sfloor(),
+            penalty: PenaltySettings::default(),
+            bodies: false,
+            body_friction: 0.0,
+        }
+    }
+}
+
+/// How the NH prox-map Hessian is filtered in the backward only (spec §2.6, §7.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HessianFilterMode {
+    /// Exact implicit-function-theorem Jacobian (α = 0): the true gradient.
+    #[default]
+    None,
+    /// α = ½ (clamp negative eigenvalues of $H_\sigma$ at 0).
+    Clamp,
+    /// α = 1 (absolute value).
+    Abs,
+    /// α ∈ {½, 1} per step from the forward's ratio ρ (Eq. 29).
+    TrustRegion,
+}
+
+/// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AdjointMethod {
+    /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES
+    /// fallback on divergence or at the iteration cap.
+    #[default]
+    FixedPoint,
+    /// GMRES on $K z=g$ right-preconditioned by the persistent factor ($A^{-1}$).
+    Gmres,
+    /// Preconditioned conjugate gradients on $Kz=g$ with the persistent factor ($A^{-1}$) as
+    /// preconditioner; on negative curvature ($p^TKp\le0$, possible with the exact NH Hessian)
+    /// or at the cap, GMRES finishes from the current iterate. Not with NCP contact (the
+    /// contact KKT system is non-symmetric with friction and a saddle point with hard rows;
+    /// scene validation refuses the combination).
+    Pcg,
+    /// With NCP contact: GMRES on the step's KKT system
+    /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix}$
+    /// right-preconditioned by its Woodbury block inverse with $A$ for $K$
+    /// ([`ContactAdjoint::woodbury`], Zeng et al. 2026 §4.4 Eq. 27). Without contact rows the
+    /// preconditioner is $A^{-1}$ and this is [`AdjointMethod::Gmres`].
+    Woodbury,
+}

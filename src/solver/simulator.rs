@@ -1,0 +1,328 @@
+//! The simulator: model, derived parameters, the factored PD system and the solver state
+//! every method shares, with the step context written once: external and penalty forces,
+//! the constant right-hand side, Dirichlet values, contact begin/finish (spec §6.2) and
+//! restitution. The methods themselves (PD in `forward`, `newton`, `diffpd`) and their
+//! dispatch (`step`) live above this file.
+
+use super::anderson::TypeII;
+use super::assembly;
+use super::config::SolverConfig;
+use super::error::SolverError;
+use super::newton::system::NewtonSystem;
+use super::stats::StepStats;
+use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats};
+use crate::linalg::{CscMatrix, GlobalSystem};
+use crate::model::{Derived, Model, SolverSettings};
+use nalgebra::Vector3;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// The forward simulator: model, derived parameters, factored system and solver state.
+pub struct Simulator<'m> {
+    pub model: &'m Model,
+    pub derived: Derived,
+    pub system: GlobalSystem,
+    /// Stiffness-damping Laplacian $\hat K_\beta$ (for the $\tfrac1h\mathcal Dx_t$ term).
+    pub kbeta: CscMatrix,
+    pub config: SolverConfig,
+    /// Prescribed DoF indices into node-major vectors.
+    pub prescribed: Vec<usize>,
+    /// Time spent assembling and factoring (s).
+    pub setup_seconds: f64,
+    /// Compute the TR ratio ρ and blend α at the end of every step (needed by the
+    /// `trust_region` backward filter; costs one extra local step and one product with A).
+    pub compute_tr: bool,
+    /// Contact candidates: boundary nodes without prescribed DoFs (contact on a prescribed
+    /// DoF has no effect and is skipped).
+    pub contact_nodes: Vec<usize>,
+    /// Multipliers of the previous step per (node, obstacle), for warm starts.
+    contact_warm: HashMap<(usize, usize), [f64; 3]>,
+    /// Warm starts of the per-sample projections (the local step).
+    pub(crate) warm: Vec<Vector3<f64>>,
+    /// Anderson accelerator of the PD iteration.
+    pub(crate) aa: TypeII,
+    /// Hessian pattern and reusable symbolic factor of the Newton baseline.
+    pub(crate) newton_system: Option<Box<NewtonSystem>>,
+    /// Active contact set of the previous step (`method = "diffpd"`, warm start).
+    pub(crate) diffpd_active: Vec<usize>,
+}
+
+/// Settings of the per-iteration NCP contact solve from `[contact]`.
+pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
+    contact::SolveSettings {
+        fb: FbParams {
+            smoothing: model.contact.smoothing,
+            s_floor: model.contact.s_floor,
+        },
+        tolerance: model.contact.tolerance,
+        max_newton: model.contact.max_newton,
+    }
+}
+
+/// Euclidean norm.
+pub fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+impl<'m> Simulator<'m> {
+    /// Derive weights, assemble and factor $A$ (spec §6.1 SETUP).
+    pub fn new(model: &'m Model, settings: &SolverSettings) -> Result<Self, SolverError> {
+        let derived = model.derive(&model.params);
+        Self::with_derived(model, derived, settings)
+    }
+
+    /// As [`Simulator::new`] with explicitly derived parameters.
+    pub fn with_derived(
+        model: &'m Model,
+        derived: Derived,
+        settings: &SolverSettings,
+    ) -> Result<Self, SolverError> {
+        let t0 = Instant::now();
+        let (a, kbeta) = assembly::pd_matrices(model, &derived, model.h);
+        let system = GlobalSystem::new(a, model.dirichlet_sets())?;
+        let sets = model.dirichlet_sets();
+        let mut prescribed: Vec<usize> = (0..3)
+            .flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d))
+            .collect();
+        prescribed.sort_unstable();
+        let config = SolverConfig::from_settings(settings, derived.heterogeneous);
+        let aa = TypeII::new(config.window, config.gamma_max);
+        let contact_nodes = model
+            .boundary_nodes
+            .iter()
+            .copied()
+            .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
+            .collect();
+        Ok(Simulator {
+            contact_nodes,
+            contact_warm: HashMap::new(),
+            model,
+            warm: vec![Vector3::zeros(); model.num_samples()],
+            derived,
+            system,
+            kbeta,
+            config,
+            prescribed,
+            setup_seconds: t0.elapsed().as_secs_f64(),
+            compute_tr: false,
+            aa,
+            newton_system: None,
+            diffpd_active: Vec::new(),
+        })
+    }
+
+    /// Zero the prescribed (Dirichlet) entries of a node-major vector: the free-DoF part
+    /// of a residual, step or adjoint right-hand side.
+    pub fn zero_prescribed(&self, v: &mut [f64]) {
+        for &k in &self.prescribed {
+            v[k] = 0.0;
+        }
+    }
+
+    /// Set the prescribed entries of `x` to their Dirichlet values `xd`.
+    pub fn impose_prescribed(&self, x: &mut [f64], xd: &[f64]) {
+        for &k in &self.prescribed {
+            x[k] = xd[k];
+        }
+    }
+
+    /// Constant part of the RHS: $c=\tfrac1{h^2}My+\tfrac1h(\alpha Mx_t+\hat K_\beta x_t)$ with
+    /// $y=x_t+hv_t+h^2M^{-1}f$ (Eqs. 3, 31).
+    pub fn rhs_constant(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
+        let h = self.model.h;
+        let n = self.model.num_nodes();
+        let m = &self.derived.mass;
+        let mut c = vec![0.0; 3 * n];
+        let mut t = vec![0.0; n];
+        for d in 0..3 {
+            self.kbeta.matvec_axis(x_t, d, &mut t);
+            for i in 0..n {
+                let k = 3 * i + d;
+                let y = x_t[k] + h * v_t[k] + h * h * f_ext[k] / m[i];
+                c[k] = m[i] * y / (h * h) + (self.derived.node_alpha[i] * m[i] * x_t[k] + t[i]) / h;
+            }
+        }
+        c
+    }
+
+    /// Explicit penalty contact forces of the step from $t$ (`[contact] model = "penalty"`
+    /// with obstacles), added to `f_ext`; returns (forces, pairs), `None` for other models.
+    pub(crate) fn penalty_forces(
+        &self,
+        t_start: f64,
+        x_t: &[f64],
+        v_t: &[f64],
+        f_ext: &mut [f64],
+    ) -> Option<(Vec<f64>, usize)> {
+        let model = self.model;
+        if !contact::penalty_enabled(model) {
+            return None;
+        }
+        let mut fp = vec![0.0; f_ext.len()];
+        let (pairs, _) =
+            contact::penalty::add_forces(model, &self.contact_nodes, t_start, x_t, v_t, &mut fp);
+        f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
+        Some((fp, pairs))
+    }
+
+    /// NCP contact set of the step from $t$ (spec §6.2 step 3): obstacle candidates with
+    /// frozen frames, body–body candidates with `[contact] bodies`, and the multipliers
+    /// warm-started from the previous step. `None` without NCP contact or candidates. Shared
+    /// by the PD path and the Newton baseline.
+    pub(crate) fn contact_begin(
+        &self,
+        t_start: f64,
+        x_t: &[f64],
+        v_t: &[f64],
+    ) -> Option<(ContactSet, Vec<f64>)> {
+        let model = self.model;
+        if !contact::enabled(model) || contact::penalty_enabled(model) {
+            return None;
+        }
+        let mut set = ContactSet::build(
+            model,
+            &model.obstacles,
+            &self.contact_nodes,
+            &model.contact_kappa,
+            model.contact_margin,
+            t_start,
+            x_t,
+            v_t,
+        );
+        if model.contact.bodies {
+            contact::bodies::add_candidates(
+                &mut set,
+                model,
+                &self.contact_nodes,
+                &model.contact_kappa,
+                model.contact_margin,
+                x_t,
+                v_t,
+            );
+        }
+        if set.is_empty() {
+            return None;
+        }
+        let mut lambda = vec![0.0; set.nrows()];
+        for j in 0..set.len() {
+            if let Some(w) = self.contact_warm.get(&(set.node[j], set.obstacle[j])) {
+                for (a, r) in set.rows(j).enumerate() {
+                    lambda[r] = w[a];
+                }
+            }
+        }
+        Some((set, lambda))
+    }
+
+    /// End of a step with contact (spec §6.2 steps 24–27): record the converged multipliers
+    /// (the tape of the backward), apply restitution, keep the warm start, and fill the
+    /// step's contact statistics (solve counts and times from `cstats`, max penetration
+    /// at $t+h$). Shared by the PD path and the Newton baseline.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn contact_finish(
+        &mut self,
+        frame: usize,
+        ncp: Option<(ContactSet, Vec<f64>)>,
+        penalty_force: Option<(Vec<f64>, usize)>,
+        x_t: &[f64],
+        v_t: &[f64],
+        x: &mut [f64],
+        mut cstats: ContactStats,
+        stats: &mut StepStats,
+    ) {
+        let model = self.model;
+        if !contact::enabled(model) {
+            return;
+        }
+        let fb = contact_settings(model).fb;
+        let t_end = frame as f64 * model.h;
+        if let Some((set, lambda)) = ncp {
+            let rec = ContactRecord::new(set, lambda, x, &fb);
+            self.restitution(&rec, x_t, v_t, x);
+            self.contact_warm.clear();
+            for j in 0..rec.set.len() {
+                let mut w = [0.0; 3];
+                for (a, r) in rec.set.rows(j).enumerate() {
+                    w[a] = rec.lambda[r];
+                }
+                self.contact_warm
+                    .insert((rec.set.node[j], rec.set.obstacle[j]), w);
+            }
+            let mut st = rec.stats.clone();
+            st.newton_iterations = cstats.newton_iterations;
+            st.factorizations = cstats.factorizations;
+            st.seconds_setup = cstats.seconds_setup;
+            st.seconds_solve = cstats.seconds_solve;
+            cstats = st;
+            stats.contact_record = Some(Box::new(rec));
+        } else {
+            self.contact_warm.clear();
+        }
+        if let Some((fp, pairs)) = penalty_force {
+            cstats.candidates = pairs;
+            cstats.active = pairs;
+            stats.contact_record = Some(Box::new(ContactRecord {
+                penalty_forces: Some(fp),
+                ..Default::default()
+            }));
+        }
+        cstats.max_penetration =
+            contact::max_penetration(&model.obstacles, &model.boundary_nodes, x, t_end);
+        if model.contact.bodies {
+            cstats.max_penetration = cstats
+                .max_penetration
+                .max(contact::bodies::max_penetration(model, x));
+        }
+        stats.contact = Some(cstats);
+    }
+
+    /// Restitution post-correction (spec §6.2 step 24, S0 §7.1): for an active contact on an
+    /// obstacle with $e_r>0$ and approaching normal velocity $v^{in}_n<0$, raise the outgoing
+    /// normal velocity to $-e_rv^{in}_n$. Not differentiated (the backward treats the
+    /// corrected state as the step's output).
+    fn restitution(&self, rec: &ContactRecord, x_t: &[f64], v_t: &[f64], x: &mut [f64]) {
+        let h = self.model.h;
+        let set = &rec.set;
+        for j in 0..set.len() {
+            if set.obstacle[j] == contact::BODY {
+                continue;
+            }
+            let e = self.model.obstacles[set.obstacle[j]].restitution;
+            if e <= 0.0 || rec.state[j] == contact::State::Separated {
+                continue;
+            }
+            let i = set.node[j];
+            let n = set.normal[j];
+            let u_obs = set.obstacle_motion[j];
+            let vt = Vector3::new(v_t[3 * i], v_t[3 * i + 1], v_t[3 * i + 2]);
+            let v_in = n.dot(&(vt - u_obs / h));
+            if v_in >= 0.0 {
+                continue;
+            }
+            let dx = Vector3::new(
+                x[3 * i] - x_t[3 * i],
+                x[3 * i + 1] - x_t[3 * i + 1],
+                x[3 * i + 2] - x_t[3 * i + 2],
+            );
+            let v_out = n.dot(&(dx - u_obs)) / h;
+            if v_out < -e * v_in {
+                let corr = n * (h * (-e * v_in - v_out));
+                for d in 0..3 {
+                    x[3 * i + d] += corr[d];
+                }
+            }
+        }
+    }
+
+    pub(crate) fn first_bad_element(&self, x: &[f64]) -> Option<usize> {
+        (0..self.model.num_samples())
+            .find(|&s| {
+                !self
+                    .model
+                    .deformation_gradient(s, x)
+                    .iter()
+                    .all(|v| v.is_finite())
+            })
+            .map(|s| self.model.samples.elem[s])
+    }
+}

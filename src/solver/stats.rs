@@ -1,0 +1,89 @@
+//! Statistics records of a step and of an adjoint solve (what `log.json` and `grad.json`
+//! report), shared by every method.
+
+use super::gate::GateResiduals;
+use crate::contact::{ContactRecord, ContactStats};
+
+/// Statistics of one time step (what `log.json` records per frame).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StepStats {
+    pub iterations: usize,
+    pub converged: bool,
+    /// Gate residuals at exit (≤ 1 means met).
+    pub gate: GateResiduals,
+    pub anderson_guard_firings: usize,
+    pub time_local: f64,
+    pub time_global: f64,
+    pub time_other: f64,
+    /// Newton polish steps taken and the final relative PD residual $\|Ax-b(x)\|/\|b\|$
+    /// (only with `newton_polish > 0`).
+    pub polish_steps: usize,
+    pub polish_residual: f64,
+    /// Trust-region statistics (only when requested, see [`crate::solver::Simulator::compute_tr`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tr: Option<TrStats>,
+    /// Contact statistics (scenes with obstacles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact: Option<ContactStats>,
+    /// Contact tape of the step (NCP model with candidates): what the backward needs
+    /// (spec §6.2 step 27).
+    #[serde(skip)]
+    pub contact_record: Option<Box<ContactRecord>>,
+    /// Newton statistics (`method = "newton"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newton: Option<NewtonStats>,
+    /// `method = "diffpd"` with obstacles: the active (glued) contact nodes the step was
+    /// solved with, pinned at their start-of-step positions (what the backward restricts to).
+    #[serde(skip)]
+    pub diffpd_active: Option<Vec<usize>>,
+}
+
+/// Ratio and blend of one step.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct TrStats {
+    pub rho: f64,
+    pub alpha: f64,
+    pub predicted_decrease: f64,
+    pub actual_decrease: f64,
+}
+
+/// Newton statistics of one step (written to `log.json` per frame).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct NewtonStats {
+    pub iterations: usize,
+    pub converged: bool,
+    /// Final $\|\nabla g\|/\mathrm{scale}$ on the free DoFs.
+    pub relative_gradient: f64,
+    /// Armijo halvings summed over the iterations.
+    pub line_search_halvings: usize,
+    /// Element Hessians eigen-decomposed and projected by the filter, summed over the
+    /// iterations (`clamp`/`abs`/`trust_region`: every element every iteration; `ppn`: the
+    /// selected ones).
+    pub projected_elements: usize,
+    /// Of those, elements whose Hessian the projection actually changed.
+    pub modified_elements: usize,
+    /// Failed (indefinite) factorizations.
+    pub indefinite_factorizations: usize,
+    /// Diagonal shifts applied (`none` filter on an indefinite Hessian).
+    pub regularizations: usize,
+    pub factorizations: usize,
+}
+
+/// Statistics of one adjoint solve.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AdjointStats {
+    pub frame: usize,
+    pub iterations: usize,
+    pub converged: bool,
+    /// $\|(A-\Delta A)z-g\|/\|g\|$ at exit.
+    pub relative_residual: f64,
+    pub max_abs_z: f64,
+    /// TR blend α used (0 = exact).
+    pub alpha: f64,
+    pub filtered_samples: usize,
+    pub seconds: f64,
+    /// `fixed_point`, or `fixed_point+gmres` when the fixed-point iteration diverged or hit
+    /// its cap and GMRES (preconditioned by $A^{-1}$) finished the solve.
+    pub method: String,
+    pub gmres_iterations: usize,
+}
