@@ -41,7 +41,7 @@ on_every_device! {
     adjoint_product_matches_the_cpu_linearization => adjoint_product_matches_the_cpu_linearization_on;
 }
 use diffphd::linalg::{ordering, SparseCholesky};
-use diffphd::solver::model::Model;
+use diffphd::model::Model;
 
 fn scene(element: &str) -> String {
     format!(
@@ -144,7 +144,7 @@ fn global_solve_paths_match_the_cpu_factor_on<D: Device + Clone>(dev: &D) {
     for element in ["hex8", "tet4"] {
         let m = model(element);
         let d = m.derive(&m.params);
-        let (a, _) = diffphd::linalg::assembly::pd_matrices(&m, &d, 0.01);
+        let (a, _) = diffphd::solver::assembly::pd_matrices(&m, &d, 0.01);
         let (p, ip) = ordering::nested_dissection(&a).unwrap();
         let cpu = SparseCholesky::factor(&a, &p, &ip).unwrap();
         let f = SimplicialFactor::new(&a, &p, &ip).unwrap();
@@ -241,7 +241,7 @@ fn gpu_system_matches_global_system_with_dirichlet_values_on<D: Device + Clone>(
     for budget in [0usize, usize::MAX] {
         let m = model("hex8");
         let d = m.derive(&m.params);
-        let (a, _) = diffphd::linalg::assembly::pd_matrices(&m, &d, 0.01);
+        let (a, _) = diffphd::solver::assembly::pd_matrices(&m, &d, 0.01);
         let n = a.n;
         let left: Vec<usize> = (0..n).filter(|&i| m.rest[i][0] < 1e-9).collect();
         let sets = [
@@ -307,7 +307,7 @@ fn gpu_system_is_a_linear_solver() {
     use diffphd::linalg::LinearSolver;
     let m = model("tet4");
     let d = m.derive(&m.params);
-    let (a, _) = diffphd::linalg::assembly::pd_matrices(&m, &d, 0.01);
+    let (a, _) = diffphd::solver::assembly::pd_matrices(&m, &d, 0.01);
     let n = a.n;
     let none = || diffphd::linalg::AxisDirichlet { nodes: vec![] };
     let sys =

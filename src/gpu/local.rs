@@ -9,7 +9,7 @@ use super::device::{Arg, Device};
 use super::kernels::Kernel;
 use super::GpuError;
 use crate::material::MaterialModel;
-use crate::solver::model::{Derived, Model};
+use crate::model::{Derived, Model};
 
 /// Plain arrays of the local step (structure of arrays, 64-bit indices).
 #[derive(Clone, Debug, Default)]
