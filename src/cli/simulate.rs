@@ -33,20 +33,65 @@ pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
     scene::load(&args.scene, &effective_sets(args)).map_err(Failure::input)
 }
 
-/// Refuse backends that cannot run, with the reason.
+/// The backend of a command that runs forward and backward (`grad`, `gradcheck`, `optimize`):
+/// the CPU path only in this version (the backward is not on the device yet).
 pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
     match b {
         BackendArg::Cpu => Ok(Backend::Cpu),
-        BackendArg::Cuda => match crate::gpu::cuda_status() {
-            Err(why) => Err(Failure::input(anyhow::anyhow!("--backend cuda requested but CUDA is unavailable: {why}"))),
-            Ok(()) => Err(Failure::input(anyhow::anyhow!(
-                "--backend cuda: a CUDA device was found, but the GPU path does not yet drive whole rollouts in this version (its kernels, factor and solves are tested by `cargo test --test gpu_parity`); use --backend cpu"
-            ))),
-        },
-        BackendArg::Emulator => Err(Failure::input(anyhow::anyhow!(
-            "--backend emulator: the GPU kernels' host emulator does not yet drive whole rollouts in this version (its kernels, factor and solves are tested by `cargo test --test gpu_parity`); use --backend cpu"
-        ))),
+        BackendArg::Cuda | BackendArg::Emulator => {
+            simulate_backend(b)?;
+            Err(Failure::input(anyhow::anyhow!(
+                "--backend {}: only `simulate` runs on the GPU path in this version (the backward is not on the device yet); use --backend cpu",
+                if b == BackendArg::Cuda { "cuda" } else { "emulator" }
+            )))
+        }
     }
+}
+
+/// The backend of `simulate`, refusing one that cannot run here with the reason.
+pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
+    match b {
+        BackendArg::Cpu => Ok(Backend::Cpu),
+        BackendArg::Emulator => Ok(Backend::Emulator),
+        BackendArg::Cuda => match crate::gpu::cuda_status() {
+            Err(why) => Err(Failure::input(anyhow::anyhow!(
+                "--backend cuda requested but CUDA is unavailable: {why}"
+            ))),
+            Ok(()) => Ok(Backend::Cuda),
+        },
+    }
+}
+
+/// Hand the PD iteration's local step and global solve to the backend's device.
+fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<(), Failure> {
+    use crate::gpu::offload::{DeviceOffload, DEFAULT_INVERSE_BUDGET};
+    use crate::solver::offload::Offload;
+    if backend == Backend::Cpu {
+        return Ok(());
+    }
+    if sim.config.method != crate::model::SolverMethod::Diffphd {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--backend {backend:?}: the GPU path runs the PD method only (solver.method = \"diffphd\")"
+        )));
+    }
+    let refuse = |why: String| Failure::input(anyhow::anyhow!("--backend {backend:?}: {why}"));
+    let off: Box<dyn Offload + Send + Sync> = match backend {
+        Backend::Emulator => Box::new(
+            DeviceOffload::new(crate::gpu::Emulator, sim, DEFAULT_INVERSE_BUDGET)
+                .map_err(refuse)?,
+        ),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => {
+            let dev = crate::gpu::cuda::Cuda::new(0).map_err(|e| refuse(e.to_string()))?;
+            Box::new(DeviceOffload::new(dev, sim, DEFAULT_INVERSE_BUDGET).map_err(refuse)?)
+        }
+        _ => return Err(refuse("not available in this build".into())),
+    };
+    if !quiet {
+        eprintln!("GPU path: {}", off.describe());
+    }
+    sim.offload = Some(off);
+    Ok(())
 }
 
 fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
@@ -58,7 +103,7 @@ fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
 
 /// Run a forward simulation and write its outputs. Returns the final log.
 pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
-    let backend = check_backend(args.backend)?;
+    let backend = simulate_backend(args.backend)?;
     let ls = load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let model = Model::from_scene(&ls).map_err(|e| {
@@ -80,6 +125,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix"))
     })?;
+    attach_offload(&mut sim, backend, args.quiet)?;
     let header = RunHeader {
         diffphd_version: env!("CARGO_PKG_VERSION").into(),
         command: "simulate".into(),

@@ -20,11 +20,11 @@ pub enum Arg<'a, D: Device + ?Sized> {
 }
 
 /// A compute device: persistent buffers and kernel launches of `n` independent items.
-pub trait Device {
+pub trait Device: Send + Sync {
     /// A device buffer of `f64`.
-    type Real;
+    type Real: Send + Sync;
     /// A device buffer of `i64`.
-    type Index;
+    type Index: Send + Sync;
     /// Human-readable device name (for logs).
     fn name(&self) -> String;
     /// Copy host data into a new device buffer.

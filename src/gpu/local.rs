@@ -30,16 +30,6 @@ pub struct LocalArrays {
 
 /// Why a model cannot run its local step on the device.
 pub fn unsupported(model: &Model) -> Option<String> {
-    if let Some(b) = model
-        .bodies
-        .iter()
-        .find(|b| b.model != MaterialModel::Corotated)
-    {
-        return Some(format!(
-            "body '{}': only corotated bodies run on the GPU local step so far",
-            b.name
-        ));
-    }
     if !model.muscles.is_empty() {
         return Some("muscles are not on the GPU local step yet".into());
     }

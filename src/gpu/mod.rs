@@ -11,6 +11,7 @@ pub mod factor;
 pub mod kernels;
 pub mod local;
 pub mod nvrtc;
+pub mod offload;
 pub mod pipeline;
 pub mod system;
 

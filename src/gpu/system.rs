@@ -132,12 +132,7 @@ impl<D: Device> GpuSystem<D> {
     }
 }
 
-impl<D> LinearSolver for GpuSystem<D>
-where
-    D: Device + Send + Sync,
-    D::Real: Send,
-    D::Index: Send,
-{
+impl<D: Device> LinearSolver for GpuSystem<D> {
     fn num_nodes(&self) -> usize {
         self.a.n
     }

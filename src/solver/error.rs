@@ -23,6 +23,12 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    #[error("frame {frame}, PD iteration {iteration}: accelerator failed: {message}")]
+    Offload {
+        frame: usize,
+        iteration: usize,
+        message: String,
+    },
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("global matrix: {0}")]

@@ -68,18 +68,10 @@ impl Simulator<'_> {
         let mut newton_cache = None;
         while k < self.config.max_iterations {
             let t0 = Instant::now();
-            let loc =
-                local::project_all(model, &self.derived, &x, &mut self.warm).map_err(|e| {
-                    SolverError::NonFiniteLocal {
-                        frame,
-                        iteration: k,
-                        element: e.element,
-                    }
-                })?;
-            local::scatter(model, &loc.q, &mut bp);
+            self.local_rhs(frame, k, &x, &mut bp)?;
             let t1 = Instant::now();
             let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
-            self.system.solve(&b, &xd, &mut xhat);
+            self.global_solve(frame, k, &b, &xd, &mut xhat)?;
             let t2 = Instant::now();
             if let Some((set, del, lambda)) = ncp.as_mut() {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
@@ -200,6 +192,66 @@ impl Simulator<'_> {
     }
 
     /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.
+    /// The local step and its gather $b_p$ (spec §6.2 steps 6–7), on the accelerator if the
+    /// simulator has one.
+    fn local_rhs(
+        &mut self,
+        frame: usize,
+        k: usize,
+        x: &[f64],
+        bp: &mut [f64],
+    ) -> Result<(), SolverError> {
+        if let Some(off) = self.offload.as_mut() {
+            off.local_rhs(x, bp)
+                .map_err(|message| SolverError::Offload {
+                    frame,
+                    iteration: k,
+                    message,
+                })?;
+            if !bp.iter().all(|v| v.is_finite()) {
+                return Err(SolverError::NonFiniteLocal {
+                    frame,
+                    iteration: k,
+                    element: self.first_bad_element(x).unwrap_or(0),
+                });
+            }
+            return Ok(());
+        }
+        let loc =
+            local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|e| {
+                SolverError::NonFiniteLocal {
+                    frame,
+                    iteration: k,
+                    element: e.element,
+                }
+            })?;
+        local::scatter(self.model, &loc.q, bp);
+        Ok(())
+    }
+
+    /// The global solve $Ax=b$ with Dirichlet values (spec §6.2 step 8), on the accelerator
+    /// if the simulator has one.
+    fn global_solve(
+        &mut self,
+        frame: usize,
+        k: usize,
+        b: &[f64],
+        xd: &[f64],
+        x: &mut [f64],
+    ) -> Result<(), SolverError> {
+        match self.offload.as_mut() {
+            Some(off) => off.solve(b, xd, x).map_err(|message| SolverError::Offload {
+                frame,
+                iteration: k,
+                message,
+            }),
+            None => {
+                self.system.solve(b, xd, x);
+                Ok(())
+            }
+        }
+    }
+
     fn pd_residual(&mut self, c: &[f64], x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
         let loc =
             local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;

@@ -14,6 +14,7 @@ pub mod local;
 pub mod loss;
 pub mod muscle;
 pub mod newton;
+pub mod offload;
 pub mod rollout;
 pub mod simulator;
 pub mod stats;

@@ -45,6 +45,8 @@ pub struct Simulator<'m> {
     pub(crate) newton_system: Option<Box<NewtonSystem>>,
     /// Active contact set of the previous step (`method = "diffpd"`, warm start).
     pub(crate) diffpd_active: Vec<usize>,
+    /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
+    pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
 }
 
 /// Settings of the per-iteration NCP contact solve from `[contact]`.
@@ -108,6 +110,7 @@ impl<'m> Simulator<'m> {
             aa,
             newton_system: None,
             diffpd_active: Vec::new(),
+            offload: None,
         })
     }
 
