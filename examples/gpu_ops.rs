@@ -150,6 +150,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        #[cfg(not(feature = "cuda"))]
         "cuda" => {
             eprintln!("error: built without --features cuda");
             std::process::exit(2);
