@@ -42,12 +42,9 @@ fn check_exit_codes() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("no defects"), "{}", r.stdout);
 
-    // One inverted tet, one duplicate, one unreferenced node.
+    // One inverted tet, one unreferenced node.
     let mut bad = box_tet([1, 1, 1], 1.0, [0.0; 3]);
     bad.elements.swap(2, 3);
-    let first: Vec<usize> = bad.element(1).to_vec();
-    bad.elements.extend_from_slice(&first);
-    bad.tags.push(0);
     bad.nodes.push([5.0; 3]);
     write_mesh(&d.join("bad.node"), &bad).expect("write");
     let r = mesh_cmd(d, &["check", "bad.ele"]);
@@ -55,11 +52,10 @@ fn check_exit_codes() {
     for needle in [
         "element 0: inverted tetrahedron",
         "node 8: not referenced by any element",
-        "element 6: same nodes as element 1",
     ] {
         assert!(r.stdout.contains(needle), "{needle}: {}", r.stdout);
     }
-    assert!(r.stderr.contains("3 defect(s) found"), "{}", r.stderr);
+    assert!(r.stderr.contains("2 defect(s) found"), "{}", r.stderr);
 
     // Unreadable: missing, garbled, a surface, a truncated .bin.
     std::fs::write(
@@ -339,4 +335,74 @@ fn anchor_meshes_through_the_cli() {
     assert_eq!(m.num_elements(), 1288);
     let (_, hi) = m.bounding_box();
     assert!((hi[0] - 0.2).abs() < 1e-12);
+}
+
+/// Regression (#18): `mesh check` flagged a duplicated element that `simulate` accepted.
+/// Every reader now refuses a file with two elements on the same nodes: exit 2, one line
+/// naming the file and both element indices.
+#[test]
+fn duplicate_elements_are_refused_by_every_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for (kind, names) in [
+        (
+            ElementKind::Tet4,
+            &["dup.node", "dup.msh", "dup.mesh", "dup.vtk", "dup.bin"][..],
+        ),
+        (
+            ElementKind::Hex8,
+            &["duph.msh", "duph.mesh", "duph.vtk", "duph.bin"][..],
+        ),
+    ] {
+        let mut m = match kind {
+            ElementKind::Tet4 => box_tet([1, 1, 1], 1.0, [0.0; 3]),
+            ElementKind::Hex8 => box_hex([2, 1, 1], 1.0, [0.0; 3]),
+        };
+        // Element 1 again, its nodes in another order.
+        let mut again: Vec<usize> = m.element(1).to_vec();
+        again.rotate_left(1);
+        m.elements.extend_from_slice(&again);
+        m.tags.push(0);
+        let last = m.num_elements() - 1;
+        for name in names {
+            write_mesh(&d.join(name), &m).expect("writers keep duplicates");
+            let file = name.replace(".node", ".ele");
+            let r = mesh_cmd(d, &["info", &file]);
+            assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+            assert_eq!(r.stderr.trim().lines().count(), 1, "{name}: {}", r.stderr);
+            let want = format!("element {last}");
+            for needle in [
+                file.as_str(),
+                want.as_str(),
+                "element 1",
+                "duplicate elements",
+            ] {
+                assert!(r.stderr.contains(needle), "{name} {needle}: {}", r.stderr);
+            }
+        }
+    }
+    // gmsh 2.2 too.
+    let mut m = box_tet([1, 1, 1], 1.0, [0.0; 3]);
+    let first: Vec<usize> = m.element(0).to_vec();
+    m.elements.extend_from_slice(&first);
+    m.tags.push(0);
+    let r = mesh_cmd(
+        d,
+        &["convert", "dup.vtk", "dup22.msh", "--gmsh-version", "2.2"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    diffphd::mesh::writers::write_mesh_msh(
+        &d.join("dup22.msh"),
+        &m,
+        diffphd::mesh::writers::MshVersion::V22,
+    )
+    .expect("write");
+    let r = mesh_cmd(d, &["check", "dup22.msh"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("element 6 (line 23) has the same nodes as element 0 (line 17)"),
+        "{}",
+        r.stderr
+    );
 }

@@ -20,10 +20,10 @@
 //! reordered by `validate_and_fix` rather than rejected; they are still listed, because the
 //! file does not follow the orientation convention.
 
+use super::check::check_structure;
 use super::readers::MeshSource;
 use super::surface::{HEX_FACES, TET_FACES};
 use super::validate::{element_volume, hex_corner_dets};
-use super::writers::check_structure;
 use super::{ElementKind, Mesh, MeshFormat};
 use std::collections::{BTreeMap, HashMap};
 
