@@ -406,3 +406,128 @@ fn duplicate_elements_are_refused_by_every_reader() {
         r.stderr
     );
 }
+
+/// Regression (#18): `mesh voxelize` without `--out` overwrote a committed mesh without a
+/// word. An existing output is refused (exit 2, file untouched) unless `--overwrite`; the
+/// same holds for `convert` and `generate`.
+#[test]
+fn mesh_outputs_never_replace_an_existing_file_without_overwrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_surface(&d.join("ball.obj"), &icosphere(1.0, [0.0; 3], 2)).expect("obj");
+    std::fs::write(d.join("ball_hex.vtk"), "precious").expect("write");
+    let r = mesh_cmd(d, &["voxelize", "ball.obj", "--dx", "0.3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("ball_hex.vtk: already exists; pass --overwrite"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("ball_hex.vtk")).expect("kept"),
+        "precious"
+    );
+    let r = mesh_cmd(d, &["voxelize", "ball.obj", "--dx", "0.3", "--overwrite"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(read_mesh(&d.join("ball_hex.vtk")).is_ok());
+
+    // convert (both TetGen files count) and generate.
+    std::fs::write(d.join("t.ele"), "precious").expect("write");
+    let r = mesh_cmd(d, &["convert", "ball_hex.vtk", "out.vtk"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = mesh_cmd(d, &["convert", "ball_hex.vtk", "out.vtk"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let tets = box_tet([1, 1, 1], 1.0, [0.0; 3]);
+    write_mesh(&d.join("tets.vtk"), &tets).expect("write");
+    let r = mesh_cmd(d, &["convert", "tets.vtk", "t.node"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("t.ele: already exists"), "{}", r.stderr);
+    let r = mesh_cmd(d, &["convert", "tets.vtk", "t.node", "--overwrite"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = mesh_cmd(d, &["generate", "sphere", "--out", "ball.obj"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+/// Regression (#18): `mesh voxelize --dx 1e300` wrote an infinite-volume mesh and exited 0.
+/// Non-finite, non-positive and absurdly large `dx` exit 2 with one line naming dx.
+#[test]
+fn voxelize_refuses_absurd_dx() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_surface(&d.join("ball.obj"), &icosphere(1.0, [0.0; 3], 2)).expect("obj");
+    for dx in ["1e300", "10", "nan", "inf", "0", "-1", "1e-300"] {
+        let r = mesh_cmd(d, &["voxelize", "ball.obj", &format!("--dx={dx}")]);
+        assert_eq!(r.code, 2, "{dx}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{dx}: {}", r.stderr);
+        assert!(r.stderr.contains("dx"), "{dx}: {}", r.stderr);
+        assert!(!d.join("ball_hex.vtk").exists(), "{dx}");
+    }
+}
+
+/// Regression (#18): the box generator panicked with "capacity overflow" (exit 101) on
+/// `cells = [1000000, 1000000, 1000000]`. The product is overflow-checked against the
+/// documented maximum and refused with exit 2 and one line naming the key.
+#[test]
+fn box_generator_refuses_absurd_cells() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/cantilever.toml");
+    for cells in [
+        "[1000000,1000000,1000000]",
+        "[9223372036854775807,4,1]",
+        "[100000,1000,1000]",
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .arg("simulate")
+            .arg(&scene)
+            .args(["--frames", "1", "--quiet", "--out"])
+            .arg(dir.path().join("out"))
+            .args(["--set", &format!("body.0.mesh.cells={cells}")])
+            .output()
+            .expect("run diffphd");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cells}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{cells}: {stderr}");
+        assert!(stderr.contains("mesh.cells"), "{cells}: {stderr}");
+        assert!(stderr.contains("at most 10000000"), "{cells}: {stderr}");
+    }
+}
+
+/// Regression (#18): input files were read with no size limit (`/dev/zero` was read until
+/// memory ran out). A mesh file over the limit is refused with one line naming it; the
+/// limit is lowered here through `DIFFPHD_MAX_INPUT_BYTES` to keep the test cheap.
+#[test]
+fn mesh_input_over_the_size_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_mesh(&d.join("big.vtk"), &box_hex([4, 4, 4], 0.1, [0.0; 3])).expect("write");
+    let mut targets = vec!["big.vtk"];
+    #[cfg(unix)]
+    if Path::new("/dev/zero").exists() {
+        std::os::unix::fs::symlink("/dev/zero", d.join("zero.msh")).expect("symlink");
+        std::os::unix::fs::symlink("/dev/zero", d.join("zero.obj")).expect("symlink");
+        targets.extend(["zero.msh", "zero.obj"]);
+    }
+    for file in targets {
+        let args: &[&str] = if file.ends_with(".obj") {
+            &["voxelize", file, "--dx", "0.1"]
+        } else {
+            &["info", file]
+        };
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .arg("mesh")
+            .args(args)
+            .current_dir(d)
+            .env("DIFFPHD_MAX_INPUT_BYTES", "2000")
+            .output()
+            .expect("run diffphd");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{file}: {stderr}");
+        assert!(stderr.contains(file), "{file}: {stderr}");
+        assert!(
+            stderr.contains("larger than the input size limit of 2000 bytes"),
+            "{file}: {stderr}"
+        );
+    }
+}

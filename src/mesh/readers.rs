@@ -476,6 +476,52 @@ mod tests {
         }
     }
 
+    /// Regression (#18): huge counts in mesh headers are refused at the header line, before
+    /// anything is allocated for them, in every text format.
+    #[test]
+    fn huge_header_counts_are_refused_before_allocating() {
+        let big = "99999999999";
+        let node = "4 3\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n";
+        let msh2 = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n";
+        let msh4 = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n";
+        let cases: Vec<(Result<Mesh, MeshError>, usize, &str)> = vec![
+            (tetgen(&format!("{big} 3\n0 0 0 0\n"), ""), 1, "points"),
+            (
+                tetgen(node, &format!("{big} 4\n0 0 1 2 3\n")),
+                1,
+                "tetrahedra",
+            ),
+            (msh(&format!("{msh2}$Nodes\n{big}\n1 0 0 0\n")), 5, "nodes"),
+            (msh(&format!("{msh2}$Elements\n{big}\n")), 5, "elements"),
+            (msh(&format!("{msh4}$Nodes\n1 {big} 1 4\n")), 5, "nodes"),
+            (
+                msh(&format!("{msh4}$Elements\n{big} 1 1 1\n")),
+                5,
+                "element blocks",
+            ),
+            (medit(&format!("Vertices\n{big}\n0 0 0 1\n")), 1, "vertices"),
+            (
+                medit(&format!("Vertices\n1\n0 0 0 1\nTetrahedra\n{big}\n")),
+                4,
+                "elements",
+            ),
+        ];
+        for (r, line, what) in cases {
+            let (l, msg) = match r {
+                Err(MeshError::Parse { line, msg, .. }) => (line, msg),
+                other => panic!("{what}: {other:?}"),
+            };
+            assert_eq!(l, line, "{msg}");
+            assert!(msg.contains(&format!("declares {big} {what}")), "{msg}");
+        }
+        let vtk = format!("# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS {big} double\n0 0 0\n");
+        let e = parse_vtk(&vtk, "t.vtk").unwrap_err().to_string();
+        assert!(
+            e.contains("t.vtk:5: number of points is 99999999999, but only 4 values follow"),
+            "{e}"
+        );
+    }
+
     /// Readers used by the fuzz tests: (fixture, parser of a mutated copy of it).
     type Parser = fn(&str) -> Result<Mesh, MeshError>;
 
