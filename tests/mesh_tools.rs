@@ -531,3 +531,67 @@ fn mesh_input_over_the_size_limit_is_refused() {
         );
     }
 }
+
+/// The simulation and the toolbox agree on what a usable mesh file is (#18: `mesh check`
+/// flagged duplicate elements that `simulate` accepted). Duplicate elements: every reader
+/// refuses them, so `simulate` exits 2 with one line naming the file and both elements.
+/// Unreferenced nodes: readers keep them, `mesh check` reports them (exit 1), `simulate`
+/// refuses them (exit 2, naming the node), and `mesh convert --fix` drops them.
+#[test]
+fn simulate_refuses_duplicate_elements_and_unreferenced_nodes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let simulate = |file: &str| {
+        let scene = format!(
+            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 1\n[[body]]\n[body.mesh]\nfile = \"{file}\"\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n"
+        );
+        std::fs::write(d.join("scene.toml"), scene).expect("scene");
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .args([
+                "simulate",
+                "scene.toml",
+                "--out",
+                &format!("out_{file}"),
+                "--quiet",
+            ])
+            .current_dir(d)
+            .output()
+            .expect("simulate");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let mut dup = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+    let first: Vec<usize> = dup.element(3).to_vec();
+    dup.elements.extend_from_slice(&first);
+    dup.tags.push(0);
+    write_mesh(&d.join("dup.node"), &dup).expect("write");
+    let (code, stderr) = simulate("dup.ele");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("dup.ele:9: element 6 (line 9) has the same nodes as element 3 (line 6)"),
+        "{stderr}"
+    );
+
+    let mut loose = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+    loose.nodes.push([1.0; 3]);
+    write_mesh(&d.join("loose.vtk"), &loose).expect("write");
+    assert_eq!(mesh_cmd(d, &["check", "loose.vtk"]).code, 1);
+    let (code, stderr) = simulate("loose.vtk");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("node 8: node is not referenced by any element"),
+        "{stderr}"
+    );
+    let r = mesh_cmd(d, &["convert", "--fix", "loose.vtk", "fixed.vtk"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("dropped 1 unreferenced node(s)"),
+        "{}",
+        r.stderr
+    );
+    let (code, stderr) = simulate("fixed.vtk");
+    assert_eq!(code, Some(0), "{stderr}");
+}
