@@ -11,13 +11,13 @@ M=meshes
 mkdir -p "$M"
 
 # Sphere: icosphere of radius 5 cm (3 subdivisions), voxelized at 8 mm.
-"$B" mesh generate sphere --radius 0.05 --subdivisions 3 --out "$M/sphere.obj"
-"$B" mesh voxelize "$M/sphere.obj" --dx 0.008 --out "$M/sphere_hex.vtk"
+"$B" mesh generate sphere --radius 0.05 --subdivisions 3 --out "$M/sphere.obj" --overwrite
+"$B" mesh voxelize "$M/sphere.obj" --dx 0.008 --out "$M/sphere_hex.vtk" --overwrite
 
 # Torus around z: ring radius 8 cm, tube radius 3 cm (24 segments around the tube, 64 around
 # the ring), voxelized at 1 cm.
-"$B" mesh generate torus --major-radius 0.08 --radius 0.03 --segments 24 --out "$M/torus.obj"
-"$B" mesh voxelize "$M/torus.obj" --dx 0.01 --out "$M/torus_hex.vtk"
+"$B" mesh generate torus --major-radius 0.08 --radius 0.03 --segments 24 --out "$M/torus.obj" --overwrite
+"$B" mesh voxelize "$M/torus.obj" --dx 0.01 --out "$M/torus_hex.vtk" --overwrite
 
 # Stanford bunny (public domain) from the npm package `bunny`, in metres, z up (~9.7 cm tall).
 if command -v npm >/dev/null && command -v node >/dev/null; then
@@ -29,11 +29,11 @@ else
   echo "npm/node not found: reusing the committed $M/bunny.obj" >&2
 fi
 # Voxelized at 5 mm (hexes) and 6.5 mm (each voxel split into six conforming Kuhn tets).
-"$B" mesh voxelize "$M/bunny.obj" --dx 0.005 --out "$M/bunny_hex.vtk"
-"$B" mesh voxelize "$M/bunny.obj" --dx 0.0065 --tet --out "$M/bunny_tet.vtk"
+"$B" mesh voxelize "$M/bunny.obj" --dx 0.005 --out "$M/bunny_hex.vtk" --overwrite
+"$B" mesh voxelize "$M/bunny.obj" --dx 0.0065 --tet --out "$M/bunny_tet.vtk" --overwrite
 # Coarse versions for the contact inverse scenes (initial_state_bunny, torus_locomotion).
-"$B" mesh voxelize "$M/bunny.obj" --dx 0.0125 --out "$M/bunny_hex_coarse.vtk"
-"$B" mesh voxelize "$M/torus.obj" --dx 0.02 --out "$M/torus_hex_coarse.vtk"
+"$B" mesh voxelize "$M/bunny.obj" --dx 0.0125 --out "$M/bunny_hex_coarse.vtk" --overwrite
+"$B" mesh voxelize "$M/torus.obj" --dx 0.02 --out "$M/torus_hex_coarse.vtk" --overwrite
 
 # Stanford Armadillo (CC0 as distributed in CGAL's demo data, Debian package libcgal-demo
 # 5.5.1-2): quadric-decimated to 30 % of its triangles (scripts/armadillo_decimate.py, needs
@@ -46,7 +46,7 @@ if command -v apt-get >/dev/null && command -v tetgen >/dev/null && python3 -c "
     && tar xzf pkg/usr/share/doc/libcgal-dev/data.tar.gz data/meshes/armadillo.off)
   python3 scripts/armadillo_decimate.py "$at/data/meshes/armadillo.off" "$at/armadillo.off" 0.7
   tetgen -pq1.6Ya8e-9Q "$at/armadillo.off"
-  "$B" mesh convert "$at/armadillo.1.node" "$M/armadillo_tet.vtk"
+  "$B" mesh convert "$at/armadillo.1.node" "$M/armadillo_tet.vtk" --overwrite
   rm -rf "$at"
 else
   echo "apt-get, tetgen or python3 fast_simplification missing: reusing the committed $M/armadillo_tet.vtk" >&2

@@ -42,12 +42,9 @@ fn check_exit_codes() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("no defects"), "{}", r.stdout);
 
-    // One inverted tet, one duplicate, one unreferenced node.
+    // One inverted tet, one unreferenced node.
     let mut bad = box_tet([1, 1, 1], 1.0, [0.0; 3]);
     bad.elements.swap(2, 3);
-    let first: Vec<usize> = bad.element(1).to_vec();
-    bad.elements.extend_from_slice(&first);
-    bad.tags.push(0);
     bad.nodes.push([5.0; 3]);
     write_mesh(&d.join("bad.node"), &bad).expect("write");
     let r = mesh_cmd(d, &["check", "bad.ele"]);
@@ -55,11 +52,10 @@ fn check_exit_codes() {
     for needle in [
         "element 0: inverted tetrahedron",
         "node 8: not referenced by any element",
-        "element 6: same nodes as element 1",
     ] {
         assert!(r.stdout.contains(needle), "{needle}: {}", r.stdout);
     }
-    assert!(r.stderr.contains("3 defect(s) found"), "{}", r.stderr);
+    assert!(r.stderr.contains("2 defect(s) found"), "{}", r.stderr);
 
     // Unreadable: missing, garbled, a surface, a truncated .bin.
     std::fs::write(
@@ -339,4 +335,263 @@ fn anchor_meshes_through_the_cli() {
     assert_eq!(m.num_elements(), 1288);
     let (_, hi) = m.bounding_box();
     assert!((hi[0] - 0.2).abs() < 1e-12);
+}
+
+/// Regression (#18): `mesh check` flagged a duplicated element that `simulate` accepted.
+/// Every reader now refuses a file with two elements on the same nodes: exit 2, one line
+/// naming the file and both element indices.
+#[test]
+fn duplicate_elements_are_refused_by_every_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for (kind, names) in [
+        (
+            ElementKind::Tet4,
+            &["dup.node", "dup.msh", "dup.mesh", "dup.vtk", "dup.bin"][..],
+        ),
+        (
+            ElementKind::Hex8,
+            &["duph.msh", "duph.mesh", "duph.vtk", "duph.bin"][..],
+        ),
+    ] {
+        let mut m = match kind {
+            ElementKind::Tet4 => box_tet([1, 1, 1], 1.0, [0.0; 3]),
+            ElementKind::Hex8 => box_hex([2, 1, 1], 1.0, [0.0; 3]),
+        };
+        // Element 1 again, its nodes in another order.
+        let mut again: Vec<usize> = m.element(1).to_vec();
+        again.rotate_left(1);
+        m.elements.extend_from_slice(&again);
+        m.tags.push(0);
+        let last = m.num_elements() - 1;
+        for name in names {
+            write_mesh(&d.join(name), &m).expect("writers keep duplicates");
+            let file = name.replace(".node", ".ele");
+            let r = mesh_cmd(d, &["info", &file]);
+            assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+            assert_eq!(r.stderr.trim().lines().count(), 1, "{name}: {}", r.stderr);
+            let want = format!("element {last}");
+            for needle in [
+                file.as_str(),
+                want.as_str(),
+                "element 1",
+                "duplicate elements",
+            ] {
+                assert!(r.stderr.contains(needle), "{name} {needle}: {}", r.stderr);
+            }
+        }
+    }
+    // gmsh 2.2 too.
+    let mut m = box_tet([1, 1, 1], 1.0, [0.0; 3]);
+    let first: Vec<usize> = m.element(0).to_vec();
+    m.elements.extend_from_slice(&first);
+    m.tags.push(0);
+    let r = mesh_cmd(
+        d,
+        &["convert", "dup.vtk", "dup22.msh", "--gmsh-version", "2.2"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    diffphd::mesh::writers::write_mesh_msh(
+        &d.join("dup22.msh"),
+        &m,
+        diffphd::mesh::writers::MshVersion::V22,
+    )
+    .expect("write");
+    let r = mesh_cmd(d, &["check", "dup22.msh"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("element 6 (line 23) has the same nodes as element 0 (line 17)"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Regression (#18): `mesh voxelize` without `--out` overwrote a committed mesh without a
+/// word. An existing output is refused (exit 2, file untouched) unless `--overwrite`; the
+/// same holds for `convert` and `generate`.
+#[test]
+fn mesh_outputs_never_replace_an_existing_file_without_overwrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_surface(&d.join("ball.obj"), &icosphere(1.0, [0.0; 3], 2)).expect("obj");
+    std::fs::write(d.join("ball_hex.vtk"), "precious").expect("write");
+    let r = mesh_cmd(d, &["voxelize", "ball.obj", "--dx", "0.3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("ball_hex.vtk: already exists; pass --overwrite"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("ball_hex.vtk")).expect("kept"),
+        "precious"
+    );
+    let r = mesh_cmd(d, &["voxelize", "ball.obj", "--dx", "0.3", "--overwrite"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(read_mesh(&d.join("ball_hex.vtk")).is_ok());
+
+    // convert (both TetGen files count) and generate.
+    std::fs::write(d.join("t.ele"), "precious").expect("write");
+    let r = mesh_cmd(d, &["convert", "ball_hex.vtk", "out.vtk"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = mesh_cmd(d, &["convert", "ball_hex.vtk", "out.vtk"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let tets = box_tet([1, 1, 1], 1.0, [0.0; 3]);
+    write_mesh(&d.join("tets.vtk"), &tets).expect("write");
+    let r = mesh_cmd(d, &["convert", "tets.vtk", "t.node"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("t.ele: already exists"), "{}", r.stderr);
+    let r = mesh_cmd(d, &["convert", "tets.vtk", "t.node", "--overwrite"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = mesh_cmd(d, &["generate", "sphere", "--out", "ball.obj"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+/// Regression (#18): `mesh voxelize --dx 1e300` wrote an infinite-volume mesh and exited 0.
+/// Non-finite, non-positive and absurdly large `dx` exit 2 with one line naming dx.
+#[test]
+fn voxelize_refuses_absurd_dx() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_surface(&d.join("ball.obj"), &icosphere(1.0, [0.0; 3], 2)).expect("obj");
+    for dx in ["1e300", "10", "nan", "inf", "0", "-1", "1e-300"] {
+        let r = mesh_cmd(d, &["voxelize", "ball.obj", &format!("--dx={dx}")]);
+        assert_eq!(r.code, 2, "{dx}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{dx}: {}", r.stderr);
+        assert!(r.stderr.contains("dx"), "{dx}: {}", r.stderr);
+        assert!(!d.join("ball_hex.vtk").exists(), "{dx}");
+    }
+}
+
+/// Regression (#18): the box generator panicked with "capacity overflow" (exit 101) on
+/// `cells = [1000000, 1000000, 1000000]`. The product is overflow-checked against the
+/// documented maximum and refused with exit 2 and one line naming the key.
+#[test]
+fn box_generator_refuses_absurd_cells() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/cantilever.toml");
+    for cells in [
+        "[1000000,1000000,1000000]",
+        "[9223372036854775807,4,1]",
+        "[100000,1000,1000]",
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .arg("simulate")
+            .arg(&scene)
+            .args(["--frames", "1", "--quiet", "--out"])
+            .arg(dir.path().join("out"))
+            .args(["--set", &format!("body.0.mesh.cells={cells}")])
+            .output()
+            .expect("run diffphd");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cells}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{cells}: {stderr}");
+        assert!(stderr.contains("mesh.cells"), "{cells}: {stderr}");
+        assert!(stderr.contains("at most 10000000"), "{cells}: {stderr}");
+    }
+}
+
+/// Regression (#18): input files were read with no size limit (`/dev/zero` was read until
+/// memory ran out). A mesh file over the limit is refused with one line naming it; the
+/// limit is lowered here through `DIFFPHD_MAX_INPUT_BYTES` to keep the test cheap.
+#[test]
+fn mesh_input_over_the_size_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_mesh(&d.join("big.vtk"), &box_hex([4, 4, 4], 0.1, [0.0; 3])).expect("write");
+    let mut targets = vec!["big.vtk"];
+    #[cfg(unix)]
+    if Path::new("/dev/zero").exists() {
+        std::os::unix::fs::symlink("/dev/zero", d.join("zero.msh")).expect("symlink");
+        std::os::unix::fs::symlink("/dev/zero", d.join("zero.obj")).expect("symlink");
+        targets.extend(["zero.msh", "zero.obj"]);
+    }
+    for file in targets {
+        let args: &[&str] = if file.ends_with(".obj") {
+            &["voxelize", file, "--dx", "0.1"]
+        } else {
+            &["info", file]
+        };
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .arg("mesh")
+            .args(args)
+            .current_dir(d)
+            .env("DIFFPHD_MAX_INPUT_BYTES", "2000")
+            .output()
+            .expect("run diffphd");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{file}: {stderr}");
+        assert!(stderr.contains(file), "{file}: {stderr}");
+        assert!(
+            stderr.contains("larger than the input size limit of 2000 bytes"),
+            "{file}: {stderr}"
+        );
+    }
+}
+
+/// The simulation and the toolbox agree on what a usable mesh file is (#18: `mesh check`
+/// flagged duplicate elements that `simulate` accepted). Duplicate elements: every reader
+/// refuses them, so `simulate` exits 2 with one line naming the file and both elements.
+/// Unreferenced nodes: readers keep them, `mesh check` reports them (exit 1), `simulate`
+/// refuses them (exit 2, naming the node), and `mesh convert --fix` drops them.
+#[test]
+fn simulate_refuses_duplicate_elements_and_unreferenced_nodes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let simulate = |file: &str| {
+        let scene = format!(
+            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 1\n[[body]]\n[body.mesh]\nfile = \"{file}\"\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n"
+        );
+        std::fs::write(d.join("scene.toml"), scene).expect("scene");
+        let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
+            .args([
+                "simulate",
+                "scene.toml",
+                "--out",
+                &format!("out_{file}"),
+                "--quiet",
+            ])
+            .current_dir(d)
+            .output()
+            .expect("simulate");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let mut dup = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+    let first: Vec<usize> = dup.element(3).to_vec();
+    dup.elements.extend_from_slice(&first);
+    dup.tags.push(0);
+    write_mesh(&d.join("dup.node"), &dup).expect("write");
+    let (code, stderr) = simulate("dup.ele");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("dup.ele:9: element 6 (line 9) has the same nodes as element 3 (line 6)"),
+        "{stderr}"
+    );
+
+    let mut loose = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+    loose.nodes.push([1.0; 3]);
+    write_mesh(&d.join("loose.vtk"), &loose).expect("write");
+    assert_eq!(mesh_cmd(d, &["check", "loose.vtk"]).code, 1);
+    let (code, stderr) = simulate("loose.vtk");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("node 8: node is not referenced by any element"),
+        "{stderr}"
+    );
+    let r = mesh_cmd(d, &["convert", "--fix", "loose.vtk", "fixed.vtk"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("dropped 1 unreferenced node(s)"),
+        "{}",
+        r.stderr
+    );
+    let (code, stderr) = simulate("fixed.vtk");
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -1,238 +1,50 @@
-//! Frame files of a rollout: PLY surfaces (default) or `.vtu` volumes (`[output] format`).
-//!
-//! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
-//!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
-//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, one `<Piece>` per body (bodies may
-//!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
-//!   arrays `tag` (the body index) and `youngs_modulus`. A ParaView collection `frames.pvd`
-//!   lists every written frame with its time; it is rewritten (atomically) after each frame,
-//!   so a run that fails part-way leaves a valid collection of the frames it wrote.
+//! The command line's bridge from the simulation model to the frame writer of
+//! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
+//! [`FrameLayout`] and the scene's `[output] format` a [`FrameFiles`].
 
-use crate::io::{ply, write_atomic};
-use crate::mesh::vtk::{encode_vtu_pieces, VtuPiece};
-use crate::mesh::Mesh;
+pub use crate::io::frames::{frame_name, vtu_frame_name, FrameWriter};
+use crate::io::frames::{FrameBody, FrameFiles, FrameLayout};
+use crate::mesh::vtk::vtk_cell_type;
+use crate::mesh::{ElementKind, HEX_VTK_TO_LEX};
 use crate::scene::FrameFormat;
 use crate::solver::Model;
-use std::path::Path;
 
-/// Stable PLY frame file name (also what tracking losses read back).
-pub fn frame_name(frame: usize) -> String {
-    format!("frame_{frame:05}.ply")
-}
-
-/// Stable VTU frame file name.
-pub fn vtu_frame_name(frame: usize) -> String {
-    format!("frame_{frame:05}.vtu")
-}
-
-/// Surface output data shared by all frames.
-pub struct SurfaceMap {
-    pub nodes: Vec<usize>,
-    pub faces: Vec<[u32; 3]>,
-    pub node_youngs: Vec<f64>,
-}
-
-impl SurfaceMap {
-    pub fn new(model: &Model) -> Self {
-        let n = model.num_nodes();
-        let mut local = vec![u32::MAX; n];
-        let mut nodes = Vec::new();
-        let mut faces = Vec::new();
-        for b in &model.bodies {
-            for t in &b.surface {
-                let mut f = [0u32; 3];
-                for k in 0..3 {
-                    if local[t[k]] == u32::MAX {
-                        local[t[k]] = nodes.len() as u32;
-                        nodes.push(t[k]);
-                    }
-                    f[k] = local[t[k]];
-                }
-                faces.push(f);
-            }
-        }
-        let mut sum = vec![0.0; n];
-        let mut cnt = vec![0usize; n];
-        for e in 0..model.num_elements() {
-            for &i in model.element(e) {
-                sum[i] += model.params.youngs[e];
-                cnt[i] += 1;
-            }
-        }
-        let node_youngs = sum
-            .iter()
-            .zip(&cnt)
-            .map(|(s, c)| s / (*c).max(1) as f64)
-            .collect();
-        SurfaceMap {
-            nodes,
-            faces,
-            node_youngs,
+impl From<FrameFormat> for FrameFiles {
+    fn from(f: FrameFormat) -> Self {
+        match f {
+            FrameFormat::Ply => FrameFiles::Ply,
+            FrameFormat::Vtu => FrameFiles::Vtu,
         }
     }
-
-    pub fn write(
-        &self,
-        path: &Path,
-        x: &[f64],
-        v: &[f64],
-        contact_force: Option<&[f64]>,
-    ) -> std::io::Result<()> {
-        let bytes = ply::encode(&ply::SurfaceFrame {
-            nodes: &self.nodes,
-            x,
-            v,
-            youngs: &self.node_youngs,
-            faces: &self.faces,
-            contact_force,
-        });
-        write_atomic(path, &bytes)
-    }
 }
 
-/// A named per-node 3-vector array.
-type PointField<'a> = (&'a str, &'a [[f64; 3]]);
-
-/// Volume output data shared by all frames: one single-kind mesh per body in body-local node
-/// numbering (the body's nodes are the contiguous range `BodyInfo::nodes`).
-pub struct VolumeMap {
-    bodies: Vec<(Mesh, std::ops::Range<usize>, Vec<f64>)>,
-}
-
-impl VolumeMap {
-    pub fn new(model: &Model) -> Self {
+impl From<&Model> for FrameLayout {
+    fn from(model: &Model) -> Self {
         let bodies = model
             .bodies
             .iter()
-            .enumerate()
-            .map(|(bi, b)| {
-                let n0 = b.nodes.start;
-                let mut elements = Vec::new();
+            .map(|b| {
+                let mut connectivity = Vec::with_capacity(b.elements.len() * b.kind.nodes());
                 for e in b.elements.clone() {
-                    elements.extend(model.element(e).iter().map(|&i| i - n0));
+                    let el = model.element(e);
+                    match b.kind {
+                        ElementKind::Tet4 => connectivity.extend_from_slice(el),
+                        ElementKind::Hex8 => connectivity.extend(HEX_VTK_TO_LEX.map(|l| el[l])),
+                    }
                 }
-                let mesh = Mesh {
-                    kind: b.kind,
-                    nodes: model.rest[b.nodes.clone()].to_vec(),
-                    elements,
-                    tags: vec![bi as i64; b.elements.len()],
-                };
-                let youngs = model.params.youngs[b.elements.clone()].to_vec();
-                (mesh, b.nodes.clone(), youngs)
-            })
-            .collect();
-        VolumeMap { bodies }
-    }
-
-    /// The `.vtu` text of one frame (`x`, `v`, `contact_force` node-major, length 3n).
-    pub fn encode(
-        &self,
-        x: &[f64],
-        v: &[f64],
-        contact_force: Option<&[f64]>,
-    ) -> Result<String, String> {
-        let split = |a: &[f64], r: &std::ops::Range<usize>| -> Vec<[f64; 3]> {
-            r.clone()
-                .map(|i| [a[3 * i], a[3 * i + 1], a[3 * i + 2]])
-                .collect()
-        };
-        let data: Vec<_> = self
-            .bodies
-            .iter()
-            .map(|(_, r, _)| (split(x, r), split(v, r), contact_force.map(|f| split(f, r))))
-            .collect();
-        let fields: Vec<Vec<PointField<'_>>> = data
-            .iter()
-            .map(|(_, vel, fc)| {
-                let mut f: Vec<PointField<'_>> = vec![("velocity", &vel[..])];
-                if let Some(fc) = fc {
-                    f.push(("contact_force", &fc[..]));
+                FrameBody {
+                    nodes: b.nodes.clone(),
+                    cell_type: vtk_cell_type(b.kind),
+                    nodes_per_cell: b.kind.nodes(),
+                    connectivity,
+                    youngs: model.params.youngs[b.elements.clone()].to_vec(),
+                    surface: b.surface.clone(),
                 }
-                f
             })
             .collect();
-        let cells: Vec<[(&str, &[f64]); 1]> = self
-            .bodies
-            .iter()
-            .map(|(_, _, e)| [("youngs_modulus", &e[..])])
-            .collect();
-        let pieces: Vec<VtuPiece<'_>> = self
-            .bodies
-            .iter()
-            .enumerate()
-            .map(|(k, (mesh, _, _))| VtuPiece {
-                mesh,
-                positions: &data[k].0,
-                point_fields: &fields[k],
-                cell_scalars: &cells[k],
-            })
-            .collect();
-        encode_vtu_pieces(&pieces).map_err(|e| e.to_string())
-    }
-}
-
-/// Writes the frames of one run in the chosen format.
-pub enum FrameWriter {
-    Ply(SurfaceMap),
-    Vtu {
-        map: VolumeMap,
-        /// (time, file name) of every frame written so far, for `frames.pvd`.
-        written: Vec<(f64, String)>,
-    },
-}
-
-impl FrameWriter {
-    pub fn new(model: &Model, format: FrameFormat) -> Self {
-        match format {
-            FrameFormat::Ply => FrameWriter::Ply(SurfaceMap::new(model)),
-            FrameFormat::Vtu => FrameWriter::Vtu {
-                map: VolumeMap::new(model),
-                written: Vec::new(),
-            },
+        FrameLayout {
+            num_nodes: model.num_nodes(),
+            bodies,
         }
     }
-
-    /// Write frame `frame` (time `time`) into `dir`; returns the file name.
-    pub fn write(
-        &mut self,
-        dir: &Path,
-        frame: usize,
-        time: f64,
-        x: &[f64],
-        v: &[f64],
-        contact_force: Option<&[f64]>,
-    ) -> std::io::Result<String> {
-        match self {
-            FrameWriter::Ply(s) => {
-                let name = frame_name(frame);
-                s.write(&dir.join(&name), x, v, contact_force)?;
-                Ok(name)
-            }
-            FrameWriter::Vtu { map, written } => {
-                let name = vtu_frame_name(frame);
-                let text = map
-                    .encode(x, v, contact_force)
-                    .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-                write_atomic(&dir.join(&name), text.as_bytes())?;
-                written.retain(|(_, n)| *n != name);
-                written.push((time, name.clone()));
-                write_atomic(&dir.join("frames.pvd"), pvd(written).as_bytes())?;
-                Ok(name)
-            }
-        }
-    }
-}
-
-/// ParaView collection file listing `(time, file)` pairs.
-fn pvd(frames: &[(f64, String)]) -> String {
-    let mut s = String::from(
-        "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"1.0\">\n<Collection>\n",
-    );
-    for (t, f) in frames {
-        s.push_str(&format!(
-            "<DataSet timestep=\"{t:e}\" part=\"0\" file=\"{f}\"/>\n"
-        ));
-    }
-    s.push_str("</Collection>\n</VTKFile>\n");
-    s
 }

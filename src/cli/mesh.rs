@@ -2,15 +2,19 @@
 //!
 //! Exit codes (see [`super`]): `mesh check` exits 1 when the mesh has defects (each printed
 //! on stdout); every command exits 2 when its input cannot be read or parsed, or the output
-//! cannot be written.
+//! cannot be written. `convert`, `voxelize` and `generate` never replace an existing file
+//! (`voxelize` without `--out` included) unless `--overwrite` is given.
+//!
+//! This toolbox is apart from the simulation path: it uses the mesh readers, writers and
+//! validation the simulation uses, plus reports, surfaces and voxelization that only it uses.
 
 use super::Failure;
 use crate::mesh::info::{mesh_info, MeshInfo};
 use crate::mesh::readers::read_mesh_with_source;
 use crate::mesh::trisurf::{read_surface, write_surface, SurfaceFormat};
-use crate::mesh::validate::validate_and_fix;
+use crate::mesh::validate::{remove_unreferenced_nodes, validate_and_fix};
 use crate::mesh::voxelize::{voxelize, VoxelizeOptions};
-use crate::mesh::writers::{write_mesh, write_mesh_msh, MshVersion};
+use crate::mesh::writers::{output_paths, write_mesh, write_mesh_msh, MshVersion};
 use crate::mesh::{shapes, MeshFormat};
 use anyhow::anyhow;
 use std::path::{Path, PathBuf};
@@ -45,9 +49,13 @@ pub enum MeshCommand {
         /// Multiply all coordinates by this factor (DiffPD's .bin meshes are unit-size).
         #[arg(long)]
         scale: Option<f64>,
-        /// Reorient inverted tets / mirrored hexes and reject invalid meshes before writing.
+        /// Drop unreferenced nodes, reorient inverted tets / mirrored hexes and reject
+        /// invalid meshes before writing.
         #[arg(long)]
         fix: bool,
+        /// Replace an existing output file (refused otherwise).
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Turn a closed triangle surface (.obj, .off, .ply, .stl) into a hex8 (or tet4) voxel
     /// mesh of the cells whose centre is inside.
@@ -62,6 +70,9 @@ pub enum MeshCommand {
         /// Output mesh (default: `<surface stem>_hex.vtk` or `_tet.vtk` next to the surface).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Replace an existing output file (refused otherwise).
+        #[arg(long)]
+        overwrite: bool,
         /// Voxelize a surface with holes or non-manifold edges (majority vote of three ray
         /// directions) instead of failing.
         #[arg(long)]
@@ -94,6 +105,9 @@ pub enum MeshCommand {
         /// at least 3).
         #[arg(long, default_value_t = 32)]
         segments: usize,
+        /// Replace an existing output file (refused otherwise).
+        #[arg(long)]
+        overwrite: bool,
     },
 }
 
@@ -127,7 +141,11 @@ pub fn run(cmd: &MeshCommand) -> Result<(), Failure> {
             gmsh_version,
             scale,
             fix,
-        } => convert(input, output, *gmsh_version, *scale, *fix),
+            overwrite,
+        } => {
+            refuse_existing(&output_paths(output), *overwrite)?;
+            convert(input, output, *gmsh_version, *scale, *fix)
+        }
         MeshCommand::Voxelize {
             surface,
             dx,
@@ -136,6 +154,7 @@ pub fn run(cmd: &MeshCommand) -> Result<(), Failure> {
             allow_open,
             keep_all_components,
             json,
+            overwrite,
         } => {
             let opts = VoxelizeOptions {
                 dx: *dx,
@@ -143,7 +162,12 @@ pub fn run(cmd: &MeshCommand) -> Result<(), Failure> {
                 allow_open: *allow_open,
                 keep_all_components: *keep_all_components,
             };
-            voxelize_cmd(surface, &opts, out.as_deref(), *json)
+            let out = match out {
+                Some(p) => p.clone(),
+                None => default_voxel_path(surface, opts.tets),
+            };
+            refuse_existing(&output_paths(&out), *overwrite)?;
+            voxelize_cmd(surface, &opts, &out, *json)
         }
         MeshCommand::Generate {
             shape,
@@ -152,15 +176,43 @@ pub fn run(cmd: &MeshCommand) -> Result<(), Failure> {
             major_radius,
             subdivisions,
             segments,
-        } => generate(
-            *shape,
-            out,
-            *radius,
-            *major_radius,
-            *subdivisions,
-            *segments,
-        ),
+            overwrite,
+        } => {
+            refuse_existing(std::slice::from_ref(out), *overwrite)?;
+            generate(
+                *shape,
+                out,
+                *radius,
+                *major_radius,
+                *subdivisions,
+                *segments,
+            )
+        }
     }
+}
+
+/// Refuses to replace a file this command did not create, unless `--overwrite` was given.
+fn refuse_existing(paths: &[PathBuf], overwrite: bool) -> Result<(), Failure> {
+    if overwrite {
+        return Ok(());
+    }
+    match paths.iter().find(|p| p.exists()) {
+        Some(p) => Err(Failure::input(anyhow!(
+            "{}: already exists; pass --overwrite to replace it",
+            p.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `<surface stem>_hex.vtk` (or `_tet.vtk`) next to the surface.
+fn default_voxel_path(surface: &Path, tets: bool) -> PathBuf {
+    let stem = surface
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let suffix = if tets { "tet" } else { "hex" };
+    surface.with_file_name(format!("{stem}_{suffix}.vtk"))
 }
 
 fn load(file: &Path) -> Result<(crate::mesh::Mesh, MeshInfo), Failure> {
@@ -316,6 +368,10 @@ fn convert(
         }
     }
     if fix {
+        let dropped = remove_unreferenced_nodes(&mut mesh);
+        if dropped > 0 {
+            eprintln!("dropped {dropped} unreferenced node(s)");
+        }
         let r = validate_and_fix(&mut mesh)
             .map_err(|e| bad_input(format!("{}: {e}", input.display())))?;
         if !r.flipped.is_empty() {
@@ -341,24 +397,13 @@ fn convert(
 fn voxelize_cmd(
     surface: &Path,
     opts: &VoxelizeOptions,
-    out: Option<&Path>,
+    out: &Path,
     json: bool,
 ) -> Result<(), Failure> {
     let surf = read_surface(surface).map_err(Failure::input)?;
     let (mesh, report) =
         voxelize(&surf, opts).map_err(|e| Failure::input(anyhow!("{}: {e}", surface.display())))?;
-    let out = match out {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let stem = surface
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let suffix = if opts.tets { "tet" } else { "hex" };
-            surface.with_file_name(format!("{stem}_{suffix}.vtk"))
-        }
-    };
-    write_mesh(&out, &mesh).map_err(bad_input)?;
+    write_mesh(out, &mesh).map_err(bad_input)?;
     if json {
         let text = serde_json::to_string_pretty(&report).map_err(Failure::run)?;
         println!("{text}");

@@ -1,9 +1,14 @@
-//! Output files: binary PLY surface frames and the JSON run log. Every file is written to
-//! a temporary name and renamed into place, so a run killed half-way leaves each finished
-//! file intact and never a half-written one.
+//! Files in and out: frames (binary PLY surfaces, `.vtu` volumes), the JSON run log, the
+//! decimal text of numbers, and size-limited reading of input files. Every output file is
+//! written to a temporary name and renamed into place, so a run killed half-way leaves each
+//! finished file intact and never a half-written one.
 
+pub mod frames;
+pub mod input;
 pub mod log;
 pub mod ply;
+pub mod text;
+pub mod vtu;
 
 use std::io::Write;
 use std::path::Path;

@@ -65,11 +65,12 @@ pub fn encode(frame: &SurfaceFrame) -> Vec<u8> {
 
 /// Positions of a PLY file written by [`encode`] (or any PLY with `x y z` and an integer
 /// `node` vertex property), as `(node, position)` pairs. Parsed with the independent
-/// `ply-rs-bw` reader, which also accepts ASCII PLY.
+/// `ply-rs-bw` reader, which also accepts ASCII PLY. The file is read under the input size
+/// limit of [`super::input`].
 pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3])>, String> {
     use ply_rs_bw::ply::Property;
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut r = std::io::BufReader::new(f);
+    let bytes = super::input::read_input(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut r = std::io::Cursor::new(bytes);
     let parser = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new();
     let ply = parser
         .read_ply(&mut r)

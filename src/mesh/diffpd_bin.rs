@@ -16,7 +16,7 @@
 //! garbled files give [`MeshError::Parse`] (with the byte offset in the message; `line` is 1),
 //! never a panic or a huge allocation.
 
-use super::writers::check_structure;
+use super::check::{check_structure, duplicate_element, duplicate_message};
 use super::{ElementKind, Mesh, MeshError};
 
 /// DiffPD hex corner `i` → lexicographic corner: `lex[DIFFPD_TO_LEX[i]] = diffpd[i]`.
@@ -148,12 +148,20 @@ pub fn parse_bin(bytes: &[u8], path: &str) -> Result<Mesh, MeshError> {
     if ne == 0 {
         return Err(r.err("file has no elements".into()));
     }
-    Ok(Mesh {
+    let mesh = Mesh {
         kind,
         nodes,
         elements,
         tags: vec![0; ne],
-    })
+    };
+    if let Some((a, b)) = duplicate_element(&mesh) {
+        return Err(MeshError::Parse {
+            path: path.to_string(),
+            line: 1,
+            msg: duplicate_message(a, b, None),
+        });
+    }
+    Ok(mesh)
 }
 
 /// Encodes `mesh` as a DiffPD `.bin` file (region tags are dropped). Errors when a count or

@@ -4,7 +4,46 @@
 //! `0 <= i <= nx`, `0 <= j <= ny`, `0 <= k <= nz`) has index `i + (nx+1)*(j + (ny+1)*k)` and
 //! position `origin + dx*(i, j, k)`. Cells are visited x fastest, then y, then z.
 
-use super::{ElementKind, Mesh};
+use super::{ElementKind, Mesh, MeshError};
+
+/// Largest number of grid cells (cubes) a generated box may have: 10 million, i.e. 10 M hexes
+/// or 60 M tets, several GB of model before any solve. A scene's `cells` is checked against it
+/// ([`box_cell_count`]) before anything is allocated.
+pub const MAX_BOX_CELLS: usize = 10_000_000;
+
+/// The number of cubes `nx * ny * nz` of a box of `cells`, computed without overflow; an error
+/// for a zero count or more than [`MAX_BOX_CELLS`] cubes.
+pub fn box_cell_count(cells: [usize; 3]) -> Result<usize, MeshError> {
+    if cells.contains(&0) {
+        return Err(MeshError::Invalid(format!(
+            "{cells:?}: every cell count must be >= 1"
+        )));
+    }
+    let total = cells
+        .iter()
+        .try_fold(1usize, |acc, &c| acc.checked_mul(c))
+        .filter(|&t| t <= MAX_BOX_CELLS);
+    total.ok_or_else(|| {
+        let exact = cells.iter().map(|&c| c as f64).product::<f64>();
+        MeshError::Invalid(format!(
+            "{cells:?} asks for {exact:.3e} grid cells; a generated box has at most {MAX_BOX_CELLS}"
+        ))
+    })
+}
+
+/// [`box_hex`] or [`box_tet`], after checking `cells` with [`box_cell_count`].
+pub fn try_box(
+    cells: [usize; 3],
+    dx: f64,
+    origin: [f64; 3],
+    kind: ElementKind,
+) -> Result<Mesh, MeshError> {
+    box_cell_count(cells)?;
+    Ok(match kind {
+        ElementKind::Hex8 => box_hex(cells, dx, origin),
+        ElementKind::Tet4 => box_tet(cells, dx, origin),
+    })
+}
 
 /// Positively oriented Kuhn (Freudenthal) tetrahedra of the unit cube, as lexicographic
 /// corner indices (corner `a` at `(a & 1, (a >> 1) & 1, (a >> 2) & 1)`). All six share the
@@ -59,7 +98,8 @@ fn grid(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> (Vec<[f64; 3]>, Vec<[us
 }
 
 /// Regular hexahedral (voxel) grid of `cells[0] x cells[1] x cells[2]` cubes of edge `dx`
-/// with its minimum corner at `origin`. Elements are `Hex8` in lexicographic local order
+/// with its minimum corner at `origin` (check untrusted `cells` with [`box_cell_count`] or
+/// call [`try_box`]: the grid is allocated as asked). Elements are `Hex8` in lexicographic local order
 /// (positive Jacobian for `dx > 0`); all tags are 0. See the module docs for node numbering.
 pub fn box_hex(cells: [usize; 3], dx: f64, origin: [f64; 3]) -> Mesh {
     let (nodes, cubes) = grid(cells, dx, origin);
@@ -154,6 +194,25 @@ pub fn voxel_sphere(radius: f64, dx: f64, center: [f64; 3], kind: ElementKind) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (#18): `cells = [1000000, 1000000, 1000000]` panicked with "capacity
+    /// overflow"; the count is now checked, overflow included, before allocating.
+    #[test]
+    fn absurd_cell_counts_are_refused_before_allocating() {
+        assert_eq!(box_cell_count([2, 3, 4]).expect("small"), 24);
+        for cells in [
+            [1_000_000, 1_000_000, 1_000_000],
+            [usize::MAX, 2, 1],
+            [MAX_BOX_CELLS + 1, 1, 1],
+            [0, 1, 1],
+        ] {
+            let e = box_cell_count(cells).unwrap_err();
+            assert!(e.to_string().contains(&format!("{cells:?}")), "{e}");
+            assert!(try_box(cells, 1.0, [0.0; 3], ElementKind::Tet4).is_err());
+        }
+        let m = try_box([1, 1, 2], 0.5, [0.0; 3], ElementKind::Hex8).expect("box");
+        assert_eq!(m, box_hex([1, 1, 2], 0.5, [0.0; 3]));
+    }
     use crate::mesh::validate::element_volume;
     use std::collections::HashMap;
 

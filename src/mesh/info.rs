@@ -20,10 +20,10 @@
 //! reordered by `validate_and_fix` rather than rejected; they are still listed, because the
 //! file does not follow the orientation convention.
 
+use super::check::check_structure;
 use super::readers::MeshSource;
 use super::surface::{HEX_FACES, TET_FACES};
 use super::validate::{element_volume, hex_corner_dets};
-use super::writers::check_structure;
 use super::{ElementKind, Mesh, MeshFormat};
 use std::collections::{BTreeMap, HashMap};
 
@@ -282,7 +282,46 @@ pub fn mesh_info(mesh: &Mesh, source: Option<&MeshSource>) -> MeshInfo {
         })
         .collect();
 
-    // Degenerate, inverted, quality.
+    let (inverted, degenerate, repeated) = quality(mesh, &vols, mean_abs, &mut info);
+
+    let mut used = vec![false; mesh.num_nodes()];
+    for &n in &mesh.elements {
+        used[n] = true;
+    }
+    let unreferenced: Vec<Defect> = used
+        .iter()
+        .enumerate()
+        .filter(|(_, &u)| !u)
+        .map(|(i, _)| {
+            defect(
+                DefectKind::UnreferencedNode,
+                Some(i),
+                format!("node {i}: not referenced by any element"),
+            )
+        })
+        .collect();
+    info.unreferenced_nodes = unreferenced.len();
+
+    let (nonmanifold, duplicates) = faces_and_duplicates(mesh, &repeated, &mut info);
+    info.components = count_components(mesh);
+
+    info.defects.extend(inverted);
+    info.defects.extend(degenerate);
+    info.defects.extend(unreferenced);
+    info.defects.extend(nonmanifold);
+    info.defects.extend(duplicates);
+    info
+}
+
+/// Degenerate and inverted elements and the quality range (dihedral angles of tets, scaled
+/// Jacobians of hexes), filled into `info`; also which elements repeat a node.
+fn quality(
+    mesh: &Mesh,
+    vols: &[f64],
+    mean_abs: f64,
+    info: &mut MeshInfo,
+) -> (Vec<Defect>, Vec<Defect>, Vec<bool>) {
+    let ne = mesh.num_elements();
     let mut inverted = Vec::new();
     let mut degenerate = Vec::new();
     let (mut min_q, mut max_q) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -366,26 +405,16 @@ pub fn mesh_info(mesh: &Mesh, source: Option<&MeshSource>) -> MeshInfo {
     }
     info.inverted_elements = inverted.len();
     info.degenerate_elements = degenerate.len();
+    (inverted, degenerate, repeated)
+}
 
-    let mut used = vec![false; mesh.num_nodes()];
-    for &n in &mesh.elements {
-        used[n] = true;
-    }
-    let unreferenced: Vec<Defect> = used
-        .iter()
-        .enumerate()
-        .filter(|(_, &u)| !u)
-        .map(|(i, _)| {
-            defect(
-                DefectKind::UnreferencedNode,
-                Some(i),
-                format!("node {i}: not referenced by any element"),
-            )
-        })
-        .collect();
-    info.unreferenced_nodes = unreferenced.len();
-
-    // Faces and duplicates.
+/// Boundary and non-manifold faces (counts filled into `info`, non-manifold faces returned
+/// as defects) and elements on the same nodes as an earlier one.
+fn faces_and_duplicates(
+    mesh: &Mesh,
+    repeated: &[bool],
+    info: &mut MeshInfo,
+) -> (Vec<Defect>, Vec<Defect>) {
     let mut faces: HashMap<Vec<usize>, u32> = HashMap::new();
     let local: Vec<Vec<usize>> = match mesh.kind {
         ElementKind::Tet4 => TET_FACES.iter().map(|f| f.to_vec()).collect(),
@@ -424,20 +453,14 @@ pub fn mesh_info(mesh: &Mesh, source: Option<&MeshSource>) -> MeshInfo {
         .collect();
     nonmanifold.sort();
     info.non_manifold_faces = nonmanifold.len();
-    info.components = count_components(mesh);
-
-    info.defects.extend(inverted);
-    info.defects.extend(degenerate);
-    info.defects.extend(unreferenced);
-    info.defects.extend(nonmanifold.into_iter().map(|(f, c)| {
+    let nonmanifold = nonmanifold.into_iter().map(|(f, c)| {
         defect(
             DefectKind::NonManifoldFace,
             None,
             format!("face with nodes {f:?} is shared by {c} elements"),
         )
-    }));
-    info.defects.extend(duplicates);
-    info
+    });
+    (nonmanifold.collect(), duplicates)
 }
 
 #[cfg(test)]

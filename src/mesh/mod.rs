@@ -10,17 +10,31 @@
 //! - `tags[e]` is an integer region tag per element (gmsh physical tag, MEDIT reference,
 //!   TetGen region attribute; 0 when the file has none).
 
+// Formats: `readers` and `writers` dispatch on the file name to one module per format, and
+// every format module builds on the shared lexer, structure checks and writer pieces.
+pub mod check;
 pub mod diffpd_bin;
-pub mod generate;
-pub mod info;
+mod encode;
+pub mod gmsh;
+mod lexer;
+pub mod medit;
 pub mod readers;
-pub mod shapes;
-pub mod surface;
-pub mod trisurf;
-pub mod validate;
-pub mod voxelize;
+mod records;
+pub mod tetgen;
 pub mod vtk;
+mod vtk_tokens;
 pub mod writers;
+
+// The simulation's mesh layer: generators, validation, boundary surface.
+pub mod generate;
+pub mod surface;
+pub mod validate;
+
+// The `diffphd mesh` toolbox: reports, triangle surfaces, voxelization, analytic shapes.
+pub mod info;
+pub mod shapes;
+pub mod trisurf;
+pub mod voxelize;
 
 use std::fmt;
 use std::path::Path;

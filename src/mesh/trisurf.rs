@@ -28,8 +28,8 @@
 //! rounded to single precision). [`encode_ply`] and [`encode_stl`] also write the ASCII
 //! variants.
 
-use super::readers::{clip, display, num, point, read_text, values};
-use super::writers::{push_point, save};
+use super::encode::{push_point, save};
+use super::lexer::{clip, display, num, point, read_bytes, read_text, values};
 use super::MeshError;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -226,10 +226,7 @@ pub fn read_surface(path: &Path) -> Result<TriSurface, MeshError> {
         Some(SurfaceFormat::Obj) => parse_obj(&read_text(path)?, &name),
         Some(SurfaceFormat::Off) => parse_off(&read_text(path)?, &name),
         Some(f @ (SurfaceFormat::Ply | SurfaceFormat::Stl)) => {
-            let bytes = std::fs::read(path).map_err(|err| MeshError::Io {
-                path: name.clone(),
-                err,
-            })?;
+            let bytes = read_bytes(path)?;
             if f == SurfaceFormat::Ply {
                 parse_ply(&bytes, &name)
             } else {

@@ -6,6 +6,7 @@
 //! finite coordinates, every node used) or an error naming the offending element or node. On
 //! error the mesh is left unchanged.
 
+use super::check::duplicate_element;
 use super::{ElementKind, Mesh, MeshError};
 
 /// Summary of a successful [`validate_and_fix`].
@@ -137,7 +138,9 @@ const HEX_MIRROR: [usize; 8] = [1, 0, 3, 2, 5, 4, 7, 6];
 /// 2. every coordinate finite ([`MeshError::BadNode`]);
 /// 3. no element repeats a node ([`MeshError::BadElement`]);
 /// 4. every node referenced by some element ([`MeshError::BadNode`], "node is not referenced
-///    by any element"; nodes are never removed silently);
+///    by any element"; nodes are never removed silently: drop them explicitly with
+///    [`remove_unreferenced_nodes`]), and no two elements on the same node set
+///    ([`MeshError::BadElement`]);
 /// 5. no degenerate element: `|volume| <= 1e-12 * mean |volume|` is rejected with the volume
 ///    in the message;
 /// 6. orientation: tets with negative volume get local nodes 2 and 3 swapped; hexes must have a
@@ -148,6 +151,53 @@ const HEX_MIRROR: [usize; 8] = [1, 0, 3, 2, 5, 4, 7, 6];
 /// Repaired elements are listed in [`MeshReport::flipped`]. The mesh is only modified when the
 /// whole check succeeds.
 pub fn validate_and_fix(mesh: &mut Mesh) -> Result<MeshReport, MeshError> {
+    check_connectivity(mesh)?;
+    let nv = mesh.kind.nodes();
+    let ne = mesh.num_elements();
+    let nn = mesh.num_nodes();
+    let vols: Vec<f64> = (0..ne).map(|e| element_volume(mesh, e)).collect();
+    let mean_abs = vols.iter().map(|v| v.abs()).sum::<f64>() / ne as f64;
+    for (e, &v) in vols.iter().enumerate() {
+        if v.abs() <= 1e-12 * mean_abs || !v.is_finite() {
+            return Err(MeshError::BadElement {
+                element: e,
+                msg: format!(
+                    "degenerate element: volume {v:.3e} (mean |volume| {mean_abs:.3e}, threshold 1e-12 x mean)"
+                ),
+            });
+        }
+    }
+
+    let flipped = to_flip(mesh, &vols)?;
+
+    // All checks passed: apply the repairs.
+    for &e in &flipped {
+        let el = &mut mesh.elements[e * nv..(e + 1) * nv];
+        match mesh.kind {
+            ElementKind::Tet4 => el.swap(2, 3),
+            ElementKind::Hex8 => {
+                let old: Vec<usize> = el.to_vec();
+                for (a, slot) in el.iter_mut().enumerate() {
+                    *slot = old[HEX_MIRROR[a]];
+                }
+            }
+        }
+    }
+    let abs: Vec<f64> = vols.iter().map(|v| v.abs()).collect();
+    Ok(MeshReport {
+        flipped,
+        removed_nodes: 0,
+        num_nodes: nn,
+        num_elements: ne,
+        total_volume: abs.iter().sum(),
+        min_volume: abs.iter().copied().fold(f64::INFINITY, f64::min),
+        max_volume: abs.iter().copied().fold(0.0, f64::max),
+    })
+}
+
+/// Steps 1-4 of [`validate_and_fix`] and the duplicate-element check: everything that does
+/// not look at the geometry.
+fn check_connectivity(mesh: &Mesh) -> Result<(), MeshError> {
     let nv = mesh.kind.nodes();
     if !mesh.elements.len().is_multiple_of(nv) {
         return Err(MeshError::Invalid(format!(
@@ -209,20 +259,19 @@ pub fn validate_and_fix(mesh: &mut Mesh) -> Result<MeshReport, MeshError> {
             msg: "node is not referenced by any element".into(),
         });
     }
-
-    let vols: Vec<f64> = (0..ne).map(|e| element_volume(mesh, e)).collect();
-    let mean_abs = vols.iter().map(|v| v.abs()).sum::<f64>() / ne as f64;
-    for (e, &v) in vols.iter().enumerate() {
-        if v.abs() <= 1e-12 * mean_abs || !v.is_finite() {
-            return Err(MeshError::BadElement {
-                element: e,
-                msg: format!(
-                    "degenerate element: volume {v:.3e} (mean |volume| {mean_abs:.3e}, threshold 1e-12 x mean)"
-                ),
-            });
-        }
+    if let Some((a, b)) = duplicate_element(mesh) {
+        return Err(MeshError::BadElement {
+            element: b,
+            msg: format!("same nodes as element {a} (duplicate elements are not allowed)"),
+        });
     }
+    Ok(())
+}
 
+/// Elements to reorient (step 6): negative tets, and mirrored hexes (all 8 corner
+/// determinants negative); any other hex with a non-positive corner determinant is an error.
+fn to_flip(mesh: &Mesh, vols: &[f64]) -> Result<Vec<usize>, MeshError> {
+    let ne = mesh.num_elements();
     let mut flipped = Vec::new();
     match mesh.kind {
         ElementKind::Tet4 => flipped.extend((0..ne).filter(|&e| vols[e] < 0.0)),
@@ -250,30 +299,7 @@ pub fn validate_and_fix(mesh: &mut Mesh) -> Result<MeshReport, MeshError> {
             }
         }
     }
-
-    // All checks passed: apply the repairs.
-    for &e in &flipped {
-        let el = &mut mesh.elements[e * nv..(e + 1) * nv];
-        match mesh.kind {
-            ElementKind::Tet4 => el.swap(2, 3),
-            ElementKind::Hex8 => {
-                let old: Vec<usize> = el.to_vec();
-                for (a, slot) in el.iter_mut().enumerate() {
-                    *slot = old[HEX_MIRROR[a]];
-                }
-            }
-        }
-    }
-    let abs: Vec<f64> = vols.iter().map(|v| v.abs()).collect();
-    Ok(MeshReport {
-        flipped,
-        removed_nodes: 0,
-        num_nodes: nn,
-        num_elements: ne,
-        total_volume: abs.iter().sum(),
-        min_volume: abs.iter().copied().fold(f64::INFINITY, f64::min),
-        max_volume: abs.iter().copied().fold(0.0, f64::max),
-    })
+    Ok(flipped)
 }
 
 /// Explicitly drops nodes that no element references, renumbering the connectivity (node order

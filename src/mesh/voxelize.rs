@@ -231,8 +231,8 @@ fn components(inside: &[bool], n: [usize; 3]) -> (Vec<u32>, Vec<usize>) {
 }
 
 /// Voxelizes a closed triangle surface (see the module docs). Errors: `dx` not positive and
-/// finite, too many cells ([`MAX_CELLS`]), a surface with boundary or non-manifold edges
-/// unless `allow_open`, or no cell centre inside.
+/// finite, larger than the surface's bounding box, too many cells ([`MAX_CELLS`]), a surface
+/// with boundary or non-manifold edges unless `allow_open`, or no cell centre inside.
 pub fn voxelize(
     surf: &TriSurface,
     opts: &VoxelizeOptions,
@@ -265,11 +265,59 @@ pub fn voxelize(
         )));
     }
     let (lo, hi) = s.bounding_box();
+    let (n, origin) = grid_for(lo, hi, dx)?;
+    let total = n[0] * n[1] * n[2];
+    let vote = votes(&s, n, origin, dx);
+    let split_votes = vote.iter().filter(|&&v| v == 1 || v == 2).count();
+    let mut inside: Vec<bool> = vote.iter().map(|&v| v >= 2).collect();
+    let (label, sizes) = components(&inside, n);
+    if sizes.is_empty() {
+        return Err(MeshError::Invalid(format!(
+            "no cell centre lies inside the surface (grid {} x {} x {}); use a smaller dx",
+            n[0], n[1], n[2]
+        )));
+    }
+    let dropped = if opts.keep_all_components {
+        Vec::new()
+    } else {
+        keep_largest(&mut inside, &label, &sizes)
+    };
+    let cells: Vec<usize> = (0..total).filter(|&c| inside[c]).collect();
+    let mesh = voxel_mesh(n, origin, dx, &cells, opts.tets);
+    let report = VoxelReport {
+        surface: topo,
+        welded_vertices: welded,
+        grid: n,
+        origin,
+        dx,
+        split_votes,
+        voxels: cells.len(),
+        components: sizes.len(),
+        dropped_components: dropped,
+        voxel_volume: cells.len() as f64 * dx * dx * dx,
+        surface_volume: s.signed_volume().abs(),
+    };
+    Ok((mesh, report))
+}
+
+/// Cells per axis and the minimum corner of the grid of edge `dx` centred on the box
+/// `lo..hi`. Refuses a `dx` larger than the box itself (one voxel bigger than the whole
+/// surface: `mesh voxelize --dx 1e300` once wrote an infinite-volume mesh), a grid of more
+/// than [`MAX_CELLS`] cells, and a grid whose volume overflows.
+fn grid_for(lo: [f64; 3], hi: [f64; 3], dx: f64) -> Result<([usize; 3], [f64; 3]), MeshError> {
+    let size = [0, 1, 2].map(|d| hi[d] - lo[d]);
+    let largest = size.iter().copied().fold(0.0, f64::max);
+    if dx > largest {
+        return Err(MeshError::Invalid(format!(
+            "dx = {dx} is larger than the surface itself (bounding box {:.6e} x {:.6e} x {:.6e}); use a dx below {largest:.6e}",
+            size[0], size[1], size[2]
+        )));
+    }
     let mut n = [0usize; 3];
     let mut origin = [0.0; 3];
     let mut total: usize = 1;
     for d in 0..3 {
-        let cells = ((hi[d] - lo[d]) / dx).ceil().max(1.0);
+        let cells = (size[d] / dx).ceil().max(1.0);
         if cells > MAX_CELLS as f64 {
             return Err(MeshError::Invalid(format!(
                 "dx = {dx} gives too many cells"
@@ -286,39 +334,40 @@ pub fn voxelize(
             n[0], n[1], n[2]
         )));
     }
-    let vote = votes(&s, n, origin, dx);
-    let split_votes = vote.iter().filter(|&&v| v == 1 || v == 2).count();
-    let mut inside: Vec<bool> = vote.iter().map(|&v| v >= 2).collect();
-    let (label, sizes) = components(&inside, n);
-    if sizes.is_empty() {
+    if !(dx * dx * dx * total as f64).is_finite() || origin.iter().any(|o| !o.is_finite()) {
         return Err(MeshError::Invalid(format!(
-            "no cell centre lies inside the surface (grid {} x {} x {}); use a smaller dx",
-            n[0], n[1], n[2]
+            "dx = {dx} gives a grid whose volume or corners are not finite numbers"
         )));
     }
-    let mut dropped = Vec::new();
-    if !opts.keep_all_components {
-        let best = (0..sizes.len())
-            .max_by_key(|&c| (sizes[c], usize::MAX - c))
-            .unwrap_or(0);
-        for (cell, inside) in inside.iter_mut().enumerate() {
-            if *inside && label[cell] != best as u32 {
-                *inside = false;
-            }
-        }
-        dropped = sizes
-            .iter()
-            .enumerate()
-            .filter(|&(c, _)| c != best)
-            .map(|(_, &s)| s)
-            .collect();
-    }
+    Ok((n, origin))
+}
 
+/// Keeps only the largest face-connected component (ties: the lowest label) and returns the
+/// sizes of the others.
+fn keep_largest(inside: &mut [bool], label: &[u32], sizes: &[usize]) -> Vec<usize> {
+    let best = (0..sizes.len())
+        .max_by_key(|&c| (sizes[c], usize::MAX - c))
+        .unwrap_or(0);
+    for (cell, inside) in inside.iter_mut().enumerate() {
+        if *inside && label[cell] != best as u32 {
+            *inside = false;
+        }
+    }
+    sizes
+        .iter()
+        .enumerate()
+        .filter(|&(c, _)| c != best)
+        .map(|(_, &s)| s)
+        .collect()
+}
+
+/// The mesh of the voxels `cells` (grid cell indices, x fastest) of the grid `n` x `dx` at
+/// `origin`: the corners they use in grid order, hexes or Kuhn tets (see the module docs).
+fn voxel_mesh(n: [usize; 3], origin: [f64; 3], dx: f64, cells: &[usize], tets: bool) -> Mesh {
     // Grid corner (i, j, k) has id i + (nx+1)(j + (ny+1)k).
     let (px, py) = (n[0] + 1, n[1] + 1);
     let corner = |i: usize, j: usize, k: usize| i + px * (j + py * k);
     let mut node_id = vec![u32::MAX; px * py * (n[2] + 1)];
-    let cells: Vec<usize> = (0..total).filter(|&c| inside[c]).collect();
     let cube = |c: usize| {
         let (i, j, k) = (c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]));
         let mut q = [0usize; 8];
@@ -327,7 +376,7 @@ pub fn voxelize(
         }
         q
     };
-    for &c in &cells {
+    for &c in cells {
         for g in cube(c) {
             node_id[g] = 0;
         }
@@ -344,10 +393,10 @@ pub fn voxelize(
             ]);
         }
     }
-    let mut elements = Vec::with_capacity(cells.len() * if opts.tets { 24 } else { 8 });
-    for &c in &cells {
+    let mut elements = Vec::with_capacity(cells.len() * if tets { 24 } else { 8 });
+    for &c in cells {
         let q = cube(c).map(|g| node_id[g] as usize);
-        if opts.tets {
+        if tets {
             for t in &KUHN_TETS {
                 elements.extend(t.iter().map(|&a| q[a]));
             }
@@ -355,34 +404,18 @@ pub fn voxelize(
             elements.extend_from_slice(&q);
         }
     }
-    let kind = if opts.tets {
+    let kind = if tets {
         ElementKind::Tet4
     } else {
         ElementKind::Hex8
     };
     let ne = elements.len() / kind.nodes();
-    let report = VoxelReport {
-        surface: topo,
-        welded_vertices: welded,
-        grid: n,
-        origin,
-        dx,
-        split_votes,
-        voxels: cells.len(),
-        components: sizes.len(),
-        dropped_components: dropped,
-        voxel_volume: cells.len() as f64 * dx * dx * dx,
-        surface_volume: s.signed_volume().abs(),
-    };
-    Ok((
-        Mesh {
-            kind,
-            nodes,
-            elements,
-            tags: vec![0; ne],
-        },
-        report,
-    ))
+    Mesh {
+        kind,
+        nodes,
+        elements,
+        tags: vec![0; ne],
+    }
 }
 
 #[cfg(test)]
@@ -567,8 +600,24 @@ mod tests {
             "{e}"
         );
         let ring = torus(1.0, 0.3, [0.0; 3], 24, 8);
-        let e = voxelize(&ring, &VoxelizeOptions::new(10.0)).unwrap_err();
+        let e = voxelize(&ring, &VoxelizeOptions::new(2.5)).unwrap_err();
         assert!(e.to_string().contains("no cell centre lies inside"), "{e}");
+    }
+
+    /// Regression (#18): `mesh voxelize --dx 1e300` wrote one voxel of infinite volume and
+    /// exited 0. A voxel larger than the whole surface is refused, naming dx.
+    #[test]
+    fn dx_larger_than_the_surface_is_refused() {
+        let s = icosphere(1.0, [0.0; 3], 1);
+        for dx in [1e300, 10.0, 2.5] {
+            let e = voxelize(&s, &VoxelizeOptions::new(dx)).unwrap_err();
+            assert!(
+                e.to_string().contains("larger than the surface itself"),
+                "{e}"
+            );
+            assert!(e.to_string().contains(&format!("dx = {dx}")), "{e}");
+        }
+        assert!(voxelize(&s, &VoxelizeOptions::new(0.5)).is_ok());
     }
 
     /// DiffPD's voxel surfaces and watertight bunny, when `../shared/anchor-meshes` is there.

@@ -23,376 +23,36 @@
 //! `CELLS`, `CELL_TYPES` 10 or 12 (hexes in VTK order), and `CELL_DATA` `SCALARS tag int 1`
 //! (`vtktypeint64` when a tag does not fit in 32 bits).
 //!
-//! **XML writer** ([`write_vtu`]): `VTKFile type="UnstructuredGrid" version="1.0"` with ASCII
-//! `DataArray`s: `Points` (Float64), `Cells` (`connectivity` and `offsets` Int64, `types`
-//! UInt8), point data arrays of 3-vectors (Float64), the region tag (`tag`, Int64) and any
-//! cell scalars (Float64). ParaView reads both files directly.
+//! **XML writer** ([`encode_vtu`], [`write_vtu`]): a mesh with node positions and data arrays
+//! as one `<Piece>` of [`crate::io::vtu`] (hexahedra in VTK order). ParaView reads both files
+//! directly.
 //!
 //! Errors follow the other readers: [`MeshError::Parse`] with the line number, no panics on
 //! malformed input.
 
-use super::readers::{clip, int_tag, num, real, values};
-use super::writers::{check_structure, file_order, push_point, push_real, save};
+pub use super::vtk_tokens::TAG_ARRAY_NAMES;
+
+use super::check::{check_structure, duplicate_element, duplicate_message};
+use super::encode::{file_order, push_point, save};
+use super::lexer::{clip, num, real, values};
+use super::vtk_tokens::{
+    attribute, other_cell, read_cells, Cells, Tokens, VTK_HEXAHEDRON, VTK_TETRA, VTK_VOXEL,
+};
 use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
+use crate::io::vtu::{encode_vtu_pieces, CellScalar, PointField, VtuError, VtuPiece};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Cell-data array names taken as the region tag, compared case-insensitively.
-pub const TAG_ARRAY_NAMES: [&str; 7] = [
-    "tag",
-    "region",
-    "gmsh:physical",
-    "medit:ref",
-    "cellentityids",
-    "material",
-    "materialids",
-];
-
-const VTK_TETRA: u8 = 10;
-const VTK_VOXEL: u8 = 11;
-const VTK_HEXAHEDRON: u8 = 12;
-
-/// Name of a VTK volume cell type that is not supported, if `t` is one.
-fn other_cell(t: i64) -> Option<&'static str> {
-    Some(match t {
-        13 => "wedge",
-        14 => "pyramid",
-        15 => "pentagonal prism",
-        16 => "hexagonal prism",
-        24 => "quadratic tetrahedron",
-        25 => "quadratic hexahedron",
-        26 => "quadratic wedge",
-        27 => "quadratic pyramid",
-        29 => "triquadratic hexahedron",
-        42 => "polyhedron",
-        71..=81 => "Lagrange or Bezier cell",
-        _ => return None,
-    })
-}
-
-/// Token stream of a legacy VTK file body (from line 4), with line numbers.
-struct Tokens<'a> {
-    path: &'a str,
-    toks: Vec<(usize, &'a str)>,
-    pos: usize,
-}
-
-impl<'a> Tokens<'a> {
-    fn err(&self, line: usize, msg: impl Into<String>) -> MeshError {
-        MeshError::Parse {
-            path: self.path.to_string(),
-            line,
-            msg: msg.into(),
-        }
-    }
-
-    /// Line of the current position (or of the last token at the end).
-    fn line(&self) -> usize {
-        self.toks
-            .get(self.pos)
-            .or(self.toks.last())
-            .map_or(3, |t| t.0)
-    }
-
-    fn peek(&self) -> Option<&'a str> {
-        self.toks.get(self.pos).map(|t| t.1)
-    }
-
-    fn next(&mut self, what: &str) -> Result<(usize, &'a str), MeshError> {
-        match self.toks.get(self.pos) {
-            Some(&t) => {
-                self.pos += 1;
-                Ok(t)
-            }
-            None => Err(self.err(
-                self.line(),
-                format!("unexpected end of file, expected {what}"),
-            )),
-        }
-    }
-
-    fn parse<T>(
-        &mut self,
-        what: &str,
-        f: impl Fn(&str, &str) -> Result<T, String>,
-    ) -> Result<T, MeshError> {
-        let (ln, t) = self.next(what)?;
-        f(t, what).map_err(|m| self.err(ln, m))
-    }
-
-    fn count(&mut self, what: &str) -> Result<usize, MeshError> {
-        self.parse(what, num::<usize>)
-    }
-
-    /// Skips `n` value tokens (checking that they are not keywords of a new section).
-    fn skip_values(&mut self, n: usize, what: &str) -> Result<(), MeshError> {
-        for i in 0..n {
-            let (ln, t) = self.next(&format!("value {} of {n} of {what}", i + 1))?;
-            if t.starts_with(|c: char| c.is_ascii_alphabetic()) && !is_number_word(t) {
-                return Err(self.err(
-                    ln,
-                    format!(
-                        "expected value {} of {n} of {what}, found '{}' (count too large?)",
-                        i + 1,
-                        clip(t)
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads a data type token and rejects string data, whose token count is not fixed.
-    fn data_type(&mut self, what: &str) -> Result<(), MeshError> {
-        let (ln, t) = self.next(&format!("data type of {what}"))?;
-        if t.eq_ignore_ascii_case("string") || t.eq_ignore_ascii_case("utf8_string") {
-            return Err(self.err(ln, format!("string arrays are not supported ({what})")));
-        }
-        Ok(())
-    }
-
-    /// Skips a VTK 5 `METADATA` block (`COMPONENT_NAMES` with `ncomp` names, `INFORMATION n`
-    /// with `n` `NAME`/`DATA` line pairs) if one starts here.
-    fn skip_metadata(&mut self, ncomp: usize) -> Result<(), MeshError> {
-        if !self
-            .peek()
-            .is_some_and(|t| t.eq_ignore_ascii_case("METADATA"))
-        {
-            return Ok(());
-        }
-        self.pos += 1;
-        loop {
-            match self.peek() {
-                Some(t) if t.eq_ignore_ascii_case("COMPONENT_NAMES") => {
-                    self.pos += 1;
-                    for _ in 0..ncomp {
-                        self.next("component name")?;
-                    }
-                }
-                Some(t) if t.eq_ignore_ascii_case("INFORMATION") => {
-                    self.pos += 1;
-                    let n = self.count("number of INFORMATION entries")?;
-                    // Each entry is a `NAME ... LOCATION ...` line and a `DATA ...` line.
-                    for _ in 0..n.saturating_mul(2) {
-                        let (ln, _) = self.next("INFORMATION entry")?;
-                        while self.toks.get(self.pos).is_some_and(|t| t.0 == ln) {
-                            self.pos += 1;
-                        }
-                    }
-                }
-                _ => return Ok(()),
-            }
-        }
-    }
-}
-
-/// `nan`, `inf`, `infinity` (any case): words that are values, not keywords.
-fn is_number_word(t: &str) -> bool {
-    let t = t.trim_start_matches(['+', '-']);
-    t.eq_ignore_ascii_case("nan")
-        || t.eq_ignore_ascii_case("inf")
-        || t.eq_ignore_ascii_case("infinity")
-}
-
-/// Cell connectivity as read: `(start, len)` into `conn` per cell.
-struct Cells {
-    conn: Vec<usize>,
-    ranges: Vec<(usize, usize)>,
-    line: usize,
-}
-
-fn read_cells(tk: &mut Tokens, version_major: u32, nn: usize) -> Result<Cells, MeshError> {
-    let line = tk.line();
-    let a = tk.count("number of cells (or offsets) after CELLS")?;
-    let b = tk.count("connectivity size after CELLS")?;
-    let idx = |tk: &mut Tokens, what: &str| -> Result<usize, MeshError> {
-        let (ln, t) = tk.next(what)?;
-        let i: usize = num(t, what).map_err(|m| tk.err(ln, m))?;
-        if i >= nn {
-            return Err(tk.err(
-                ln,
-                format!("point index {i} out of range (file has {nn} points)"),
-            ));
-        }
-        Ok(i)
-    };
-    let new_layout =
-        version_major >= 5 && tk.peek().is_some_and(|t| t.eq_ignore_ascii_case("OFFSETS"));
-    let mut conn = Vec::with_capacity(b.min(1 << 20));
-    let mut ranges = Vec::new();
-    if new_layout {
-        tk.pos += 1;
-        tk.data_type("OFFSETS")?;
-        let mut offsets = Vec::with_capacity(a.min(1 << 22));
-        for i in 0..a {
-            let (ln, t) = tk.next(&format!("offset {} of {a}", i + 1))?;
-            let o: usize = num(t, "offset").map_err(|m| tk.err(ln, m))?;
-            if o > b || offsets.last().is_some_and(|&p| o < p) || (i == 0 && o != 0) {
-                return Err(tk.err(
-                    ln,
-                    format!("offset {o} is not a non-decreasing index into {b} connectivity entries starting at 0"),
-                ));
-            }
-            offsets.push(o);
-        }
-        if offsets.last().is_some_and(|&o| o != b) {
-            return Err(tk.err(
-                tk.line(),
-                format!("last offset must equal the connectivity size {b}"),
-            ));
-        }
-        let (ln, t) = tk.next("'CONNECTIVITY'")?;
-        if !t.eq_ignore_ascii_case("CONNECTIVITY") {
-            return Err(tk.err(ln, format!("expected 'CONNECTIVITY', found '{}'", clip(t))));
-        }
-        tk.data_type("CONNECTIVITY")?;
-        for i in 0..b {
-            conn.push(idx(tk, &format!("connectivity entry {} of {b}", i + 1))?);
-        }
-        ranges.extend(offsets.windows(2).map(|w| (w[0], w[1] - w[0])));
-    } else {
-        let mut read = 0usize;
-        for c in 0..a {
-            let (ln, t) = tk.next(&format!("cell {} of {a}", c + 1))?;
-            let k: usize = num(t, "number of points of a cell").map_err(|m| tk.err(ln, m))?;
-            read = read.saturating_add(k).saturating_add(1);
-            if read > b {
-                return Err(tk.err(
-                    ln,
-                    format!("cells use more than the {b} values declared after CELLS"),
-                ));
-            }
-            ranges.push((conn.len(), k));
-            for i in 0..k {
-                conn.push(idx(
-                    tk,
-                    &format!("point {} of {k} of cell {}", i + 1, c + 1),
-                )?);
-            }
-        }
-        if read != b {
-            return Err(tk.err(
-                tk.line(),
-                format!("CELLS declares {b} values but the {a} cells use {read}"),
-            ));
-        }
-    }
-    Ok(Cells { conn, ranges, line })
-}
-
-/// Skips one attribute section or returns the region tags if it is a tag array.
-/// `n` is the number of points or cells of the enclosing `*_DATA` block.
-fn attribute(
-    tk: &mut Tokens,
-    key: &str,
-    n: usize,
-    cell: bool,
-) -> Result<Option<Vec<i64>>, MeshError> {
-    let is_tag = |name: &str| cell && TAG_ARRAY_NAMES.iter().any(|t| t.eq_ignore_ascii_case(name));
-    let read_tags = |tk: &mut Tokens, name: &str| -> Result<Vec<i64>, MeshError> {
-        let mut v = Vec::with_capacity(n.min(1 << 22));
-        for i in 0..n {
-            let (ln, t) = tk.next(&format!("value {} of {n} of '{}'", i + 1, clip(name)))?;
-            v.push(int_tag(t, "region tag").map_err(|m| tk.err(ln, m))?);
-        }
-        Ok(v)
-    };
-    match key.to_ascii_uppercase().as_str() {
-        "SCALARS" => {
-            let (_, name) = tk.next("array name after SCALARS")?;
-            tk.data_type(name)?;
-            let mut ncomp = 1;
-            if tk.peek().is_some_and(|t| t.parse::<usize>().is_ok()) {
-                ncomp = tk.count("number of components")?;
-                if !(1..=4).contains(&ncomp) {
-                    return Err(tk.err(
-                        tk.line(),
-                        format!("SCALARS must have 1 to 4 components, found {ncomp}"),
-                    ));
-                }
-            }
-            if tk
-                .peek()
-                .is_some_and(|t| t.eq_ignore_ascii_case("LOOKUP_TABLE"))
-            {
-                tk.pos += 1;
-                tk.next("lookup table name")?;
-            }
-            let out = if is_tag(name) && ncomp == 1 {
-                Some(read_tags(tk, name)?)
-            } else {
-                tk.skip_values(n.saturating_mul(ncomp), name)?;
-                None
-            };
-            tk.skip_metadata(ncomp)?;
-            Ok(out)
-        }
-        k @ ("VECTORS" | "NORMALS" | "TENSORS" | "TENSORS6") => {
-            let (_, name) = tk.next(&format!("array name after {k}"))?;
-            tk.data_type(name)?;
-            let w = match k {
-                "TENSORS" => 9,
-                "TENSORS6" => 6,
-                _ => 3,
-            };
-            tk.skip_values(n.saturating_mul(w), name)?;
-            tk.skip_metadata(w)?;
-            Ok(None)
-        }
-        "TEXTURE_COORDINATES" => {
-            let (_, name) = tk.next("array name")?;
-            let dim = tk.count("texture dimension")?;
-            tk.data_type(name)?;
-            tk.skip_values(n.saturating_mul(dim), name)?;
-            tk.skip_metadata(dim)?;
-            Ok(None)
-        }
-        "COLOR_SCALARS" => {
-            let (_, name) = tk.next("array name")?;
-            let w = tk.count("number of color components")?;
-            tk.skip_values(n.saturating_mul(w), name)?;
-            Ok(None)
-        }
-        "LOOKUP_TABLE" => {
-            let (_, name) = tk.next("lookup table name")?;
-            let size = tk.count("lookup table size")?;
-            tk.skip_values(size.saturating_mul(4), name)?;
-            Ok(None)
-        }
-        "GLOBAL_IDS" | "PEDIGREE_IDS" => {
-            let (_, name) = tk.next("array name")?;
-            tk.data_type(name)?;
-            tk.skip_values(n, name)?;
-            tk.skip_metadata(1)?;
-            Ok(None)
-        }
-        "FIELD" => {
-            tk.next("field name")?;
-            let arrays = tk.count("number of field arrays")?;
-            let mut found = None;
-            for _ in 0..arrays {
-                let (_, name) = tk.next("field array name")?;
-                let nc = tk.count("number of components")?;
-                let nt = tk.count("number of tuples")?;
-                tk.data_type(name)?;
-                if found.is_none() && is_tag(name) && nc == 1 && nt == n {
-                    found = Some(read_tags(tk, name)?);
-                } else {
-                    tk.skip_values(nc.saturating_mul(nt), name)?;
-                }
-                tk.skip_metadata(nc)?;
-            }
-            Ok(found)
-        }
-        _ => Err(tk.err(
-            tk.toks.get(tk.pos.saturating_sub(1)).map_or(1, |t| t.0),
-            format!("unknown or unsupported keyword '{}'", clip(key)),
-        )),
-    }
-}
-
 /// Parses a legacy ASCII VTK unstructured grid given as text (see the module docs).
 pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
+    let (version_major, mut tk) = header(text, path)?;
+    let s = sections(&mut tk, version_major)?;
+    assemble(&tk, s)
+}
+
+/// Lines 1-3 (version, title, `ASCII`) and `DATASET UNSTRUCTURED_GRID`; returns the major
+/// version and the token stream positioned after the data set type.
+fn header<'a>(text: &'a str, path: &'a str) -> Result<(u32, Tokens<'a>), MeshError> {
     let err = |line: usize, msg: String| MeshError::Parse {
         path: path.to_string(),
         line,
@@ -458,7 +118,21 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
             ),
         ));
     }
+    Ok((version_major, tk))
+}
 
+/// The sections of the body as read, in any order.
+struct Sections {
+    points: Option<Vec<[f64; 3]>>,
+    cells: Option<Cells>,
+    /// Line of `CELL_TYPES` and the types.
+    types: Option<(usize, Vec<u8>)>,
+    tags: Option<Vec<i64>>,
+}
+
+/// Reads every section of the body: points, cells, cell types and the region-tag array;
+/// other attributes and metadata are skipped.
+fn sections(tk: &mut Tokens, version_major: u32) -> Result<Sections, MeshError> {
     let mut points: Option<Vec<[f64; 3]>> = None;
     let mut cells: Option<Cells> = None;
     let mut types: Option<(usize, Vec<u8>)> = None;
@@ -472,7 +146,7 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
                 if points.is_some() {
                     return Err(tk.err(ln, "second POINTS section"));
                 }
-                let n = tk.count("number of points")?;
+                let n = tk.records("number of points", 3)?;
                 tk.data_type("POINTS")?;
                 let mut p = Vec::with_capacity(n.min(1 << 22));
                 for i in 0..n {
@@ -493,10 +167,10 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
                 let Some(p) = &points else {
                     return Err(tk.err(ln, "CELLS before POINTS"));
                 };
-                cells = Some(read_cells(&mut tk, version_major, p.len())?);
+                cells = Some(read_cells(tk, version_major, p.len())?);
             }
             "CELL_TYPES" => {
-                let n = tk.count("number of cell types")?;
+                let n = tk.records("number of cell types", 1)?;
                 let mut v = Vec::with_capacity(n.min(1 << 22));
                 for i in 0..n {
                     let (l, t) = tk.next(&format!("cell type {} of {n}", i + 1))?;
@@ -524,7 +198,7 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
                 let Some((is_cell, n)) = block else {
                     return Err(tk.err(ln, format!("unknown or unsupported keyword '{}'", clip(k))));
                 };
-                if let Some(t) = attribute(&mut tk, k, n, is_cell)? {
+                if let Some(t) = attribute(tk, k, n, is_cell)? {
                     if tags.is_none() {
                         tags = Some(t);
                     }
@@ -532,7 +206,22 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
             }
         }
     }
+    Ok(Sections {
+        points,
+        cells,
+        types,
+        tags,
+    })
+}
 
+/// Checks that the sections fit together and builds the mesh of the volume cells.
+fn assemble(tk: &Tokens, s: Sections) -> Result<Mesh, MeshError> {
+    let Sections {
+        points,
+        cells,
+        types,
+        tags,
+    } = s;
     let Some(points) = points else {
         return Err(tk.err(tk.line(), "file has no POINTS section".to_string()));
     };
@@ -567,6 +256,7 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
     let mut kind: Option<ElementKind> = None;
     let mut elements = Vec::new();
     let mut out_tags = Vec::new();
+    let mut cell_of = Vec::new();
     for (c, (&ty, &(start, len))) in types.iter().zip(&cells.ranges).enumerate() {
         let k = match ty {
             VTK_TETRA => ElementKind::Tet4,
@@ -604,6 +294,7 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
             elements.extend_from_slice(ids);
         }
         out_tags.push(tags.as_ref().map_or(0, |t| t[c]));
+        cell_of.push(c);
     }
     let Some(kind) = kind else {
         return Err(tk.err(
@@ -611,15 +302,28 @@ pub fn parse_vtk(text: &str, path: &str) -> Result<Mesh, MeshError> {
             "file contains no tetrahedra (10), voxels (11) or hexahedra (12)".to_string(),
         ));
     };
-    Ok(Mesh {
+    let mesh = Mesh {
         kind,
         nodes: points,
         elements,
         tags: out_tags,
-    })
+    };
+    if let Some((a, b)) = duplicate_element(&mesh) {
+        return Err(tk.err(
+            cells.line,
+            format!(
+                "{} (VTK cells {} and {})",
+                duplicate_message(a, b, None),
+                cell_of[a],
+                cell_of[b]
+            ),
+        ));
+    }
+    Ok(mesh)
 }
 
-fn vtk_cell_type(kind: ElementKind) -> u8 {
+/// VTK cell type of an element kind (10 tetra, 12 hexahedron).
+pub fn vtk_cell_type(kind: ElementKind) -> u8 {
     match kind {
         ElementKind::Tet4 => VTK_TETRA,
         ElementKind::Hex8 => VTK_HEXAHEDRON,
@@ -665,31 +369,6 @@ pub fn encode_vtk(mesh: &Mesh) -> String {
     out
 }
 
-/// Escapes `&`, `<`, `>` and `"` for an XML attribute value.
-fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// One `<Piece>` of a `.vtu` file: a single-kind mesh, its node positions, per-node
-/// 3-vector arrays and per-element scalar arrays (see [`encode_vtu_pieces`]).
-#[derive(Clone, Copy, Debug)]
-pub struct VtuPiece<'a> {
-    pub mesh: &'a Mesh,
-    pub positions: &'a [[f64; 3]],
-    pub point_fields: &'a [(&'a str, &'a [[f64; 3]])],
-    pub cell_scalars: &'a [(&'a str, &'a [f64])],
-}
-
 /// VTK XML unstructured-grid text of `mesh` with node positions `positions` (e.g. a deformed
 /// frame; `&mesh.nodes` for the rest state), per-node 3-vector arrays and per-element scalar
 /// arrays. Errors when an array length does not match, a position is not finite, or the mesh
@@ -697,155 +376,45 @@ pub struct VtuPiece<'a> {
 pub fn encode_vtu(
     mesh: &Mesh,
     positions: &[[f64; 3]],
-    point_fields: &[(&str, &[[f64; 3]])],
-    cell_scalars: &[(&str, &[f64])],
+    point_fields: &[PointField<'_>],
+    cell_scalars: &[CellScalar<'_>],
 ) -> Result<String, MeshError> {
-    encode_vtu_pieces(&[VtuPiece {
-        mesh,
-        positions,
-        point_fields,
-        cell_scalars,
-    }])
-}
-
-/// VTK XML unstructured-grid text with one `<Piece>` per entry (a scene with several bodies,
-/// possibly of different element kinds, is one file with one piece per body; ParaView merges
-/// the pieces). Every piece must carry the same array names in the same order.
-pub fn encode_vtu_pieces(pieces: &[VtuPiece<'_>]) -> Result<String, MeshError> {
-    let mut out = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<UnstructuredGrid>\n");
-    for (k, p) in pieces.iter().enumerate() {
-        let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
-            (
-                q.point_fields.iter().map(|f| f.0.to_string()).collect(),
-                q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
-            )
-        };
-        if k > 0 && names(p) != names(&pieces[0]) {
-            return Err(MeshError::Invalid(format!(
-                "vtu piece {k} has different arrays than piece 0"
-            )));
-        }
-        encode_piece(&mut out, p)?;
-    }
-    out.push_str("</UnstructuredGrid>\n</VTKFile>\n");
-    Ok(out)
-}
-
-fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) -> Result<(), MeshError> {
-    let VtuPiece {
-        mesh,
-        positions,
-        point_fields,
-        cell_scalars,
-    } = *piece;
     check_structure(mesh)?;
     let nn = mesh.num_nodes();
-    let ne = mesh.num_elements();
     if positions.len() != nn {
         return Err(MeshError::Invalid(format!(
             "{} positions for a mesh of {nn} nodes",
             positions.len()
         )));
     }
-    if let Some(i) = positions
-        .iter()
-        .position(|p| p.iter().any(|c| !c.is_finite()))
-    {
-        return Err(MeshError::BadNode {
-            node: i,
-            msg: format!("non-finite position {:?}", positions[i]),
-        });
-    }
-    for (name, f) in point_fields {
-        if f.len() != nn {
-            return Err(MeshError::Invalid(format!(
-                "point field '{name}' has {} values for {nn} nodes",
-                f.len()
-            )));
-        }
-    }
-    for (name, f) in cell_scalars {
-        if f.len() != ne {
-            return Err(MeshError::Invalid(format!(
-                "cell scalar '{name}' has {} values for {ne} elements",
-                f.len()
-            )));
-        }
-    }
-    let _ = writeln!(
-        out,
-        "<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{ne}\">"
-    );
-    if !point_fields.is_empty() {
-        let _ = writeln!(
-            out,
-            "<PointData Vectors=\"{}\">",
-            xml_escape(point_fields[0].0)
-        );
-        for (name, f) in point_fields {
-            let _ = writeln!(
-                out,
-                "<DataArray type=\"Float64\" Name=\"{}\" NumberOfComponents=\"3\" format=\"ascii\">",
-                xml_escape(name)
-            );
-            for v in f.iter() {
-                push_point(out, v);
-                out.push('\n');
-            }
-            out.push_str("</DataArray>\n");
-        }
-        out.push_str("</PointData>\n");
-    }
-    out.push_str(
-        "<CellData Scalars=\"tag\">\n<DataArray type=\"Int64\" Name=\"tag\" format=\"ascii\">\n",
-    );
-    for t in &mesh.tags {
-        let _ = writeln!(out, "{t}");
-    }
-    out.push_str("</DataArray>\n");
-    for (name, f) in cell_scalars {
-        let _ = writeln!(
-            out,
-            "<DataArray type=\"Float64\" Name=\"{}\" format=\"ascii\">",
-            xml_escape(name)
-        );
-        for &v in f.iter() {
-            push_real(out, v);
-            out.push('\n');
-        }
-        out.push_str("</DataArray>\n");
-    }
-    out.push_str("</CellData>\n<Points>\n<DataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\" format=\"ascii\">\n");
-    for p in positions {
-        push_point(out, p);
-        out.push('\n');
-    }
-    out.push_str("</DataArray>\n</Points>\n<Cells>\n<DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n");
-    for e in 0..ne {
-        let ids: Vec<String> = file_order(mesh, e).iter().map(|n| n.to_string()).collect();
-        let _ = writeln!(out, "{}", ids.join(" "));
-    }
-    out.push_str("</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n");
-    let nv = mesh.kind.nodes();
-    for e in 0..ne {
-        let _ = writeln!(out, "{}", (e + 1) * nv);
-    }
-    out.push_str("</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">\n");
-    let ty = vtk_cell_type(mesh.kind);
-    for _ in 0..ne {
-        let _ = writeln!(out, "{ty}");
-    }
-    out.push_str("</DataArray>\n</Cells>\n</Piece>\n");
-    Ok(())
+    let connectivity: Vec<usize> = (0..mesh.num_elements())
+        .flat_map(|e| file_order(mesh, e))
+        .collect();
+    let piece = VtuPiece {
+        cell_type: vtk_cell_type(mesh.kind),
+        nodes_per_cell: mesh.kind.nodes(),
+        connectivity: &connectivity,
+        tags: &mesh.tags,
+        positions,
+        point_fields,
+        cell_scalars,
+    };
+    encode_vtu_pieces(&[piece]).map_err(|e| match e {
+        VtuError::NonFinite { node, position } => MeshError::BadNode {
+            node,
+            msg: format!("non-finite position {position:?}"),
+        },
+        e => MeshError::Invalid(e.to_string()),
+    })
 }
 
-/// Writes a `.vtu` volume frame (see [`encode_vtu`]) atomically.
+/// Writes a `.vtu` file (see [`encode_vtu`]) atomically.
 pub fn write_vtu(
     path: &Path,
     mesh: &Mesh,
     positions: &[[f64; 3]],
-    point_fields: &[(&str, &[[f64; 3]])],
-    cell_scalars: &[(&str, &[f64])],
+    point_fields: &[PointField<'_>],
+    cell_scalars: &[CellScalar<'_>],
 ) -> Result<(), MeshError> {
     let text = encode_vtu(mesh, positions, point_fields, cell_scalars)?;
     save(path, text.as_bytes())

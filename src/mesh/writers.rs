@@ -1,34 +1,33 @@
-//! Hand-written writers for volumetric mesh files, the inverse of [`crate::mesh::readers`].
+//! Writing volumetric mesh files, the inverse of [`crate::mesh::readers`].
 //!
 //! [`write_mesh`] picks the format from the extension of the output path (see
-//! [`MeshFormat::from_path`]):
+//! [`MeshFormat::from_path`]) and hands the mesh to the format's encoder:
 //!
-//! - **TetGen** `.node`/`.ele` (tets only): both `<stem>.node` and `<stem>.ele` are written.
-//!   `.node`: header `<#points> 3 0 0`, then `<id> x y z`; `.ele`: header `<#tets> 4 1`, then
-//!   `<id> n0 n1 n2 n3 <tag>` (the region tag as the one tetrahedron attribute). Numbering
-//!   starts at [`TETGEN_BASE`] (1, TetGen's own default) unless [`encode_tetgen`] is told
-//!   otherwise.
-//! - **gmsh** `.msh`: ASCII 4.1 by default, 2.2 with [`encode_msh22`]. Node tags are `1..=N`
-//!   and element tags `1..=M` in mesh order. Every distinct region tag gets one volume entity
-//!   (entity tags `1, 2, ...` in ascending region-tag order) whose physical group is the region
-//!   tag; 4.1 `$Elements` has one block per run of consecutive elements with the same tag, so
-//!   element order is preserved. Hexahedra are written in gmsh/VTK order.
-//!   Note: gmsh itself expects positive physical tags; region tag 0 is written as physical
-//!   tag 0, which this crate's reader round-trips.
-//! - **MEDIT** `.mesh`: `MeshVersionFormatted 2` (double precision), `Vertices` with reference
-//!   0, then `Tetrahedra` or `Hexahedra` (VTK order) with the region tag as reference.
-//! - **legacy VTK** `.vtk`, **VTK XML** `.vtu` and **DiffPD** `.bin`: see
-//!   [`crate::mesh::vtk`] and [`crate::mesh::diffpd_bin`].
+//! - **TetGen** `.node`/`.ele` (tets only; [`encode_tetgen`]): both `<stem>.node` and
+//!   `<stem>.ele` are written, numbered from [`TETGEN_BASE`] (1, TetGen's own default), with
+//!   the region tag as the one tetrahedron attribute;
+//! - **gmsh** `.msh`: ASCII 4.1 by default ([`encode_msh41`]), 2.2 with [`write_mesh_msh`]
+//!   ([`encode_msh22`]);
+//! - **MEDIT** `.mesh` ([`encode_medit`]);
+//! - **legacy VTK** `.vtk` and **VTK XML** `.vtu` ([`crate::mesh::vtk`]);
+//! - **DiffPD** `.bin` ([`crate::mesh::diffpd_bin`]).
 //!
 //! Coordinates are written with the shortest decimal representation that parses back to the
 //! same `f64` (exponent notation outside `[1e-4, 1e15)`), so every write/read round trip is
-//! exact. Writers refuse meshes that are structurally broken (index out of range, wrong tag
-//! count, non-finite coordinate) with [`MeshError::Invalid`]; files are written atomically.
+//! exact. Writers refuse meshes that are structurally broken ([`check_structure`]: index out
+//! of range, wrong tag count, non-finite coordinate) with [`MeshError::Invalid`]; files are
+//! written atomically.
 
-use super::readers::display;
-use super::{ElementKind, Mesh, MeshError, MeshFormat, HEX_VTK_TO_LEX};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+pub use super::check::check_structure;
+pub use super::gmsh::{encode_msh22, encode_msh41};
+pub use super::medit::encode_medit;
+pub use super::tetgen::encode_tetgen;
+
+use super::diffpd_bin::encode_bin;
+use super::encode::save;
+use super::lexer::display;
+use super::vtk::{encode_vtk, write_vtu};
+use super::{Mesh, MeshError, MeshFormat};
 use std::path::Path;
 
 /// Index base of TetGen files written by [`write_mesh`].
@@ -55,15 +54,27 @@ pub fn write_mesh(path: &Path, mesh: &Mesh) -> Result<(), MeshError> {
     match format {
         MeshFormat::Tetgen => {
             let (node, ele) = encode_tetgen(mesh, TETGEN_BASE)?;
-            let stem = path.with_extension("");
-            save(&with_ext(&stem, "node"), node.as_bytes())?;
-            save(&with_ext(&stem, "ele"), ele.as_bytes())
+            let [node_path, ele_path] = output_paths(path);
+            save(&node_path, node.as_bytes())?;
+            save(&ele_path, ele.as_bytes())
         }
         MeshFormat::Gmsh => write_mesh_msh(path, mesh, MshVersion::V41),
         MeshFormat::Medit => save(path, encode_medit(mesh).as_bytes()),
-        MeshFormat::Vtk => save(path, super::vtk::encode_vtk(mesh).as_bytes()),
-        MeshFormat::Vtu => super::vtk::write_vtu(path, mesh, &mesh.nodes, &[], &[]),
-        MeshFormat::DiffpdBin => save(path, &super::diffpd_bin::encode_bin(mesh)?),
+        MeshFormat::Vtk => save(path, encode_vtk(mesh).as_bytes()),
+        MeshFormat::Vtu => write_vtu(path, mesh, &mesh.nodes, &[], &[]),
+        MeshFormat::DiffpdBin => save(path, &encode_bin(mesh)?),
+    }
+}
+
+/// The files [`write_mesh`] writes for `path`: `<stem>.node` and `<stem>.ele` for TetGen,
+/// `path` itself (twice) for every other format.
+pub fn output_paths(path: &Path) -> [std::path::PathBuf; 2] {
+    match MeshFormat::from_path(path) {
+        Some(MeshFormat::Tetgen) => {
+            let stem = path.with_extension("");
+            [with_ext(&stem, "node"), with_ext(&stem, "ele")]
+        }
+        _ => [path.to_path_buf(), path.to_path_buf()],
     }
 }
 
@@ -85,251 +96,13 @@ fn with_ext(stem: &Path, ext: &str) -> std::path::PathBuf {
     s.into()
 }
 
-/// Writes `bytes` atomically, mapping errors to [`MeshError::Io`].
-pub(super) fn save(path: &Path, bytes: &[u8]) -> Result<(), MeshError> {
-    crate::io::write_atomic(path, bytes).map_err(|err| MeshError::Io {
-        path: display(path),
-        err,
-    })
-}
-
-/// Rejects meshes that no writer can represent: connectivity length not a multiple of the
-/// nodes per element, tag count different from the element count, node index out of range,
-/// non-finite coordinate.
-pub fn check_structure(mesh: &Mesh) -> Result<(), MeshError> {
-    let nv = mesh.kind.nodes();
-    if !mesh.elements.len().is_multiple_of(nv) {
-        return Err(MeshError::Invalid(format!(
-            "connectivity has {} indices, not a multiple of {nv} ({})",
-            mesh.elements.len(),
-            mesh.kind
-        )));
-    }
-    let ne = mesh.num_elements();
-    if mesh.tags.len() != ne {
-        return Err(MeshError::Invalid(format!(
-            "mesh has {} tags for {ne} elements",
-            mesh.tags.len()
-        )));
-    }
-    let nn = mesh.num_nodes();
-    if let Some(k) = mesh.elements.iter().position(|&n| n >= nn) {
-        return Err(MeshError::BadElement {
-            element: k / nv,
-            msg: format!(
-                "node index {} out of range (mesh has {nn} nodes)",
-                mesh.elements[k]
-            ),
-        });
-    }
-    if let Some(i) = mesh
-        .nodes
-        .iter()
-        .position(|p| p.iter().any(|c| !c.is_finite()))
-    {
-        return Err(MeshError::BadNode {
-            node: i,
-            msg: format!("non-finite coordinates {:?}", mesh.nodes[i]),
-        });
-    }
-    Ok(())
-}
-
-/// Appends `x` in the shortest form that parses back to the same `f64`.
-pub(super) fn push_real(out: &mut String, x: f64) {
-    let a = x.abs();
-    // Writing to a String cannot fail.
-    let _ = if x == 0.0 || (1e-4..1e15).contains(&a) {
-        write!(out, "{x}")
-    } else {
-        write!(out, "{x:e}")
-    };
-}
-
-/// Appends `x y z`.
-pub(super) fn push_point(out: &mut String, p: &[f64; 3]) {
-    for (d, &c) in p.iter().enumerate() {
-        if d > 0 {
-            out.push(' ');
-        }
-        push_real(out, c);
-    }
-}
-
-/// Element `e` in file order (VTK/gmsh/MEDIT order for hexes).
-pub(super) fn file_order(mesh: &Mesh, e: usize) -> Vec<usize> {
-    let el = mesh.element(e);
-    match mesh.kind {
-        ElementKind::Tet4 => el.to_vec(),
-        ElementKind::Hex8 => HEX_VTK_TO_LEX.iter().map(|&l| el[l]).collect(),
-    }
-}
-
-/// TetGen `.node` and `.ele` texts, numbered from `base`. Errors for hex meshes.
-pub fn encode_tetgen(mesh: &Mesh, base: usize) -> Result<(String, String), MeshError> {
-    if mesh.kind != ElementKind::Tet4 {
-        return Err(MeshError::Invalid(format!(
-            "TetGen .node/.ele files hold tetrahedra only; this mesh is {}",
-            mesh.kind
-        )));
-    }
-    let mut node = format!(
-        "# {} points, written by diffphd\n{} 3 0 0\n",
-        mesh.num_nodes(),
-        mesh.num_nodes()
-    );
-    for (i, p) in mesh.nodes.iter().enumerate() {
-        let _ = write!(node, "{} ", i + base);
-        push_point(&mut node, p);
-        node.push('\n');
-    }
-    let ne = mesh.num_elements();
-    let mut ele = format!("# {ne} tetrahedra, attribute = region tag\n{ne} 4 1\n");
-    for e in 0..ne {
-        let _ = write!(ele, "{}", e + base);
-        for &n in mesh.element(e) {
-            let _ = write!(ele, " {}", n + base);
-        }
-        let _ = writeln!(ele, " {}", mesh.tags[e]);
-    }
-    Ok((node, ele))
-}
-
-/// Distinct region tags in ascending order with their gmsh entity tag (`1, 2, ...`).
-fn entities(mesh: &Mesh) -> BTreeMap<i64, usize> {
-    let mut map: BTreeMap<i64, usize> = mesh.tags.iter().map(|&t| (t, 0)).collect();
-    for (k, v) in map.values_mut().enumerate() {
-        *v = k + 1;
-    }
-    map
-}
-
-fn msh_type(kind: ElementKind) -> u32 {
-    match kind {
-        ElementKind::Tet4 => 4,
-        ElementKind::Hex8 => 5,
-    }
-}
-
-/// gmsh ASCII 4.1 text (see the module documentation for the layout).
-pub fn encode_msh41(mesh: &Mesh) -> String {
-    let nn = mesh.num_nodes();
-    let ne = mesh.num_elements();
-    let ents = entities(mesh);
-    let mut out = String::from("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Entities\n");
-    let _ = writeln!(out, "0 0 0 {}", ents.len());
-    for (&tag, &ent) in &ents {
-        let mut lo = [f64::INFINITY; 3];
-        let mut hi = [f64::NEG_INFINITY; 3];
-        for e in (0..ne).filter(|&e| mesh.tags[e] == tag) {
-            for &n in mesh.element(e) {
-                for d in 0..3 {
-                    lo[d] = lo[d].min(mesh.nodes[n][d]);
-                    hi[d] = hi[d].max(mesh.nodes[n][d]);
-                }
-            }
-        }
-        let _ = write!(out, "{ent} ");
-        push_point(&mut out, &lo);
-        out.push(' ');
-        push_point(&mut out, &hi);
-        let _ = writeln!(out, " 1 {tag} 0");
-    }
-    out.push_str("$EndEntities\n$Nodes\n");
-    let first_entity = ents.values().next().copied().unwrap_or(1);
-    if nn == 0 {
-        out.push_str("0 0 0 0\n");
-    } else {
-        let _ = writeln!(out, "1 {nn} 1 {nn}\n3 {first_entity} 0 {nn}");
-        for i in 1..=nn {
-            let _ = writeln!(out, "{i}");
-        }
-        for p in &mesh.nodes {
-            push_point(&mut out, p);
-            out.push('\n');
-        }
-    }
-    out.push_str("$EndNodes\n$Elements\n");
-    // Runs of consecutive elements with the same tag.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for e in 0..ne {
-        match runs.last_mut() {
-            Some((start, len)) if mesh.tags[*start] == mesh.tags[e] => *len += 1,
-            _ => runs.push((e, 1)),
-        }
-    }
-    let _ = writeln!(out, "{} {ne} {} {ne}", runs.len(), ne.min(1));
-    let ty = msh_type(mesh.kind);
-    for (start, len) in runs {
-        let ent = ents[&mesh.tags[start]];
-        let _ = writeln!(out, "3 {ent} {ty} {len}");
-        for e in start..start + len {
-            let _ = write!(out, "{}", e + 1);
-            for n in file_order(mesh, e) {
-                let _ = write!(out, " {}", n + 1);
-            }
-            out.push('\n');
-        }
-    }
-    out.push_str("$EndElements\n");
-    out
-}
-
-/// gmsh ASCII 2.2 text: `$Nodes` `id x y z`, `$Elements` `id type 2 <tag> <entity> nodes...`
-/// (physical tag = region tag, elementary tag = entity as in [`encode_msh41`]).
-pub fn encode_msh22(mesh: &Mesh) -> String {
-    let ents = entities(mesh);
-    let mut out = String::from("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n");
-    let _ = writeln!(out, "{}", mesh.num_nodes());
-    for (i, p) in mesh.nodes.iter().enumerate() {
-        let _ = write!(out, "{} ", i + 1);
-        push_point(&mut out, p);
-        out.push('\n');
-    }
-    let ne = mesh.num_elements();
-    let _ = writeln!(out, "$EndNodes\n$Elements\n{ne}");
-    let ty = msh_type(mesh.kind);
-    for e in 0..ne {
-        let tag = mesh.tags[e];
-        let _ = write!(out, "{} {ty} 2 {tag} {}", e + 1, ents[&tag]);
-        for n in file_order(mesh, e) {
-            let _ = write!(out, " {}", n + 1);
-        }
-        out.push('\n');
-    }
-    out.push_str("$EndElements\n");
-    out
-}
-
-/// MEDIT ASCII text (see the module documentation).
-pub fn encode_medit(mesh: &Mesh) -> String {
-    let mut out = String::from("MeshVersionFormatted 2\n\nDimension 3\n\nVertices\n");
-    let _ = writeln!(out, "{}", mesh.num_nodes());
-    for p in &mesh.nodes {
-        push_point(&mut out, p);
-        out.push_str(" 0\n");
-    }
-    let key = match mesh.kind {
-        ElementKind::Tet4 => "Tetrahedra",
-        ElementKind::Hex8 => "Hexahedra",
-    };
-    let ne = mesh.num_elements();
-    let _ = writeln!(out, "\n{key}\n{ne}");
-    for e in 0..ne {
-        for n in file_order(mesh, e) {
-            let _ = write!(out, "{} ", n + 1);
-        }
-        let _ = writeln!(out, "{}", mesh.tags[e]);
-    }
-    out.push_str("\nEnd\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::text::push_real;
     use crate::mesh::generate::{box_hex, box_tet};
     use crate::mesh::readers::{read_mesh, read_mesh_with_source};
+    use crate::mesh::ElementKind;
     use proptest::prelude::*;
 
     /// A mesh with awkward coordinates (tiny, huge, negative zero, non-terminating binary
@@ -523,11 +296,18 @@ mod tests {
                 let nv = kind.nodes();
                 let mut elements = Vec::new();
                 let mut tags = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 for (k, (idx, tag)) in els.iter().enumerate() {
-                    for a in 0..nv {
-                        elements.push((idx.index(nodes.len()) + a * (k + 1)) % nodes.len());
+                    let el: Vec<usize> = (0..nv)
+                        .map(|a| (idx.index(nodes.len()) + a * (k + 1)) % nodes.len())
+                        .collect();
+                    let mut set = el.clone();
+                    set.sort_unstable();
+                    // Duplicate elements are refused by every reader.
+                    if seen.insert(set) {
+                        elements.extend(el);
+                        tags.push(*tag);
                     }
-                    tags.push(*tag);
                 }
                 Mesh {
                     kind,

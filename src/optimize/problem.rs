@@ -314,7 +314,7 @@ fn tracking_from_ply(
     let mut nodes: Option<Vec<usize>> = None;
     let mut frames = Vec::new();
     for t in 1..=base.frames {
-        let path = dir.join(crate::cli::frames::frame_name(t));
+        let path = dir.join(crate::io::frames::frame_name(t));
         if !path.exists() {
             continue;
         }

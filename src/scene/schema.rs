@@ -953,6 +953,8 @@ impl Body {
                         "every cell count must be >= 1".into(),
                     ));
                 }
+                crate::mesh::generate::box_cell_count(cells)
+                    .map_err(|e| (format!("{k}.mesh.cells"), e.to_string()))?;
                 positive(
                     &format!("{k}.mesh.dx"),
                     m.dx.ok_or((

@@ -1,0 +1,272 @@
+//! Frame files of a rollout: PLY surfaces (default) or `.vtu` volumes, and their names.
+//!
+//! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
+//!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
+//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, one `<Piece>` per body (bodies may
+//!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
+//!   arrays `tag` (the body index) and `youngs_modulus`. A ParaView collection `frames.pvd`
+//!   lists every written frame with its time; it is rewritten (atomically) after each frame,
+//!   so a run that fails part-way leaves a valid collection of the frames it wrote.
+//!
+//! The writer takes plain numbers ([`FrameLayout`]): the caller describes each body's node
+//! range, cells and surface once, and hands positions and velocities per frame.
+
+use super::vtu::{encode_pvd, encode_vtu_pieces, PointField, VtuPiece};
+use super::{ply, write_atomic};
+use std::ops::Range;
+use std::path::Path;
+
+/// Stable PLY frame file name (also what tracking losses read back).
+pub fn frame_name(frame: usize) -> String {
+    format!("frame_{frame:05}.ply")
+}
+
+/// Stable VTU frame file name.
+pub fn vtu_frame_name(frame: usize) -> String {
+    format!("frame_{frame:05}.vtu")
+}
+
+/// Which files a run writes per frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameFiles {
+    /// Binary PLY boundary surfaces.
+    Ply,
+    /// VTK XML volumes plus a `frames.pvd` collection.
+    Vtu,
+}
+
+/// One body of the simulation as the frame writer sees it.
+#[derive(Clone, Debug)]
+pub struct FrameBody {
+    /// The body's nodes: a contiguous range of the global node numbering.
+    pub nodes: Range<usize>,
+    /// VTK cell type of the body's elements (10 tetra, 12 hexahedron).
+    pub cell_type: u8,
+    /// Nodes per element.
+    pub nodes_per_cell: usize,
+    /// Element connectivity in global node numbers, VTK node order.
+    pub connectivity: Vec<usize>,
+    /// Young's modulus per element.
+    pub youngs: Vec<f64>,
+    /// Boundary triangles in global node numbers.
+    pub surface: Vec<[usize; 3]>,
+}
+
+/// Everything the frame writer needs to know about the model, fixed for a run.
+#[derive(Clone, Debug)]
+pub struct FrameLayout {
+    /// Total number of nodes (all bodies).
+    pub num_nodes: usize,
+    /// Bodies in element order (body `k`'s elements follow body `k - 1`'s).
+    pub bodies: Vec<FrameBody>,
+}
+
+/// Surface output data shared by all frames.
+pub struct SurfaceMap {
+    pub nodes: Vec<usize>,
+    pub faces: Vec<[u32; 3]>,
+    pub node_youngs: Vec<f64>,
+}
+
+impl SurfaceMap {
+    pub fn new(layout: &FrameLayout) -> Self {
+        let n = layout.num_nodes;
+        let mut local = vec![u32::MAX; n];
+        let mut nodes = Vec::new();
+        let mut faces = Vec::new();
+        for b in &layout.bodies {
+            for t in &b.surface {
+                let mut f = [0u32; 3];
+                for k in 0..3 {
+                    if local[t[k]] == u32::MAX {
+                        local[t[k]] = nodes.len() as u32;
+                        nodes.push(t[k]);
+                    }
+                    f[k] = local[t[k]];
+                }
+                faces.push(f);
+            }
+        }
+        let mut sum = vec![0.0; n];
+        let mut cnt = vec![0usize; n];
+        for b in &layout.bodies {
+            let cells = b.connectivity.chunks(b.nodes_per_cell.max(1));
+            for (cell, &e) in cells.zip(&b.youngs) {
+                for &i in cell {
+                    sum[i] += e;
+                    cnt[i] += 1;
+                }
+            }
+        }
+        let node_youngs = sum
+            .iter()
+            .zip(&cnt)
+            .map(|(s, c)| s / (*c).max(1) as f64)
+            .collect();
+        SurfaceMap {
+            nodes,
+            faces,
+            node_youngs,
+        }
+    }
+
+    pub fn write(
+        &self,
+        path: &Path,
+        x: &[f64],
+        v: &[f64],
+        contact_force: Option<&[f64]>,
+    ) -> std::io::Result<()> {
+        let bytes = ply::encode(&ply::SurfaceFrame {
+            nodes: &self.nodes,
+            x,
+            v,
+            youngs: &self.node_youngs,
+            faces: &self.faces,
+            contact_force,
+        });
+        write_atomic(path, &bytes)
+    }
+}
+
+/// One body of a volume frame in body-local node numbering.
+struct VolumeBody {
+    cell_type: u8,
+    nodes_per_cell: usize,
+    connectivity: Vec<usize>,
+    tags: Vec<i64>,
+    nodes: Range<usize>,
+    youngs: Vec<f64>,
+}
+
+/// Volume output data shared by all frames: one single-kind cell set per body in body-local
+/// node numbering (the body's nodes are the contiguous range [`FrameBody::nodes`]).
+pub struct VolumeMap {
+    bodies: Vec<VolumeBody>,
+}
+
+impl VolumeMap {
+    pub fn new(layout: &FrameLayout) -> Self {
+        let bodies = layout
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(bi, b)| VolumeBody {
+                cell_type: b.cell_type,
+                nodes_per_cell: b.nodes_per_cell,
+                connectivity: b.connectivity.iter().map(|&i| i - b.nodes.start).collect(),
+                tags: vec![bi as i64; b.youngs.len()],
+                nodes: b.nodes.clone(),
+                youngs: b.youngs.clone(),
+            })
+            .collect();
+        VolumeMap { bodies }
+    }
+
+    /// The `.vtu` text of one frame (`x`, `v`, `contact_force` node-major, length 3n).
+    pub fn encode(
+        &self,
+        x: &[f64],
+        v: &[f64],
+        contact_force: Option<&[f64]>,
+    ) -> Result<String, String> {
+        let split = |a: &[f64], r: &Range<usize>| -> Vec<[f64; 3]> {
+            r.clone()
+                .map(|i| [a[3 * i], a[3 * i + 1], a[3 * i + 2]])
+                .collect()
+        };
+        let data: Vec<_> = self
+            .bodies
+            .iter()
+            .map(|b| {
+                let r = &b.nodes;
+                (split(x, r), split(v, r), contact_force.map(|f| split(f, r)))
+            })
+            .collect();
+        let fields: Vec<Vec<PointField<'_>>> = data
+            .iter()
+            .map(|(_, vel, fc)| {
+                let mut f: Vec<PointField<'_>> = vec![("velocity", &vel[..])];
+                if let Some(fc) = fc {
+                    f.push(("contact_force", &fc[..]));
+                }
+                f
+            })
+            .collect();
+        let cells: Vec<[(&str, &[f64]); 1]> = self
+            .bodies
+            .iter()
+            .map(|b| [("youngs_modulus", &b.youngs[..])])
+            .collect();
+        let pieces: Vec<VtuPiece<'_>> = self
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(k, b)| VtuPiece {
+                cell_type: b.cell_type,
+                nodes_per_cell: b.nodes_per_cell,
+                connectivity: &b.connectivity,
+                tags: &b.tags,
+                positions: &data[k].0,
+                point_fields: &fields[k],
+                cell_scalars: &cells[k],
+            })
+            .collect();
+        encode_vtu_pieces(&pieces).map_err(|e| e.to_string())
+    }
+}
+
+/// Writes the frames of one run in the chosen format.
+pub enum FrameWriter {
+    Ply(SurfaceMap),
+    Vtu {
+        map: VolumeMap,
+        /// (time, file name) of every frame written so far, for `frames.pvd`.
+        written: Vec<(f64, String)>,
+    },
+}
+
+impl FrameWriter {
+    /// A writer for `layout` (anything that converts into one, e.g. the simulation model)
+    /// writing `files` (e.g. the scene's `[output] format`).
+    pub fn new(layout: impl Into<FrameLayout>, files: impl Into<FrameFiles>) -> Self {
+        let layout = layout.into();
+        match files.into() {
+            FrameFiles::Ply => FrameWriter::Ply(SurfaceMap::new(&layout)),
+            FrameFiles::Vtu => FrameWriter::Vtu {
+                map: VolumeMap::new(&layout),
+                written: Vec::new(),
+            },
+        }
+    }
+
+    /// Write frame `frame` (time `time`) into `dir`; returns the file name.
+    pub fn write(
+        &mut self,
+        dir: &Path,
+        frame: usize,
+        time: f64,
+        x: &[f64],
+        v: &[f64],
+        contact_force: Option<&[f64]>,
+    ) -> std::io::Result<String> {
+        match self {
+            FrameWriter::Ply(s) => {
+                let name = frame_name(frame);
+                s.write(&dir.join(&name), x, v, contact_force)?;
+                Ok(name)
+            }
+            FrameWriter::Vtu { map, written } => {
+                let name = vtu_frame_name(frame);
+                let text = map
+                    .encode(x, v, contact_force)
+                    .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
+                write_atomic(&dir.join(&name), text.as_bytes())?;
+                written.retain(|(_, n)| *n != name);
+                written.push((time, name.clone()));
+                write_atomic(&dir.join("frames.pvd"), encode_pvd(written).as_bytes())?;
+                Ok(name)
+            }
+        }
+    }
+}
