@@ -3,11 +3,22 @@
 //! file intact and never a half-written one.
 
 pub mod log;
+pub mod outdir;
 pub mod ply;
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The package version of this binary.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit this binary was built from (`-dirty` with uncommitted changes), or `None`
+/// when it was not built from a git checkout.
+pub fn git_commit() -> Option<&'static str> {
+    let c = env!("DIFFPHD_GIT_COMMIT");
+    (!c.is_empty()).then_some(c)
+}
 
 /// Write `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
 ///
