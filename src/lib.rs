@@ -20,3 +20,4 @@ pub mod mesh;
 pub mod optimize;
 pub mod scene;
 pub mod solver;
+pub mod sweep;

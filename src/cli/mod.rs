@@ -10,6 +10,7 @@ pub mod mesh;
 pub mod optimize;
 pub mod plot;
 pub mod simulate;
+pub mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -84,6 +85,11 @@ pub enum Command {
     Optimize(optimize::OptimizeArgs),
     /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
     Plot(plot::PlotArgs),
+    /// Parameter sweeps: plan, run locally, emit for GNU parallel / Slurm, task, collect.
+    Sweep {
+        #[command(subcommand)]
+        cmd: sweep::SweepCommand,
+    },
 }
 
 /// A CLI failure with its exit code.
@@ -130,6 +136,7 @@ pub fn main() -> i32 {
         Command::Mesh { cmd } => mesh::run(&cmd),
         Command::Optimize(args) => optimize::run(&args).map(|_| ()),
         Command::Plot(args) => plot::run(&args),
+        Command::Sweep { cmd } => sweep::run(&cmd),
     };
     match result {
         Ok(()) => 0,
