@@ -8,7 +8,7 @@ type Check = Result<(), (String, String)>;
 
 /// Shape of an obstacle. The obstacle is a solid; the bodies live outside it (for `plane`:
 /// on the side the normal points to).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ObstacleKind {
     /// Half-space $\{x:(x-p)\cdot n<0\}$ (free side: $(x-p)\cdot n\ge0$); keys `point`, `normal`.
@@ -26,7 +26,7 @@ pub enum ObstacleKind {
 
 /// `[[obstacle]]`: a rigid obstacle with a prescribed (static, translating or rotating)
 /// motion and Coulomb friction.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObstacleSpec {
     #[serde(default)]
@@ -71,7 +71,9 @@ pub struct ObstacleSpec {
 }
 
 /// Contact model.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ContactModel {
     /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
@@ -85,7 +87,7 @@ pub enum ContactModel {
 
 /// `[contact.penalty]`: DiffPD's planar penalty law per node,
 /// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PenaltySettings {
     /// Normal stiffness $k_n$ (N/m^(p-1)).
@@ -125,7 +127,7 @@ impl Default for PenaltySettings {
 }
 
 /// `[contact]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContactSettings {
     /// `"ncp"` (default) or `"penalty"`.

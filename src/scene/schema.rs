@@ -8,7 +8,7 @@ use crate::mesh::ElementKind;
 use serde::{Deserialize, Serialize};
 
 /// Root of a scene file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scene {
     /// Must be 1.
@@ -43,7 +43,7 @@ pub struct Scene {
 }
 
 /// `[optimize]`: L-BFGS settings and stopping rules of `diffphd optimize` (docs/optimize.md).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptimizeSettings {
     /// L-BFGS iteration cap.
@@ -110,7 +110,9 @@ impl Default for OptimizeSettings {
 }
 
 /// Line search of the L-BFGS optimizer.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LineSearchKind {
     #[default]
@@ -152,7 +154,7 @@ impl OptimizeSettings {
 }
 
 /// A scalar, or one value per component for vector parameter kinds.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PerComponent {
     One(f64),
@@ -170,7 +172,7 @@ impl PerComponent {
 }
 
 /// `[backward]`: adjoint solver settings (spec §7.6).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackwardSettings {
     /// Relative tolerance on the adjoint residual $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+\epsilon_a$.
@@ -186,6 +188,7 @@ pub struct BackwardSettings {
     /// Prox-Hessian filter in the backward: `"none"` (exact gradient, default), `"clamp"`,
     /// `"abs"`, `"trust_region"` (the paper's adaptive blend, spec Eqs. 23–29).
     #[serde(default)]
+    #[schemars(schema_with = "hessian_filter_schema")]
     pub filter: crate::solver::backward::HessianFilterMode,
     /// Adjoint solver: `"fixed_point"` (DiffPD's iteration + Anderson, GMRES fallback;
     /// with NCP contact the contact-projected iteration), `"gmres"` ($A^{-1}$-preconditioned
@@ -193,6 +196,7 @@ pub struct BackwardSettings {
     /// (CG with $A^{-1}$; refused with NCP contact) or `"woodbury"` (GMRES on the contact
     /// KKT system with the Woodbury block preconditioner, Zeng et al. 2026 §4.4).
     #[serde(default)]
+    #[schemars(schema_with = "adjoint_method_schema")]
     pub method: crate::solver::backward::AdjointMethod,
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
@@ -227,7 +231,7 @@ impl Default for BackwardSettings {
 }
 
 /// `[loss]`: weighted terms.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LossSpec {
     #[serde(rename = "term", default)]
@@ -238,7 +242,7 @@ pub struct LossSpec {
     pub reference: Option<ReferenceSpec>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceSpec {
     #[serde(default)]
@@ -246,7 +250,7 @@ pub struct ReferenceSpec {
 }
 
 /// `[[loss.term]]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossTermSpec {
     /// Per-frame positions against a reference trajectory: a directory of PLY frames written
@@ -294,7 +298,7 @@ pub enum LossTermSpec {
 }
 
 /// `[[parameter]]`: one differentiable scalar (or a 3-vector expanded into components).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamSpec {
     /// Display name; default derived from kind/body/region/component.
@@ -346,7 +350,7 @@ pub struct ParamSpec {
     pub scale: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamKind {
     YoungsModulus,
@@ -375,7 +379,7 @@ pub enum ParamKind {
 }
 
 /// `[simulation]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Simulation {
     /// Time step h in seconds.
@@ -408,7 +412,7 @@ impl Default for Simulation {
 }
 
 /// `[[body]]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Body {
     #[serde(default)]
@@ -440,7 +444,7 @@ pub struct Body {
 /// `[[body.attachment]]`: the selected nodes tied to `target` (a point; default: each node's
 /// own initial position) moving with `motion`, with compliance $c$ (m/N per node;
 /// 0 = hard, i.e. a Dirichlet group, which needs the default target).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Attachment {
     pub select: NodeSelector,
@@ -453,7 +457,7 @@ pub struct Attachment {
 }
 
 /// `[[body.muscle]]`: a muscle group — elements sharing one activation (spec §3.5).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Muscle {
     #[serde(default)]
@@ -477,7 +481,7 @@ pub struct Muscle {
 }
 
 /// `activation` of a muscle group: one value, or knot values in time.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Activation {
     Constant(f64),
@@ -501,7 +505,7 @@ impl Activation {
 }
 
 /// Fibre direction of a muscle group.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum FiberSpec {
     Direction([f64; 3]),
@@ -509,7 +513,7 @@ pub enum FiberSpec {
 }
 
 /// Fibre fields about an axis.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FiberField {
     Radial {
@@ -525,7 +529,7 @@ pub enum FiberField {
 }
 
 /// `[body.mesh]`: either `file` or `generator`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeshSpec {
     /// Mesh file (TetGen `.node`/`.ele`, gmsh `.msh`, MEDIT `.mesh`, legacy VTK `.vtk`,
@@ -554,7 +558,7 @@ pub struct MeshSpec {
     pub radius: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Generator {
     Box,
@@ -562,7 +566,7 @@ pub enum Generator {
     Sphere,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GenElement {
     #[serde(alias = "hex")]
@@ -580,7 +584,7 @@ impl From<GenElement> for ElementKind {
 }
 
 /// `[body.transform]`: `x = R (s X) + t`, with `R = Rz Ry Rx` from `rotation_deg`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Transform {
     #[serde(default)]
@@ -604,10 +608,11 @@ impl Default for Transform {
 }
 
 /// `[body.material]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaterialSpec {
     /// `"corotated"` (corotated + volume PD) or `"neohookean"` (NH proximal PD).
+    #[schemars(schema_with = "material_model_schema")]
     pub model: MaterialModel,
     /// Young's modulus E (Pa), base value for every element.
     pub youngs_modulus: f64,
@@ -628,7 +633,7 @@ fn d_fit() -> f64 {
 }
 
 /// `[[body.region]]`: override E on the selected elements (by centroid).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
     #[serde(default)]
@@ -643,7 +648,7 @@ pub struct Region {
 }
 
 /// `[body.damping]`: Rayleigh damping $\mathcal D=\alpha M+\sum_e\beta_e w_eG_e^TG_e$ (spec Eq. 30).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Damping {
     /// Mass-proportional coefficient α (1/s).
@@ -671,7 +676,9 @@ impl Default for Damping {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StiffnessScaling {
     #[default]
@@ -680,7 +687,7 @@ pub enum StiffnessScaling {
 }
 
 /// `[[body.dirichlet]]`: prescribe the selected nodes' coordinates on `axes`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dirichlet {
     pub select: NodeSelector,
@@ -695,7 +702,7 @@ fn d_axes() -> String {
 }
 
 /// Prescribed motion of Dirichlet nodes, relative to their initial positions.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Motion {
     /// Held at the initial position.
@@ -714,7 +721,7 @@ pub enum Motion {
 }
 
 /// `[body.initial]`: initial state on top of the rest shape.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Initial {
     /// Uniform initial velocity (m/s).
@@ -754,7 +761,7 @@ impl Default for Initial {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Twist {
     pub axis: [f64; 3],
@@ -765,7 +772,7 @@ pub struct Twist {
 }
 
 /// `[[body.force]]`: external nodal force on a node selection, scaled by a time profile.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Force {
     pub select: NodeSelector,
@@ -782,7 +789,7 @@ pub struct Force {
     pub profile: Profile,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TwistLoad {
     pub axis: [f64; 3],
@@ -791,7 +798,9 @@ pub struct TwistLoad {
     pub center: Option<[f64; 3]>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ForcePer {
     #[default]
@@ -800,7 +809,7 @@ pub enum ForcePer {
 }
 
 /// Time profile s(t) multiplying a force.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Profile {
     /// s = 1.
@@ -844,7 +853,7 @@ impl Profile {
 }
 
 /// `[solver]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolverSettings {
     /// PD iteration cap per step (K_max).
@@ -922,7 +931,9 @@ fn d_lbfgs_history() -> usize {
 }
 
 /// `[solver] method`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SolverMethod {
     #[default]
@@ -956,7 +967,9 @@ impl std::str::FromStr for SolverMethod {
 }
 
 /// `[solver] newton_energy`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NewtonEnergy {
     /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
@@ -967,7 +980,9 @@ pub enum NewtonEnergy {
 }
 
 /// `[solver] newton_filter`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NewtonFilter {
     #[default]
@@ -988,7 +1003,9 @@ fn d_rel() -> f64 {
 }
 
 /// `[solver] gate_reference`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum GateReference {
     Position,
@@ -1024,7 +1041,9 @@ impl Default for SolverSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OnNonConvergence {
     #[default]
@@ -1047,6 +1066,51 @@ impl Serialize for AndersonWindow {
         }
     }
 }
+impl schemars::JsonSchema for AndersonWindow {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AndersonWindow".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Anderson window: \"auto\" or an integer window 0..=64.",
+            "anyOf": [
+                { "const": "auto" },
+                { "type": "integer", "minimum": 0, "maximum": 64 }
+            ]
+        })
+    }
+}
+
+/// JSON Schema of `material.model` (`crate::material::MaterialModel`, with its aliases).
+fn material_model_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "PD energy of the body: corotated + volume, or Neo-Hookean proximal.",
+        "type": "string",
+        "enum": ["corotated", "neohookean", "neo_hookean", "neo-hookean"]
+    })
+}
+
+/// Values of `backward.filter` (`crate::solver::backward::HessianFilterMode`).
+pub const HESSIAN_FILTER_VALUES: [&str; 4] = ["none", "clamp", "abs", "trust_region"];
+/// Values of `backward.method` (`crate::solver::backward::AdjointMethod`).
+pub const ADJOINT_METHOD_VALUES: [&str; 4] = ["fixed_point", "gmres", "pcg", "woodbury"];
+
+fn hessian_filter_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Filter of the Neo-Hookean prox Hessian in the backward pass.",
+        "type": "string",
+        "enum": HESSIAN_FILTER_VALUES
+    })
+}
+
+fn adjoint_method_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Adjoint linear solver.",
+        "type": "string",
+        "enum": ADJOINT_METHOD_VALUES
+    })
+}
+
 impl<'de> Deserialize<'de> for AndersonWindow {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -1066,7 +1130,7 @@ impl<'de> Deserialize<'de> for AndersonWindow {
 }
 
 /// `[output]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Output {
     /// Output directory (relative to the current directory; `--out` overrides).
@@ -1085,7 +1149,9 @@ pub struct Output {
 }
 
 /// `[output] format`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FrameFormat {
     #[default]
