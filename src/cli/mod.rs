@@ -85,6 +85,8 @@ pub enum Command {
     Optimize(optimize::OptimizeArgs),
     /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
     Plot(plot::PlotArgs),
+    /// Print the JSON Schema of the scene format (the copy in docs/scene.schema.json).
+    Schema,
     /// Parameter sweeps: plan, run locally, emit for GNU parallel / Slurm, task, collect.
     Sweep {
         #[command(subcommand)]
@@ -137,6 +139,10 @@ pub fn main() -> i32 {
         Command::Optimize(args) => optimize::run(&args).map(|_| ()),
         Command::Plot(args) => plot::run(&args),
         Command::Sweep { cmd } => sweep::run(&cmd),
+        Command::Schema => {
+            print!("{}", crate::scene::json_schema());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => 0,
