@@ -2,9 +2,10 @@
 //!
 //! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
 //!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
-//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, one `<Piece>` per body (bodies may
-//!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
-//!   arrays `tag` (the body index) and `youngs_modulus`. A ParaView collection `frames.pvd`
+//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, every body in one `<Piece>` (bodies
+//!   may mix tets and hexes; one piece, so that readers like meshio see them all), point
+//!   arrays `velocity` (and `contact_force` with obstacles), cell arrays `tag` (the body
+//!   index) and `youngs_modulus`. A ParaView collection `frames.pvd`
 //!   lists every written frame with its time; it is rewritten (atomically) after each frame,
 //!   so a run that fails part-way leaves a valid collection of the frames it wrote.
 

@@ -708,30 +708,36 @@ pub fn encode_vtu(
     }])
 }
 
-/// VTK XML unstructured-grid text with one `<Piece>` per entry (a scene with several bodies,
-/// possibly of different element kinds, is one file with one piece per body; ParaView merges
-/// the pieces). Every piece must carry the same array names in the same order.
+/// VTK XML unstructured-grid text of several meshes (e.g. the bodies of a scene, possibly of
+/// different element kinds) as ONE `<Piece>`: points concatenated in entry order, each
+/// entry's connectivity shifted by the points before it, cell types per entry's kind, and
+/// every array concatenated the same way (the `tag` cell array keeps each entry's tags).
+/// One piece because readers such as meshio keep only the last of several pieces. Every
+/// entry must carry the same array names in the same order.
 pub fn encode_vtu_pieces(pieces: &[VtuPiece<'_>]) -> Result<String, MeshError> {
     let mut out = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<UnstructuredGrid>\n");
+    let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
+        (
+            q.point_fields.iter().map(|f| f.0.to_string()).collect(),
+            q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
+        )
+    };
     for (k, p) in pieces.iter().enumerate() {
-        let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
-            (
-                q.point_fields.iter().map(|f| f.0.to_string()).collect(),
-                q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
-            )
-        };
         if k > 0 && names(p) != names(&pieces[0]) {
             return Err(MeshError::Invalid(format!(
                 "vtu piece {k} has different arrays than piece 0"
             )));
         }
-        encode_piece(&mut out, p)?;
+        check_piece(p)?;
+    }
+    if !pieces.is_empty() {
+        encode_merged(&mut out, pieces);
     }
     out.push_str("</UnstructuredGrid>\n</VTKFile>\n");
     Ok(out)
 }
 
-fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) -> Result<(), MeshError> {
+fn check_piece(piece: &VtuPiece<'_>) -> Result<(), MeshError> {
     let VtuPiece {
         mesh,
         positions,
@@ -772,25 +778,35 @@ fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) -> Result<(), MeshError>
             )));
         }
     }
+    Ok(())
+}
+
+/// One `<Piece>` of checked, non-empty `pieces` with the same array names.
+fn encode_merged(out: &mut String, pieces: &[VtuPiece<'_>]) {
+    let nn: usize = pieces.iter().map(|p| p.mesh.num_nodes()).sum();
+    let ne: usize = pieces.iter().map(|p| p.mesh.num_elements()).sum();
+    let first = &pieces[0];
     let _ = writeln!(
         out,
         "<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{ne}\">"
     );
-    if !point_fields.is_empty() {
+    if !first.point_fields.is_empty() {
         let _ = writeln!(
             out,
             "<PointData Vectors=\"{}\">",
-            xml_escape(point_fields[0].0)
+            xml_escape(first.point_fields[0].0)
         );
-        for (name, f) in point_fields {
+        for (k, (name, _)) in first.point_fields.iter().enumerate() {
             let _ = writeln!(
                 out,
                 "<DataArray type=\"Float64\" Name=\"{}\" NumberOfComponents=\"3\" format=\"ascii\">",
                 xml_escape(name)
             );
-            for v in f.iter() {
-                push_point(out, v);
-                out.push('\n');
+            for p in pieces {
+                for v in p.point_fields[k].1.iter() {
+                    push_point(out, v);
+                    out.push('\n');
+                }
             }
             out.push_str("</DataArray>\n");
         }
@@ -799,44 +815,62 @@ fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) -> Result<(), MeshError>
     out.push_str(
         "<CellData Scalars=\"tag\">\n<DataArray type=\"Int64\" Name=\"tag\" format=\"ascii\">\n",
     );
-    for t in &mesh.tags {
-        let _ = writeln!(out, "{t}");
+    for p in pieces {
+        for t in &p.mesh.tags {
+            let _ = writeln!(out, "{t}");
+        }
     }
     out.push_str("</DataArray>\n");
-    for (name, f) in cell_scalars {
+    for (k, (name, _)) in first.cell_scalars.iter().enumerate() {
         let _ = writeln!(
             out,
             "<DataArray type=\"Float64\" Name=\"{}\" format=\"ascii\">",
             xml_escape(name)
         );
-        for &v in f.iter() {
-            push_real(out, v);
-            out.push('\n');
+        for p in pieces {
+            for &v in p.cell_scalars[k].1.iter() {
+                push_real(out, v);
+                out.push('\n');
+            }
         }
         out.push_str("</DataArray>\n");
     }
     out.push_str("</CellData>\n<Points>\n<DataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\" format=\"ascii\">\n");
-    for p in positions {
-        push_point(out, p);
-        out.push('\n');
+    for p in pieces {
+        for x in p.positions {
+            push_point(out, x);
+            out.push('\n');
+        }
     }
     out.push_str("</DataArray>\n</Points>\n<Cells>\n<DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n");
-    for e in 0..ne {
-        let ids: Vec<String> = file_order(mesh, e).iter().map(|n| n.to_string()).collect();
-        let _ = writeln!(out, "{}", ids.join(" "));
+    let mut base = 0;
+    for p in pieces {
+        for e in 0..p.mesh.num_elements() {
+            let ids: Vec<String> = file_order(p.mesh, e)
+                .iter()
+                .map(|n| (n + base).to_string())
+                .collect();
+            let _ = writeln!(out, "{}", ids.join(" "));
+        }
+        base += p.mesh.num_nodes();
     }
     out.push_str("</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n");
-    let nv = mesh.kind.nodes();
-    for e in 0..ne {
-        let _ = writeln!(out, "{}", (e + 1) * nv);
+    let mut offset = 0;
+    for p in pieces {
+        let nv = p.mesh.kind.nodes();
+        for _ in 0..p.mesh.num_elements() {
+            offset += nv;
+            let _ = writeln!(out, "{offset}");
+        }
     }
     out.push_str("</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">\n");
-    let ty = vtk_cell_type(mesh.kind);
-    for _ in 0..ne {
-        let _ = writeln!(out, "{ty}");
+    for p in pieces {
+        let ty = vtk_cell_type(p.mesh.kind);
+        for _ in 0..p.mesh.num_elements() {
+            let _ = writeln!(out, "{ty}");
+        }
     }
     out.push_str("</DataArray>\n</Cells>\n</Piece>\n");
-    Ok(())
 }
 
 /// Writes a `.vtu` volume frame (see [`encode_vtu`]) atomically.
