@@ -21,3 +21,4 @@ pub mod model;
 pub mod optimize;
 pub mod scene;
 pub mod solver;
+pub mod sweep;

@@ -201,7 +201,7 @@ fn vtu_pieces(xml: &str, name: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// `[output] format = "vtu"`: one volume piece per body (a tet body and a hex body), node
+/// `[output] format = "vtu"`: every body (a tet body and a hex body) in one volume piece, node
 /// positions identical to the PLY frames of the same run, a `frames.pvd` listing each frame
 /// with its time (issue 6).
 #[test]
@@ -248,16 +248,28 @@ select = { face = "x_min" }
     let xml = std::fs::read_to_string(vtu.out().join("frame_00004.vtu")).unwrap();
     let points = vtu_pieces(&xml, "Points");
     let types = vtu_pieces(&xml, "types");
-    // body 0: 4x3x3 nodes, 3*2*2*6 tets; body 1: 3x3x2 nodes, 4 hexes
-    assert_eq!(
-        points.iter().map(|p| p.len() / 3).collect::<Vec<_>>(),
-        [36, 18]
-    );
-    assert!(types[0].len() == 72 && types[0].iter().all(|&t| t == 10.0));
-    assert!(types[1].len() == 4 && types[1].iter().all(|&t| t == 12.0));
+    let tags = vtu_pieces(&xml, "tag");
+    // ONE piece (meshio reads only the last of several): body 0 = 4x3x3 nodes and
+    // 3*2*2*6 tets, then body 1 = 3x3x2 nodes and 4 hexes; `tag` is the body index.
+    assert_eq!(points.len(), 1, "one <Piece>");
+    assert_eq!(points[0].len() / 3, 36 + 18);
+    assert_eq!(types[0].len(), 76);
+    assert!(types[0][..72].iter().all(|&t| t == 10.0));
+    assert!(types[0][72..].iter().all(|&t| t == 12.0));
+    assert!(tags[0][..72].iter().all(|&t| t == 0.0));
+    assert!(tags[0][72..].iter().all(|&t| t == 1.0));
     let youngs = vtu_pieces(&xml, "youngs_modulus");
-    assert!(youngs[0].iter().all(|&e| e == 1e5 || e == 4e5));
-    assert!(youngs[1].iter().all(|&e| e == 2e5));
+    assert!(youngs[0][..72].iter().all(|&e| e == 1e5 || e == 4e5));
+    assert!(youngs[0][72..].iter().all(|&e| e == 2e5));
+    let conn = vtu_pieces(&xml, "connectivity");
+    assert!(
+        conn[0][..72 * 4].iter().all(|&i| i < 36.0),
+        "body 0 uses its own nodes"
+    );
+    assert!(
+        conn[0][72 * 4..].iter().all(|&i| (36.0..54.0).contains(&i)),
+        "body 1's connectivity is shifted past body 0's nodes"
+    );
     // the same positions as the PLY surface of the same frame (PLY stores f32)
     let global: Vec<f64> = points.concat();
     let p4 = read_ply(&ply.out().join("frame_00004.ply"));
@@ -279,7 +291,7 @@ select = { face = "x_min" }
         "Points",
     );
     assert!(
-        (x0[1][1] - 0.5).abs() < 1e-12,
+        (x0[0][3 * 36 + 1] - 0.5).abs() < 1e-12,
         "translated hex body starts at y = 0.5"
     );
 }

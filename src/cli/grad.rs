@@ -8,33 +8,36 @@ use anyhow::Context;
 use std::path::PathBuf;
 
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    super::simulate::check_backend(args.backend)?;
+    let backend = super::simulate::check_backend(args.backend)?;
     let ls = super::simulate::load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    let out: PathBuf = super::claim_output("grad", args, &problem.ls)?;
     let theta = problem.theta0();
     let ev = problem
         .evaluate(&theta, true)
         .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create {}", out.display()))
-        .map_err(Failure::input)?;
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
-    let json = serde_json::json!({
-        "scene": path,
-        "scene_hash": problem.ls.hash,
-        "threads": threads,
+    let mut json = super::provenance(
+        "grad",
+        &problem.ls,
+        &super::simulate::effective_sets(args),
+        threads,
+        backend,
+    );
+    json.as_object_mut().expect("object").extend(
+        serde_json::json!({
         "parameters": names,
         "theta": theta,
         "values": problem.values_at(&theta),
         "evaluation": ev,
-    });
+        })
+        .as_object()
+        .expect("object")
+        .clone(),
+    );
     crate::io::write_atomic(
         &out.join("grad.json"),
         serde_json::to_string_pretty(&json)

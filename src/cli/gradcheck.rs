@@ -29,9 +29,9 @@ pub struct GradcheckArgs {
 }
 
 pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
-    super::simulate::check_backend(args.run.backend)?;
+    let backend = super::simulate::check_backend(args.run.backend)?;
     let ls = super::simulate::load_scene(&args.run)?;
-    super::set_threads(ls.scene.solver.threads);
+    let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
@@ -48,6 +48,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
             "{path}: declare at least one [[parameter]] to check"
         )));
     }
+    let out: PathBuf = super::claim_output("gradcheck", &args.run, &problem.ls)?;
     let opts = Options {
         only: args.params.clone(),
         eps: args.eps,
@@ -57,15 +58,17 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     };
     let report = gradcheck::check(&problem, &opts)
         .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = args
-        .run
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create {}", out.display()))
-        .map_err(Failure::input)?;
-    let json = serde_json::to_string_pretty(&report).expect("report serializes");
+    let mut value = super::provenance(
+        "gradcheck",
+        &problem.ls,
+        &super::simulate::effective_sets(&args.run),
+        threads,
+        backend,
+    );
+    if let serde_json::Value::Object(fields) = serde_json::to_value(&report).expect("report") {
+        value.as_object_mut().expect("object").extend(fields);
+    }
+    let json = serde_json::to_string_pretty(&value).expect("report serializes");
     crate::io::write_atomic(&out.join("gradcheck.json"), json.as_bytes())
         .with_context(|| "cannot write gradcheck.json")
         .map_err(Failure::input)?;

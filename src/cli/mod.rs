@@ -11,6 +11,7 @@ pub mod mesh;
 pub mod optimize;
 pub mod plot;
 pub mod simulate;
+pub mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -52,6 +53,14 @@ pub struct RunArgs {
     /// Solver method (overrides `solver.method`): diffphd, diffpd or newton.
     #[arg(long)]
     pub solver: Option<crate::scene::SolverMethod>,
+    /// Replace the output of another run in the output directory (its diffphd files,
+    /// stale frames included, are removed first). Without it such a directory is refused.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Print the resolved scene (after overrides, with every default filled in) and the
+    /// output directory, then exit without running or writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +90,13 @@ pub enum Command {
     Plot(plot::PlotArgs),
     /// What this machine can run: CPU threads, CUDA driver and device, NVRTC, the GPU emulator.
     Doctor(doctor::DoctorArgs),
+    /// Print the JSON Schema of the scene format (the copy in docs/scene.schema.json).
+    Schema,
+    /// Parameter sweeps: plan, run locally, emit for GNU parallel / Slurm, task, collect.
+    Sweep {
+        #[command(subcommand)]
+        cmd: sweep::SweepCommand,
+    },
 }
 
 /// A CLI failure with its exit code.
@@ -115,6 +131,12 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
+        Command::Simulate(args) if args.dry_run => dry_run("simulate", &args),
+        Command::Grad(args) if args.dry_run => dry_run("grad", &args),
+        Command::Gradcheck(args) if args.run.dry_run => dry_run("gradcheck", &args.run),
+        Command::Optimize(args) if args.run.dry_run => {
+            dry_run("optimize", &optimize::with_caps(&args))
+        }
         Command::Simulate(args) => simulate::run(&args).map(|_| ()),
         Command::Gradcheck(args) => gradcheck::run(&args).map(|_| ()),
         Command::Grad(args) => grad::run(&args),
@@ -122,6 +144,11 @@ pub fn main() -> i32 {
         Command::Optimize(args) => optimize::run(&args).map(|_| ()),
         Command::Plot(args) => plot::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Sweep { cmd } => sweep::run(&cmd),
+        Command::Schema => {
+            print!("{}", crate::scene::json_schema());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => 0,
@@ -130,6 +157,76 @@ pub fn main() -> i32 {
             f.code
         }
     }
+}
+
+/// `--dry-run`: the resolved scene as TOML on stdout, preceded by comment lines naming the
+/// command, overrides, scene hash and output directory. Writes nothing.
+fn dry_run(command: &str, args: &RunArgs) -> Result<(), Failure> {
+    let ls = simulate::load_scene(args)?;
+    let sets = simulate::effective_sets(args);
+    let out = output_dir(args, &ls);
+    let text = toml::to_string(&ls.scene)
+        .map_err(|e| Failure::input(anyhow::anyhow!("cannot print the resolved scene: {e}")))?;
+    println!("# diffphd {command} --dry-run: {}", ls.path.display());
+    println!("# overrides: [{}]", sets.join(", "));
+    println!("# scene hash: {}", ls.hash);
+    println!("# output directory: {}", out.display());
+    print!("{text}");
+    Ok(())
+}
+
+/// The output directory of a run: `--out`, else the scene's `output.directory`.
+pub fn output_dir(args: &RunArgs, ls: &crate::scene::LoadedScene) -> PathBuf {
+    args.out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory))
+}
+
+/// Create and claim the output directory of a run (`crate::io::outdir`): refuses, with exit
+/// code 2, a directory holding another run's output unless `--overwrite`.
+pub fn claim_output(
+    command: &str,
+    args: &RunArgs,
+    ls: &crate::scene::LoadedScene,
+) -> Result<PathBuf, Failure> {
+    let out = output_dir(args, ls);
+    let me = crate::io::outdir::RunMarker {
+        scene: ls.path.display().to_string(),
+        scene_hash: ls.hash.clone(),
+        overrides: simulate::effective_sets(args),
+        commands: vec![command.to_string()],
+        diffphd_version: crate::io::VERSION.to_string(),
+    };
+    let removed = crate::io::outdir::claim(&out, &me, args.overwrite).map_err(Failure::input)?;
+    if !removed.is_empty() && !args.quiet {
+        eprintln!(
+            "--overwrite: removed {} file(s) of an earlier run from {}",
+            removed.len(),
+            out.display()
+        );
+    }
+    Ok(out)
+}
+
+/// Reproducibility fields every output file carries: binary version, git commit, scene,
+/// scene hash, every override, threads and backend.
+pub fn provenance(
+    command: &str,
+    ls: &crate::scene::LoadedScene,
+    sets: &[String],
+    threads: usize,
+    backend: crate::gpu::Backend,
+) -> serde_json::Value {
+    serde_json::json!({
+        "diffphd_version": crate::io::VERSION,
+        "git_commit": crate::io::git_commit(),
+        "command": command,
+        "scene": ls.path.display().to_string(),
+        "scene_hash": ls.hash,
+        "overrides": sets,
+        "threads": threads,
+        "backend": backend,
+    })
 }
 
 /// Configure the global rayon pool (first call wins).

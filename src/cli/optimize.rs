@@ -61,8 +61,8 @@ fn write_json(path: &Path, log: &OptimizeLog) -> std::io::Result<()> {
     crate::io::write_atomic(path, text.as_bytes())
 }
 
-pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
-    super::simulate::check_backend(args.run.backend)?;
+/// The run arguments with `--max-iterations`/`--max-evaluations` turned into `--set`s.
+pub fn with_caps(args: &OptimizeArgs) -> RunArgs {
     let mut run = args.run.clone();
     if let Some(n) = args.max_iterations {
         run.sets.push(format!("optimize.max_iterations={n}"));
@@ -70,6 +70,12 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     if let Some(n) = args.max_evaluations {
         run.sets.push(format!("optimize.max_evaluations={n}"));
     }
+    run
+}
+
+pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
+    let backend = super::simulate::check_backend(args.run.backend)?;
+    let run = with_caps(args);
     let ls = super::simulate::load_scene(&run)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
@@ -77,27 +83,27 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = run
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&problem.ls.scene.output.directory));
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))
-        .map_err(Failure::input)?;
+    let out: PathBuf = super::claim_output("optimize", &run, &problem.ls)?;
     let json_path = out.join("optimize.json");
     let settings = problem.ls.scene.optimize.clone();
-    let header = serde_json::json!({
-        "diffphd_version": env!("CARGO_PKG_VERSION"),
-        "command": "optimize",
-        "scene": path,
-        "scene_hash": problem.ls.hash,
-        "overrides": run.sets,
-        "threads": threads,
-        "nodes": problem.base.num_nodes(),
-        "elements": problem.base.num_elements(),
-        "frames": problem.base.frames,
-        "dt": problem.base.h,
-    });
+    let mut header = super::provenance(
+        "optimize",
+        &problem.ls,
+        &super::simulate::effective_sets(&run),
+        threads,
+        backend,
+    );
+    header.as_object_mut().expect("object").extend(
+        serde_json::json!({
+            "nodes": problem.base.num_nodes(),
+            "elements": problem.base.num_elements(),
+            "frames": problem.base.frames,
+            "dt": problem.base.h,
+        })
+        .as_object()
+        .expect("object")
+        .clone(),
+    );
     let bar = (!run.quiet && std::io::stderr().is_terminal()).then(|| {
         let pb = indicatif::ProgressBar::new(settings.max_iterations as u64);
         pb.set_style(

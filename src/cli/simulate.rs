@@ -114,20 +114,15 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             eprintln!("warning: {w}");
         }
     }
-    let out: PathBuf = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory));
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))
-        .map_err(Failure::input)?;
+    let out: PathBuf = super::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix"))
     })?;
     attach_offload(&mut sim, backend, args.quiet)?;
     let header = RunHeader {
-        diffphd_version: env!("CARGO_PKG_VERSION").into(),
+        diffphd_version: crate::io::VERSION.into(),
+        git_commit: crate::io::git_commit().map(String::from),
         command: "simulate".into(),
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),

@@ -2,7 +2,7 @@
 //!
 //! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
 //!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
-//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, one `<Piece>` per body (bodies may
+//! - **VTU** (`frame_00012.vtu`): the whole volume mesh, every body in one `<Piece>` (bodies may
 //!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
 //!   arrays `tag` (the body index) and `youngs_modulus`. A ParaView collection `frames.pvd`
 //!   lists every written frame with its time; it is rewritten (atomically) after each frame,

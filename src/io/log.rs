@@ -7,6 +7,8 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 pub struct RunHeader {
     pub diffphd_version: String,
+    /// Git commit the binary was built from (`-dirty` with local changes); null outside a checkout.
+    pub git_commit: Option<String>,
     pub command: String,
     pub scene: String,
     /// SHA-256 of the effective scene (after `--set` overrides).

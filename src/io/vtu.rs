@@ -1,7 +1,7 @@
 //! VTK XML unstructured-grid (`.vtu`) text from plain arrays, and the ParaView collection
 //! (`.pvd`) that lists frames by time.
 //!
-//! Layout: `VTKFile type="UnstructuredGrid" version="1.0"` with ASCII `DataArray`s: per piece
+//! Layout: `VTKFile type="UnstructuredGrid" version="1.0"` with ASCII `DataArray`s in one piece:
 //! the point arrays (3-vectors, Float64), `CellData` with the region `tag` (Int64) and any
 //! cell scalars (Float64), `Points` (Float64) and `Cells` (`connectivity` and `offsets` Int64,
 //! `types` UInt8). The caller hands connectivity already in VTK node order with its VTK cell
@@ -53,22 +53,28 @@ pub enum VtuError {
     },
 }
 
-/// VTK XML unstructured-grid text with one `<Piece>` per entry. Every piece must carry the
-/// same array names in the same order (ParaView merges the pieces).
+/// VTK XML unstructured-grid text of several entries (e.g. the bodies of a scene, possibly
+/// of different cell types) as ONE `<Piece>`: points concatenated in entry order, each
+/// entry's connectivity shifted by the points before it, offsets and cell types per entry,
+/// and every array concatenated the same way (the `tag` cell array keeps each entry's tags).
+/// One piece because readers such as meshio keep only the last of several pieces. Every
+/// entry must carry the same array names in the same order.
 pub fn encode_vtu_pieces(pieces: &[VtuPiece<'_>]) -> Result<String, VtuError> {
     let mut out = String::from("<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n<UnstructuredGrid>\n");
+    let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
+        (
+            q.point_fields.iter().map(|f| f.0.to_string()).collect(),
+            q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
+        )
+    };
     for (k, p) in pieces.iter().enumerate() {
-        let names = |q: &VtuPiece<'_>| -> (Vec<String>, Vec<String>) {
-            (
-                q.point_fields.iter().map(|f| f.0.to_string()).collect(),
-                q.cell_scalars.iter().map(|f| f.0.to_string()).collect(),
-            )
-        };
         if k > 0 && names(p) != names(&pieces[0]) {
             return Err(VtuError::Arrays { piece: k });
         }
         check_piece(p)?;
-        encode_piece(&mut out, p);
+    }
+    if !pieces.is_empty() {
+        encode_merged(&mut out, pieces);
     }
     out.push_str("</UnstructuredGrid>\n</VTKFile>\n");
     Ok(out)
@@ -138,25 +144,29 @@ fn xml_escape(s: &str) -> String {
     out
 }
 
-/// Appends the `<Piece>` of a checked piece.
-fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) {
-    let nn = piece.positions.len();
-    let ne = piece.tags.len();
+/// Appends one `<Piece>` holding every entry of checked, non-empty `pieces` with the same
+/// array names.
+fn encode_merged(out: &mut String, pieces: &[VtuPiece<'_>]) {
+    let nn: usize = pieces.iter().map(|p| p.positions.len()).sum();
+    let ne: usize = pieces.iter().map(|p| p.tags.len()).sum();
+    let first = &pieces[0];
     let _ = writeln!(
         out,
         "<Piece NumberOfPoints=\"{nn}\" NumberOfCells=\"{ne}\">"
     );
-    if let Some(first) = piece.point_fields.first() {
-        let _ = writeln!(out, "<PointData Vectors=\"{}\">", xml_escape(first.0));
-        for (name, f) in piece.point_fields {
+    if let Some(f0) = first.point_fields.first() {
+        let _ = writeln!(out, "<PointData Vectors=\"{}\">", xml_escape(f0.0));
+        for (k, (name, _)) in first.point_fields.iter().enumerate() {
             let _ = writeln!(
                 out,
                 "<DataArray type=\"Float64\" Name=\"{}\" NumberOfComponents=\"3\" format=\"ascii\">",
                 xml_escape(name)
             );
-            for v in f.iter() {
-                push_point(out, v);
-                out.push('\n');
+            for p in pieces {
+                for v in p.point_fields[k].1.iter() {
+                    push_point(out, v);
+                    out.push('\n');
+                }
             }
             out.push_str("</DataArray>\n");
         }
@@ -165,40 +175,55 @@ fn encode_piece(out: &mut String, piece: &VtuPiece<'_>) {
     out.push_str(
         "<CellData Scalars=\"tag\">\n<DataArray type=\"Int64\" Name=\"tag\" format=\"ascii\">\n",
     );
-    for t in piece.tags {
-        let _ = writeln!(out, "{t}");
+    for p in pieces {
+        for t in p.tags {
+            let _ = writeln!(out, "{t}");
+        }
     }
     out.push_str("</DataArray>\n");
-    for (name, f) in piece.cell_scalars {
+    for (k, (name, _)) in first.cell_scalars.iter().enumerate() {
         let _ = writeln!(
             out,
             "<DataArray type=\"Float64\" Name=\"{}\" format=\"ascii\">",
             xml_escape(name)
         );
-        for &v in f.iter() {
-            push_real(out, v);
-            out.push('\n');
+        for p in pieces {
+            for &v in p.cell_scalars[k].1.iter() {
+                push_real(out, v);
+                out.push('\n');
+            }
         }
         out.push_str("</DataArray>\n");
     }
     out.push_str("</CellData>\n<Points>\n<DataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\" format=\"ascii\">\n");
-    for p in piece.positions {
-        push_point(out, p);
-        out.push('\n');
+    for p in pieces {
+        for x in p.positions {
+            push_point(out, x);
+            out.push('\n');
+        }
     }
     out.push_str("</DataArray>\n</Points>\n<Cells>\n<DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n");
-    let npc = piece.nodes_per_cell;
-    for cell in piece.connectivity.chunks(npc.max(1)) {
-        let ids: Vec<String> = cell.iter().map(|n| n.to_string()).collect();
-        let _ = writeln!(out, "{}", ids.join(" "));
+    let mut base = 0;
+    for p in pieces {
+        for cell in p.connectivity.chunks(p.nodes_per_cell.max(1)) {
+            let ids: Vec<String> = cell.iter().map(|n| (n + base).to_string()).collect();
+            let _ = writeln!(out, "{}", ids.join(" "));
+        }
+        base += p.positions.len();
     }
     out.push_str("</DataArray>\n<DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n");
-    for e in 0..ne {
-        let _ = writeln!(out, "{}", (e + 1) * npc);
+    let mut offset = 0;
+    for p in pieces {
+        for _ in 0..p.tags.len() {
+            offset += p.nodes_per_cell;
+            let _ = writeln!(out, "{offset}");
+        }
     }
     out.push_str("</DataArray>\n<DataArray type=\"UInt8\" Name=\"types\" format=\"ascii\">\n");
-    for _ in 0..ne {
-        let _ = writeln!(out, "{}", piece.cell_type);
+    for p in pieces {
+        for _ in 0..p.tags.len() {
+            let _ = writeln!(out, "{}", p.cell_type);
+        }
     }
     out.push_str("</DataArray>\n</Cells>\n</Piece>\n");
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[backward]`: adjoint solver settings (spec §7.6).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackwardSettings {
     /// Relative tolerance on the adjoint residual $\|(A-\Delta A)z-g\|\le\epsilon_r\|g\|+\epsilon_a$.
@@ -63,7 +63,7 @@ impl Default for BackwardSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StiffnessScaling {
     #[default]
@@ -72,7 +72,7 @@ pub enum StiffnessScaling {
 }
 
 /// Prescribed motion of Dirichlet nodes, relative to their initial positions.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Motion {
     /// Held at the initial position.
@@ -91,7 +91,7 @@ pub enum Motion {
 }
 
 /// Time profile s(t) multiplying a force.
-#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Profile {
     /// s = 1.
@@ -135,7 +135,7 @@ impl Profile {
 }
 
 /// `[solver]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolverSettings {
     /// PD iteration cap per step (K_max).
@@ -213,7 +213,7 @@ fn d_lbfgs_history() -> usize {
 }
 
 /// `[solver] method`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SolverMethod {
     #[default]
@@ -247,7 +247,7 @@ impl std::str::FromStr for SolverMethod {
 }
 
 /// `[solver] newton_energy`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NewtonEnergy {
     /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
@@ -258,7 +258,7 @@ pub enum NewtonEnergy {
 }
 
 /// `[solver] newton_filter`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NewtonFilter {
     #[default]
@@ -279,7 +279,7 @@ fn d_rel() -> f64 {
 }
 
 /// `[solver] gate_reference`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GateReference {
     Position,
@@ -315,7 +315,7 @@ impl Default for SolverSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnNonConvergence {
     #[default]
@@ -338,6 +338,20 @@ impl Serialize for AndersonWindow {
         }
     }
 }
+impl schemars::JsonSchema for AndersonWindow {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AndersonWindow".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Anderson window: \"auto\" or an integer window 0..=64.",
+            "anyOf": [
+                { "const": "auto" },
+                { "type": "integer", "minimum": 0, "maximum": 64 }
+            ]
+        })
+    }
+}
 impl<'de> Deserialize<'de> for AndersonWindow {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -357,7 +371,7 @@ impl<'de> Deserialize<'de> for AndersonWindow {
 }
 
 /// Contact model.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ContactModel {
     /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
@@ -371,7 +385,7 @@ pub enum ContactModel {
 
 /// `[contact.penalty]`: DiffPD's planar penalty law per node,
 /// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PenaltySettings {
     /// Normal stiffness $k_n$ (N/m^(p-1)).
@@ -411,7 +425,7 @@ impl Default for PenaltySettings {
 }
 
 /// `[contact]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContactSettings {
     /// `"ncp"` (default) or `"penalty"`.
@@ -479,7 +493,7 @@ impl Default for ContactSettings {
 }
 
 /// How the NH prox-map Hessian is filtered in the backward only (spec §2.6, §7.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HessianFilterMode {
     /// Exact implicit-function-theorem Jacobian (α = 0): the true gradient.
@@ -494,7 +508,7 @@ pub enum HessianFilterMode {
 }
 
 /// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AdjointMethod {
     /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES

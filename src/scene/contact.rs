@@ -8,7 +8,7 @@ type Check = Result<(), (String, String)>;
 
 /// Shape of an obstacle. The obstacle is a solid; the bodies live outside it (for `plane`:
 /// on the side the normal points to).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ObstacleKind {
     /// Half-space $\{x:(x-p)\cdot n<0\}$ (free side: $(x-p)\cdot n\ge0$); keys `point`, `normal`.
@@ -26,7 +26,7 @@ pub enum ObstacleKind {
 
 /// `[[obstacle]]`: a rigid obstacle with a prescribed (static, translating or rotating)
 /// motion and Coulomb friction.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObstacleSpec {
     #[serde(default)]

@@ -62,6 +62,15 @@ impl LoadedScene {
     }
 }
 
+/// JSON Schema (draft 2020-12) of the scene format, generated from the serde types; the
+/// published copy is `docs/scene.schema.json` (a test keeps it equal to this).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Scene);
+    let mut text = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    text.push('\n');
+    text
+}
+
 /// Read, override (`key.path=value` expressions) and validate a scene file.
 pub fn load(path: &Path, sets: &[String]) -> Result<LoadedScene, SceneError> {
     let ps = path.display().to_string();

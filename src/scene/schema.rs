@@ -9,7 +9,7 @@ use crate::model::settings::*;
 use serde::{Deserialize, Serialize};
 
 /// Root of a scene file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scene {
     /// Must be 1.
@@ -44,7 +44,7 @@ pub struct Scene {
 }
 
 /// `[optimize]`: L-BFGS settings and stopping rules of `diffphd optimize` (docs/optimize.md).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptimizeSettings {
     /// L-BFGS iteration cap.
@@ -111,7 +111,9 @@ impl Default for OptimizeSettings {
 }
 
 /// Line search of the L-BFGS optimizer.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LineSearchKind {
     #[default]
@@ -153,7 +155,7 @@ impl OptimizeSettings {
 }
 
 /// A scalar, or one value per component for vector parameter kinds.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PerComponent {
     One(f64),
@@ -171,7 +173,7 @@ impl PerComponent {
 }
 
 /// `[loss]`: weighted terms.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LossSpec {
     #[serde(rename = "term", default)]
@@ -182,7 +184,7 @@ pub struct LossSpec {
     pub reference: Option<ReferenceSpec>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceSpec {
     #[serde(default)]
@@ -190,7 +192,7 @@ pub struct ReferenceSpec {
 }
 
 /// `[[loss.term]]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossTermSpec {
     /// Per-frame positions against a reference trajectory: a directory of PLY frames written
@@ -238,7 +240,7 @@ pub enum LossTermSpec {
 }
 
 /// `[[parameter]]`: one differentiable scalar (or a 3-vector expanded into components).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamSpec {
     /// Display name; default derived from kind/body/region/component.
@@ -290,7 +292,7 @@ pub struct ParamSpec {
     pub scale: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamKind {
     YoungsModulus,
@@ -319,7 +321,7 @@ pub enum ParamKind {
 }
 
 /// `[simulation]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Simulation {
     /// Time step h in seconds.
@@ -352,7 +354,7 @@ impl Default for Simulation {
 }
 
 /// `[[body]]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Body {
     #[serde(default)]
@@ -384,7 +386,7 @@ pub struct Body {
 /// `[[body.attachment]]`: the selected nodes tied to `target` (a point; default: each node's
 /// own initial position) moving with `motion`, with compliance $c$ (m/N per node;
 /// 0 = hard, i.e. a Dirichlet group, which needs the default target).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Attachment {
     pub select: NodeSelector,
@@ -397,7 +399,7 @@ pub struct Attachment {
 }
 
 /// `[[body.muscle]]`: a muscle group — elements sharing one activation (spec §3.5).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Muscle {
     #[serde(default)]
@@ -421,7 +423,7 @@ pub struct Muscle {
 }
 
 /// `activation` of a muscle group: one value, or knot values in time.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Activation {
     Constant(f64),
@@ -445,7 +447,7 @@ impl Activation {
 }
 
 /// Fibre direction of a muscle group.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum FiberSpec {
     Direction([f64; 3]),
@@ -453,7 +455,7 @@ pub enum FiberSpec {
 }
 
 /// Fibre fields about an axis.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FiberField {
     Radial {
@@ -469,7 +471,7 @@ pub enum FiberField {
 }
 
 /// `[body.mesh]`: either `file` or `generator`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeshSpec {
     /// Mesh file (TetGen `.node`/`.ele`, gmsh `.msh`, MEDIT `.mesh`, legacy VTK `.vtk`,
@@ -498,7 +500,7 @@ pub struct MeshSpec {
     pub radius: Option<f64>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Generator {
     Box,
@@ -506,7 +508,7 @@ pub enum Generator {
     Sphere,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GenElement {
     #[serde(alias = "hex")]
@@ -524,7 +526,7 @@ impl From<GenElement> for ElementKind {
 }
 
 /// `[body.transform]`: `x = R (s X) + t`, with `R = Rz Ry Rx` from `rotation_deg`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Transform {
     #[serde(default)]
@@ -548,10 +550,11 @@ impl Default for Transform {
 }
 
 /// `[body.material]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MaterialSpec {
     /// `"corotated"` (corotated + volume PD) or `"neohookean"` (NH proximal PD).
+    #[schemars(schema_with = "material_model_schema")]
     pub model: MaterialModel,
     /// Young's modulus E (Pa), base value for every element.
     pub youngs_modulus: f64,
@@ -572,7 +575,7 @@ fn d_fit() -> f64 {
 }
 
 /// `[[body.region]]`: override E on the selected elements (by centroid).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
     #[serde(default)]
@@ -587,7 +590,7 @@ pub struct Region {
 }
 
 /// `[body.damping]`: Rayleigh damping $\mathcal D=\alpha M+\sum_e\beta_e w_eG_e^TG_e$ (spec Eq. 30).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Damping {
     /// Mass-proportional coefficient α (1/s).
@@ -616,7 +619,7 @@ impl Default for Damping {
 }
 
 /// `[[body.dirichlet]]`: prescribe the selected nodes' coordinates on `axes`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dirichlet {
     pub select: NodeSelector,
@@ -631,7 +634,7 @@ fn d_axes() -> String {
 }
 
 /// `[body.initial]`: initial state on top of the rest shape.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Initial {
     /// Uniform initial velocity (m/s).
@@ -671,7 +674,7 @@ impl Default for Initial {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Twist {
     pub axis: [f64; 3],
@@ -682,7 +685,7 @@ pub struct Twist {
 }
 
 /// `[[body.force]]`: external nodal force on a node selection, scaled by a time profile.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Force {
     pub select: NodeSelector,
@@ -699,7 +702,7 @@ pub struct Force {
     pub profile: Profile,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TwistLoad {
     pub axis: [f64; 3],
@@ -708,7 +711,9 @@ pub struct TwistLoad {
     pub center: Option<[f64; 3]>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ForcePer {
     #[default]
@@ -717,7 +722,7 @@ pub enum ForcePer {
 }
 
 /// `[output]`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Output {
     /// Output directory (relative to the current directory; `--out` overrides).
@@ -736,7 +741,9 @@ pub struct Output {
 }
 
 /// `[output] format`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FrameFormat {
     #[default]
@@ -1189,4 +1196,13 @@ impl Body {
         }
         Ok(())
     }
+}
+
+/// JSON Schema of `material.model` (`crate::material::MaterialModel`, with its aliases).
+fn material_model_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "PD energy of the body: corotated + volume, or Neo-Hookean proximal.",
+        "type": "string",
+        "enum": ["corotated", "neohookean", "neo_hookean", "neo-hookean"]
+    })
 }

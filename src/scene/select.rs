@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Axis-aligned box, inclusive, with a tolerance of 1e-9 × the body's largest
 /// bounding-box edge.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoxSel {
     pub min: [f64; 3],
@@ -17,7 +17,7 @@ pub struct BoxSel {
 }
 
 /// Half-space `{x : (x - point)·normal >= 0}`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HalfSpaceSel {
     pub point: [f64; 3],
@@ -25,7 +25,7 @@ pub struct HalfSpaceSel {
 }
 
 /// Ball `{x : |x - center| <= radius}`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SphereSel {
     pub center: [f64; 3],
@@ -33,7 +33,7 @@ pub struct SphereSel {
 }
 
 /// Element selector (by centroid, tag or explicit list).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ElementSelector {
     All(bool),
@@ -50,7 +50,7 @@ pub enum ElementSelector {
 }
 
 /// Node selector (by position or explicit list).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum NodeSelector {
     All(bool),

@@ -1,0 +1,142 @@
+//! Output-folder ownership (issue 17 item 0, issue 18 item 8): a run refuses a folder
+//! holding another run's output unless `--overwrite`, which removes the stale files first;
+//! every output records what produced it; `--dry-run` writes nothing.
+
+mod common;
+use std::path::Path;
+use std::process::Command;
+
+const TINY: &str = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 3
+[[body]]
+[body.mesh]
+generator = "box"
+element = "tet4"
+cells = [2, 1, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[[body.dirichlet]]
+select = { face = "x_min" }
+"#;
+
+fn diffphd(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(common::bin())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run diffphd");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn frames_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("frame_"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    std::fs::write(
+        d.path().join("b.toml"),
+        TINY.replace("youngs_modulus = 1e5", "youngs_modulus = 2e5"),
+    )
+    .unwrap();
+    let (code, _, err) = diffphd(d.path(), &["simulate", "a.toml", "--out", "o", "-q"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(frames_in(&d.path().join("o")).len(), 4);
+    let (code, _, err) = diffphd(
+        d.path(),
+        &["simulate", "b.toml", "--out", "o", "-q", "--frames", "1"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("output directory o") && err.contains("another run"),
+        "{err}"
+    );
+    assert!(err.contains("--overwrite"), "{err}");
+    assert_eq!(
+        frames_in(&d.path().join("o")).len(),
+        4,
+        "refused run wrote nothing"
+    );
+    let (code, _, err) = diffphd(
+        d.path(),
+        &[
+            "simulate",
+            "b.toml",
+            "--out",
+            "o",
+            "-q",
+            "--frames",
+            "1",
+            "--overwrite",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        frames_in(&d.path().join("o")),
+        vec!["frame_00000.ply", "frame_00001.ply"],
+        "stale frames 2 and 3 of a.toml removed"
+    );
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("o/log.json")).unwrap())
+            .unwrap();
+    assert_eq!(log["header"]["scene"], "b.toml");
+    assert_eq!(log["header"]["overrides"][0], "simulation.frames=1");
+    assert_eq!(log["header"]["backend"], "cpu");
+    assert!(log["header"]["git_commit"].is_string() || log["header"]["git_commit"].is_null());
+    // The same run again may reuse its own folder.
+    let (code, _, err) = diffphd(
+        d.path(),
+        &["simulate", "b.toml", "--out", "o", "-q", "--frames", "1"],
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    let (code, out, err) = diffphd(
+        d.path(),
+        &[
+            "simulate",
+            "a.toml",
+            "--out",
+            "o",
+            "--dry-run",
+            "--set",
+            "body.0.material.poisson_ratio=0.41",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!d.path().join("o").exists());
+    assert!(out.contains("poisson_ratio = 0.41"), "{out}");
+    assert!(out.contains("# output directory: o"), "{out}");
+    // Defaults are filled in and the printed scene loads as it is.
+    assert!(out.contains("[solver]"), "{out}");
+    let printed = diffphd::scene::load_str(&out, Path::new("printed.toml"), &[]).unwrap();
+    let (code, _, err) = diffphd(
+        d.path(),
+        &["simulate", "a.toml", "--dry-run", "--set", "x=1"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("x"), "{err}");
+    assert_eq!(printed.scene.bodies[0].material.poisson_ratio, 0.41);
+}
