@@ -197,6 +197,17 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     }
 }
 
+/// `s` as one POSIX shell word: as is when it holds only safe characters, else in single
+/// quotes, so the suggested `--set` lines can be pasted into a shell.
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "._=+-:/,@%".contains(c);
+    if s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// `optimized.toml` and the final rollout's frame files at `values` (user units).
 fn write_outputs(
     problem: &Problem,
@@ -224,7 +235,7 @@ fn write_outputs(
     }
     text.push_str("# [optimized] the same values as overrides of the source scene:\n");
     for s in &wb.sets {
-        text.push_str(&format!("#   --set {s}\n"));
+        text.push_str(&format!("#   --set {}\n", shell_word(s)));
     }
     for n in &wb.notes {
         text.push_str(&format!("# note: {n}\n"));
