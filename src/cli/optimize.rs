@@ -269,6 +269,10 @@ fn write_outputs(
     let mut frames_out = super::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
+        if let Some(what) = super::simulate::unrepresentable_state(&model, x, v, None) {
+            eprintln!("warning: the final rollout's frame {t} cannot be written ({what}); frames from {t} on are not written");
+            break;
+        }
         frames_out
             .write(out, *t, *t as f64 * model.h, x, v, None)
             .with_context(|| format!("cannot write frame {t} into {}", out.display()))?;

@@ -53,6 +53,39 @@ fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
         .map_err(Failure::input)
 }
 
+/// The first node whose position, velocity or contact force is non-finite or beyond the
+/// 32-bit floats of the frame files: a message naming it, its first element and the value.
+/// (A PLY or VTU frame with `inf` in it and exit 0 would be silent garbage.)
+pub fn unrepresentable_state(
+    model: &Model,
+    x: &[f64],
+    v: &[f64],
+    fc: Option<&[f64]>,
+) -> Option<String> {
+    let bad = |a: f64| !(a.is_finite() && a.abs() <= crate::scene::MAX_MAGNITUDE);
+    let fields = [
+        ("position", Some(x)),
+        ("velocity", Some(v)),
+        ("contact force", fc),
+    ];
+    for (name, f) in fields {
+        let Some(f) = f else { continue };
+        if let Some(k) = f.iter().position(|&a| bad(a)) {
+            let node = k / 3;
+            let element = (0..model.num_elements())
+                .find(|&e| model.element(e).contains(&node))
+                .map(|e| format!(" (element {e})"))
+                .unwrap_or_default();
+            return Some(format!(
+                "node {node}{element}: {name} component {} = {:e} is non-finite or beyond the 32-bit float range of the frame files",
+                k % 3,
+                f[k]
+            ));
+        }
+    }
+    None
+}
+
 /// Run a forward simulation and write its outputs. Returns the final log.
 pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let backend = check_backend(args.backend)?;
@@ -112,6 +145,12 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let mut v = model.v0.clone();
     let has_obstacles = crate::contact::enabled(&model);
     let zero_force = vec![0.0; x.len()];
+    if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "{}: initial state: {what}",
+            ls.path.display()
+        )));
+    }
     if write_frames {
         frames_out
             .write(
@@ -157,6 +196,27 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         let h = model.h;
         v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
         x = xn;
+        let fc_check = stats
+            .contact_record
+            .as_ref()
+            .map(|r| r.nodal_forces(model.num_nodes()));
+        if let Some(what) = unrepresentable_state(&model, &x, &v, fc_check.as_deref()) {
+            let msg = format!(
+                "frame {frame}, after PD iteration {}: the state diverged: {what}",
+                stats.iterations
+            );
+            log.status = Status::Failed;
+            log.error = Some(msg.clone());
+            log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+            write_log(&out, &log)?;
+            if let Some(b) = &bar {
+                b.abandon();
+            }
+            return Err(Failure::run(anyhow::anyhow!(
+                "{}: {msg}",
+                ls.path.display()
+            )));
+        }
         let file = if write_frames && frame % every == 0 {
             let fc = stats
                 .contact_record

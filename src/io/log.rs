@@ -33,6 +33,21 @@ pub struct RunHeader {
     pub warnings: Vec<String>,
 }
 
+/// A number, or the string `"inf"`, `"-inf"` or `"nan"` where JSON has no number (serde_json
+/// would write `null`, which reads as "missing"): a gate that was never evaluated
+/// (`solver.max_iterations = 1`) or is undefined (0/0 with zero tolerances).
+fn finite_or_name<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.is_finite() {
+        s.serialize_f64(*x)
+    } else if x.is_nan() {
+        s.serialize_str("nan")
+    } else if *x > 0.0 {
+        s.serialize_str("inf")
+    } else {
+        s.serialize_str("-inf")
+    }
+}
+
 /// One frame of the log.
 #[derive(Clone, Debug, Serialize)]
 pub struct FrameRecord {
@@ -40,9 +55,11 @@ pub struct FrameRecord {
     pub time: f64,
     pub iterations: usize,
     pub converged: bool,
-    /// Position-gate residual at exit (≤ 1 = met).
+    /// Position-gate residual at exit (≤ 1 = met); `"inf"`/`"nan"` when not finite.
+    #[serde(serialize_with = "finite_or_name")]
     pub gate_position: f64,
-    /// Projection-gate residual at exit (≤ 1 = met).
+    /// Projection-gate residual at exit (≤ 1 = met); `"inf"`/`"nan"` when not finite.
+    #[serde(serialize_with = "finite_or_name")]
     pub gate_projection: f64,
     pub anderson_guard_firings: usize,
     /// Newton polish steps and final relative PD residual (with `solver.newton_polish > 0`).

@@ -92,6 +92,11 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
         key,
         msg,
     })?;
+    check_magnitudes(&toml::Value::Table(value), "").map_err(|(key, msg)| SceneError::Invalid {
+        path: ps.clone(),
+        key,
+        msg,
+    })?;
     let hash = format!("{:x}", Sha256::digest(effective_toml.as_bytes()));
     let base_dir = path
         .parent()
@@ -104,6 +109,36 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
         hash,
         effective_toml,
     })
+}
+
+/// Largest magnitude of any number in a scene: frame files store 32-bit floats, so a value
+/// beyond `f32::MAX` (E = 1e300, a velocity of 1e39) would come out as `inf` with exit 0.
+pub const MAX_MAGNITUDE: f64 = f32::MAX as f64;
+
+/// Refuse any number of the effective scene whose magnitude exceeds [`MAX_MAGNITUDE`]
+/// (key path in the `body[0].material.youngs_modulus` form).
+fn check_magnitudes(v: &toml::Value, path: &str) -> Result<(), (String, String)> {
+    match v {
+        toml::Value::Float(x) if x.abs() > MAX_MAGNITUDE => Err((
+            path.to_string(),
+            format!(
+                "{x:e} is beyond the range of the 32-bit floats the frame files store (|value| <= {MAX_MAGNITUDE:.2e}); no physical scene needs it"
+            ),
+        )),
+        toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            check_magnitudes(x, &p)
+        }),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| check_magnitudes(x, &format!("{path}[{i}]"))),
+        _ => Ok(()),
+    }
 }
 
 /// The typed pass runs on the re-serialized table, so its line numbers do not refer to the
