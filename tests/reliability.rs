@@ -118,3 +118,91 @@ fn non_finite_gate_ratios_are_not_null() {
         assert_eq!(f["converged"], false);
     }
 }
+
+/// NaN or inf written into a scene (TOML has `nan` and `inf` literals) is refused with the
+/// key, wherever it is (a force, gravity, a velocity).
+#[test]
+fn nan_and_inf_in_the_scene_are_refused() {
+    for set in [
+        "body.0.force=[{ select = { face = \"x_max\" }, force = [0.0, nan, 0.0] }]",
+        "simulation.gravity=[0.0, 0.0, -inf]",
+        "body.0.initial.velocity=[inf, 0, 0]",
+    ] {
+        let r = run_cli("simulate", BEAM, &[], &["--set", set]);
+        assert_eq!(r.code, 2, "{set}: {}", r.stderr);
+        assert!(r.stderr.contains("finite"), "{set}: {}", r.stderr);
+        assert!(!r.out().join("log.json").exists());
+    }
+}
+
+/// NaN injected into the forces at run time (below the scene checks) is reported by the
+/// step with frame, PD iteration and element.
+#[test]
+fn nan_injected_into_forces_is_reported_with_frame_iteration_and_element() {
+    let text = format!(
+        "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [0.0, 0.0, -1.0]\n"
+    );
+    let ls = common::load(&text, &[]);
+    for bad in [f64::NAN, f64::INFINITY] {
+        let mut model = diffphd::solver::Model::from_scene(&ls).unwrap();
+        model.forces[0].forces[1][2] = bad;
+        let mut sim = diffphd::solver::Simulator::new(&model, &ls.scene.solver).unwrap();
+        let err = sim
+            .step(1, &model.x0, &model.v0)
+            .err()
+            .unwrap_or_else(|| panic!("{bad}: the step accepted a non-finite force"));
+        let msg = err.to_string();
+        for needle in ["frame 1", "iteration", "element"] {
+            assert!(msg.contains(needle), "{bad}: {msg:?} lacks {needle:?}");
+        }
+    }
+}
+
+/// Implicit Euler is unconditionally stable: a time step far beyond any explicit limit
+/// (h = 1e6 s on a clamped beam) converges to the quasi-static answer with finite frames;
+/// one where the mass term vanishes against the stiffness on a free body (h = 1e20 s) makes
+/// the system matrix singular and is refused as input (exit 2) naming the matrix, before
+/// any frame; one whose state leaves the representable range fails with frame, iteration
+/// and element (`state_beyond_f32_mid_run_fails_with_frame_and_element`).
+#[test]
+fn absurd_time_steps_are_stable_or_refused() {
+    let r = run_cli("simulate", BEAM, &[], &["--set", "simulation.dt=1e6"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = r.log();
+    assert_eq!(log["status"], "completed");
+    assert!(log["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["converged"] == true));
+    assert_eq!(frames_are_complete_and_finite(&r.out()), 4);
+    let free = BEAM.replace("[[body.dirichlet]]\nselect = { face = \"x_min\" }\n", "");
+    let r = run_cli("simulate", &free, &[], &["--set", "simulation.dt=1e20"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("matrix"), "{}", r.stderr);
+    assert!(!r.out().join("frame_00001.ply").exists());
+}
+
+/// An element that inverts mid-run is reported in log.json (`inverted_elements`: count and
+/// first element) from the frame it appears in; frames before it carry no record.
+#[test]
+fn element_inverted_mid_run_is_reported_with_frame_and_element() {
+    let scene = format!(
+        "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [-30.0, 0.0, 0.0]\n"
+    );
+    let r = run_cli("simulate", &scene, &[], &["--frames", "8"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = r.log();
+    let frames = log["frames"].as_array().unwrap();
+    let first = frames
+        .iter()
+        .position(|f| !f["inverted_elements"].is_null())
+        .expect("an element inverts");
+    assert!(first >= 1, "not inverted from the start");
+    let rec = &frames[first]["inverted_elements"];
+    assert!(rec[0].as_u64().unwrap() >= 1);
+    assert!(
+        rec[1].as_u64().unwrap() < 3,
+        "an element of the beam: {rec}"
+    );
+}

@@ -86,6 +86,26 @@ pub fn unrepresentable_state(
     None
 }
 
+/// Elements with a sample whose deformation gradient has det F ≤ 0 in state `x`: their
+/// number and the first one, if any.
+pub fn inverted_elements(model: &Model, x: &[f64]) -> Option<(usize, usize)> {
+    let mut count = 0;
+    let mut first = None;
+    let mut last = usize::MAX;
+    for s in 0..model.num_samples() {
+        let e = model.samples.elem[s];
+        if e == last {
+            continue;
+        }
+        if model.deformation_gradient(s, x).determinant() <= 0.0 {
+            count += 1;
+            first.get_or_insert(e);
+            last = e;
+        }
+    }
+    first.map(|e| (count, e))
+}
+
 /// Run a forward simulation and write its outputs. Returns the final log.
 pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let backend = check_backend(args.backend)?;
@@ -235,7 +255,20 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         } else {
             None
         };
+        let inverted = inverted_elements(&model, &x);
+        if let Some((n, e)) = inverted {
+            let msg = format!(
+                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {e}",
+                stats.iterations
+            );
+            match &bar {
+                Some(b) => b.println(format!("warning: {msg}")),
+                None if !args.quiet => eprintln!("warning: {msg}"),
+                None => {}
+            }
+        }
         let rec = FrameRecord {
+            inverted_elements: inverted,
             frame,
             time: frame as f64 * h,
             iterations: stats.iterations,

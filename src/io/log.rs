@@ -68,6 +68,10 @@ pub struct FrameRecord {
     pub seconds_local: f64,
     pub seconds_global: f64,
     pub seconds_other: f64,
+    /// Elements with a quadrature sample whose deformation gradient has det F ≤ 0 at the end
+    /// of the frame (inverted), when there are any: `[count, first element]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inverted_elements: Option<(usize, usize)>,
     /// File written for this frame, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,

@@ -115,10 +115,15 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
 /// beyond `f32::MAX` (E = 1e300, a velocity of 1e39) would come out as `inf` with exit 0.
 pub const MAX_MAGNITUDE: f64 = f32::MAX as f64;
 
-/// Refuse any number of the effective scene whose magnitude exceeds [`MAX_MAGNITUDE`]
+/// Refuse any number of the effective scene that is not finite (TOML has `nan` and `inf`)
+/// or whose magnitude exceeds [`MAX_MAGNITUDE`]
 /// (key path in the `body[0].material.youngs_modulus` form).
 fn check_magnitudes(v: &toml::Value, path: &str) -> Result<(), (String, String)> {
     match v {
+        toml::Value::Float(x) if !x.is_finite() => Err((
+            path.to_string(),
+            format!("{x} is not a finite number"),
+        )),
         toml::Value::Float(x) if x.abs() > MAX_MAGNITUDE => Err((
             path.to_string(),
             format!(
