@@ -185,6 +185,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             .map_err(Failure::input)?;
     }
     write_log(&out, &log)?;
+    let interrupt = super::interrupt_flag();
     let bar = if !args.quiet && std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new(model.frames as u64);
         pb.set_style(
@@ -247,11 +248,24 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             } else {
                 None
             };
-            let name = frames_out
+            match frames_out
                 .write(&out, frame, frame as f64 * h, &x, &v, fc)
                 .with_context(|| format!("cannot write frame {frame} into {}", out.display()))
-                .map_err(Failure::input)?;
-            Some(name)
+            {
+                Ok(name) => Some(name),
+                Err(e) => {
+                    // The log must not stay "running": record the failure (best effort,
+                    // the disk may be what failed).
+                    log.status = Status::Failed;
+                    log.error = Some(format!("{e:#}"));
+                    log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+                    let _ = write_log(&out, &log);
+                    if let Some(b) = &bar {
+                        b.abandon();
+                    }
+                    return Err(Failure::input(e));
+                }
+            }
         } else {
             None
         };
@@ -308,7 +322,28 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         }
         log.push(rec);
         log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+        let stop = frame < model.frames
+            && interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst));
+        if stop {
+            log.status = Status::Interrupted;
+            log.error = Some(format!("interrupted after frame {frame}"));
+        }
         write_log(&out, &log)?;
+        if stop {
+            if let Some(b) = &bar {
+                b.abandon();
+            }
+            return Err(Failure {
+                code: 130,
+                error: anyhow::anyhow!(
+                    "interrupted after frame {frame}/{}; frames and log.json so far in {}",
+                    model.frames,
+                    out.display()
+                ),
+            });
+        }
     }
     if let Some(b) = &bar {
         b.finish();

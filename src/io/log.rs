@@ -89,9 +89,12 @@ pub struct FrameRecord {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// In progress, or ended without a final record (killed): incomplete.
     Running,
     Completed,
     Failed,
+    /// Stopped by SIGINT/SIGTERM/SIGHUP after a complete frame.
+    Interrupted,
 }
 
 /// The whole log.
