@@ -41,6 +41,9 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
+    #[error("{0}")]
+    InitialPenetration(Box<crate::contact::initial::Penetration>),
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("global matrix: {0}")]
