@@ -126,9 +126,13 @@ pub fn main() -> i32 {
     }
 }
 
+/// Seconds between the first interrupt signal and a forced exit.
+pub const GRACE_SECONDS: u64 = 10;
+
 /// The process-wide interrupt flag, set by SIGINT (Ctrl-C), SIGTERM or SIGHUP (installed
 /// once). `simulate` and `optimize` poll it between frames / evaluations, record status
-/// `interrupted` and exit 130; a second signal exits at once (130), leaving the last
+/// `interrupted` and exit 130; a second signal, or [`GRACE_SECONDS`] without the current
+/// frame / evaluation finishing, exits at once (130), leaving the last
 /// complete files, with `log.json` at `"running"` (docs/RELIABILITY.md: a log that says
 /// "running" after the process ended is an incomplete run).
 pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
@@ -143,7 +147,14 @@ pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>
                 // Second signal: leave now; every file on disk is complete.
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupt: stopping after the current step (interrupt again to quit now)");
+            eprintln!("\ninterrupt: stopping after the current step (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
+            // A step that does not end (a stuck solve) must not make the process deaf to
+            // SIGTERM: leave after a grace period; every file on disk is complete.
+            std::thread::spawn(|| {
+                std::thread::sleep(std::time::Duration::from_secs(GRACE_SECONDS));
+                eprintln!("interrupt: the current step did not finish in {GRACE_SECONDS} s; quitting");
+                std::process::exit(130);
+            });
         })
         .ok()
         .map(|_| flag)

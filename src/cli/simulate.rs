@@ -127,9 +127,8 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         .with_context(|| format!("cannot create output directory {}", out.display()))
         .map_err(Failure::input)?;
     let t_run = Instant::now();
-    let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| {
-        Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix"))
-    })?;
+    let mut sim = Simulator::new(&model, &ls.scene.solver)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the solver")))?;
     let header = RunHeader {
         diffphd_version: env!("CARGO_PKG_VERSION").into(),
         command: "simulate".into(),
