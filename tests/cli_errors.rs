@@ -181,3 +181,98 @@ fn inverted_hexahedron_is_rejected_with_its_index() {
         r.stderr
     );
 }
+
+// ---- Error classes of issue 18 -------------------------------------------------------
+
+/// GOOD with a loss (and optionally parameters), for `grad`/`gradcheck`.
+fn with_loss(params: &str) -> String {
+    format!("{GOOD}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n{params}")
+}
+
+/// `grad` on a scene without `[[parameter]]` is bad input (it exited 0), in one line.
+#[test]
+fn grad_without_parameters_exits_2_in_one_line() {
+    let r = run_cli("grad", &with_loss(""), &[], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("[[parameter]]"), "{}", r.stderr);
+}
+
+/// `gradcheck --eps nan|0|-1|inf` (and non-finite or negative tolerances, absurd
+/// `--decades`) are bad input, refused before any work (they exited 1, "run failed").
+#[test]
+fn gradcheck_bad_numeric_arguments_exit_2() {
+    let scene = with_loss("[[parameter]]\nkind = \"density\"\n");
+    for arg in [
+        "--eps=nan",
+        "--eps=0",
+        "--eps=-1",
+        "--eps=inf",
+        "--rtol=nan",
+        "--rtol=-1",
+        "--atol=-1e-3",
+        "--decades=400",
+    ] {
+        let r = run_cli("gradcheck", &scene, &[], &[arg]);
+        assert_eq!(r.code, 2, "{arg}: {}", r.stderr);
+        let flag = arg.split('=').next().unwrap();
+        assert!(r.stderr.contains(flag), "{arg}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{arg}: {}", r.stderr);
+        assert!(!r.out().join("gradcheck.json").exists(), "{arg}");
+    }
+}
+
+/// An error in the file is reported at its line even when `--frames`/`--threads` were given
+/// (they are applied as overrides; the message used to blame "--set overrides").
+#[test]
+fn frames_and_threads_do_not_blame_a_set_never_given() {
+    let bad = GOOD.replace("density = 1000.0", "density = 1000.0\ndensty = 3");
+    for args in [
+        &["--frames", "1"][..],
+        &["--threads", "1"],
+        &["--frames", "1", "--threads", "1"],
+    ] {
+        let r = run_cli("simulate", &bad, &[], args);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("densty"), "{}", r.stderr);
+        assert!(r.stderr.contains("line 16"), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("override"), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// Errors an override causes name the override and the right table, with array indices (a
+/// table-level error used to name the table *before* the offending one).
+#[test]
+fn override_errors_name_the_right_table() {
+    let r = run_cli(
+        "simulate",
+        &with_loss(""),
+        &[],
+        &["--set", "loss.term.0.foo=3", "--frames", "1"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("loss.term[0]"), "{}", r.stderr);
+    assert!(r.stderr.contains("loss.term.0.foo=3"), "{}", r.stderr);
+    assert!(!r.stderr.contains("body"), "{}", r.stderr);
+    let r = run_cli(
+        "simulate",
+        GOOD,
+        &[],
+        &["--set", "body.0.material.densty=3"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("body[0].material") && r.stderr.contains("densty = 3"),
+        "{}",
+        r.stderr
+    );
+    // The same mistake in the file, with --frames: the file's line.
+    let bad = format!("{}foo = 1\n", with_loss(""));
+    let r = run_cli("simulate", &bad, &[], &["--frames", "1"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("[[loss.term]]") && r.stderr.contains("foo"),
+        "{}",
+        r.stderr
+    );
+}

@@ -14,6 +14,11 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    if problem.params.is_empty() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"
+        )));
+    }
     let out: PathBuf = super::claim_output("grad", args, &problem.ls)?;
     let theta = problem.theta0();
     let ev = problem

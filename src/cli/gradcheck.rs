@@ -28,7 +28,36 @@ pub struct GradcheckArgs {
     pub decades: usize,
 }
 
+/// Largest `--decades`: steps below 1e-16 of the base step are all rounding.
+pub const MAX_DECADES: usize = 16;
+
+/// Refuse numeric arguments that make the check meaningless (exit 2, before any work).
+fn check_args(args: &GradcheckArgs) -> Result<(), Failure> {
+    let bad = |flag: &str, v: f64, want: &str| {
+        Failure::input(anyhow::anyhow!("{flag} {v}: expected {want}"))
+    };
+    if let Some(e) = args.eps {
+        if !(e.is_finite() && e > 0.0) {
+            return Err(bad("--eps", e, "a finite step > 0"));
+        }
+    }
+    if !(args.rtol.is_finite() && args.rtol >= 0.0) {
+        return Err(bad("--rtol", args.rtol, "a finite tolerance >= 0"));
+    }
+    if !(args.atol.is_finite() && args.atol >= 0.0) {
+        return Err(bad("--atol", args.atol, "a finite tolerance >= 0"));
+    }
+    if args.decades > MAX_DECADES {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--decades {}: expected at most {MAX_DECADES}",
+            args.decades
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
+    check_args(args)?;
     let backend = super::simulate::check_backend(args.run.backend)?;
     let ls = super::simulate::load_scene(&args.run)?;
     let threads = super::set_threads(ls.scene.solver.threads);

@@ -229,6 +229,42 @@ pub fn provenance(
     })
 }
 
+/// Seconds between the first interrupt signal and a forced exit.
+pub const GRACE_SECONDS: u64 = 10;
+
+/// The process-wide interrupt flag, set by SIGINT (Ctrl-C), SIGTERM or SIGHUP (installed
+/// once). `simulate` and `optimize` poll it between frames / evaluations, record status
+/// `interrupted` and exit 130; a second signal, or [`GRACE_SECONDS`] without the current
+/// frame / evaluation finishing, exits at once (130), leaving the last
+/// complete files, with `log.json` at `"running"` (docs/RELIABILITY.md: a log that says
+/// "running" after the process ended is an incomplete run).
+pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, OnceLock};
+    static FLAG: OnceLock<Option<Arc<AtomicBool>>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                // Second signal: leave now; every file on disk is complete.
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupt: stopping after the current step (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
+            // A step that does not end (a stuck solve) must not make the process deaf to
+            // SIGTERM: leave after a grace period; every file on disk is complete.
+            std::thread::spawn(|| {
+                std::thread::sleep(std::time::Duration::from_secs(GRACE_SECONDS));
+                eprintln!("interrupt: the current step did not finish in {GRACE_SECONDS} s; quitting");
+                std::process::exit(130);
+            });
+        })
+        .ok()
+        .map(|_| flag)
+    })
+    .clone()
+}
+
 /// Configure the global rayon pool (first call wins).
 pub fn set_threads(n: usize) -> usize {
     let n = if n == 0 {

@@ -3,8 +3,8 @@
 //! `optimized.toml` and the frame files (PLY or VTU) of the final rollout at the best parameters.
 //!
 //! Exit codes: 0 completed, 1 an evaluation failed (outputs still written with the best
-//! point), 2 bad input, 130 interrupted by Ctrl-C (outputs written with the best point; a
-//! second Ctrl-C exits at once, leaving the last complete `optimize.json`).
+//! point), 2 bad input, 130 interrupted by Ctrl-C or SIGTERM (outputs written with the best
+//! point; a second signal exits at once, leaving the last complete `optimize.json`).
 
 use super::{Failure, RunArgs};
 use crate::optimize::lbfgs::{self, OptimizeLog, Status};
@@ -14,8 +14,6 @@ use crate::solver::{rollout, Simulator};
 use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
@@ -33,27 +31,6 @@ pub struct OptimizeArgs {
 pub struct Outcome {
     pub log: OptimizeLog,
     pub out: PathBuf,
-}
-
-/// The process-wide SIGINT flag (installed once).
-fn interrupt_flag() -> Option<Arc<AtomicBool>> {
-    static FLAG: OnceLock<Option<Arc<AtomicBool>>> = OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        ctrlc::set_handler(move || {
-            if f.swap(true, Ordering::SeqCst) {
-                // Second Ctrl-C: leave now; optimize.json is always complete on disk.
-                std::process::exit(130);
-            }
-            eprintln!(
-                "\ninterrupt: stopping after the current evaluation (Ctrl-C again to quit now)"
-            );
-        })
-        .ok()
-        .map(|_| flag)
-    })
-    .clone()
 }
 
 fn write_json(path: &Path, log: &OptimizeLog) -> std::io::Result<()> {
@@ -146,7 +123,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         &problem,
         &settings,
         header,
-        interrupt_flag(),
+        super::interrupt_flag(),
         &mut on_update,
     )
     .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
@@ -203,6 +180,17 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     }
 }
 
+/// `s` as one POSIX shell word: as is when it holds only safe characters, else in single
+/// quotes, so the suggested `--set` lines can be pasted into a shell.
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "._=+-:/,@%".contains(c);
+    if s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// `optimized.toml` and the final rollout's frame files at `values` (user units).
 fn write_outputs(
     problem: &Problem,
@@ -230,7 +218,7 @@ fn write_outputs(
     }
     text.push_str("# [optimized] the same values as overrides of the source scene:\n");
     for s in &wb.sets {
-        text.push_str(&format!("#   --set {s}\n"));
+        text.push_str(&format!("#   --set {}\n", shell_word(s)));
     }
     for n in &wb.notes {
         text.push_str(&format!("# note: {n}\n"));
@@ -264,6 +252,10 @@ fn write_outputs(
     let mut frames_out = super::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
+        if let Some(what) = super::simulate::unrepresentable_state(&model, x, v, None) {
+            eprintln!("warning: the final rollout's frame {t} cannot be written ({what}); frames from {t} on are not written");
+            break;
+        }
         frames_out
             .write(out, *t, *t as f64 * model.h, x, v, None)
             .with_context(|| format!("cannot write frame {t} into {}", out.display()))?;

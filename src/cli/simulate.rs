@@ -101,6 +101,59 @@ fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
         .map_err(Failure::input)
 }
 
+/// The first node whose position, velocity or contact force is non-finite or beyond the
+/// 32-bit floats of the frame files: a message naming it, its first element and the value.
+/// (A PLY or VTU frame with `inf` in it and exit 0 would be silent garbage.)
+pub fn unrepresentable_state(
+    model: &Model,
+    x: &[f64],
+    v: &[f64],
+    fc: Option<&[f64]>,
+) -> Option<String> {
+    let bad = |a: f64| !(a.is_finite() && a.abs() <= crate::scene::MAX_MAGNITUDE);
+    let fields = [
+        ("position", Some(x)),
+        ("velocity", Some(v)),
+        ("contact force", fc),
+    ];
+    for (name, f) in fields {
+        let Some(f) = f else { continue };
+        if let Some(k) = f.iter().position(|&a| bad(a)) {
+            let node = k / 3;
+            let element = (0..model.num_elements())
+                .find(|&e| model.element(e).contains(&node))
+                .map(|e| format!(" (element {e})"))
+                .unwrap_or_default();
+            return Some(format!(
+                "node {node}{element}: {name} component {} = {:e} is non-finite or beyond the 32-bit float range of the frame files",
+                k % 3,
+                f[k]
+            ));
+        }
+    }
+    None
+}
+
+/// Elements with a sample whose deformation gradient has det F ≤ 0 in state `x`: their
+/// number and the first one, if any.
+pub fn inverted_elements(model: &Model, x: &[f64]) -> Option<(usize, usize)> {
+    let mut count = 0;
+    let mut first = None;
+    let mut last = usize::MAX;
+    for s in 0..model.num_samples() {
+        let e = model.samples.elem[s];
+        if e == last {
+            continue;
+        }
+        if model.deformation_gradient(s, x).determinant() <= 0.0 {
+            count += 1;
+            first.get_or_insert(e);
+            last = e;
+        }
+    }
+    first.map(|e| (count, e))
+}
+
 /// Run a forward simulation and write its outputs. Returns the final log.
 pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let backend = simulate_backend(args.backend)?;
@@ -116,9 +169,8 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     }
     let out: PathBuf = super::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
-    let mut sim = Simulator::new(&model, &ls.scene.solver).map_err(|e| {
-        Failure::input(anyhow::Error::new(e).context("setting up the global PD matrix"))
-    })?;
+    let mut sim = Simulator::new(&model, &ls.scene.solver)
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the solver")))?;
     attach_offload(&mut sim, backend, args.quiet)?;
     let header = RunHeader {
         diffphd_version: crate::io::VERSION.into(),
@@ -156,6 +208,12 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     let mut v = model.v0.clone();
     let has_obstacles = crate::contact::enabled(&model);
     let zero_force = vec![0.0; x.len()];
+    if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "{}: initial state: {what}",
+            ls.path.display()
+        )));
+    }
     if write_frames {
         frames_out
             .write(
@@ -170,6 +228,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             .map_err(Failure::input)?;
     }
     write_log(&out, &log)?;
+    let interrupt = super::interrupt_flag();
     let bar = if !args.quiet && std::io::stderr().is_terminal() {
         let pb = indicatif::ProgressBar::new(model.frames as u64);
         pb.set_style(
@@ -201,6 +260,27 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         let h = model.h;
         v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
         x = xn;
+        let fc_check = stats
+            .contact_record
+            .as_ref()
+            .map(|r| r.nodal_forces(model.num_nodes()));
+        if let Some(what) = unrepresentable_state(&model, &x, &v, fc_check.as_deref()) {
+            let msg = format!(
+                "frame {frame}, after PD iteration {}: the state diverged: {what}",
+                stats.iterations
+            );
+            log.status = Status::Failed;
+            log.error = Some(msg.clone());
+            log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+            write_log(&out, &log)?;
+            if let Some(b) = &bar {
+                b.abandon();
+            }
+            return Err(Failure::run(anyhow::anyhow!(
+                "{}: {msg}",
+                ls.path.display()
+            )));
+        }
         let file = if write_frames && frame % every == 0 {
             let fc = stats
                 .contact_record
@@ -211,15 +291,41 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             } else {
                 None
             };
-            let name = frames_out
+            match frames_out
                 .write(&out, frame, frame as f64 * h, &x, &v, fc)
                 .with_context(|| format!("cannot write frame {frame} into {}", out.display()))
-                .map_err(Failure::input)?;
-            Some(name)
+            {
+                Ok(name) => Some(name),
+                Err(e) => {
+                    // The log must not stay "running": record the failure (best effort,
+                    // the disk may be what failed).
+                    log.status = Status::Failed;
+                    log.error = Some(format!("{e:#}"));
+                    log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+                    let _ = write_log(&out, &log);
+                    if let Some(b) = &bar {
+                        b.abandon();
+                    }
+                    return Err(Failure::input(e));
+                }
+            }
         } else {
             None
         };
+        let inverted = inverted_elements(&model, &x);
+        if let Some((n, e)) = inverted {
+            let msg = format!(
+                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {e}",
+                stats.iterations
+            );
+            match &bar {
+                Some(b) => b.println(format!("warning: {msg}")),
+                None if !args.quiet => eprintln!("warning: {msg}"),
+                None => {}
+            }
+        }
         let rec = FrameRecord {
+            inverted_elements: inverted,
             frame,
             time: frame as f64 * h,
             iterations: stats.iterations,
@@ -259,7 +365,28 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         }
         log.push(rec);
         log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+        let stop = frame < model.frames
+            && interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst));
+        if stop {
+            log.status = Status::Interrupted;
+            log.error = Some(format!("interrupted after frame {frame}"));
+        }
         write_log(&out, &log)?;
+        if stop {
+            if let Some(b) = &bar {
+                b.abandon();
+            }
+            return Err(Failure {
+                code: 130,
+                error: anyhow::anyhow!(
+                    "interrupted after frame {frame}/{}; frames and log.json so far in {}",
+                    model.frames,
+                    out.display()
+                ),
+            });
+        }
     }
     if let Some(b) = &bar {
         b.finish();

@@ -18,6 +18,7 @@
 pub mod adjoint;
 pub mod attachment;
 pub mod bodies;
+pub mod initial;
 pub mod ncp;
 pub mod obstacle;
 pub mod penalty;

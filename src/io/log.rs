@@ -35,6 +35,21 @@ pub struct RunHeader {
     pub warnings: Vec<String>,
 }
 
+/// A number, or the string `"inf"`, `"-inf"` or `"nan"` where JSON has no number (serde_json
+/// would write `null`, which reads as "missing"): a gate that was never evaluated
+/// (`solver.max_iterations = 1`) or is undefined (0/0 with zero tolerances).
+fn finite_or_name<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.is_finite() {
+        s.serialize_f64(*x)
+    } else if x.is_nan() {
+        s.serialize_str("nan")
+    } else if *x > 0.0 {
+        s.serialize_str("inf")
+    } else {
+        s.serialize_str("-inf")
+    }
+}
+
 /// One frame of the log.
 #[derive(Clone, Debug, Serialize)]
 pub struct FrameRecord {
@@ -42,9 +57,11 @@ pub struct FrameRecord {
     pub time: f64,
     pub iterations: usize,
     pub converged: bool,
-    /// Position-gate residual at exit (≤ 1 = met).
+    /// Position-gate residual at exit (≤ 1 = met); `"inf"`/`"nan"` when not finite.
+    #[serde(serialize_with = "finite_or_name")]
     pub gate_position: f64,
-    /// Projection-gate residual at exit (≤ 1 = met).
+    /// Projection-gate residual at exit (≤ 1 = met); `"inf"`/`"nan"` when not finite.
+    #[serde(serialize_with = "finite_or_name")]
     pub gate_projection: f64,
     pub anderson_guard_firings: usize,
     /// Newton polish steps and final relative PD residual (with `solver.newton_polish > 0`).
@@ -53,6 +70,10 @@ pub struct FrameRecord {
     pub seconds_local: f64,
     pub seconds_global: f64,
     pub seconds_other: f64,
+    /// Elements with a quadrature sample whose deformation gradient has det F ≤ 0 at the end
+    /// of the frame (inverted), when there are any: `[count, first element]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inverted_elements: Option<(usize, usize)>,
     /// File written for this frame, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -90,9 +111,12 @@ pub struct NewtonRecord {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// In progress, or ended without a final record (killed): incomplete.
     Running,
     Completed,
     Failed,
+    /// Stopped by SIGINT/SIGTERM/SIGHUP after a complete frame.
+    Interrupted,
 }
 
 /// The whole log.

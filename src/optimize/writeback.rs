@@ -75,6 +75,87 @@ fn set3(t: &mut Table, key: &str, c: usize, f: impl Fn(f64) -> f64) -> f64 {
     new
 }
 
+/// `PATH=[a, b, c]`: a whole 3-vector, so the line also works on a scene that does not
+/// write the vector (a `--set` cannot create array entries one by one).
+fn vector_set(path: &str, t: &Table, key: &str) -> String {
+    let a = t[key].as_array().expect("3-vector");
+    let s: Vec<String> = a
+        .iter()
+        .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
+        .collect();
+    format!("{path}=[{}]", s.join(", "))
+}
+
+/// Keep the last `--set` line of every key path, in the order of those last lines (several
+/// parameters on one vector each emit the whole vector).
+fn dedup_sets(sets: Vec<String>) -> Vec<String> {
+    let key = |s: &String| {
+        s.split_once('=')
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_default()
+    };
+    let mut out: Vec<String> = Vec::new();
+    for s in sets.into_iter().rev() {
+        if !out.iter().any(|o| key(o) == key(&s)) {
+            out.push(s);
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Pin `damping.e_ref` of every damped body with stiffness-amplified damping whose scene
+/// leaves it at its default (docs/NOTES.md, "E_ref"). The default is the body's smallest
+/// E_e *as the scene is written*, fixed when the model is built; the optimizer keeps that
+/// value while it changes E, so a scene written with new moduli must carry the number or a
+/// re-simulation would recompute it from the optimized moduli. A reference trajectory
+/// simulated from the scene (`[loss.reference] set`) gets its own E_ref appended to its
+/// overrides for the same reason.
+fn pin_e_ref(root: &mut Table, problem: &Problem, target: &Model, sets: &mut Vec<String>) {
+    let scene = &problem.ls.scene;
+    let ref_sets = scene
+        .loss
+        .as_ref()
+        .and_then(|l| l.reference.as_ref())
+        .map(|r| r.set.clone());
+    let mut ref_model: Option<Option<Model>> = None;
+    for (b, info) in problem.base.bodies.iter().enumerate() {
+        let damped = problem.base.params.beta0[b] != 0.0
+            || target.params.beta0[b] != 0.0
+            || problem
+                .params
+                .iter()
+                .any(|p| p.body == b && p.kind == ParamKind::DampingBeta);
+        if info.stiffness_scaling != scene::StiffnessScaling::Amplified
+            || scene.bodies[b].damping.e_ref.is_some()
+            || !damped
+        {
+            continue;
+        }
+        table(body_mut(root, b), "damping").insert("e_ref".into(), Value::Float(info.e_ref));
+        sets.push(format!("body.{b}.damping.e_ref={:e}", info.e_ref));
+        let Some(rs) = &ref_sets else { continue };
+        let rm = ref_model.get_or_insert_with(|| {
+            scene::load_str(&problem.ls.effective_toml, &problem.ls.path, rs)
+                .ok()
+                .and_then(|l| Model::from_scene(&l).ok())
+        });
+        let Some(rm) = rm else { continue };
+        let e = rm.bodies[b].e_ref;
+        if e != info.e_ref {
+            let list = table(
+                root.get_mut("loss").expect("the scene has [loss]"),
+                "reference",
+            )
+            .entry("set".to_string())
+            .or_insert_with(|| Value::Array(vec![]))
+            .as_array_mut()
+            .expect("reference.set is an array");
+            list.push(Value::String(format!("body.{b}.damping.e_ref={e:e}")));
+        }
+    }
+}
+
 fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
     let v = t.get_mut(key)?;
     let new = num(v)? * f;
@@ -86,6 +167,7 @@ fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
 fn rewrite(
     root: &mut Table,
     problem: &Problem,
+    target: &Model,
     values: &[f64],
     append_e: bool,
     sets: &mut Vec<String>,
@@ -115,24 +197,32 @@ fn rewrite(
                 sets.push(format!("body.{b}.damping.{key}={v:e}"));
             }
             ParamKind::InitialTranslation => {
-                set3(table(body_mut(root, b), "initial"), "translation", c, |_| v);
-                sets.push(format!("body.{b}.initial.translation.{c}={v:e}"));
+                let t = table(body_mut(root, b), "initial");
+                set3(t, "translation", c, |_| v);
+                sets.push(vector_set(
+                    &format!("body.{b}.initial.translation"),
+                    t,
+                    "translation",
+                ));
             }
             ParamKind::InitialRotation => {
                 let d = v.to_degrees();
-                set3(
-                    table(body_mut(root, b), "initial"),
+                let t = table(body_mut(root, b), "initial");
+                set3(t, "rotation_deg", c, |_| d);
+                sets.push(vector_set(
+                    &format!("body.{b}.initial.rotation_deg"),
+                    t,
                     "rotation_deg",
-                    c,
-                    |_| d,
-                );
-                sets.push(format!("body.{b}.initial.rotation_deg.{c}={d:e}"));
+                ));
             }
             ParamKind::InitialVelocity => {
-                let new = set3(table(body_mut(root, b), "initial"), "velocity", c, |o| {
-                    o + v
-                });
-                sets.push(format!("body.{b}.initial.velocity.{c}={new:e}"));
+                let t = table(body_mut(root, b), "initial");
+                set3(t, "velocity", c, |o| o + v);
+                sets.push(vector_set(
+                    &format!("body.{b}.initial.velocity"),
+                    t,
+                    "velocity",
+                ));
             }
             ParamKind::Gravity => {
                 let sim = root
@@ -148,7 +238,7 @@ fn rewrite(
                     );
                 }
                 set3(sim, "gravity", c, |_| v);
-                sets.push(format!("simulation.gravity.{c}={v:e}"));
+                sets.push(vector_set("simulation.gravity", sim, "gravity"));
             }
             ParamKind::ForceScale => {
                 let j = specs[p.index].force.unwrap_or(0);
@@ -282,6 +372,7 @@ fn rewrite(
             }
         }
     }
+    pin_e_ref(root, problem, target, sets);
     if let Some(ps) = root.get_mut("parameter").and_then(|p| p.as_array_mut()) {
         for p in ps {
             if let Some(t) = p.as_table_mut() {
@@ -328,6 +419,20 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
         if !close_all(a, b) {
             bad.push(name.into());
         }
+    }
+    // E_ref matters only to bodies with stiffness-amplified damping.
+    let e_ref = |m: &Model| -> Vec<f64> {
+        m.bodies
+            .iter()
+            .zip(&target.params.beta0)
+            .filter(|(b, &beta)| {
+                beta != 0.0 && b.stiffness_scaling == scene::StiffnessScaling::Amplified
+            })
+            .map(|(b, _)| b.e_ref)
+            .collect()
+    };
+    if !close_all(&e_ref(&m), &e_ref(target)) {
+        bad.push("damping reference moduli (E_ref)".into());
     }
     if !close_all(&m.x0, &target.x0) {
         bad.push("initial positions".into());
@@ -396,6 +501,63 @@ fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) {
     }
 }
 
+/// A reference trajectory simulated from the scene (`[loss.reference] set`) is "the scene
+/// with these overrides": written back as it is, it would be simulated with the *optimized*
+/// values and no longer be the trajectory optimize fitted. Its override list is therefore
+/// prefixed with the scene's original values of every key the write-back changed (and
+/// factor 1 for appended E regions), so `optimized.toml` defines the same loss; the
+/// suggested `--set` lines carry the same list.
+fn keep_reference(root: &mut Table, base: &Table, problem: &Problem, sets: &mut Vec<String>) {
+    let has_reference = problem
+        .ls
+        .scene
+        .loss
+        .as_ref()
+        .is_some_and(|l| l.reference.is_some());
+    if !has_reference {
+        return;
+    }
+    let base_values: Vec<f64> = problem.params.iter().map(|p| p.base_value).collect();
+    let base_target = super::params::apply_all(&problem.params, &problem.base, &base_values);
+    let mut scratch = base.clone();
+    let (mut rs, mut rn) = (Vec::new(), Vec::new());
+    rewrite(
+        &mut scratch,
+        problem,
+        &base_target,
+        &base_values,
+        false,
+        &mut rs,
+        &mut rn,
+    );
+    let mut restore = dedup_sets(rs);
+    let regions = |t: &Table, b: usize| -> usize {
+        t.get("body")
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.get(b))
+            .and_then(|v| v.get("region"))
+            .and_then(|v| v.as_array())
+            .map_or(0, |a| a.len())
+    };
+    for b in 0..problem.base.bodies.len() {
+        for r in regions(base, b)..regions(root, b) {
+            restore.push(format!("body.{b}.region.{r}.scale=1"));
+        }
+    }
+    let list = table(
+        root.get_mut("loss").expect("the scene has [loss]"),
+        "reference",
+    )
+    .entry("set".to_string())
+    .or_insert_with(|| Value::Array(vec![]))
+    .as_array_mut()
+    .expect("reference.set is an array");
+    let mut all: Vec<Value> = restore.into_iter().map(Value::String).collect();
+    all.append(list);
+    *list = all;
+    sets.push(format!("loss.reference.set={}", Value::Array(list.clone())));
+}
+
 /// Write the optimized `values` (user units) back into the effective scene.
 pub fn write_back(problem: &Problem, values: &[f64]) -> WriteBack {
     let target = super::params::apply_all(&problem.params, &problem.base, values);
@@ -404,7 +566,11 @@ pub fn write_back(problem: &Problem, values: &[f64]) -> WriteBack {
     for append_e in [false, true] {
         let (mut sets, mut notes) = (Vec::new(), Vec::new());
         let mut root = base.clone();
-        rewrite(&mut root, problem, values, append_e, &mut sets, &mut notes);
+        rewrite(
+            &mut root, problem, &target, values, append_e, &mut sets, &mut notes,
+        );
+        let mut sets = dedup_sets(sets);
+        keep_reference(&mut root, &base, problem, &mut sets);
         absolutize_inputs(&mut root, &problem.ls);
         let text = toml::to_string(&root).expect("scene serializes");
         let bad = verify(problem, &target, &text);

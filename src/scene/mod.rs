@@ -97,13 +97,14 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
     })?;
     let scene: Scene = toml::from_str(&effective_toml).map_err(|e| SceneError::Toml {
         path: ps.clone(),
-        msg: if sets.is_empty() {
-            strip_toml_position(&e, false, text)
-        } else {
-            effective_error(&e, &effective_toml)
-        },
+        msg: typed_error(&e, text, &effective_toml, sets),
     })?;
     scene.validate().map_err(|(key, msg)| SceneError::Invalid {
+        path: ps.clone(),
+        key,
+        msg,
+    })?;
+    check_magnitudes(&toml::Value::Table(value), "").map_err(|(key, msg)| SceneError::Invalid {
         path: ps.clone(),
         key,
         msg,
@@ -122,22 +123,99 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
     })
 }
 
+/// Largest magnitude of any number in a scene: frame files store 32-bit floats, so a value
+/// beyond `f32::MAX` (E = 1e300, a velocity of 1e39) would come out as `inf` with exit 0.
+pub const MAX_MAGNITUDE: f64 = f32::MAX as f64;
+
+/// Refuse any number of the effective scene that is not finite (TOML has `nan` and `inf`)
+/// or whose magnitude exceeds [`MAX_MAGNITUDE`]
+/// (key path in the `body[0].material.youngs_modulus` form).
+fn check_magnitudes(v: &toml::Value, path: &str) -> Result<(), (String, String)> {
+    match v {
+        toml::Value::Float(x) if !x.is_finite() => Err((
+            path.to_string(),
+            format!("{x} is not a finite number"),
+        )),
+        toml::Value::Float(x) if x.abs() > MAX_MAGNITUDE => Err((
+            path.to_string(),
+            format!(
+                "{x:e} is beyond the range of the 32-bit floats the frame files store (|value| <= {MAX_MAGNITUDE:.2e}); no physical scene needs it"
+            ),
+        )),
+        toml::Value::Table(t) => t.iter().try_for_each(|(k, x)| {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            check_magnitudes(x, &p)
+        }),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| check_magnitudes(x, &format!("{path}[{i}]"))),
+        _ => Ok(()),
+    }
+}
+
 /// The typed pass runs on the re-serialized table, so its line numbers do not refer to the
-/// user's file. Re-run on the original text when there were no overrides to get real
-/// positions; otherwise drop the position and keep the message (which names the key).
-fn strip_toml_position(e: &toml::de::Error, had_overrides: bool, original: &str) -> String {
-    if !had_overrides {
-        if let Err(e2) = toml::from_str::<Scene>(original) {
+/// user's file. When the file itself has the error (the typed pass of the original text
+/// fails with the same message), report it with the file's line and column, whatever the
+/// command line said: `--frames`/`--threads` are applied as overrides but did not cause it.
+/// Otherwise an override did: name the overrides and the table and line of the effective
+/// scene.
+fn typed_error(e: &toml::de::Error, original: &str, effective: &str, sets: &[String]) -> String {
+    if let Err(e2) = toml::from_str::<Scene>(original) {
+        if sets.is_empty() || e2.message() == e.message() {
             return e2.to_string();
         }
     }
-    e.message().to_string()
+    effective_error(e, effective, sets)
 }
 
-/// Describe a typed-pass error on the effective (overridden) scene, quoting the offending
-/// line of the effective TOML so the key is named even though line numbers no longer
-/// match the file.
-fn effective_error(e: &toml::de::Error, effective: &str) -> String {
+/// The key path of a table header line of the effective TOML (`[[body]]`, `[body.material]`)
+/// at the line starting at byte `at`, with the index of every array-of-tables segment:
+/// `body[1].material`, `loss.term[0]`.
+fn header_path(effective: &str, at: usize) -> Option<String> {
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let mut current: Option<String> = None;
+    let mut pos = 0;
+    for line in effective.split_inclusive('\n') {
+        if pos > at {
+            break;
+        }
+        pos += line.len();
+        let l = line.trim();
+        if let Some(name) = l.strip_prefix("[[").and_then(|r| r.strip_suffix("]]")) {
+            *counts.entry(name.to_string()).or_insert(0) += 1;
+            counts.retain(|k, _| !k.starts_with(&format!("{name}.")));
+            current = Some(name.to_string());
+        } else if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            current = Some(name.to_string());
+        }
+    }
+    let name = current?;
+    let mut out = String::new();
+    let mut prefix = String::new();
+    for seg in name.split('.') {
+        if !prefix.is_empty() {
+            prefix.push('.');
+            out.push('.');
+        }
+        prefix.push_str(seg);
+        out.push_str(seg);
+        if let Some(n) = counts.get(&prefix) {
+            out.push_str(&format!("[{}]", n.saturating_sub(1)));
+        }
+    }
+    Some(out)
+}
+
+/// Describe a typed-pass error on the effective (overridden) scene: the overrides applied,
+/// the table (with array indices) and the offending line of the effective TOML, since line
+/// numbers no longer match the file.
+fn effective_error(e: &toml::de::Error, effective: &str, sets: &[String]) -> String {
+    let applied = format!("after the overrides {sets:?}");
     match e.span() {
         Some(span) => {
             let start = effective[..span.start.min(effective.len())]
@@ -148,20 +226,14 @@ fn effective_error(e: &toml::de::Error, effective: &str) -> String {
                 .find('\n')
                 .map(|i| start + i)
                 .unwrap_or(effective.len());
-            let mut header = "";
-            for l in effective[..start].lines().rev() {
-                if l.trim_start().starts_with('[') {
-                    header = l.trim();
-                    break;
-                }
+            let line = effective[start..end].trim();
+            let table = header_path(effective, start).unwrap_or_else(|| "top level".into());
+            if line.starts_with('[') {
+                format!("{} ({applied}: in table `{table}`)", e.message())
+            } else {
+                format!("{} ({applied}: in `{table}`, at `{line}`)", e.message())
             }
-            format!(
-                "{} (in the scene after --set overrides: under `{}`, `{}`)",
-                e.message(),
-                header,
-                effective[start..end].trim()
-            )
         }
-        None => e.message().to_string(),
+        None => format!("{} ({applied})", e.message()),
     }
 }

@@ -29,6 +29,9 @@ pub enum SolverError {
         iteration: usize,
         message: String,
     },
+    /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
+    #[error("{0}")]
+    InitialPenetration(Box<crate::contact::initial::Penetration>),
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("global matrix: {0}")]

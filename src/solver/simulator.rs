@@ -89,12 +89,21 @@ impl<'m> Simulator<'m> {
         prescribed.sort_unstable();
         let config = SolverConfig::from_settings(settings, derived.heterogeneous);
         let aa = TypeII::new(config.window, config.gamma_max);
-        let contact_nodes = model
+        let contact_nodes: Vec<usize> = model
             .boundary_nodes
             .iter()
             .copied()
             .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
             .collect();
+        if let Some(p) = crate::contact::initial::deepest_penetration(
+            model,
+            &model.obstacles,
+            &contact_nodes,
+            &model.x0,
+            model.contact_margin,
+        ) {
+            return Err(SolverError::InitialPenetration(Box::new(p)));
+        }
         Ok(Simulator {
             contact_nodes,
             contact_warm: HashMap::new(),
