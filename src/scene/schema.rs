@@ -1206,3 +1206,8 @@ fn material_model_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
         "enum": ["corotated", "neohookean", "neo_hookean", "neo-hookean"]
     })
 }
+
+/// Values of `backward.filter` (`crate::model::HessianFilterMode`).
+pub const HESSIAN_FILTER_VALUES: [&str; 4] = ["none", "clamp", "abs", "trust_region"];
+/// Values of `backward.method` (`crate::model::AdjointMethod`).
+pub const ADJOINT_METHOD_VALUES: [&str; 4] = ["fixed_point", "gmres", "pcg", "woodbury"];
