@@ -2,7 +2,7 @@
 //! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
 //! [`FrameLayout`] and the scene's `[output] format` a [`FrameFiles`].
 
-pub use crate::io::frames::{frame_name, vtu_frame_name, FrameWriter};
+pub use crate::io::frames::FrameWriter;
 use crate::io::frames::{FrameBody, FrameFiles, FrameLayout};
 use crate::mesh::vtk::vtk_cell_type;
 use crate::mesh::{ElementKind, HEX_VTK_TO_LEX};

@@ -30,8 +30,9 @@ pub enum MeshCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List every defect (inverted, degenerate or duplicate elements, unreferenced nodes,
-    /// non-manifold faces); exit 1 if there is any, 0 otherwise.
+    /// List every defect (inverted or degenerate elements, unreferenced nodes, non-manifold
+    /// faces); exit 1 if there is any, 0 otherwise. A file with duplicate elements is not
+    /// read at all (exit 2).
     Check {
         file: PathBuf,
         /// List at most this many defects of each kind (0 = all).

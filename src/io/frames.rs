@@ -270,3 +270,58 @@ impl FrameWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tet body (nodes 0..4) and a one-hex body (nodes 4..12), hex in VTK order.
+    fn layout() -> FrameLayout {
+        FrameLayout {
+            num_nodes: 12,
+            bodies: vec![
+                FrameBody {
+                    nodes: 0..4,
+                    cell_type: 10,
+                    nodes_per_cell: 4,
+                    connectivity: vec![0, 1, 2, 3],
+                    youngs: vec![2.0],
+                    surface: vec![[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]],
+                },
+                FrameBody {
+                    nodes: 4..12,
+                    cell_type: 12,
+                    nodes_per_cell: 8,
+                    connectivity: (4..12).collect(),
+                    youngs: vec![6.0],
+                    surface: vec![[4, 5, 6]],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn surface_map_numbers_vertices_in_face_order_and_averages_youngs() {
+        let s = SurfaceMap::new(&layout());
+        assert_eq!(s.nodes, vec![1, 2, 3, 0, 4, 5, 6]);
+        assert_eq!(s.faces[0], [0, 1, 2]);
+        assert_eq!(s.faces[4], [4, 5, 6]);
+        assert_eq!(s.node_youngs[0], 2.0);
+        assert_eq!(s.node_youngs[7], 6.0);
+    }
+
+    #[test]
+    fn volume_frames_hold_one_piece_per_body_in_local_numbering() {
+        let map = VolumeMap::new(&layout());
+        let x: Vec<f64> = (0..36).map(|i| i as f64).collect();
+        let v = vec![0.0; 36];
+        let text = map.encode(&x, &v, None).expect("vtu");
+        assert_eq!(text.matches("<Piece ").count(), 2);
+        assert!(text.contains("<Piece NumberOfPoints=\"8\" NumberOfCells=\"1\">"));
+        // The hex piece's connectivity starts at its own node 0; its positions are x[12..].
+        assert!(text.contains("\n0 1 2 3 4 5 6 7\n"), "{text}");
+        assert!(text.contains("\n12 13 14\n"), "{text}");
+        assert_eq!(frame_name(12), "frame_00012.ply");
+        assert_eq!(vtu_frame_name(3), "frame_00003.vtu");
+    }
+}

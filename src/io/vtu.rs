@@ -241,3 +241,63 @@ pub fn encode_pvd(frames: &[(f64, String)]) -> String {
     s.push_str("</Collection>\n</VTKFile>\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece<'a>(positions: &'a [[f64; 3]], conn: &'a [usize]) -> VtuPiece<'a> {
+        VtuPiece {
+            cell_type: 10,
+            nodes_per_cell: 4,
+            connectivity: conn,
+            tags: &[7],
+            positions,
+            point_fields: &[],
+            cell_scalars: &[],
+        }
+    }
+
+    #[test]
+    fn arrays_that_do_not_fit_are_errors_naming_what() {
+        let x = [[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        let ok = encode_vtu_pieces(&[piece(&x, &[0, 1, 2, 3])]).expect("valid");
+        assert!(ok.contains("Name=\"tag\" format=\"ascii\">\n7\n</DataArray>"));
+        let e = encode_vtu_pieces(&[piece(&x, &[0, 1, 2, 4])]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VtuError::Index {
+                    cell: 0,
+                    index: 4,
+                    points: 4
+                }
+            ),
+            "{e}"
+        );
+        let e = encode_vtu_pieces(&[piece(&x, &[0, 1, 2])]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("connectivity has 3 values"),
+            "{e}"
+        );
+        let mut bad = x;
+        bad[2][1] = f64::NAN;
+        let e = encode_vtu_pieces(&[piece(&bad, &[0, 1, 2, 3])]).unwrap_err();
+        assert!(matches!(e, VtuError::NonFinite { node: 2, .. }), "{e}");
+        let v = [[0.0; 3]; 3];
+        let fields = [("velocity", &v[..])];
+        let mut p = piece(&x, &[0, 1, 2, 3]);
+        p.point_fields = &fields;
+        let e = encode_vtu_pieces(&[p]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("point field 'velocity' has 3 values"),
+            "{e}"
+        );
+        let q = piece(&x, &[0, 1, 2, 3]);
+        let e = encode_vtu_pieces(&[q, p]).unwrap_err();
+        assert!(matches!(e, VtuError::Arrays { piece: 1 }), "{e}");
+        let pvd = encode_pvd(&[(0.5, "frame_00001.vtu".into())]);
+        assert!(pvd.contains("timestep=\"5e-1\" part=\"0\" file=\"frame_00001.vtu\""));
+    }
+}

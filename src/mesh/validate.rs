@@ -145,7 +145,7 @@ const HEX_MIRROR: [usize; 8] = [1, 0, 3, 2, 5, 4, 7, 6];
 ///    in the message;
 /// 6. orientation: tets with negative volume get local nodes 2 and 3 swapped; hexes must have a
 ///    positive Jacobian determinant at all 8 corners, except that a hex with all 8 negative
-///    (a mirror image of a valid hex) is reordered by [`HEX_MIRROR`]. Any other hex with a
+///    (a mirror image of a valid hex) is reordered by `HEX_MIRROR`. Any other hex with a
 ///    non-positive corner determinant is rejected as inverted.
 ///
 /// Repaired elements are listed in [`MeshReport::flipped`]. The mesh is only modified when the
