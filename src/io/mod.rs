@@ -2,6 +2,7 @@
 //! a temporary name and renamed into place, so a run killed half-way leaves each finished
 //! file intact and never a half-written one.
 
+pub mod cell_fields;
 pub mod log;
 pub mod outdir;
 pub mod ply;
