@@ -5,7 +5,8 @@
 //! - **VTU** (`frame_00012.vtu`): the whole volume mesh, every body in one `<Piece>` (bodies
 //!   may mix tets and hexes; one piece, so that readers like meshio see them all), point
 //!   arrays `velocity` (and `contact_force` with obstacles), cell arrays `tag` (the body
-//!   index) and `youngs_modulus`. A ParaView collection `frames.pvd`
+//!   index), `youngs_modulus`, `strain_energy_density` and `von_mises_stress`
+//!   ([`crate::io::cell_fields`]). A ParaView collection `frames.pvd`
 //!   lists every written frame with its time; it is rewritten (atomically) after each frame,
 //!   so a run that fails part-way leaves a valid collection of the frames it wrote.
 
@@ -98,6 +99,8 @@ type PointField<'a> = (&'a str, &'a [[f64; 3]]);
 /// numbering (the body's nodes are the contiguous range `BodyInfo::nodes`).
 pub struct VolumeMap {
     bodies: Vec<(Mesh, std::ops::Range<usize>, Vec<f64>)>,
+    /// For the per-element strain-energy density and von Mises stress of each frame.
+    model: Model,
 }
 
 impl VolumeMap {
@@ -122,7 +125,10 @@ impl VolumeMap {
                 (mesh, b.nodes.clone(), youngs)
             })
             .collect();
-        VolumeMap { bodies }
+        VolumeMap {
+            bodies,
+            model: model.clone(),
+        }
     }
 
     /// The `.vtu` text of one frame (`x`, `v`, `contact_force` node-major, length 3n).
@@ -152,10 +158,18 @@ impl VolumeMap {
                 f
             })
             .collect();
-        let cells: Vec<[(&str, &[f64]); 1]> = self
+        let (psi, mises) = crate::io::cell_fields::cell_fields(&self.model, x);
+        let cells: Vec<[(&str, &[f64]); 3]> = self
             .bodies
             .iter()
-            .map(|(_, _, e)| [("youngs_modulus", &e[..])])
+            .zip(&self.model.bodies)
+            .map(|((_, _, e), b)| {
+                [
+                    ("youngs_modulus", &e[..]),
+                    ("strain_energy_density", &psi[b.elements.clone()]),
+                    ("von_mises_stress", &mises[b.elements.clone()]),
+                ]
+            })
             .collect();
         let pieces: Vec<VtuPiece<'_>> = self
             .bodies
