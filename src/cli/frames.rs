@@ -100,7 +100,7 @@ type PointField<'a> = (&'a str, &'a [[f64; 3]]);
 pub struct VolumeMap {
     bodies: Vec<(Mesh, std::ops::Range<usize>, Vec<f64>)>,
     /// For the per-element strain-energy density and von Mises stress of each frame.
-    model: Model,
+    model: Box<Model>,
 }
 
 impl VolumeMap {
@@ -127,7 +127,7 @@ impl VolumeMap {
             .collect();
         VolumeMap {
             bodies,
-            model: model.clone(),
+            model: Box::new(model.clone()),
         }
     }
 
