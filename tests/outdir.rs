@@ -140,3 +140,51 @@ fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
     assert!(err.contains("x"), "{err}");
     assert_eq!(printed.scene.bodies[0].material.poisson_ratio, 0.41);
 }
+
+/// Issue 17's report: `parallel diffphd simulate beam.toml --set …youngs_modulus={} ::: …`
+/// without `--out` — every run shares the scene's folder. Exactly one run may own it; the
+/// others are refused naming the folder (exit 2), never a temp-file clash, and the folder
+/// holds only the owner's frames.
+#[test]
+fn concurrent_runs_into_one_folder_leave_one_owner_and_no_mixed_frames() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    let children: Vec<_> = ["1e5", "2e5", "3e5", "4e5", "5e5"]
+        .iter()
+        .map(|e| {
+            Command::new(common::bin())
+                .current_dir(d.path())
+                .args(["simulate", "a.toml", "--out", "o", "-q", "--set"])
+                .arg(format!("body.0.material.youngs_modulus={e}"))
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let ok = outs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(ok, 1, "exactly one run owns the folder");
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("output directory o holds"), "{err}");
+    }
+    let dir = d.path().join("o");
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("log.json")).unwrap()).unwrap();
+    let marker: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("diffphd-run.json")).unwrap())
+            .unwrap();
+    assert_eq!(log["header"]["scene_hash"], marker["scene_hash"]);
+    assert_eq!(log["status"], "completed");
+    assert_eq!(frames_in(&dir).len(), 4);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
