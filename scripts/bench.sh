@@ -20,11 +20,11 @@ echo "machine: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinf
 printf "%-28s %6s %8s %7s %9s %9s %9s %9s %10s %10s %9s\n" scene nodes samples frames iters "local s" "global s" "other s" "fwd s" "bwd s" "bwd ms/f"
 for s in $SCENES; do
   name=$(basename "$s" .toml)
-  $BIN simulate "$s" --out "$OUT/$name" --threads "$THREADS" --quiet
-  $BIN grad "$s" --out "$OUT/$name" --threads "$THREADS" --quiet \
+  $BIN simulate "$s" --out "$OUT/$name" --threads "$THREADS" --quiet --overwrite
+  $BIN grad "$s" --out "$OUT/$name/grad" --threads "$THREADS" --quiet --overwrite \
     --set 'loss.term=[{type="random_linear", seed=1}]' \
     --set 'parameter=[{kind="youngs_modulus", log=true}, {kind="poisson_ratio"}]'
-  python3 - "$OUT/$name/log.json" "$OUT/$name/grad.json" "$name" <<'PY'
+  python3 - "$OUT/$name/log.json" "$OUT/$name/grad/grad.json" "$name" <<'PY'
 import json, sys
 log = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))["evaluation"]
 h, s = log["header"], log["summary"]

@@ -38,7 +38,7 @@ for s in $SCENES; do
       if [[ "$m" == *:* ]]; then sets+=(--set "solver.newton_filter=\"${m#*:}\""); fi
       dir="$OUT/$name/t$t/${m/:/_}"
       mkdir -p "$dir"
-      $BIN grad "$s" --out "$dir" --threads "$t" --frames "$FRAMES" --solver "$meth" --quiet \
+      $BIN grad "$s" --out "$dir" --threads "$t" --frames "$FRAMES" --solver "$meth" --quiet --overwrite \
         "${sets[@]}" $EXTRA 2> "$dir/stderr.txt"
       echo $? > "$dir/rc"
       rows+=("$m=$dir")

@@ -15,8 +15,10 @@ values=(); while [ $# -gt 0 ] && [ "$1" != "--" ]; do values+=("$1"); shift; don
 bin=${DIFFPHD:-target/release/diffphd}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '%-14s %-22s %s\n' value loss "dL/dtheta($param)"
+k=0
 for v in "${values[@]}"; do
-  out=$("$bin" gradcheck "$scene" --out "$tmp" --set "$key=$v" --param "$param" \
+  k=$((k + 1))   # one output folder per value: each run owns its folder
+  out=$("$bin" gradcheck "$scene" --out "$tmp/$k" --set "$key=$v" --param "$param" \
         --decades 0 --rtol 1e9 "$@" 2>/dev/null)
   loss=$(printf '%s\n' "$out" | awk '/^loss = /{print $3}')
   grad=$(printf '%s\n' "$out" | awk -v p="$param" 'index($0, p) == 1 && NF >= 6 {print $(NF-4)}' | tail -1)

@@ -72,6 +72,10 @@ with tempfile.TemporaryDirectory() as d:
     expect = {(0, "tetra"): 72, (1, "hexahedron"): 4}
     ok = counts == expect and len(m.points) == 36 + 18 and len(youngs) == 76
     ok = ok and set(np.unique(youngs)) == {1e5, 2e5}
+    for name in ["strain_energy_density", "von_mises_stress"]:
+        v = np.concatenate(m.cell_data[name])
+        print(f"  {name}: {len(v)} cells, min {v.min():.3e}, max {v.max():.3e}")
+        ok = ok and len(v) == 76 and bool(np.all(np.isfinite(v))) and v.min() >= 0.0
     hexes = m.cells_dict.get("hexahedron")
     # the hex body (translated to y = 0.5, the tet body spans y in [0, 0.1]) keeps its own points
     ok = ok and hexes is not None and bool(np.all(m.points[np.unique(hexes)][:, 1] > 0.4))

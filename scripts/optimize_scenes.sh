@@ -25,7 +25,7 @@ if [ ${#scenes[@]} -eq 0 ]; then
 fi
 for s in "${scenes[@]}"; do
   echo "== $s"
-  target/release/diffphd optimize "scenes/$s.toml" --out "out/$s" "$@"
+  target/release/diffphd optimize "scenes/$s.toml" --overwrite --out "out/$s" "$@"
   target/release/diffphd plot "out/$s/optimize.json" -o "out/$s/loss.svg"
   if [ "$s" = torus_locomotion ]; then
     # docs/optimize.md "Torus": continue from the optimum with DiffPD's bounds [0, 2]
@@ -34,7 +34,7 @@ for s in "${scenes[@]}"; do
     for i in 0 1 2 3 4 5 6 7; do
       wide+=(--set "parameter.$i.lower=0" --set "parameter.$i.upper=2")
     done
-    target/release/diffphd optimize "out/$s/optimized.toml" --out "out/${s}_wide" "${wide[@]}" "$@"
+    target/release/diffphd optimize "out/$s/optimized.toml" --overwrite --out "out/${s}_wide" "${wide[@]}" "$@"
     target/release/diffphd plot "out/${s}_wide/optimize.json" -o "out/${s}_wide/loss.svg"
   fi
 done

@@ -264,6 +264,23 @@ select = { face = "x_min" }
     let youngs = vtu_pieces(&xml, "youngs_modulus");
     assert!(youngs[0][..72].iter().all(|&e| e == 1e5 || e == 4e5));
     assert!(youngs[0][72..].iter().all(|&e| e == 2e5));
+    // Per-element strain-energy density and von Mises stress: finite, non-negative, and
+    // zero in the rest state of frame 0.
+    let psi = vtu_pieces(&xml, "strain_energy_density");
+    let mises = vtu_pieces(&xml, "von_mises_stress");
+    assert_eq!((psi[0].len(), mises[0].len()), (76, 76));
+    assert!(psi[0]
+        .iter()
+        .chain(&mises[0])
+        .all(|v| v.is_finite() && *v >= 0.0));
+    assert!(
+        psi[0].iter().any(|&v| v > 0.0),
+        "the bodies deform by frame 4"
+    );
+    let xml0 = std::fs::read_to_string(vtu.out().join("frame_00000.vtu")).unwrap();
+    assert!(vtu_pieces(&xml0, "strain_energy_density")[0]
+        .iter()
+        .all(|v| v.abs() < 1e-9));
     let conn = vtu_pieces(&xml, "connectivity");
     assert!(
         conn[0][..72 * 4].iter().all(|&i| i < 36.0),

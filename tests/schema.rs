@@ -76,7 +76,11 @@ fn hand_written_enum_schemas_list_values_the_loader_accepts() {
                 "{v} missing from the schema"
             );
             let set = format!("{key}=\"{v}\"");
-            let r = diffphd::scene::load_str(BASE, std::path::Path::new("s.toml"), &[set.clone()]);
+            let r = diffphd::scene::load_str(
+                BASE,
+                std::path::Path::new("s.toml"),
+                std::slice::from_ref(&set),
+            );
             // Range/combination rules may refuse a value (e.g. pcg with contact), never the type.
             if let Err(e) = &r {
                 assert!(

@@ -1,9 +1,11 @@
 //! The command line's bridge from the simulation model to the frame writer of
 //! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
-//! [`FrameLayout`] and the scene's `[output] format` a [`FrameFiles`].
+//! [`FrameLayout`] (with the per-element strain-energy density and von Mises stress of
+//! [`crate::io::cell_fields`] as per-frame cell arrays) and the scene's `[output] format` a
+//! [`FrameFiles`].
 
 pub use crate::io::frames::FrameWriter;
-use crate::io::frames::{FrameBody, FrameFiles, FrameLayout};
+use crate::io::frames::{CellFields, FrameBody, FrameFiles, FrameLayout};
 use crate::mesh::vtk::vtk_cell_type;
 use crate::mesh::{ElementKind, HEX_VTK_TO_LEX};
 use crate::scene::FrameFormat;
@@ -42,9 +44,14 @@ impl From<&Model> for FrameLayout {
                 }
             })
             .collect();
+        let m = model.clone();
         FrameLayout {
             num_nodes: model.num_nodes(),
             bodies,
+            cell_fields: Some(CellFields(std::sync::Arc::new(move |x: &[f64]| {
+                let (psi, mises) = crate::io::cell_fields::cell_fields(&m, x);
+                vec![("strain_energy_density", psi), ("von_mises_stress", mises)]
+            }))),
         }
     }
 }

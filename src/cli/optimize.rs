@@ -206,6 +206,12 @@ fn write_outputs(
         log.status,
         log.termination.as_deref().unwrap_or("")
     ));
+    text.push_str(&format!(
+        "# diffphd {} (git {}); source scene hash {}\n",
+        crate::io::VERSION,
+        crate::io::git_commit().unwrap_or("unknown"),
+        problem.ls.hash
+    ));
     text.push_str("# Optimized parameters (user units):\n");
     for (p, v) in log.parameters.iter().zip(values) {
         text.push_str(&format!(

@@ -4,7 +4,8 @@
 //!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
 //! - **VTU** (`frame_00012.vtu`): the whole volume mesh, every body in one `<Piece>` (bodies may
 //!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
-//!   arrays `tag` (the body index) and `youngs_modulus`. A ParaView collection `frames.pvd`
+//!   arrays `tag` (the body index), `youngs_modulus` and the layout's per-frame [`CellFields`]
+//!   (strain-energy density and von Mises stress for simulations). A ParaView collection `frames.pvd`
 //!   lists every written frame with its time; it is rewritten (atomically) after each frame,
 //!   so a run that fails part-way leaves a valid collection of the frames it wrote.
 //!
@@ -52,6 +53,21 @@ pub struct FrameBody {
     pub surface: Vec<[usize; 3]>,
 }
 
+/// Per-element arrays computed from the positions of each frame, over all elements in
+/// element order: `(name, one value per element)` (e.g. strain-energy density and von Mises
+/// stress, see [`crate::io::cell_fields`]). The caller supplies the function, so the writer
+/// stays a writer of plain numbers.
+#[derive(Clone)]
+pub struct CellFields(
+    pub std::sync::Arc<dyn Fn(&[f64]) -> Vec<(&'static str, Vec<f64>)> + Send + Sync>,
+);
+
+impl std::fmt::Debug for CellFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CellFields(..)")
+    }
+}
+
 /// Everything the frame writer needs to know about the model, fixed for a run.
 #[derive(Clone, Debug)]
 pub struct FrameLayout {
@@ -59,6 +75,8 @@ pub struct FrameLayout {
     pub num_nodes: usize,
     /// Bodies in element order (body `k`'s elements follow body `k - 1`'s).
     pub bodies: Vec<FrameBody>,
+    /// Per-frame cell arrays of `.vtu` frames beyond `tag` and `youngs_modulus`.
+    pub cell_fields: Option<CellFields>,
 }
 
 /// Surface output data shared by all frames.
@@ -143,6 +161,7 @@ struct VolumeBody {
 /// node numbering (the body's nodes are the contiguous range [`FrameBody::nodes`]).
 pub struct VolumeMap {
     bodies: Vec<VolumeBody>,
+    cell_fields: Option<CellFields>,
 }
 
 impl VolumeMap {
@@ -160,7 +179,10 @@ impl VolumeMap {
                 youngs: b.youngs.clone(),
             })
             .collect();
-        VolumeMap { bodies }
+        VolumeMap {
+            bodies,
+            cell_fields: layout.cell_fields.clone(),
+        }
     }
 
     /// The `.vtu` text of one frame (`x`, `v`, `contact_force` node-major, length 3n).
@@ -193,10 +215,22 @@ impl VolumeMap {
                 f
             })
             .collect();
-        let cells: Vec<[(&str, &[f64]); 1]> = self
+        let extra = self
+            .cell_fields
+            .as_ref()
+            .map(|f| (f.0)(x))
+            .unwrap_or_default();
+        let mut first_element = 0;
+        let cells: Vec<Vec<(&str, &[f64])>> = self
             .bodies
             .iter()
-            .map(|b| [("youngs_modulus", &b.youngs[..])])
+            .map(|b| {
+                let r = first_element..first_element + b.youngs.len();
+                first_element = r.end;
+                let mut c: Vec<(&str, &[f64])> = vec![("youngs_modulus", &b.youngs[..])];
+                c.extend(extra.iter().map(|(name, v)| (*name, &v[r.clone()])));
+                c
+            })
             .collect();
         let pieces: Vec<VtuPiece<'_>> = self
             .bodies
@@ -297,7 +331,24 @@ mod tests {
                     surface: vec![[4, 5, 6]],
                 },
             ],
+            cell_fields: Some(CellFields(std::sync::Arc::new(|x: &[f64]| {
+                vec![("first_x", vec![x[0], x[12]])]
+            }))),
         }
+    }
+
+    /// Per-frame cell arrays are evaluated at the frame's positions and split per body.
+    #[test]
+    fn volume_frames_carry_the_layouts_cell_fields_per_body() {
+        let map = VolumeMap::new(&layout());
+        let x: Vec<f64> = (0..36).map(|i| i as f64).collect();
+        let text = map.encode(&x, &vec![0.0; 36], None).unwrap();
+        let block = text
+            .split("Name=\"first_x\" format=\"ascii\">\n")
+            .nth(1)
+            .unwrap();
+        let vals: Vec<&str> = block.lines().take(2).collect();
+        assert_eq!(vals, ["0", "12"], "{text}");
     }
 
     #[test]
@@ -311,15 +362,16 @@ mod tests {
     }
 
     #[test]
-    fn volume_frames_hold_one_piece_per_body_in_local_numbering() {
+    fn volume_frames_hold_every_body_in_one_piece() {
         let map = VolumeMap::new(&layout());
         let x: Vec<f64> = (0..36).map(|i| i as f64).collect();
         let v = vec![0.0; 36];
         let text = map.encode(&x, &v, None).expect("vtu");
-        assert_eq!(text.matches("<Piece ").count(), 2);
-        assert!(text.contains("<Piece NumberOfPoints=\"8\" NumberOfCells=\"1\">"));
-        // The hex piece's connectivity starts at its own node 0; its positions are x[12..].
-        assert!(text.contains("\n0 1 2 3 4 5 6 7\n"), "{text}");
+        assert_eq!(text.matches("<Piece ").count(), 1);
+        assert!(text.contains("<Piece NumberOfPoints=\"12\" NumberOfCells=\"2\">"));
+        // The hex body's connectivity is shifted past the tet body's 4 points; its positions
+        // are x[12..].
+        assert!(text.contains("\n4 5 6 7 8 9 10 11\n"), "{text}");
         assert!(text.contains("\n12 13 14\n"), "{text}");
         assert_eq!(frame_name(12), "frame_00012.ply");
         assert_eq!(vtu_frame_name(3), "frame_00003.vtu");

@@ -153,42 +153,71 @@ pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>,
         dir: dir.to_path_buf(),
         err,
     })?;
-    let files = output_files(dir)?;
-    let existing: Option<RunMarker> = std::fs::read_to_string(dir.join(MARKER))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let mut marker = me.clone();
+    let file = dir.join(MARKER);
     let mut removed = Vec::new();
-    if !files.is_empty() {
-        match conflict(existing.as_ref(), &files, me) {
-            None => {
-                let m = existing.expect("no conflict implies a marker");
-                marker.commands = m.commands;
-                for c in &me.commands {
-                    if !marker.commands.contains(c) {
-                        marker.commands.push(c.clone());
+    // Two runs may claim an empty folder at the same moment: the marker of a free folder is
+    // created exclusively (O_EXCL), and the loser looks again and finds the winner's claim.
+    for _ in 0..4 {
+        let files = output_files(dir)?;
+        let existing: Option<RunMarker> = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if !files.is_empty() {
+            match conflict(existing.as_ref(), &files, me) {
+                None => {
+                    let mut marker = existing.expect("no conflict implies a marker");
+                    for c in &me.commands {
+                        if !marker.commands.contains(c) {
+                            marker.commands.push(c.clone());
+                        }
+                    }
+                    let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
+                    super::write_atomic(&file, text.as_bytes())
+                        .map_err(|err| OutdirError::Write { file, err })?;
+                    return Ok(removed);
+                }
+                Some(cause) if !overwrite => {
+                    return Err(OutdirError::Taken {
+                        dir: dir.to_path_buf(),
+                        cause,
+                    })
+                }
+                Some(_) => {
+                    for f in &files {
+                        let p = dir.join(f);
+                        match std::fs::remove_file(&p) {
+                            Ok(()) => removed.push(f.clone()),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(err) => return Err(OutdirError::Remove { file: p, err }),
+                        }
                     }
                 }
             }
-            Some(cause) if !overwrite => {
-                return Err(OutdirError::Taken {
-                    dir: dir.to_path_buf(),
-                    cause,
-                })
+        }
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&file);
+        match created {
+            Ok(mut f) => {
+                use std::io::Write;
+                let text = serde_json::to_string_pretty(me).expect("marker serializes");
+                f.write_all(text.as_bytes())
+                    .and_then(|_| f.sync_all())
+                    .map_err(|err| OutdirError::Write {
+                        file: file.clone(),
+                        err,
+                    })?;
+                return Ok(removed);
             }
-            Some(_) => {
-                for f in &files {
-                    let p = dir.join(f);
-                    std::fs::remove_file(&p).map_err(|err| OutdirError::Remove { file: p, err })?;
-                    removed.push(f.clone());
-                }
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(OutdirError::Write { file, err }),
         }
     }
-    let file = dir.join(MARKER);
-    let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
-    super::write_atomic(&file, text.as_bytes()).map_err(|err| OutdirError::Write { file, err })?;
-    Ok(removed)
+    Err(OutdirError::Taken {
+        dir: dir.to_path_buf(),
+        cause: "the output of other runs claiming it at the same time".into(),
+    })
 }
 
 #[cfg(test)]

@@ -63,7 +63,9 @@ impl Default for BackwardSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StiffnessScaling {
     #[default]
@@ -213,7 +215,9 @@ fn d_lbfgs_history() -> usize {
 }
 
 /// `[solver] method`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SolverMethod {
     #[default]
@@ -247,7 +251,9 @@ impl std::str::FromStr for SolverMethod {
 }
 
 /// `[solver] newton_energy`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NewtonEnergy {
     /// The PD energy (corotated+volume projective energy; NH Moreau envelope).
@@ -258,7 +264,9 @@ pub enum NewtonEnergy {
 }
 
 /// `[solver] newton_filter`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum NewtonFilter {
     #[default]
@@ -279,7 +287,9 @@ fn d_rel() -> f64 {
 }
 
 /// `[solver] gate_reference`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum GateReference {
     Position,
@@ -315,7 +325,9 @@ impl Default for SolverSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OnNonConvergence {
     #[default]
@@ -371,7 +383,9 @@ impl<'de> Deserialize<'de> for AndersonWindow {
 }
 
 /// Contact model.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ContactModel {
     /// Signorini–Coulomb NCP (Fischer–Burmeister normal, projected friction) solved inside
@@ -493,7 +507,9 @@ impl Default for ContactSettings {
 }
 
 /// How the NH prox-map Hessian is filtered in the backward only (spec §2.6, §7.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HessianFilterMode {
     /// Exact implicit-function-theorem Jacobian (α = 0): the true gradient.
@@ -508,7 +524,9 @@ pub enum HessianFilterMode {
 }
 
 /// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AdjointMethod {
     /// DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)$ with Anderson acceleration, GMRES
