@@ -31,6 +31,8 @@ pub struct Evaluation {
     pub loss: f64,
     /// $d\mathcal L/d\theta$ (empty when not requested).
     pub gradient: Vec<f64>,
+    /// Assembly, ordering and factorization of the global matrix (s; part of the forward).
+    pub setup_seconds: f64,
     pub forward_seconds: f64,
     /// Forward phases: local step, global solve, other (Anderson, gates, polish).
     pub forward_local_seconds: f64,
@@ -218,6 +220,7 @@ impl Problem {
         let mut ev = Evaluation {
             loss,
             gradient: vec![],
+            setup_seconds: sim.setup_seconds,
             forward_seconds,
             forward_local_seconds: ro.steps.iter().map(|s| s.time_local).sum(),
             forward_global_seconds: ro.steps.iter().map(|s| s.time_global).sum(),
