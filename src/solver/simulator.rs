@@ -11,10 +11,11 @@ use super::error::SolverError;
 use super::newton::system::NewtonSystem;
 use super::stats::StepStats;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats};
-use crate::linalg::{CscMatrix, GlobalSystem};
+use crate::linalg::{CscMatrix, GlobalSystem, SystemPlan};
 use crate::model::{Derived, Model, SolverSettings};
 use nalgebra::Vector3;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -77,10 +78,25 @@ impl<'m> Simulator<'m> {
         derived: Derived,
         settings: &SolverSettings,
     ) -> Result<Self, SolverError> {
+        Self::with_plan(model, derived, settings, None)
+    }
+
+    /// As [`Simulator::with_derived`], factoring $A$ on `plan` (its ordering and symbolic
+    /// analysis) when the plan fits the model's pattern and Dirichlet sets; otherwise (or
+    /// without a plan) a new plan is built. The plan used is [`GlobalSystem::plan`].
+    pub fn with_plan(
+        model: &'m Model,
+        derived: Derived,
+        settings: &SolverSettings,
+        plan: Option<Arc<SystemPlan>>,
+    ) -> Result<Self, SolverError> {
         let t0 = Instant::now();
         let (a, kbeta) = assembly::pd_matrices(model, &derived, model.h);
-        let system = GlobalSystem::new(a, model.dirichlet_sets())?;
         let sets = model.dirichlet_sets();
+        let system = match plan {
+            Some(p) if p.fits(&a, &sets) => GlobalSystem::with_plan(a, p)?,
+            _ => GlobalSystem::new(a, sets.clone())?,
+        };
         let mut prescribed: Vec<usize> = (0..3)
             .flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d))
             .collect();

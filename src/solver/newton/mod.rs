@@ -475,9 +475,9 @@ fn factor_regularized(
             Err(e) => return Err(e),
         }
     }
-    Err(SolverError::Linalg(LinalgError::Factor(
-        "Newton Hessian stayed indefinite after 20 regularisation shifts".into(),
-    )))
+    Err(SolverError::Linalg(LinalgError::StillIndefinite {
+        shifts: 20,
+    }))
 }
 
 /// Build the (filtered) Hessian at the current per-sample Hessians and factor it, applying
