@@ -8,7 +8,7 @@
 // Numerical kernels index several arrays with the same node/sample/axis index, mirroring
 // the equations; iterator rewrites would obscure them. Solver entry points take the
 // quantities of the equations they implement as separate arguments.
-#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#![allow(clippy::needless_range_loop)]
 
 pub mod cli;
 pub mod contact;

@@ -219,10 +219,12 @@ pub fn solve_gmres(
         &mut pre,
         g,
         z,
-        cfg.gmres_restart,
-        cfg.rel_tol,
-        cfg.abs_tol,
-        cfg.max_iterations,
+        &crate::linalg::krylov::GmresSettings {
+            restart: cfg.gmres_restart,
+            rel_tol: cfg.rel_tol,
+            abs_tol: cfg.abs_tol,
+            max_iter: cfg.max_iterations,
+        },
     )
 }
 
@@ -493,10 +495,12 @@ fn solve_adjoint_contact(
             &mut pre,
             &rhs,
             &mut zg,
-            cfg.gmres_restart,
-            cfg.rel_tol * 1e-2,
-            0.0,
-            cfg.max_iterations,
+            &crate::linalg::krylov::GmresSettings {
+                restart: cfg.gmres_restart,
+                rel_tol: cfg.rel_tol * 1e-2,
+                abs_tol: 0.0,
+                max_iter: cfg.max_iterations,
+            },
         );
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;
@@ -573,10 +577,12 @@ pub fn solve_adjoint_kkt(
         &mut prec,
         &b,
         &mut y,
-        cfg.gmres_restart,
-        cfg.rel_tol,
-        cfg.abs_tol,
-        cfg.max_iterations,
+        &crate::linalg::krylov::GmresSettings {
+            restart: cfg.gmres_restart,
+            rel_tol: cfg.rel_tol,
+            abs_tol: cfg.abs_tol,
+            max_iter: cfg.max_iterations,
+        },
     );
     stats.method = match pre {
         KktPreconditioner::Woodbury => "woodbury".into(),

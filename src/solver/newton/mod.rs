@@ -480,18 +480,29 @@ fn factor_regularized(
     }))
 }
 
+/// The element Hessian filter of one factorization.
+struct FilterPolicy<'a> {
+    filter: NewtonFilter,
+    /// The trust-region filter's choice (clamp vs abs).
+    tr_clamp: bool,
+    /// PPN's progressive threshold δ (updated by the factorization).
+    ppn_delta: &'a mut f64,
+}
+
 /// Build the (filtered) Hessian at the current per-sample Hessians and factor it, applying
-/// the filter policy. `tr_clamp`: the trust-region filter's choice (clamp vs abs).
+/// the filter policy.
 fn factor_filtered(
     sim: &Simulator,
     sys: &mut NewtonSystem,
-    filter: NewtonFilter,
-    hess: &mut [Mat9],
-    grad: &[f64],
-    ppn_delta: &mut f64,
-    tr_clamp: bool,
+    policy: FilterPolicy,
+    (hess, grad): (&mut [Mat9], &[f64]),
     stats: &mut NewtonStats,
 ) -> Result<(), SolverError> {
+    let FilterPolicy {
+        filter,
+        tr_clamp,
+        ppn_delta,
+    } = policy;
     let model = sim.model;
     let ne = model.num_elements();
     let mut done = vec![false; ne];
@@ -659,16 +670,12 @@ pub fn step(
             if ns.iterations >= cfg.max_iterations {
                 return Ok(());
             }
-            factor_filtered(
-                simr,
-                &mut sys,
-                cfg.filter,
-                &mut ev.hess,
-                &ev.grad,
-                &mut ppn_delta,
+            let policy = FilterPolicy {
+                filter: cfg.filter,
                 tr_clamp,
-                &mut ns,
-            )?;
+                ppn_delta: &mut ppn_delta,
+            };
+            factor_filtered(simr, &mut sys, policy, (&mut ev.hess, &ev.grad), &mut ns)?;
             let neg: Vec<f64> = ev.grad.iter().map(|v| -v).collect();
             let mut delta = sys.solve(&neg);
             if let (Some((set, lambda)), Some(k0)) = (ncp.as_mut(), kk.as_ref()) {
@@ -853,9 +860,12 @@ pub fn solve_adjoint(
         HessianFilterMode::Abs | HessianFilterMode::TrustRegion => NewtonFilter::Abs,
     };
     let mut delta = f64::INFINITY;
-    factor_filtered(
-        sim, &mut sys, filter, &mut hess, g, &mut delta, false, &mut ns,
-    )?;
+    let policy = FilterPolicy {
+        filter,
+        tr_clamp: false,
+        ppn_delta: &mut delta,
+    };
+    factor_filtered(sim, &mut sys, policy, (&mut hess, g), &mut ns)?;
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
     let mut z = sys.solve(&gf);
@@ -882,10 +892,12 @@ pub fn solve_adjoint(
             &mut pre,
             &gf,
             &mut z,
-            cfg.gmres_restart,
-            cfg.rel_tol,
-            cfg.abs_tol,
-            cfg.max_iterations,
+            &crate::linalg::krylov::GmresSettings {
+                restart: cfg.gmres_restart,
+                rel_tol: cfg.rel_tol,
+                abs_tol: cfg.abs_tol,
+                max_iter: cfg.max_iterations,
+            },
         );
         gmres_iterations = st.iterations;
     }
