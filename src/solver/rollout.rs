@@ -200,7 +200,7 @@ pub fn backward(
                     super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
                 }
                 crate::model::SolverMethod::Newton => {
-                    super::newton::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
+                    super::newton::adjoint::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
                 }
             };
             st.alpha = alpha;
