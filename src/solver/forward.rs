@@ -11,7 +11,7 @@ use super::config::BackwardConfig;
 use super::error::SolverError;
 use super::gate::{DualGate, GateResiduals};
 use super::local;
-use super::simulator::{contact_settings, norm, Simulator};
+use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{StepStats, TrStats};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinearSolver;
@@ -121,16 +121,12 @@ impl Simulator<'_> {
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
             self.polish_into(&c, &xd, &mut x, &mut stats);
         }
-        self.contact_finish(
-            frame,
-            ncp.take().map(|(set, _, lambda)| (set, lambda)),
+        let outcome = ContactOutcome {
+            ncp: ncp.take().map(|(set, _, lambda)| (set, lambda)),
             penalty_force,
-            x_t,
-            v_t,
-            &mut x,
-            cstats,
-            &mut stats,
-        );
+            stats: cstats,
+        };
+        self.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;

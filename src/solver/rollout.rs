@@ -8,7 +8,7 @@
 use super::backward::{solve_adjoint, StepLinearization};
 use super::config::BackwardConfig;
 use super::error::SolverError;
-use super::gradient::{accumulate_step, Gradients};
+use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
 use super::loss::Loss;
 use super::simulator::Simulator;
 use super::stats::{AdjointStats, StepStats};
@@ -205,10 +205,14 @@ pub fn backward(
                     }
                 }
             }
-            accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-            let contact = super::gradient::accumulate_contact(
-                sim_ref, &lin, frame, x_t, &v_t, &g, &z, &mut grads,
-            );
+            let step = StepStates {
+                frame,
+                x_t,
+                v_t: &v_t,
+                x_next,
+            };
+            accumulate_step(sim_ref, &lin, step, &z, &mut grads);
+            let contact = accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads);
             let (mut dx, dv) = propagate(sim_ref, &z, &gv);
             if t >= 1 {
                 let x_prev = if t > c {

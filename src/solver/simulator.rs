@@ -48,6 +48,16 @@ pub struct Simulator<'m> {
     pub(crate) diffpd_active: Vec<usize>,
 }
 
+/// What a step's contact treatment leaves for [`Simulator::contact_finish`].
+pub(crate) struct ContactOutcome {
+    /// NCP contact set and converged multipliers.
+    pub ncp: Option<(ContactSet, Vec<f64>)>,
+    /// Explicit penalty forces and pairs (penalty model).
+    pub penalty_force: Option<(Vec<f64>, usize)>,
+    /// Solve counts and times of the step.
+    pub stats: ContactStats,
+}
+
 /// Settings of the per-iteration NCP contact solve from `[contact]`.
 pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
     contact::SolveSettings {
@@ -234,18 +244,19 @@ impl<'m> Simulator<'m> {
     /// (the tape of the backward), apply restitution, keep the warm start, and fill the
     /// step's contact statistics (solve counts and times from `cstats`, max penetration
     /// at $t+h$). Shared by the PD path and the Newton baseline.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn contact_finish(
         &mut self,
         frame: usize,
-        ncp: Option<(ContactSet, Vec<f64>)>,
-        penalty_force: Option<(Vec<f64>, usize)>,
-        x_t: &[f64],
-        v_t: &[f64],
+        outcome: ContactOutcome,
+        (x_t, v_t): (&[f64], &[f64]),
         x: &mut [f64],
-        mut cstats: ContactStats,
         stats: &mut StepStats,
     ) {
+        let ContactOutcome {
+            ncp,
+            penalty_force,
+            stats: mut cstats,
+        } = outcome;
         let model = self.model;
         if !contact::enabled(model) {
             return;

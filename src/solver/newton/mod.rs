@@ -63,7 +63,7 @@ pub mod system;
 use super::backward::StepLinearization;
 use super::config::BackwardConfig;
 use super::error::SolverError;
-use super::simulator::{contact_settings, norm, Simulator};
+use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{AdjointStats, NewtonStats, StepStats};
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ncp::FbParams;
@@ -634,16 +634,12 @@ pub fn step(
         newton: Some(ns.clone()),
         ..Default::default()
     };
-    sim.contact_finish(
-        frame,
+    let outcome = ContactOutcome {
         ncp,
         penalty_force,
-        x_t,
-        v_t,
-        &mut x,
-        cstats,
-        &mut stats,
-    );
+        stats: cstats,
+    };
+    sim.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
     stats.time_other = t0.elapsed().as_secs_f64();
     if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
