@@ -263,7 +263,7 @@ pub fn solve_adjoint(
             // robust Krylov solve, labelled as such.
             AdjointMethod::Woodbury | AdjointMethod::Pcg => KktPreconditioner::Woodbury,
         };
-        return solve_adjoint_kkt(sim, lin, c, &gf, cfg, stats, t0, pre);
+        return solve_adjoint_kkt(sim, lin, c, (&gf, pre), cfg, (stats, t0));
     }
     if matches!(cfg.method, AdjointMethod::Gmres | AdjointMethod::Woodbury) {
         let mut z = vec![0.0; n3];
@@ -538,17 +538,16 @@ pub enum KktPreconditioner {
 /// adjoint. GMRES's stopping test is on the full KKT residual relative to $\|g\|$; the logged
 /// `relative_residual` is the same quantity. `iterations` and `gmres_iterations` both count
 /// the GMRES steps (one preconditioner application each).
-#[allow(clippy::too_many_arguments)]
+/// `started`: the step's statistics so far and the time its adjoint solve began.
 pub fn solve_adjoint_kkt(
     sim: &Simulator,
     lin: &StepLinearization,
     c: &ContactAdjoint,
-    gf: &[f64],
+    (gf, pre): (&[f64], KktPreconditioner),
     cfg: &BackwardConfig,
-    mut stats: AdjointStats,
-    t0: std::time::Instant,
-    pre: KktPreconditioner,
+    started: (AdjointStats, std::time::Instant),
 ) -> (Vec<f64>, AdjointStats) {
+    let (mut stats, t0) = started;
     let n3 = gf.len();
     let na = c.num_kept();
     let mut b = gf.to_vec();

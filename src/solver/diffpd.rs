@@ -174,7 +174,6 @@ pub fn unpin(sim: &mut Simulator, saved: (crate::linalg::GlobalSystem, Vec<usize
 
 /// L-BFGS minimisation of the PD objective of one step from `x` (prescribed entries already
 /// set; they stay fixed). Returns the outcome and the local-step seconds.
-#[allow(clippy::too_many_arguments)]
 fn minimize(
     simr: &Simulator,
     frame: usize,
