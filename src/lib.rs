@@ -1,14 +1,14 @@
 //! diffphd: differentiable Projective Dynamics (DiffPhD) for heterogeneous, hyperelastic,
 //! contact-rich elastodynamics. See `ARCHITECTURE.md` for the data flow and the module map.
 //!
-//! Data flows one way: [`scene`] (validated TOML) → [`mesh`] + per-element arrays in
-//! [`solver::model`] → [`linalg`] (assembled global matrix `A` and its persistent factor) →
-//! [`solver::forward`] rollout (tape) → loss → [`solver::backward`] adjoint → gradients.
+//! Data flows one way: [`scene`] (validated TOML) → [`scene::resolve`] → [`model::Model`]
+//! (mesh + per-element arrays) → [`linalg`] (assembled global matrix `A`, its persistent
+//! plan and factor) → [`solver::Simulator::step`] rollout (tape) → loss →
+//! [`solver::backward`] adjoint → gradients.
 
 // Numerical kernels index several arrays with the same node/sample/axis index, mirroring
-// the equations; iterator rewrites would obscure them. Solver entry points take the
-// quantities of the equations they implement as separate arguments.
-#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+// the equations; iterator rewrites would obscure them.
+#![allow(clippy::needless_range_loop)]
 
 pub mod cli;
 pub mod contact;

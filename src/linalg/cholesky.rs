@@ -22,13 +22,56 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, MatMut, Par, Side};
+use std::sync::Arc;
 
-/// Owned sparse Cholesky factor of an SPD matrix.
+/// Symbolic analysis of one sparsity pattern under one ordering (elimination tree,
+/// supernodes, the structure of $L$): computed once, shared by every numeric
+/// factorization of a matrix with that pattern.
+#[derive(Clone)]
+pub struct SymbolicFactor {
+    symbolic: Arc<SymbolicCholesky<usize>>,
+    n: usize,
+}
+
+impl SymbolicFactor {
+    /// Analyse the pattern of `a` (symmetric, both triangles stored) under the
+    /// fill-reducing permutation `perm` (`perm[new] = old`) and its inverse.
+    pub fn analyze(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Result<Self, LinalgError> {
+        let n = a.n;
+        let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
+        let p = PermRef::new_checked(perm, iperm, n);
+        let params = CholeskySymbolicParams {
+            supernodal_flop_ratio_threshold: SupernodalThreshold::AUTO,
+            ..Default::default()
+        };
+        let symbolic =
+            factorize_symbolic_cholesky(sym, Side::Lower, SymmetricOrdering::Custom(p), params)
+                .map_err(|e| LinalgError::Symbolic {
+                    n,
+                    reason: match e {
+                        faer::sparse::FaerError::IndexOverflow => "index overflow",
+                        faer::sparse::FaerError::OutOfMemory => "out of memory",
+                        _ => "unknown faer error",
+                    },
+                })?;
+        Ok(SymbolicFactor {
+            symbolic: Arc::new(symbolic),
+            n,
+        })
+    }
+
+    /// Whether two factors share this analysis (the same allocation).
+    pub fn same_as(&self, other: &SymbolicFactor) -> bool {
+        Arc::ptr_eq(&self.symbolic, &other.symbolic)
+    }
+}
+
+/// Owned sparse Cholesky factor of an SPD matrix: numeric values on a shared
+/// [`SymbolicFactor`].
 pub struct SparseCholesky {
-    symbolic: SymbolicCholesky<usize>,
+    symbolic: SymbolicFactor,
     values: Vec<f64>,
     n: usize,
-    solve_scratch_1: usize,
 }
 
 /// Errors on the first non-finite stored entry of `a`, with its row and column.
@@ -90,28 +133,32 @@ impl SparseCholesky {
     /// Factor `a` (symmetric, both triangles stored) with the fill-reducing permutation
     /// `perm` (`perm[new] = old`) and its inverse.
     pub fn factor(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Result<Self, LinalgError> {
-        let n = a.n;
         check_finite(a)?;
-        let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
-        let p = PermRef::new_checked(perm, iperm, n);
-        let params = CholeskySymbolicParams {
-            supernodal_flop_ratio_threshold: SupernodalThreshold::AUTO,
-            ..Default::default()
-        };
-        let symbolic =
-            factorize_symbolic_cholesky(sym, Side::Lower, SymmetricOrdering::Custom(p), params)
-                .map_err(|e| LinalgError::Factor(format!("{e:?}")))?;
-        let mut values = vec![0.0; symbolic.len_val()];
-        numeric_llt(&symbolic, &mut values, a)?;
-        let solve_scratch_1 = symbolic
-            .solve_in_place_scratch::<f64>(1, Par::Seq)
-            .unaligned_bytes_required();
+        let symbolic = SymbolicFactor::analyze(a, perm, iperm)?;
+        Self::numeric(&symbolic, a)
+    }
+
+    /// Numeric factorization of `a` on an existing analysis of its pattern.
+    pub fn numeric(symbolic: &SymbolicFactor, a: &CscMatrix) -> Result<Self, LinalgError> {
+        if a.n != symbolic.n {
+            return Err(LinalgError::DimensionMismatch {
+                expected: symbolic.n,
+                found: a.n,
+            });
+        }
+        check_finite(a)?;
+        let mut values = vec![0.0; symbolic.symbolic.len_val()];
+        numeric_llt(&symbolic.symbolic, &mut values, a)?;
         Ok(SparseCholesky {
-            symbolic,
+            symbolic: symbolic.clone(),
             values,
-            n,
-            solve_scratch_1,
+            n: a.n,
         })
+    }
+
+    /// The symbolic analysis this factor was computed on.
+    pub fn symbolic(&self) -> &SymbolicFactor {
+        &self.symbolic
     }
 
     /// Numeric refactorization of a matrix with the same sparsity pattern as the one this
@@ -120,13 +167,13 @@ impl SparseCholesky {
     pub fn refactor(&mut self, a: &CscMatrix) -> Result<(), LinalgError> {
         let n = a.n;
         if n != self.n {
-            return Err(LinalgError::Factor(format!(
-                "refactor: dimension {n} differs from the analysed {}",
-                self.n
-            )));
+            return Err(LinalgError::DimensionMismatch {
+                expected: self.n,
+                found: n,
+            });
         }
         check_finite(a)?;
-        numeric_llt(&self.symbolic, &mut self.values, a)
+        numeric_llt(&self.symbolic.symbolic, &mut self.values, a)
     }
 
     pub fn n(&self) -> usize {
@@ -141,9 +188,9 @@ impl SparseCholesky {
     /// Solve $A x = b$ in place for one right-hand side.
     pub fn solve_in_place(&self, rhs: &mut [f64]) {
         debug_assert_eq!(rhs.len(), self.n);
-        let _ = self.solve_scratch_1;
-        let llt = LltRef::new(&self.symbolic, &self.values);
-        let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
+        let symbolic = &self.symbolic.symbolic;
+        let llt = LltRef::new(symbolic, &self.values);
+        let mut mem = MemBuffer::new(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
         let m = MatMut::from_column_major_slice_mut(rhs, self.n, 1);
         llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut mem));
     }
@@ -151,8 +198,9 @@ impl SparseCholesky {
     /// Solve $A X = B$ in place for `k` right-hand sides stored column-major in `rhs`.
     pub fn solve_many_in_place(&self, rhs: &mut [f64], k: usize) {
         debug_assert_eq!(rhs.len(), self.n * k);
-        let llt = LltRef::new(&self.symbolic, &self.values);
-        let mut mem = MemBuffer::new(self.symbolic.solve_in_place_scratch::<f64>(k, Par::Seq));
+        let symbolic = &self.symbolic.symbolic;
+        let llt = LltRef::new(symbolic, &self.values);
+        let mut mem = MemBuffer::new(symbolic.solve_in_place_scratch::<f64>(k, Par::Seq));
         let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
         llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut mem));
     }

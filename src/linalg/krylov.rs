@@ -19,6 +19,17 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Stopping rule and restart length of [`gmres`].
+#[derive(Clone, Copy, Debug)]
+pub struct GmresSettings {
+    /// Restart length m.
+    pub restart: usize,
+    pub rel_tol: f64,
+    pub abs_tol: f64,
+    /// Cap on inner steps.
+    pub max_iter: usize,
+}
+
 /// Solve `op(x) = b` from `x` (in/out), right-preconditioned by `precond`, restart `m`.
 /// Stops when $\|b-Kx\|\le$ `rel_tol`$\|b\|$ + `abs_tol` or after `max_iter` inner steps.
 pub fn gmres(
@@ -26,11 +37,14 @@ pub fn gmres(
     precond: &mut dyn FnMut(&[f64], &mut [f64]),
     b: &[f64],
     x: &mut [f64],
-    m: usize,
-    rel_tol: f64,
-    abs_tol: f64,
-    max_iter: usize,
+    settings: &GmresSettings,
 ) -> GmresStats {
+    let GmresSettings {
+        restart: m,
+        rel_tol,
+        abs_tol,
+        max_iter,
+    } = *settings;
     let n = b.len();
     let bnorm = dot(b, b).sqrt();
     let target = rel_tol * bnorm + abs_tol;
@@ -158,7 +172,18 @@ mod tests {
         let mut b = vec![0.0; n];
         op(&xs, &mut b);
         let mut x = vec![0.0; n];
-        let st = gmres(&mut op, &mut pre, &b, &mut x, 10, 1e-12, 0.0, 500);
+        let st = gmres(
+            &mut op,
+            &mut pre,
+            &b,
+            &mut x,
+            &GmresSettings {
+                restart: 10,
+                rel_tol: 1e-12,
+                abs_tol: 0.0,
+                max_iter: 500,
+            },
+        );
         assert!(st.converged, "{st:?}");
         let err = xs
             .iter()

@@ -11,9 +11,9 @@ pub mod krylov;
 pub mod ordering;
 pub mod system;
 
-pub use cholesky::SparseCholesky;
+pub use cholesky::{SparseCholesky, SymbolicFactor};
 pub use csc::CscMatrix;
-pub use system::{AxisDirichlet, GlobalSystem};
+pub use system::{AxisDirichlet, GlobalSystem, SystemPlan};
 
 /// Errors of factorization and ordering, carrying the failing index.
 #[derive(Debug, thiserror::Error)]
@@ -22,8 +22,14 @@ pub enum LinalgError {
     NotPositiveDefinite { index: usize },
     #[error("METIS_NodeND failed with status {status} on a graph of {n} vertices")]
     Metis { status: i32, n: usize },
-    #[error("sparse factorization failed: {0}")]
-    Factor(String),
+    #[error("symbolic Cholesky analysis of a {n}x{n} matrix failed: {reason}")]
+    Symbolic { n: usize, reason: &'static str },
+    #[error("matrix of dimension {found} factored on an analysis of dimension {expected}")]
+    DimensionMismatch { expected: usize, found: usize },
+    #[error("matrix pattern ({nnz} stored entries, dimension {n}) differs from the pattern of the linear-algebra plan")]
+    PatternMismatch { n: usize, nnz: usize },
+    #[error("matrix stayed indefinite after {shifts} regularisation shifts of its diagonal")]
+    StillIndefinite { shifts: usize },
     #[error("non-finite value in the global matrix at row {row}, column {col}")]
     NonFinite { row: usize, col: usize },
 }

@@ -77,6 +77,8 @@ pub struct EvalRecord {
     pub gradient_u: Vec<f64>,
     /// $\|d\mathcal L/du\|_2$.
     pub gradient_norm: f64,
+    /// Assembly, ordering and factorization of the evaluation's global matrix (s).
+    pub setup_seconds: f64,
     pub forward_seconds: f64,
     pub backward_seconds: f64,
     pub pd_iterations: usize,
@@ -308,6 +310,7 @@ impl Objective<'_, '_> {
             u: u.to_vec(),
             gradient_u: grad_u.clone(),
             gradient_norm: gnorm,
+            setup_seconds: ev.setup_seconds,
             forward_seconds: ev.forward_seconds,
             backward_seconds: ev.backward_seconds,
             pd_iterations: ev.pd_iterations,

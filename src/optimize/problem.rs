@@ -5,11 +5,13 @@
 //! forward rollout (tape) → loss → reverse sweep → $d\mathcal L/d\theta$.
 
 use super::params::{expand, Param};
+use crate::linalg::SystemPlan;
 use crate::scene::{LoadedScene, LossTermSpec};
 use crate::solver::config::BackwardConfig;
 use crate::solver::loss::{seeded_uniform, Loss, Term};
 use crate::solver::rollout;
 use crate::solver::{Model, Simulator, SolverError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Errors while setting up a problem (they name the scene key).
@@ -31,6 +33,8 @@ pub struct Evaluation {
     pub loss: f64,
     /// $d\mathcal L/d\theta$ (empty when not requested).
     pub gradient: Vec<f64>,
+    /// Assembly, ordering and factorization of the global matrix (s; part of the forward).
+    pub setup_seconds: f64,
     pub forward_seconds: f64,
     /// Forward phases: local step, global solve, other (Anderson, gates, polish).
     pub forward_local_seconds: f64,
@@ -74,6 +78,10 @@ pub struct Problem {
     pub needs_tr: bool,
     /// Keep every K-th state (`backward.checkpoint_every`).
     pub checkpoint_every: usize,
+    /// Ordering and symbolic analysis of the global matrix, built by the first evaluation
+    /// and reused by the later ones (the pattern depends on the mesh and the Dirichlet sets
+    /// only, not on the parameters).
+    plan: Mutex<Option<Arc<SystemPlan>>>,
 }
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
@@ -173,7 +181,13 @@ impl Problem {
             backward,
             needs_tr,
             checkpoint_every: ls_checkpoint,
+            plan: Mutex::new(None),
         })
+    }
+
+    /// The linear-algebra plan of the last evaluation (`None` before the first).
+    pub fn plan(&self) -> Option<Arc<SystemPlan>> {
+        self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Working variables of the scene's values.
@@ -202,7 +216,10 @@ impl Problem {
     pub fn evaluate(&self, theta: &[f64], with_gradient: bool) -> Result<Evaluation, SolverError> {
         let model = self.model_at(theta);
         let t0 = Instant::now();
-        let mut sim = Simulator::new(&model, &self.ls.scene.solver)?;
+        let plan = self.plan();
+        let derived = model.derive(&model.params);
+        let mut sim = Simulator::with_plan(&model, derived, &self.ls.scene.solver, plan)?;
+        *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(sim.system.plan().clone());
         sim.compute_tr = self.needs_tr && with_gradient;
         let ro = rollout::forward(&mut sim, model.frames, self.checkpoint_every, &self.loss)?;
         let loss = ro.loss;
@@ -218,6 +235,7 @@ impl Problem {
         let mut ev = Evaluation {
             loss,
             gradient: vec![],
+            setup_seconds: sim.setup_seconds,
             forward_seconds,
             forward_local_seconds: ro.steps.iter().map(|s| s.time_local).sum(),
             forward_global_seconds: ro.steps.iter().map(|s| s.time_global).sum(),
@@ -360,4 +378,32 @@ fn tracking_from_ply(
         nodes,
         frames,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loss evaluations after the first reuse the first one's ordering and symbolic
+    /// analysis (the same `Arc`), and give bitwise the loss and gradient of a problem that
+    /// plans from scratch.
+    #[test]
+    fn later_evaluations_reuse_the_linear_algebra_plan() {
+        let text = "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 3\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"tet4\"\ncells = [3, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[body.dirichlet]]\nselect = { face = \"x_min\" }\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n";
+        let load = || crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
+        let problem = Problem::new(load()).unwrap();
+        assert!(problem.plan().is_none());
+        let theta0 = problem.theta0();
+        problem.evaluate(&theta0, true).unwrap();
+        let plan = problem.plan().expect("planned by the first evaluation");
+        let theta1: Vec<f64> = theta0.iter().map(|t| t + 0.3).collect();
+        let second = problem.evaluate(&theta1, true).unwrap();
+        assert!(Arc::ptr_eq(&plan, &problem.plan().unwrap()));
+        let fresh = Problem::new(load())
+            .unwrap()
+            .evaluate(&theta1, true)
+            .unwrap();
+        assert_eq!(second.loss, fresh.loss);
+        assert_eq!(second.gradient, fresh.gradient);
+    }
 }

@@ -9,6 +9,7 @@ pub mod overrides;
 pub mod resolve;
 pub mod schema;
 pub mod select;
+pub mod validate;
 
 pub use crate::model::settings::*;
 pub use contact::{ObstacleKind, ObstacleSpec};

@@ -258,10 +258,12 @@ pub fn solve_gmres(
         &mut pre,
         g,
         z,
-        cfg.gmres_restart,
-        cfg.rel_tol,
-        cfg.abs_tol,
-        cfg.max_iterations,
+        &crate::linalg::krylov::GmresSettings {
+            restart: cfg.gmres_restart,
+            rel_tol: cfg.rel_tol,
+            abs_tol: cfg.abs_tol,
+            max_iter: cfg.max_iterations,
+        },
     )
 }
 
@@ -300,7 +302,7 @@ pub fn solve_adjoint(
             // robust Krylov solve, labelled as such.
             AdjointMethod::Woodbury | AdjointMethod::Pcg => KktPreconditioner::Woodbury,
         };
-        return solve_adjoint_kkt(sim, lin, c, &gf, cfg, stats, t0, pre);
+        return solve_adjoint_kkt(sim, lin, c, (&gf, pre), cfg, (stats, t0));
     }
     if matches!(cfg.method, AdjointMethod::Gmres | AdjointMethod::Woodbury) {
         let mut z = vec![0.0; n3];
@@ -532,10 +534,12 @@ fn solve_adjoint_contact(
             &mut pre,
             &rhs,
             &mut zg,
-            cfg.gmres_restart,
-            cfg.rel_tol * 1e-2,
-            0.0,
-            cfg.max_iterations,
+            &crate::linalg::krylov::GmresSettings {
+                restart: cfg.gmres_restart,
+                rel_tol: cfg.rel_tol * 1e-2,
+                abs_tol: 0.0,
+                max_iter: cfg.max_iterations,
+            },
         );
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;
@@ -573,17 +577,16 @@ pub enum KktPreconditioner {
 /// adjoint. GMRES's stopping test is on the full KKT residual relative to $\|g\|$; the logged
 /// `relative_residual` is the same quantity. `iterations` and `gmres_iterations` both count
 /// the GMRES steps (one preconditioner application each).
-#[allow(clippy::too_many_arguments)]
+/// `started`: the step's statistics so far and the time its adjoint solve began.
 pub fn solve_adjoint_kkt(
     sim: &Simulator,
     lin: &StepLinearization,
     c: &ContactAdjoint,
-    gf: &[f64],
+    (gf, pre): (&[f64], KktPreconditioner),
     cfg: &BackwardConfig,
-    mut stats: AdjointStats,
-    t0: std::time::Instant,
-    pre: KktPreconditioner,
+    started: (AdjointStats, std::time::Instant),
 ) -> (Vec<f64>, AdjointStats) {
+    let (mut stats, t0) = started;
     let n3 = gf.len();
     let na = c.num_kept();
     let mut b = gf.to_vec();
@@ -612,10 +615,12 @@ pub fn solve_adjoint_kkt(
         &mut prec,
         &b,
         &mut y,
-        cfg.gmres_restart,
-        cfg.rel_tol,
-        cfg.abs_tol,
-        cfg.max_iterations,
+        &crate::linalg::krylov::GmresSettings {
+            restart: cfg.gmres_restart,
+            rel_tol: cfg.rel_tol,
+            abs_tol: cfg.abs_tol,
+            max_iter: cfg.max_iterations,
+        },
     );
     stats.method = match pre {
         KktPreconditioner::Woodbury => "woodbury".into(),

@@ -25,7 +25,7 @@ use super::backward::{apply_k, solve_gmres, StepLinearization};
 use super::config::BackwardConfig;
 use super::error::SolverError;
 use super::local;
-use super::simulator::{norm, Simulator};
+use super::simulator::{norm, ContactOutcome, Simulator};
 use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
 use nalgebra::Vector3;
@@ -174,7 +174,6 @@ pub fn unpin(sim: &mut Simulator, saved: (crate::linalg::GlobalSystem, Vec<usize
 
 /// L-BFGS minimisation of the PD objective of one step from `x` (prescribed entries already
 /// set; they stay fixed). Returns the outcome and the local-step seconds.
-#[allow(clippy::too_many_arguments)]
 fn minimize(
     simr: &Simulator,
     frame: usize,
@@ -399,17 +398,12 @@ pub fn step(
         }));
         stats.diffpd_active = Some(active);
     } else if penalty_force.is_some() {
-        let cstats = crate::contact::ContactStats::default();
-        sim.contact_finish(
-            frame,
-            None,
+        let outcome = ContactOutcome {
+            ncp: None,
             penalty_force,
-            x_t,
-            v_t,
-            &mut x,
-            cstats,
-            &mut stats,
-        );
+            stats: crate::contact::ContactStats::default(),
+        };
+        sim.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
     }
     if !stats.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {

@@ -11,9 +11,9 @@ use super::config::BackwardConfig;
 use super::error::SolverError;
 use super::gate::{DualGate, GateResiduals};
 use super::local;
-use super::simulator::{contact_settings, norm, Simulator};
+use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{StepStats, TrStats};
-use crate::contact::{self, ContactStats, Delassus};
+use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinearSolver;
 use crate::model::{GateReference, OnNonConvergence};
 use std::time::Instant;
@@ -28,27 +28,17 @@ impl Simulator<'_> {
         v_t: &[f64],
     ) -> Result<(Vec<f64>, StepStats), SolverError> {
         let model = self.model;
-        let h = model.h;
-        let t_start = (frame - 1) as f64 * h;
-        self.derived.muscle_time = frame as f64 * h;
-        let mut f_ext = model.external_force(t_start, &self.derived.mass);
-        let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
-        let c = self.rhs_constant(x_t, v_t, &f_ext);
-        let xd = model.dirichlet_values(frame as f64 * h);
-        let mut x = x_t.to_vec();
-        self.impose_prescribed(&mut x, &xd);
+        let PdStart {
+            f_ext,
+            penalty_force,
+            c,
+            xd,
+            mut x,
+            mut ncp,
+            mut cstats,
+        } = self.begin_pd(frame, x_t, v_t);
         let mut stats = StepStats::default();
-        // Contact set-up (spec §6.2 step 3): candidates, frozen frames, Delassus columns.
-        let t_c = Instant::now();
         let csettings = contact_settings(model);
-        let mut ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
-            let del = Delassus::new(&set, &self.system);
-            (set, del, lambda)
-        });
-        let mut cstats = ContactStats {
-            seconds_setup: t_c.elapsed().as_secs_f64(),
-            ..Default::default()
-        };
         let guard0 = self.aa.guard_firings;
         self.aa.reset();
         let n3 = x.len();
@@ -73,18 +63,9 @@ impl Simulator<'_> {
             let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
             self.global_solve(frame, k, &b, &xd, &mut xhat)?;
             let t2 = Instant::now();
-            if let Some((set, del, lambda)) = ncp.as_mut() {
+            if let Some(ncp) = ncp.as_mut() {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
-                let info = contact::solve(
-                    set,
-                    del,
-                    &xhat,
-                    lambda,
-                    &csettings,
-                    csettings.tolerance,
-                    &mut newton_cache,
-                );
-                del.add_x(set, lambda, &mut xhat);
+                let info = project_contact(ncp, &csettings, &mut xhat, &mut newton_cache);
                 contact_ok = info.residual <= csettings.tolerance;
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
@@ -102,33 +83,7 @@ impl Simulator<'_> {
             let mut xn = self.aa.step(&x, &g);
             self.impose_prescribed(&mut xn, &xd);
             if k >= 1 {
-                // Position gate on the un-accelerated PD step g_k = Φ(x_k) − x_k: the mixed
-                // step x_{k+1} − x_k can be tiny while Anderson stagnates far from the fixed
-                // point (measured: finite differences off by 40 % with that gate).
-                let dx = norm(&g);
-                let dbp = norm(
-                    &bp.iter()
-                        .zip(&bp_prev)
-                        .map(|(a, b)| a - b)
-                        .collect::<Vec<_>>(),
-                );
-                let (xref, floor) = match self.config.gate_reference {
-                    GateReference::Position => (norm(&x), 0.0),
-                    // ‖x_k − x_t‖ without a temporary (same summation order as `norm`),
-                    // with the round-off floor (tight tolerances, bodies at rest)
-                    GateReference::Displacement => (
-                        x.iter()
-                            .zip(x_t)
-                            .map(|(a, b)| (a - b) * (a - b))
-                            .sum::<f64>()
-                            .sqrt(),
-                        super::gate::DISPLACEMENT_FLOOR * norm(&x),
-                    ),
-                };
-                last_gate = self
-                    .config
-                    .gate
-                    .evaluate(dx, xref, floor, dbp, norm(&bp_prev));
+                last_gate = self.gate_residuals(&x, x_t, &g, &bp, &bp_prev);
                 if DualGate::met(&last_gate) && contact_ok {
                     converged = true;
                 }
@@ -156,23 +111,14 @@ impl Simulator<'_> {
         }
         // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
-            let t0 = Instant::now();
-            let (steps, res) = self.polish(&c, &xd, &mut x);
-            stats.polish_steps = steps;
-            stats.polish_residual = res;
-            stats.time_other += t0.elapsed().as_secs_f64();
+            self.polish_into(&c, &xd, &mut x, &mut stats);
         }
-        let ncp = ncp.take().map(|(set, _, lambda)| (set, lambda));
-        self.contact_finish(
-            frame,
-            ncp,
+        let outcome = ContactOutcome {
+            ncp: ncp.take().map(|(set, _, lambda)| (set, lambda)),
             penalty_force,
-            x_t,
-            v_t,
-            &mut x,
-            cstats,
-            &mut stats,
-        );
+            stats: cstats,
+        };
+        self.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;
@@ -180,15 +126,103 @@ impl Simulator<'_> {
         if self.compute_tr && !x_before.is_empty() {
             stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
         }
-        if !converged && self.config.on_nonconvergence == OnNonConvergence::Error {
+        self.nonconvergence(frame, &stats)?;
+        Ok((x, stats))
+    }
+
+    /// `Err(NotConverged)` for a step that missed its gate under
+    /// `on_nonconvergence = "error"`.
+    fn nonconvergence(&self, frame: usize, stats: &StepStats) -> Result<(), SolverError> {
+        if !stats.converged && self.config.on_nonconvergence == OnNonConvergence::Error {
             return Err(SolverError::NotConverged {
                 frame,
-                iterations: k,
-                position: last_gate.position,
-                projection: last_gate.projection,
+                iterations: stats.iterations,
+                position: stats.gate.position,
+                projection: stats.gate.projection,
             });
         }
-        Ok((x, stats))
+        Ok(())
+    }
+
+    /// Newton polish of a converged step into `x`, recorded in `stats`.
+    fn polish_into(&mut self, c: &[f64], xd: &[f64], x: &mut Vec<f64>, stats: &mut StepStats) {
+        let t0 = Instant::now();
+        let (steps, res) = self.polish(c, xd, x);
+        stats.polish_steps = steps;
+        stats.polish_residual = res;
+        stats.time_other += t0.elapsed().as_secs_f64();
+    }
+
+    /// The start of a PD step: forces, constant right-hand side, Dirichlet values, the
+    /// first iterate and the contact set-up (spec §6.2 step 3: candidates, frozen frames,
+    /// Delassus columns).
+    fn begin_pd(&mut self, frame: usize, x_t: &[f64], v_t: &[f64]) -> PdStart {
+        let model = self.model;
+        let h = model.h;
+        let t_start = (frame - 1) as f64 * h;
+        self.derived.muscle_time = frame as f64 * h;
+        let mut f_ext = model.external_force(t_start, &self.derived.mass);
+        let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
+        let c = self.rhs_constant(x_t, v_t, &f_ext);
+        let xd = model.dirichlet_values(frame as f64 * h);
+        let mut x = x_t.to_vec();
+        self.impose_prescribed(&mut x, &xd);
+        let t_c = Instant::now();
+        let ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
+            let del = Delassus::new(&set, &self.system);
+            (set, del, lambda)
+        });
+        let cstats = ContactStats {
+            seconds_setup: t_c.elapsed().as_secs_f64(),
+            ..Default::default()
+        };
+        PdStart {
+            f_ext,
+            penalty_force,
+            c,
+            xd,
+            x,
+            ncp,
+            cstats,
+        }
+    }
+
+    /// Dual-gate residuals of a PD iteration (spec Eq. 22): the position gate on the
+    /// un-accelerated PD step $g_k=\Phi(x_k)-x_k$ (the mixed step $x_{k+1}-x_k$ can be tiny
+    /// while Anderson stagnates far from the fixed point; measured: finite differences off by
+    /// 40 % with that gate), relative to $\|x_k\|$ or $\|x_k-x_t\|$ (`gate_reference`), and
+    /// the projection gate on the change of $b_p$.
+    fn gate_residuals(
+        &self,
+        x: &[f64],
+        x_t: &[f64],
+        g: &[f64],
+        bp: &[f64],
+        bp_prev: &[f64],
+    ) -> GateResiduals {
+        let dx = norm(g);
+        let dbp = norm(
+            &bp.iter()
+                .zip(bp_prev)
+                .map(|(a, b)| a - b)
+                .collect::<Vec<_>>(),
+        );
+        let (xref, floor) = match self.config.gate_reference {
+            GateReference::Position => (norm(x), 0.0),
+            // ‖x_k − x_t‖ without a temporary (same summation order as `norm`),
+            // with the round-off floor (tight tolerances, bodies at rest)
+            GateReference::Displacement => (
+                x.iter()
+                    .zip(x_t)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>()
+                    .sqrt(),
+                super::gate::DISPLACEMENT_FLOOR * norm(x),
+            ),
+        };
+        self.config
+            .gate
+            .evaluate(dx, xref, floor, dbp, norm(bp_prev))
     }
 
     /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.
@@ -346,6 +380,46 @@ impl Simulator<'_> {
         let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t);
         super::trust_region::blend(pred, e_prev - e_k, e_prev)
     }
+}
+
+/// What [`Simulator::begin_pd`] prepares for the PD iteration.
+struct PdStart {
+    /// External force $f_{ext}$ (with explicit penalty contact forces).
+    f_ext: Vec<f64>,
+    /// Penalty contact forces and pairs (penalty model only).
+    penalty_force: Option<(Vec<f64>, usize)>,
+    /// Constant part of the right-hand side.
+    c: Vec<f64>,
+    /// Dirichlet values at the end of the step.
+    xd: Vec<f64>,
+    /// First iterate: $x_t$ with the Dirichlet values imposed.
+    x: Vec<f64>,
+    ncp: Option<NcpState>,
+    cstats: ContactStats,
+}
+
+/// The NCP contact state of a PD step: contact set, its Delassus operator, multipliers.
+type NcpState = (ContactSet, Delassus, Vec<f64>);
+
+/// Project the global step `xhat` onto the contact conditions (spec §6.2 steps 10–18):
+/// solve the NCP for the multipliers and add their displacement to `xhat`.
+fn project_contact(
+    (set, del, lambda): &mut NcpState,
+    csettings: &contact::SolveSettings,
+    xhat: &mut [f64],
+    newton_cache: &mut Option<contact::NewtonCache>,
+) -> contact::SolveInfo {
+    let info = contact::solve(
+        set,
+        del,
+        xhat,
+        lambda,
+        csettings,
+        csettings.tolerance,
+        newton_cache,
+    );
+    del.add_x(set, lambda, xhat);
+    info
 }
 
 #[cfg(test)]

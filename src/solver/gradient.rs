@@ -78,19 +78,31 @@ fn frob(a: &Matrix3<f64>, b: &Matrix3<f64>) -> f64 {
     a.component_mul(b).sum()
 }
 
+/// The states of one step of the reverse sweep: frame (1-based), start $(x_t, v_t)$ and
+/// end positions $x_{t+1}$.
+#[derive(Clone, Copy)]
+pub struct StepStates<'a> {
+    pub frame: usize,
+    pub x_t: &'a [f64],
+    pub v_t: &'a [f64],
+    pub x_next: &'a [f64],
+}
+
 /// Add the contributions of step `frame` (from $x_t$ to $x_{t+1}$, velocity $v_t$) with
 /// adjoint `z` to `grads`.
-#[allow(clippy::too_many_arguments)]
 pub fn accumulate_step(
     sim: &Simulator,
     lin: &StepLinearization,
-    frame: usize,
-    x_t: &[f64],
-    v_t: &[f64],
-    x_next: &[f64],
+    step: StepStates,
     z: &[f64],
     grads: &mut Gradients,
 ) {
+    let StepStates {
+        frame,
+        x_t,
+        v_t,
+        x_next,
+    } = step;
     let model = sim.model;
     let d = &sim.derived;
     let p = &model.params;
@@ -206,17 +218,16 @@ pub struct ContactStepGradient {
 /// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
 /// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
 /// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
-#[allow(clippy::too_many_arguments)]
 pub fn accumulate_contact(
     sim: &Simulator,
     lin: &StepLinearization,
-    frame: usize,
-    x_t: &[f64],
-    v_t: &[f64],
-    g: &[f64],
-    z: &[f64],
+    step: StepStates,
+    (g, z): (&[f64], &[f64]),
     grads: &mut Gradients,
 ) -> Option<ContactStepGradient> {
+    let StepStates {
+        frame, x_t, v_t, ..
+    } = step;
     let model = sim.model;
     if crate::contact::penalty_enabled(model) {
         let t = (frame - 1) as f64 * model.h;

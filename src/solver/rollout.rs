@@ -8,12 +8,12 @@
 use super::backward::{solve_adjoint, StepLinearization};
 use super::config::BackwardConfig;
 use super::error::SolverError;
-use super::gradient::{accumulate_step, Gradients};
+use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
 use super::loss::Loss;
 use super::simulator::Simulator;
 use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
-use crate::model::{HessianFilterMode, Motion};
+use crate::model::{HessianFilterMode, Motion, SolverMethod};
 use nalgebra::{Matrix3, Vector3};
 use std::collections::BTreeMap;
 
@@ -173,7 +173,7 @@ pub fn backward(
             // DiffPD glue contact: the step's active nodes were pinned at x_t (extra
             // Dirichlet DoFs); the adjoint is restricted to the other DoFs (z_C = 0).
             let pinned = match (sim.config.method, &ro.steps[t].diffpd_active) {
-                (crate::model::SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
+                (SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
                 _ => None,
             };
             let saved = match &pinned {
@@ -181,38 +181,14 @@ pub fn backward(
                 None => None,
             };
             let sim_ref: &Simulator = sim;
-            let d = &sim_ref.derived;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
-            let alpha = match cfg.filter {
-                HessianFilterMode::None => 0.0,
-                HessianFilterMode::Clamp => 0.5,
-                HessianFilterMode::Abs => 1.0,
-                HessianFilterMode::TrustRegion => match (&ro.steps[t].tr, ro.steps[t].converged) {
-                    (Some(tr), true) => tr.alpha,
-                    _ => 1.0,
-                },
-            };
+            let alpha = filter_alpha(cfg, &ro.steps[t]);
             let lin = StepLinearization::new(sim_ref, x_next, alpha)
                 .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
-            let (z, mut st) = match sim_ref.config.method {
-                crate::model::SolverMethod::Diffphd => solve_adjoint(sim_ref, &lin, &g, cfg, frame),
-                crate::model::SolverMethod::Diffpd => {
-                    super::diffpd::solve_adjoint(sim_ref, &lin, &g, cfg, frame)
-                }
-                crate::model::SolverMethod::Newton => {
-                    super::newton::solve_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?
-                }
-            };
+            let (z, mut st) = method_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?;
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {
-                let mut kz = vec![0.0; 3 * n];
-                let mut az = vec![0.0; 3 * n];
-                let mut daz = vec![0.0; 3 * n];
-                sim_ref.system.apply_a(&z, &mut az);
-                lin.apply(sim_ref.model, &z, &mut daz);
-                for k in 0..3 * n {
-                    kz[k] = az[k] - daz[k];
-                }
+                let kz = k_times(sim_ref, &lin, &z);
                 let mut dp = vec![0.0; 3 * n];
                 for &k in &sim_ref.prescribed {
                     dp[k] = g[k] - kz[k];
@@ -222,33 +198,22 @@ pub fn backward(
             // x_{t+1,C} = x_{t,C}: dL/dx_{t,C} += (g − Kz)_C (the pinned rows are not equations)
             let mut pin_dx: Vec<(usize, f64)> = vec![];
             if let Some(c) = &pinned {
-                let mut az = vec![0.0; 3 * n];
-                let mut daz = vec![0.0; 3 * n];
-                sim_ref.system.apply_a(&z, &mut az);
-                lin.apply(sim_ref.model, &z, &mut daz);
+                let kz = k_times(sim_ref, &lin, &z);
                 for &i in c {
                     for k in 3 * i..3 * i + 3 {
-                        pin_dx.push((k, g[k] - (az[k] - daz[k])));
+                        pin_dx.push((k, g[k] - kz[k]));
                     }
                 }
             }
-            accumulate_step(sim_ref, &lin, frame, x_t, &v_t, x_next, &z, &mut grads);
-            let contact = super::gradient::accumulate_contact(
-                sim_ref, &lin, frame, x_t, &v_t, &g, &z, &mut grads,
-            );
-            // Propagate to (x_t, v_t): y = x_t + h v_t + ..., and the (1/h) D x_t term (Eq. 41).
-            let mut kbz = vec![0.0; n];
-            let mut dx = vec![0.0; 3 * n];
-            for k in 0..3 {
-                sim_ref.kbeta.matvec_axis(&z, k, &mut kbz);
-                for i in 0..n {
-                    let j = 3 * i + k;
-                    dx[j] = -gv[j] / h
-                        + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j]
-                        + kbz[i] / h;
-                }
-            }
-            let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
+            let step = StepStates {
+                frame,
+                x_t,
+                v_t: &v_t,
+                x_next,
+            };
+            accumulate_step(sim_ref, &lin, step, &z, &mut grads);
+            let contact = accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads);
+            let (mut dx, dv) = propagate(sim_ref, &z, &gv);
             if t >= 1 {
                 let x_prev = if t > c {
                     states[t - 1 - c].clone()
@@ -284,6 +249,69 @@ pub fn backward(
     grads.x0 = x0g;
     grads.v0 = gv;
     Ok(BackwardResult { grads, adjoint })
+}
+
+/// Propagate the step's adjoint `z` to $(x_t, v_t)$ (Eq. 41): through
+/// $y=x_t+hv_t+\dots$ and the $\tfrac1h\mathcal Dx_t$ term; `gv` is $d\mathcal L/dv_{t+1}$.
+fn propagate(sim: &Simulator, z: &[f64], gv: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let h = sim.model.h;
+    let n = sim.model.num_nodes();
+    let d = &sim.derived;
+    let mut kbz = vec![0.0; n];
+    let mut dx = vec![0.0; 3 * n];
+    for k in 0..3 {
+        sim.kbeta.matvec_axis(z, k, &mut kbz);
+        for i in 0..n {
+            let j = 3 * i + k;
+            dx[j] =
+                -gv[j] / h + d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) * z[j] + kbz[i] / h;
+        }
+    }
+    let dv: Vec<f64> = (0..3 * n).map(|j| d.mass[j / 3] * z[j] / h).collect();
+    (dx, dv)
+}
+
+/// Blend α of the backward's Hessian filter for a step (spec Eqs. 23–29): fixed by the
+/// filter, or the forward's trust-region choice for a converged step.
+fn filter_alpha(cfg: &BackwardConfig, step: &StepStats) -> f64 {
+    match cfg.filter {
+        HessianFilterMode::None => 0.0,
+        HessianFilterMode::Clamp => 0.5,
+        HessianFilterMode::Abs => 1.0,
+        HessianFilterMode::TrustRegion => match (&step.tr, step.converged) {
+            (Some(tr), true) => tr.alpha,
+            _ => 1.0,
+        },
+    }
+}
+
+/// The adjoint of one step by the method the forward used (the backward side of the
+/// method seam, `solver::step`).
+fn method_adjoint(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    x_next: &[f64],
+    g: &[f64],
+    cfg: &BackwardConfig,
+    frame: usize,
+) -> Result<(Vec<f64>, AdjointStats), SolverError> {
+    Ok(match sim.config.method {
+        SolverMethod::Diffphd => solve_adjoint(sim, lin, g, cfg, frame),
+        SolverMethod::Diffpd => super::diffpd::solve_adjoint(sim, lin, g, cfg, frame),
+        SolverMethod::Newton => {
+            super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?
+        }
+    })
+}
+
+/// $Kz=(A-\Delta A)z$ on all DoFs (unreduced).
+fn k_times(sim: &Simulator, lin: &StepLinearization, z: &[f64]) -> Vec<f64> {
+    let n3 = z.len();
+    let mut az = vec![0.0; n3];
+    let mut daz = vec![0.0; n3];
+    sim.system.apply_a(z, &mut az);
+    lin.apply(sim.model, z, &mut daz);
+    az.iter().zip(&daz).map(|(a, d)| a - d).collect()
 }
 
 /// Add $(\partial\bar x_D(t)/\partial x_0)^T\,d\mathcal L/d\bar x_D(t)$ to `out`.

@@ -11,10 +11,11 @@ use super::error::SolverError;
 use super::newton::system::NewtonSystem;
 use super::stats::StepStats;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats};
-use crate::linalg::{CscMatrix, GlobalSystem};
+use crate::linalg::{CscMatrix, GlobalSystem, SystemPlan};
 use crate::model::{Derived, Model, SolverSettings};
 use nalgebra::Vector3;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The forward simulator: model, derived parameters, factored system and solver state.
@@ -49,6 +50,16 @@ pub struct Simulator<'m> {
     pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
 }
 
+/// What a step's contact treatment leaves for [`Simulator::contact_finish`].
+pub(crate) struct ContactOutcome {
+    /// NCP contact set and converged multipliers.
+    pub ncp: Option<(ContactSet, Vec<f64>)>,
+    /// Explicit penalty forces and pairs (penalty model).
+    pub penalty_force: Option<(Vec<f64>, usize)>,
+    /// Solve counts and times of the step.
+    pub stats: ContactStats,
+}
+
 /// Settings of the per-iteration NCP contact solve from `[contact]`.
 pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
     contact::SolveSettings {
@@ -79,10 +90,25 @@ impl<'m> Simulator<'m> {
         derived: Derived,
         settings: &SolverSettings,
     ) -> Result<Self, SolverError> {
+        Self::with_plan(model, derived, settings, None)
+    }
+
+    /// As [`Simulator::with_derived`], factoring $A$ on `plan` (its ordering and symbolic
+    /// analysis) when the plan fits the model's pattern and Dirichlet sets; otherwise (or
+    /// without a plan) a new plan is built. The plan used is [`GlobalSystem::plan`].
+    pub fn with_plan(
+        model: &'m Model,
+        derived: Derived,
+        settings: &SolverSettings,
+        plan: Option<Arc<SystemPlan>>,
+    ) -> Result<Self, SolverError> {
         let t0 = Instant::now();
         let (a, kbeta) = assembly::pd_matrices(model, &derived, model.h);
-        let system = GlobalSystem::new(a, model.dirichlet_sets())?;
         let sets = model.dirichlet_sets();
+        let system = match plan {
+            Some(p) if p.fits(&a, &sets) => GlobalSystem::with_plan(a, p)?,
+            _ => GlobalSystem::new(a, sets.clone())?,
+        };
         let mut prescribed: Vec<usize> = (0..3)
             .flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d))
             .collect();
@@ -230,18 +256,19 @@ impl<'m> Simulator<'m> {
     /// (the tape of the backward), apply restitution, keep the warm start, and fill the
     /// step's contact statistics (solve counts and times from `cstats`, max penetration
     /// at $t+h$). Shared by the PD path and the Newton baseline.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn contact_finish(
         &mut self,
         frame: usize,
-        ncp: Option<(ContactSet, Vec<f64>)>,
-        penalty_force: Option<(Vec<f64>, usize)>,
-        x_t: &[f64],
-        v_t: &[f64],
+        outcome: ContactOutcome,
+        (x_t, v_t): (&[f64], &[f64]),
         x: &mut [f64],
-        mut cstats: ContactStats,
         stats: &mut StepStats,
     ) {
+        let ContactOutcome {
+            ncp,
+            penalty_force,
+            stats: mut cstats,
+        } = outcome;
         let model = self.model;
         if !contact::enabled(model) {
             return;

@@ -56,201 +56,29 @@
 //! factor). An indefinite $K$ with contact falls back to the PD-side contact adjoint
 //! (same $K$, fixed point + GMRES).
 
+pub mod adjoint;
+pub mod element;
 pub mod system;
+
 use super::backward::StepLinearization;
 use super::config::BackwardConfig;
 use super::error::SolverError;
-use super::simulator::{contact_settings, norm, Simulator};
+use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{AdjointStats, NewtonStats, StepStats};
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ncp::FbParams;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{CscMatrix, LinalgError};
-use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
 use crate::model::HessianFilterMode;
 use crate::model::{NewtonEnergy, NewtonFilter};
-use nalgebra::{Matrix3, SMatrix, SymmetricEigen};
+pub use element::{
+    cofactor, cofactor_differential, muscle_terms, project_pd, sample_terms, Mat9, CLAMP_EPS,
+    PPN_ALPHA, PPN_BETA, PPN_EPS_DELTA,
+};
+use nalgebra::Matrix3;
 use rayon::prelude::*;
 use std::time::Instant;
 use system::{NewtonFactor, NewtonSystem};
-
-/// 9×9 Hessian in $F$-space, index $3r+c$ for $F_{rc}$.
-pub type Mat9 = SMatrix<f64, 9, 9>;
-
-/// PPN tightening factor α and release factor β (seed paper defaults).
-pub const PPN_ALPHA: f64 = 0.5;
-pub const PPN_BETA: f64 = 2.0;
-/// PPN fallback threshold ε_δ (below it every element is projected).
-pub const PPN_EPS_DELTA: f64 = 1e-12;
-/// Eigenvalue floor of the clamp projection, relative to the element's largest |λ|.
-pub const CLAMP_EPS: f64 = 1e-8;
-
-/// Muscle fibre term of one actuated sample (spec §3.5): energy
-/// $\tfrac{w}2\|F\mathsf m-p\|^2$ with $p=a\,F\mathsf m/\|F\mathsf m\|$, stress $w(F\mathsf m-p)\mathsf m^T$ and
-/// the 9×9 Hessian $dF\mapsto w\big(dF\mathsf m-\tfrac a\ell(I-nn^T)dF\mathsf m\big)\mathsf m^T$.
-pub fn muscle_terms(
-    f: &Matrix3<f64>,
-    m: &nalgebra::Vector3<f64>,
-    a: f64,
-    w: f64,
-    with_hessian: bool,
-) -> (f64, Matrix3<f64>, Mat9) {
-    use super::muscle;
-    let fm = f * m;
-    let (p, l, n) = muscle::project(&fm, a);
-    let e = 0.5 * w * (fm - p).norm_squared();
-    let stress = (fm - p) * m.transpose() * w;
-    let mut h = Mat9::zeros();
-    if with_hessian {
-        for c in 0..9 {
-            let mut df = Matrix3::zeros();
-            df[(c / 3, c % 3)] = 1.0;
-            let dfm = df * m;
-            let col = (dfm - muscle::jacobian_apply(a, l, &n, &dfm)) * m.transpose() * w;
-            for r in 0..9 {
-                h[(r, c)] = col[(r / 3, r % 3)];
-            }
-        }
-    }
-    (e, stress, h)
-}
-
-/// Energy, first Piola stress $\partial E_s/\partial F$ (weights included) and 9×9 Hessian of
-/// sample `s` at deformation gradient `f`.
-pub fn sample_terms(
-    sim: &Simulator,
-    energy: NewtonEnergy,
-    s: usize,
-    f: &Matrix3<f64>,
-    with_hessian: bool,
-) -> (f64, Matrix3<f64>, Mat9) {
-    let model = sim.model;
-    let d = &sim.derived;
-    let b = model.elem_body[model.samples.elem[s]];
-    let usv = svd::svd3(f);
-    let mut h = Mat9::zeros();
-    let unit = |c: usize| {
-        let mut e = Matrix3::zeros();
-        e[(c / 3, c % 3)] = 1.0;
-        e
-    };
-    let mut fill = |op: &dyn Fn(&Matrix3<f64>) -> Matrix3<f64>| {
-        for c in 0..9 {
-            let col = op(&unit(c));
-            for r in 0..9 {
-                h[(r, c)] = col[(r / 3, r % 3)];
-            }
-        }
-    };
-    match (model.bodies[b].model, energy) {
-        (MaterialModel::Corotated, NewtonEnergy::Pd) => {
-            let r = corotated::project(&usv);
-            let (dm, vol_star) = volume::project(&usv);
-            let (wc, wv) = (d.w_cor[s], d.w_vol[s]);
-            let e = 0.5 * wc * (f - r).norm_squared() + 0.5 * wv * (f - dm).norm_squared();
-            let p = (f - r) * wc + (f - dm) * wv;
-            if with_hessian {
-                let vol_w = volume::stretch_jacobian(&usv.sigma, &vol_star);
-                fill(&|df| {
-                    df * (wc + wv)
-                        - corotated::jacobian_apply(&usv, df) * wc
-                        - volume::jacobian_apply(&usv, &vol_star, &vol_w, df) * wv
-                });
-            }
-            (e, p, h)
-        }
-        (MaterialModel::Neohookean, NewtonEnergy::Pd) => {
-            let nh = &d.nh[b];
-            let w = d.w_nh[s];
-            let (p, st) = neohookean::prox(nh, &usv, None);
-            let e = 0.5 * w * (f - p).norm_squared()
-                + w / nh.k * neohookean::stretch_energy(nh, &st.sigma_star);
-            if with_hessian {
-                let (jac, _) = neohookean::stretch_jacobian(
-                    nh,
-                    &st.sigma_star,
-                    neohookean::HessianFilter::None,
-                );
-                fill(&|df| (df - neohookean::jacobian_apply(&usv, &st.sigma_star, &jac, df)) * w);
-            }
-            (e, (f - p) * w, h)
-        }
-        (MaterialModel::Neohookean, NewtonEnergy::True) => {
-            let nh = &d.nh[b];
-            let sc = d.w_nh[s] / (nh.k * model.samples.vol[s]);
-            let (mu, la) = (sc * nh.mu, sc * nh.lambda);
-            let v = model.samples.vol[s];
-            let e = v * neohookean::energy_density(mu, la, f);
-            let p = neohookean::pk1(mu, la, f) * v;
-            if with_hessian {
-                fill(&|df| neohookean::pk1_differential(mu, la, f, df) * v);
-            }
-            (e, p, h)
-        }
-        (MaterialModel::Corotated, NewtonEnergy::True) => {
-            // w_cor = 2 μ V, w_vol = λ V
-            let (two_mu_v, la_v) = (d.w_cor[s], d.w_vol[s]);
-            let r = corotated::project(&usv);
-            let j = f.determinant();
-            let cof = cofactor(f);
-            let e = 0.5 * two_mu_v * (f - r).norm_squared() + 0.5 * la_v * (j - 1.0).powi(2);
-            let p = (f - r) * two_mu_v + cof * (la_v * (j - 1.0));
-            if with_hessian {
-                fill(&|df| {
-                    (df - corotated::jacobian_apply(&usv, df)) * two_mu_v
-                        + cof * (la_v * cof.component_mul(df).sum())
-                        + cofactor_differential(f, df) * (la_v * (j - 1.0))
-                });
-            }
-            (e, p, h)
-        }
-    }
-}
-
-/// $\mathrm{cof}(F)=\partial\det F/\partial F$.
-pub fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
-    let c0 = f.column(0).into_owned();
-    let c1 = f.column(1).into_owned();
-    let c2 = f.column(2).into_owned();
-    Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
-}
-
-/// $d\,\mathrm{cof}(F)[dF]$ (cofactor columns are cross products of the other two).
-pub fn cofactor_differential(f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64> {
-    let c = |m: &Matrix3<f64>, k: usize| m.column(k).into_owned();
-    Matrix3::from_columns(&[
-        c(df, 1).cross(&c(f, 2)) + c(f, 1).cross(&c(df, 2)),
-        c(df, 2).cross(&c(f, 0)) + c(f, 2).cross(&c(df, 0)),
-        c(df, 0).cross(&c(f, 1)) + c(f, 0).cross(&c(df, 1)),
-    ])
-}
-
-/// Projection of a symmetric 9×9 element Hessian. Returns the projected matrix and whether
-/// it changed. `abs_mode`: |λ| (mirror) instead of the clamp $\max(\lambda,\epsilon)$.
-pub fn project_pd(h: &Mat9, abs_mode: bool) -> (Mat9, bool) {
-    let hs = (h + h.transpose()) * 0.5;
-    let eig = SymmetricEigen::new(hs);
-    let lmax = eig.eigenvalues.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-    let floor = CLAMP_EPS * lmax;
-    let mut changed = false;
-    let mut lam = eig.eigenvalues;
-    for l in lam.iter_mut() {
-        if *l < floor {
-            let nl = if abs_mode { l.abs().max(floor) } else { floor };
-            if *l < 0.0 {
-                changed = true;
-            }
-            *l = nl;
-        }
-    }
-    if !changed {
-        return (hs, false);
-    }
-    (
-        eig.eigenvectors * Mat9::from_diagonal(&lam) * eig.eigenvectors.transpose(),
-        true,
-    )
-}
 
 /// $\mathbf y=x_t+hv_t+h^2M^{-1}f_{ext}$.
 fn inertial_target(sim: &Simulator, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
@@ -475,23 +303,34 @@ fn factor_regularized(
             Err(e) => return Err(e),
         }
     }
-    Err(SolverError::Linalg(LinalgError::Factor(
-        "Newton Hessian stayed indefinite after 20 regularisation shifts".into(),
-    )))
+    Err(SolverError::Linalg(LinalgError::StillIndefinite {
+        shifts: 20,
+    }))
+}
+
+/// The element Hessian filter of one factorization.
+struct FilterPolicy<'a> {
+    filter: NewtonFilter,
+    /// The trust-region filter's choice (clamp vs abs).
+    tr_clamp: bool,
+    /// PPN's progressive threshold δ (updated by the factorization).
+    ppn_delta: &'a mut f64,
 }
 
 /// Build the (filtered) Hessian at the current per-sample Hessians and factor it, applying
-/// the filter policy. `tr_clamp`: the trust-region filter's choice (clamp vs abs).
+/// the filter policy.
 fn factor_filtered(
     sim: &Simulator,
     sys: &mut NewtonSystem,
-    filter: NewtonFilter,
-    hess: &mut [Mat9],
-    grad: &[f64],
-    ppn_delta: &mut f64,
-    tr_clamp: bool,
+    policy: FilterPolicy,
+    (hess, grad): (&mut [Mat9], &[f64]),
     stats: &mut NewtonStats,
 ) -> Result<(), SolverError> {
+    let FilterPolicy {
+        filter,
+        tr_clamp,
+        ppn_delta,
+    } = policy;
     let model = sim.model;
     let ne = model.num_elements();
     let mut done = vec![false; ne];
@@ -659,16 +498,12 @@ pub fn step(
             if ns.iterations >= cfg.max_iterations {
                 return Ok(());
             }
-            factor_filtered(
-                simr,
-                &mut sys,
-                cfg.filter,
-                &mut ev.hess,
-                &ev.grad,
-                &mut ppn_delta,
+            let policy = FilterPolicy {
+                filter: cfg.filter,
                 tr_clamp,
-                &mut ns,
-            )?;
+                ppn_delta: &mut ppn_delta,
+            };
+            factor_filtered(simr, &mut sys, policy, (&mut ev.hess, &ev.grad), &mut ns)?;
             let neg: Vec<f64> = ev.grad.iter().map(|v| -v).collect();
             let mut delta = sys.solve(&neg);
             if let (Some((set, lambda)), Some(k0)) = (ncp.as_mut(), kk.as_ref()) {
@@ -799,16 +634,12 @@ pub fn step(
         newton: Some(ns.clone()),
         ..Default::default()
     };
-    sim.contact_finish(
-        frame,
+    let outcome = ContactOutcome {
         ncp,
         penalty_force,
-        x_t,
-        v_t,
-        &mut x,
-        cstats,
-        &mut stats,
-    );
+        stats: cstats,
+    };
+    sim.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
     stats.time_other = t0.elapsed().as_secs_f64();
     if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
@@ -821,123 +652,14 @@ pub fn step(
     Ok((x, stats))
 }
 
-/// Adjoint of one Newton step: $\nabla^2g(x_{t+1})z=g$ on the free DoFs by one direct solve
-/// (exact Hessian, or with the backward filter's element projection for the ablation); with
-/// the step's contact block (`lin.contact`), the KKT system of the module docs by one solve
-/// and the contact Schur complement.
-pub fn solve_adjoint(
-    sim: &Simulator,
-    lin: &StepLinearization,
-    x_next: &[f64],
-    g: &[f64],
-    cfg: &BackwardConfig,
-    frame: usize,
-) -> Result<(Vec<f64>, AdjointStats), SolverError> {
-    let t0 = Instant::now();
-    let ncfg = sim.config.newton;
-    if ncfg.energy != NewtonEnergy::Pd {
-        return Err(SolverError::Unsupported(
-            "gradients with solver.newton_energy = \"true\": the parameter-gradient routing \
-             (solver::gradient) differentiates the PD energy; use newton_energy = \"pd\""
-                .into(),
-        ));
-    }
-    let mut sys = NewtonSystem::new(sim.model, &sim.prescribed);
-    // only the Hessian is needed: y and x_t enter the gradient, not the Hessian
-    let ev = evaluate(sim, ncfg.energy, x_next, x_next, x_next, true);
-    let mut hess = ev.hess;
-    let mut ns = NewtonStats::default();
-    let filter = match cfg.filter {
-        HessianFilterMode::None => NewtonFilter::None,
-        HessianFilterMode::Clamp => NewtonFilter::Clamp,
-        HessianFilterMode::Abs | HessianFilterMode::TrustRegion => NewtonFilter::Abs,
-    };
-    let mut delta = f64::INFINITY;
-    factor_filtered(
-        sim, &mut sys, filter, &mut hess, g, &mut delta, false, &mut ns,
-    )?;
-    let mut gf = g.to_vec();
-    sim.zero_prescribed(&mut gf);
-    let mut z = sys.solve(&gf);
-    let k = assemble(sim, &sys, &hess);
-    let prescribed = &sim.prescribed;
-    let apply = |v: &[f64], out: &mut [f64]| {
-        k.matvec(v, out);
-        for &p in prescribed {
-            out[p] = 0.0;
-        }
-    };
-    let mut gmres_iterations = 0;
-    if ns.regularizations > 0 {
-        // The factor is of H + τI (indefinite H): GMRES on the unshifted matrix from the
-        // shifted solution, preconditioned by the PD factor A⁻¹ (SPD; the shifted factor is
-        // nearly singular and measured to stall GMRES), so z solves the exact system.
-        let mut op = |v: &[f64], out: &mut [f64]| apply(v, out);
-        let mut pre = |v: &[f64], out: &mut [f64]| {
-            use crate::linalg::LinearSolver;
-            sim.system.solve_homogeneous(v, out)
-        };
-        let st = crate::linalg::krylov::gmres(
-            &mut op,
-            &mut pre,
-            &gf,
-            &mut z,
-            cfg.gmres_restart,
-            cfg.rel_tol,
-            cfg.abs_tol,
-            cfg.max_iterations,
-        );
-        gmres_iterations = st.iterations;
-    }
-    let mut kz = vec![0.0; z.len()];
-    if let Some(c) = lin.contact.as_ref() {
-        if ns.regularizations > 0 {
-            // indefinite K with contact: the same KKT system by the PD-side contact adjoint
-            let (z, mut st) = super::backward::solve_adjoint(sim, lin, g, cfg, frame);
-            st.method = format!("newton_indefinite:{}", st.method);
-            return Ok((z, st));
-        }
-        let fac = NewtonFactor {
-            sys: &sys,
-            k: Some(&k),
-            n: sim.model.num_nodes(),
-        };
-        let ca = ContactAdjoint::new(&c.rec, &fac);
-        let (_, mu) = ca.project(&mut z);
-        sim.zero_prescribed(&mut z);
-        // KKT residual g − Kz − Jᵀμ
-        ca.add_jt(&mu, &mut kz);
-    }
-    let mut kz2 = vec![0.0; z.len()];
-    apply(&z, &mut kz2);
-    kz.iter_mut().zip(&kz2).for_each(|(a, b)| *a += b);
-    sim.zero_prescribed(&mut kz);
-    let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
-    let gn = norm(&gf);
-    let stats = AdjointStats {
-        frame,
-        iterations: 1,
-        converged: r <= cfg.rel_tol * gn + cfg.abs_tol || r <= 1e-10 * gn,
-        relative_residual: if gn > 0.0 { r / gn } else { 0.0 },
-        max_abs_z: z.iter().map(|v| v.abs()).fold(0.0, f64::max),
-        alpha: 0.0,
-        filtered_samples: ns.modified_elements,
-        seconds: t0.elapsed().as_secs_f64(),
-        method: if ns.regularizations == 0 {
-            "newton_direct".into()
-        } else {
-            "newton_direct_shifted+gmres".into()
-        },
-        gmres_iterations,
-    };
-    Ok((z, stats))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::adjoint::solve_adjoint;
     use super::*;
     use crate::linalg::LinearSolver;
+    use crate::material::MaterialModel;
     use crate::model::{Model, ModelBuilder, SolverSettings};
+    use nalgebra::SymmetricEigen;
 
     /// A 2-element box of `material` ("corotated" or "neohookean") and `element` ("tet4"
     /// or "hex8"), E = 1e5 Pa, nu = 0.4.
