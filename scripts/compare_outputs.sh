@@ -36,6 +36,8 @@ run grad_sysid_ball grad scenes/sysid_bouncing_ball.toml --frames 6
 run opt_sysid_cantilever optimize scenes/sysid_cantilever.toml --frames 5 --max-iterations 3
 run sim_cantilever_newton simulate scenes/cantilever.toml --frames 2 --solver newton
 run sim_cantilever_diffpd simulate scenes/cantilever_diffpd.toml --frames 2
+run sim_ball_diffpd_glue simulate scenes/bouncing_ball.toml --solver diffpd --frames 30
+run grad_sysid_ball_diffpd grad scenes/sysid_bouncing_ball.toml --solver diffpd --frames 20
 
 [ "$mode" = record ] && { echo "baseline recorded in $out"; exit 0; }
 

@@ -269,16 +269,6 @@ pub fn step(
     let thresh = sim.config.gate.rel * norm(&my) + sim.config.gate.abs;
     let glue = !model.obstacles.is_empty() && penalty_force.is_none();
     let t_end = frame as f64 * h;
-    // nearest obstacle's signed distance and normal at the end-of-step pose
-    let query = |p: &Vector3<f64>| {
-        model
-            .obstacles
-            .iter()
-            .map(|o| o.query(p, t_end))
-            .min_by(|a, b| a.dist.total_cmp(&b.dist))
-            .map(|q| (q.dist, q.normal))
-    };
-    let node = |x: &[f64], i: usize| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
     let mut active: Vec<usize> = if glue {
         sim.diffpd_active.clone()
     } else {
@@ -325,35 +315,12 @@ pub fn step(
             break;
         }
         // r = ∇g(x) = A x − c − b_p(x) at the active nodes (the contact force)
-        let mut warm = vec![Vector3::zeros(); model.num_samples()];
-        let loc = local::project_all(model, &sim.derived, &x, &mut warm).map_err(|e| {
-            SolverError::NonFiniteLocal {
-                frame,
-                iteration: iterations,
-                element: e.element,
-            }
+        r = objective_gradient(sim, &c, &x).map_err(|element| SolverError::NonFiniteLocal {
+            frame,
+            iteration: iterations,
+            element,
         })?;
-        let mut bp = vec![0.0; x.len()];
-        local::scatter(model, &loc.q, &mut bp);
-        r = vec![0.0; x.len()];
-        sim.system.apply_a(&x, &mut r);
-        for j in 0..r.len() {
-            r[j] -= c[j] + bp[j];
-        }
-        let mut next: Vec<usize> = vec![];
-        for &i in &sim.contact_nodes {
-            let Some((dist, n)) = query(&node(&x, i)) else {
-                continue;
-            };
-            if active.binary_search(&i).is_ok() {
-                if n.dot(&node(&r, i)) >= 0.0 {
-                    next.push(i);
-                }
-            } else if dist < 0.0 {
-                next.push(i);
-            }
-        }
-        next.sort_unstable();
+        let next = next_active_set(sim, &active, &x, &r, t_end);
         let repeat = next == active || (history.len() >= 2 && history[history.len() - 2] == next);
         if repeat || set_iterations >= MAX_CONTACT_ITERATIONS {
             // keep the solution of the last solved set, `active`
@@ -370,33 +337,7 @@ pub fn step(
         ..Default::default()
     };
     if glue {
-        // contact forces: ∇g at the nodes of the solved set (zero elsewhere)
-        let mut reaction = vec![0.0; x.len()];
-        for &i in &active {
-            reaction[3 * i..3 * i + 3].copy_from_slice(&r[3 * i..3 * i + 3]);
-        }
-        sim.diffpd_active = active.clone();
-        let cstats = crate::contact::ContactStats {
-            candidates: sim.contact_nodes.len(),
-            active: active.len(),
-            sticking: active.len(),
-            max_penetration: crate::contact::max_penetration(
-                &model.obstacles,
-                &model.boundary_nodes,
-                &x,
-                t_end,
-            ),
-            max_lambda: (0..reaction.len() / 3)
-                .map(|i| node(&reaction, i).norm())
-                .fold(0.0, f64::max),
-            ..Default::default()
-        };
-        stats.contact = Some(cstats);
-        stats.contact_record = Some(Box::new(crate::contact::ContactRecord {
-            penalty_forces: Some(reaction),
-            ..Default::default()
-        }));
-        stats.diffpd_active = Some(active);
+        record_glue(sim, active, (&x, &r), t_end, &mut stats);
     } else if penalty_force.is_some() {
         let outcome = ContactOutcome {
             ncp: None,
@@ -414,6 +355,102 @@ pub fn step(
         });
     }
     Ok((x, stats))
+}
+
+/// Position of node `i` in a node-major vector.
+fn node(x: &[f64], i: usize) -> Vector3<f64> {
+    Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2])
+}
+
+/// $\nabla g(x)=Ax-c-b_p(x)$ of the step objective (all DoFs); `Err(element)` on a
+/// non-finite local step.
+fn objective_gradient(sim: &Simulator, c: &[f64], x: &[f64]) -> Result<Vec<f64>, usize> {
+    let model = sim.model;
+    let mut warm = vec![Vector3::zeros(); model.num_samples()];
+    let loc = local::project_all(model, &sim.derived, x, &mut warm).map_err(|e| e.element)?;
+    let mut bp = vec![0.0; x.len()];
+    local::scatter(model, &loc.q, &mut bp);
+    let mut r = vec![0.0; x.len()];
+    sim.system.apply_a(x, &mut r);
+    for j in 0..r.len() {
+        r[j] -= c[j] + bp[j];
+    }
+    Ok(r)
+}
+
+/// DiffPD's glue active set after a solve at `x` (sorted): active nodes whose contact
+/// force `r` pushes out of the nearest obstacle stay, inactive nodes that penetrate it at
+/// `t_end` join.
+fn next_active_set(
+    sim: &Simulator,
+    active: &[usize],
+    x: &[f64],
+    r: &[f64],
+    t_end: f64,
+) -> Vec<usize> {
+    // nearest obstacle's signed distance and normal at the end-of-step pose
+    let query = |p: &Vector3<f64>| {
+        sim.model
+            .obstacles
+            .iter()
+            .map(|o| o.query(p, t_end))
+            .min_by(|a, b| a.dist.total_cmp(&b.dist))
+            .map(|q| (q.dist, q.normal))
+    };
+    let mut next: Vec<usize> = vec![];
+    for &i in &sim.contact_nodes {
+        let Some((dist, n)) = query(&node(x, i)) else {
+            continue;
+        };
+        if active.binary_search(&i).is_ok() {
+            if n.dot(&node(r, i)) >= 0.0 {
+                next.push(i);
+            }
+        } else if dist < 0.0 {
+            next.push(i);
+        }
+    }
+    next.sort_unstable();
+    next
+}
+
+/// Record the glue contact of a solved step: the reaction (∇g at the nodes of the solved
+/// set `active`, zero elsewhere) as the step's contact record, its statistics, and the set
+/// (the warm start of the next step and what the backward pins).
+fn record_glue(
+    sim: &mut Simulator,
+    active: Vec<usize>,
+    (x, r): (&[f64], &[f64]),
+    t_end: f64,
+    stats: &mut StepStats,
+) {
+    let model = sim.model;
+    let mut reaction = vec![0.0; x.len()];
+    for &i in &active {
+        reaction[3 * i..3 * i + 3].copy_from_slice(&r[3 * i..3 * i + 3]);
+    }
+    sim.diffpd_active = active.clone();
+    let cstats = crate::contact::ContactStats {
+        candidates: sim.contact_nodes.len(),
+        active: active.len(),
+        sticking: active.len(),
+        max_penetration: crate::contact::max_penetration(
+            &model.obstacles,
+            &model.boundary_nodes,
+            x,
+            t_end,
+        ),
+        max_lambda: (0..reaction.len() / 3)
+            .map(|i| node(&reaction, i).norm())
+            .fold(0.0, f64::max),
+        ..Default::default()
+    };
+    stats.contact = Some(cstats);
+    stats.contact_record = Some(Box::new(crate::contact::ContactRecord {
+        penalty_forces: Some(reaction),
+        ..Default::default()
+    }));
+    stats.diffpd_active = Some(active);
 }
 
 /// DiffPD's adjoint of one step: L-BFGS on $s(z)=\tfrac12z^TKz-g^Tz$, $K=A-\Delta A$, with
