@@ -3,7 +3,7 @@
 //! boundary node a contact of one dense NCP solve that did not finish in minutes.
 
 use super::obstacle::Obstacle;
-use crate::solver::Model;
+use crate::model::Model;
 use nalgebra::Vector3;
 
 /// The deepest initial penetration of a free boundary node into an obstacle.

@@ -3,51 +3,12 @@
 //! host vectors. Used by CI to run the GPU pipeline without a GPU (`--backend emulator`).
 
 use super::device::{check_args, Arg, Device};
-use super::kernels::{host, Kernel};
+use super::kernels::{host, HostArg, Kernel};
 use super::GpuError;
 
 /// The emulator device.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Emulator;
-
-/// A raw argument of a host kernel call.
-pub(crate) enum HostArg {
-    Int(i64),
-    Real(f64),
-    In(*const f64),
-    Out(*mut f64),
-    Index(*const i64),
-}
-
-/// Conversion of a [`HostArg`] to the typed parameter of a host kernel.
-pub(crate) trait Take: Sized {
-    fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError>;
-}
-
-fn kind_error(k: Kernel) -> GpuError {
-    GpuError::Arguments {
-        kernel: k.symbol(),
-        why: "argument kind differs from the kernel table",
-    }
-}
-
-macro_rules! take {
-    ($ty:ty, $variant:ident) => {
-        impl Take for $ty {
-            fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError> {
-                match a {
-                    Some(HostArg::$variant(v)) => Ok(*v),
-                    _ => Err(kind_error(k)),
-                }
-            }
-        }
-    };
-}
-take!(i64, Int);
-take!(f64, Real);
-take!(*const f64, In);
-take!(*mut f64, Out);
-take!(*const i64, Index);
 
 impl Device for Emulator {
     type Real = Vec<f64>;

@@ -30,6 +30,47 @@ pub enum Kind {
     Index,
 }
 
+use super::GpuError;
+
+/// A raw argument of a host kernel call.
+pub(crate) enum HostArg {
+    Int(i64),
+    Real(f64),
+    In(*const f64),
+    Out(*mut f64),
+    Index(*const i64),
+}
+
+/// Conversion of a [`HostArg`] to the typed parameter of a host kernel.
+pub(crate) trait Take: Sized {
+    fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError>;
+}
+
+fn kind_error(k: Kernel) -> GpuError {
+    GpuError::Arguments {
+        kernel: k.symbol(),
+        why: "argument kind differs from the kernel table",
+    }
+}
+
+macro_rules! take {
+    ($ty:ty, $variant:ident) => {
+        impl Take for $ty {
+            fn take(a: Option<&HostArg>, k: Kernel) -> Result<Self, GpuError> {
+                match a {
+                    Some(HostArg::$variant(v)) => Ok(*v),
+                    _ => Err(kind_error(k)),
+                }
+            }
+        }
+    };
+}
+take!(i64, Int);
+take!(f64, Real);
+take!(*const f64, In);
+take!(*mut f64, Out);
+take!(*const i64, Index);
+
 macro_rules! kernel_table {
     ($( $(#[$doc:meta])* $name:ident = $sym:ident in $file:literal ( $($arg:ident : $kind:ident),* ); )*) => {
         /// A kernel entry point of `kernels/`.
@@ -56,7 +97,7 @@ macro_rules! kernel_table {
         /// Typed host calls of the emulator: the same sources compiled by `build.rs`.
         pub(crate) mod host {
             use super::Kernel;
-            use crate::gpu::emulator::{HostArg, Take};
+            use super::{HostArg, Take};
             use crate::gpu::GpuError;
             #[allow(non_camel_case_types, dead_code)]
             mod kinds {

@@ -12,7 +12,7 @@
 //! Cauchy stress σ = P Fᵀ / J; von Mises = √(3/2 s:s) with s = σ − tr(σ)/3 I.
 
 use crate::material::{self, corotated, neohookean, svd::svd3, volume, MaterialModel};
-use crate::solver::Model;
+use crate::model::Model;
 use nalgebra::Matrix3;
 
 /// Energy density ψ(F) and first Piola stress P(F) of a material law.

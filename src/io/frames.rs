@@ -58,9 +58,10 @@ pub struct FrameBody {
 /// stress, see [`crate::io::cell_fields`]). The caller supplies the function, so the writer
 /// stays a writer of plain numbers.
 #[derive(Clone)]
-pub struct CellFields(
-    pub std::sync::Arc<dyn Fn(&[f64]) -> Vec<(&'static str, Vec<f64>)> + Send + Sync>,
-);
+pub struct CellFields(pub std::sync::Arc<CellFieldFn>);
+
+/// Positions (node-major) → named per-element arrays.
+pub type CellFieldFn = dyn Fn(&[f64]) -> Vec<(&'static str, Vec<f64>)> + Send + Sync;
 
 impl std::fmt::Debug for CellFields {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
