@@ -464,3 +464,28 @@ fn body_starting_inside_an_obstacle_is_refused_with_body_node_and_obstacle() {
     let r = run_cli("simulate", &block_at(-1e-4), &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+// ---- Memory guards -----------------------------------------------------------------------
+
+/// The rollout tape is estimated before the run and refused above `--max-memory` (exit 2,
+/// the estimate in the message, nothing written); a bad `--max-memory` is bad input.
+#[test]
+fn tape_over_max_memory_is_refused_with_the_estimate() {
+    let scene = format!("{BEAM}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n");
+    for cmd in ["grad", "gradcheck", "optimize"] {
+        let r = run_cli(cmd, &scene, &[], &["--max-memory", "1K"]);
+        assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("estimate") && r.stderr.contains("--max-memory"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(!r.out().exists(), "{cmd}: nothing written");
+    }
+    let r = run_cli("grad", &scene, &[], &["--max-memory", "1G"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for bad in ["0", "lots", "-5M"] {
+        let r = run_cli("grad", &scene, &[], &[&format!("--max-memory={bad}")]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+    }
+}

@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod frames;
 pub mod grad;
 pub mod gradcheck;
+pub mod memory;
 pub mod mesh;
 pub mod optimize;
 pub mod plot;
@@ -50,6 +51,10 @@ pub struct RunArgs {
     /// Linear-solver backend.
     #[arg(long, value_enum, default_value = "cpu")]
     pub backend: BackendArg,
+    /// Refuse runs whose estimated memory exceeds this (e.g. 8G, 512M; default: the memory
+    /// available). See docs/RELIABILITY.md.
+    #[arg(long, value_parser = memory::parse_bytes, value_name = "BYTES")]
+    pub max_memory: Option<u64>,
     /// Solver method (overrides `solver.method`): diffphd, diffpd or newton.
     #[arg(long)]
     pub solver: Option<crate::scene::SolverMethod>,
