@@ -1,0 +1,10 @@
+//! DiffPD `.bin` meshes through `mesh::readers::read_mesh`.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    let p = common::file("m.bin", data);
+    let _ = diffphd::mesh::readers::read_mesh(&p);
+});

@@ -1,0 +1,10 @@
+//! Legacy VTK unstructured grids through `mesh::readers::read_mesh` (`.vtk`).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    let p = common::file("m.vtk", data);
+    let _ = diffphd::mesh::readers::read_mesh(&p);
+});

@@ -1,0 +1,39 @@
+//! Scene TOML → load + overrides + validate, and for small generated meshes the model
+//! build (selectors, regions, initial state, forces, contact settings resolved).
+//! Input: leading lines `#set KEY=VALUE` are `--set` overrides, the rest is the scene.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut sets = Vec::new();
+    let mut body = text;
+    while let Some(rest) = body.strip_prefix("#set ") {
+        let (line, tail) = rest.split_once('\n').unwrap_or((rest, ""));
+        sets.push(line.to_string());
+        body = tail;
+    }
+    let path = std::path::Path::new("/nonexistent-diffphd-fuzz/scene.toml");
+    let Ok(ls) = diffphd::scene::load_str(body, path, &sets) else {
+        return;
+    };
+    // The model build reads mesh files (none exist under the fake path) and generates
+    // meshes: keep generated meshes small so one input costs milliseconds (the size guard of
+    // the box generator itself is tested in tests/, not here).
+    let small = ls.scene.bodies.iter().all(|b| {
+        let m = &b.mesh;
+        m.file.is_none()
+            && m.cells.is_none_or(|c| {
+                c.iter()
+                    .try_fold(1usize, |a, &n| a.checked_mul(n))
+                    .is_some_and(|n| n <= 512)
+            })
+            && m.radius
+                .is_none_or(|r| m.dx.is_some_and(|dx| r / dx <= 8.0))
+    });
+    if small && ls.scene.bodies.len() <= 4 {
+        let _ = diffphd::solver::Model::from_scene(&ls);
+    }
+});
