@@ -10,7 +10,7 @@ use super::device::Device;
 use super::factor::SimplicialFactor;
 use super::pipeline::{DeviceFactor, SolvePath};
 use super::GpuError;
-use crate::linalg::{ordering, AxisDirichlet, CscMatrix, LinalgError, LinearSolver};
+use crate::linalg::{AxisDirichlet, CscMatrix, LinalgError, LinearSolver, SystemPlan};
 use std::sync::{Arc, Mutex};
 
 /// Errors building a [`GpuSystem`].
@@ -24,69 +24,62 @@ pub enum GpuSystemError {
     SelfCheck { rel: f64 },
 }
 
-struct Axis<D: Device> {
-    free: Vec<usize>,
-    prescribed: Vec<usize>,
-    factor: Arc<Mutex<DeviceFactor<D>>>,
-}
-
-/// Per-axis device factors of $\hat A_{FF}$.
+/// Per-axis device factors of $\hat A_{FF}$ on the free-node maps and orderings of a
+/// [`SystemPlan`] (the CPU path's plan, so the ordering is not computed twice).
 pub struct GpuSystem<D: Device> {
     dev: D,
     /// Unreduced per-axis matrix $\hat A$.
     pub a: CscMatrix,
-    axes: [Axis<D>; 3],
+    plan: Arc<SystemPlan>,
+    /// One device factor per distinct reduced system of the plan.
+    factors: Vec<Mutex<DeviceFactor<D>>>,
     /// The solve path of each distinct factor, for the run log.
     pub paths: Vec<SolvePath>,
 }
 
 impl<D: Device> GpuSystem<D> {
-    /// Order, factor and upload the free blocks of `a`; build the explicit inverse factor
-    /// where it fits `budget_bytes`, self-checked on first use.
+    /// Plan (order and analyse), factor and upload the free blocks of `a`; build the explicit
+    /// inverse factor where it fits `budget_bytes`, self-checked on first use.
     pub fn new(
         dev: D,
         a: CscMatrix,
         dirichlet: [AxisDirichlet; 3],
         budget_bytes: usize,
     ) -> Result<Self, GpuSystemError> {
-        let n = a.n;
-        let mut cache: Vec<(AxisDirichlet, Arc<Mutex<DeviceFactor<D>>>)> = Vec::new();
-        let mut paths = Vec::new();
-        let mut axes = Vec::with_capacity(3);
-        for d in &dirichlet {
-            let mut fixed = vec![false; n];
-            d.nodes.iter().for_each(|&i| fixed[i] = true);
-            let free: Vec<usize> = (0..n).filter(|&i| !fixed[i]).collect();
-            let factor = match cache.iter().find(|(k, _)| k == d) {
-                Some((_, f)) => f.clone(),
-                None => {
-                    let mut map = vec![usize::MAX; n];
-                    free.iter().enumerate().for_each(|(k, &i)| map[i] = k);
-                    let sub = a.submatrix(&free, &map);
-                    let (p, ip) = ordering::nested_dissection(&sub)?;
-                    let sf = SimplicialFactor::new(&sub, &p, &ip)?;
-                    let mut df = DeviceFactor::new(&dev, &sf, budget_bytes)?;
-                    let rel = df.self_check(&dev)?;
-                    if rel > 1e-10 {
-                        return Err(GpuSystemError::SelfCheck { rel });
-                    }
-                    paths.push(df.path.clone());
-                    let f = Arc::new(Mutex::new(df));
-                    cache.push((d.clone(), f.clone()));
-                    f
-                }
-            };
-            axes.push(Axis {
-                free,
-                prescribed: d.nodes.clone(),
-                factor,
-            });
+        let plan = Arc::new(SystemPlan::new(&a, dirichlet)?);
+        Self::with_plan(dev, a, plan, budget_bytes)
+    }
+
+    /// As [`GpuSystem::new`] on an existing plan of `a`'s pattern (e.g. the simulator's).
+    pub fn with_plan(
+        dev: D,
+        a: CscMatrix,
+        plan: Arc<SystemPlan>,
+        budget_bytes: usize,
+    ) -> Result<Self, GpuSystemError> {
+        let mut factors = Vec::with_capacity(plan.num_reduced());
+        let mut paths = Vec::with_capacity(plan.num_reduced());
+        for k in 0..plan.num_reduced() {
+            let (free, map, perm) = plan.reduced(k);
+            let sub = a.submatrix(free, map);
+            let mut iperm = vec![0; perm.len()];
+            perm.iter()
+                .enumerate()
+                .for_each(|(new, &old)| iperm[old] = new);
+            let sf = SimplicialFactor::new(&sub, perm, &iperm)?;
+            let mut df = DeviceFactor::new(&dev, &sf, budget_bytes)?;
+            let rel = df.self_check(&dev)?;
+            if rel > 1e-10 {
+                return Err(GpuSystemError::SelfCheck { rel });
+            }
+            paths.push(df.path.clone());
+            factors.push(Mutex::new(df));
         }
-        let axes: [Axis<D>; 3] = axes.try_into().map_err(|_| GpuError::NoInverse)?;
         Ok(GpuSystem {
             dev,
             a,
-            axes,
+            plan,
+            factors,
             paths,
         })
     }
@@ -98,28 +91,26 @@ impl<D: Device> GpuSystem<D> {
         xd: Option<&[f64]>,
         out: &mut [f64],
     ) -> Result<(), GpuError> {
-        let ax = &self.axes[d];
+        let k = self.plan.axis_system(d);
+        let (free, _, _) = self.plan.reduced(k);
+        let prescribed = self.plan.prescribed(d);
         let n = self.a.n;
-        let mut rhs: Vec<f64> = ax.free.iter().map(|&i| b[3 * i + d]).collect();
-        if let (Some(xd), false) = (xd, ax.prescribed.is_empty()) {
+        let mut rhs: Vec<f64> = free.iter().map(|&i| b[3 * i + d]).collect();
+        if let (Some(xd), false) = (xd, prescribed.is_empty()) {
             let mut col = vec![0.0; n];
-            ax.prescribed.iter().for_each(|&i| col[i] = xd[3 * i + d]);
+            prescribed.iter().for_each(|&i| col[i] = xd[3 * i + d]);
             let mut t = vec![0.0; n];
             self.a.matvec(&col, &mut t);
-            ax.free
-                .iter()
-                .enumerate()
-                .for_each(|(k, &i)| rhs[k] -= t[i]);
+            free.iter().enumerate().for_each(|(j, &i)| rhs[j] -= t[i]);
         }
         let sol = {
-            let mut f = ax.factor.lock().unwrap_or_else(|p| p.into_inner());
+            let mut f = self.factors[k].lock().unwrap_or_else(|p| p.into_inner());
             f.solve(&self.dev, &rhs)?
         };
-        ax.free
-            .iter()
+        free.iter()
             .enumerate()
-            .for_each(|(k, &i)| out[3 * i + d] = sol[k]);
-        for &i in &ax.prescribed {
+            .for_each(|(j, &i)| out[3 * i + d] = sol[j]);
+        for &i in prescribed {
             out[3 * i + d] = xd.map(|v| v[3 * i + d]).unwrap_or(0.0);
         }
         Ok(())

@@ -109,6 +109,23 @@ impl SystemPlan {
     pub fn num_reduced(&self) -> usize {
         self.reduced.len()
     }
+
+    /// Which distinct reduced system serves axis `d`.
+    pub fn axis_system(&self, d: usize) -> usize {
+        self.axes[d]
+    }
+
+    /// Free nodes, node → free-index map (`usize::MAX` if prescribed) and nested-dissection
+    /// ordering (`perm[new] = old`) of reduced system `k`.
+    pub fn reduced(&self, k: usize) -> (&[usize], &[usize], &[usize]) {
+        let r = &self.reduced[k];
+        (&r.free, &r.map, &r.perm)
+    }
+
+    /// Prescribed nodes of axis `d`.
+    pub fn prescribed(&self, d: usize) -> &[usize] {
+        &self.dirichlet[d].nodes
+    }
 }
 
 /// Assembled, factored global system (CPU reference implementation of [`LinearSolver`]).
