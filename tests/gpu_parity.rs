@@ -113,7 +113,8 @@ fn local_step_matches_the_cpu_path_on<D: Device + Clone>(dev: &D) {
         let mut warm = vec![nalgebra::Vector3::zeros(); m.num_samples()];
         for (amp, seed) in [(0.002, 1u64), (0.05, 2), (0.05, 2), (0.2, 3)] {
             let x = deformed(&m, amp, seed);
-            let (q_dev, bp_dev) = step.run(dev, &x).unwrap();
+            let bp_dev = step.run(dev, &x).unwrap();
+            let q_dev = step.projections(dev).unwrap();
             let cpu = diffphd::solver::local::project_all(&m, &d, &x, &mut warm).unwrap();
             let q_cpu: Vec<f64> = cpu
                 .q

@@ -118,6 +118,36 @@ impl SampleWeights {
     }
 }
 
+/// The node → (sample, entry) transpose on the device: pointers and the two incidence lists.
+struct Incidence<D: Device> {
+    ptr: D::Index,
+    sample: D::Index,
+    entry: D::Index,
+}
+
+/// `out` $=\sum_sG_s^T\mathrm{vec}\,M_s$ per node through the transpose (a gather: no atomics).
+fn gather<D: Device>(
+    dev: &D,
+    nn: usize,
+    inc: &Incidence<D>,
+    grads: &D::Real,
+    m: &D::Real,
+    out: &mut D::Real,
+) -> Result<(), GpuError> {
+    dev.launch(
+        Kernel::GatherRhs,
+        nn,
+        &mut [
+            Arg::Index(&inc.ptr),
+            Arg::Index(&inc.sample),
+            Arg::Index(&inc.entry),
+            Arg::In(grads),
+            Arg::In(m),
+            Arg::Out(out),
+        ],
+    )
+}
+
 /// Device buffers of the local step.
 pub struct DeviceLocalStep<D: Device> {
     ns: usize,
@@ -126,9 +156,7 @@ pub struct DeviceLocalStep<D: Device> {
     pub(crate) nodes: D::Index,
     pub(crate) grads: D::Real,
     rest: D::Real,
-    pub(crate) inc_ptr: D::Index,
-    pub(crate) inc_sample: D::Index,
-    pub(crate) inc_entry: D::Index,
+    inc: Incidence<D>,
     kind: D::Index,
     wa: D::Real,
     wb: D::Real,
@@ -157,9 +185,11 @@ impl<D: Device> DeviceLocalStep<D> {
             nodes: dev.upload_index(&a.nodes)?,
             grads: dev.upload(&a.grads)?,
             rest: dev.upload(&a.rest)?,
-            inc_ptr: dev.upload_index(&a.inc_ptr)?,
-            inc_sample: dev.upload_index(&a.inc_sample)?,
-            inc_entry: dev.upload_index(&a.inc_entry)?,
+            inc: Incidence {
+                ptr: dev.upload_index(&a.inc_ptr)?,
+                sample: dev.upload_index(&a.inc_sample)?,
+                entry: dev.upload_index(&a.inc_entry)?,
+            },
             kind: dev.upload_index(&w.kind)?,
             wa: dev.upload(&w.wa)?,
             wb: dev.upload(&w.wb)?,
@@ -185,9 +215,9 @@ impl<D: Device> DeviceLocalStep<D> {
         dev.write(&mut self.warm, &vec![0.0; 3 * self.ns])
     }
 
-    /// One local step at positions `x` (node-major): returns $Q_s$ (9 per sample, row-major)
-    /// and $b_p$ (node-major).
-    pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>), GpuError> {
+    /// One local step at positions `x` (node-major): returns $b_p$ (node-major); the
+    /// projections $Q_s$ stay on the device ([`DeviceLocalStep::projections`]).
+    pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<Vec<f64>, GpuError> {
         dev.write(&mut self.x, x)?;
         dev.launch(
             Kernel::LocalStep,
@@ -206,19 +236,19 @@ impl<D: Device> DeviceLocalStep<D> {
                 Arg::Out(&mut self.q),
             ],
         )?;
-        dev.launch(
-            Kernel::GatherRhs,
-            self.nn,
-            &mut [
-                Arg::Index(&self.inc_ptr),
-                Arg::Index(&self.inc_sample),
-                Arg::Index(&self.inc_entry),
-                Arg::In(&self.grads),
-                Arg::In(&self.q),
-                Arg::Out(&mut self.bp),
-            ],
-        )?;
-        Ok((dev.download(&self.q)?, dev.download(&self.bp)?))
+        gather(dev, self.nn, &self.inc, &self.grads, &self.q, &mut self.bp)?;
+        dev.download(&self.bp)
+    }
+
+    /// $Q_s$ of the last [`DeviceLocalStep::run`] (9 per sample, row-major).
+    pub fn projections(&self, dev: &D) -> Result<Vec<f64>, GpuError> {
+        dev.download(&self.q)
+    }
+
+    /// `out` $=\sum_sG_s^T\mathrm{vec}\,M_s$ for per-sample matrices `m` (9 per sample):
+    /// the right-hand side of the local step, or $\Delta A\,z$ from the spectral products.
+    fn gather(&self, dev: &D, m: &D::Real, out: &mut D::Real) -> Result<(), GpuError> {
+        gather(dev, self.nn, &self.inc, &self.grads, m, out)
     }
 }
 
@@ -227,7 +257,6 @@ impl<D: Device> DeviceLocalStep<D> {
 /// (execute). The coefficients come from `solver::backward::StepLinearization`.
 pub struct DeviceAdjointProduct<D: Device> {
     ns: usize,
-    nn: usize,
     coef: [D::Real; 5],
     z: D::Real,
     dp: D::Real,
@@ -241,7 +270,6 @@ impl<D: Device> DeviceAdjointProduct<D> {
         let nn = a.inc_ptr.len() - 1;
         Ok(DeviceAdjointProduct {
             ns,
-            nn,
             coef: [
                 dev.zeros(9 * ns)?,
                 dev.zeros(9 * ns)?,
@@ -298,18 +326,7 @@ impl<D: Device> DeviceAdjointProduct<D> {
                 Arg::Out(&mut self.dp),
             ],
         )?;
-        dev.launch(
-            Kernel::GatherRhs,
-            self.nn,
-            &mut [
-                Arg::Index(&step.inc_ptr),
-                Arg::Index(&step.inc_sample),
-                Arg::Index(&step.inc_entry),
-                Arg::In(&step.grads),
-                Arg::In(&self.dp),
-                Arg::Out(&mut self.out),
-            ],
-        )?;
+        step.gather(dev, &self.dp, &mut self.out)?;
         dev.download(&self.out)
     }
 }

@@ -30,10 +30,10 @@ impl<D: Device + Clone> DeviceOffload<D> {
         let arrays = LocalArrays::from_model(model);
         let local =
             DeviceLocalStep::new(&dev, model, &arrays, &sim.derived).map_err(|e| e.to_string())?;
-        let system = GpuSystem::new(
+        let system = GpuSystem::with_plan(
             dev.clone(),
             sim.system.a.clone(),
-            model.dirichlet_sets(),
+            sim.system.plan().clone(),
             budget_bytes,
         )
         .map_err(|e| e.to_string())?;
@@ -65,7 +65,7 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
     }
 
     fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
-        let (_, out) = self.local.run(&self.dev, x).map_err(|e| e.to_string())?;
+        let out = self.local.run(&self.dev, x).map_err(|e| e.to_string())?;
         bp.copy_from_slice(&out);
         Ok(())
     }
