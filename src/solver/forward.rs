@@ -242,14 +242,23 @@ impl Simulator<'_> {
                     iteration: k,
                     message,
                 })?;
-            if !bp.iter().all(|v| v.is_finite()) {
-                return Err(SolverError::NonFiniteLocal {
+            if bp.iter().all(|v| v.is_finite()) {
+                return Ok(());
+            }
+            // Not finite on the device: the CPU reference step names the element.
+            let mut warm = self.warm.clone();
+            return match local::project_all(self.model, &self.derived, x, &mut warm) {
+                Err(e) => Err(SolverError::NonFiniteLocal {
                     frame,
                     iteration: k,
-                    element: self.first_bad_element(x).unwrap_or(0),
-                });
-            }
-            return Ok(());
+                    element: e.element,
+                }),
+                Ok(_) => Err(SolverError::Offload {
+                    frame,
+                    iteration: k,
+                    message: "non-finite local step on the device where the CPU's is finite".into(),
+                }),
+            };
         }
         let loc =
             local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|e| {
