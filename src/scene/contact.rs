@@ -4,7 +4,7 @@
 use crate::model::{ContactModel, ContactSettings, Motion};
 use serde::{Deserialize, Serialize};
 
-type Check = Result<(), (String, String)>;
+use super::checks::{finite3, nonneg, positive, Check};
 
 /// Shape of an obstacle. The obstacle is a solid; the bodies live outside it (for `plane`:
 /// on the side the normal points to).
@@ -70,33 +70,12 @@ pub struct ObstacleSpec {
     pub motion: Motion,
 }
 
-fn finite3(key: &str, v: &[f64; 3]) -> Check {
-    if v.iter().all(|x| x.is_finite()) {
-        Ok(())
-    } else {
-        Err((key.into(), "expected three finite numbers".into()))
-    }
-}
 fn nonzero3(key: &str, v: &[f64; 3]) -> Check {
     finite3(key, v)?;
     if v.iter().map(|x| x * x).sum::<f64>() > 0.0 {
         Ok(())
     } else {
         Err((key.into(), "expected a non-zero vector".into()))
-    }
-}
-fn positive(key: &str, v: f64) -> Check {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err((key.into(), format!("expected a finite value > 0, got {v}")))
-    }
-}
-fn nonneg(key: &str, v: f64) -> Check {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err((key.into(), format!("expected a finite value >= 0, got {v}")))
     }
 }
 

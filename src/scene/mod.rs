@@ -4,6 +4,7 @@
 //! are serde defaults, documented key by key in `docs/scene-format.md`. Validation
 //! ([`Scene::validate`]) checks ranges and names the full key path of the offending value.
 
+mod checks;
 pub mod contact;
 pub mod overrides;
 pub mod resolve;

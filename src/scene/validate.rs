@@ -4,29 +4,7 @@
 use super::schema::*;
 use crate::model::settings::*;
 
-type Check = Result<(), (String, String)>;
-
-fn finite3(key: &str, v: &[f64; 3]) -> Check {
-    if v.iter().all(|x| x.is_finite()) {
-        Ok(())
-    } else {
-        Err((key.into(), "expected three finite numbers".into()))
-    }
-}
-fn positive(key: &str, v: f64) -> Check {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err((key.into(), format!("expected a finite value > 0, got {v}")))
-    }
-}
-fn nonneg(key: &str, v: f64) -> Check {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err((key.into(), format!("expected a finite value >= 0, got {v}")))
-    }
-}
+use super::checks::{finite3, nonneg, positive, Check};
 
 impl Scene {
     /// Range checks. Errors are `(key path, message)`.
