@@ -1,7 +1,7 @@
 //! The command line's bridge from the simulation model to the frame writer of
 //! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
 //! [`FrameLayout`] (with the per-element strain-energy density and von Mises stress of
-//! [`crate::io::cell_fields`] as per-frame cell arrays) and the scene's `[output] format` a
+//! [`crate::solver::cell_fields`] as per-frame cell arrays) and the scene's `[output] format` a
 //! [`FrameFiles`].
 
 pub use crate::io::frames::FrameWriter;
@@ -49,7 +49,7 @@ impl From<&Model> for FrameLayout {
             num_nodes: model.num_nodes(),
             bodies,
             cell_fields: Some(CellFields(std::sync::Arc::new(move |x: &[f64]| {
-                let (psi, mises) = crate::io::cell_fields::cell_fields(&m, x);
+                let (psi, mises) = crate::solver::cell_fields::cell_fields(&m, x);
                 vec![("strain_energy_density", psi), ("von_mises_stress", mises)]
             }))),
         }

@@ -55,7 +55,7 @@ pub struct FrameBody {
 
 /// Per-element arrays computed from the positions of each frame, over all elements in
 /// element order: `(name, one value per element)` (e.g. strain-energy density and von Mises
-/// stress, see [`crate::io::cell_fields`]). The caller supplies the function, so the writer
+/// stress, see `solver::cell_fields`). The caller supplies the function, so the writer
 /// stays a writer of plain numbers.
 #[derive(Clone)]
 pub struct CellFields(pub std::sync::Arc<CellFieldFn>);

@@ -3,7 +3,6 @@
 //! written to a temporary name and renamed into place, so a run killed half-way leaves each
 //! finished file intact and never a half-written one.
 
-pub mod cell_fields;
 pub mod frames;
 pub mod input;
 pub mod log;

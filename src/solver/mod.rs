@@ -4,6 +4,7 @@
 pub mod anderson;
 pub mod assembly;
 pub mod backward;
+pub mod cell_fields;
 pub mod config;
 pub mod diffpd;
 pub mod error;
