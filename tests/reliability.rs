@@ -382,6 +382,33 @@ fn sigkill_leaves_complete_files_and_an_incomplete_status() {
         }
     }
     frames_are_complete_and_finite_ignoring_tmp(&out);
+
+    // `optimize --resume` continues the killed run: the recorded evaluations are kept (not
+    // recomputed) and the run goes on to its new cap.
+    let done = v["evaluations"].as_array().unwrap().len();
+    let cap = (done + 2).to_string();
+    let res = std::process::Command::new(env!("CARGO_BIN_EXE_diffphd"))
+        .args(["optimize".as_ref(), sp.as_os_str(), "--quiet".as_ref()])
+        .args(["--out".as_ref(), out.as_os_str()])
+        .args(["--resume", "--max-evaluations", &cap])
+        .output()
+        .unwrap();
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let w = read_json(&json);
+    assert_eq!(w["status"], "completed");
+    assert_eq!(w["header"]["resumed_evaluations"], done);
+    assert_eq!(w["evaluations"].as_array().unwrap().len(), done + 2);
+    for i in 0..done {
+        assert_eq!(
+            w["evaluations"][i], v["evaluations"][i],
+            "evaluation {i} replayed as recorded"
+        );
+    }
 }
 
 /// As [`frames_are_complete_and_finite`], but a `*.tmp` (a write SIGKILL cut short; never a

@@ -7,7 +7,7 @@
 //! point; a second signal exits at once, leaving the last complete `optimize.json`).
 
 use super::{Failure, RunArgs};
-use crate::optimize::lbfgs::{self, OptimizeLog, Status};
+use crate::optimize::lbfgs::{self, EvalRecord, OptimizeLog, Resume, Status};
 use crate::optimize::problem::Problem;
 use crate::optimize::writeback;
 use crate::solver::{rollout, Simulator};
@@ -25,6 +25,12 @@ pub struct OptimizeArgs {
     /// Evaluation cap (overrides `optimize.max_evaluations`).
     #[arg(long)]
     pub max_evaluations: Option<usize>,
+    /// Continue the interrupted (or capped) run whose `optimize.json` is in the output
+    /// folder: its evaluations are replayed from the record, not recomputed, and the run goes
+    /// on where it stopped. The scene and overrides must define the same problem (only
+    /// `[optimize]` and `[output]` may differ, e.g. a larger `--max-evaluations`).
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// What a run produced.
@@ -69,7 +75,17 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     )?;
     lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    let out: PathBuf = super::claim_output("optimize", &run, &problem.ls)?;
+    let (out, resume) = if args.resume {
+        let out = super::output_dir(&run, &problem.ls);
+        let resume = read_resume(&out.join("optimize.json"), &problem)?;
+        (out, resume)
+    } else {
+        (
+            super::claim_output("optimize", &run, &problem.ls)?,
+            Resume::default(),
+        )
+    };
+    let replayed = resume.evaluations.len();
     let json_path = out.join("optimize.json");
     let settings = problem.ls.scene.optimize.clone();
     let mut header = super::provenance(
@@ -85,6 +101,8 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
             "elements": problem.base.num_elements(),
             "frames": problem.base.frames,
             "dt": problem.base.h,
+            "problem_hash": problem.ls.problem_hash(),
+            "resumed_evaluations": replayed,
         })
         .as_object()
         .expect("object")
@@ -128,12 +146,13 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         }
         seen_iters = log.iterations.len();
     };
-    let log = lbfgs::optimize(
+    let log = lbfgs::optimize_resumed(
         &problem,
         &settings,
         header,
         super::interrupt_flag(),
         &mut on_update,
+        resume,
     )
     .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     if let Some(b) = &bar {
@@ -187,6 +206,70 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
             json_path.display()
         ))),
     }
+}
+
+/// What `--resume` needs from an earlier run's `optimize.json`.
+#[derive(serde::Deserialize)]
+struct EarlierRun {
+    header: EarlierHeader,
+    parameters: Vec<EarlierParam>,
+    evaluations: Vec<EvalRecord>,
+}
+
+#[derive(serde::Deserialize)]
+struct EarlierHeader {
+    problem_hash: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct EarlierParam {
+    name: String,
+    initial: f64,
+}
+
+/// The evaluations to replay from `path`, after checking that the earlier run optimized the
+/// same problem (problem hash, parameter names and start values). Errors are input errors
+/// (exit 2) naming the file and what differs.
+fn read_resume(path: &Path, problem: &Problem) -> Result<Resume, Failure> {
+    let fail = |msg: String| Failure::input(anyhow::anyhow!("{}: {msg}", path.display()));
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| fail(format!("cannot read the run to resume ({e})")))?;
+    let earlier: EarlierRun = serde_json::from_str(&text).map_err(|e| {
+        fail(format!(
+            "not an optimize.json this version can resume ({e})"
+        ))
+    })?;
+    let here = problem.ls.problem_hash();
+    match earlier.header.problem_hash {
+        Some(h) if h == here => {}
+        Some(h) => {
+            return Err(fail(format!(
+                "header.problem_hash {} differs from this scene's {} (resume needs the same scene and overrides; only [optimize] and [output] may change)",
+                &h[..h.len().min(12)],
+                &here[..12]
+            )))
+        }
+        None => return Err(fail("header.problem_hash is missing (written by an older diffphd)".into())),
+    }
+    let (_, _, info) = lbfgs::setup(problem).map_err(|e| fail(e.to_string()))?;
+    if earlier.parameters.len() != info.len() {
+        return Err(fail(format!(
+            "parameters: {} there, {} in this scene",
+            earlier.parameters.len(),
+            info.len()
+        )));
+    }
+    for (i, (a, b)) in earlier.parameters.iter().zip(&info).enumerate() {
+        if a.name != b.name || a.initial.to_bits() != b.initial.to_bits() {
+            return Err(fail(format!(
+                "parameters[{i}]: {:?} starting at {} there, {:?} starting at {} here",
+                a.name, a.initial, b.name, b.initial
+            )));
+        }
+    }
+    Ok(Resume {
+        evaluations: earlier.evaluations,
+    })
 }
 
 /// `s` as one POSIX shell word: as is when it holds only safe characters, else in single

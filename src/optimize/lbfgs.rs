@@ -31,7 +31,7 @@ use argmin::core::{
 };
 use argmin::solver::linesearch::{HagerZhangLineSearch, MoreThuenteLineSearch};
 use argmin::solver::quasinewton::LBFGS;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,7 +62,7 @@ pub struct ParamInfo {
 }
 
 /// One loss + gradient evaluation (one forward and one adjoint rollout).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EvalRecord {
     pub index: usize,
     /// L-BFGS iteration that requested it (0: the start point).
@@ -175,6 +175,8 @@ pub type OnUpdate<'a> = dyn FnMut(&OptimizeLog) + Send + 'a;
 struct Shared<'a> {
     log: OptimizeLog,
     cache: VecDeque<(Vec<f64>, f64, Vec<f64>)>,
+    /// Evaluations of an earlier run (`optimize --resume`) not yet requested again.
+    replay: VecDeque<EvalRecord>,
     stop: Option<Stop>,
     iteration: usize,
     cost_scale: f64,
@@ -239,9 +241,7 @@ impl Objective<'_, '_> {
     /// Memoised (loss, dL/du) at u, evaluating on a miss.
     fn eval(&self, u: &[f64]) -> Result<(f64, Vec<f64>), Error> {
         let mut sh = self.shared.lock().expect("optimizer state");
-        if let Some((_, l, g)) = sh.cache.iter().find(|(k, _, _)| {
-            k.len() == u.len() && k.iter().zip(u).all(|(a, b)| a.to_bits() == b.to_bits())
-        }) {
+        if let Some((_, l, g)) = sh.cache.iter().find(|(k, _, _)| same_bits(k, u)) {
             return Ok((*l, g.clone()));
         }
         if let Some(s) = &sh.stop {
@@ -268,6 +268,9 @@ impl Objective<'_, '_> {
             if let Err(m) = check_domain(p, v) {
                 return refuse(&mut sh, Stop::Failed(m));
             }
+        }
+        if let Some(rec) = take_replayed(&mut sh.replay, u) {
+            return Ok(push_evaluation(&mut sh, rec));
         }
         // The lock is held across the rollout: argmin calls cost and gradient one after
         // the other, so it only serialises those calls.
@@ -305,10 +308,10 @@ impl Objective<'_, '_> {
             index: sh.log.evaluations.len(),
             iteration: sh.iteration,
             loss: ev.loss,
-            parameters: values.clone(),
+            parameters: values,
             gradient,
             u: u.to_vec(),
-            gradient_u: grad_u.clone(),
+            gradient_u: grad_u,
             gradient_norm: gnorm,
             setup_seconds: ev.setup_seconds,
             forward_seconds: ev.forward_seconds,
@@ -319,24 +322,44 @@ impl Objective<'_, '_> {
             nonconverged_backward_frames: ev.nonconverged_backward_frames.len(),
             elapsed_seconds: sh.t0.elapsed().as_secs_f64(),
         };
-        if sh.log.best.as_ref().is_none_or(|b| ev.loss < b.loss) {
-            sh.log.best = Some(Best {
-                evaluation: rec.index,
-                loss: ev.loss,
-                parameters: values,
-                gradient_norm: gnorm,
-            });
-        }
-        sh.log.evaluations.push(rec);
-        sh.cache.push_back((u.to_vec(), ev.loss, grad_u.clone()));
-        if sh.cache.len() > CACHE {
-            sh.cache.pop_front();
-        }
-        refresh_summary(&mut sh);
-        let Shared { log, on_update, .. } = &mut *sh;
-        on_update(log);
-        Ok((ev.loss, grad_u))
+        Ok(push_evaluation(&mut sh, rec))
     }
+}
+
+/// The replayed evaluation at exactly `u` (bitwise), removed from the queue.
+fn take_replayed(replay: &mut VecDeque<EvalRecord>, u: &[f64]) -> Option<EvalRecord> {
+    let i = replay.iter().position(|r| same_bits(&r.u, u))?;
+    replay.remove(i)
+}
+
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Record an evaluation (new or replayed): best point, memo, summary, callback. Returns
+/// (loss, dL/du).
+fn push_evaluation(sh: &mut Shared, mut rec: EvalRecord) -> (f64, Vec<f64>) {
+    rec.index = sh.log.evaluations.len();
+    rec.iteration = sh.iteration;
+    if sh.log.best.as_ref().is_none_or(|b| rec.loss < b.loss) {
+        sh.log.best = Some(Best {
+            evaluation: rec.index,
+            loss: rec.loss,
+            parameters: rec.parameters.clone(),
+            gradient_norm: rec.gradient_norm,
+        });
+    }
+    let out = (rec.loss, rec.gradient_u.clone());
+    sh.cache
+        .push_back((rec.u.clone(), rec.loss, rec.gradient_u.clone()));
+    if sh.cache.len() > CACHE {
+        sh.cache.pop_front();
+    }
+    sh.log.evaluations.push(rec);
+    refresh_summary(sh);
+    let Shared { log, on_update, .. } = &mut *sh;
+    on_update(log);
+    out
 }
 
 fn refresh_summary(sh: &mut Shared) {
@@ -460,9 +483,7 @@ impl<'a, O, S: Solver<O, LState>> Solver<O, LState> for Driver<'a, S> {
 }
 
 fn record_iteration(sh: &mut Shared, k: usize, u: &[f64]) {
-    let Some(e) = sh.log.evaluations.iter().rev().find(|e| {
-        e.u.len() == u.len() && e.u.iter().zip(u).all(|(a, b)| a.to_bits() == b.to_bits())
-    }) else {
+    let Some(e) = sh.log.evaluations.iter().rev().find(|e| same_bits(&e.u, u)) else {
         return;
     };
     let rec = IterRecord {
@@ -540,6 +561,25 @@ pub fn setup(problem: &Problem) -> Result<Setup, SetupError> {
     Ok((u0, maps, info))
 }
 
+/// Evaluations of an earlier, interrupted run of the same problem (`optimize --resume`).
+///
+/// The optimizer is deterministic, so it asks again for exactly the points it asked for
+/// before; each of those is answered from the record (bitwise the same loss and gradient)
+/// instead of a rollout, and the run goes on from the last recorded evaluation as if it had
+/// never stopped. A point the record does not hold (different optimizer settings) is
+/// evaluated afresh.
+#[derive(Clone, Debug, Default)]
+pub struct Resume {
+    pub evaluations: Vec<EvalRecord>,
+}
+
+impl Resume {
+    /// Seconds the earlier run had spent (its last evaluation's clock).
+    fn elapsed(&self) -> f64 {
+        self.evaluations.last().map_or(0.0, |e| e.elapsed_seconds)
+    }
+}
+
 /// Run the optimization. `on_update` sees the log after every evaluation and iteration;
 /// `interrupt`, when set, stops the run before the next evaluation. Returns the final log
 /// (status completed, interrupted or failed; never panics on solver failures).
@@ -549,6 +589,25 @@ pub fn optimize<'a>(
     header: serde_json::Value,
     interrupt: Option<Arc<AtomicBool>>,
     on_update: &'a mut OnUpdate<'a>,
+) -> Result<OptimizeLog, SetupError> {
+    optimize_resumed(
+        problem,
+        settings,
+        header,
+        interrupt,
+        on_update,
+        Resume::default(),
+    )
+}
+
+/// As [`optimize`], replaying the evaluations of `resume` first (see [`Resume`]).
+pub fn optimize_resumed<'a>(
+    problem: &Problem,
+    settings: &OptimizeSettings,
+    header: serde_json::Value,
+    interrupt: Option<Arc<AtomicBool>>,
+    on_update: &'a mut OnUpdate<'a>,
+    resume: Resume,
 ) -> Result<OptimizeLog, SetupError> {
     if problem.params.is_empty() {
         return Err(SetupError::Invalid {
@@ -563,27 +622,20 @@ pub fn optimize<'a>(
     // Read again at the end: argmin can stop on its own (iteration cap, line-search exit)
     // after a Ctrl-C without asking for another evaluation, and the run is still interrupted.
     let interrupt_flag = interrupt.clone();
-    let log = OptimizeLog {
-        header,
-        settings: settings.clone(),
-        parameters: info,
-        cost_scale: None,
-        status: Status::Running,
-        termination: None,
-        error: None,
-        best: None,
-        summary: Summary::default(),
-        iterations: vec![],
-        evaluations: vec![],
-    };
+    let t0 = Instant::now()
+        .checked_sub(std::time::Duration::from_secs_f64(
+            resume.elapsed().max(0.0),
+        ))
+        .unwrap_or_else(Instant::now);
     let shared = Arc::new(Mutex::new(Shared {
-        log,
+        log: empty_log(header, settings, info),
         cache: VecDeque::new(),
+        replay: resume.evaluations.into(),
         stop: None,
         iteration: 0,
         cost_scale: 1.0,
         grad0: 0.0,
-        t0: Instant::now(),
+        t0,
         on_update,
     }));
     let objective = Objective {
@@ -593,89 +645,118 @@ pub fn optimize<'a>(
         interrupt,
         shared: shared.clone(),
     };
-    let first = objective.eval(&u0);
-    let outcome: Result<String, Error> = match first {
+    let outcome = match objective.eval(&u0) {
         Err(e) => Err(e),
-        Ok((l0, g0)) => {
-            let ginf = g0.iter().fold(0.0f64, |a, g| a.max(g.abs()));
-            {
-                let mut sh = shared.lock().expect("optimizer state");
-                sh.grad0 = g0.iter().map(|g| g * g).sum::<f64>().sqrt();
-                sh.cost_scale = if ginf > 0.0 {
-                    settings.initial_step / ginf
-                } else {
-                    1.0
-                };
-                sh.log.cost_scale = Some(sh.cost_scale);
-                record_iteration(&mut sh, 0, &u0);
-            }
-            if ginf == 0.0 {
-                Ok("the gradient is zero at the start point".into())
-            } else {
-                let c = shared.lock().expect("optimizer state").cost_scale;
-                let cg: Vec<f64> = g0.iter().map(|g| c * g).collect();
-                let m = settings.lbfgs_memory;
-                let (cost0, s) = (c * l0, settings.clone());
-                let run = |u0: Vec<f64>| -> Result<String, Error> {
-                    match settings.line_search {
-                        LineSearchKind::MoreThuente => {
-                            let inner = LBFGS::new(MoreThuenteLineSearch::new(), m)
-                                .with_tolerance_grad(0.0)?
-                                .with_tolerance_cost(0.0)?;
-                            drive(objective, inner, s, shared.clone(), u0, cost0, cg)
-                        }
-                        LineSearchKind::HagerZhang => {
-                            let inner = LBFGS::new(HagerZhangLineSearch::new(), m)
-                                .with_tolerance_grad(0.0)?
-                                .with_tolerance_cost(0.0)?;
-                            drive(objective, inner, s, shared.clone(), u0, cost0, cg)
-                        }
-                    }
-                };
-                run(u0)
-            }
-        }
+        Ok((l0, g0)) => start_lbfgs(objective, settings, &shared, u0, l0, &g0),
     };
     let mut sh = shared.lock().expect("optimizer state");
     let flagged = interrupt_flag
         .as_ref()
         .is_some_and(|f| f.load(Ordering::SeqCst));
-    let stop = match sh.stop.clone() {
-        Some(Stop::Failed(m)) => Some(Stop::Failed(m)),
-        _ if flagged => Some(Stop::Interrupted),
-        s => s,
+    finish(&mut sh, settings, flagged, outcome);
+    Ok(sh.log.clone())
+}
+
+/// The log of a run that has not evaluated anything yet.
+fn empty_log(
+    header: serde_json::Value,
+    settings: &OptimizeSettings,
+    parameters: Vec<ParamInfo>,
+) -> OptimizeLog {
+    OptimizeLog {
+        header,
+        settings: settings.clone(),
+        parameters,
+        cost_scale: None,
+        status: Status::Running,
+        termination: None,
+        error: None,
+        best: None,
+        summary: Summary::default(),
+        iterations: vec![],
+        evaluations: vec![],
+    }
+}
+
+/// From the start point's loss `l0` and gradient `g0`: fix the cost scale
+/// $c=$ `initial_step`$/\|g_0\|_\infty$, record iteration 0 and run L-BFGS with the
+/// configured line search. Returns why L-BFGS stopped.
+fn start_lbfgs<'a, 'p>(
+    objective: Objective<'p, 'a>,
+    settings: &OptimizeSettings,
+    shared: &Arc<Mutex<Shared<'a>>>,
+    u0: Vec<f64>,
+    l0: f64,
+    g0: &[f64],
+) -> Result<String, Error> {
+    let ginf = g0.iter().fold(0.0f64, |a, g| a.max(g.abs()));
+    let c = {
+        let mut sh = shared.lock().expect("optimizer state");
+        sh.grad0 = g0.iter().map(|g| g * g).sum::<f64>().sqrt();
+        sh.cost_scale = if ginf > 0.0 {
+            settings.initial_step / ginf
+        } else {
+            1.0
+        };
+        sh.log.cost_scale = Some(sh.cost_scale);
+        record_iteration(&mut sh, 0, &u0);
+        sh.cost_scale
     };
-    match (stop, outcome) {
-        (Some(Stop::Interrupted), _) => {
-            sh.log.status = Status::Interrupted;
-            sh.log.termination = Some("interrupted (SIGINT)".into());
+    if ginf == 0.0 {
+        return Ok("the gradient is zero at the start point".into());
+    }
+    let cg: Vec<f64> = g0.iter().map(|g| c * g).collect();
+    let (m, cost0, s) = (settings.lbfgs_memory, c * l0, settings.clone());
+    match settings.line_search {
+        LineSearchKind::MoreThuente => {
+            let inner = LBFGS::new(MoreThuenteLineSearch::new(), m)
+                .with_tolerance_grad(0.0)?
+                .with_tolerance_cost(0.0)?;
+            drive(objective, inner, s, shared.clone(), u0, cost0, cg)
         }
-        (Some(Stop::Failed(m)), _) => {
-            sh.log.status = Status::Failed;
-            sh.log.termination = Some("an evaluation failed".into());
-            sh.log.error = Some(m);
-        }
-        (Some(Stop::EvaluationCap), _) => {
-            sh.log.status = Status::Completed;
-            sh.log.termination = Some(format!(
-                "max_evaluations ({}) reached",
-                settings.max_evaluations
-            ));
-        }
-        (None, Ok(why)) => {
-            sh.log.status = Status::Completed;
-            sh.log.termination = Some(why);
-        }
-        (None, Err(e)) => {
-            sh.log.status = Status::Failed;
-            sh.log.termination = Some("the optimizer failed".into());
-            sh.log.error = Some(format!("{e:#}"));
+        LineSearchKind::HagerZhang => {
+            let inner = LBFGS::new(HagerZhangLineSearch::new(), m)
+                .with_tolerance_grad(0.0)?
+                .with_tolerance_cost(0.0)?;
+            drive(objective, inner, s, shared.clone(), u0, cost0, cg)
         }
     }
-    refresh_summary(&mut sh);
+}
+
+/// Status, termination and error of the finished run (a failed evaluation wins over an
+/// interrupt, an interrupt over everything else), then the last callback.
+fn finish(
+    sh: &mut Shared,
+    settings: &OptimizeSettings,
+    interrupted: bool,
+    outcome: Result<String, Error>,
+) {
+    let stop = match sh.stop.clone() {
+        Some(Stop::Failed(m)) => Some(Stop::Failed(m)),
+        _ if interrupted => Some(Stop::Interrupted),
+        s => s,
+    };
+    let (status, termination, error) = match (stop, outcome) {
+        (Some(Stop::Interrupted), _) => (Status::Interrupted, "interrupted (SIGINT)".into(), None),
+        (Some(Stop::Failed(m)), _) => (Status::Failed, "an evaluation failed".into(), Some(m)),
+        (Some(Stop::EvaluationCap), _) => (
+            Status::Completed,
+            format!("max_evaluations ({}) reached", settings.max_evaluations),
+            None,
+        ),
+        (None, Ok(why)) => (Status::Completed, why, None),
+        (None, Err(e)) => (
+            Status::Failed,
+            "the optimizer failed".into(),
+            Some(format!("{e:#}")),
+        ),
+    };
+    sh.log.status = status;
+    sh.log.termination = Some(termination);
+    sh.log.error = error;
+    refresh_summary(sh);
     let Shared { log, on_update, .. } = &mut *sh;
     on_update(log);
-    Ok(log.clone())
 }
 
 fn drive<'a, O, S>(

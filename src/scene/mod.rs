@@ -53,6 +53,19 @@ pub struct LoadedScene {
 }
 
 impl LoadedScene {
+    /// SHA-256 (hex) of the effective scene without its `[optimize]` and `[output]` tables:
+    /// what defines the loss and gradient an optimization evaluates. Two runs with the same
+    /// problem hash evaluate the same function; `optimize --resume` requires it to match
+    /// (the optimizer's caps and the output settings may change between the two runs).
+    pub fn problem_hash(&self) -> String {
+        let mut table: toml::Table =
+            toml::from_str(&self.effective_toml).expect("the effective scene is valid TOML");
+        table.remove("optimize");
+        table.remove("output");
+        let text = toml::to_string(&table).expect("a TOML table serializes");
+        format!("{:x}", Sha256::digest(text.as_bytes()))
+    }
+
     /// Resolve a path written in the scene file.
     pub fn resolve(&self, p: &str) -> PathBuf {
         let pb = PathBuf::from(p);
