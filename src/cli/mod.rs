@@ -11,6 +11,7 @@ pub mod memory;
 pub mod mesh;
 pub mod optimize;
 pub mod plot;
+pub mod reference;
 pub mod simulate;
 pub mod sweep;
 
@@ -96,7 +97,11 @@ pub enum Command {
     /// What this machine can run: CPU threads, CUDA driver and device, NVRTC, the GPU emulator.
     Doctor(doctor::DoctorArgs),
     /// Print the JSON Schema of the scene format (the copy in docs/scene.schema.json).
-    Schema,
+    Schema {
+        /// Print the command-line reference instead (the copy in docs/cli.md).
+        #[arg(long)]
+        cli: bool,
+    },
     /// Parameter sweeps: plan, run locally, emit for GNU parallel / Slurm, task, collect.
     Sweep {
         #[command(subcommand)]
@@ -150,8 +155,12 @@ pub fn main() -> i32 {
         Command::Plot(args) => plot::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Sweep { cmd } => sweep::run(&cmd),
-        Command::Schema => {
-            print!("{}", crate::scene::json_schema());
+        Command::Schema { cli } => {
+            if cli {
+                print!("{}", reference::markdown());
+            } else {
+                print!("{}", crate::scene::json_schema());
+            }
             Ok(())
         }
     };
