@@ -88,36 +88,9 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let replayed = resume.evaluations.len();
     let json_path = out.join("optimize.json");
     let settings = problem.ls.scene.optimize.clone();
-    let mut header = super::provenance(
-        "optimize",
-        &problem.ls,
-        &super::simulate::effective_sets(&run),
-        threads,
-        backend,
-    );
-    header.as_object_mut().expect("object").extend(
-        serde_json::json!({
-            "nodes": problem.base.num_nodes(),
-            "elements": problem.base.num_elements(),
-            "frames": problem.base.frames,
-            "dt": problem.base.h,
-            "problem_hash": problem.ls.problem_hash(),
-            "resumed_evaluations": replayed,
-        })
-        .as_object()
-        .expect("object")
-        .clone(),
-    );
-    let bar = (!run.quiet && std::io::stderr().is_terminal()).then(|| {
-        let pb = indicatif::ProgressBar::new(settings.max_iterations as u64);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} iter {pos}/{len} {msg} [{elapsed_precise}]",
-            )
-            .expect("template"),
-        );
-        pb
-    });
+    let header = header(&problem, &run, threads, backend, replayed);
+    let bar = (!run.quiet && std::io::stderr().is_terminal())
+        .then(|| progress_bar(settings.max_iterations));
     let quiet = run.quiet;
     let mut write_error: Option<std::io::Error> = None;
     let mut seen_iters = 0usize;
@@ -168,28 +141,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         write_outputs(&problem, &best.parameters, &log, &out).map_err(Failure::input)?;
     }
     if !quiet {
-        let s = &log.summary;
-        eprintln!(
-            "{:?}: {} ({} iterations, {} evaluations, {:.2}s forward + {:.2}s backward per evaluation)",
-            log.status,
-            log.termination.as_deref().unwrap_or(""),
-            s.iterations,
-            s.evaluations,
-            s.mean_forward_seconds,
-            s.mean_backward_seconds
-        );
-        if let Some(b) = &log.best {
-            eprintln!(
-                "best loss {:.6e} (initial {:.6e}) at evaluation {}:",
-                b.loss,
-                s.initial_loss.unwrap_or(f64::NAN),
-                b.evaluation
-            );
-            for (p, v) in log.parameters.iter().zip(&b.parameters) {
-                eprintln!("  {:<40} {v:.8e}  (start {:.6e})", p.name, p.initial);
-            }
-        }
-        eprintln!("-> {}", out.display());
+        report(&log, &out);
     }
     match log.status {
         Status::Completed | Status::Running => Ok(Outcome { log, out }),
@@ -206,6 +158,75 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
             json_path.display()
         ))),
     }
+}
+
+/// `optimize.json`'s header: provenance, problem sizes, the problem hash `--resume` checks
+/// and how many evaluations were replayed.
+fn header(
+    problem: &Problem,
+    run: &super::RunArgs,
+    threads: usize,
+    backend: crate::gpu::Backend,
+    replayed: usize,
+) -> serde_json::Value {
+    let mut header = super::provenance(
+        "optimize",
+        &problem.ls,
+        &super::simulate::effective_sets(run),
+        threads,
+        backend,
+    );
+    header.as_object_mut().expect("object").extend(
+        serde_json::json!({
+            "nodes": problem.base.num_nodes(),
+            "elements": problem.base.num_elements(),
+            "frames": problem.base.frames,
+            "dt": problem.base.h,
+            "problem_hash": problem.ls.problem_hash(),
+            "resumed_evaluations": replayed,
+        })
+        .as_object()
+        .expect("object")
+        .clone(),
+    );
+    header
+}
+
+fn progress_bar(max_iterations: usize) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new(max_iterations as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} iter {pos}/{len} {msg} [{elapsed_precise}]",
+        )
+        .expect("template"),
+    );
+    pb
+}
+
+/// The end-of-run summary on stderr: status, counts, timings, the best point.
+fn report(log: &OptimizeLog, out: &Path) {
+    let s = &log.summary;
+    eprintln!(
+        "{:?}: {} ({} iterations, {} evaluations, {:.2}s forward + {:.2}s backward per evaluation)",
+        log.status,
+        log.termination.as_deref().unwrap_or(""),
+        s.iterations,
+        s.evaluations,
+        s.mean_forward_seconds,
+        s.mean_backward_seconds
+    );
+    if let Some(b) = &log.best {
+        eprintln!(
+            "best loss {:.6e} (initial {:.6e}) at evaluation {}:",
+            b.loss,
+            s.initial_loss.unwrap_or(f64::NAN),
+            b.evaluation
+        );
+        for (p, v) in log.parameters.iter().zip(&b.parameters) {
+            eprintln!("  {:<40} {v:.8e}  (start {:.6e})", p.name, p.initial);
+        }
+    }
+    eprintln!("-> {}", out.display());
 }
 
 /// What `--resume` needs from an earlier run's `optimize.json`.

@@ -195,7 +195,8 @@ fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
-/// The SVG text of an `optimize.json` value.
+/// The SVG text of an `optimize.json` value: loss, gradient norm and (when the log names
+/// parameters) the normalised parameters, one panel each, against the L-BFGS iteration.
 pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
     let iters = log["iterations"]
         .as_array()
@@ -211,8 +212,6 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         })
         .unwrap_or_default();
     let k: Vec<f64> = iters.iter().map(|i| f(&i["iteration"])).collect();
-    let loss: Vec<f64> = iters.iter().map(|i| f(&i["loss"])).collect();
-    let grad: Vec<f64> = iters.iter().map(|i| f(&i["gradient_norm"])).collect();
     let x_hi = k.iter().cloned().fold(1.0, f64::max);
     let n_panels = if names.is_empty() { 2 } else { 3 };
     let legend_h = 18.0 * names.len() as f64;
@@ -223,7 +222,24 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    // Loss.
+    loss_panel(&mut s, iters, &evals, &k, x_hi);
+    gradient_panel(&mut s, iters, &k, x_hi);
+    if !names.is_empty() {
+        parameter_panel(&mut s, iters, &names, &k, x_hi);
+    }
+    s.push_str("</svg>\n");
+    Ok(s)
+}
+
+/// Loss of the accepted iterates (line) and of every evaluation (grey dots), log scale.
+fn loss_panel(
+    s: &mut String,
+    iters: &[serde_json::Value],
+    evals: &[serde_json::Value],
+    k: &[f64],
+    x_hi: f64,
+) {
+    let loss: Vec<f64> = iters.iter().map(|i| f(&i["loss"])).collect();
     let eval_pts: Vec<(f64, f64)> = evals
         .iter()
         .map(|e| (f(&e["iteration"]), f(&e["loss"])))
@@ -238,7 +254,7 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         y_hi: hi,
         log: true,
     };
-    p.frame(&mut s, "Loss", "loss (log scale)");
+    p.frame(s, "Loss", "loss (log scale)");
     for (x, y) in &eval_pts {
         let _ = writeln!(
             s,
@@ -248,7 +264,7 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         );
     }
     let pts: Vec<(f64, f64)> = k.iter().cloned().zip(loss.iter().cloned()).collect();
-    p.polyline(&mut s, &pts, COLORS[0]);
+    p.polyline(s, &pts, COLORS[0]);
     let _ = writeln!(
         s,
         r##"<text x="{}" y="{}" font-size="11">— accepted iterate</text><text x="{}" y="{}" font-size="11" fill="#777">• every evaluation</text>"##,
@@ -257,7 +273,11 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         W - RIGHT + 10.0,
         TOP + 32.0
     );
-    // Gradient norm.
+}
+
+/// ‖dL/du‖ of the accepted iterates, log scale.
+fn gradient_panel(s: &mut String, iters: &[serde_json::Value], k: &[f64], x_hi: f64) {
+    let grad: Vec<f64> = iters.iter().map(|i| f(&i["gradient_norm"])).collect();
     let (lo, hi) = log_range(grad.iter().cloned());
     let p = Panel {
         y0: TOP + PANEL_H + GAP,
@@ -267,55 +287,57 @@ pub fn svg(log: &serde_json::Value) -> anyhow::Result<String> {
         y_hi: hi,
         log: true,
     };
-    p.frame(&mut s, "Gradient norm", "‖dL/du‖ (log scale)");
+    p.frame(s, "Gradient norm", "‖dL/du‖ (log scale)");
     let pts: Vec<(f64, f64)> = k.iter().cloned().zip(grad.iter().cloned()).collect();
-    p.polyline(&mut s, &pts, COLORS[1]);
-    // Parameters, normalized to [0, 1] over their range.
-    if !names.is_empty() {
-        let p = Panel {
-            y0: TOP + 2.0 * (PANEL_H + GAP),
-            x_lo: 0.0,
-            x_hi,
-            y_lo: -0.05,
-            y_hi: 1.05,
-            log: false,
-        };
-        p.frame(
-            &mut s,
-            "Parameters (normalized: (v − min) / (max − min))",
-            "normalized value",
+    p.polyline(s, &pts, COLORS[1]);
+}
+
+/// Each parameter normalised to [0, 1] over its range, with its first and last value.
+fn parameter_panel(
+    s: &mut String,
+    iters: &[serde_json::Value],
+    names: &[String],
+    k: &[f64],
+    x_hi: f64,
+) {
+    let p = Panel {
+        y0: TOP + 2.0 * (PANEL_H + GAP),
+        x_lo: 0.0,
+        x_hi,
+        y_lo: -0.05,
+        y_hi: 1.05,
+        log: false,
+    };
+    p.frame(
+        s,
+        "Parameters (normalized: (v − min) / (max − min))",
+        "normalized value",
+    );
+    for (j, name) in names.iter().enumerate() {
+        let v: Vec<f64> = iters.iter().map(|i| f(&i["parameters"][j])).collect();
+        let (a, b) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(*x), b.max(*x))
+            });
+        let span = if b > a { b - a } else { 1.0 };
+        let pts: Vec<(f64, f64)> = k
+            .iter()
+            .zip(&v)
+            .map(|(x, y)| (*x, (y - a) / span))
+            .collect();
+        let c = COLORS[j % COLORS.len()];
+        p.polyline(s, &pts, c);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-size="10" fill="{c}">{}: {} → {}</text>"#,
+            W - RIGHT + 10.0,
+            p.y0 + 15.0 + 18.0 * j as f64,
+            esc(name),
+            fmt_num(v[0]),
+            fmt_num(*v.last().unwrap_or(&f64::NAN))
         );
-        for (j, name) in names.iter().enumerate() {
-            let v: Vec<f64> = iters
-                .iter()
-                .map(|i| f(&i["parameters"][j]))
-                .collect::<Vec<_>>();
-            let (a, b) = v
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-                    (a.min(*x), b.max(*x))
-                });
-            let span = if b > a { b - a } else { 1.0 };
-            let pts: Vec<(f64, f64)> = k
-                .iter()
-                .zip(&v)
-                .map(|(x, y)| (*x, (y - a) / span))
-                .collect();
-            let c = COLORS[j % COLORS.len()];
-            p.polyline(&mut s, &pts, c);
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" font-size="10" fill="{c}">{}: {} → {}</text>"#,
-                W - RIGHT + 10.0,
-                p.y0 + 15.0 + 18.0 * j as f64,
-                esc(name),
-                fmt_num(v[0]),
-                fmt_num(*v.last().unwrap_or(&f64::NAN))
-            );
-        }
     }
-    s.push_str("</svg>\n");
-    Ok(s)
 }
 
 pub fn run(args: &PlotArgs) -> Result<(), Failure> {

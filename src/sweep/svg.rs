@@ -231,22 +231,18 @@ pub fn plot(results: &Results, table: &PlanTable, spec: &PlotSpec) -> Result<Str
     }
 }
 
-fn line_plot(
-    r: &Results,
-    table: &PlanTable,
-    spec: &PlotSpec,
-    m: usize,
-    x: usize,
-    xscale: Scale,
-) -> String {
-    // Series: one per combination of the other axes' values.
+/// Points of a line plot: one series per combination of the other axes' values, each
+/// sorted by x; rows whose x or metric is not a finite number are left out.
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+fn line_series(r: &Results, table: &PlanTable, spec: &PlotSpec, m: usize, x: usize) -> Series {
     let others: Vec<usize> = table
         .axes
         .iter()
         .filter(|a| a.name != spec.x)
         .filter_map(|a| r.column(&a.name))
         .collect();
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut series: Series = Vec::new();
     for row in &r.rows {
         let (Some(xv), Some(yv)) = (num(&row[x]), num(&row[m])) else {
             continue;
@@ -264,16 +260,79 @@ fn line_plot(
     for (_, pts) in &mut series {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
+    series
+}
+
+/// Canvas of a line plot: size and the margins around the plotting area.
+struct Canvas {
+    w: f64,
+    h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl Canvas {
+    fn mid_x(&self) -> f64 {
+        (self.left + self.w - self.right) / 2.0
+    }
+    fn mid_y(&self) -> f64 {
+        (self.top + self.h - self.bottom) / 2.0
+    }
+}
+
+fn line_plot(
+    r: &Results,
+    table: &PlanTable,
+    spec: &PlotSpec,
+    m: usize,
+    x: usize,
+    xscale: Scale,
+) -> String {
+    let series = line_series(r, table, spec, m, x);
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let logx = xscale == Scale::Log && all().all(|p| p.0 > 0.0);
     let ys: Vec<f64> = all().map(|p| p.1).collect();
     let ymin = ys.iter().cloned().fold(f64::INFINITY, f64::min);
     let ymax = ys.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let logy = ymin > 0.0 && ymax / ymin >= 100.0;
-    let (w, h, left, right, top, bottom) = (820.0, 500.0, 90.0, 240.0, 50.0, 60.0);
-    let mx = Map::new(all().map(|p| p.0), logx, left, w - right);
-    let my = Map::new(ys.iter().cloned(), logy, h - bottom, top);
+    let c = Canvas {
+        w: 820.0,
+        h: 500.0,
+        left: 90.0,
+        right: 240.0,
+        top: 50.0,
+        bottom: 60.0,
+    };
+    let mx = Map::new(all().map(|p| p.0), logx, c.left, c.w - c.right);
+    let my = Map::new(ys.iter().cloned(), logy, c.h - c.bottom, c.top);
     let mut s = String::new();
+    line_axes(&mut s, &c, spec, (&mx, logx), (&my, logy));
+    for (k, (label, pts)) in series.iter().enumerate() {
+        let label = if label.is_empty() {
+            &spec.metric
+        } else {
+            label
+        };
+        line_one_series(&mut s, &c, k, label, pts, &mx, &my);
+    }
+    if series.is_empty() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-size="14" text-anchor="middle">no finite values</text>"#,
+            c.mid_x(),
+            c.mid_y()
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The SVG header, title, frame, grid lines with tick labels and axis labels.
+fn line_axes(s: &mut String, c: &Canvas, spec: &PlotSpec, x: (&Map, bool), y: (&Map, bool)) {
+    let (w, h, left, right, top, bottom) = (c.w, c.h, c.left, c.right, c.top, c.bottom);
+    let ((mx, logx), (my, logy)) = (x, y);
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif">"#
@@ -282,7 +341,7 @@ fn line_plot(
     let _ = writeln!(
         s,
         r#"<text x="{}" y="28" font-size="16" text-anchor="middle" font-weight="bold">{} vs {}{}</text>"#,
-        (left + w - right) / 2.0,
+        c.mid_x(),
         esc(&spec.metric),
         esc(&spec.x),
         if logx { " (log)" } else { "" }
@@ -318,7 +377,7 @@ fn line_plot(
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" font-size="13" text-anchor="middle">{}</text>"#,
-        (left + w - right) / 2.0,
+        c.mid_x(),
         h - 18.0,
         esc(&spec.x)
     );
@@ -327,71 +386,73 @@ fn line_plot(
         r#"<text x="22" y="{y}" font-size="13" text-anchor="middle" transform="rotate(-90 22 {y})">{}{}</text>"#,
         esc(&spec.metric),
         if logy { " (log)" } else { "" },
-        y = (top + h - bottom) / 2.0
+        y = c.mid_y()
     );
-    for (k, (label, pts)) in series.iter().enumerate() {
-        let c = COLORS[k % COLORS.len()];
-        let path: Vec<String> = pts
-            .iter()
-            .map(|(a, b)| format!("{:.1},{:.1}", mx.px(*a), my.px(*b)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
-        for (a, b) in pts {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{c}"/>"#,
-                mx.px(*a),
-                my.px(*b)
-            );
-        }
-        let ly = top + 10.0 + 20.0 * k as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"/><text x="{}" y="{}" font-size="12">{}</text>"#,
-            w - right + 15.0,
-            w - right + 40.0,
-            w - right + 46.0,
-            ly + 4.0,
-            esc(if label.is_empty() {
-                &spec.metric
-            } else {
-                label
-            })
-        );
-    }
-    if series.is_empty() {
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" font-size="14" text-anchor="middle">no finite values</text>"#,
-            (left + w - right) / 2.0,
-            (top + h - bottom) / 2.0
-        );
-    }
-    s.push_str("</svg>\n");
-    s
 }
 
-fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> String {
-    // Distinct axis values, numeric order where numeric.
-    let distinct = |c: usize| -> Vec<Value> {
-        let mut v: Vec<Value> = Vec::new();
-        for row in &r.rows {
-            if !v.contains(&row[c]) {
-                v.push(row[c].clone());
-            }
+/// Series `k`: its polyline, point markers and legend entry.
+fn line_one_series(
+    s: &mut String,
+    c: &Canvas,
+    k: usize,
+    label: &str,
+    pts: &[(f64, f64)],
+    mx: &Map,
+    my: &Map,
+) {
+    let col = COLORS[k % COLORS.len()];
+    let path: Vec<String> = pts
+        .iter()
+        .map(|(a, b)| format!("{:.1},{:.1}", mx.px(*a), my.px(*b)))
+        .collect();
+    let _ = writeln!(
+        s,
+        r#"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2"/>"#,
+        path.join(" ")
+    );
+    for (a, b) in pts {
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{col}"/>"#,
+            mx.px(*a),
+            my.px(*b)
+        );
+    }
+    let ly = c.top + 10.0 + 20.0 * k as f64;
+    let _ = writeln!(
+        s,
+        r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{col}" stroke-width="3"/><text x="{}" y="{}" font-size="12">{}</text>"#,
+        c.w - c.right + 15.0,
+        c.w - c.right + 40.0,
+        c.w - c.right + 46.0,
+        ly + 4.0,
+        esc(label)
+    );
+}
+
+/// Distinct values of column `c`, in numeric order where numeric.
+fn distinct(r: &Results, c: usize) -> Vec<Value> {
+    let mut v: Vec<Value> = Vec::new();
+    for row in &r.rows {
+        if !v.contains(&row[c]) {
+            v.push(row[c].clone());
         }
-        v.sort_by(|a, b| match (num(a), num(b)) {
-            (Some(p), Some(q)) => p.total_cmp(&q),
-            _ => json_text(a).cmp(&json_text(b)),
-        });
-        v
-    };
-    let (xv, yv) = (distinct(x), distinct(y));
-    // Mean over runs in a cell (other axes, if any, are averaged).
+    }
+    v.sort_by(|a, b| match (num(a), num(b)) {
+        (Some(p), Some(q)) => p.total_cmp(&q),
+        _ => json_text(a).cmp(&json_text(b)),
+    });
+    v
+}
+
+/// Heat-map cells `[y][x]`: the mean of the finite metric values of the runs in the cell
+/// (other axes, if any, are averaged); `None` where there is none.
+fn heat_cells(
+    r: &Results,
+    (m, x, y): (usize, usize, usize),
+    xv: &[Value],
+    yv: &[Value],
+) -> Vec<Vec<Option<f64>>> {
     let mut sum = vec![vec![(0.0, 0usize); xv.len()]; yv.len()];
     for row in &r.rows {
         let (Some(i), Some(j)) = (
@@ -405,24 +466,43 @@ fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> Strin
             sum[j][i].1 += 1;
         }
     }
-    let cells: Vec<Vec<Option<f64>>> = sum
-        .iter()
+    sum.iter()
         .map(|rw| {
             rw.iter()
                 .map(|(s, n)| (*n > 0).then(|| s / *n as f64))
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Heat-map layout: grid origin and cell size.
+struct Grid {
+    left: f64,
+    top: f64,
+    cw: f64,
+    ch: f64,
+    gw: f64,
+    gh: f64,
+}
+
+fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> String {
+    let (xv, yv) = (distinct(r, x), distinct(r, y));
+    let cells = heat_cells(r, (m, x, y), &xv, &yv);
     let vals: Vec<f64> = cells.iter().flatten().flatten().cloned().collect();
     let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let logc = lo > 0.0 && hi / lo >= 100.0;
     let cmap = Map::new(vals.iter().cloned(), logc, 0.0, 1.0);
-    let (left, top, cw, ch) = (110.0, 60.0, 90.0, 60.0);
-    let gw = cw * xv.len() as f64;
-    let gh = ch * yv.len() as f64;
-    let w = left + gw + 170.0;
-    let h = top + gh + 80.0;
+    let (cw, ch) = (90.0, 60.0);
+    let g = Grid {
+        left: 110.0,
+        top: 60.0,
+        cw,
+        ch,
+        gw: cw * xv.len() as f64,
+        gh: ch * yv.len() as f64,
+    };
+    let (w, h) = (g.left + g.gw + 170.0, g.top + g.gh + 80.0);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -432,16 +512,33 @@ fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> Strin
     let _ = writeln!(
         s,
         r#"<text x="{}" y="30" font-size="16" text-anchor="middle" font-weight="bold">{} over {} × {}</text>"#,
-        left + gw / 2.0,
+        g.left + g.gw / 2.0,
         esc(&spec.metric),
         esc(&spec.x),
         esc(spec.y.as_deref().unwrap_or(""))
     );
+    heat_grid(&mut s, &g, &cells, &cmap, &yv);
+    heat_x_labels(&mut s, &g, spec, &xv);
+    heat_colour_bar(&mut s, &g, &cmap, !vals.is_empty());
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" font-size="12">{}{}</text>"#,
+        g.left + g.gw + 40.0,
+        g.top - 10.0,
+        esc(&spec.metric),
+        if logc { " (log colour)" } else { "" }
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The coloured cells with their values, and the y labels (first y value at the bottom).
+fn heat_grid(s: &mut String, g: &Grid, cells: &[Vec<Option<f64>>], cmap: &Map, yv: &[Value]) {
+    let (cw, ch) = (g.cw, g.ch);
     for (j, row) in cells.iter().enumerate() {
-        // First y value at the bottom.
-        let py = top + gh - ch * (j + 1) as f64;
+        let py = g.top + g.gh - ch * (j + 1) as f64;
         for (i, c) in row.iter().enumerate() {
-            let px = left + cw * i as f64;
+            let px = g.left + cw * i as f64;
             let (fill, label, tc) = match c {
                 Some(v) => {
                     let t = cmap.t(*v);
@@ -463,35 +560,42 @@ fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> Strin
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
-            left - 6.0,
+            g.left - 6.0,
             py + ch / 2.0 + 4.0,
             esc(&json_text(&yv[j]))
         );
     }
+}
+
+/// The x value labels and both axis names.
+fn heat_x_labels(s: &mut String, g: &Grid, spec: &PlotSpec, xv: &[Value]) {
     for (i, v) in xv.iter().enumerate() {
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" font-size="12" text-anchor="middle">{}</text>"#,
-            left + cw * (i as f64 + 0.5),
-            top + gh + 18.0,
+            g.left + g.cw * (i as f64 + 0.5),
+            g.top + g.gh + 18.0,
             esc(&num(v).map(fmt_num).unwrap_or_else(|| json_text(v)))
         );
     }
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" font-size="13" text-anchor="middle">{}</text>"#,
-        left + gw / 2.0,
-        top + gh + 42.0,
+        g.left + g.gw / 2.0,
+        g.top + g.gh + 42.0,
         esc(&spec.x)
     );
-    let yl = top + gh / 2.0;
+    let yl = g.top + g.gh / 2.0;
     let _ = writeln!(
         s,
         r#"<text x="24" y="{yl}" font-size="13" text-anchor="middle" transform="rotate(-90 24 {yl})">{}</text>"#,
         esc(spec.y.as_deref().unwrap_or(""))
     );
-    // Colour bar.
-    let bx = left + gw + 40.0;
+}
+
+/// The colour bar right of the grid, labelled with the value range when there is one.
+fn heat_colour_bar(s: &mut String, g: &Grid, cmap: &Map, labelled: bool) {
+    let (bx, top, gh) = (g.left + g.gw + 40.0, g.top, g.gh);
     let steps = 40;
     for k in 0..steps {
         let t = k as f64 / (steps - 1) as f64;
@@ -503,7 +607,7 @@ fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> Strin
             color(t)
         );
     }
-    if !vals.is_empty() {
+    if labelled {
         for (t, v) in [(0.0, cmap.lo), (1.0, cmap.hi)] {
             let _ = writeln!(
                 s,
@@ -514,16 +618,6 @@ fn heat_map(r: &Results, spec: &PlotSpec, m: usize, x: usize, y: usize) -> Strin
             );
         }
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" font-size="12">{}{}</text>"#,
-        bx,
-        top - 10.0,
-        esc(&spec.metric),
-        if logc { " (log colour)" } else { "" }
-    );
-    s.push_str("</svg>\n");
-    s
 }
 
 #[cfg(test)]
@@ -538,6 +632,67 @@ mod tests {
         assert_eq!(q.file_name(), "plot_loss_over_E_nu.svg");
         assert!(PlotSpec::parse("loss").is_err());
         assert!(PlotSpec::parse("loss::nu").is_err());
+    }
+
+    /// A 3 × 2 sweep over E (log) and ν with one missing run and one non-finite metric.
+    fn sample() -> (Results, PlanTable) {
+        let table: PlanTable = serde_json::from_value(serde_json::json!({
+            "format": 1, "sweep": "s.toml", "scene": "scene.toml", "command": "simulate",
+            "args": [], "threads_per_run": 1, "diffphd_version": "0", "git_commit": null,
+            "axes": [
+                {"name": "E", "key": "body.0.material.youngs_modulus", "scale": "log"},
+                {"name": "nu", "key": "body.0.material.poisson_ratio", "scale": "linear"}
+            ],
+            "runs": []
+        }))
+        .expect("table");
+        let mut rows = Vec::new();
+        for (i, e) in [1e4, 1e5, 1e6].iter().enumerate() {
+            for (j, nu) in [0.3, 0.45].iter().enumerate() {
+                if i == 2 && j == 1 {
+                    continue;
+                }
+                let loss = if i == 1 && j == 1 {
+                    Value::Null
+                } else {
+                    serde_json::json!(e * (1.0 + nu))
+                };
+                rows.push(vec![serde_json::json!(e), serde_json::json!(nu), loss]);
+            }
+        }
+        let columns = vec!["E".into(), "nu".into(), "loss".into()];
+        (Results { columns, rows }, table)
+    }
+
+    #[test]
+    fn line_plot_draws_one_series_per_other_axis_value() {
+        let (r, t) = sample();
+        let svg = plot(&r, &t, &PlotSpec::parse("loss:E").unwrap()).unwrap();
+        assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<polyline").count(), 2, "ν = 0.3 and ν = 0.45");
+        assert_eq!(svg.matches("<circle").count(), 4, "finite points only");
+        assert!(svg.contains("nu=0.3") && svg.contains("nu=0.45"));
+        assert!(svg.contains("loss vs E (log)"), "log x axis for a log axis");
+        let err = plot(&r, &t, &PlotSpec::parse("loss:size").unwrap()).unwrap_err();
+        assert!(err.contains("no column `size`"), "{err}");
+    }
+
+    #[test]
+    fn heat_map_has_a_cell_per_axis_pair_and_marks_missing_ones() {
+        let (r, t) = sample();
+        let svg = plot(&r, &t, &PlotSpec::parse("loss:E:nu").unwrap()).unwrap();
+        assert_eq!(
+            svg.matches(r#"width="90" height="60""#).count(),
+            6,
+            "3 × 2 cells"
+        );
+        assert_eq!(
+            svg.matches(">n/a</text>").count(),
+            2,
+            "a missing run, a null metric"
+        );
+        assert!(svg.contains("(log colour)"), "values span ≥ 100×");
+        assert_eq!(svg.matches(r#"width="20""#).count(), 40, "colour bar");
     }
 
     #[test]
