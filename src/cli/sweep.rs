@@ -507,13 +507,40 @@ fn sh(s: &str) -> String {
     }
 }
 
+/// What both emitters need: the sweep's absolute paths, its run count and the one-run command.
+struct Emit<'a> {
+    a: &'a EmitArgs,
+    spec: &'a crate::sweep::SweepSpec,
+    command: &'static str,
+    sweep: PathBuf,
+    dir: PathBuf,
+    n: usize,
+    /// `diffphd sweep task SWEEP --out DIR` (shell-quoted; `--index I` follows).
+    task: String,
+}
+
+impl Emit<'_> {
+    /// Write `name` into the sweep directory (executable when `exec`).
+    fn write(&self, name: &str, text: &str, exec: bool) -> Result<PathBuf, Failure> {
+        let p = self.dir.join(name);
+        crate::io::write_atomic(&p, text.as_bytes())
+            .with_context(|| format!("cannot write {}", p.display()))
+            .map_err(Failure::input)?;
+        #[cfg(unix)]
+        if exec {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+        }
+        Ok(p)
+    }
+}
+
 fn emit_cmd(a: &EmitArgs) -> Result<(), Failure> {
     let (plan, dir) = load(&a.plan.sweep, a.plan.out.as_ref())?;
     let t = table_of(&plan)?;
     write_tables(&dir, &t, a.plan.overwrite)?;
     warn_invalid(&t);
     let dir = absolute(&dir);
-    let n = t.runs.len();
     let exe = match &a.binary {
         Some(b) => b.clone(),
         None => this_exe()?,
@@ -525,62 +552,72 @@ fn emit_cmd(a: &EmitArgs) -> Result<(), Failure> {
         sh(&sweep.display().to_string()),
         sh(&dir.display().to_string())
     );
-    let spec = &plan.sweep.spec;
-    let write = |name: &str, text: &str, exec: bool| -> Result<PathBuf, Failure> {
-        let p = dir.join(name);
-        crate::io::write_atomic(&p, text.as_bytes())
-            .with_context(|| format!("cannot write {}", p.display()))
-            .map_err(Failure::input)?;
-        #[cfg(unix)]
-        if exec {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
-        }
-        Ok(p)
+    let e = Emit {
+        a,
+        spec: &plan.sweep.spec,
+        command: t.command.as_str(),
+        sweep,
+        dir,
+        n: t.runs.len(),
+        task,
     };
     if a.parallel {
-        let jobs = a.jobs.unwrap_or((cores() / spec.threads_per_run).max(1));
-        let lines: String = (0..n).map(|i| format!("{task} --index {i}\n")).collect();
-        let jobs_file = write("parallel.jobs", &lines, false)?;
-        let joblog = dir.join("parallel.joblog");
-        let script = format!(
-            "#!/bin/sh\n# GNU parallel driver of {sweep} ({n} runs of `{cmd}`), written by diffphd sweep emit --parallel.\n\
-             # Extra arguments go to parallel, e.g. --sshloginfile nodes.txt (the binary, sweep file\n\
-             # and output directory must be at the same paths on every machine: a shared filesystem).\n\
-             # Re-running skips finished runs (diffphd's own resume); parallel's --resume-failed works too.\n\
-             exec parallel --joblog {jl} --jobs {jobs} \"$@\" :::: {jf}\n",
-            sweep = sweep.display(),
-            cmd = t.command.as_str(),
-            jl = sh(&joblog.display().to_string()),
-            jf = sh(&jobs_file.display().to_string()),
-        );
-        let sp = write("parallel.sh", &script, true)?;
-        println!(
-            "wrote {} ({n} jobs) and {}",
-            jobs_file.display(),
-            sp.display()
-        );
-        println!(
-            "run:  parallel --joblog {} --jobs {jobs} :::: {}",
-            sh(&joblog.display().to_string()),
-            sh(&jobs_file.display().to_string())
-        );
-        println!(
-            "then: diffphd sweep collect {}",
-            sh(&dir.display().to_string())
-        );
-        return Ok(());
+        emit_parallel(&e)
+    } else {
+        emit_slurm(&e)
     }
-    // Slurm array.
-    let sl = &spec.slurm;
+}
+
+/// `parallel.jobs` (one `sweep task` line per run) and the `parallel.sh` driver.
+fn emit_parallel(e: &Emit) -> Result<(), Failure> {
+    let (n, task) = (e.n, &e.task);
+    let jobs =
+        e.a.jobs
+            .unwrap_or((cores() / e.spec.threads_per_run).max(1));
+    let lines: String = (0..n).map(|i| format!("{task} --index {i}\n")).collect();
+    let jobs_file = e.write("parallel.jobs", &lines, false)?;
+    let joblog = e.dir.join("parallel.joblog");
+    let script = format!(
+        "#!/bin/sh\n# GNU parallel driver of {sweep} ({n} runs of `{cmd}`), written by diffphd sweep emit --parallel.\n\
+         # Extra arguments go to parallel, e.g. --sshloginfile nodes.txt (the binary, sweep file\n\
+         # and output directory must be at the same paths on every machine: a shared filesystem).\n\
+         # Re-running skips finished runs (diffphd's own resume); parallel's --resume-failed works too.\n\
+         exec parallel --joblog {jl} --jobs {jobs} \"$@\" :::: {jf}\n",
+        sweep = e.sweep.display(),
+        cmd = e.command,
+        jl = sh(&joblog.display().to_string()),
+        jf = sh(&jobs_file.display().to_string()),
+    );
+    let sp = e.write("parallel.sh", &script, true)?;
+    println!(
+        "wrote {} ({n} jobs) and {}",
+        jobs_file.display(),
+        sp.display()
+    );
+    println!(
+        "run:  parallel --joblog {} --jobs {jobs} :::: {}",
+        sh(&joblog.display().to_string()),
+        sh(&jobs_file.display().to_string())
+    );
+    println!(
+        "then: diffphd sweep collect {}",
+        sh(&e.dir.display().to_string())
+    );
+    Ok(())
+}
+
+/// `sweep.sbatch` (a Slurm job array of at most `--max-array-size` tasks) and the `sbatch`
+/// lines that submit it in chunks.
+fn emit_slurm(e: &Emit) -> Result<(), Failure> {
+    let (a, n) = (e.a, e.n);
     let cpus = a
         .cpus_per_task
-        .or(sl.cpus_per_task)
-        .unwrap_or(spec.threads_per_run);
-    if cpus < spec.threads_per_run {
+        .or(e.spec.slurm.cpus_per_task)
+        .unwrap_or(e.spec.threads_per_run);
+    if cpus < e.spec.threads_per_run {
         eprintln!(
             "warning: --cpus-per-task {cpus} < threads_per_run {}: tasks will oversubscribe their cores",
-            spec.threads_per_run
+            e.spec.threads_per_run
         );
     }
     if a.max_array_size == 0 {
@@ -591,59 +628,11 @@ fn emit_cmd(a: &EmitArgs) -> Result<(), Failure> {
     let chunk = n.min(a.max_array_size).max(1);
     let throttle = a
         .max_parallel
-        .or(sl.max_parallel)
+        .or(e.spec.slurm.max_parallel)
         .map(|k| format!("%{k}"))
         .unwrap_or_default();
-    let name: String = sweep
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("sweep")
-        .trim_end_matches(".toml")
-        .trim_end_matches(".sweep")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let mut s = String::from("#!/bin/bash\n");
-    s.push_str(&format!("#SBATCH --job-name=diffphd-{name}\n"));
-    s.push_str(&format!("#SBATCH --array=0-{}{throttle}\n", chunk - 1));
-    s.push_str(&format!("#SBATCH --cpus-per-task={cpus}\n"));
-    s.push_str("#SBATCH --ntasks=1\n");
-    if let Some(v) = a.time.as_ref().or(sl.time.as_ref()) {
-        s.push_str(&format!("#SBATCH --time={v}\n"));
-    }
-    if let Some(v) = a.mem.as_ref().or(sl.mem.as_ref()) {
-        s.push_str(&format!("#SBATCH --mem={v}\n"));
-    }
-    if let Some(v) = a.partition.as_ref().or(sl.partition.as_ref()) {
-        s.push_str(&format!("#SBATCH --partition={v}\n"));
-    }
-    if let Some(v) = &sl.account {
-        s.push_str(&format!("#SBATCH --account={v}\n"));
-    }
-    for e in &sl.extra {
-        s.push_str(&format!("#SBATCH {e}\n"));
-    }
-    s.push_str(&format!(
-        "#SBATCH --output={}\n",
-        dir.join("slurm-%A_%a.out").display()
-    ));
-    s.push_str(&format!(
-        "# {n} runs of `{}` from {}; written by diffphd sweep emit --slurm.\n\
-         # Each array task runs exactly one run; a finished run is skipped when resubmitted.\n\
-         # Sweeps larger than one array are submitted in chunks: SWEEP_OFFSET shifts the index.\n\
-         set -u\n\
-         I=$(( SLURM_ARRAY_TASK_ID + ${{SWEEP_OFFSET:-0}} ))\n\
-         exec {task} --index \"$I\"\n",
-        t.command.as_str(),
-        sweep.display()
-    ));
-    let p = write("sweep.sbatch", &s, true)?;
+    let script = sbatch_script(e, cpus, chunk, &throttle);
+    let p = e.write("sweep.sbatch", &script, true)?;
     println!("wrote {} ({n} array tasks)", p.display());
     let mut off = 0;
     while off < n {
@@ -661,9 +650,74 @@ fn emit_cmd(a: &EmitArgs) -> Result<(), Failure> {
     }
     println!(
         "then:   diffphd sweep collect {}",
-        sh(&dir.display().to_string())
+        sh(&e.dir.display().to_string())
     );
     Ok(())
+}
+
+/// Slurm job name: the sweep file's stem with characters Slurm dislikes replaced by `_`.
+fn job_name(sweep: &Path) -> String {
+    sweep
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("sweep")
+        .trim_end_matches(".toml")
+        .trim_end_matches(".sweep")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The text of `sweep.sbatch`: `#SBATCH` options (command line over `[slurm]`), then one
+/// `sweep task` per array index shifted by `SWEEP_OFFSET`.
+fn sbatch_script(e: &Emit, cpus: usize, chunk: usize, throttle: &str) -> String {
+    let (a, sl) = (e.a, &e.spec.slurm);
+    let mut s = String::from("#!/bin/bash\n");
+    s.push_str(&format!(
+        "#SBATCH --job-name=diffphd-{}\n",
+        job_name(&e.sweep)
+    ));
+    s.push_str(&format!("#SBATCH --array=0-{}{throttle}\n", chunk - 1));
+    s.push_str(&format!("#SBATCH --cpus-per-task={cpus}\n"));
+    s.push_str("#SBATCH --ntasks=1\n");
+    if let Some(v) = a.time.as_ref().or(sl.time.as_ref()) {
+        s.push_str(&format!("#SBATCH --time={v}\n"));
+    }
+    if let Some(v) = a.mem.as_ref().or(sl.mem.as_ref()) {
+        s.push_str(&format!("#SBATCH --mem={v}\n"));
+    }
+    if let Some(v) = a.partition.as_ref().or(sl.partition.as_ref()) {
+        s.push_str(&format!("#SBATCH --partition={v}\n"));
+    }
+    if let Some(v) = &sl.account {
+        s.push_str(&format!("#SBATCH --account={v}\n"));
+    }
+    for x in &sl.extra {
+        s.push_str(&format!("#SBATCH {x}\n"));
+    }
+    s.push_str(&format!(
+        "#SBATCH --output={}\n",
+        e.dir.join("slurm-%A_%a.out").display()
+    ));
+    s.push_str(&format!(
+        "# {} runs of `{}` from {}; written by diffphd sweep emit --slurm.\n\
+         # Each array task runs exactly one run; a finished run is skipped when resubmitted.\n\
+         # Sweeps larger than one array are submitted in chunks: SWEEP_OFFSET shifts the index.\n\
+         set -u\n\
+         I=$(( SLURM_ARRAY_TASK_ID + ${{SWEEP_OFFSET:-0}} ))\n\
+         exec {} --index \"$I\"\n",
+        e.n,
+        e.command,
+        e.sweep.display(),
+        e.task
+    ));
+    s
 }
 
 fn collect_cmd(a: &CollectArgs) -> Result<(), Failure> {
