@@ -84,3 +84,24 @@ fn two_voxel_column_bin(dx: f64) -> Vec<u8> {
     }
     out
 }
+
+/// The frontier benchmark's analysis (scripts/bench_frontier.py: errors, Pareto frontier,
+/// log-log interpolation, speed-up bounds) on synthetic input. Skipped where `python3` is
+/// missing (the script needs it anyway).
+#[test]
+fn bench_frontier_analysis_self_test() {
+    let script = common::repo().join("scripts/bench_frontier.py");
+    match std::process::Command::new("python3")
+        .arg(&script)
+        .arg("--self-test")
+        .output()
+    {
+        Err(e) => eprintln!("skipping: python3 not runnable: {e}"),
+        Ok(out) => assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("ok"),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
