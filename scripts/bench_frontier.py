@@ -542,7 +542,8 @@ def words(s):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenes", type=words, help="scene names (scenes/NAME.toml) or paths, "
                     "comma-separated; default: all six (--quick: %s)" % ",".join(QUICK_SCENES))
     ap.add_argument("--frames", type=int, help="frames for every scene (default per scene)")
@@ -595,6 +596,10 @@ def main():
         print("warning: --oracle-tol %g is looser than 1e-10" % args.oracle_tol, file=sys.stderr)
     if BASE not in args.methods:
         print("warning: %s is not among --methods: no speed-ups" % BASE, file=sys.stderr)
+    missing = [scene_file(s)[0] for s in args.scenes if not os.path.isfile(scene_file(s)[0])]
+    if missing:
+        print("error: no such scene file: %s" % ", ".join(missing), file=sys.stderr)
+        return 2
     if any(scene_file(s)[1] == "plant" for s in args.scenes):
         if not args.plant_mesh and os.environ.get("DIFFPHD_ANCHOR_MESHES"):
             args.plant_mesh = os.path.join(os.environ["DIFFPHD_ANCHOR_MESHES"], "plant.bin")
