@@ -251,7 +251,24 @@ def scene_markdown(sc, levels):
 # ---------------------------------------------------------------- runs
 
 def load_run(d):
-    """Read one run folder (grad.json, rc, stderr.txt) into a flat record."""
+    """Read one run folder (grad.json, rc, stderr.txt) into a flat record; with repeats
+    (sub-folders rep1, rep2, ... from --repeat) the times are the minimum over them."""
+    rec = load_one(d)
+    reps = sorted(e for e in (os.listdir(d) if os.path.isdir(d) else [])
+                  if e.startswith("rep") and e[3:].isdigit())
+    for e in reps:
+        r = load_one(os.path.join(d, e))
+        if r.get("positions") is None or rec.get("positions") is None:
+            continue
+        for k in ("forward_s", "backward_s", "process_cpu_s", "process_wall_s"):
+            if r.get(k) is not None and rec.get(k) is not None:
+                rec[k] = min(rec[k], r[k])
+    rec["repeats"] = 1 + len(reps)
+    return rec
+
+
+def load_one(d):
+    """One run folder, without its repeats."""
     rec = {"dir": d}
     rc_path = os.path.join(d, "rc")
     rec["rc"] = int(open(rc_path).read().strip()) if os.path.exists(rc_path) else None
@@ -383,6 +400,9 @@ def run_scene(args, name, log):
         for label, sets in rows:
             d = os.path.join(sdir, method.replace(":", "_"), label.replace("=", "_"))
             w = run_grad(args, path, frames, meth, base_sets + sets, d)
+            for k in range(1, args.repeat):
+                w += run_grad(args, path, frames, meth, base_sets + sets,
+                              os.path.join(d, "rep%d" % k))
             wall[method] = wall.get(method, 0.0) + w
             r = load_run(d)
             r.update({"method": method, "setting": label})
@@ -460,9 +480,10 @@ def report(meta, levels):
     scenes = [analyse(s, levels) for s in meta["scenes"]]
     lines = ["## Frontier benchmark (%s)" % meta["label"], "",
              "Started: %s. Finished: %s." % (meta["machine_start"], meta.get("machine_end", "?")),
-             "Threads %s; PD ladder %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
+             "Threads %s; repeats %s (fastest kept); PD ladder %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
              "Command: `%s`." % (
-                 meta["threads"], ", ".join("%g" % t for t in meta["pd_tols"]),
+                 meta["threads"], meta.get("repeat", 1),
+                 ", ".join("%g" % t for t in meta["pd_tols"]),
                  ", ".join("%g" % t for t in meta["newton_tols"]), meta["oracle_tol"],
                  "phase wall seconds (grad.json)" if CLOCK == "wall" else
                  "phase seconds x the run's process CPU/wall ratio (--clock cpu)",
@@ -568,6 +589,9 @@ def main():
     ap.add_argument("--out", default="out/bench_frontier")
     ap.add_argument("--bin", default="target/release/diffphd")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per run (0: none)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every ladder rung and default row N times and keep the fastest "
+                    "forward and backward (noisy machines); the oracle runs once")
     ap.add_argument("--resume", action="store_true",
                     help="reuse run folders whose command already completed")
     ap.add_argument("--label", default="", help="label of the report header")
@@ -617,7 +641,8 @@ def main():
             "command": " ".join(["scripts/bench_frontier.sh"] + sys.argv[1:]),
             "machine_start": machine_line(), "threads": args.threads,
             "pd_tols": args.pd_tols, "newton_tols": args.newton_tols,
-            "oracle_tol": args.oracle_tol, "methods": args.methods, "scenes": []}
+            "oracle_tol": args.oracle_tol, "methods": args.methods, "repeat": args.repeat,
+            "scenes": []}
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     log("machine: " + meta["machine_start"])
     for s in args.scenes:
