@@ -315,3 +315,72 @@ select = { face = "x_min" }
         "translated hex body starts at y = 0.5"
     );
 }
+
+/// `grad --final-state` (the frontier benchmark's state error): the positions in grad.json
+/// are the last frame of the same rollout written by `simulate` (VTU, full precision), and
+/// `max_displacement` is the largest node distance from rest over all frames, not only the
+/// last one.
+#[test]
+fn grad_final_state_is_the_simulated_last_frame() {
+    let sets = [
+        "--set",
+        "output.every=1",
+        "--set",
+        "output.format=\"vtu\"",
+        "--set",
+        "loss.term=[{type=\"random_linear\", seed=1}]",
+        "--set",
+        "parameter=[{kind=\"youngs_modulus\", log=true}]",
+    ];
+    let sim = run_cli("simulate", SCENE, &[], &sets);
+    assert_eq!(sim.code, 0, "{}", sim.stderr);
+    let grad = run_cli(
+        "grad",
+        SCENE,
+        &[],
+        &[&sets[..], &["--final-state"]].concat(),
+    );
+    assert_eq!(grad.code, 0, "{}", grad.stderr);
+    let g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(grad.out().join("grad.json")).unwrap())
+            .unwrap();
+    let fs = &g["final_state"];
+    assert_eq!(fs["frame"], 4);
+    let pos: Vec<f64> = fs["positions"]
+        .as_array()
+        .expect("positions")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let frame = |k: usize| {
+        let xml = std::fs::read_to_string(sim.out().join(format!("frame_{k:05}.vtu"))).unwrap();
+        vtu_pieces(&xml, "Points").remove(0)
+    };
+    let rest = frame(0);
+    let last = frame(4);
+    assert_eq!(pos.len(), last.len());
+    assert!(
+        pos.iter().zip(&last).all(|(a, b)| (a - b).abs() <= 1e-12),
+        "grad's final state differs from simulate's last frame"
+    );
+    let dist = |x: &[f64]| {
+        x.chunks(3)
+            .zip(rest.chunks(3))
+            .map(|(p, r)| (0..3).map(|d| (p[d] - r[d]).powi(2)).sum::<f64>().sqrt())
+            .fold(0.0, f64::max)
+    };
+    let per_frame: Vec<f64> = (0..=4).map(|k| dist(&frame(k))).collect();
+    let max = per_frame.iter().cloned().fold(0.0, f64::max);
+    let reported = fs["max_displacement"].as_f64().unwrap();
+    assert!(
+        (reported - max).abs() <= 1e-12,
+        "{reported} vs {per_frame:?}"
+    );
+    assert!(max > 0.0);
+    // Without the flag grad.json has no final_state.
+    let plain = run_cli("grad", SCENE, &[], &sets);
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plain.out().join("grad.json")).unwrap())
+            .unwrap();
+    assert!(p.get("final_state").is_none());
+}

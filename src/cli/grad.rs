@@ -7,7 +7,21 @@ use crate::optimize::problem::Problem;
 use anyhow::Context;
 use std::path::PathBuf;
 
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
+/// Arguments of `diffphd grad`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GradArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Also put the final state into grad.json (`final_state`: every node's position at the
+    /// last frame, full precision, and the largest node displacement from rest over the
+    /// rollout), for accuracy comparisons between solver settings
+    /// (scripts/bench_frontier.sh).
+    #[arg(long)]
+    pub final_state: bool,
+}
+
+pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
+    let args = &grad_args.run;
     let backend = super::simulate::check_backend(args.backend)?;
     let ls = super::simulate::load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
@@ -52,6 +66,16 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         .expect("object")
         .clone(),
     );
+    if grad_args.final_state {
+        json.as_object_mut().expect("object").insert(
+            "final_state".into(),
+            serde_json::json!({
+                "frame": problem.base.frames,
+                "max_displacement": ev.max_displacement,
+                "positions": ev.final_x,
+            }),
+        );
+    }
     crate::io::write_atomic(
         &out.join("grad.json"),
         serde_json::to_string_pretty(&json)

@@ -82,7 +82,7 @@ pub enum Command {
     /// Forward rollout: writes PLY surface frames and log.json.
     Simulate(RunArgs),
     /// One forward + backward pass: loss and gradient of the declared [[parameter]]s.
-    Grad(RunArgs),
+    Grad(grad::GradArgs),
     /// Adjoint gradients of the scene's [loss] against central finite differences.
     Gradcheck(gradcheck::GradcheckArgs),
     /// Mesh tools: info, check, convert, voxelize.
@@ -142,7 +142,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Simulate(args) if args.dry_run => dry_run("simulate", &args),
-        Command::Grad(args) if args.dry_run => dry_run("grad", &args),
+        Command::Grad(args) if args.run.dry_run => dry_run("grad", &args.run),
         Command::Gradcheck(args) if args.run.dry_run => dry_run("gradcheck", &args.run),
         Command::Optimize(args) if args.run.dry_run => {
             dry_run("optimize", &optimize::with_caps(&args))

@@ -53,6 +53,14 @@ pub struct Evaluation {
     pub tape_bytes: usize,
     /// Per-frame forward and adjoint diagnostics (spec §10.5 I4, I5).
     pub frames: Vec<FrameDiagnostics>,
+    /// Node positions of the final frame (not serialised; `grad --final-state` writes them).
+    #[serde(skip)]
+    pub final_x: Vec<f64>,
+    /// Largest node distance from the rest positions over the kept frames (every frame with
+    /// `backward.checkpoint_every = 1`), in m: the scale of the motion, for relative state
+    /// errors (not serialised; `grad --final-state` writes it).
+    #[serde(skip)]
+    pub max_displacement: f64,
 }
 
 /// Per-frame diagnostics of one evaluation.
@@ -261,6 +269,8 @@ impl Problem {
                     adjoint: None,
                 })
                 .collect(),
+            final_x: ro.final_x().to_vec(),
+            max_displacement: max_displacement(&model.rest, ro.kept.values().map(|(x, _)| x)),
         };
         if with_gradient {
             let t1 = Instant::now();
@@ -285,6 +295,17 @@ impl Problem {
         }
         Ok(ev)
     }
+}
+
+/// Largest $\|x_{t,i} - X_i\|$ over the given states $x_t$ (flat, 3 per node) and nodes.
+fn max_displacement<'a>(rest: &[[f64; 3]], states: impl Iterator<Item = &'a Vec<f64>>) -> f64 {
+    states
+        .flat_map(|x| {
+            rest.iter().zip(x.chunks_exact(3)).map(|(r, p)| {
+                ((p[0] - r[0]).powi(2) + (p[1] - r[1]).powi(2) + (p[2] - r[2]).powi(2)).sqrt()
+            })
+        })
+        .fold(0.0, f64::max)
 }
 
 fn bbox(p: &[[f64; 3]]) -> ([f64; 3], [f64; 3]) {
@@ -383,6 +404,18 @@ fn tracking_from_ply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The largest node distance from rest over all states, not only the last one.
+    #[test]
+    fn max_displacement_is_over_nodes_and_states() {
+        let rest = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]];
+        let states = [
+            vec![0.0, 0.0, 0.0, 1.0, 3.0, 4.0],
+            vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0],
+        ];
+        assert_eq!(max_displacement(&rest, states.iter()), 5.0);
+        assert_eq!(max_displacement(&rest, states[1..].iter()), 1.0);
+    }
 
     /// Loss evaluations after the first reuse the first one's ordering and symbolic
     /// analysis (the same `Arc`), and give bitwise the loss and gradient of a problem that
