@@ -22,7 +22,6 @@ pub struct AxisDirichlet {
 struct AxisSystem {
     free: Vec<usize>,
     prescribed: Vec<usize>,
-    factor: Arc<SparseCholesky>,
 }
 
 /// The solve of one distinct factor: the axes it serves (one pass over the factor for all
@@ -97,14 +96,14 @@ impl ReducedSolve {
         let nf = self.free.len();
         for (k, &i) in self.free.iter().enumerate() {
             for (c, &d) in self.axes.iter().enumerate() {
-                let mut v = b[3 * i + d];
+                // rhs_F = b_F - A_FD x_D (the coupling summed first, in node order)
+                let mut t = 0.0;
                 if let Some(xd) = xd {
-                    // rhs_F -= A_FD x_D
                     for e in self.fd_ptr[k]..self.fd_ptr[k + 1] {
-                        v -= self.fd_val[e] * xd[3 * self.fd_node[e] + d];
+                        t += self.fd_val[e] * xd[3 * self.fd_node[e] + d];
                     }
                 }
-                rhs[c * nf + k] = v;
+                rhs[c * nf + k] = b[3 * i + d] - t;
             }
         }
         self.factor.solve_many_with(rhs, self.axes.len(), scratch);
@@ -274,7 +273,6 @@ impl GlobalSystem {
         let axis = |d: usize| AxisSystem {
             free: plan.reduced[plan.axes[d]].free.clone(),
             prescribed: plan.dirichlet[d].nodes.clone(),
-            factor: factors[plan.axes[d]].clone(),
         };
         let axes = [axis(0), axis(1), axis(2)];
         let num_factors = factors.len();
@@ -304,6 +302,12 @@ impl GlobalSystem {
         for r in &self.solves {
             r.solve(b, xd, x);
         }
+    }
+
+    /// The factor serving axis `d`.
+    #[cfg(test)]
+    fn axis_factor(&self, d: usize) -> &SparseCholesky {
+        &self.solves[self.plan.axes[d]].factor
     }
 
     /// Free node indices of axis `d`.
@@ -428,7 +432,7 @@ mod tests {
             a.matvec(&col, &mut t);
             let free: Vec<usize> = (0..n).filter(|i| !set.nodes.contains(i)).collect();
             let mut rhs: Vec<f64> = free.iter().map(|&i| b[3 * i + d] - t[i]).collect();
-            sys.axes[d].factor.solve_in_place(&mut rhs);
+            sys.axis_factor(d).solve_in_place(&mut rhs);
             for (k, &i) in free.iter().enumerate() {
                 assert!((x[3 * i + d] - rhs[k]).abs() <= 1e-13 * rhs[k].abs().max(1.0));
             }
@@ -471,7 +475,7 @@ mod tests {
         assert!(Arc::ptr_eq(reused.plan(), first.plan()));
         assert!(!Arc::ptr_eq(fresh.plan(), first.plan()));
         for d in 0..3 {
-            let (r, f) = (&reused.axes[d].factor, &first.axes[d].factor);
+            let (r, f) = (reused.axis_factor(d), first.axis_factor(d));
             assert!(r.symbolic().same_as(f.symbolic()), "axis {d}");
         }
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.61).cos()).collect();

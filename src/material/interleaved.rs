@@ -19,7 +19,9 @@
 //!   ($s_j(q)=\tfrac12(\sigma_j+\sqrt{\sigma_j^2-\sigma_m^2+q^2})$, $\prod_js_j(q)=1$; $\prod s_j$ is
 //!   convex and increasing in $q\ge0$, so Newton converges monotonically to the same root).
 //! * Neo-Hookean: the prox stretches by the full-step Newton iteration of
-//!   [`super::neohookean::prox_stretch`] (same start, same stopping tests), $g_i=\sigma^*_i$.
+//!   [`super::neohookean::prox_stretch`] (same start, same stopping tests; where the
+//!   gradient test stops it, one more Newton step takes $\sigma^*$ from the tolerance
+//!   $10^{-12}$ to round-off), $g_i=\sigma^*_i$.
 //!
 //! # When a lane falls back
 //! A lane is *not* handled here (its `ok` flag is false and the caller runs the exact code of
@@ -334,7 +336,8 @@ enum NhState {
 
 /// Newton state of one lane of the prox-stretch solve: full Newton steps, the exact
 /// solver's iteration when its line search accepts every full step (same start, same
-/// stopping tests); `Failed` where the exact solver is needed.
+/// stopping tests, plus one Newton step after the gradient test is met); `Failed` where
+/// the exact solver is needed.
 struct NhLane {
     sigma: [f64; 3],
     x: [f64; 3],
@@ -404,10 +407,7 @@ impl NhLane {
         if !(p22 > 0.0 && p22.is_finite()) {
             return;
         }
-        if gnorm <= self.tol {
-            self.state = NhState::Done;
-            return;
-        }
+        let converged = gnorm <= self.tol;
         let r22 = 1.0 / p22.sqrt();
         let y0 = g[0] * r00;
         let y1 = (g[1] - l10 * y0) * r11;
@@ -416,6 +416,16 @@ impl NhLane {
         let z1 = (y1 - l21 * z2) * r11;
         let z0 = (y0 - l10 * z1 - l20 * z2) * r00;
         let xn = [x[0] - z0, x[1] - z1, x[2] - z2];
+        if converged {
+            // The exact solver stops here; one more Newton step (quadratic convergence) puts
+            // σ* at round-off instead of at the tolerance, so the local step is smooth in F to
+            // round-off (finite differences of the forward see less noise).
+            if xn[0] > 0.0 && xn[1] > 0.0 && xn[2] > 0.0 {
+                self.x = xn;
+            }
+            self.state = NhState::Done;
+            return;
+        }
         if !(xn[0] > 0.0 && xn[1] > 0.0 && xn[2] > 0.0) {
             return;
         }
