@@ -11,7 +11,7 @@
 //! `cargo run --release --example solve_timing [-- REPS]`; medians over REPS (default 9),
 //! wall clock, one thread.
 
-use diffphd::linalg::{ordering, AxisDirichlet, GlobalSystem, LinearSolver, SparseCholesky};
+use diffphd::linalg::{ordering, GlobalSystem, LinearSolver, SparseCholesky};
 use diffphd::material::svd::{spectral_pair_coefficients, svd3, SpectralLinear};
 use diffphd::material::{corotated, volume};
 use diffphd::mesh::generate::box_hex;
@@ -45,8 +45,8 @@ fn bandwidth(reps: usize) -> f64 {
     let s = time(reps, 1, || {
         let mut a = [0.0; 8];
         for c in v.chunks_exact(8) {
-            for k in 0..8 {
-                a[k] += c[k];
+            for (ak, ck) in a.iter_mut().zip(c) {
+                *ak += ck;
             }
         }
         acc += a.iter().sum::<f64>();
@@ -196,5 +196,4 @@ fn main() {
         before / ns as f64 * 1e9,
         after / ns as f64 * 1e9
     );
-    let _ = AxisDirichlet { nodes: vec![] };
 }

@@ -119,7 +119,7 @@ pub fn spectral(f: &Mat3Lanes) -> Spectral {
             - f[3][l] * (f[1][l] * f[8][l] - f[7][l] * f[2][l])
             + f[6][l] * (f[1][l] * f[5][l] - f[4][l] * f[2][l]);
         // NaN compares false: non-finite lanes fail here.
-        ok[l] = amax >= SCALE_MIN && amax <= SCALE_MAX && det > 0.0;
+        ok[l] = (SCALE_MIN..=SCALE_MAX).contains(&amax) && det > 0.0;
     }
     let dot = |i: usize, j: usize, l: usize| {
         f[3 * i][l] * f[3 * j][l]
@@ -435,7 +435,8 @@ impl NhLane {
         let phi0 = phi(p, sigma, &x, lj);
         let ljn = (xn[0] * xn[1] * xn[2]).ln();
         let phin = phi(p, sigma, &xn, ljn);
-        if !(phin <= phi0 - 1e-4 * slope) {
+        let armijo = phin <= phi0 - 1e-4 * slope;
+        if !armijo {
             // below round-off the exact solver accepts on a decrease of ‖g‖ instead
             let scale = 0.5 * mu * (x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + 3.0)
                 + mu * lj.abs()
