@@ -197,13 +197,40 @@ impl SparseCholesky {
 
     /// Solve $A X = B$ in place for `k` right-hand sides stored column-major in `rhs`.
     pub fn solve_many_in_place(&self, rhs: &mut [f64], k: usize) {
-        debug_assert_eq!(rhs.len(), self.n * k);
-        let symbolic = &self.symbolic.symbolic;
-        let llt = LltRef::new(symbolic, &self.values);
-        let mut mem = MemBuffer::new(symbolic.solve_in_place_scratch::<f64>(k, Par::Seq));
-        let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
-        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut mem));
+        let mut scratch = self.solve_scratch(k);
+        self.solve_many_with(rhs, k, &mut scratch);
     }
+
+    /// Work space for solves with up to `k` right-hand sides ([`Self::solve_many_with`]).
+    pub fn solve_scratch(&self, k: usize) -> SolveScratch {
+        let req = self
+            .symbolic
+            .symbolic
+            .solve_in_place_scratch::<f64>(k, Par::Seq);
+        SolveScratch {
+            mem: MemBuffer::new(req),
+            k,
+        }
+    }
+
+    /// [`Self::solve_many_in_place`] in a given work space (no allocation when `scratch`
+    /// was made for at least `k` right-hand sides): one pass over the factor for all `k`
+    /// columns (forward and back substitution).
+    pub fn solve_many_with(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) {
+        debug_assert_eq!(rhs.len(), self.n * k);
+        if scratch.k < k {
+            *scratch = self.solve_scratch(k);
+        }
+        let llt = LltRef::new(&self.symbolic.symbolic, &self.values);
+        let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
+        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut scratch.mem));
+    }
+}
+
+/// Work space of [`SparseCholesky::solve_many_with`] (faer's solve stack).
+pub struct SolveScratch {
+    mem: MemBuffer,
+    k: usize,
 }
 
 #[cfg(test)]

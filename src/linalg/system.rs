@@ -8,8 +8,9 @@
 //! symbolic analysis ([`SystemPlan`]) depend only on the pattern and the prescribed sets and
 //! are reused across factorizations of new values (loss evaluations).
 
+use super::cholesky::SolveScratch;
 use super::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky, SymbolicFactor};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Prescribed (Dirichlet) node set of one axis.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -21,7 +22,102 @@ pub struct AxisDirichlet {
 struct AxisSystem {
     free: Vec<usize>,
     prescribed: Vec<usize>,
+}
+
+/// The solve of one distinct factor: the axes it serves (one pass over the factor for all
+/// of them), the coupling $\hat A_{FD}$ of its Dirichlet reduction by free row (so that the
+/// Dirichlet values need no full matvec per solve), and reusable work space.
+struct ReducedSolve {
+    axes: Vec<usize>,
+    free: Vec<usize>,
+    prescribed: Vec<usize>,
     factor: Arc<SparseCholesky>,
+    /// Entries `fd_ptr[k]..fd_ptr[k + 1]` of (`fd_node`, `fd_val`): $\hat A_{ij}$ for free
+    /// node `free[k]` = i and prescribed node j.
+    fd_ptr: Vec<usize>,
+    fd_node: Vec<usize>,
+    fd_val: Vec<f64>,
+    /// Right-hand sides (column-major, one column per axis) and the factor's solve stack;
+    /// a concurrent second solve on the same system allocates its own.
+    work: Mutex<(Vec<f64>, SolveScratch)>,
+}
+
+impl ReducedSolve {
+    fn new(a: &CscMatrix, axes: Vec<usize>, r: &ReducedPlan, factor: Arc<SparseCholesky>) -> Self {
+        let (mut fd_ptr, mut fd_node, mut fd_val) = (vec![0], vec![], vec![]);
+        for &i in &r.free {
+            for k in a.col_ptr[i]..a.col_ptr[i + 1] {
+                let j = a.row_idx[k];
+                if r.map[j] == usize::MAX {
+                    fd_node.push(j);
+                    fd_val.push(a.values[k]);
+                }
+            }
+            fd_ptr.push(fd_node.len());
+        }
+        let work = Mutex::new((
+            vec![0.0; r.free.len() * axes.len()],
+            factor.solve_scratch(axes.len()),
+        ));
+        ReducedSolve {
+            axes,
+            free: r.free.clone(),
+            prescribed: r.dirichlet.nodes.clone(),
+            factor,
+            fd_ptr,
+            fd_node,
+            fd_val,
+            work,
+        }
+    }
+
+    fn solve(&self, b: &[f64], xd: Option<&[f64]>, x: &mut [f64]) {
+        match self.work.try_lock() {
+            Ok(mut w) => {
+                let (rhs, scratch) = &mut *w;
+                self.solve_with(rhs, scratch, b, xd, x);
+            }
+            Err(_) => {
+                let mut rhs = vec![0.0; self.free.len() * self.axes.len()];
+                let mut scratch = self.factor.solve_scratch(self.axes.len());
+                self.solve_with(&mut rhs, &mut scratch, b, xd, x);
+            }
+        }
+    }
+
+    fn solve_with(
+        &self,
+        rhs: &mut [f64],
+        scratch: &mut SolveScratch,
+        b: &[f64],
+        xd: Option<&[f64]>,
+        x: &mut [f64],
+    ) {
+        let nf = self.free.len();
+        for (k, &i) in self.free.iter().enumerate() {
+            for (c, &d) in self.axes.iter().enumerate() {
+                // rhs_F = b_F - A_FD x_D (the coupling summed first, in node order)
+                let mut t = 0.0;
+                if let Some(xd) = xd {
+                    for e in self.fd_ptr[k]..self.fd_ptr[k + 1] {
+                        t += self.fd_val[e] * xd[3 * self.fd_node[e] + d];
+                    }
+                }
+                rhs[c * nf + k] = b[3 * i + d] - t;
+            }
+        }
+        self.factor.solve_many_with(rhs, self.axes.len(), scratch);
+        for (k, &i) in self.free.iter().enumerate() {
+            for (c, &d) in self.axes.iter().enumerate() {
+                x[3 * i + d] = rhs[c * nf + k];
+            }
+        }
+        for &j in &self.prescribed {
+            for &d in &self.axes {
+                x[3 * j + d] = xd.map(|v| v[3 * j + d]).unwrap_or(0.0);
+            }
+        }
+    }
 }
 
 /// The Dirichlet reduction of one distinct prescribed set: free nodes, their positions in
@@ -133,6 +229,7 @@ pub struct GlobalSystem {
     /// Unreduced per-axis matrix $\hat A$ (no Dirichlet treatment).
     pub a: CscMatrix,
     axes: [AxisSystem; 3],
+    solves: Vec<ReducedSolve>,
     plan: Arc<SystemPlan>,
     /// Number of stored entries of all distinct factors.
     pub nnz_factor: usize,
@@ -176,13 +273,19 @@ impl GlobalSystem {
         let axis = |d: usize| AxisSystem {
             free: plan.reduced[plan.axes[d]].free.clone(),
             prescribed: plan.dirichlet[d].nodes.clone(),
-            factor: factors[plan.axes[d]].clone(),
         };
         let axes = [axis(0), axis(1), axis(2)];
         let num_factors = factors.len();
+        let solves = (0..num_factors)
+            .map(|k| {
+                let served = (0..3).filter(|&d| plan.axes[d] == k).collect();
+                ReducedSolve::new(&a, served, &plan.reduced[k], factors[k].clone())
+            })
+            .collect();
         Ok(GlobalSystem {
             a,
             axes,
+            solves,
             plan,
             nnz_factor,
             num_factors,
@@ -194,55 +297,17 @@ impl GlobalSystem {
         &self.plan
     }
 
-    fn solve_axis(&self, d: usize, b: &[f64], xd: Option<&[f64]>, out: &mut [f64]) {
-        let ax = &self.axes[d];
-        let n = self.a.n;
-        let mut rhs: Vec<f64> = ax.free.iter().map(|&i| b[3 * i + d]).collect();
-        if let Some(xd) = xd {
-            if !ax.prescribed.is_empty() {
-                // rhs_F -= A_FD x_D
-                let mut col = vec![0.0; n];
-                for &i in &ax.prescribed {
-                    col[i] = xd[3 * i + d];
-                }
-                let mut t = vec![0.0; n];
-                self.a.matvec(&col, &mut t);
-                for (k, &i) in ax.free.iter().enumerate() {
-                    rhs[k] -= t[i];
-                }
-            }
-        }
-        ax.factor.solve_in_place(&mut rhs);
-        for (k, &i) in ax.free.iter().enumerate() {
-            out[3 * i + d] = rhs[k];
-        }
-        for &i in &ax.prescribed {
-            out[3 * i + d] = xd.map(|v| v[3 * i + d]).unwrap_or(0.0);
+    /// All three axes: one pass over each distinct factor for the axes it serves.
+    fn solve_all(&self, b: &[f64], xd: Option<&[f64]>, x: &mut [f64]) {
+        for r in &self.solves {
+            r.solve(b, xd, x);
         }
     }
 
-    fn solve_all(&self, b: &[f64], xd: Option<&[f64]>, x: &mut [f64]) {
-        // Three independent axis solves; run them concurrently (spec §5.3 "three axes
-        // independent"). Each writes a disjoint axis of `x`, collected per axis first.
-        let n = self.a.n;
-        let mut parts = [vec![0.0; 3 * n], vec![0.0; 3 * n], vec![0.0; 3 * n]];
-        {
-            let [p0, p1, p2] = &mut parts;
-            rayon::join(
-                || self.solve_axis(0, b, xd, p0),
-                || {
-                    rayon::join(
-                        || self.solve_axis(1, b, xd, p1),
-                        || self.solve_axis(2, b, xd, p2),
-                    )
-                },
-            );
-        }
-        for i in 0..n {
-            for d in 0..3 {
-                x[3 * i + d] = parts[d][3 * i + d];
-            }
-        }
+    /// The factor serving axis `d`.
+    #[cfg(test)]
+    fn axis_factor(&self, d: usize) -> &SparseCholesky {
+        &self.solves[self.plan.axes[d]].factor
     }
 
     /// Free node indices of axis `d`.
@@ -266,14 +331,26 @@ impl LinearSolver for GlobalSystem {
         self.solve_all(q, None, z)
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {
-        let n = self.a.n;
-        let mut t = vec![0.0; n];
-        for d in 0..3 {
-            self.a.matvec_axis(x, d, &mut t);
-            for i in 0..n {
-                y[3 * i + d] = t[i];
-            }
-        }
+        // $\hat A$ is symmetric: row i is column i, so each output node gathers its three
+        // axes from one column (no work vector, parallel over nodes).
+        use rayon::prelude::*;
+        let a = &self.a;
+        y[..3 * a.n]
+            .par_chunks_mut(3 * 1024)
+            .enumerate()
+            .for_each(|(c, yc)| {
+                for (k, yi) in yc.chunks_mut(3).enumerate() {
+                    let i = c * 1024 + k;
+                    let mut acc = [0.0; 3];
+                    for e in a.col_ptr[i]..a.col_ptr[i + 1] {
+                        let (j, v) = (a.row_idx[e], a.values[e]);
+                        acc[0] += v * x[3 * j];
+                        acc[1] += v * x[3 * j + 1];
+                        acc[2] += v * x[3 * j + 2];
+                    }
+                    yi.copy_from_slice(&acc);
+                }
+            });
     }
 }
 
@@ -328,6 +405,58 @@ mod tests {
         }
     }
 
+    /// The one-pass multi-axis solve with the precomputed Dirichlet coupling equals three
+    /// independent per-axis solves $\hat A_{FF}x_F=b_F-\hat A_{FD}\bar x_D$ (to round-off),
+    /// repeated solves reuse the work space with the same result, and `apply_a` equals the
+    /// per-axis matvec.
+    #[test]
+    fn multi_axis_solve_matches_per_axis_solves() {
+        let n = 30;
+        let a = chain(n);
+        let fixed = AxisDirichlet {
+            nodes: vec![2, 11, 29],
+        };
+        let sets = [fixed.clone(), fixed, AxisDirichlet { nodes: vec![7] }];
+        let sys = GlobalSystem::new(a.clone(), sets.clone()).unwrap();
+        assert_eq!(sys.num_factors, 2);
+        let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.77).sin()).collect();
+        let xd: Vec<f64> = (0..3 * n).map(|i| 0.1 + 0.01 * i as f64).collect();
+        let mut x = vec![f64::NAN; 3 * n];
+        sys.solve(&b, &xd, &mut x);
+        for (d, set) in sets.iter().enumerate() {
+            let mut col = vec![0.0; n];
+            for &i in &set.nodes {
+                col[i] = xd[3 * i + d];
+            }
+            let mut t = vec![0.0; n];
+            a.matvec(&col, &mut t);
+            let free: Vec<usize> = (0..n).filter(|i| !set.nodes.contains(i)).collect();
+            let mut rhs: Vec<f64> = free.iter().map(|&i| b[3 * i + d] - t[i]).collect();
+            sys.axis_factor(d).solve_in_place(&mut rhs);
+            for (k, &i) in free.iter().enumerate() {
+                assert!((x[3 * i + d] - rhs[k]).abs() <= 1e-13 * rhs[k].abs().max(1.0));
+            }
+            for &i in &set.nodes {
+                assert_eq!(x[3 * i + d], xd[3 * i + d]);
+            }
+        }
+        let mut again = vec![0.0; 3 * n];
+        sys.solve(&b, &xd, &mut again);
+        assert_eq!(x, again);
+        let mut z = vec![f64::NAN; 3 * n];
+        sys.solve_homogeneous(&b, &mut z);
+        assert!(sets[0].nodes.iter().all(|&i| z[3 * i] == 0.0));
+        let mut y = vec![0.0; 3 * n];
+        sys.apply_a(&x, &mut y);
+        for d in 0..3 {
+            let mut t = vec![0.0; n];
+            a.matvec_axis(&x, d, &mut t);
+            for i in 0..n {
+                assert!((y[3 * i + d] - t[i]).abs() <= 1e-14 * t[i].abs().max(1.0));
+            }
+        }
+    }
+
     /// A second factorization on the plan of the first shares its symbolic analysis, and
     /// its solves are bitwise those of a system planned from scratch; a matrix of another
     /// pattern is refused with a typed error.
@@ -346,7 +475,7 @@ mod tests {
         assert!(Arc::ptr_eq(reused.plan(), first.plan()));
         assert!(!Arc::ptr_eq(fresh.plan(), first.plan()));
         for d in 0..3 {
-            let (r, f) = (&reused.axes[d].factor, &first.axes[d].factor);
+            let (r, f) = (reused.axis_factor(d), first.axis_factor(d));
             assert!(r.symbolic().same_as(f.symbolic()), "axis {d}");
         }
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.61).cos()).collect();

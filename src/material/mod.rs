@@ -10,6 +10,7 @@ pub mod corotated;
 pub mod eigen;
 #[cfg(test)]
 mod fd;
+pub mod interleaved;
 pub mod neohookean;
 pub mod svd;
 pub mod volume;

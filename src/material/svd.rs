@@ -237,6 +237,44 @@ pub fn spectral_apply_with(
     svd.u * c * svd.v.transpose()
 }
 
+/// A spectral differential with every per-sample coefficient precomputed (spec App. A.1:
+/// "precompute once per backward step"): $dp=U\,c\,V^T$ with $a=U^TdF\,V$,
+/// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ may already be
+/// weighted sums of several terms sharing $U,V$ (corotated + volume). [`Self::apply`] is
+/// [`spectral_apply_with`] without recomputing [`spectral_pair_coefficients`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpectralLinear {
+    pub u: Matrix3<f64>,
+    pub v: Matrix3<f64>,
+    pub w: Matrix3<f64>,
+    pub m: Matrix3<f64>,
+    pub n: Matrix3<f64>,
+}
+
+impl SpectralLinear {
+    /// From `[U, V, W, M, N]`.
+    pub fn from_coefficients(c: [Matrix3<f64>; 5]) -> Self {
+        let [u, v, w, m, n] = c;
+        SpectralLinear { u, v, w, m, n }
+    }
+
+    /// $dp$ for a direction $dF$.
+    #[inline]
+    pub fn apply(&self, df: &Matrix3<f64>) -> Matrix3<f64> {
+        let a = self.u.transpose() * df * self.v;
+        let ad = Vector3::new(a[(0, 0)], a[(1, 1)], a[(2, 2)]);
+        let cd = self.w * ad;
+        let c = Matrix3::from_fn(|i, j| {
+            if i == j {
+                cd[i]
+            } else {
+                self.m[(i, j)] * a[(i, j)] + self.n[(i, j)] * a[(j, i)]
+            }
+        });
+        self.u * c * self.v.transpose()
+    }
+}
+
 /// The $9\times9$ matrix $\partial\,\mathrm{vec}\,p/\partial\,\mathrm{vec}\,F$ of Eq. (42)
 /// (column-major vec: entry $3c+r$ of $\mathrm{vec}X$ is $X_{rc}$), assembled column by column
 /// from [`spectral_jacobian_apply`]. For tests and debugging; the solver uses the matrix-free form.
@@ -359,6 +397,41 @@ mod tests {
             for i in 0..3 {
                 prop_assert!((got[i].abs() - abs_sorted[i]).abs() < 1e-13 * 3.0);
             }
+        }
+    }
+
+    /// The precomputed form gives the product of `spectral_jacobian_apply` (to round-off),
+    /// also for a weighted sum of two maps sharing U, V (corotated + volume).
+    #[test]
+    fn precomputed_spectral_linear_matches() {
+        let r1 = rot(0.3, -0.4, 1.2);
+        let r2 = rot(-2.0, 0.7, 0.1);
+        for s in [
+            Vector3::new(1.7, 1.1, 0.6),
+            Vector3::new(1.3, 1.3 - 1e-9, 0.7),
+            Vector3::new(1.3, 0.9, -0.4),
+        ] {
+            let f = r1 * Matrix3::from_diagonal(&s) * r2.transpose();
+            let svd = svd3(&f);
+            let (ss, w) = cubic(&svd.sigma);
+            let one = Vector3::repeat(1.0);
+            let (m1, n1) = spectral_pair_coefficients(&svd.sigma, &one, &Matrix3::zeros());
+            let (m2, n2) = spectral_pair_coefficients(&svd.sigma, &ss, &w);
+            let lin = SpectralLinear::from_coefficients([
+                svd.u,
+                svd.v,
+                w * 3.0,
+                m1 * 2.0 + m2 * 3.0,
+                n1 * 2.0 + n2 * 3.0,
+            ]);
+            let df = Matrix3::new(0.3, -1.0, 0.2, 0.5, 0.1, -0.7, 0.9, 0.4, -0.2);
+            let expect = spectral_jacobian_apply(&svd, &one, &Matrix3::zeros(), &df) * 2.0
+                + spectral_jacobian_apply(&svd, &ss, &w, &df) * 3.0;
+            let got = lin.apply(&df);
+            assert!(
+                (got - expect).norm() <= 1e-14 * expect.norm(),
+                "{got} vs {expect}"
+            );
         }
     }
 

@@ -47,6 +47,9 @@ enum SampleLin {
 /// Local Jacobians of one step, evaluated at $x_{t+1}$.
 pub struct StepLinearization {
     samples: Vec<SampleLin>,
+    /// Per-sample weighted coefficients of $\Delta A$ (from [`Self::spectral_coefficients`]),
+    /// computed once per step so that each product only applies them.
+    spectral: Vec<svd::SpectralLinear>,
     /// Muscle fibres at $x_{t+1}$ (spec §3.5).
     pub muscle: super::muscle::MuscleLin,
     /// Number of samples whose stretch Jacobian the filter changed.
@@ -106,12 +109,18 @@ impl StepLinearization {
             .iter()
             .filter(|s| matches!(s, SampleLin::Nh { filtered: true, .. }))
             .count();
-        StepLinearization {
+        let mut lin = StepLinearization {
             samples,
+            spectral: vec![],
             muscle: super::muscle::MuscleLin::new(model, x, d.muscle_time),
             filtered_samples,
             contact: None,
-        }
+        };
+        lin.spectral = (0..lin.samples.len())
+            .into_par_iter()
+            .map(|s| svd::SpectralLinear::from_coefficients(lin.spectral_coefficients(s)))
+            .collect();
+        lin
     }
 
     /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the
@@ -201,28 +210,10 @@ impl StepLinearization {
     /// $\Delta A\,z$ (matrix-free, App. A.1), Dirichlet rows not zeroed.
     pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
         let dps: Vec<Matrix3<f64>> = self
-            .samples
+            .spectral
             .par_iter()
             .enumerate()
-            .map(|(s, lin)| {
-                let df = model.gradient_of(s, z);
-                match lin {
-                    SampleLin::Corot {
-                        svd,
-                        w_cor,
-                        w_vol,
-                        vol_star,
-                        vol_w,
-                        ..
-                    } => {
-                        corotated::jacobian_apply(svd, &df) * *w_cor
-                            + volume::jacobian_apply(svd, vol_star, vol_w, &df) * *w_vol
-                    }
-                    SampleLin::Nh {
-                        svd, w, star, jac, ..
-                    } => neohookean::jacobian_apply(svd, star, jac, &df) * *w,
-                }
-            })
+            .map(|(s, lin)| lin.apply(&model.gradient_of(s, z)))
             .collect();
         out.iter_mut().for_each(|v| *v = 0.0);
         for (s, dp) in dps.iter().enumerate() {

@@ -3,6 +3,7 @@
 //! part of the right-hand side $b_p=\sum_s G_s^T\mathrm{vec}\,Q_s$ with
 //! $Q_s=w^{cor}_sR_s+w^{vol}_sD_s$ (corotated + volume) or $Q_s=w^{nh}_sp_s$ (NH prox).
 
+use crate::material::interleaved::{self, Lanes, Mat3Lanes, LANES};
 use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
 use crate::model::{Derived, Model};
 use nalgebra::{Matrix3, Vector3};
@@ -21,6 +22,21 @@ pub struct NonFiniteSample {
     pub element: usize,
 }
 
+/// Which local-step kernel computes the projections. Both give the same $Q_s$ to round-off
+/// (`material::interleaved` tests); `Exact` is the reference the benchmarks compare with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LocalKernel {
+    /// [`material::interleaved`]: [`LANES`] samples side by side, with the exact code as
+    /// the per-sample fallback (inverted, degenerate, strongly stretched samples).
+    #[default]
+    Interleaved,
+    /// One sample at a time through `svd3` and the exact projections.
+    Exact,
+}
+
+/// Samples per parallel task of the interleaved kernel (a multiple of [`LANES`]).
+const CHUNK: usize = 32 * LANES;
+
 /// Compute $Q_s$ for all samples in parallel. `warm` holds the NH stretch solution of the
 /// previous call per sample (warm start, spec §3.3) and is updated.
 pub fn project_all(
@@ -29,11 +45,19 @@ pub fn project_all(
     x: &[f64],
     warm: &mut [Vector3<f64>],
 ) -> Result<LocalResult, NonFiniteSample> {
-    let mut q: Vec<Matrix3<f64>> = warm
-        .par_iter_mut()
-        .enumerate()
-        .map(|(s, w)| project_sample(model, d, x, s, w))
-        .collect();
+    project_all_with(model, d, x, warm, LocalKernel::default())
+}
+
+/// [`project_all`] with an explicit kernel.
+pub fn project_all_with(
+    model: &Model,
+    d: &Derived,
+    x: &[f64],
+    warm: &mut [Vector3<f64>],
+    kernel: LocalKernel,
+) -> Result<LocalResult, NonFiniteSample> {
+    let mut q = vec![Matrix3::zeros(); warm.len()];
+    project_into(model, d, x, warm, kernel, &mut q);
     super::muscle::add_projections(model, x, d.muscle_time, &mut q);
     if let Some(s) = q.iter().position(|m| !m.iter().all(|v| v.is_finite())) {
         return Err(NonFiniteSample {
@@ -42,6 +66,87 @@ pub fn project_all(
         });
     }
     Ok(LocalResult { q })
+}
+
+/// The material projections $Q_s$ (no muscles, no finiteness check) into `q` (one entry
+/// per sample), in parallel; allocates nothing.
+pub fn project_into(
+    model: &Model,
+    d: &Derived,
+    x: &[f64],
+    warm: &mut [Vector3<f64>],
+    kernel: LocalKernel,
+    q: &mut [Matrix3<f64>],
+) {
+    match kernel {
+        LocalKernel::Exact => q
+            .par_iter_mut()
+            .zip(warm.par_iter_mut())
+            .enumerate()
+            .for_each(|(s, (qs, w))| *qs = project_sample(model, d, x, s, w)),
+        LocalKernel::Interleaved => q
+            .par_chunks_mut(CHUNK)
+            .zip(warm.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(c, (qc, wc))| {
+                for (b, (qb, wb)) in qc.chunks_mut(LANES).zip(wc.chunks_mut(LANES)).enumerate() {
+                    project_block(model, d, x, c * CHUNK + b * LANES, qb, wb);
+                }
+            }),
+    }
+}
+
+/// Interleaved projection of the samples `s0 ..` (at most [`LANES`]); lanes the fast path
+/// refuses, blocks mixing materials and short tail blocks go through [`project_sample`].
+fn project_block(
+    model: &Model,
+    d: &Derived,
+    x: &[f64],
+    s0: usize,
+    q: &mut [Matrix3<f64>],
+    warm: &mut [Vector3<f64>],
+) {
+    let body = |s: usize| model.elem_body[model.samples.elem[s]];
+    let mat = model.bodies[body(s0)].model;
+    let uniform = q.len() == LANES && (1..LANES).all(|l| model.bodies[body(s0 + l)].model == mat);
+    if !uniform {
+        for (l, (qs, w)) in q.iter_mut().zip(warm.iter_mut()).enumerate() {
+            *qs = project_sample(model, d, x, s0 + l, w);
+        }
+        return;
+    }
+    let mut f: Mat3Lanes = [[0.0; LANES]; 9];
+    for l in 0..LANES {
+        let fl = model.deformation_gradient(s0 + l, x);
+        for (k, v) in fl.iter().enumerate() {
+            f[k][l] = *v;
+        }
+    }
+    let mut out: Mat3Lanes = [[0.0; LANES]; 9];
+    let lanes = |v: &[f64]| -> Lanes { std::array::from_fn(|l| v[s0 + l]) };
+    let ok = match mat {
+        MaterialModel::Corotated => {
+            interleaved::corot_vol(&f, &lanes(&d.w_cor), &lanes(&d.w_vol), &mut out)
+        }
+        MaterialModel::Neohookean => {
+            let params = std::array::from_fn(|l| d.nh[body(s0 + l)]);
+            let mut wl: [[f64; 3]; LANES] = std::array::from_fn(|l| warm[l].into());
+            let ok = interleaved::nh_prox(&f, &params, &lanes(&d.w_nh), &mut wl, &mut out);
+            for l in 0..LANES {
+                if ok[l] {
+                    warm[l] = Vector3::from(wl[l]);
+                }
+            }
+            ok
+        }
+    };
+    for l in 0..LANES {
+        q[l] = if ok[l] {
+            Matrix3::from_fn(|r, c| out[3 * c + r][l])
+        } else {
+            project_sample(model, d, x, s0 + l, &mut warm[l])
+        };
+    }
 }
 
 /// Weighted projection $Q_s$ of one sample.
