@@ -85,9 +85,8 @@ impl KdTree {
         }
         let mid = (lo + hi) / 2;
         let pts = &self.points;
-        self.order[lo..hi].select_nth_unstable_by(mid - lo, |&a, &b| {
-            pts[a][dim].total_cmp(&pts[b][dim])
-        });
+        self.order[lo..hi]
+            .select_nth_unstable_by(mid - lo, |&a, &b| pts[a][dim].total_cmp(&pts[b][dim]));
         let value = self.points[self.order[mid]][dim];
         let left = self.build(lo, mid);
         let right = self.build(mid, hi);
@@ -177,13 +176,16 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(j, p)| (j, (0..3).map(|d| (p[d] - q[d]).powi(2)).sum::<f64>()))
-                .fold((usize::MAX, f64::INFINITY), |a, b| {
-                    if b.1 < a.1 {
-                        b
-                    } else {
-                        a
-                    }
-                });
+                .fold(
+                    (usize::MAX, f64::INFINITY),
+                    |a, b| {
+                        if b.1 < a.1 {
+                            b
+                        } else {
+                            a
+                        }
+                    },
+                );
             assert_eq!(d2, bd, "query {k}");
             assert_eq!(i, bi, "query {k}");
         }

@@ -21,7 +21,9 @@ use std::path::Path;
 pub fn read_points(path: &Path) -> Result<Vec<[f64; 3]>, MeshError> {
     let name = display(path);
     let pts = match SurfaceFormat::from_path(path) {
-        Some(SurfaceFormat::Ply) => super::trisurf::parse_ply_vertices(&read_bytes(path)?, &name)?.1,
+        Some(SurfaceFormat::Ply) => {
+            super::trisurf::parse_ply_vertices(&read_bytes(path)?, &name)?.1
+        }
         Some(SurfaceFormat::Obj) => parse_obj_points(&read_text(path)?, &name)?,
         Some(SurfaceFormat::Off | SurfaceFormat::Stl) => read_surface(path)?.vertices,
         None => {
@@ -73,14 +75,19 @@ mod tests {
 
     #[test]
     fn obj_points_and_errors() {
-        let p = parse_obj_points("# cloud\nv 1 2 3\nv 4 5 6 1.0\nvn 0 0 1\nf 1 2 2\n", "a.obj")
-            .unwrap();
+        let p = parse_obj_points(
+            "# cloud\nv 1 2 3\nv 4 5 6 1.0\nvn 0 0 1\nf 1 2 2\n",
+            "a.obj",
+        )
+        .unwrap();
         assert_eq!(p, vec![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
         let e = parse_obj_points("v 1 2 3\nv 1 nan 3\n", "b.obj")
             .unwrap_err()
             .to_string();
         assert!(e.contains("b.obj:2") && e.contains("finite"), "{e}");
-        let e = parse_obj_points("v 1 2\n", "c.obj").unwrap_err().to_string();
+        let e = parse_obj_points("v 1 2\n", "c.obj")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("c.obj:1"), "{e}");
     }
 

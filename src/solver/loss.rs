@@ -421,7 +421,9 @@ mod tests {
         let cloud = |seed: u64, k: usize| -> Arc<KdTree> {
             let v = seeded_uniform(seed, 3 * k);
             Arc::new(KdTree::new(
-                (0..k).map(|j| [v[3 * j], v[3 * j + 1], v[3 * j + 2]]).collect(),
+                (0..k)
+                    .map(|j| [v[3 * j], v[3 * j + 1], v[3 * j + 2]])
+                    .collect(),
             ))
         };
         for mean in [true, false] {
@@ -448,7 +450,10 @@ mod tests {
             };
             let g = loss.gradient(&xs, h);
             assert!(g.dx[2].iter().all(|&v| v == 0.0), "frame 2 has no capture");
-            assert!(g.dx[1][3..6].iter().all(|&v| v == 0.0), "node 1 is not a surface node");
+            assert!(
+                g.dx[1][3..6].iter().all(|&v| v == 0.0),
+                "node 1 is not a surface node"
+            );
             let eps = 1e-7;
             let mut checked = 0;
             for t in [1, 3] {
