@@ -287,6 +287,9 @@ fn with_chamfer(captures: &str) -> String {
     )
 }
 
+/// (frame map, files to write, needles of the message) of one bad-capture case.
+type CaptureCase<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
 const CLOUD: &str = "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\nend_header\n0 0 0\n0.1 0.05 0.1\n";
 
 /// A good capture runs; a missing file, an empty point cloud, a NaN coordinate and a frame
@@ -299,7 +302,7 @@ fn bad_captures_are_named() {
     };
     let ok = run("{ frame = 2, file = \"a.ply\" }", &[("a.ply", CLOUD)]);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
-    let cases: [(&str, &[(&str, &str)], &[&str]); 5] = [
+    let cases: [CaptureCase; 5] = [
         (
             "{ frame = 1, file = \"missing.ply\" }",
             &[],
