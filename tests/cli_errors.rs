@@ -276,3 +276,91 @@ fn override_errors_name_the_right_table() {
         r.stderr
     );
 }
+
+// ---- Captured geometry of a chamfer loss term (issue 16, item 5) ---------------------
+
+/// GOOD with a chamfer term whose frame map is `captures` (TOML array body), and one
+/// declared parameter, for `grad`.
+fn with_chamfer(captures: &str) -> String {
+    format!(
+        "{GOOD}[loss]\n[[loss.term]]\ntype = \"chamfer\"\ncaptures = [{captures}]\n[[parameter]]\nkind = \"density\"\n"
+    )
+}
+
+/// (frame map, files to write, needles of the message) of one bad-capture case.
+type CaptureCase<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
+const CLOUD: &str = "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\nproperty float z\nend_header\n0 0 0\n0.1 0.05 0.1\n";
+
+/// A good capture runs; a missing file, an empty point cloud, a NaN coordinate and a frame
+/// outside the simulated frames each exit 2 with one line naming the key and the file or
+/// frame.
+#[test]
+fn bad_captures_are_named() {
+    let run = |captures: &str, files: &[(&str, &str)]| {
+        run_cli("grad", &with_chamfer(captures), files, &[])
+    };
+    let ok = run("{ frame = 2, file = \"a.ply\" }", &[("a.ply", CLOUD)]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let cases: [CaptureCase; 5] = [
+        (
+            "{ frame = 1, file = \"missing.ply\" }",
+            &[],
+            &["loss.term[0].captures[0].file", "missing.ply"],
+        ),
+        (
+            "{ frame = 1, file = \"a.ply\" }, { frame = 2, file = \"empty.obj\" }",
+            &[("a.ply", CLOUD), ("empty.obj", "# nothing\n")],
+            &["loss.term[0].captures[1].file", "empty.obj", "no points"],
+        ),
+        (
+            "{ frame = 1, file = \"nan.obj\" }",
+            &[("nan.obj", "v 0 0 0\nv 0 nan 1\n")],
+            &["loss.term[0].captures[0].file", "nan.obj:2", "finite"],
+        ),
+        (
+            "{ frame = 3, file = \"a.ply\" }",
+            &[("a.ply", CLOUD)],
+            &["loss.term[0].captures[0].frame", "frame 3", "1..=2"],
+        ),
+        (
+            "{ frame = 0, file = \"a.ply\" }",
+            &[("a.ply", CLOUD)],
+            &["loss.term[0].captures[0].frame"],
+        ),
+    ];
+    for (captures, files, needles) in cases {
+        let r = run(captures, files);
+        assert_eq!(r.code, 2, "{captures}: {}", r.stderr);
+        assert_eq!(
+            r.stderr.trim().lines().count(),
+            1,
+            "{captures}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        for n in needles {
+            assert!(
+                r.stderr.contains(n),
+                "{captures}: {:?} lacks {n:?}",
+                r.stderr
+            );
+        }
+    }
+    // no frame map at all, and a capture folder without frame files
+    let r = run_cli(
+        "grad",
+        &with_chamfer("").replace("captures = []", "capture_dir = \".\""),
+        &[],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("loss.term[0].capture_dir"),
+        "{}",
+        r.stderr
+    );
+    let r = run("", &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("loss.term[0].captures"), "{}", r.stderr);
+}

@@ -137,6 +137,8 @@ fn tables() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("loss term `center_of_mass_direction`", "loss.term.0", vec!["loss.term.0={ type = \"center_of_mass_direction\", direction = [1, 0, 0] }"]),
         ("loss term `node_target`", "loss.term.0", vec!["loss.term.0={ type = \"node_target\", select = { all = true }, target = [0, 0, 0] }"]),
         ("loss term `random_linear`", "loss.term.0", vec![]),
+        ("loss term `chamfer`", "loss.term.0", vec!["loss.term.0={ type = \"chamfer\" }"]),
+        ("chamfer `captures` entry", "loss.term.0.captures.0", vec!["loss.term.0={ type = \"chamfer\", captures = [{ frame = 1, file = \"a.ply\" }] }"]),
         ("[[parameter]]", "parameter.0", vec![]),
         ("[[obstacle]]", "obstacle.0", vec![]),
         ("[contact]", "contact", vec![]),

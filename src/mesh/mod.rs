@@ -27,11 +27,13 @@ pub mod writers;
 
 // The simulation's mesh layer: generators, validation, boundary surface.
 pub mod generate;
+pub mod kdtree;
 pub mod surface;
 pub mod validate;
 
 // The `diffphd mesh` toolbox: reports, triangle surfaces, voxelization, analytic shapes.
 pub mod info;
+pub mod points;
 pub mod shapes;
 pub mod trisurf;
 pub mod voxelize;

@@ -420,8 +420,15 @@ pub fn parse_off(text: &str, path: &str) -> Result<TriSurface, MeshError> {
     Ok(s)
 }
 
-/// Parses a PLY surface (ASCII or binary) with the `ply-rs-bw` crate.
-pub fn parse_ply(bytes: &[u8], path: &str) -> Result<TriSurface, MeshError> {
+/// A parsed PLY file and the positions of its `vertex` element (every vertex needs finite
+/// numeric `x y z`).
+type PlyVertices = (
+    ply_rs_bw::ply::Ply<ply_rs_bw::ply::DefaultElement>,
+    Vec<[f64; 3]>,
+);
+
+/// Parses a PLY file (ASCII or binary) and reads the positions of its vertices.
+pub(super) fn parse_ply_vertices(bytes: &[u8], path: &str) -> Result<PlyVertices, MeshError> {
     use ply_rs_bw::ply::Property;
     let parser = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new();
     let mut r = bytes;
@@ -445,7 +452,7 @@ pub fn parse_ply(bytes: &[u8], path: &str) -> Result<TriSurface, MeshError> {
             _ => return None,
         })
     };
-    let mut s = TriSurface::default();
+    let mut out = Vec::with_capacity(verts.len());
     for (k, v) in verts.iter().enumerate() {
         let mut p = [0.0; 3];
         for (d, name) in ["x", "y", "z"].iter().enumerate() {
@@ -459,8 +466,19 @@ pub fn parse_ply(bytes: &[u8], path: &str) -> Result<TriSurface, MeshError> {
                     )
                 })?;
         }
-        s.vertices.push(p);
+        out.push(p);
     }
+    Ok((ply, out))
+}
+
+/// Parses a PLY surface (ASCII or binary) with the `ply-rs-bw` crate.
+pub fn parse_ply(bytes: &[u8], path: &str) -> Result<TriSurface, MeshError> {
+    use ply_rs_bw::ply::Property;
+    let (ply, vertices) = parse_ply_vertices(bytes, path)?;
+    let mut s = TriSurface {
+        vertices,
+        triangles: vec![],
+    };
     let nv = s.vertices.len();
     let faces = ply
         .payload

@@ -10,6 +10,8 @@ use nalgebra::Vector3;
 #[derive(Clone, Debug)]
 pub struct AttachmentGroup {
     pub body: usize,
+    /// Position of the group in its body's `[[body.attachment]]` list.
+    pub index: usize,
     pub nodes: Vec<usize>,
     /// Target of every node at $t=0$ (the target point, or the node's initial position).
     pub targets: Vec<[f64; 3]>,

@@ -28,6 +28,8 @@ pub struct Param {
     pub seed: u64,
     /// Obstacle index (friction, obstacle_offset).
     pub obstacle: usize,
+    /// Global compliant attachment group (attachment_stiffness, attachment_offset).
+    pub attachment: usize,
     pub log: bool,
     pub fd_step: Option<f64>,
     /// Value in the base model (for Young's modulus: the mean over `elements`).
@@ -59,6 +61,9 @@ pub fn kind_name(k: ParamKind) -> &'static str {
         ParamKind::MuscleActivation => "muscle_activation",
         ParamKind::Friction => "friction",
         ParamKind::ObstacleOffset => "obstacle_offset",
+        ParamKind::BodyFriction => "body_friction",
+        ParamKind::AttachmentStiffness => "attachment_stiffness",
+        ParamKind::AttachmentOffset => "attachment_offset",
     }
 }
 
@@ -70,6 +75,7 @@ fn is_vector(k: ParamKind) -> bool {
             | ParamKind::InitialVelocity
             | ParamKind::Gravity
             | ParamKind::ObstacleOffset
+            | ParamKind::AttachmentOffset
     )
 }
 
@@ -83,6 +89,8 @@ fn is_positive(k: ParamKind) -> bool {
             | ParamKind::ForceScale
             | ParamKind::MuscleActivation
             | ParamKind::Friction
+            | ParamKind::BodyFriction
+            | ParamKind::AttachmentStiffness
     )
 }
 
@@ -194,6 +202,36 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
             }
         }
+        let attachment = if matches!(
+            s.kind,
+            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset
+        ) {
+            let local = s.attachment.unwrap_or(0);
+            match model
+                .attachments
+                .iter()
+                .position(|g| g.body == s.body && g.index == local)
+            {
+                Some(g) => g,
+                None => {
+                    return Err((
+                        format!("{key}.attachment"),
+                        format!(
+                            "body {} has no compliant attachment {local} (a `[[body.attachment]]` with compliance > 0; hard ones are Dirichlet groups)",
+                            s.body
+                        ),
+                    ))
+                }
+            }
+        } else {
+            if s.attachment.is_some() {
+                return Err((
+                    format!("{key}.attachment"),
+                    "only `attachment_stiffness` and `attachment_offset` take an attachment".into(),
+                ));
+            }
+            0
+        };
         let knots: Vec<usize> = if s.kind == ParamKind::MuscleActivation {
             let nk = model.muscles[muscle].knots.len();
             match s.knot {
@@ -240,11 +278,16 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         {
             let mut name = s.name.clone().unwrap_or_else(|| {
                 let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
-                    obstacle
+                    obstacle.to_string()
+                } else if s.kind == ParamKind::BodyFriction {
+                    "bodies".to_string()
                 } else {
-                    s.body
+                    s.body.to_string()
                 };
                 let mut n = format!("{}[{}]", kind_name(s.kind), owner);
+                if let Some(a) = s.attachment {
+                    n.push_str(&format!(".attachment{a}"));
+                }
                 if let Some(r) = s.region {
                     n.push_str(&format!(".region{r}"));
                 }
@@ -285,6 +328,7 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 knot,
                 seed: s.seed.unwrap_or(1),
                 obstacle,
+                attachment,
                 log: s.log,
                 fd_step: s.fd_step,
                 base_value: 0.0,
@@ -393,6 +437,9 @@ impl Param {
             ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot],
             ParamKind::Friction => m.obstacles[self.obstacle].friction,
             ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component],
+            ParamKind::BodyFriction => m.contact.body_friction,
+            ParamKind::AttachmentStiffness => m.attachments[self.attachment].stiffness,
+            ParamKind::AttachmentOffset => m.attachments[self.attachment].offset[self.component],
         }
     }
 
@@ -435,6 +482,11 @@ impl Param {
             ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot] = value,
             ParamKind::Friction => m.obstacles[self.obstacle].friction = value,
             ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component] = value,
+            ParamKind::BodyFriction => m.contact.body_friction = value,
+            ParamKind::AttachmentStiffness => m.attachments[self.attachment].stiffness = value,
+            ParamKind::AttachmentOffset => {
+                m.attachments[self.attachment].offset[self.component] = value
+            }
         }
         if matches!(
             self.kind,
@@ -499,6 +551,9 @@ impl Param {
             ParamKind::MuscleActivation => g.muscle_activation[self.muscle][self.knot],
             ParamKind::Friction => g.friction[self.obstacle],
             ParamKind::ObstacleOffset => g.obstacle_offset[self.obstacle][self.component],
+            ParamKind::BodyFriction => g.body_friction,
+            ParamKind::AttachmentStiffness => g.attachment_stiffness[self.attachment],
+            ParamKind::AttachmentOffset => g.attachment_offset[self.attachment][self.component],
         };
         if self.log {
             value * dvalue
@@ -511,7 +566,8 @@ impl Param {
     /// brackets it from ×10 downwards): 1e-3 for log parameters; 1e-3 relative for other
     /// material scalars (1e-3 absolute at 0); β₀: 1e-3·max(β₀, h); α: 1e-3·max(α, 1/h);
     /// translations: 1e-3 of the body's largest extent; rotations 1e-3 rad; velocities
-    /// 1e-3 m/s; seeded state direction 0.1; gravity 1e-3·max(|g_c|, 1).
+    /// 1e-3 m/s; seeded state direction 0.1; gravity 1e-3·max(|g_c|, 1); obstacle and
+    /// attachment offsets 1e-3 of the median element edge; friction 1e-3·max(μ, 0.01).
     pub fn default_fd_step(&self, m: &Model) -> f64 {
         if let Some(s) = self.fd_step {
             return s;
@@ -539,7 +595,8 @@ impl Param {
             ParamKind::Gravity => 1e-3 * v.max(1.0),
             // 1e-3 of the median element edge
             ParamKind::ObstacleOffset => 2e-3 * m.contact_margin.max(1e-6),
-            ParamKind::Friction => 1e-3 * v.max(0.01),
+            ParamKind::Friction | ParamKind::BodyFriction => 1e-3 * v.max(0.01),
+            ParamKind::AttachmentOffset => 2e-3 * m.contact_margin.max(1e-6),
             // β₀ enters as β₀/h and α as αh: scale the step by the time step.
             ParamKind::DampingBeta => 1e-3 * v.max(m.h),
             ParamKind::DampingAlpha => 1e-3 * v.max(1.0 / m.h),

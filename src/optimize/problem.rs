@@ -162,6 +162,9 @@ impl Problem {
                     }
                     Term::NodeTarget { weight: *weight, nodes: local.iter().map(|i| i + b.nodes.start).collect(), target: *target }
                 }
+                LossTermSpec::Chamfer { weight, body, captures, capture_dir, reduction } => {
+                    chamfer_term(&ls, &base, (*weight, *body, captures, capture_dir.as_deref(), *reduction), &key)?
+                }
                 LossTermSpec::RandomLinear { weight, seed } => {
                     let n3 = 3 * base.num_nodes();
                     Term::RandomLinear { weight: *weight, cx: seeded_uniform(*seed, n3), cv: seeded_uniform(seed.wrapping_add(0x5DEECE66D), n3) }
@@ -339,6 +342,137 @@ fn simulate_reference(
     let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default())
         .map_err(|e| ProblemError::Reference(e.to_string()))?;
     Ok(ro.all_states().expect("every frame kept"))
+}
+
+/// Chamfer term (`type = "chamfer"`): the boundary nodes of `body` (or of every body) and
+/// the captured point sets of the frame map, each read once and indexed by a 3-d tree.
+/// Errors name the key (`captures[k].frame`, `captures[k].file`, `capture_dir`) and the
+/// file.
+fn chamfer_term(
+    ls: &LoadedScene,
+    base: &Model,
+    (weight, body, captures, capture_dir, reduction): (
+        f64,
+        Option<usize>,
+        &[crate::scene::CaptureSpec],
+        Option<&str>,
+        crate::scene::ChamferReduction,
+    ),
+    key: &str,
+) -> Result<Term, ProblemError> {
+    use crate::mesh::kdtree::KdTree;
+    use crate::solver::loss::Capture;
+    if !(weight.is_finite()) {
+        return Err(setup(&format!("{key}.weight"), "expected a finite number"));
+    }
+    let bodies: Vec<usize> = match body {
+        Some(b) if b >= base.bodies.len() => {
+            return Err(setup(
+                &format!("{key}.body"),
+                format!("body {b} does not exist (scene has {})", base.bodies.len()),
+            ))
+        }
+        Some(b) => vec![b],
+        None => (0..base.bodies.len()).collect(),
+    };
+    let mut nodes: Vec<usize> = bodies
+        .iter()
+        .flat_map(|&b| base.bodies[b].surface.iter().flatten().copied())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return Err(setup(
+            &format!("{key}.body"),
+            "the body has no boundary surface",
+        ));
+    }
+    let frames = base.frames;
+    let read = |path: &std::path::Path, k: &str| -> Result<Arc<KdTree>, ProblemError> {
+        let pts = crate::mesh::points::read_points(path).map_err(|e| setup(k, e.to_string()))?;
+        Ok(Arc::new(KdTree::new(pts)))
+    };
+    let mut out = Vec::new();
+    for (k, c) in captures.iter().enumerate() {
+        let ck = format!("{key}.captures[{k}]");
+        if c.frame == 0 || c.frame > frames {
+            return Err(setup(
+                &format!("{ck}.frame"),
+                format!(
+                    "frame {} is outside the simulated frames 1..={frames}",
+                    c.frame
+                ),
+            ));
+        }
+        out.push(Capture {
+            frame: c.frame,
+            tree: read(&ls.resolve(&c.file), &format!("{ck}.file"))?,
+        });
+    }
+    if let Some(dir) = capture_dir {
+        let dk = format!("{key}.capture_dir");
+        let path = ls.resolve(dir);
+        let entries = std::fs::read_dir(&path).map_err(|e| {
+            setup(
+                &dk,
+                format!("{}: cannot read the folder: {e}", path.display()),
+            )
+        })?;
+        let mut found = Vec::new();
+        for e in entries {
+            let e = e.map_err(|e| setup(&dk, format!("{}: {e}", path.display())))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name
+                .strip_suffix(".ply")
+                .or_else(|| name.strip_suffix(".obj"))
+                .and_then(|s| s.strip_prefix("frame_"))
+            else {
+                continue;
+            };
+            let Ok(frame) = stem.parse::<usize>() else {
+                continue;
+            };
+            if frame == 0 || frame > frames {
+                return Err(setup(
+                    &dk,
+                    format!(
+                        "{}: frame {frame} is outside the simulated frames 1..={frames}",
+                        e.path().display()
+                    ),
+                ));
+            }
+            found.push((frame, e.path()));
+        }
+        found.sort();
+        if found.is_empty() {
+            return Err(setup(
+                &dk,
+                format!(
+                    "{}: no frame_NNNNN.ply or frame_NNNNN.obj files",
+                    path.display()
+                ),
+            ));
+        }
+        for (frame, p) in found {
+            out.push(Capture {
+                frame,
+                tree: read(&p, &dk)?,
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(setup(
+            &format!("{key}.captures"),
+            "a chamfer term needs `captures` (a frame map) or `capture_dir`",
+        ));
+    }
+    out.sort_by_key(|c| c.frame);
+    Ok(Term::Chamfer {
+        weight,
+        nodes,
+        captures: out,
+        mean: reduction == crate::scene::ChamferReduction::Mean,
+    })
 }
 
 /// Tracking term from `frame_NNNNN.ply` files written by `simulate`.

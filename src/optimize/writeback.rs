@@ -13,6 +13,10 @@
 //! | `youngs_modulus`, whole body | `material.youngs_modulus` and every absolute `region.youngs_modulus` times the factor value/scene value |
 //! | `youngs_modulus`, region r | `region[r].youngs_modulus` or `region[r].scale` times the factor |
 //! | `muscle_activation` | `body[b].muscle[j].activation` (entry k of an array of knots) |
+//! | `friction`, `body_friction` | `obstacle[o].friction`, `contact.body_friction` |
+//! | `attachment_stiffness` | `body[b].attachment[j].compliance` = 1/value |
+//! | `attachment_offset` | added to `body[b].attachment[j].target[c]` (a target point that does not rotate; else reported) |
+//! | `obstacle_offset` | not written (reported) |
 //! | `initial_state_direction` | not representable (reported, file not exact) |
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
@@ -24,7 +28,7 @@
 //!
 //! Input files named relative to the scene's folder (`mesh.file`,
 //! `material.youngs_modulus_file`, `elements_file`/`nodes_file` selectors,
-//! `loss.term.reference_dir`) are written as absolute paths: `optimized.toml` lands in the
+//! `loss.term.reference_dir`, `loss.term.capture_dir`, `loss.term.captures[k].file`) are written as absolute paths: `optimized.toml` lands in the
 //! output directory, where the scene's relative paths would not resolve, and it must load as
 //! a scene from there (to continue an optimization from it).
 
@@ -275,6 +279,47 @@ fn rewrite(
                 }
                 sets.push(format!("obstacle.{o}.friction={v:e}"));
             }
+            ParamKind::BodyFriction => {
+                let ct = root
+                    .entry("contact".to_string())
+                    .or_insert_with(|| Value::Table(Table::new()))
+                    .as_table_mut()
+                    .expect("table");
+                ct.insert("body_friction".into(), Value::Float(v));
+                sets.push(format!("contact.body_friction={v:e}"));
+            }
+            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset => {
+                let j = specs[p.index].attachment.unwrap_or(0);
+                let at = body_mut(root, b)
+                    .get_mut("attachment")
+                    .and_then(|a| a.as_array_mut())
+                    .and_then(|a| a.get_mut(j))
+                    .and_then(|t| t.as_table_mut())
+                    .expect("the attachment exists");
+                if p.kind == ParamKind::AttachmentStiffness {
+                    at.insert("compliance".into(), Value::Float(1.0 / v));
+                    sets.push(format!("body.{b}.attachment.{j}.compliance={:e}", 1.0 / v));
+                } else {
+                    let rotates = at
+                        .get("motion")
+                        .and_then(|m| m.get("type"))
+                        .and_then(|t| t.as_str())
+                        == Some("rotate");
+                    if at.contains_key("target") && !rotates {
+                        set3(at, "target", c, |o| o + v);
+                        sets.push(vector_set(
+                            &format!("body.{b}.attachment.{j}.target"),
+                            at,
+                            "target",
+                        ));
+                    } else {
+                        notes.push(format!(
+                            "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
+                            p.name
+                        ));
+                    }
+                }
+            }
             ParamKind::ObstacleOffset => {
                 notes.push(format!(
                     "{}: obstacle offset {v:e} m (component {c}) is not written back; translate obstacle {} by it",
@@ -461,17 +506,35 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
     if !close_all(&act(&m), &act(target)) {
         bad.push("muscle activations".into());
     }
+    // compliant attachments: stiffnesses, and every target at t = 0 (offsets included)
+    let stiff = |m: &Model| -> Vec<f64> { m.attachments.iter().map(|g| g.stiffness).collect() };
+    let targets = |m: &Model| -> Vec<f64> {
+        m.attachments
+            .iter()
+            .flat_map(|g| {
+                (0..g.nodes.len())
+                    .flat_map(move |k| g.target(k, 0.0).into_iter().copied().collect::<Vec<_>>())
+            })
+            .collect()
+    };
+    if !close_all(&stiff(&m), &stiff(target)) || !close_all(&targets(&m), &targets(target)) {
+        bad.push("attachments".into());
+    }
+    if !close(m.contact.body_friction, target.contact.body_friction) {
+        bad.push("body friction".into());
+    }
     bad
 }
 
 /// Scene keys whose string value names an input file or folder (docs/scene-format.md:
 /// "Relative paths are resolved against the directory of the scene file").
-const PATH_KEYS: [&str; 5] = [
+const PATH_KEYS: [&str; 6] = [
     "file",
     "youngs_modulus_file",
     "elements_file",
     "nodes_file",
     "reference_dir",
+    "capture_dir",
 ];
 
 /// Rewrite every relative input path below `t` (keys [`PATH_KEYS`], at any depth: mesh,

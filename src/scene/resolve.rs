@@ -405,6 +405,7 @@ fn add_attachments(model: &mut Model, c: &BodyCtx, x0: &[[f64; 3]]) -> Result<()
         } else {
             model.attachments.push(AttachmentGroup {
                 body: c.b,
+                index: i,
                 targets: nodes.iter().map(|&n| a.target.unwrap_or(x0[n])).collect(),
                 nodes: c.global(&nodes),
                 stiffness: 1.0 / a.compliance,

@@ -204,6 +204,49 @@ pub enum LossTermSpec {
         #[serde(default)]
         seed: u64,
     },
+    /// Bidirectional chamfer distance between the simulated boundary-surface nodes and
+    /// captured point sets (Real2Sim): point clouds or meshes (PLY/OBJ; OFF, STL) per
+    /// frame, summed over the captures (docs/optimize.md "Captured geometry").
+    Chamfer {
+        #[serde(default = "one")]
+        weight: f64,
+        /// Body whose boundary nodes are compared (omit: the boundary nodes of every body).
+        #[serde(default)]
+        body: Option<usize>,
+        /// The frame map: capture files and the simulated frame each one shows.
+        #[serde(default)]
+        captures: Vec<CaptureSpec>,
+        /// A folder of captures named `frame_NNNNN.ply` or `frame_NNNNN.obj` (the names
+        /// `simulate` writes), each compared with simulated frame NNNNN.
+        #[serde(default)]
+        capture_dir: Option<String>,
+        /// `mean` (default: each direction divided by its number of points) or `sum`.
+        #[serde(default)]
+        reduction: ChamferReduction,
+    },
+}
+
+/// One entry of a chamfer term's frame map.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureSpec {
+    /// Simulated frame (1..=`simulation.frames`) the capture shows.
+    pub frame: usize,
+    /// Point cloud or mesh file (relative to the scene's folder).
+    pub file: String,
+}
+
+/// Normalisation of a chamfer distance.
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ChamferReduction {
+    /// Mean squared nearest distance in each direction.
+    #[default]
+    Mean,
+    /// Sum of squared nearest distances in each direction.
+    Sum,
 }
 
 /// `[[parameter]]`: one differentiable scalar (or a 3-vector expanded into components).
@@ -238,6 +281,10 @@ pub struct ParamSpec {
     /// `friction`, `obstacle_offset`: obstacle index (`[[obstacle]]` order).
     #[serde(default)]
     pub obstacle: Option<usize>,
+    /// `attachment_stiffness`, `attachment_offset`: index of the body's
+    /// `[[body.attachment]]` (default 0; a compliant one, compliance > 0).
+    #[serde(default)]
+    pub attachment: Option<usize>,
     /// Work with the logarithm of the (positive) parameter.
     #[serde(default)]
     pub log: bool,
@@ -285,6 +332,12 @@ pub enum ParamKind {
     Friction,
     /// Rigid translation (m) of an obstacle (its whole trajectory).
     ObstacleOffset,
+    /// Coulomb friction coefficient of body–body contact (`contact.body_friction`).
+    BodyFriction,
+    /// Stiffness $k=1/c$ (N/m per node) of a compliant attachment (`attachment`).
+    AttachmentStiffness,
+    /// Rigid translation (m) of a compliant attachment's target (its whole trajectory).
+    AttachmentOffset,
 }
 
 /// `[simulation]`

@@ -45,6 +45,8 @@ pub struct Gradients {
     pub friction: Vec<f64>,
     /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
     pub obstacle_offset: Vec<[f64; 3]>,
+    /// $d\mathcal L/d\mu_b$ of body–body contact (`contact.body_friction`).
+    pub body_friction: f64,
     /// $d\mathcal L/dk_g$ per compliant attachment group (stiffness $k=1/c$).
     pub attachment_stiffness: Vec<f64>,
     /// $d\mathcal L/d\tau_g$ per compliant attachment group (translation of the target).
@@ -68,6 +70,7 @@ impl Gradients {
             muscle_activation: m.muscles.iter().map(|g| vec![0.0; g.knots.len()]).collect(),
             friction: vec![0.0; m.obstacles.len()],
             obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
+            body_friction: 0.0,
             attachment_stiffness: vec![0.0; m.attachments.len()],
             attachment_offset: vec![[0.0; 3]; m.attachments.len()],
         }
@@ -252,6 +255,7 @@ pub fn accumulate_contact(
     for (o, v) in cg.friction.iter().enumerate() {
         grads.friction[o] += v;
     }
+    grads.body_friction += cg.body_friction;
     for (o, v) in cg.offset.iter().enumerate() {
         for d in 0..3 {
             grads.obstacle_offset[o][d] += v[d];
