@@ -27,8 +27,10 @@ use crate::linalg::LinearSolver;
 use nalgebra::{Matrix3, Vector3};
 
 /// Relative GMRES tolerance of each Newton step (forcing term): the step solves the Newton
-/// system to $10^{-4}\|\Phi\|$, plus a tenth of the contact tolerance absolutely.
-pub const FORCING: f64 = 1e-4;
+/// system to $10^{-2}\|\Phi\|$, plus a tenth of the contact tolerance absolutely (measured on
+/// 40 frames of the 25×25 napkin at 50 % contact: 9640 products at $10^{-2}$, 11692 at
+/// $10^{-4}$, 14029 at $10^{-6}$; the Newton iterations barely change).
+pub const FORCING: f64 = 1e-2;
 /// GMRES restart length of the contact solves.
 pub const RESTART: usize = 60;
 /// Cap on GMRES iterations per Newton step.

@@ -741,6 +741,9 @@ pub struct ContactStats {
     pub newton_iterations: usize,
     /// Dense LU factorizations among them (the others reused a factor: chord steps).
     pub factorizations: usize,
+    /// Products with the matrix-free Delassus operator (one solve with the factor each;
+    /// `contact.solver = "iterative"`).
+    pub products: usize,
     /// Set-up (candidates + Delassus) and solve time (s).
     pub seconds_setup: f64,
     pub seconds_solve: f64,

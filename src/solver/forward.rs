@@ -70,6 +70,7 @@ impl Simulator<'_> {
                 contact_ok = info.residual <= csettings.tolerance;
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
+                cstats.products += info.products;
                 cstats.seconds_solve += t2.elapsed().as_secs_f64();
             }
             let t2c = Instant::now();
