@@ -147,6 +147,9 @@ fn padded(p: Matrix3<f64>, nr: usize) -> Matrix3<f64> {
     q
 }
 
+/// A Newton trial: (‖Φ‖², λ, δ, Φ).
+type Trial = (f64, Vec<f64>, Vec<f64>, Vec<f64>);
+
 /// Solve $\Phi(\delta_0+W\lambda,\lambda)=0$ for $\lambda$ (in/out, warm start) as
 /// [`super::solve`] does, with the matrix-free $W$: each semismooth Newton step solves
 /// $(DW+E+\sigma I)\Delta\lambda=-\Phi$ by GMRES (block preconditioner $P_j=s_jD_j+E_j$, forcing
@@ -227,7 +230,7 @@ pub fn solve(
         info.products += 1;
         // Armijo backtracking on 1/2 |Phi|^2; W(lam + a step) = W lam + a W step
         let mut alpha = 1.0;
-        let mut best: Option<(f64, Vec<f64>, Vec<f64>, Vec<f64>)> = None;
+        let mut best: Option<Trial> = None;
         for _ in 0..30 {
             let trial: Vec<f64> = lam.iter().zip(&step).map(|(l, d)| l + alpha * d).collect();
             let dt: Vec<f64> = delta.iter().zip(&ws).map(|(d, w)| d + alpha * w).collect();
