@@ -9,28 +9,48 @@
 //! with $R=E^TD^{-T}$ where $D$ is invertible; this form also covers sliding and separated
 //! contacts, whose $D$ is singular). Hard active rows ($D=1$, $E=0$) are exact constraints
 //! $J_jz=0$; separated rows ($D=0$) decouple; smoothed rows are compliant. $G_c$ is
-//! non-symmetric with friction, so it is factored by LU once per step.
+//! non-symmetric with friction. Dense form: $G_c$ is assembled from the dense $W$ and factored
+//! by LU once per step. Iterative form ([`ContactSet::iterative`](super::ContactSet::iterative)):
+//! $G_c\zeta=b$ is solved by GMRES with the matrix-free $W$ (one solve with the factor per
+//! product), preconditioned by the blocks $s_jD_j^T+E_j^T$ of [`super::iterative`], and
+//! warm-started from the previous solve of the step (the backward's fixed point calls it once
+//! per iteration with slowly changing right-hand sides).
 
-use super::{ContactRecord, Delassus};
+use super::iterative::{self, apply_blocks, block_inverse, MatrixFree};
+use super::{ContactRecord, DenseDelassus};
+use crate::linalg::krylov::{gmres, GmresSettings};
 use crate::linalg::LinearSolver;
-use nalgebra::Vector3;
+use nalgebra::{Matrix3, Vector3};
+use std::sync::Mutex;
 
 /// Contacts with $\max|D_j|$ below this are dropped from the adjoint: $\mu_j=D_j^T\zeta_j\approx0$
 /// and their $\zeta_j$ does not couple to other rows ($WD^T$ has zero columns there).
 pub const DROP: f64 = 1e-13;
 
+/// Relative GMRES tolerance of the iterative $G_c\zeta=b$ solves.
+pub const KRYLOV_TOL: f64 = 1e-12;
+
 /// Factored contact block of one step.
-pub struct ContactAdjoint {
+pub struct ContactAdjoint<'s> {
     pub rec: ContactRecord,
-    del: Delassus,
+    /// The factor $W$ is applied with.
+    solver: &'s dyn LinearSolver,
+    /// Dense form: $X$, $W$.
+    del: Option<DenseDelassus>,
     /// Rows of the kept (coupled) contacts.
     keep: Vec<usize>,
     /// Position of every row in `keep` (`usize::MAX` for dropped contacts).
     pos: Vec<usize>,
     lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
     /// $1/(G_c)_{kk}$ on the kept rows (1 where the diagonal vanishes): the block-Jacobi
-    /// preconditioner of the contact rows.
+    /// preconditioner of the contact rows (iterative form: of its block approximation).
     diag_inv: Vec<f64>,
+    /// Iterative form: inverse preconditioner blocks $(s_jD_j^T+E_j^T+\sigma I)^{-1}$ per
+    /// contact (all contacts; dropped ones unused), the shift $\sigma$, and the last $\zeta$
+    /// (kept rows) as the next warm start.
+    pinv: Vec<Matrix3<f64>>,
+    shift: f64,
+    warm: Mutex<Vec<f64>>,
 }
 
 /// Contact contributions to the parameter gradients of one step.
@@ -46,12 +66,11 @@ pub struct ContactGradients {
     pub body_friction: f64,
 }
 
-impl ContactAdjoint {
-    /// Build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$ on the coupled
-    /// contacts.
-    pub fn new(rec: &ContactRecord, solver: &dyn LinearSolver) -> Self {
+impl<'s> ContactAdjoint<'s> {
+    /// Dense form: build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$ on
+    /// the coupled contacts. Iterative form: only the preconditioner blocks.
+    pub fn new(rec: &ContactRecord, solver: &'s dyn LinearSolver) -> Self {
         let set = &rec.set;
-        let del = Delassus::new(set, solver);
         let m = set.nrows();
         let mut keep = Vec::new();
         for j in 0..set.len() {
@@ -70,6 +89,10 @@ impl ContactAdjoint {
             pos[r] = k;
         }
         let na = keep.len();
+        if set.iterative() {
+            return Self::new_iterative(rec, solver, keep, pos);
+        }
+        let del = DenseDelassus::new(set, solver);
         let mut g = faer::Mat::<f64>::zeros(na, na);
         for j in 0..set.len() {
             let rows = set.rows(j);
@@ -114,12 +137,141 @@ impl ContactAdjoint {
         let lu = (na > 0).then(|| g.partial_piv_lu());
         ContactAdjoint {
             rec: rec.clone(),
-            del,
+            solver,
+            del: Some(del),
             keep,
             pos,
             lu,
             diag_inv,
+            pinv: Vec::new(),
+            shift: 0.0,
+            warm: Mutex::new(Vec::new()),
         }
+    }
+
+    fn new_iterative(
+        rec: &ContactRecord,
+        solver: &'s dyn LinearSolver,
+        keep: Vec<usize>,
+        pos: Vec<usize>,
+    ) -> Self {
+        let set = &rec.set;
+        let (pinv, shift, diag_inv) = if keep.is_empty() {
+            (Vec::new(), 0.0, Vec::new())
+        } else {
+            let mf = MatrixFree::new(set, solver);
+            let blocks: Vec<Matrix3<f64>> = (0..set.len())
+                .map(|j| {
+                    let b = &rec.blocks[j];
+                    (b.d * mf.scale[j] + b.e).transpose()
+                })
+                .collect();
+            let dmax = (0..set.len())
+                .filter(|&j| pos[set.offset[j]] != usize::MAX)
+                .flat_map(|j| (0..set.rows(j).len()).map(move |a| (j, a)))
+                .fold(0.0f64, |mx, (j, a)| mx.max(blocks[j][(a, a)].abs()));
+            let shift = super::REGULARIZATION * 1e-2 * dmax;
+            let mut diag_inv = vec![1.0; keep.len()];
+            let pinv = blocks
+                .iter()
+                .enumerate()
+                .map(|(j, b)| {
+                    let rows = set.rows(j);
+                    let nr = rows.len();
+                    let mut p = b + Matrix3::identity() * shift;
+                    for a in 0..nr {
+                        let k = pos[rows.start + a];
+                        if k != usize::MAX && p[(a, a)].abs() > 1e-14 * dmax {
+                            diag_inv[k] = 1.0 / p[(a, a)];
+                        }
+                    }
+                    for a in nr..3 {
+                        for c in 0..3 {
+                            p[(a, c)] = 0.0;
+                            p[(c, a)] = 0.0;
+                        }
+                        p[(a, a)] = 1.0;
+                    }
+                    block_inverse(&p, nr)
+                })
+                .collect();
+            (pinv, shift, diag_inv)
+        };
+        ContactAdjoint {
+            rec: rec.clone(),
+            solver,
+            del: None,
+            keep,
+            pos,
+            lu: None,
+            diag_inv,
+            pinv,
+            shift,
+            warm: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// $G_c\zeta_k$ on the kept rows with the matrix-free $W$ (iterative form).
+    fn apply_gc(&self, zeta_k: &[f64], out: &mut [f64]) {
+        let set = &self.rec.set;
+        let (zeta, mu) = self.expand(zeta_k);
+        let wmu = iterative::apply_w(set, self.solver, &mu);
+        for j in 0..set.len() {
+            let rows = set.rows(j);
+            let o = rows.start;
+            if self.pos[o] == usize::MAX {
+                continue;
+            }
+            let nr = rows.len();
+            let b = &self.rec.blocks[j];
+            for a in 0..nr {
+                let ete: f64 = (0..nr).map(|s| b.e[(s, a)] * zeta[o + s]).sum();
+                let k = self.pos[o + a];
+                out[k] = wmu[o + a] + ete + self.shift * zeta_k[k];
+            }
+        }
+    }
+
+    /// Solve $G_c\zeta_k=b$ on the kept rows (iterative form), warm-started.
+    fn solve_gc(&self, b: &[f64]) -> Vec<f64> {
+        let set = &self.rec.set;
+        let na = self.keep.len();
+        let mut x = {
+            let w = self.warm.lock().expect("warm start lock");
+            if w.len() == na {
+                w.clone()
+            } else {
+                vec![0.0; na]
+            }
+        };
+        let mut op = |v: &[f64], out: &mut [f64]| self.apply_gc(v, out);
+        let m = set.nrows();
+        let mut pre = |v: &[f64], out: &mut [f64]| {
+            // block preconditioner on all rows, restricted to the kept ones
+            let mut full = vec![0.0; m];
+            for (k, &r) in self.keep.iter().enumerate() {
+                full[r] = v[k];
+            }
+            let mut y = vec![0.0; m];
+            apply_blocks(set, &self.pinv, false, &full, &mut y);
+            for (k, &r) in self.keep.iter().enumerate() {
+                out[k] = y[r];
+            }
+        };
+        gmres(
+            &mut op,
+            &mut pre,
+            b,
+            &mut x,
+            &GmresSettings {
+                restart: iterative::RESTART,
+                rel_tol: KRYLOV_TOL,
+                abs_tol: 0.0,
+                max_iter: 4 * iterative::MAX_KRYLOV,
+            },
+        );
+        *self.warm.lock().expect("warm start lock") = x.clone();
+        x
     }
 
     /// Number of contact unknowns $\zeta$ of the KKT form (the rows of the coupled contacts).
@@ -225,8 +377,19 @@ impl ContactAdjoint {
         use faer::linalg::solvers::Solve;
         let set = &self.rec.set;
         let m = set.nrows();
-        let Some(lu) = &self.lu else {
+        if self.keep.is_empty() {
             return (vec![], vec![0.0; m], vec![0.0; m]);
+        }
+        let (Some(lu), Some(del)) = (&self.lu, &self.del) else {
+            let jw = set.apply_j(w);
+            let b: Vec<f64> = (0..self.keep.len())
+                .map(|k| jw[self.keep[k]] + r_c.map_or(0.0, |r| r[k]))
+                .collect();
+            let zeta_k = self.solve_gc(&b);
+            let (zeta, mu) = self.expand(&zeta_k);
+            let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
+            iterative::add_x(set, self.solver, &neg, w);
+            return (zeta_k, zeta, mu);
         };
         let jw = set.apply_j(w);
         let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| {
@@ -236,7 +399,7 @@ impl ContactAdjoint {
         let zeta_k: Vec<f64> = (0..self.keep.len()).map(|k| x[(k, 0)]).collect();
         let (zeta, mu) = self.expand(&zeta_k);
         let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
-        self.del.add_x(set, &neg, w);
+        del.add_x(set, &neg, w);
         (zeta_k, zeta, mu)
     }
 

@@ -5,26 +5,33 @@
 //! frozen at the step start (evaluated against the obstacle's end-of-step pose), the
 //! linearised position-level gap $\delta_n(x)=n_j^Tx_i-d_j$ with
 //! $d_j=n_j^Tx_{t,i}-\phi(x_{t,i})$, and the slip $\delta_f(x)=T_j^T(x_i-x_{t,i}-u_{obs})$.
-//! [`Delassus`] holds $X=A^{-1}J^T$ from the persistent factor (one solve per candidate
-//! node with a unit spike on its three DoFs, Dirichlet-reduced) and $W=JX$.
+//! [`Delassus`] is the operator $W=JA^{-1}J^T$ (with $X=A^{-1}J^T$) through the persistent
+//! factor, in one of two forms (`[contact] solver`, [`ContactSet::iterative`]):
+//! - dense ([`DenseDelassus`]): $X$ from one solve per candidate node with a unit spike on its
+//!   three DoFs (Dirichlet-reduced) and the dense $W=JX$;
+//! - matrix-free ([`iterative::MatrixFree`]): $W v=J\,A^{-1}(J^Tv)$, one solve per product,
+//!   nothing of size (rows)² ever formed.
 //!
 //! Inside every PD iteration ([`solve`], steps 10–18): given the unconstrained global-step
 //! position $u=A^{-1}b^k$, find $\lambda$ with $\Phi(\delta(u+X\lambda),\lambda)=0$ (residuals of
-//! [`ncp`]) by semismooth Newton on the dense reduced system $(DW+E)\Delta\lambda=-\Phi$
-//! (Eq. 36 generalised to the friction rows; LU, Armijo line search on $\tfrac12\|\Phi\|^2$,
-//! warm-started), then $\hat x=u+X\lambda$ (Eq. 37). The contact nodes stay free DoFs; $A$
-//! and its factor never change.
+//! [`ncp`]) by semismooth Newton on the reduced system $(DW+E)\Delta\lambda=-\Phi$
+//! (Eq. 36 generalised to the friction rows; Armijo line search on $\tfrac12\|\Phi\|^2$,
+//! warm-started from the previous PD iteration and the previous frame), then
+//! $\hat x=u+X\lambda$ (Eq. 37). The Newton system is solved by a dense LU of the coupled rows
+//! (dense form) or by GMRES with the matrix-free $W$ and a block-diagonal preconditioner
+//! ([`iterative::solve`]). The contact nodes stay free DoFs; $A$ and its factor never change.
 
 pub mod adjoint;
 pub mod attachment;
 pub mod bodies;
 pub mod initial;
+pub mod iterative;
 pub mod ncp;
 pub mod obstacle;
 pub mod penalty;
 
 use crate::linalg::LinearSolver;
-use crate::model::Model;
+use crate::model::{ContactSolver, Model};
 use nalgebra::{DMatrix, DVector, Matrix3, Vector2, Vector3};
 use ncp::{FbParams, Local};
 use obstacle::Obstacle;
@@ -71,7 +78,14 @@ pub struct ContactSet {
     /// Triangle node positions $x_{t,t_k}$ at the step start (body–body contacts; zeros
     /// otherwise).
     pub tri_origin: Vec<[Vector3<f64>; 3]>,
+    /// Linear algebra of the solve and of the adjoint (`[contact] solver`).
+    pub solver: ContactSolver,
 }
+
+/// With `[contact] solver = "auto"`, steps with at most this many contact rows (candidates,
+/// not only active ones) use the dense Delassus matrix and LU; larger ones the matrix-free
+/// Newton–Krylov solve.
+pub const AUTO_DENSE_ROWS: usize = 96;
 
 /// `obstacle` index of a body–body contact.
 pub const BODY: usize = usize::MAX;
@@ -115,6 +129,15 @@ impl ContactSet {
         self.offset[j]..self.offset[j + 1]
     }
 
+    /// Whether this step's contact solve and adjoint are matrix-free (see [`AUTO_DENSE_ROWS`]).
+    pub fn iterative(&self) -> bool {
+        match self.solver {
+            ContactSolver::Dense => false,
+            ContactSolver::Iterative => true,
+            ContactSolver::Auto => self.nrows() > AUTO_DENSE_ROWS,
+        }
+    }
+
     /// Candidates and frozen frames of the step from $t$ to $t+h$ (spec §6.2 step 3). Each node
     /// is a candidate of at most one obstacle, the nearest.
     /// `nodes`: boundary nodes without prescribed DoFs. A node is a candidate of obstacle
@@ -133,7 +156,10 @@ impl ContactSet {
         let h = model.h;
         let t_end = t_start + h;
         let g = Vector3::from(model.gravity).norm();
-        let mut s = ContactSet::default();
+        let mut s = ContactSet {
+            solver: model.contact.solver,
+            ..Default::default()
+        };
         s.offset.push(0);
         for &i in nodes {
             let p = Vector3::new(x_t[3 * i], x_t[3 * i + 1], x_t[3 * i + 2]);
@@ -251,7 +277,38 @@ impl ContactSet {
     }
 }
 
-/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus").
+/// The Delassus operator $W=JA^{-1}J^T$ of a step's contact set, dense or matrix-free.
+pub enum Delassus {
+    Dense(DenseDelassus),
+    Free(iterative::MatrixFree),
+}
+
+impl Delassus {
+    /// The form [`ContactSet::iterative`] selects.
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
+        if set.iterative() {
+            Delassus::Free(iterative::MatrixFree::new(set, solver))
+        } else {
+            Delassus::Dense(DenseDelassus::new(set, solver))
+        }
+    }
+
+    /// `out += X lambda` $=A^{-1}J^T\lambda$ (`solver`: the factor the operator was built on).
+    pub fn add_x(
+        &self,
+        set: &ContactSet,
+        solver: &dyn LinearSolver,
+        lambda: &[f64],
+        out: &mut [f64],
+    ) {
+        match self {
+            Delassus::Dense(d) => d.add_x(set, lambda, out),
+            Delassus::Free(_) => iterative::add_x(set, solver, lambda, out),
+        }
+    }
+}
+
+/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus"), dense.
 ///
 /// Axis-decoupled solver ($A=\hat A\otimes I_3$, the PD matrix): one homogeneous solve per
 /// distinct candidate node gives $\hat A_d^{-1}e_i$ for the three axes at once; a row with
@@ -260,7 +317,7 @@ impl ContactSet {
 /// per node, $c_{i,e}=H^{-1}e_{3i+e}$, and $X_r=\sum_e a_e\,c_{i,e}$.
 /// In both cases $W_{rs}=\sum_{(i,\gamma)\in r}\sum_{(k,\eta)\in s}\gamma\eta\,a_r^T(H^{-1})_{ik}a_s$
 /// over the row terms (node, coefficient) of [`ContactSet::row_terms`].
-pub struct Delassus {
+pub struct DenseDelassus {
     /// Column index (into `col_nodes`) of every row.
     row_col: Vec<usize>,
     /// Distinct nodes and their solved spikes (node-major, `3n`): one per node
@@ -271,8 +328,8 @@ pub struct Delassus {
     pub w: DMatrix<f64>,
 }
 
-impl Delassus {
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
+impl DenseDelassus {
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> DenseDelassus {
         let n = solver.num_nodes();
         let m = set.nrows();
         let coupled = solver.axis_coupled();
@@ -353,7 +410,7 @@ impl Delassus {
                 w[(s, r)] = v;
             }
         }
-        Delassus {
+        DenseDelassus {
             row_col,
             col_nodes,
             cols,
@@ -418,6 +475,8 @@ pub struct SolveInfo {
     pub iterations: usize,
     /// Dense LU factorizations (the other iterations were chord steps).
     pub factorizations: usize,
+    /// Products with the matrix-free $W$ (solves with the factor; iterative form only).
+    pub products: usize,
     pub residual: f64,
 }
 
@@ -431,7 +490,7 @@ pub struct NewtonCache {
     lu: faer::linalg::solvers::PartialPivLu<f64>,
 }
 
-fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
+pub(crate) fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
     let mut f = vec![0.0; set.nrows()];
     for (j, l) in set.locals(delta, lambda, fb).iter().enumerate() {
         for (a, r) in set.rows(j).enumerate() {
@@ -441,7 +500,7 @@ fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> V
     f
 }
 
-fn inf_norm(v: &[f64]) -> f64 {
+pub(crate) fn inf_norm(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, x| m.max(x.abs()))
 }
 
@@ -457,10 +516,28 @@ pub const DECOUPLED: f64 = 1e-10;
 /// unless already within `s.tolerance`). Semismooth Newton on
 /// $(DW+E)\Delta\lambda=-\Phi$ with Armijo backtracking on $\tfrac12\|\Phi\|^2$. Contacts with
 /// $D_j\approx0$ (separated) are eliminated exactly: $\Delta\lambda_j=-E_j^{-1}\Phi_j$, and only
-/// the coupled contacts enter the dense LU.
+/// the coupled contacts enter the dense LU. The matrix-free form: [`iterative::solve`]
+/// (`cache` unused).
+#[allow(clippy::too_many_arguments)]
 pub fn solve(
     set: &ContactSet,
     del: &Delassus,
+    solver: &dyn LinearSolver,
+    u: &[f64],
+    lambda: &mut [f64],
+    s: &SolveSettings,
+    tol: f64,
+    cache: &mut Option<NewtonCache>,
+) -> SolveInfo {
+    match del {
+        Delassus::Dense(d) => solve_dense(set, d, u, lambda, s, tol, cache),
+        Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, tol),
+    }
+}
+
+fn solve_dense(
+    set: &ContactSet,
+    del: &DenseDelassus,
     u: &[f64],
     lambda: &mut [f64],
     s: &SolveSettings,
@@ -664,6 +741,9 @@ pub struct ContactStats {
     pub newton_iterations: usize,
     /// Dense LU factorizations among them (the others reused a factor: chord steps).
     pub factorizations: usize,
+    /// Products with the matrix-free Delassus operator (one solve with the factor each;
+    /// `contact.solver = "iterative"`).
+    pub products: usize,
     /// Set-up (candidates + Delassus) and solve time (s).
     pub seconds_setup: f64,
     pub seconds_solve: f64,

@@ -397,6 +397,24 @@ pub enum ContactModel {
     Penalty,
 }
 
+/// Linear algebra of the NCP contact solve (`[contact] solver`).
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactSolver {
+    /// `dense` for steps with few contact rows, `iterative` above (see
+    /// `contact::AUTO_DENSE_ROWS`).
+    #[default]
+    Auto,
+    /// Dense Delassus matrix $W=JA^{-1}J^T$ from one solve per contact node and a dense LU of
+    /// the coupled Newton rows: exact, cubic in the active set. The accuracy reference.
+    Dense,
+    /// Matrix-free $W$ (one solve with the persistent factor per product) and a Newton–Krylov
+    /// (GMRES) inner solve; the same structure in the adjoint.
+    Iterative,
+}
+
 /// `[contact.penalty]`: DiffPD's planar penalty law per node,
 /// $f_n=k_n(-\min(0,\phi))^{p-1}n$, $f_f=-\min(k_f,\mu|f_n|/(|u_s|+\epsilon_u))u_s$.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -476,6 +494,10 @@ pub struct ContactSettings {
     /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
     #[serde(default)]
     pub body_friction: f64,
+    /// `"auto"` (default), `"dense"` or `"iterative"`: how the contact Newton systems and the
+    /// contact adjoint are solved (same answers to the contact tolerance).
+    #[serde(default)]
+    pub solver: ContactSolver,
 }
 fn d_ctol() -> f64 {
     1e-12
@@ -502,6 +524,7 @@ impl Default for ContactSettings {
             penalty: PenaltySettings::default(),
             bodies: false,
             body_friction: 0.0,
+            solver: ContactSolver::Auto,
         }
     }
 }

@@ -45,7 +45,7 @@ enum SampleLin {
 }
 
 /// Local Jacobians of one step, evaluated at $x_{t+1}$.
-pub struct StepLinearization {
+pub struct StepLinearization<'s> {
     samples: Vec<SampleLin>,
     /// Per-sample weighted coefficients of $\Delta A$ (from [`Self::spectral_coefficients`]),
     /// computed once per step so that each product only applies them.
@@ -55,10 +55,10 @@ pub struct StepLinearization {
     /// Number of samples whose stretch Jacobian the filter changed.
     pub filtered_samples: usize,
     /// Contact block of the step (spec §7.2 step 3), if it had contact candidates.
-    pub contact: Option<ContactAdjoint>,
+    pub contact: Option<ContactAdjoint<'s>>,
 }
 
-impl StepLinearization {
+impl<'s> StepLinearization<'s> {
     /// Recompute SVDs, projections and stretch Jacobians at `x` (spec §7.2 step 2).
     pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
         let model = sim.model;
@@ -125,7 +125,7 @@ impl StepLinearization {
 
     /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the
     /// persistent factor and the factored $G_c=WD^T+E^T$.
-    pub fn with_contact(mut self, sim: &Simulator, rec: Option<&ContactRecord>) -> Self {
+    pub fn with_contact(mut self, sim: &'s Simulator, rec: Option<&ContactRecord>) -> Self {
         self.contact = rec
             .filter(|r| !r.set.is_empty())
             .map(|r| ContactAdjoint::new(r, &sim.system));

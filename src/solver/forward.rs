@@ -65,10 +65,12 @@ impl Simulator<'_> {
             let t2 = Instant::now();
             if let Some(ncp) = ncp.as_mut() {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
-                let info = project_contact(ncp, &csettings, &mut xhat, &mut newton_cache);
+                let info =
+                    project_contact(ncp, &self.system, &csettings, &mut xhat, &mut newton_cache);
                 contact_ok = info.residual <= csettings.tolerance;
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
+                cstats.products += info.products;
                 cstats.seconds_solve += t2.elapsed().as_secs_f64();
             }
             let t2c = Instant::now();
@@ -414,6 +416,7 @@ type NcpState = (ContactSet, Delassus, Vec<f64>);
 /// solve the NCP for the multipliers and add their displacement to `xhat`.
 fn project_contact(
     (set, del, lambda): &mut NcpState,
+    solver: &dyn LinearSolver,
     csettings: &contact::SolveSettings,
     xhat: &mut [f64],
     newton_cache: &mut Option<contact::NewtonCache>,
@@ -421,13 +424,14 @@ fn project_contact(
     let info = contact::solve(
         set,
         del,
+        solver,
         xhat,
         lambda,
         csettings,
         csettings.tolerance,
         newton_cache,
     );
-    del.add_x(set, lambda, xhat);
+    del.add_x(set, solver, lambda, xhat);
     info
 }
 

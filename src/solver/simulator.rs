@@ -290,6 +290,7 @@ impl<'m> Simulator<'m> {
             let mut st = rec.stats.clone();
             st.newton_iterations = cstats.newton_iterations;
             st.factorizations = cstats.factorizations;
+            st.products = cstats.products;
             st.seconds_setup = cstats.seconds_setup;
             st.seconds_solve = cstats.seconds_solve;
             cstats = st;

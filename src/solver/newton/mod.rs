@@ -521,6 +521,7 @@ pub fn step(
                 let info = contact::solve(
                     set,
                     &del,
+                    &fac,
                     &u,
                     &mut lam_new,
                     &csettings,
@@ -530,7 +531,7 @@ pub fn step(
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
                 let mut xhat = u;
-                del.add_x(set, &lam_new, &mut xhat);
+                del.add_x(set, &fac, &lam_new, &mut xhat);
                 cstats.seconds_solve += tc.elapsed().as_secs_f64();
                 let dx: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
                 let dl: Vec<f64> = lam_new
@@ -884,8 +885,8 @@ mod tests {
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
         let v0 = vec![0.0; model.x0.len()];
         let (set, _) = sim.contact_begin(0.0, &model.x0, &v0).expect("candidates");
-        let d1 = Delassus::new(&set, &sim.system);
-        let d3 = Delassus::new(&set, &Coupled(&sim.system));
+        let d1 = contact::DenseDelassus::new(&set, &sim.system);
+        let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system));
         let wn = d1.w.norm();
         assert!((&d1.w - &d3.w).norm() <= 1e-12 * wn, "W differs");
         let lam = crate::solver::loss::seeded_uniform(2, set.nrows());
