@@ -290,7 +290,8 @@ impl ContactAdjoint {
                 let x_end = [self.rec.x_end[j], t0[0], t0[1], t0[2]];
                 let zs = nodes.map(|k| v3(z, k));
                 let q = set.tri_origin[j];
-                let gr = super::bodies::frame_gradient(
+                let gr = super::bodies::stencil_gradient(
+                    tri,
                     &set.origin[j],
                     &q,
                     &x_end,

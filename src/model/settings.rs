@@ -476,6 +476,10 @@ pub struct ContactSettings {
     /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
     #[serde(default)]
     pub body_friction: f64,
+    /// Contact of each body with itself (with `bodies = true`): node–triangle and edge–edge
+    /// between non-adjacent primitives of one body whose surfaces face each other.
+    #[serde(default)]
+    pub self_contact: bool,
 }
 fn d_ctol() -> f64 {
     1e-12
@@ -502,6 +506,7 @@ impl Default for ContactSettings {
             penalty: PenaltySettings::default(),
             bodies: false,
             body_friction: 0.0,
+            self_contact: false,
         }
     }
 }
