@@ -441,14 +441,13 @@ pub fn add_candidates(
             let eb = &surf.edges[kb as usize];
             let [a0, a1] = ea.nodes;
             let [b0, b1] = eb.nodes;
-            if ea.body == eb.body {
-                if !self_contact
+            if ea.body == eb.body
+                && (!self_contact
                     || [b0, b1]
                         .iter()
-                        .any(|&b| surf.near(a0, b) || surf.near(a1, b))
-                {
-                    continue;
-                }
+                        .any(|&b| surf.near(a0, b) || surf.near(a1, b)))
+            {
+                continue;
             }
             let st = [a0, a1, b0, b1];
             let Some(kj) = kap(&st) else { continue };

@@ -91,7 +91,10 @@ pub fn line_params(a0: &V3, a1: &V3, b0: &V3, b1: &V3, min_sin: f64) -> Option<(
     let e = d2.norm_squared();
     let b = d1.dot(&d2);
     let denom = a * e - b * b;
-    if !(denom > min_sin * min_sin * a * e) || a == 0.0 || e == 0.0 {
+    if denom.partial_cmp(&(min_sin * min_sin * a * e)) != Some(std::cmp::Ordering::Greater)
+        || a == 0.0
+        || e == 0.0
+    {
         return None;
     }
     let c = d1.dot(&r);
