@@ -15,11 +15,15 @@
 //! Delassus columns of all four nodes from the persistent factor ([`super::Delassus`]).
 //!
 //! A node is a candidate of a triangle when its projection falls inside the triangle (all
-//! unclamped barycentric coordinates $\ge-0.05$: face region; edge-edge contact is not
-//! modelled), its distance to the closest point is within the reach
-//! margin $+2h(\|v_i\|+\max_k\|v_{t_k}\|)+h^2\|g\|$, and its signed gap is above
-//! $-$margin (not a node deep inside); each node takes the nearest triangle of each other
-//! body. Both directions are included (nodes of A against triangles of B and the reverse).
+//! unclamped barycentric coordinates $\ge-0.05$: face region), its distance to the closest
+//! point is within the reach margin $+2h(\|v_i\|+\max_k\|v_{t_k}\|)+h^2\|g\|$, and its signed
+//! gap is above $-$margin (not a node deep inside). Every boundary node is tested against
+//! the other bodies' triangles (both directions); per node and other body the nearest
+//! triangle is kept, and up to [`MAX_PER_NODE`] in all when they form a concave crease.
+//! Edge–edge contacts between feature edges ([`super::edges`]) use the same rows with the
+//! stencil $(a_0,a_1,b_0,b_1)$, and `[contact] self_contact` adds both kinds within one body
+//! (non-adjacent primitives facing each other). A hash grid is the broad phase
+//! (`docs/contact.md` §2b).
 //!
 //! Backward: the frame depends on $x_t$ of the four nodes; its derivatives (of $d_r$, $a_r$
 //! and $w_k$) are taken by central differences of [`frame`] ([`frame_gradient`]).
