@@ -453,7 +453,8 @@ impl<'s> ContactAdjoint<'s> {
                 let x_end = [self.rec.x_end[j], t0[0], t0[1], t0[2]];
                 let zs = nodes.map(|k| v3(z, k));
                 let q = set.tri_origin[j];
-                let gr = super::bodies::frame_gradient(
+                let gr = super::bodies::stencil_gradient(
+                    tri,
                     &set.origin[j],
                     &q,
                     &x_end,

@@ -15,16 +15,20 @@
 //! Delassus columns of all four nodes from the persistent factor ([`super::Delassus`]).
 //!
 //! A node is a candidate of a triangle when its projection falls inside the triangle (all
-//! unclamped barycentric coordinates $\ge-0.05$: face region; edge-edge contact is not
-//! modelled), its distance to the closest point is within the reach
-//! margin $+2h(\|v_i\|+\max_k\|v_{t_k}\|)+h^2\|g\|$, and its signed gap is above
-//! $-$margin (not a node deep inside); each node takes the nearest triangle of each other
-//! body. Both directions are included (nodes of A against triangles of B and the reverse).
+//! unclamped barycentric coordinates $\ge-0.05$: face region), its distance to the closest
+//! point is within the reach margin $+2h(\|v_i\|+\max_k\|v_{t_k}\|)+h^2\|g\|$, and its signed
+//! gap is above $-$margin (not a node deep inside). Every boundary node is tested against
+//! the other bodies' triangles (both directions); per node and other body the nearest
+//! triangle is kept, and up to [`MAX_PER_NODE`] in all when they form a concave crease.
+//! Edge–edge contacts between feature edges ([`super::edges`]) use the same rows with the
+//! stencil $(a_0,a_1,b_0,b_1)$, and `[contact] self_contact` adds both kinds within one body
+//! (non-adjacent primitives facing each other). A hash grid is the broad phase
+//! (`docs/contact.md` §2b).
 //!
 //! Backward: the frame depends on $x_t$ of the four nodes; its derivatives (of $d_r$, $a_r$
 //! and $w_k$) are taken by central differences of [`frame`] ([`frame_gradient`]).
 
-use super::{ContactSet, Tri, BODY};
+use super::{ContactSet, Stencil, Tri, BODY};
 use crate::model::Model;
 use nalgebra::{Vector2, Vector3};
 
@@ -107,9 +111,193 @@ fn bbox(x: &[f64], nodes: std::ops::Range<usize>) -> (Vector3<f64>, Vector3<f64>
     (lo, hi)
 }
 
-/// Add the node–triangle candidates of the step from $t$ (positions `x_t`, velocities
-/// `v_t`) to `set` (spec §6.2 step 3 for body pairs). `nodes`: contact candidates (boundary
-/// nodes without prescribed DoFs), sorted.
+/// Most node–triangle contacts of one node against one body (kept when their normals differ
+/// by more than [`DISTINCT_NORMAL`]: a node in a crease or corner).
+pub const MAX_PER_NODE: usize = 3;
+/// Two contacts of one node are distinct when their normals satisfy $n_1\cdot n_2<$ this.
+pub const DISTINCT_NORMAL: f64 = 0.9;
+/// Edge–edge candidates need $|\sin\theta|\ge$ this between the edges (near-parallel edges
+/// are left to node–triangle contacts: their closest points are ill-conditioned).
+pub const EDGE_MIN_SIN: f64 = 0.1;
+/// Edge–edge candidates need interior closest points, $s,t\in[$tol$,1-$tol$]$ (the ends are
+/// node contacts).
+pub const EDGE_TOL: f64 = 1e-3;
+/// An edge pair whose normal is within this ($|n_f\cdot n|>$) of a face normal adjacent to
+/// each edge is a face-on-face configuration, covered by node–triangle rows (an edge–edge
+/// row there would be linearly dependent on them) and skipped.
+pub const FACE_ON_FACE: f64 = 0.98;
+
+/// Edge–edge contact is between feature edges: edges whose two faces' normals satisfy
+/// $n_1\cdot n_2<$ this (a dihedral angle beyond 30°; surfaces are closed, every edge has two faces). Inside smooth surface patches node–triangle contacts cover the surface.
+pub const SHARP: f64 = 0.866;
+
+/// Uniform hash grid over axis-aligned boxes (the broad phase).
+struct Grid {
+    cell: f64,
+    map: std::collections::HashMap<[i64; 3], Vec<u32>>,
+}
+
+impl Grid {
+    fn new(cell: f64) -> Grid {
+        Grid {
+            cell,
+            map: Default::default(),
+        }
+    }
+    fn key(&self, p: &Vector3<f64>) -> [i64; 3] {
+        [0, 1, 2].map(|d| (p[d] / self.cell).floor() as i64)
+    }
+    fn insert(&mut self, id: u32, lo: &Vector3<f64>, hi: &Vector3<f64>) {
+        let (a, b) = (self.key(lo), self.key(hi));
+        for i in a[0]..=b[0] {
+            for j in a[1]..=b[1] {
+                for k in a[2]..=b[2] {
+                    self.map.entry([i, j, k]).or_default().push(id);
+                }
+            }
+        }
+    }
+    fn at(&self, p: &Vector3<f64>) -> &[u32] {
+        self.map
+            .get(&self.key(p))
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+    }
+    /// Ids in the cells overlapping the box, sorted, without duplicates.
+    fn query(&self, lo: &Vector3<f64>, hi: &Vector3<f64>, out: &mut Vec<u32>) {
+        out.clear();
+        let (a, b) = (self.key(lo), self.key(hi));
+        for i in a[0]..=b[0] {
+            for j in a[1]..=b[1] {
+                for k in a[2]..=b[2] {
+                    if let Some(v) = self.map.get(&[i, j, k]) {
+                        out.extend_from_slice(v);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
+/// A boundary edge: end nodes, body, and the outward normals of its (one or two) faces.
+struct Edge {
+    nodes: [usize; 2],
+    body: usize,
+    faces: [Vector3<f64>; 2],
+}
+
+/// Boundary triangles of all bodies with their body and unit outward normal at `x`.
+struct Surface {
+    tris: Vec<([usize; 3], usize, Vector3<f64>)>,
+    edges: Vec<Edge>,
+    /// Surface neighbours of every boundary node (sorted), for self-contact exclusion.
+    ring: std::collections::HashMap<usize, Vec<usize>>,
+    /// Area-weighted outward normal of every boundary node (unnormalised).
+    vnormal: std::collections::HashMap<usize, Vector3<f64>>,
+}
+
+impl Surface {
+    fn new(model: &Model, x: &[f64]) -> Surface {
+        let mut tris = vec![];
+        let mut emap: std::collections::HashMap<(usize, usize), Edge> = Default::default();
+        let mut ring: std::collections::HashMap<usize, Vec<usize>> = Default::default();
+        let mut vnormal: std::collections::HashMap<usize, Vector3<f64>> = Default::default();
+        for (b, body) in model.bodies.iter().enumerate() {
+            for t in &body.surface {
+                let q = t.map(|k| v3(x, k));
+                let nn = (q[1] - q[0]).cross(&(q[2] - q[0]));
+                let n = nn.try_normalize(0.0).unwrap_or_else(Vector3::zeros);
+                tris.push((*t, b, n));
+                for k in 0..3 {
+                    let (u, v) = (t[k], t[(k + 1) % 3]);
+                    *vnormal.entry(u).or_insert_with(Vector3::zeros) += nn;
+                    ring.entry(u).or_default().push(v);
+                    ring.entry(v).or_default().push(u);
+                    let key = (u.min(v), u.max(v));
+                    emap.entry(key)
+                        .and_modify(|e| e.faces[1] = n)
+                        .or_insert(Edge {
+                            nodes: [key.0, key.1],
+                            body: b,
+                            faces: [n, n],
+                        });
+                }
+            }
+        }
+        for r in ring.values_mut() {
+            r.sort_unstable();
+            r.dedup();
+        }
+        let mut edges: Vec<Edge> = emap.into_values().collect();
+        edges.sort_unstable_by_key(|e| e.nodes);
+        Surface {
+            tris,
+            edges,
+            ring,
+            vnormal,
+        }
+    }
+    /// Whether nodes `i` and `k` are equal or surface neighbours.
+    fn near(&self, i: usize, k: usize) -> bool {
+        i == k
+            || self
+                .ring
+                .get(&i)
+                .is_some_and(|r| r.binary_search(&k).is_ok())
+    }
+}
+
+/// Push one body–body contact (node `i`, stencil `tri`, frame directions and right-hand
+/// sides) onto `set`.
+#[allow(clippy::too_many_arguments)]
+fn push(
+    set: &mut ContactSet,
+    i: usize,
+    tri: Tri,
+    normal: Vector3<f64>,
+    tangent: [Vector3<f64>; 2],
+    d: [f64; 3],
+    kappa: f64,
+    mu: f64,
+    x_t: &[f64],
+) {
+    let rows = if mu > 0.0 { 3 } else { 1 };
+    set.node.push(i);
+    set.obstacle.push(BODY);
+    set.normal.push(normal);
+    set.tangent.push(tangent);
+    set.gap_offset.push(d[0]);
+    set.anchor.push(Vector2::new(d[1], d[2]));
+    set.kappa.push(kappa);
+    set.mu.push(mu);
+    set.obstacle_motion.push(Vector3::zeros());
+    set.origin.push(v3(x_t, i));
+    set.hessian.push(nalgebra::Matrix3::zeros());
+    set.dtangent
+        .push(super::obstacle::tangent_jacobians(&normal));
+    set.tri.push(Some(tri));
+    set.tri_origin.push(tri.nodes.map(|k| v3(x_t, k)));
+    let r0 = *set.offset.last().expect("non-empty");
+    set.offset.push(r0 + rows);
+    let dirs = [normal, tangent[0], tangent[1]];
+    for a in 0..rows {
+        set.row_node.push(i);
+        set.row_dir.push(dirs[a]);
+        set.row_d.push(d[a]);
+        set.row_tri.push(Some(tri));
+    }
+}
+
+/// Add the body–body candidates of the step from $t$ (positions `x_t`, velocities `v_t`)
+/// to `set` (spec §6.2 step 3 for body pairs; module doc and `docs/contact.md`):
+/// node–triangle in both directions (every boundary node against the other bodies'
+/// triangles, up to [`MAX_PER_NODE`] distinct triangles per node and body), edge–edge
+/// between boundary edges ([`super::edges`]), and with `[contact] self_contact` the same
+/// between non-adjacent primitives of one body. A hash grid over the surface primitives
+/// is the broad phase. `nodes`: the free boundary nodes (no prescribed DoF), sorted; a
+/// stencil needs at least one of them (a prescribed node may lead against a free surface).
 pub fn add_candidates(
     set: &mut ContactSet,
     model: &Model,
@@ -122,8 +310,10 @@ pub fn add_candidates(
     let h = model.h;
     let g = Vector3::from(model.gravity).norm();
     let mu = model.contact.body_friction;
-    let rows = if mu > 0.0 { 3 } else { 1 };
-    let nb = model.bodies.len();
+    let self_contact = model.contact.self_contact;
+    let free = |k: usize| nodes.binary_search(&k).is_ok();
+    // FB scale of a stencil: of its first free node
+    let kap = |st: &[usize]| -> Option<f64> { st.iter().find(|&&k| free(k)).map(|&k| kappa[k]) };
     let vmax: Vec<f64> = model
         .bodies
         .iter()
@@ -134,61 +324,173 @@ pub fn add_candidates(
                 .fold(0.0, f64::max)
         })
         .collect();
-    let boxes: Vec<_> = model
-        .bodies
+    let vall = vmax.iter().copied().fold(0.0, f64::max);
+    let reach_max = margin + 4.0 * h * vall + h * h * g;
+    let surf = Surface::new(model, x_t);
+    if surf.tris.is_empty() {
+        return;
+    }
+    // cell: the mean surface edge length, at least the largest reach
+    let mean_edge = surf
+        .edges
         .iter()
-        .map(|b| bbox(x_t, b.nodes.clone()))
-        .collect();
-    for &i in nodes {
+        .map(|e| (v3(x_t, e.nodes[0]) - v3(x_t, e.nodes[1])).norm())
+        .sum::<f64>()
+        / surf.edges.len().max(1) as f64;
+    let cell = mean_edge.max(reach_max).max(1e-9);
+    let pad = Vector3::repeat(reach_max);
+
+    // node–triangle
+    let mut grid = Grid::new(cell);
+    for (k, (t, _, _)) in surf.tris.iter().enumerate() {
+        let (lo, hi) = t.iter().fold(
+            (
+                Vector3::repeat(f64::INFINITY),
+                Vector3::repeat(f64::NEG_INFINITY),
+            ),
+            |(lo, hi), &n| (lo.inf(&v3(x_t, n)), hi.sup(&v3(x_t, n))),
+        );
+        grid.insert(k as u32, &(lo - pad), &(hi + pad));
+    }
+    let mut found: Vec<(usize, Tri, Frame)> = vec![];
+    for &i in &model.boundary_nodes {
         let bi = model.node_body[i];
         let p = v3(x_t, i);
         let vi = v3(v_t, i).norm();
-        for bo in 0..nb {
+        found.clear();
+        for &k in grid.at(&p) {
+            let (t, bo, nt) = &surf.tris[k as usize];
+            let bo = *bo;
             if bo == bi {
+                // self-contact: opt-in, not against the node's own or neighbouring triangles,
+                // and only where the surfaces face each other
+                if !self_contact || t.iter().any(|&n| surf.near(i, n)) {
+                    continue;
+                }
+                if surf.vnormal.get(&i).is_none_or(|vn| vn.dot(nt) >= 0.0) {
+                    continue;
+                }
+            }
+            if !free(i) && !t.iter().any(|&n| free(n)) {
                 continue;
             }
             let reach = margin + 2.0 * h * (vi + vmax[bo]) + h * h * g;
-            let (lo, hi) = &boxes[bo];
-            if (0..3).any(|d| p[d] < lo[d] - reach || p[d] > hi[d] + reach) {
+            let q = t.map(|n| v3(x_t, n));
+            let Some(f) = frame(&p, &q) else { continue };
+            if f.bary.iter().any(|&b| b < -FACE_TOL) || f.dist > reach || f.gap < -margin {
                 continue;
             }
-            let mut best: Option<(Tri, Frame)> = None;
-            for t in &model.bodies[bo].surface {
-                let q = [v3(x_t, t[0]), v3(x_t, t[1]), v3(x_t, t[2])];
-                let Some(f) = frame(&p, &q) else { continue };
-                if f.bary.iter().any(|&b| b < -FACE_TOL) || f.dist > reach || f.gap < -margin {
-                    continue;
-                }
-                if best.as_ref().map(|(_, b)| f.dist < b.dist).unwrap_or(true) {
-                    best = Some((Tri { nodes: *t, w: f.w }, f));
-                }
+            found.push((
+                bo,
+                Tri {
+                    nodes: *t,
+                    w: f.w,
+                    lead: 1.0,
+                    kind: Stencil::Face,
+                },
+                f,
+            ));
+        }
+        // per other body: the nearest triangle, then further ones with distinct normals
+        found.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.dist.total_cmp(&b.2.dist)));
+        let mut kept: Vec<(Vector3<f64>, Vector3<f64>)> = vec![];
+        let mut body = usize::MAX;
+        for (bo, tri, f) in &found {
+            if *bo != body {
+                body = *bo;
+                kept.clear();
             }
-            let Some((tri, f)) = best else { continue };
-            let q = tri.nodes.map(|k| v3(x_t, k));
-            set.node.push(i);
-            set.obstacle.push(BODY);
-            set.normal.push(f.normal);
-            set.tangent.push(f.tangent);
-            set.gap_offset.push(f.d[0]);
-            set.anchor.push(Vector2::new(f.d[1], f.d[2]));
-            set.kappa.push(kappa[i]);
-            set.mu.push(mu);
-            set.obstacle_motion.push(Vector3::zeros());
-            set.origin.push(p);
-            set.hessian.push(nalgebra::Matrix3::zeros());
-            set.dtangent
-                .push(super::obstacle::tangent_jacobians(&f.normal));
-            set.tri.push(Some(tri));
-            set.tri_origin.push(q);
-            let r0 = *set.offset.last().expect("non-empty");
-            set.offset.push(r0 + rows);
-            let dirs = [f.normal, f.tangent[0], f.tangent[1]];
-            for a in 0..rows {
-                set.row_node.push(i);
-                set.row_dir.push(dirs[a]);
-                set.row_d.push(f.d[a]);
-                set.row_tri.push(Some(tri));
+            // a further triangle only in a concave crease with every kept one (both
+            // planes bound the free space there; at a convex edge the nearest face alone
+            // does, and a second row would over-constrain the node)
+            let cen: Vector3<f64> =
+                tri.nodes.iter().map(|&k| v3(x_t, k)).sum::<Vector3<f64>>() / 3.0;
+            if kept.len() >= MAX_PER_NODE
+                || kept.iter().any(|(n, c)| {
+                    n.dot(&f.normal) >= DISTINCT_NORMAL
+                        || n.dot(&(cen - c)) <= 0.0
+                        || f.normal.dot(&(c - cen)) <= 0.0
+                })
+            {
+                continue;
             }
+            kept.push((f.normal, cen));
+            let st = [i, tri.nodes[0], tri.nodes[1], tri.nodes[2]];
+            let Some(kj) = kap(&st) else { continue };
+            push(set, i, *tri, f.normal, f.tangent, f.d, kj, mu, x_t);
+        }
+    }
+
+    // edge–edge, between feature edges only
+    let mut egrid = Grid::new(cell);
+    let ebox = |e: &Edge| {
+        let (a, b) = (v3(x_t, e.nodes[0]), v3(x_t, e.nodes[1]));
+        (a.inf(&b) - pad, a.sup(&b) + pad)
+    };
+    for (k, e) in surf.edges.iter().enumerate() {
+        if e.faces[0].dot(&e.faces[1]) >= SHARP {
+            continue;
+        }
+        let (lo, hi) = ebox(e);
+        egrid.insert(k as u32, &lo, &hi);
+    }
+    let mut cand = vec![];
+    for (ka, ea) in surf.edges.iter().enumerate() {
+        if ea.faces[0].dot(&ea.faces[1]) >= SHARP {
+            continue;
+        }
+        let (lo, hi) = ebox(ea);
+        egrid.query(&lo, &hi, &mut cand);
+        for &kb in cand.iter().filter(|&&kb| kb as usize > ka) {
+            let eb = &surf.edges[kb as usize];
+            let [a0, a1] = ea.nodes;
+            let [b0, b1] = eb.nodes;
+            if ea.body == eb.body
+                && (!self_contact
+                    || [b0, b1]
+                        .iter()
+                        .any(|&b| surf.near(a0, b) || surf.near(a1, b)))
+            {
+                continue;
+            }
+            let st = [a0, a1, b0, b1];
+            let Some(kj) = kap(&st) else { continue };
+            let pts = st.map(|k| v3(x_t, k));
+            let Some((s, t)) =
+                super::edges::line_params(&pts[0], &pts[1], &pts[2], &pts[3], EDGE_MIN_SIN)
+            else {
+                continue;
+            };
+            if !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&s)
+                || !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&t)
+            {
+                continue;
+            }
+            let out_b = eb.faces[0] + eb.faces[1];
+            let out_a = ea.faces[0] + ea.faces[1];
+            let Some(f) = super::edges::frame(&pts, &out_b, None, None) else {
+                continue;
+            };
+            // the surfaces must face each other at the contact
+            if f.normal.dot(&out_a) >= 0.0 || f.normal.dot(&out_b) <= 0.0 {
+                continue;
+            }
+            let parallel =
+                |fs: &[Vector3<f64>; 2]| fs.iter().any(|n| n.dot(&f.normal).abs() > FACE_ON_FACE);
+            if parallel(&ea.faces) && parallel(&eb.faces) {
+                continue;
+            }
+            let reach = margin + 2.0 * h * (vmax[ea.body] + vmax[eb.body]) + h * h * g;
+            if f.gap > reach || f.gap < -margin {
+                continue;
+            }
+            let tri = Tri {
+                nodes: [a1, b0, b1],
+                w: [-f.s, 1.0 - f.t, f.t],
+                lead: 1.0 - f.s,
+                kind: Stencil::Edge { sign: f.sign },
+            };
+            push(set, a0, tri, f.normal, f.tangent, f.d, kj, mu, x_t);
         }
     }
 }
@@ -221,11 +523,70 @@ pub fn frame_gradient(
     };
     let base = [*p, q[0], q[1], q[2]];
     let scale = (q[1] - q[0]).norm().max((q[2] - q[0]).norm()).max(1e-12);
-    let eps = 1e-6 * scale;
+    central(&base, 1e-6 * scale, value)
+}
+
+/// [`frame_gradient`] of a node–triangle stencil or its edge–edge analogue (the stencil's
+/// points in the order node, `tri.nodes`).
+pub fn stencil_gradient(
+    tri: &Tri,
+    p: &Vector3<f64>,
+    q: &[Vector3<f64>; 3],
+    x_end: &[Vector3<f64>; 4],
+    z: &[Vector3<f64>; 4],
+    lambda: &[f64],
+    mu: &[f64],
+) -> [f64; 12] {
+    match tri.kind {
+        Stencil::Face => frame_gradient(p, q, x_end, z, lambda, mu),
+        Stencil::Edge { sign } => edge_frame_gradient(sign, p, q, x_end, z, lambda, mu),
+    }
+}
+
+/// Edge–edge analogue of [`frame_gradient`]: central differences of [`super::edges::frame`]
+/// with the orientation `sign` and the tangent axis held (piecewise constant choices).
+fn edge_frame_gradient(
+    sign: f64,
+    p: &Vector3<f64>,
+    q: &[Vector3<f64>; 3],
+    x_end: &[Vector3<f64>; 4],
+    z: &[Vector3<f64>; 4],
+    lambda: &[f64],
+    mu: &[f64],
+) -> [f64; 12] {
+    let nr = lambda.len();
+    let base = [*p, q[0], q[1], q[2]];
+    let zero = Vector3::zeros();
+    let axis = super::edges::frame(&base, &zero, Some(sign), None).map(|f| f.normal.iamin());
+    let value = |pts: &[Vector3<f64>; 4]| -> f64 {
+        let Some(f) = super::edges::frame(pts, &zero, Some(sign), axis) else {
+            return 0.0;
+        };
+        let c = f.coefficients();
+        let dirs = [f.normal, f.tangent[0], f.tangent[1]];
+        let rel: Vector3<f64> = (0..4).map(|k| x_end[k] * c[k]).sum();
+        let zr: Vector3<f64> = (0..4).map(|k| z[k] * c[k]).sum();
+        (0..nr)
+            .map(|r| -mu[r] * (dirs[r].dot(&rel) - f.d[r]) + lambda[r] * dirs[r].dot(&zr))
+            .sum()
+    };
+    let scale = (base[1] - base[0])
+        .norm()
+        .max((base[3] - base[2]).norm())
+        .max(1e-12);
+    central(&base, 1e-6 * scale, value)
+}
+
+/// Central differences of `value` in the 12 coordinates of `base`.
+fn central(
+    base: &[Vector3<f64>; 4],
+    eps: f64,
+    value: impl Fn(&[Vector3<f64>; 4]) -> f64,
+) -> [f64; 12] {
     let mut out = [0.0; 12];
     for (k, o) in out.iter_mut().enumerate() {
-        let mut a = base;
-        let mut b = base;
+        let mut a = *base;
+        let mut b = *base;
         a[k / 3][k % 3] += eps;
         b[k / 3][k % 3] -= eps;
         *o = (value(&a) - value(&b)) / (2.0 * eps);

@@ -24,6 +24,7 @@
 pub mod adjoint;
 pub mod attachment;
 pub mod bodies;
+pub mod edges;
 pub mod initial;
 pub mod iterative;
 pub mod ncp;
@@ -90,21 +91,36 @@ pub const AUTO_DENSE_ROWS: usize = 96;
 /// `obstacle` index of a body–body contact.
 pub const BODY: usize = usize::MAX;
 
-/// Triangle nodes and barycentric weights of a body–body contact point.
+/// Stencil of a body–body contact row ([`bodies`]): the row is
+/// $a_r^T(\text{lead}\,x_i-\sum_kw_kx_{t_k})$ over the contact's node $i$ and three more nodes.
+/// Node–triangle: the triangle's nodes, barycentric weights of the closest point, lead 1.
+/// Edge–edge ([`edges`]): $i=a_0$, nodes $(a_1,b_0,b_1)$, weights $(-s,1-t,t)$, lead $1-s$.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tri {
     pub nodes: [usize; 3],
     pub w: [f64; 3],
+    /// Coefficient of the contact's own node (1 for node–triangle).
+    pub lead: f64,
+    pub kind: Stencil,
+}
+
+/// Kind of a body–body contact stencil.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stencil {
+    /// Node against a triangle.
+    Face,
+    /// Edge against edge; `sign` is the held orientation $\sigma$ of [`edges::frame`].
+    Edge { sign: f64 },
 }
 
 /// Nodes and coefficients of one row of $J$: $(i,1)$ and, for a body–body contact,
-/// $(t_k,-w_k)$; unused entries have coefficient 0.
+/// $(i,\text{lead})$ and $(t_k,-w_k)$ (see [`Tri`]); unused entries have coefficient 0.
 #[inline]
 fn terms(i: usize, tri: &Option<Tri>) -> [(usize, f64); 4] {
     match tri {
         None => [(i, 1.0), (i, 0.0), (i, 0.0), (i, 0.0)],
         Some(t) => [
-            (i, 1.0),
+            (i, t.lead),
             (t.nodes[0], -t.w[0]),
             (t.nodes[1], -t.w[1]),
             (t.nodes[2], -t.w[2]),
@@ -865,9 +881,11 @@ pub fn penalty_enabled(model: &Model) -> bool {
     !model.obstacles.is_empty() && model.contact.model == crate::model::ContactModel::Penalty
 }
 
-/// Whether the model has NCP/penalty contact: obstacles, or contact between bodies.
+/// Whether the model has NCP/penalty contact: obstacles, or contact between bodies (or of
+/// one body with itself).
 pub fn enabled(model: &Model) -> bool {
-    !model.obstacles.is_empty() || (model.contact.bodies && model.bodies.len() > 1)
+    !model.obstacles.is_empty()
+        || (model.contact.bodies && (model.bodies.len() > 1 || model.contact.self_contact))
 }
 
 /// Largest penetration $\max(0,-\phi_o(x_i))$ over `nodes` and obstacles at time `t`.

@@ -498,6 +498,10 @@ pub struct ContactSettings {
     /// contact adjoint are solved (same answers to the contact tolerance).
     #[serde(default)]
     pub solver: ContactSolver,
+    /// Contact of each body with itself (with `bodies = true`): node–triangle and edge–edge
+    /// between non-adjacent primitives of one body whose surfaces face each other.
+    #[serde(default)]
+    pub self_contact: bool,
 }
 fn d_ctol() -> f64 {
     1e-12
@@ -525,6 +529,7 @@ impl Default for ContactSettings {
             bodies: false,
             body_friction: 0.0,
             solver: ContactSolver::Auto,
+            self_contact: false,
         }
     }
 }

@@ -233,6 +233,12 @@ impl ContactSettings {
                 "contact between bodies needs model = \"ncp\"".into(),
             ));
         }
+        if self.self_contact && !self.bodies {
+            return Err((
+                format!("{k}.self_contact"),
+                "self-contact needs bodies = true".into(),
+            ));
+        }
         Ok(())
     }
 }

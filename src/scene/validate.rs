@@ -45,7 +45,10 @@ impl Scene {
             ));
         }
         positive("solver.anderson_gamma_max", s.anderson_gamma_max)?;
-        if s.method == SolverMethod::Diffpd && self.contact.bodies && self.bodies.len() > 1 {
+        if s.method == SolverMethod::Diffpd
+            && self.contact.bodies
+            && (self.bodies.len() > 1 || self.contact.self_contact)
+        {
             // DiffPD's own contact (active-set glue, diffpd-notes §1.9) is against obstacles
             // only: refuse rather than silently drop body–body contact.
             return Err((
@@ -97,7 +100,8 @@ impl Scene {
             return Err(("backward.anderson_window".into(), "expected 0..=64".into()));
         }
         let ncp_contact = self.contact.model != crate::scene::ContactModel::Penalty
-            && (!self.obstacles.is_empty() || (self.contact.bodies && self.bodies.len() > 1));
+            && (!self.obstacles.is_empty()
+                || (self.contact.bodies && (self.bodies.len() > 1 || self.contact.self_contact)));
         if ncp_contact && b.method == crate::model::AdjointMethod::Pcg {
             return Err((
                 "backward.method".into(),
