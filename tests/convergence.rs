@@ -86,6 +86,11 @@ fn total_iters(scene: &str, window: &str, frames: &str) -> (u64, bool, serde_jso
             "solver.rel_tol=1e-5",
             "--set",
             "solver.max_iterations=3000",
+            // the paper's PD (what Anderson accelerates); plain PD may miss the cap
+            "--set",
+            "solver.mode=\"paper\"",
+            "--set",
+            "solver.on_nonconvergence=\"warn\"",
             "--frames",
             frames,
         ],

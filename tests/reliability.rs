@@ -104,8 +104,16 @@ fn state_beyond_f32_mid_run_fails_with_frame_and_element() {
 #[test]
 fn non_finite_gate_ratios_are_not_null() {
     let r = run_cli("simulate", BEAM, &[], &["--set", "solver.max_iterations=1"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // no frame can converge in one iteration: the run finishes as "incomplete", exit 3
+    // (solver.on_nonconvergence = "fail", the default since issue 14)
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("frame 1 after 1 PD iterations"),
+        "{}",
+        r.stderr
+    );
     let log = r.log();
+    assert_eq!(log["status"], "incomplete");
     for f in log["frames"].as_array().unwrap() {
         for k in ["gate_position", "gate_projection"] {
             assert!(!f[k].is_null(), "{k} is null: {f}");
@@ -190,7 +198,19 @@ fn element_inverted_mid_run_is_reported_with_frame_and_element() {
     let scene = format!(
         "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [-30.0, 0.0, 0.0]\n"
     );
-    let r = run_cli("simulate", &scene, &[], &["--frames", "8"]);
+    // the frame where the element inverts does not converge (it did not before issue 14
+    // either, then reported with exit 0): accept it, this test is about the report
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--frames",
+            "8",
+            "--set",
+            "solver.on_nonconvergence=\"warn\"",
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     let frames = log["frames"].as_array().unwrap();

@@ -46,7 +46,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let theta = problem.theta0();
     let ev = problem
         .evaluate(&theta, true)
-        .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
+        .map_err(|e| Failure::solver(e, path.clone()))?;
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
     let mut json = super::provenance(
         "grad",
@@ -113,6 +113,14 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         return Err(Failure::run(anyhow::anyhow!(
             "adjoint did not converge in frames {:?}",
             ev.nonconverged_backward_frames
+        )));
+    }
+    if !ev.nonconverged_forward_frames.is_empty()
+        && problem.ls.scene.solver.on_nonconvergence == crate::model::OnNonConvergence::Fail
+    {
+        return Err(Failure::not_converged(anyhow::anyhow!(
+            "forward frames {:?} did not meet the solver's stopping test (the gradient in grad.json is of the unconverged states); set solver.on_nonconvergence = \"warn\" to accept them",
+            ev.nonconverged_forward_frames
         )));
     }
     Ok(())

@@ -1,7 +1,10 @@
 //! Command-line interface (clap). Exit codes, stable for shell sweeps:
-//! `0` success, `1` the run failed (divergence, non-convergence with
-//! `on_nonconvergence = "error"`, gradient check failed), `2` bad input (scene, mesh,
-//! arguments) or an environment problem (output directory, backend).
+//! `0` success, `1` the run failed (divergence, adjoint not converged, gradient check
+//! failed), `2` bad input (scene, mesh, arguments) or an environment problem (output
+//! directory, backend), `3` forward steps missed their stopping test
+//! (`solver.on_nonconvergence = "fail"`, the default: the run finished with status
+//! "incomplete", or `"error"`: it stopped at the first such frame; the message names the
+//! frames; `"warn"` reports them and exits 0).
 
 pub mod doctor;
 pub mod frames;
@@ -127,6 +130,31 @@ impl Failure {
         Failure {
             code: 1,
             error: e.into(),
+        }
+    }
+    /// Forward steps that missed their stopping test (exit code [`EXIT_NOT_CONVERGED`]).
+    pub fn not_converged(e: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: EXIT_NOT_CONVERGED,
+            error: e.into(),
+        }
+    }
+}
+
+/// Exit code of a run whose forward steps missed their stopping test.
+pub const EXIT_NOT_CONVERGED: i32 = 3;
+
+impl Failure {
+    /// A solver error as a failure: [`EXIT_NOT_CONVERGED`] for a step that missed its test
+    /// under `on_nonconvergence = "error"`, 1 otherwise.
+    pub fn solver(e: crate::solver::SolverError, context: String) -> Self {
+        let code = match e {
+            crate::solver::SolverError::NotConverged { .. } => EXIT_NOT_CONVERGED,
+            _ => 1,
+        };
+        Failure {
+            code,
+            error: anyhow::Error::new(e).context(context),
         }
     }
 }

@@ -6,6 +6,7 @@ use super::{BackendArg, Failure, RunArgs};
 use crate::gpu::Backend;
 use crate::io::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use crate::io::write_atomic;
+use crate::model::OnNonConvergence;
 use crate::scene::{self, LoadedScene};
 use crate::solver::{Model, Simulator};
 use anyhow::Context;
@@ -252,9 +253,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
                 if let Some(b) = &bar {
                     b.abandon();
                 }
-                return Err(Failure::run(
-                    anyhow::Error::new(e).context(format!("{}", ls.path.display())),
-                ));
+                return Err(Failure::solver(e, format!("{}", ls.path.display())));
             }
         };
         let h = model.h;
@@ -335,6 +334,13 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             anderson_guard_firings: stats.anderson_guard_firings,
             polish: (sim.config.newton_polish > 0)
                 .then_some((stats.polish_steps, stats.polish_residual)),
+            residual: stats
+                .residual
+                .map(|relative| crate::io::log::ResidualRecord {
+                    relative,
+                    newton_krylov_steps: stats.polish_steps,
+                    gmres_iterations: stats.polish_gmres_iterations,
+                }),
             seconds_local: stats.time_local,
             seconds_global: stats.time_global,
             seconds_other: stats.time_other,
@@ -391,8 +397,28 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     if let Some(b) = &bar {
         b.finish();
     }
-    log.status = Status::Completed;
+    let missed: Vec<usize> = log
+        .frames
+        .iter()
+        .filter(|f| !f.converged)
+        .map(|f| f.frame)
+        .collect();
+    let fail = !missed.is_empty() && sim.config.on_nonconvergence == OnNonConvergence::Fail;
+    log.status = if fail {
+        Status::Incomplete
+    } else {
+        Status::Completed
+    };
     log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+    if fail {
+        let msg = not_converged_message(&missed, &log);
+        log.error = Some(msg.clone());
+        write_log(&out, &log)?;
+        return Err(Failure::not_converged(anyhow::anyhow!(
+            "{}: {msg}",
+            ls.path.display()
+        )));
+    }
     write_log(&out, &log)?;
     if !args.quiet {
         let s = &log.summary;
@@ -402,6 +428,21 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         );
     }
     Ok(log)
+}
+
+/// "N of M frames did not converge (first: frame F after K iterations); ..." for the log and
+/// the exit-3 message.
+fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
+    let first = missed[0];
+    let its = log.frames.get(first - 1).map(|f| f.iterations).unwrap_or(0);
+    let list: Vec<String> = missed.iter().take(20).map(|f| f.to_string()).collect();
+    format!(
+        "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} PD iterations; frames {}{}); run status \"incomplete\". Raise solver.max_iterations, or set solver.on_nonconvergence = \"warn\" to accept them",
+        missed.len(),
+        log.frames.len(),
+        list.join(", "),
+        if missed.len() > 20 { ", ..." } else { "" }
+    )
 }
 
 /// The log record of a step's Newton statistics.

@@ -67,6 +67,10 @@ pub struct FrameRecord {
     /// Newton polish steps and final relative PD residual (with `solver.newton_polish > 0`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub polish: Option<(usize, f64)>,
+    /// `solver.mode = "accurate"`: the step's final force residual relative to its first one
+    /// (the quantity of `solver.residual_tol`), Newton–Krylov steps and their GMRES iterations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual: Option<ResidualRecord>,
     pub seconds_local: f64,
     pub seconds_global: f64,
     pub seconds_other: f64,
@@ -85,6 +89,16 @@ pub struct FrameRecord {
     /// projected elements, regularisations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<NewtonRecord>,
+}
+
+/// The force-balance record of a step under `solver.mode = "accurate"`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ResidualRecord {
+    /// $\|b(x)-Ax\|/\|b(x^0)-Ax^0\|$ at exit; `"inf"` when never evaluated.
+    #[serde(serialize_with = "finite_or_name")]
+    pub relative: f64,
+    pub newton_krylov_steps: usize,
+    pub gmres_iterations: usize,
 }
 
 /// Newton statistics of one step, as logged (the solver's per-step Newton counters).
@@ -114,6 +128,9 @@ pub enum Status {
     /// In progress, or ended without a final record (killed): incomplete.
     Running,
     Completed,
+    /// Ran to its last frame, but some frames missed their stopping test
+    /// (`solver.on_nonconvergence = "fail"`, the default; exit code 3).
+    Incomplete,
     Failed,
     /// Stopped by SIGINT/SIGTERM/SIGHUP after a complete frame.
     Interrupted,

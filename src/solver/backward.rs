@@ -258,6 +258,10 @@ pub fn solve_gmres(
     )
 }
 
+/// Fixed-point adjoint iterations without halving the residual before GMRES takes over
+/// (issue 14: 21,561 fixed-point iterations on one scan-mesh rollout).
+pub const FIXED_POINT_STALL: usize = 200;
+
 /// Solve $(A-\Delta A)z=g$ with $z_D=0$ (the adjoint of one step): DiffPD's fixed-point
 /// iteration with Anderson acceleration; if it diverges (residual above $10^3\|g\|$) or
 /// reaches `max_iterations`, GMRES preconditioned by $A^{-1}$ takes over from the best iterate.
@@ -334,6 +338,7 @@ pub fn solve_adjoint(
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
     let mut best = (f64::INFINITY, z.clone());
+    let mut best_it = 0;
     let mut kz = vec![0.0; n3];
     let mut u = vec![0.0; n3];
     let mut rel = f64::INFINITY;
@@ -343,6 +348,9 @@ pub fn solve_adjoint(
         apply_k(sim, lin, &z, &mut kz);
         let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
         rel = r / gnorm;
+        if rel < 0.5 * best.0 {
+            best_it = it;
+        }
         if rel < best.0 {
             best = (rel, z.clone());
         }
@@ -350,7 +358,9 @@ pub fn solve_adjoint(
             stats.converged = true;
             break;
         }
-        if !rel.is_finite() || rel > 1e3 {
+        // diverging, or stagnating (no halving of the residual in FIXED_POINT_STALL
+        // iterations): GMRES takes over from the best iterate
+        if !rel.is_finite() || rel > 1e3 || it - best_it >= FIXED_POINT_STALL {
             break;
         }
         // z_hat = A^{-1}(g + ΔA z) = z + A^{-1}(g - K z)

@@ -3,12 +3,16 @@
 use super::gate::DualGate;
 use crate::model::{
     AdjointMethod, AndersonWindow, GateReference, HessianFilterMode, NewtonEnergy, NewtonFilter,
-    OnNonConvergence, SolverMethod, SolverSettings,
+    OnNonConvergence, SolverMethod, SolverMode, SolverSettings,
 };
 
 /// Resolved solver settings.
 #[derive(Clone, Debug)]
 pub struct SolverConfig {
+    /// Stopping rule of the PD method (`[solver] mode`).
+    pub mode: SolverMode,
+    /// Force-balance tolerance of `mode = "accurate"` (relative to the step's first residual).
+    pub residual_tol: f64,
     pub max_iterations: usize,
     pub gate: DualGate,
     /// Position gate relative to ‖x_k‖ (spec) or to ‖x_k − x_t‖.
@@ -47,6 +51,8 @@ impl SolverConfig {
             AndersonWindow::Fixed(m) => m,
         };
         SolverConfig {
+            mode: s.mode,
+            residual_tol: s.residual_tol,
             max_iterations: s.max_iterations,
             gate: DualGate {
                 rel: s.rel_tol,

@@ -15,12 +15,18 @@ use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{StepStats, TrStats};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinearSolver;
-use crate::model::{GateReference, OnNonConvergence};
+use crate::model::{GateReference, OnNonConvergence, SolverMode};
 use std::time::Instant;
 
 impl Simulator<'_> {
     /// One implicit-Euler step of the PD method producing frame `frame` (1-based) from
     /// $(x_t, v_t)$. Returns $x_{t+1}$ and the step statistics.
+    ///
+    /// `mode = "paper"`: Anderson-PD until the dual gate (then the optional `newton_polish`).
+    /// `mode = "accurate"`: Anderson-PD until the dual gate, then Newton–Krylov steps
+    /// ([`Simulator::newton_krylov`]) until the force-balance test
+    /// $\|b(x)-Ax\|\le\epsilon_{res}\|b(x^0)-Ax^0\|$ + floor holds; where the Newton steps do not
+    /// apply (active NCP contacts) or stall, PD iterations go on under the same residual test.
     pub(crate) fn step_pd(
         &mut self,
         frame: usize,
@@ -33,84 +39,106 @@ impl Simulator<'_> {
             penalty_force,
             c,
             xd,
-            mut x,
-            mut ncp,
-            mut cstats,
+            x,
+            ncp,
+            cstats,
         } = self.begin_pd(frame, x_t, v_t);
-        let mut stats = StepStats::default();
-        let csettings = contact_settings(model);
         let guard0 = self.aa.guard_firings;
         self.aa.reset();
         let n3 = x.len();
-        let mut bp = vec![0.0; n3];
-        let mut bp_prev = vec![0.0; n3];
-        let mut xhat = vec![0.0; n3];
-        let mut converged = false;
-        let mut last_gate = GateResiduals {
-            position: f64::INFINITY,
-            projection: f64::INFINITY,
+        let accurate = self.config.mode == SolverMode::Accurate;
+        let mut it = PdLoop {
+            x,
+            bp: vec![0.0; n3],
+            bp_prev: vec![0.0; n3],
+            xhat: vec![0.0; n3],
+            k: 0,
+            ncp,
+            cstats,
+            stats: StepStats::default(),
+            contact_ok: true,
+            newton_cache: None,
+            last_gate: GateResiduals {
+                position: f64::INFINITY,
+                projection: f64::INFINITY,
+            },
+            x_before: Vec::new(),
+            b_before: Vec::new(),
+            r0: None,
+            residual: f64::INFINITY,
+            floor: 0.0,
         };
-        let mut k = 0;
-        let mut x_before = Vec::new();
-        let mut b_before = Vec::new();
-        // The gate also requires the last contact solve to meet `contact.tolerance`.
-        let mut contact_ok = true;
-        let mut newton_cache = None;
-        while k < self.config.max_iterations {
-            let t0 = Instant::now();
-            self.local_rhs(frame, k, &x, &mut bp)?;
-            let t1 = Instant::now();
-            let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
-            self.global_solve(frame, k, &b, &xd, &mut xhat)?;
-            let t2 = Instant::now();
-            if let Some(ncp) = ncp.as_mut() {
-                // Contact projection of the global step (spec §6.2 steps 10–18).
-                let info =
-                    project_contact(ncp, &self.system, &csettings, &mut xhat, &mut newton_cache);
-                contact_ok = info.residual <= csettings.tolerance;
-                cstats.newton_iterations += info.iterations;
-                cstats.factorizations += info.factorizations;
-                cstats.products += info.products;
-                cstats.seconds_solve += t2.elapsed().as_secs_f64();
-            }
-            let t2c = Instant::now();
-            if !xhat.iter().all(|v| v.is_finite()) {
-                return Err(SolverError::Diverged {
-                    frame,
-                    iteration: k,
-                    element: self.first_bad_element(&xhat),
-                });
-            }
-            let g: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
-            let mut xn = self.aa.step(&x, &g);
-            self.impose_prescribed(&mut xn, &xd);
-            if k >= 1 {
-                last_gate = self.gate_residuals(&x, x_t, &g, &bp, &bp_prev);
-                if DualGate::met(&last_gate) && contact_ok {
-                    converged = true;
+        let mut stop = if accurate {
+            Stop::GateThenPolish
+        } else {
+            Stop::Gate
+        };
+        let converged = loop {
+            match self.pd_iterate(frame, x_t, &c, &xd, &mut it, stop)? {
+                Exit::Converged => break true,
+                Exit::Cap => break false,
+                Exit::GateMet => {
+                    // accurate mode: the dual gate is the hand-over point to Newton–Krylov
+                    let r_target = self.residual_target(&it);
+                    let allowed = it
+                        .ncp
+                        .as_ref()
+                        .is_none_or(|(_, _, l)| l.iter().all(|v| *v == 0.0));
+                    if allowed {
+                        let t0 = Instant::now();
+                        let before = it.x.clone();
+                        // the PD energy is the objective unless muscles or compliant
+                        // attachments add terms it does not hold
+                        let y: Vec<f64> = (0..n3)
+                            .map(|j| {
+                                let h = model.h;
+                                x_t[j] + h * v_t[j] + h * h * f_ext[j] / self.derived.mass[j / 3]
+                            })
+                            .collect();
+                        let energy = (model.muscles.is_empty() && model.attachments.is_empty())
+                            .then_some((y.as_slice(), x_t));
+                        let out = self.newton_krylov((&c, &xd), energy, &mut it.x, r_target);
+                        it.stats.polish_steps += out.steps;
+                        it.stats.polish_gmres_iterations += out.gmres_iterations;
+                        it.stats.time_other += t0.elapsed().as_secs_f64();
+                        let mut ok = out.converged;
+                        if ok {
+                            if let Some((set, _, _)) = it.ncp.as_ref() {
+                                // the polish ignores the (inactive) contacts: keep its result
+                                // only if it stays out of the obstacles
+                                let tol = contact_settings(model).tolerance;
+                                let delta = set.delta(&it.x);
+                                ok = (0..set.len()).all(|j| delta[set.rows(j).start] >= -tol);
+                                if !ok {
+                                    it.x = before;
+                                }
+                            }
+                        }
+                        if ok {
+                            it.residual =
+                                out.residual / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
+                            break true;
+                        }
+                    }
+                    // PD goes on from the (never worse) iterate under the residual test
+                    self.aa.reset();
+                    stop = Stop::Residual;
                 }
             }
-            std::mem::swap(&mut bp, &mut bp_prev);
-            if converged && ncp.is_some() {
-                // return the contact-projected global step: it satisfies the contact
-                // conditions to the contact tolerance, whatever the PD tolerance
-                xn = xhat.clone();
-            }
-            if self.compute_tr {
-                x_before = std::mem::replace(&mut x, xn);
-                b_before = b;
-            } else {
-                x = xn;
-            }
-            let t3 = Instant::now();
-            stats.time_local += (t1 - t0).as_secs_f64();
-            stats.time_global += (t2 - t1).as_secs_f64();
-            stats.time_other += (t3 - t2c).as_secs_f64();
-            k += 1;
-            if converged {
-                break;
-            }
-        }
+        };
+        let PdLoop {
+            mut x,
+            k,
+            mut ncp,
+            cstats,
+            mut stats,
+            last_gate,
+            x_before,
+            b_before,
+            residual,
+            r0,
+            ..
+        } = it;
         // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
             self.polish_into(&c, &xd, &mut x, &mut stats);
@@ -124,12 +152,125 @@ impl Simulator<'_> {
         stats.iterations = k;
         stats.converged = converged;
         stats.gate = last_gate;
+        if accurate {
+            stats.residual = Some(if r0.is_some() {
+                residual
+            } else {
+                f64::INFINITY
+            });
+        }
         stats.anderson_guard_firings = self.aa.guard_firings - guard0;
         if self.compute_tr && !x_before.is_empty() {
             stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
         }
         self.nonconvergence(frame, &stats)?;
         Ok((x, stats))
+    }
+
+    /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
+    fn residual_target(&self, it: &PdLoop) -> f64 {
+        self.config.residual_tol * it.r0.unwrap_or(0.0) + it.floor
+    }
+
+    /// PD iterations (Anderson-accelerated) from `it.x` until `stop` says so or the cap.
+    fn pd_iterate(
+        &mut self,
+        frame: usize,
+        x_t: &[f64],
+        c: &[f64],
+        xd: &[f64],
+        it: &mut PdLoop,
+        stop: Stop,
+    ) -> Result<Exit, SolverError> {
+        let csettings = contact_settings(self.model);
+        let n3 = it.x.len();
+        let mut ag = vec![0.0; n3];
+        while it.k < self.config.max_iterations {
+            let k = it.k;
+            let t0 = Instant::now();
+            self.local_rhs(frame, k, &it.x, &mut it.bp)?;
+            let t1 = Instant::now();
+            let b: Vec<f64> = c.iter().zip(&it.bp).map(|(a, b)| a + b).collect();
+            self.global_solve(frame, k, &b, xd, &mut it.xhat)?;
+            let t2 = Instant::now();
+            if let Some(ncp) = it.ncp.as_mut() {
+                // Contact projection of the global step (spec §6.2 steps 10–18).
+                let info = project_contact(
+                    ncp,
+                    &self.system,
+                    &csettings,
+                    &mut it.xhat,
+                    &mut it.newton_cache,
+                );
+                it.contact_ok = info.residual <= csettings.tolerance;
+                it.cstats.newton_iterations += info.iterations;
+                it.cstats.factorizations += info.factorizations;
+                it.cstats.products += info.products;
+                it.cstats.seconds_solve += t2.elapsed().as_secs_f64();
+            }
+            let t2c = Instant::now();
+            if !it.xhat.iter().all(|v| v.is_finite()) {
+                return Err(SolverError::Diverged {
+                    frame,
+                    iteration: k,
+                    element: self.first_bad_element(&it.xhat),
+                });
+            }
+            let g: Vec<f64> = it.xhat.iter().zip(&it.x).map(|(a, b)| a - b).collect();
+            let mut converged = false;
+            let mut gate_met = false;
+            if stop != Stop::Gate {
+                // force balance of x_k: b(x_k) + J^T λ − A x_k = A g_k on the free DoFs
+                self.system.apply_a(&g, &mut ag);
+                self.zero_prescribed(&mut ag);
+                let rn = norm(&ag);
+                if it.r0.is_none() {
+                    it.r0 = Some(rn);
+                    let mut bf = b.clone();
+                    self.zero_prescribed(&mut bf);
+                    it.floor = super::gate::RESIDUAL_FLOOR * norm(&bf);
+                }
+                it.residual = rn / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
+                if stop == Stop::Residual && rn <= self.residual_target(it) && it.contact_ok {
+                    converged = true;
+                }
+            }
+            let mut xn = self.aa.step(&it.x, &g);
+            self.impose_prescribed(&mut xn, xd);
+            if k >= 1 {
+                it.last_gate = self.gate_residuals(&it.x, x_t, &g, &it.bp, &it.bp_prev);
+                if stop != Stop::Residual && DualGate::met(&it.last_gate) && it.contact_ok {
+                    match stop {
+                        Stop::Gate => converged = true,
+                        _ => gate_met = true,
+                    }
+                }
+            }
+            std::mem::swap(&mut it.bp, &mut it.bp_prev);
+            if (converged || gate_met) && it.ncp.is_some() {
+                // return the contact-projected global step: it satisfies the contact
+                // conditions to the contact tolerance, whatever the PD tolerance
+                xn = it.xhat.clone();
+            }
+            if self.compute_tr {
+                it.x_before = std::mem::replace(&mut it.x, xn);
+                it.b_before = b;
+            } else {
+                it.x = xn;
+            }
+            let t3 = Instant::now();
+            it.stats.time_local += (t1 - t0).as_secs_f64();
+            it.stats.time_global += (t2 - t1).as_secs_f64();
+            it.stats.time_other += (t3 - t2c).as_secs_f64();
+            it.k += 1;
+            if converged {
+                return Ok(Exit::Converged);
+            }
+            if gate_met {
+                return Ok(Exit::GateMet);
+            }
+        }
+        Ok(Exit::Cap)
     }
 
     /// `Err(NotConverged)` for a step that missed its gate under
@@ -358,6 +499,117 @@ impl Simulator<'_> {
         (steps, rel)
     }
 
+    /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`:
+    /// $K\delta=F(x)$, $K=A-\Delta A(x)$ the exact Jacobian of the step (the backward's
+    /// linearization), solved by GMRES right-preconditioned with the persistent factor
+    /// ($A^{-1}$) to a forcing tolerance $\eta=\mathrm{clamp}(\tfrac12\,\text{target}/\|F\|,
+    /// 10^{-6},10^{-2})$, then a backtracking line search on $\|F\|$ (step halved up to 6
+    /// times; a step is kept only if it lowers $\|F\|$, so `x` never gets worse). Stops at
+    /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps or when no step helps.
+    fn newton_krylov(
+        &mut self,
+        (c, xd): (&[f64], &[f64]),
+        energy: Option<(&[f64], &[f64])>,
+        x: &mut Vec<f64>,
+        target: f64,
+    ) -> KrylovOutcome {
+        let mut out = KrylovOutcome {
+            converged: false,
+            steps: 0,
+            gmres_iterations: 0,
+            residual: f64::INFINITY,
+        };
+        let Ok((mut r, _)) = self.pd_residual(c, x) else {
+            return out;
+        };
+        let mut rn = norm(&r);
+        let r_start = rn.max(f64::MIN_POSITIVE);
+        let mut exact = false;
+        out.residual = rn;
+        for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
+            if rn <= target {
+                break;
+            }
+            // projected Newton (negative stretch-Hessian eigenvalues clamped, a descent
+            // direction) until a full step is taken, then the exact Jacobian
+            let lin =
+                super::backward::StepLinearization::new(self, x, if exact { 0.0 } else { 0.5 });
+            let cfg = BackwardConfig {
+                rel_tol: (0.5 * target / rn)
+                    .max((rn / r_start).min(0.1))
+                    .clamp(1e-6, 0.1),
+                abs_tol: 0.0,
+                max_iterations: 400,
+                window: 0,
+                gamma_max: self.config.gamma_max,
+                filter: crate::model::HessianFilterMode::None,
+                gmres_restart: 60,
+                method: crate::model::AdjointMethod::Gmres,
+            };
+            let mut delta = vec![0.0; x.len()];
+            let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
+            out.gmres_iterations += st.iterations;
+            if !delta.iter().all(|v| v.is_finite()) {
+                break;
+            }
+            // merit: F·A⁻¹F (the A-norm of the PD step A⁻¹F; the plain ‖F‖ is dominated by
+            // the stiffest elements and stalls the line search on high-contrast meshes)
+            let merit0 = self.merit(&r);
+            let e0 = energy.map(|(y, x_t)| super::trust_region::pd_energy(self, x, y, x_t));
+            let slope = dot(&r, &delta);
+            let mut alpha = 1.0;
+            let mut accepted = false;
+            for _ in 0..7 {
+                let mut trial: Vec<f64> =
+                    x.iter().zip(&delta).map(|(a, d)| a + alpha * d).collect();
+                self.impose_prescribed(&mut trial, xd);
+                if let Ok((r2, _)) = self.pd_residual(c, &trial) {
+                    let rn2 = norm(&r2);
+                    let merit2 = self.merit(&r2);
+                    // Armijo on the PD energy (∇E = −F) where it is the whole objective
+                    let armijo = match (energy, e0) {
+                        // only while the predicted decrease is above the energy's round-off
+                        (Some((y, x_t)), Some(e0)) if slope > 1e3 * f64::EPSILON * e0.abs() => {
+                            super::trust_region::pd_energy(self, &trial, y, x_t)
+                                <= e0 - 1e-4 * alpha * slope
+                        }
+                        _ => false,
+                    };
+                    if armijo
+                        || merit2 < (1.0 - 1e-4 * alpha) * merit0
+                        || (rn2 <= target && rn2 < rn)
+                    {
+                        *x = trial;
+                        r = r2;
+                        rn = rn2;
+                        accepted = true;
+                        break;
+                    }
+                }
+                alpha *= 0.5;
+            }
+            if !accepted {
+                if !exact {
+                    exact = true;
+                    continue;
+                }
+                break;
+            }
+            exact |= alpha == 1.0;
+            out.steps += 1;
+            out.residual = rn;
+        }
+        out.converged = rn <= target;
+        out
+    }
+
+    /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
+    fn merit(&self, f: &[f64]) -> f64 {
+        let mut w = vec![0.0; f.len()];
+        self.system.solve_homogeneous(f, &mut w);
+        dot(f, &w)
+    }
+
     /// Spec §6.5 TR_STATS from the last two iterates of the step.
     fn tr_stats(
         &self,
@@ -391,6 +643,66 @@ impl Simulator<'_> {
         let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t);
         super::trust_region::blend(pred, e_prev - e_k, e_prev)
     }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Newton–Krylov steps per PD step at most (`mode = "accurate"`); quadratic convergence
+/// needs 1–3 from the dual gate at its default tolerance.
+pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
+
+/// The state of a step's PD iteration, carried across its phases.
+struct PdLoop {
+    x: Vec<f64>,
+    bp: Vec<f64>,
+    bp_prev: Vec<f64>,
+    xhat: Vec<f64>,
+    /// PD iterations so far.
+    k: usize,
+    ncp: Option<NcpState>,
+    cstats: ContactStats,
+    stats: StepStats,
+    /// The last contact solve met `contact.tolerance` (the gates also require it).
+    contact_ok: bool,
+    newton_cache: Option<contact::NewtonCache>,
+    last_gate: GateResiduals,
+    x_before: Vec<f64>,
+    b_before: Vec<f64>,
+    /// Force residual $\|b(x^0)-Ax^0\|$ of the step's first iterate (accurate mode).
+    r0: Option<f64>,
+    /// Last force residual relative to `r0`.
+    residual: f64,
+    /// Round-off floor of the residual test.
+    floor: f64,
+}
+
+/// What ends a run of PD iterations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// The dual gate: the step is converged (`mode = "paper"`).
+    Gate,
+    /// The dual gate hands over to Newton–Krylov (`mode = "accurate"`); the residual is tracked.
+    GateThenPolish,
+    /// The force-balance test of `mode = "accurate"`.
+    Residual,
+}
+
+/// Why a run of PD iterations ended.
+enum Exit {
+    Converged,
+    GateMet,
+    Cap,
+}
+
+/// Outcome of [`Simulator::newton_krylov`].
+struct KrylovOutcome {
+    converged: bool,
+    steps: usize,
+    gmres_iterations: usize,
+    /// Final $\|b(x)-Ax\|$ on the free DoFs.
+    residual: f64,
 }
 
 /// What [`Simulator::begin_pd`] prepares for the PD iteration.

@@ -10,6 +10,12 @@
 /// matters for motion ($10^{-4}$ of a 1 µm step on a 1 m body is still $10^{-10}$).
 pub const DISPLACEMENT_FLOOR: f64 = 1e4 * f64::EPSILON;
 
+/// Round-off floor of the force-balance test of `mode = "accurate"`, relative to the norm of
+/// the right-hand side $\|b\|$ (free DoFs): $10^3\,\epsilon_{\rm mach}\approx2.2\times10^{-13}$.
+/// $b-Ax$ is a difference of terms of the size of $\|b\|$ (for a body at rest or one far from
+/// the origin $\|b\|\gg\|b-Ax^0\|$), so its value carries an error of a few $\epsilon\|b\|$.
+pub const RESIDUAL_FLOOR: f64 = 1e3 * f64::EPSILON;
+
 /// Stop when both the position step and the change of the projection part of the RHS are
 /// small: $\|\Phi(x_k)-x_k\|\le\epsilon_r\,r_k+\epsilon_a$ (+ floor) and
 /// $\|b_p^k-b_p^{k-1}\|\le\epsilon_r\|b_p^{k-1}\|+\epsilon_a$ (only for $k\ge1$), where the

@@ -19,6 +19,12 @@ pub struct StepStats {
     /// (only with `newton_polish > 0`).
     pub polish_steps: usize,
     pub polish_residual: f64,
+    /// GMRES iterations of the Newton–Krylov steps (`mode = "accurate"`).
+    pub polish_gmres_iterations: usize,
+    /// `mode = "accurate"`: final force residual $\|b(x)-Ax\|/\|b(x^0)-Ax^0\|$ of the step
+    /// (the quantity of the stopping test, `residual_tol`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual: Option<f64>,
     /// Trust-region statistics (only when requested, see [`crate::solver::Simulator::compute_tr`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tr: Option<TrStats>,
