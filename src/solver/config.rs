@@ -98,3 +98,20 @@ pub struct BackwardConfig {
     pub gmres_restart: usize,
     pub method: AdjointMethod,
 }
+
+impl BackwardConfig {
+    /// Plain $A^{-1}$-preconditioned GMRES (no filter, no Anderson) for the Newton systems
+    /// of the forward (`newton_polish`, the accurate mode's Newton–Krylov steps).
+    pub fn gmres(rel_tol: f64, max_iterations: usize, restart: usize, gamma_max: f64) -> Self {
+        BackwardConfig {
+            rel_tol,
+            abs_tol: 0.0,
+            max_iterations,
+            window: 0,
+            gamma_max,
+            filter: HessianFilterMode::None,
+            gmres_restart: restart,
+            method: AdjointMethod::Gmres,
+        }
+    }
+}

@@ -260,9 +260,7 @@ pub fn step(
     let penalty_force = sim.penalty_forces(t_start, x_t, v_t, &mut f_ext);
     let c = sim.rhs_constant(x_t, v_t, &f_ext);
     let m = &sim.derived.mass;
-    let y: Vec<f64> = (0..x_t.len())
-        .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
-        .collect();
+    let y = sim.inertial_target(x_t, v_t, &f_ext);
     let mut xd = model.dirichlet_values(frame as f64 * h);
     let mut my: Vec<f64> = (0..y.len()).map(|j| m[j / 3] * y[j] / (h * h)).collect();
     sim.zero_prescribed(&mut my);

@@ -89,12 +89,7 @@ impl Simulator<'_> {
                         let before = it.x.clone();
                         // the PD energy is the objective unless muscles or compliant
                         // attachments add terms it does not hold
-                        let y: Vec<f64> = (0..n3)
-                            .map(|j| {
-                                let h = model.h;
-                                x_t[j] + h * v_t[j] + h * h * f_ext[j] / self.derived.mass[j / 3]
-                            })
-                            .collect();
+                        let y = self.inertial_target(x_t, v_t, &f_ext);
                         let energy = (model.muscles.is_empty() && model.attachments.is_empty())
                             .then_some((y.as_slice(), x_t));
                         let out = self.newton_krylov((&c, &xd), energy, &mut it.x, r_target);
@@ -462,23 +457,14 @@ impl Simulator<'_> {
             return (0, f64::NAN);
         };
         let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
-        let cfg = BackwardConfig {
-            rel_tol: 1e-3 * self.config.polish_tol.max(1e-16) / rel.max(1e-300),
-            abs_tol: 0.0,
-            max_iterations: 500,
-            window: 0,
-            gamma_max: self.config.gamma_max,
-            filter: crate::model::HessianFilterMode::None,
-            gmres_restart: 50,
-            method: crate::model::AdjointMethod::Gmres,
-        };
+        // each Newton system is solved to 1e-6 relative; the residual test on the trial
+        // point decides whether the step is kept
+        let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
             let lin = super::backward::StepLinearization::new(self, x, 0.0);
             let mut delta = vec![0.0; x.len()];
-            let mut cfg_s = cfg.clone();
-            cfg_s.rel_tol = 1e-6;
-            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg_s);
+            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
             self.impose_prescribed(&mut trial, xd);
@@ -534,18 +520,10 @@ impl Simulator<'_> {
             // direction) until a full step is taken, then the exact Jacobian
             let lin =
                 super::backward::StepLinearization::new(self, x, if exact { 0.0 } else { 0.5 });
-            let cfg = BackwardConfig {
-                rel_tol: (0.5 * target / rn)
-                    .max((rn / r_start).min(0.1))
-                    .clamp(1e-6, 0.1),
-                abs_tol: 0.0,
-                max_iterations: 400,
-                window: 0,
-                gamma_max: self.config.gamma_max,
-                filter: crate::model::HessianFilterMode::None,
-                gmres_restart: 60,
-                method: crate::model::AdjointMethod::Gmres,
-            };
+            let eta = (0.5 * target / rn)
+                .max((rn / r_start).min(0.1))
+                .clamp(1e-6, 0.1);
+            let cfg = BackwardConfig::gmres(eta, 400, 60, self.config.gamma_max);
             let mut delta = vec![0.0; x.len()];
             let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
             out.gmres_iterations += st.iterations;
@@ -620,11 +598,7 @@ impl Simulator<'_> {
         b_prev: &[f64],
         x_k: &[f64],
     ) -> TrStats {
-        let h = self.model.h;
-        let m = &self.derived.mass;
-        let y: Vec<f64> = (0..x_t.len())
-            .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
-            .collect();
+        let y = self.inertial_target(x_t, v_t, f_ext);
         let mut dx: Vec<f64> = x_k.iter().zip(x_prev).map(|(a, b)| a - b).collect();
         let mut r = vec![0.0; dx.len()];
         self.system.apply_a(x_prev, &mut r);

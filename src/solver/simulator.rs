@@ -164,6 +164,15 @@ impl<'m> Simulator<'m> {
         }
     }
 
+    /// Inertial target $\mathbf y=x_t+hv_t+h^2M^{-1}f_{ext}$ of an implicit-Euler step.
+    pub fn inertial_target(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
+        let h = self.model.h;
+        let m = &self.derived.mass;
+        (0..x_t.len())
+            .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
+            .collect()
+    }
+
     /// Constant part of the RHS: $c=\tfrac1{h^2}My+\tfrac1h(\alpha Mx_t+\hat K_\beta x_t)$ with
     /// $y=x_t+hv_t+h^2M^{-1}f$ (Eqs. 3, 31).
     pub fn rhs_constant(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {

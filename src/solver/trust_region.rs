@@ -113,11 +113,7 @@ mod tests {
             let v_t: Vec<f64> = (0..n3).map(|j| 0.3 * u[n3 + j]).collect();
             let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.02 * u[2 * n3 + j]).collect();
             let f = model.external_force(0.0, &sim.derived.mass);
-            let y: Vec<f64> = (0..n3)
-                .map(|j| {
-                    x_t[j] + model.h * v_t[j] + model.h * model.h * f[j] / sim.derived.mass[j / 3]
-                })
-                .collect();
+            let y = sim.inertial_target(&x_t, &v_t, &f);
             let c = sim.rhs_constant(&x_t, &v_t, &f);
             let mut warm = vec![Vector3::zeros(); model.num_samples()];
             let q = local::project_all(&model, &sim.derived, &x, &mut warm)

@@ -80,15 +80,6 @@ use rayon::prelude::*;
 use std::time::Instant;
 use system::{NewtonFactor, NewtonSystem};
 
-/// $\mathbf y=x_t+hv_t+h^2M^{-1}f_{ext}$.
-fn inertial_target(sim: &Simulator, x_t: &[f64], v_t: &[f64], f_ext: &[f64]) -> Vec<f64> {
-    let h = sim.model.h;
-    let m = &sim.derived.mass;
-    (0..x_t.len())
-        .map(|j| x_t[j] + h * v_t[j] + h * h * f_ext[j] / m[j / 3])
-        .collect()
-}
-
 /// The objective, its gradient and the per-sample Hessians at `x`.
 struct Eval {
     energy: f64,
@@ -449,7 +440,7 @@ pub fn step(
     sim.derived.muscle_time = frame as f64 * h;
     let mut f_ext = model.external_force(t_start, &sim.derived.mass);
     let penalty_force = sim.penalty_forces(t_start, x_t, v_t, &mut f_ext);
-    let y = inertial_target(sim, x_t, v_t, &f_ext);
+    let y = sim.inertial_target(x_t, v_t, &f_ext);
     let xd = model.dirichlet_values(frame as f64 * h);
     let mut x = x_t.to_vec();
     sim.impose_prescribed(&mut x, &xd);
