@@ -73,11 +73,11 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         ),
         run.max_memory,
     )?;
-    lbfgs::setup(&problem)
+    let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {
         let out = super::output_dir(&run, &problem.ls);
-        let resume = read_resume(&out.join("optimize.json"), &problem)?;
+        let resume = read_resume(&out.join("optimize.json"), &problem, &params)?;
         (out, resume)
     } else {
         (
@@ -251,7 +251,11 @@ struct EarlierParam {
 /// The evaluations to replay from `path`, after checking that the earlier run optimized the
 /// same problem (problem hash, parameter names and start values). Errors are input errors
 /// (exit 2) naming the file and what differs.
-fn read_resume(path: &Path, problem: &Problem) -> Result<Resume, Failure> {
+fn read_resume(
+    path: &Path,
+    problem: &Problem,
+    info: &[lbfgs::ParamInfo],
+) -> Result<Resume, Failure> {
     let fail = |msg: String| Failure::input(anyhow::anyhow!("{}: {msg}", path.display()));
     let text = std::fs::read_to_string(path)
         .map_err(|e| fail(format!("cannot read the run to resume ({e})")))?;
@@ -272,7 +276,6 @@ fn read_resume(path: &Path, problem: &Problem) -> Result<Resume, Failure> {
         }
         None => return Err(fail("header.problem_hash is missing (written by an older diffphd)".into())),
     }
-    let (_, _, info) = lbfgs::setup(problem).map_err(|e| fail(e.to_string()))?;
     if earlier.parameters.len() != info.len() {
         return Err(fail(format!(
             "parameters: {} there, {} in this scene",
@@ -280,7 +283,7 @@ fn read_resume(path: &Path, problem: &Problem) -> Result<Resume, Failure> {
             info.len()
         )));
     }
-    for (i, (a, b)) in earlier.parameters.iter().zip(&info).enumerate() {
+    for (i, (a, b)) in earlier.parameters.iter().zip(info).enumerate() {
         if a.name != b.name || a.initial.to_bits() != b.initial.to_bits() {
             return Err(fail(format!(
                 "parameters[{i}]: {:?} starting at {} there, {:?} starting at {} here",
