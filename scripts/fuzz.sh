@@ -3,6 +3,8 @@
 # cargo-fuzz`). The fuzz crate lives in fuzz/ and is not part of the main build.
 #
 #   scripts/fuzz.sh SECONDS [TARGET ...]     # default: every target, SECONDS each
+#   RUNS=1000000 scripts/fuzz.sh SECONDS     # stop each target after RUNS executions
+#                                            # (or SECONDS, whichever comes first)
 #
 # One libFuzzer process per target, one after the other: one core (no -jobs/-workers).
 # Built with debug assertions (integer overflow panics) and no sanitizer (safe Rust; the
@@ -67,7 +69,7 @@ for t in "${targets[@]}"; do
   mkdir -p "fuzz/artifacts/$t" fuzz/logs
   echo "== $t: ${secs}s"
   (cd fuzz && cargo +nightly fuzz run --sanitizer none -a "$t" "corpus/$t" -- \
-      -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 \
+      -max_total_time="$secs" ${RUNS:+-runs="$RUNS"} -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 \
       -artifact_prefix="$root/fuzz/artifacts/$t/" ) > "fuzz/logs/$t.log" 2>&1 || true
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "fuzz/logs/$t.log" | grep -o '[0-9]*$' | tail -1)
   crashes=$(find "fuzz/artifacts/$t" -type f | wc -l)
