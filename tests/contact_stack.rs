@@ -54,7 +54,7 @@ const GATE_SQUEEZE: &str = "rel_tol = 1e-13\n";
 /// multiplies that by 1/h = 500, and the loss carries 1.7e-10 of noise — 8.5e-8 in a
 /// central difference at step 1e-3, 1e-3 of dL/d log E of the claw. This gate: 7.7e-12 of
 /// noise for 1.2× the PD iterations. (The window must be set: `"auto"` picks 1 with the
-/// position gate on a heterogeneous scene, which needs 9× the iterations here.)
+/// position gate on a heterogeneous scene, which needs 10× the iterations here.)
 const GATE_GRADCHECK: &str =
     "gate_reference = \"position\"\nrel_tol = 1e-14\nanderson_window = 10\n";
 
@@ -161,7 +161,7 @@ fn five_body_stack_squeeze_completes() {
 /// smoothed contacts' curvature leaves 1e-3 of truncation error at the 1e-4 step. Once the
 /// squeeze locks the stack along z, dL/dv_z of the cookie decays (5.1e-2 at 10 frames,
 /// 2.7e-3 at 12, 2.5e-4 = 1.3e-3 of the gradient at 14, 1.5e-4 at 16); at 14 frames the
-/// loss's noise floor (2e-12–5e-12 for rel_tol 1e-14–1e-15: round-off × 1/h) is above what
+/// loss's noise floor (1.5e-12–5e-12 for rel_tol 5e-15–1e-15: round-off × 1/h) is above what
 /// 1e-4 of that row needs (5e-13), and it agreed to 3.8e-5 only once, with a forward
 /// converged to round-off (20× the PD iterations) — hence the 10-frame horizon.
 #[test]
