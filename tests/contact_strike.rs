@@ -200,7 +200,9 @@ fn blade_strikes_ball_without_penetration_or_chatter() {
 }
 
 /// Gradients through the strike (smoothed contact) within 1e-4 of central differences,
-/// with edge–edge contacts active inside the horizon.
+/// with edge–edge contacts active inside the horizon, including the parameter kinds of
+/// issue 16: body–body friction and the stiffness and target offset of the blade's
+/// rotating compliant attachment.
 #[test]
 fn strike_smoothed_gradients_with_edge_contact() {
     let params = r#"
@@ -214,6 +216,18 @@ body = 2
 kind = "youngs_modulus"
 body = 1
 log = true
+[[parameter]]
+kind = "body_friction"
+log = true
+[[parameter]]
+kind = "attachment_stiffness"
+body = 1
+attachment = 0
+log = true
+[[parameter]]
+kind = "attachment_offset"
+body = 1
+attachment = 0
 "#;
     let text = strike(12, 1e-10, params);
     let frames = rollout(&text);
@@ -221,6 +235,12 @@ log = true
     assert!(edge >= 1, "no edge–edge contact in the gradient horizon");
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 2);
     common::assert_all_pass("strike, smoothed", &rep);
+    // the new kinds act on the loss (friction and the attachment both carry the strike)
+    for r in &rep.rows {
+        if r.name.contains("friction") || r.name.contains("attachment") {
+            assert!(r.adjoint.abs() > 1e-4, "{}: {:e}", r.name, r.adjoint);
+        }
+    }
 }
 
 /// One soft bar (`[contact] self_contact`, the only body): clamped at one end, its other end
