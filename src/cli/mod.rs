@@ -150,6 +150,9 @@ impl Failure {
     pub fn solver(e: crate::solver::SolverError, context: String) -> Self {
         let code = match e {
             crate::solver::SolverError::NotConverged { .. } => EXIT_NOT_CONVERGED,
+            // a start inside an obstacle or another body is bad input, whichever command
+            crate::solver::SolverError::InitialPenetration(_)
+            | crate::solver::SolverError::InitialOverlap(_) => 2,
             _ => 1,
         };
         Failure {

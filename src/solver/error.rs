@@ -32,6 +32,10 @@ pub enum SolverError {
     /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
     #[error("{0}")]
     InitialPenetration(Box<crate::contact::initial::Penetration>),
+    /// With `[contact] bodies = true`, a body starts inside another body deeper than
+    /// `contact.margin` (issue 18).
+    #[error("{0}")]
+    InitialOverlap(Box<crate::contact::initial::BodyOverlap>),
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("global matrix: {0}")]

@@ -130,6 +130,16 @@ impl<'m> Simulator<'m> {
         ) {
             return Err(SolverError::InitialPenetration(Box::new(p)));
         }
+        if model.contact.bodies {
+            if let Some(o) = crate::contact::initial::deepest_body_overlap(
+                model,
+                &contact_nodes,
+                &model.x0,
+                model.contact_margin,
+            ) {
+                return Err(SolverError::InitialOverlap(Box::new(o)));
+            }
+        }
         Ok(Simulator {
             contact_nodes,
             contact_warm: HashMap::new(),
