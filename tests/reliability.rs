@@ -614,3 +614,122 @@ fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
         assert!(!r.stderr.contains("starts inside"), "{}", r.stderr);
     }
 }
+
+/// A contact solve that runs out of its wall-clock cap (`contact.max_seconds`, here 1 ns)
+/// stops, the step ends non-converged, and the run reports frame, iteration and the cap and
+/// follows `solver.on_nonconvergence`: `"fail"` (default) finishes with exit 3 and status
+/// "incomplete", `"error"` stops at the first frame (exit 3), `"warn"` exits 0 with a
+/// warning. Both forms of the contact solve (dense LU and matrix-free GMRES) and the Newton
+/// stepper are capped.
+#[test]
+fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
+    // resting 1 mm inside the ground: every step needs a contact solve
+    let scene = block_at(-1e-3);
+    for solver in ["dense", "iterative"] {
+        let form = format!("contact.solver=\"{solver}\"");
+        let args = ["--set", "contact.max_seconds=1e-9", "--set", &form];
+        let r = run_cli("simulate", &scene, &[], &args);
+        assert_eq!(r.code, 3, "{solver}: {}", r.stderr);
+        for needle in ["frame 1, iteration ", "contact.max_seconds = 0.000000001 s"] {
+            assert!(
+                r.stderr.contains(needle),
+                "{solver}: {:?} lacks {needle:?}",
+                r.stderr
+            );
+        }
+        let log = r.log();
+        assert_eq!(log["status"], "incomplete", "{solver}");
+        let frames = log["frames"].as_array().unwrap();
+        assert_eq!(frames.len(), 2, "{solver}: the run goes on");
+        for f in frames {
+            assert_eq!(f["converged"], false, "{solver}: {f}");
+            assert!(
+                f["contact"]["time_limit_iteration"].is_u64(),
+                "{solver}: {f}"
+            );
+        }
+        assert_eq!(frames_are_complete_and_finite(&r.out()), 3, "{solver}");
+    }
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.on_nonconvergence=\"error\"",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "frame 1, iteration 0: the contact solve hit its time cap contact.max_seconds"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.log()["frames"].as_array().unwrap().len(), 0);
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.on_nonconvergence=\"warn\"",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.log()["status"], "completed");
+    assert!(r.log()["frames"][1]["contact"]["time_limit_iteration"].is_u64());
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.method=\"newton\"",
+        ],
+    );
+    assert_eq!(r.code, 3, "newton: {}", r.stderr);
+    assert!(
+        r.stderr.contains("contact.max_seconds"),
+        "newton: {}",
+        r.stderr
+    );
+    // the inverse-problem path reports it too
+    let inverse = format!(
+        "{scene}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n"
+    );
+    let r = run_cli(
+        "grad",
+        &inverse,
+        &[],
+        &["--set", "contact.max_seconds=1e-9"],
+    );
+    assert_eq!(r.code, 3, "grad: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("frame 1, iteration 0: the contact solve hit its time cap"),
+        "grad: {}",
+        r.stderr
+    );
+    // the default cap is generous: the same scene converges
+    let r = run_cli("simulate", &scene, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("max_seconds"), "{}", r.stderr);
+    for bad in ["0", "-1", "nan"] {
+        let r = run_cli(
+            "simulate",
+            &scene,
+            &[],
+            &["--set", &format!("contact.max_seconds={bad}")],
+        );
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("max_seconds"), "{bad}: {}", r.stderr);
+    }
+}

@@ -311,6 +311,14 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         } else {
             None
         };
+        if let Some(k) = stats.contact.as_ref().and_then(|c| c.time_limit_iteration) {
+            let msg = contact_time_limit_message(frame, k, model.contact.max_seconds);
+            match &bar {
+                Some(b) => b.println(format!("warning: {msg}")),
+                None if !args.quiet => eprintln!("warning: {msg}"),
+                None => {}
+            }
+        }
         let inverted = inverted_elements(&model, &x);
         if let Some((n, e)) = inverted {
             let msg = format!(
@@ -411,7 +419,17 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     };
     log.summary.seconds_total = t_run.elapsed().as_secs_f64();
     if fail {
-        let msg = not_converged_message(&missed, &log);
+        let mut msg = not_converged_message(&missed, &log);
+        let hit = log.frames.iter().find_map(|f| {
+            let k = f.contact.as_ref()?.time_limit_iteration?;
+            Some((f.frame, k))
+        });
+        if let Some((frame, k)) = hit {
+            msg = format!(
+                "{msg}; first {} (raise contact.max_seconds)",
+                contact_time_limit_message(frame, k, model.contact.max_seconds)
+            );
+        }
         log.error = Some(msg.clone());
         write_log(&out, &log)?;
         return Err(Failure::not_converged(anyhow::anyhow!(
@@ -428,6 +446,13 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         );
     }
     Ok(log)
+}
+
+/// "frame F, iteration K: the contact solve hit ..." (warning and exit-3 message).
+fn contact_time_limit_message(frame: usize, iteration: usize, cap: f64) -> String {
+    format!(
+        "frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {cap} s and stopped; the step is not converged"
+    )
 }
 
 /// "N of M frames did not converge (first: frame F after K iterations); ..." for the log and

@@ -43,6 +43,9 @@ pub struct Evaluation {
     pub backward_seconds: f64,
     pub pd_iterations: usize,
     pub nonconverged_forward_frames: Vec<usize>,
+    /// The first (frame, iteration) whose contact solve hit `contact.max_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_time_limit: Option<(usize, usize)>,
     pub adjoint_iterations: usize,
     pub nonconverged_backward_frames: Vec<usize>,
     /// Largest $|z|$ over the steps.
@@ -254,6 +257,11 @@ impl Problem {
             backward_seconds: 0.0,
             pd_iterations,
             nonconverged_forward_frames,
+            contact_time_limit: ro
+                .steps
+                .iter()
+                .enumerate()
+                .find_map(|(t, s)| Some((t + 1, s.contact.as_ref()?.time_limit_iteration?))),
             adjoint_iterations: 0,
             nonconverged_backward_frames: vec![],
             max_abs_adjoint: 0.0,

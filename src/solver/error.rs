@@ -23,6 +23,13 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    /// A contact solve hit its wall-clock cap under `on_nonconvergence = "error"`.
+    #[error("frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {max_seconds} s; the step did not converge")]
+    ContactTimeLimit {
+        frame: usize,
+        iteration: usize,
+        max_seconds: f64,
+    },
     #[error("frame {frame}, PD iteration {iteration}: accelerator failed: {message}")]
     Offload {
         frame: usize,

@@ -69,6 +69,7 @@ pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
         },
         tolerance: model.contact.tolerance,
         max_newton: model.contact.max_newton,
+        max_seconds: model.contact.max_seconds,
     }
 }
 
@@ -157,6 +158,29 @@ impl<'m> Simulator<'m> {
             diffpd_active: Vec::new(),
             offload: None,
         })
+    }
+
+    /// `Err(ContactTimeLimit)` for a step whose contact solve hit `contact.max_seconds`
+    /// under `on_nonconvergence = "error"` (the other modes record it in the step's contact
+    /// statistics and leave the step non-converged). Shared by the PD path and Newton.
+    pub(crate) fn contact_time_limit(
+        &self,
+        frame: usize,
+        stats: &StepStats,
+    ) -> Result<(), SolverError> {
+        let hit = stats.contact.as_ref().and_then(|c| c.time_limit_iteration);
+        match hit {
+            Some(iteration)
+                if self.config.on_nonconvergence == crate::model::OnNonConvergence::Error =>
+            {
+                Err(SolverError::ContactTimeLimit {
+                    frame,
+                    iteration,
+                    max_seconds: self.model.contact.max_seconds,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Zero the prescribed (Dirichlet) entries of a node-major vector: the free-DoF part
@@ -312,6 +336,7 @@ impl<'m> Simulator<'m> {
             st.products = cstats.products;
             st.seconds_setup = cstats.seconds_setup;
             st.seconds_solve = cstats.seconds_solve;
+            st.time_limit_iteration = cstats.time_limit_iteration;
             cstats = st;
             stats.contact_record = Some(Box::new(rec));
         } else {
