@@ -529,6 +529,10 @@ fn tape_over_max_memory_is_refused_with_the_estimate() {
         );
         assert!(!r.out().exists(), "{cmd}: nothing written");
     }
+    let r = run_cli("grad", &scene, &[], &["--max-memory", "1K"]);
+    for part in ["model and solver state", "Cholesky factor", "rollout tape"] {
+        assert!(r.stderr.contains(part), "{part}: {}", r.stderr);
+    }
     let r = run_cli("grad", &scene, &[], &["--max-memory", "1G"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for bad in ["0", "lots", "-5M"] {
@@ -732,4 +736,31 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("max_seconds"), "{bad}: {}", r.stderr);
     }
+}
+
+/// `simulate` estimates the model, the solver state and the Cholesky factor (nnz of L from
+/// the symbolic analysis, before the numeric factorization allocates it) and refuses above
+/// `--max-memory` (exit 2, one line with the estimate and its parts, nothing written); a
+/// limit above the estimate runs. The estimate of a 16×8×8 hex beam (1,377 nodes, 8,192
+/// samples) is a few MiB: more than 2 MiB, less than 64 MiB.
+#[test]
+fn model_and_factor_over_max_memory_are_refused_with_the_estimate() {
+    let scene = BEAM
+        .replace("cells = [3, 1, 1]", "cells = [16, 8, 8]")
+        .replace("dx = 0.05", "dx = 0.01")
+        .replace("frames = 3", "frames = 1");
+    let r = run_cli("simulate", &scene, &[], &["--max-memory", "2M"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    for needle in [
+        "needs about",
+        "estimate: model and solver state",
+        "Cholesky factor",
+        "--max-memory (2.0 MiB)",
+    ] {
+        assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
+    }
+    assert!(!r.out().exists(), "nothing written");
+    let r = run_cli("simulate", &scene, &[], &["--max-memory", "64M"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }

@@ -28,15 +28,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check(
-        "the rollout tape",
-        super::memory::tape_bytes(
-            problem.base.num_nodes(),
-            problem.base.frames,
-            problem.checkpoint_every,
-        ),
-        args.max_memory,
-    )?;
+    super::memory::check_problem(&problem, args.max_memory)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"

@@ -168,10 +168,22 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             eprintln!("warning: {w}");
         }
     }
+    let derived = model.derive(&model.params);
+    let setup = |e| Failure::input(anyhow::Error::new(e).context("setting up the solver"));
+    let t_plan = Instant::now();
+    let plan = Simulator::plan(&model, &derived).map_err(setup)?;
+    let plan_seconds = t_plan.elapsed().as_secs_f64();
+    super::memory::check(
+        &format!("{}: the simulation", ls.path.display()),
+        &super::memory::simulation(&model, &ls.scene.solver, &plan),
+        args.max_memory,
+        "use a coarser mesh or a larger --max-memory",
+    )?;
     let out: PathBuf = super::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
-    let mut sim = Simulator::new(&model, &ls.scene.solver)
-        .map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the solver")))?;
+    let mut sim =
+        Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
+    sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
     let header = RunHeader {
         diffphd_version: crate::io::VERSION.into(),

@@ -199,7 +199,19 @@ impl Problem {
         })
     }
 
-    /// The linear-algebra plan of the last evaluation (`None` before the first).
+    /// Plan the linear algebra at θ₀ (ordering and symbolic analysis, no numeric factor)
+    /// and keep it for the evaluations: lets the caller estimate the factor's memory
+    /// before the first evaluation allocates it.
+    pub fn prepare_plan(&self) -> Result<Arc<SystemPlan>, SolverError> {
+        let model = self.model_at(&self.theta0());
+        let derived = model.derive(&model.params);
+        let plan = Simulator::plan(&model, &derived)?;
+        *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
+        Ok(plan)
+    }
+
+    /// The linear-algebra plan of the last evaluation (or of [`Problem::prepare_plan`];
+    /// `None` before either).
     pub fn plan(&self) -> Option<Arc<SystemPlan>> {
         self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }

@@ -94,6 +94,15 @@ impl<'m> Simulator<'m> {
         Self::with_plan(model, derived, settings, None)
     }
 
+    /// The linear-algebra plan of `model`'s PD matrix with `derived` (ordering and symbolic
+    /// analysis, no numeric factorization): what [`Simulator::with_plan`] factors on. The
+    /// caller can estimate the factor's memory ([`SystemPlan::factor_bytes`]) before it is
+    /// allocated, then pass the plan on.
+    pub fn plan(model: &Model, derived: &Derived) -> Result<Arc<SystemPlan>, SolverError> {
+        let (a, _) = assembly::pd_matrices(model, derived, model.h);
+        Ok(Arc::new(SystemPlan::new(&a, model.dirichlet_sets())?))
+    }
+
     /// As [`Simulator::with_derived`], factoring $A$ on `plan` (its ordering and symbolic
     /// analysis) when the plan fits the model's pattern and Dirichlet sets; otherwise (or
     /// without a plan) a new plan is built. The plan used is [`GlobalSystem::plan`].
