@@ -529,10 +529,238 @@ fn tape_over_max_memory_is_refused_with_the_estimate() {
         );
         assert!(!r.out().exists(), "{cmd}: nothing written");
     }
+    let r = run_cli("grad", &scene, &[], &["--max-memory", "1K"]);
+    for part in ["model and solver state", "Cholesky factor", "rollout tape"] {
+        assert!(r.stderr.contains(part), "{part}: {}", r.stderr);
+    }
     let r = run_cli("grad", &scene, &[], &["--max-memory", "1G"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for bad in ["0", "lots", "-5M"] {
         let r = run_cli("grad", &scene, &[], &[&format!("--max-memory={bad}")]);
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
     }
+}
+
+/// A 2×2×1 slab clamped at its bottom and a 1×1×1 cube whose lowest face is at height `z`
+/// (the slab's top is at 0.05 m), `[contact] bodies = true`, margin 5 mm.
+fn cube_on_slab(z: f64) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.004
+frames = 2
+[[body]]
+name = "slab"
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 2e4
+poisson_ratio = 0.3
+density = 1000.0
+[[body.dirichlet]]
+select = {{ face = "z_min" }}
+[[body]]
+name = "cube"
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [1, 1, 1]
+dx = 0.04
+origin = [0.032, 0.028, {z}]
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[contact]
+bodies = true
+margin = 0.005
+"#
+    )
+}
+
+/// Two bodies that overlap at frame 0 (`[contact] bodies = true`) are refused before the
+/// first step (exit 2), naming the body, its node, the other body and its nearest boundary
+/// triangle — a node deep inside another body is no contact candidate, so the overlap was
+/// kept silently. An overlap within `contact.margin` is resolved by the contact solve.
+#[test]
+fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
+    // the cube's lower face 25 mm inside the 50 mm slab
+    let r = run_cli("simulate", &cube_on_slab(0.025), &[], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    for needle in [
+        "starts inside body",
+        "\"cube\"",
+        "\"slab\"",
+        "node ",
+        "boundary triangle ",
+        "contact.margin",
+    ] {
+        assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
+    }
+    // the same through the inverse-problem path: bad input there too
+    let scene = format!(
+        "{}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\nbody = 1\n",
+        cube_on_slab(0.025)
+    );
+    let r = run_cli("grad", &scene, &[], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("starts inside body"), "{}", r.stderr);
+    // 1 mm deep (within the 5 mm margin) and resting on top: both run
+    for z in [0.049, 0.0501] {
+        let r = run_cli("simulate", &cube_on_slab(z), &[], &[]);
+        assert_ne!(r.code, 2, "z = {z}: {}", r.stderr);
+        assert!(!r.stderr.contains("starts inside"), "{}", r.stderr);
+    }
+}
+
+/// A contact solve that runs out of its wall-clock cap (`contact.max_seconds`, here 1 ns)
+/// stops, the step ends non-converged, and the run reports frame, iteration and the cap and
+/// follows `solver.on_nonconvergence`: `"fail"` (default) finishes with exit 3 and status
+/// "incomplete", `"error"` stops at the first frame (exit 3), `"warn"` exits 0 with a
+/// warning. Both forms of the contact solve (dense LU and matrix-free GMRES) and the Newton
+/// stepper are capped.
+#[test]
+fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
+    // resting 1 mm inside the ground: every step needs a contact solve
+    let scene = block_at(-1e-3);
+    for solver in ["dense", "iterative"] {
+        let form = format!("contact.solver=\"{solver}\"");
+        let args = ["--set", "contact.max_seconds=1e-9", "--set", &form];
+        let r = run_cli("simulate", &scene, &[], &args);
+        assert_eq!(r.code, 3, "{solver}: {}", r.stderr);
+        for needle in ["frame 1, iteration ", "contact.max_seconds = 0.000000001 s"] {
+            assert!(
+                r.stderr.contains(needle),
+                "{solver}: {:?} lacks {needle:?}",
+                r.stderr
+            );
+        }
+        let log = r.log();
+        assert_eq!(log["status"], "incomplete", "{solver}");
+        let frames = log["frames"].as_array().unwrap();
+        assert_eq!(frames.len(), 2, "{solver}: the run goes on");
+        for f in frames {
+            assert_eq!(f["converged"], false, "{solver}: {f}");
+            assert!(
+                f["contact"]["time_limit_iteration"].is_u64(),
+                "{solver}: {f}"
+            );
+        }
+        assert_eq!(frames_are_complete_and_finite(&r.out()), 3, "{solver}");
+    }
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.on_nonconvergence=\"error\"",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "frame 1, iteration 0: the contact solve hit its time cap contact.max_seconds"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.log()["frames"].as_array().unwrap().len(), 0);
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.on_nonconvergence=\"warn\"",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.log()["status"], "completed");
+    assert!(r.log()["frames"][1]["contact"]["time_limit_iteration"].is_u64());
+    let r = run_cli(
+        "simulate",
+        &scene,
+        &[],
+        &[
+            "--set",
+            "contact.max_seconds=1e-9",
+            "--set",
+            "solver.method=\"newton\"",
+        ],
+    );
+    assert_eq!(r.code, 3, "newton: {}", r.stderr);
+    assert!(
+        r.stderr.contains("contact.max_seconds"),
+        "newton: {}",
+        r.stderr
+    );
+    // the inverse-problem path reports it too
+    let inverse = format!(
+        "{scene}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n"
+    );
+    let r = run_cli(
+        "grad",
+        &inverse,
+        &[],
+        &["--set", "contact.max_seconds=1e-9"],
+    );
+    assert_eq!(r.code, 3, "grad: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("frame 1, iteration 0: the contact solve hit its time cap"),
+        "grad: {}",
+        r.stderr
+    );
+    // the default cap is generous: the same scene converges
+    let r = run_cli("simulate", &scene, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("max_seconds"), "{}", r.stderr);
+    for bad in ["0", "-1", "nan"] {
+        let r = run_cli(
+            "simulate",
+            &scene,
+            &[],
+            &["--set", &format!("contact.max_seconds={bad}")],
+        );
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("max_seconds"), "{bad}: {}", r.stderr);
+    }
+}
+
+/// `simulate` estimates the model, the solver state and the Cholesky factor (nnz of L from
+/// the symbolic analysis, before the numeric factorization allocates it) and refuses above
+/// `--max-memory` (exit 2, one line with the estimate and its parts, nothing written); a
+/// limit above the estimate runs. The estimate of a 16×8×8 hex beam (1,377 nodes, 8,192
+/// samples) is a few MiB: more than 2 MiB, less than 64 MiB.
+#[test]
+fn model_and_factor_over_max_memory_are_refused_with_the_estimate() {
+    let scene = BEAM
+        .replace("cells = [3, 1, 1]", "cells = [16, 8, 8]")
+        .replace("dx = 0.05", "dx = 0.01")
+        .replace("frames = 3", "frames = 1");
+    let r = run_cli("simulate", &scene, &[], &["--max-memory", "2M"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    for needle in [
+        "needs about",
+        "estimate: model and solver state",
+        "Cholesky factor",
+        "--max-memory (2.0 MiB)",
+    ] {
+        assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
+    }
+    assert!(!r.out().exists(), "nothing written");
+    let r = run_cli("simulate", &scene, &[], &["--max-memory", "64M"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }

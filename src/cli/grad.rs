@@ -28,15 +28,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check(
-        "the rollout tape",
-        super::memory::tape_bytes(
-            problem.base.num_nodes(),
-            problem.base.frames,
-            problem.checkpoint_every,
-        ),
-        args.max_memory,
-    )?;
+    super::memory::check_problem(&problem, args.max_memory)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"
@@ -118,8 +110,9 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     if !ev.nonconverged_forward_frames.is_empty()
         && problem.ls.scene.solver.on_nonconvergence == crate::model::OnNonConvergence::Fail
     {
+        let cap = ev.contact_time_limit.map(|(f, k)| format!(" (frame {f}, iteration {k}: the contact solve hit its time cap contact.max_seconds = {} s)", problem.ls.scene.contact.max_seconds)).unwrap_or_default();
         return Err(Failure::not_converged(anyhow::anyhow!(
-            "forward frames {:?} did not meet the solver's stopping test (the gradient in grad.json is of the unconverged states); set solver.on_nonconvergence = \"warn\" to accept them",
+            "forward frames {:?} did not meet the solver's stopping test{cap} (the gradient in grad.json is of the unconverged states); set solver.on_nonconvergence = \"warn\" to accept them",
             ev.nonconverged_forward_frames
         )));
     }

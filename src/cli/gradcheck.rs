@@ -64,15 +64,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check(
-        "the rollout tape",
-        super::memory::tape_bytes(
-            problem.base.num_nodes(),
-            problem.base.frames,
-            problem.checkpoint_every,
-        ),
-        args.run.max_memory,
-    )?;
+    super::memory::check_problem(&problem, args.run.max_memory)?;
     for p in &args.params {
         if !problem.params.iter().any(|q| &q.name == p) {
             let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();

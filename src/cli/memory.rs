@@ -1,12 +1,24 @@
 //! Memory guards (issue 18): estimate what a run will hold before allocating it and refuse
 //! (exit 2) with the estimate when it exceeds the memory available or `--max-memory`.
 //!
-//! Estimated: the rollout tape of `grad`, `gradcheck` and `optimize` — `48·n` bytes per kept
-//! state (positions and velocities of `n` nodes), `⌊frames/K⌋ + 1` kept states plus one
-//! recomputed segment of `K` states with `backward.checkpoint_every = K > 1`. The factor and
-//! the mesh are not estimated here (the mesh readers and generators guard their own sizes).
+//! Estimated, every part before it is allocated:
+//! - the model's arrays and the solver state sized by it (`Model::memory_bytes`: derived
+//!   per-node and per-sample quantities, step and Anderson vectors);
+//! - the sparse Cholesky factor of the PD matrix, from the symbolic analysis (nnz of L and
+//!   the factorization's work space, `SystemPlan::factor_bytes`), computed before the
+//!   numeric factorization allocates;
+//! - for `grad`, `gradcheck` and `optimize`, the rollout tape — `48·n` bytes per kept state
+//!   (positions and velocities of `n` nodes), `⌊frames/K⌋ + 1` kept states plus one
+//!   recomputed segment of `K` states with `backward.checkpoint_every = K > 1`.
+//!
+//! Not estimated: the Hessian factor of `solver.method = "newton"`, the dense contact
+//! Delassus columns and the GPU's copies. The mesh readers and generators guard the mesh
+//! sizes themselves (the model is built from the mesh before this estimate).
 
 use super::Failure;
+use crate::linalg::SystemPlan;
+use crate::model::{AndersonWindow, Model, SolverSettings};
+use crate::optimize::problem::Problem;
 
 /// Parse a byte count: `123`, `1e9`, `512K`, `64M`, `8G`, `1T` (binary multiples; `KiB`,
 /// `MB`, … are read the same).
@@ -61,14 +73,88 @@ fn human(b: u64) -> String {
     let b = b as f64;
     if b >= (1u64 << 30) as f64 {
         format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else {
+    } else if b >= (1u64 << 20) as f64 {
         format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b / (1u64 << 10) as f64)
     }
 }
 
-/// Refuse `what` (needing about `estimate` bytes) above `--max-memory` or the memory
-/// available now.
-pub fn check(what: &str, estimate: u64, max_memory: Option<u64>) -> Result<(), Failure> {
+/// An estimate in named parts (bytes).
+#[derive(Clone, Debug, Default)]
+pub struct Estimate {
+    pub parts: Vec<(&'static str, u64)>,
+}
+
+impl Estimate {
+    /// Add a part.
+    pub fn part(mut self, name: &'static str, bytes: u64) -> Self {
+        self.parts.push((name, bytes));
+        self
+    }
+    pub fn total(&self) -> u64 {
+        self.parts.iter().fold(0u64, |a, p| a.saturating_add(p.1))
+    }
+    /// "total (estimate: a 1.0 MiB + b 2.0 MiB)".
+    fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .parts
+            .iter()
+            .map(|(n, b)| format!("{n} {}", human(*b)))
+            .collect();
+        format!("{} (estimate: {})", human(self.total()), parts.join(" + "))
+    }
+}
+
+/// The model and solver state of a run on `model` with `settings` and the factor planned
+/// in `plan`.
+pub fn simulation(model: &Model, settings: &SolverSettings, plan: &SystemPlan) -> Estimate {
+    // "auto" resolves to at most 5
+    let window = match settings.anderson_window {
+        AndersonWindow::Auto => 5,
+        AndersonWindow::Fixed(n) => n,
+    };
+    Estimate::default()
+        .part("model and solver state", model.memory_bytes(window))
+        .part("Cholesky factor", plan.factor_bytes())
+}
+
+/// `grad`, `gradcheck`, `optimize`: plan the linear algebra of `problem` (ordering and
+/// symbolic analysis, kept for its evaluations) and refuse the run when model, solver
+/// state, factor and rollout tape together exceed the limit — before the first numeric
+/// factorization or rollout allocates.
+pub fn check_problem(problem: &Problem, max_memory: Option<u64>) -> Result<(), Failure> {
+    let plan = problem.prepare_plan().map_err(|e| {
+        Failure::input(anyhow::Error::new(e).context(format!(
+            "{}: setting up the solver",
+            problem.ls.path.display()
+        )))
+    })?;
+    let est = simulation(&problem.base, &problem.ls.scene.solver, &plan).part(
+        "rollout tape",
+        tape_bytes(
+            problem.base.num_nodes(),
+            problem.base.frames,
+            problem.checkpoint_every,
+        ),
+    );
+    check(
+        &format!("{}: the run", problem.ls.path.display()),
+        &est,
+        max_memory,
+        "use fewer frames, a larger backward.checkpoint_every, a coarser mesh, or a larger --max-memory",
+    )
+}
+
+/// Refuse `what` (needing about `est`) above `--max-memory` or the memory available now;
+/// `hint` says what to change.
+pub fn check(
+    what: &str,
+    est: &Estimate,
+    max_memory: Option<u64>,
+    hint: &str,
+) -> Result<(), Failure> {
+    let estimate = est.total();
     let (limit, name) = match (max_memory, available_bytes()) {
         (Some(m), Some(a)) if a < m => (a, "the memory available"),
         (Some(m), _) => (m, "--max-memory"),
@@ -77,8 +163,8 @@ pub fn check(what: &str, estimate: u64, max_memory: Option<u64>) -> Result<(), F
     };
     if estimate > limit {
         return Err(Failure::input(anyhow::anyhow!(
-            "{what} needs about {} (estimate), more than {name} ({}); use fewer frames, a larger backward.checkpoint_every, or a larger --max-memory",
-            human(estimate),
+            "{what} needs about {}, more than {name} ({}); {hint}",
+            est.describe(),
             human(limit)
         )));
     }
@@ -110,13 +196,19 @@ mod tests {
 
     #[test]
     fn over_the_limit_is_bad_input_naming_the_estimate() {
-        let e = check("grad's tape", 2 << 30, Some(1 << 30)).err().unwrap();
+        let est = Estimate::default()
+            .part("tape", 1 << 30)
+            .part("factor", 1 << 30);
+        let e = check("grad", &est, Some(1 << 30), "hint").err().unwrap();
         assert_eq!(e.code, 2);
         let m = e.error.to_string();
         assert!(
-            m.contains("2.00 GiB") && m.contains("--max-memory") || m.contains("available"),
+            m.contains("2.00 GiB (estimate: tape 1.00 GiB + factor 1.00 GiB)")
+                && (m.contains("--max-memory") || m.contains("available"))
+                && m.ends_with("hint"),
             "{m}"
         );
-        assert!(check("x", 1 << 20, Some(1 << 30)).is_ok());
+        let small = Estimate::default().part("x", 1 << 20);
+        assert!(check("x", &small, Some(1 << 30), "").is_ok());
     }
 }

@@ -149,7 +149,11 @@ impl Failure {
     /// under `on_nonconvergence = "error"`, 1 otherwise.
     pub fn solver(e: crate::solver::SolverError, context: String) -> Self {
         let code = match e {
-            crate::solver::SolverError::NotConverged { .. } => EXIT_NOT_CONVERGED,
+            crate::solver::SolverError::NotConverged { .. }
+            | crate::solver::SolverError::ContactTimeLimit { .. } => EXIT_NOT_CONVERGED,
+            // a start inside an obstacle or another body is bad input, whichever command
+            crate::solver::SolverError::InitialPenetration(_)
+            | crate::solver::SolverError::InitialOverlap(_) => 2,
             _ => 1,
         };
         Failure {

@@ -64,15 +64,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let path = ls.path.display().to_string();
     let problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check(
-        "the rollout tape",
-        super::memory::tape_bytes(
-            problem.base.num_nodes(),
-            problem.base.frames,
-            problem.checkpoint_every,
-        ),
-        run.max_memory,
-    )?;
+    super::memory::check_problem(&problem, run.max_memory)?;
     let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {

@@ -168,10 +168,22 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             eprintln!("warning: {w}");
         }
     }
+    let derived = model.derive(&model.params);
+    let setup = |e| Failure::input(anyhow::Error::new(e).context("setting up the solver"));
+    let t_plan = Instant::now();
+    let plan = Simulator::plan(&model, &derived).map_err(setup)?;
+    let plan_seconds = t_plan.elapsed().as_secs_f64();
+    super::memory::check(
+        &format!("{}: the simulation", ls.path.display()),
+        &super::memory::simulation(&model, &ls.scene.solver, &plan),
+        args.max_memory,
+        "use a coarser mesh or a larger --max-memory",
+    )?;
     let out: PathBuf = super::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
-    let mut sim = Simulator::new(&model, &ls.scene.solver)
-        .map_err(|e| Failure::input(anyhow::Error::new(e).context("setting up the solver")))?;
+    let mut sim =
+        Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
+    sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
     let header = RunHeader {
         diffphd_version: crate::io::VERSION.into(),
@@ -311,6 +323,14 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         } else {
             None
         };
+        if let Some(k) = stats.contact.as_ref().and_then(|c| c.time_limit_iteration) {
+            let msg = contact_time_limit_message(frame, k, model.contact.max_seconds);
+            match &bar {
+                Some(b) => b.println(format!("warning: {msg}")),
+                None if !args.quiet => eprintln!("warning: {msg}"),
+                None => {}
+            }
+        }
         let inverted = inverted_elements(&model, &x);
         if let Some((n, e)) = inverted {
             let msg = format!(
@@ -411,7 +431,17 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     };
     log.summary.seconds_total = t_run.elapsed().as_secs_f64();
     if fail {
-        let msg = not_converged_message(&missed, &log);
+        let mut msg = not_converged_message(&missed, &log);
+        let hit = log.frames.iter().find_map(|f| {
+            let k = f.contact.as_ref()?.time_limit_iteration?;
+            Some((f.frame, k))
+        });
+        if let Some((frame, k)) = hit {
+            msg = format!(
+                "{msg}; first {} (raise contact.max_seconds)",
+                contact_time_limit_message(frame, k, model.contact.max_seconds)
+            );
+        }
         log.error = Some(msg.clone());
         write_log(&out, &log)?;
         return Err(Failure::not_converged(anyhow::anyhow!(
@@ -428,6 +458,13 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         );
     }
     Ok(log)
+}
+
+/// "frame F, iteration K: the contact solve hit ..." (warning and exit-3 message).
+fn contact_time_limit_message(frame: usize, iteration: usize, cap: f64) -> String {
+    format!(
+        "frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {cap} s and stopped; the step is not converged"
+    )
 }
 
 /// "N of M frames did not converge (first: frame F after K iterations); ..." for the log and

@@ -637,7 +637,7 @@ pub fn max_penetration(model: &Model, x: &[f64]) -> f64 {
 }
 
 /// Signed solid angle of triangle $(a,b,c)$ seen from the origin (Van Oosterom–Strackee).
-fn solid_angle(a: &Vector3<f64>, b: &Vector3<f64>, c: &Vector3<f64>) -> f64 {
+pub(crate) fn solid_angle(a: &Vector3<f64>, b: &Vector3<f64>, c: &Vector3<f64>) -> f64 {
     let (la, lb, lc) = (a.norm(), b.norm(), c.norm());
     let num = a.dot(&b.cross(c));
     let den = la * lb * lc + a.dot(b) * lc + a.dot(c) * lb + b.dot(c) * la;

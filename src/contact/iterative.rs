@@ -164,6 +164,7 @@ pub fn solve(
     s: &SolveSettings,
     tol: f64,
 ) -> SolveInfo {
+    let t0 = std::time::Instant::now();
     let m = set.nrows();
     let d0 = set.delta(u);
     let mut lam = lambda.to_vec();
@@ -181,6 +182,10 @@ pub fn solve(
     while info.iterations < s.max_newton
         && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
     {
+        if s.out_of_time(t0) {
+            info.timed_out = true;
+            break;
+        }
         let locals = set.locals(&delta, &lam, &s.fb);
         let blocks: Vec<Matrix3<f64>> = locals
             .iter()

@@ -483,6 +483,15 @@ pub struct SolveSettings {
     pub fb: FbParams,
     pub tolerance: f64,
     pub max_newton: usize,
+    /// Wall-clock cap of one solve (s; `[contact] max_seconds`).
+    pub max_seconds: f64,
+}
+
+impl SolveSettings {
+    /// Whether a solve started at `t0` has used up its wall-clock cap.
+    pub fn out_of_time(&self, t0: std::time::Instant) -> bool {
+        t0.elapsed().as_secs_f64() > self.max_seconds
+    }
 }
 
 /// Outcome of one contact solve.
@@ -494,6 +503,9 @@ pub struct SolveInfo {
     /// Products with the matrix-free $W$ (solves with the factor; iterative form only).
     pub products: usize,
     pub residual: f64,
+    /// The solve stopped at its wall-clock cap ([`SolveSettings::max_seconds`]) before
+    /// meeting its tolerance.
+    pub timed_out: bool,
 }
 
 /// A Newton trial: (‖Φ‖², λ, δ, Φ).
@@ -568,10 +580,15 @@ fn solve_dense(
     let mut f = residual(set, &delta, lam.as_slice(), &s.fb);
     let mut fn2 = f.iter().map(|v| v * v).sum::<f64>();
     let mut info = SolveInfo::default();
+    let t0 = std::time::Instant::now();
     // at least one Newton step unless already within the strict tolerance
     while info.iterations < s.max_newton
         && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
     {
+        if s.out_of_time(t0) {
+            info.timed_out = true;
+            break;
+        }
         let locals = set.locals(&delta, lam.as_slice(), &s.fb);
         let mut step = vec![0.0; m];
         // decoupled contacts first
@@ -763,6 +780,10 @@ pub struct ContactStats {
     /// Set-up (candidates + Delassus) and solve time (s).
     pub seconds_setup: f64,
     pub seconds_solve: f64,
+    /// The PD (or Newton) iteration of the step whose contact solve hit the wall-clock cap
+    /// `contact.max_seconds` (the step then ends non-converged); absent when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_iteration: Option<usize>,
 }
 
 /// What the backward needs of a step's contacts (spec §6.2 step 27 TAPE): the frozen

@@ -60,6 +60,22 @@ impl SymbolicFactor {
         })
     }
 
+    /// Stored values of $L$ the numeric factorization will allocate (known from the
+    /// analysis, before any numeric work).
+    pub fn nnz_l(&self) -> usize {
+        self.symbolic.len_val()
+    }
+
+    /// Bytes of the numeric factorization: the values of $L$ (8 each) plus the work space
+    /// the factorization allocates while it runs.
+    pub fn numeric_bytes(&self) -> u64 {
+        let scratch = self
+            .symbolic
+            .factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default())
+            .size_bytes() as u64;
+        (8 * self.nnz_l() as u64).saturating_add(scratch)
+    }
+
     /// Whether two factors share this analysis (the same allocation).
     pub fn same_as(&self, other: &SymbolicFactor) -> bool {
         Arc::ptr_eq(&self.symbolic, &other.symbolic)

@@ -192,6 +192,35 @@ impl SystemPlan {
         })
     }
 
+    /// Estimated bytes a [`GlobalSystem`] factored on this plan allocates, from the
+    /// symbolic analysis (before any numeric factorization): per distinct reduced system the
+    /// values of $L$ and the factorization's work space ([`SymbolicFactor::numeric_bytes`]),
+    /// its reduced matrix (16 bytes per entry: value and row index) and the solve work
+    /// vectors; plus three matrices of the unreduced pattern ($\hat A$, $\hat K_\beta$ and
+    /// the plan's copy of the pattern, 16 bytes per entry). Not counted: the plan itself,
+    /// already allocated.
+    pub fn factor_bytes(&self) -> u64 {
+        let nnz = self.row_idx.len() as u64;
+        let mut total = 3 * 16 * nnz + 3 * 8 * (self.n as u64 + 1);
+        for (k, r) in self.reduced.iter().enumerate() {
+            let axes = self.axes.iter().filter(|&&a| a == k).count().max(1) as u64;
+            let free = r.free.len() as u64;
+            // reduced matrix: about the free rows' share of the pattern
+            let sub = nnz.saturating_mul(free) / (self.n as u64).max(1);
+            total = total
+                .saturating_add(r.symbolic.numeric_bytes())
+                .saturating_add(16 * sub)
+                .saturating_add(8 * free * (2 + axes));
+        }
+        total
+    }
+
+    /// Stored values of $L$ over the distinct reduced systems (from the symbolic analysis;
+    /// equals [`GlobalSystem::nnz_factor`] once factored).
+    pub fn nnz_factor(&self) -> usize {
+        self.reduced.iter().map(|r| r.symbolic.nnz_l()).sum()
+    }
+
     /// Whether a matrix of `a`'s pattern with the prescribed sets `dirichlet` can be
     /// factored on this plan.
     pub fn fits(&self, a: &CscMatrix, dirichlet: &[AxisDirichlet; 3]) -> bool {
@@ -490,5 +519,23 @@ mod tests {
             err,
             Some(LinalgError::PatternMismatch { n: 41, .. })
         ));
+    }
+
+    /// The factor's size is known from the plan (symbolic analysis) before the numeric
+    /// factorization, and is what the factorization then allocates (memory guard).
+    #[test]
+    fn plan_predicts_the_factor_size_before_factoring() {
+        let n = 40;
+        let a = chain(n);
+        let fixed = AxisDirichlet { nodes: vec![0, 7] };
+        let none = AxisDirichlet { nodes: vec![] };
+        let plan = Arc::new(SystemPlan::new(&a, [fixed.clone(), none, fixed]).unwrap());
+        let predicted = plan.nnz_factor();
+        let bytes = plan.factor_bytes();
+        let sys = GlobalSystem::with_plan(a.clone(), plan).unwrap();
+        assert_eq!(predicted, sys.nnz_factor);
+        // at least the factor values and the system matrix, and not wildly more
+        let floor = 8 * sys.nnz_factor as u64 + 16 * a.row_idx.len() as u64;
+        assert!(bytes >= floor && bytes < 100 * floor, "{bytes} vs {floor}");
     }
 }

@@ -13,6 +13,7 @@ pub mod builder;
 pub mod derive;
 pub mod discrete;
 pub mod geometry;
+pub mod memory;
 pub mod muscle;
 pub mod obstacle;
 pub mod settings;

@@ -529,6 +529,11 @@ pub struct ContactSettings {
     /// Newton iteration cap of the contact solve per PD iteration.
     #[serde(default = "d_cnewton")]
     pub max_newton: usize,
+    /// Wall-clock cap (s) of one contact solve (one PD iteration's NCP solve, dense or
+    /// matrix-free). A solve that hits it stops, the step ends non-converged and the run
+    /// reports frame, iteration and the cap, then follows `solver.on_nonconvergence`.
+    #[serde(default = "d_cseconds")]
+    pub max_seconds: f64,
     /// Floor of the FB scale $\kappa_j$ (m/N; spec: $r_j\ge10^{-10}$).
     #[serde(default = "d_kfloor")]
     pub scale_floor: f64,
@@ -560,6 +565,9 @@ fn d_ctol() -> f64 {
 fn d_cnewton() -> usize {
     50
 }
+fn d_cseconds() -> f64 {
+    60.0
+}
 fn d_kfloor() -> f64 {
     1e-10
 }
@@ -574,6 +582,7 @@ impl Default for ContactSettings {
             margin: None,
             tolerance: d_ctol(),
             max_newton: d_cnewton(),
+            max_seconds: d_cseconds(),
             scale_floor: d_kfloor(),
             s_floor: d_sfloor(),
             penalty: PenaltySettings::default(),

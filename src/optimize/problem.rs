@@ -43,6 +43,9 @@ pub struct Evaluation {
     pub backward_seconds: f64,
     pub pd_iterations: usize,
     pub nonconverged_forward_frames: Vec<usize>,
+    /// The first (frame, iteration) whose contact solve hit `contact.max_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_time_limit: Option<(usize, usize)>,
     pub adjoint_iterations: usize,
     pub nonconverged_backward_frames: Vec<usize>,
     /// Largest $|z|$ over the steps.
@@ -196,7 +199,19 @@ impl Problem {
         })
     }
 
-    /// The linear-algebra plan of the last evaluation (`None` before the first).
+    /// Plan the linear algebra at θ₀ (ordering and symbolic analysis, no numeric factor)
+    /// and keep it for the evaluations: lets the caller estimate the factor's memory
+    /// before the first evaluation allocates it.
+    pub fn prepare_plan(&self) -> Result<Arc<SystemPlan>, SolverError> {
+        let model = self.model_at(&self.theta0());
+        let derived = model.derive(&model.params);
+        let plan = Simulator::plan(&model, &derived)?;
+        *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
+        Ok(plan)
+    }
+
+    /// The linear-algebra plan of the last evaluation (or of [`Problem::prepare_plan`];
+    /// `None` before either).
     pub fn plan(&self) -> Option<Arc<SystemPlan>> {
         self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -254,6 +269,11 @@ impl Problem {
             backward_seconds: 0.0,
             pd_iterations,
             nonconverged_forward_frames,
+            contact_time_limit: ro
+                .steps
+                .iter()
+                .enumerate()
+                .find_map(|(t, s)| Some((t + 1, s.contact.as_ref()?.time_limit_iteration?))),
             adjoint_iterations: 0,
             nonconverged_backward_frames: vec![],
             max_abs_adjoint: 0.0,

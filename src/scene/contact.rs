@@ -211,6 +211,7 @@ impl ContactSettings {
         if self.max_newton == 0 {
             return Err((format!("{k}.max_newton"), "expected at least 1".into()));
         }
+        positive(&format!("{k}.max_seconds"), self.max_seconds)?;
         positive(&format!("{k}.scale_floor"), self.scale_floor)?;
         positive(&format!("{k}.s_floor"), self.s_floor)?;
         let p = &self.penalty;

@@ -23,6 +23,13 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    /// A contact solve hit its wall-clock cap under `on_nonconvergence = "error"`.
+    #[error("frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {max_seconds} s; the step did not converge")]
+    ContactTimeLimit {
+        frame: usize,
+        iteration: usize,
+        max_seconds: f64,
+    },
     #[error("frame {frame}, PD iteration {iteration}: accelerator failed: {message}")]
     Offload {
         frame: usize,
@@ -32,6 +39,10 @@ pub enum SolverError {
     /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
     #[error("{0}")]
     InitialPenetration(Box<crate::contact::initial::Penetration>),
+    /// With `[contact] bodies = true`, a body starts inside another body deeper than
+    /// `contact.margin` (issue 18).
+    #[error("{0}")]
+    InitialOverlap(Box<crate::contact::initial::BodyOverlap>),
     #[error("unsupported combination: {0}")]
     Unsupported(String),
     #[error("global matrix: {0}")]

@@ -197,7 +197,10 @@ impl Simulator<'_> {
                     &mut it.xhat,
                     &mut it.newton_cache,
                 );
-                it.contact_ok = info.residual <= csettings.tolerance;
+                it.contact_ok = info.residual <= csettings.tolerance && !info.timed_out;
+                if info.timed_out {
+                    it.cstats.time_limit_iteration.get_or_insert(k);
+                }
                 it.cstats.newton_iterations += info.iterations;
                 it.cstats.factorizations += info.factorizations;
                 it.cstats.products += info.products;
@@ -258,6 +261,10 @@ impl Simulator<'_> {
             it.stats.time_global += (t2 - t1).as_secs_f64();
             it.stats.time_other += (t3 - t2c).as_secs_f64();
             it.k += 1;
+            if it.cstats.time_limit_iteration.is_some() {
+                // a contact solve out of time ends the step, non-converged
+                return Ok(Exit::Cap);
+            }
             if converged {
                 return Ok(Exit::Converged);
             }
@@ -271,6 +278,7 @@ impl Simulator<'_> {
     /// `Err(NotConverged)` for a step that missed its gate under
     /// `on_nonconvergence = "error"`.
     fn nonconvergence(&self, frame: usize, stats: &StepStats) -> Result<(), SolverError> {
+        self.contact_time_limit(frame, stats)?;
         if !stats.converged && self.config.on_nonconvergence == OnNonConvergence::Error {
             return Err(SolverError::NotConverged {
                 frame,

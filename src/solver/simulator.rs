@@ -69,6 +69,7 @@ pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
         },
         tolerance: model.contact.tolerance,
         max_newton: model.contact.max_newton,
+        max_seconds: model.contact.max_seconds,
     }
 }
 
@@ -91,6 +92,15 @@ impl<'m> Simulator<'m> {
         settings: &SolverSettings,
     ) -> Result<Self, SolverError> {
         Self::with_plan(model, derived, settings, None)
+    }
+
+    /// The linear-algebra plan of `model`'s PD matrix with `derived` (ordering and symbolic
+    /// analysis, no numeric factorization): what [`Simulator::with_plan`] factors on. The
+    /// caller can estimate the factor's memory ([`SystemPlan::factor_bytes`]) before it is
+    /// allocated, then pass the plan on.
+    pub fn plan(model: &Model, derived: &Derived) -> Result<Arc<SystemPlan>, SolverError> {
+        let (a, _) = assembly::pd_matrices(model, derived, model.h);
+        Ok(Arc::new(SystemPlan::new(&a, model.dirichlet_sets())?))
     }
 
     /// As [`Simulator::with_derived`], factoring $A$ on `plan` (its ordering and symbolic
@@ -130,6 +140,16 @@ impl<'m> Simulator<'m> {
         ) {
             return Err(SolverError::InitialPenetration(Box::new(p)));
         }
+        if model.contact.bodies {
+            if let Some(o) = crate::contact::initial::deepest_body_overlap(
+                model,
+                &contact_nodes,
+                &model.x0,
+                model.contact_margin,
+            ) {
+                return Err(SolverError::InitialOverlap(Box::new(o)));
+            }
+        }
         Ok(Simulator {
             contact_nodes,
             contact_warm: HashMap::new(),
@@ -147,6 +167,29 @@ impl<'m> Simulator<'m> {
             diffpd_active: Vec::new(),
             offload: None,
         })
+    }
+
+    /// `Err(ContactTimeLimit)` for a step whose contact solve hit `contact.max_seconds`
+    /// under `on_nonconvergence = "error"` (the other modes record it in the step's contact
+    /// statistics and leave the step non-converged). Shared by the PD path and Newton.
+    pub(crate) fn contact_time_limit(
+        &self,
+        frame: usize,
+        stats: &StepStats,
+    ) -> Result<(), SolverError> {
+        let hit = stats.contact.as_ref().and_then(|c| c.time_limit_iteration);
+        match hit {
+            Some(iteration)
+                if self.config.on_nonconvergence == crate::model::OnNonConvergence::Error =>
+            {
+                Err(SolverError::ContactTimeLimit {
+                    frame,
+                    iteration,
+                    max_seconds: self.model.contact.max_seconds,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Zero the prescribed (Dirichlet) entries of a node-major vector: the free-DoF part
@@ -302,6 +345,7 @@ impl<'m> Simulator<'m> {
             st.products = cstats.products;
             st.seconds_setup = cstats.seconds_setup;
             st.seconds_solve = cstats.seconds_solve;
+            st.time_limit_iteration = cstats.time_limit_iteration;
             cstats = st;
             stats.contact_record = Some(Box::new(rec));
         } else {

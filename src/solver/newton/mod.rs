@@ -521,6 +521,12 @@ pub fn step(
                 );
                 cstats.newton_iterations += info.iterations;
                 cstats.factorizations += info.factorizations;
+                if info.timed_out {
+                    // out of time (contact.max_seconds): the step ends non-converged
+                    cstats.time_limit_iteration = Some(ns.iterations);
+                    cstats.seconds_solve += tc.elapsed().as_secs_f64();
+                    return Ok(());
+                }
                 let mut xhat = u;
                 del.add_x(set, &fac, &lam_new, &mut xhat);
                 cstats.seconds_solve += tc.elapsed().as_secs_f64();
@@ -633,6 +639,7 @@ pub fn step(
     };
     sim.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
     stats.time_other = t0.elapsed().as_secs_f64();
+    sim.contact_time_limit(frame, &stats)?;
     if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
         return Err(SolverError::NotConverged {
             frame,
