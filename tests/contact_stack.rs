@@ -67,7 +67,6 @@ body_friction = {mu}
 smoothing = {smoothing:e}
 tolerance = 1e-15
 [solver]
-mode = "paper"
 rel_tol = 1e-13
 abs_tol = 1e-16
 max_iterations = 20000
@@ -157,10 +156,11 @@ body = 2
     for r in &rep.rows {
         // Known gap (docs/contact.md): the claw's E and the cookie's z velocity see the
         // redundant face-on-face node–triangle rows; 7.7e-4 on the contact branch, 2.7e-3
-        // after merging the interleaved local step and the solver-mode changes (the stack
-        // runs in paper mode here); not yet explained.
+        // after the merge in paper mode, 9.6e-4 / 1.2e-3 in accurate mode (the default
+        // stopping rule, which this test runs since the sticking-contact fix of issue 14);
+        // not yet explained.
         let tol = if r.name.contains("youngs_modulus[1]") || r.name.ends_with(".z") {
-            5e-3
+            2e-3
         } else {
             1e-4
         };
