@@ -7,9 +7,12 @@ For every scene:
   1. the oracle: `diffphd grad --solver newton` with newton_tol = --oracle-tol (<= 1e-10), on the
      same PD energy and the same contact model, once; its final state, the largest node
      displacement from rest over its rollout and its gradient are the reference;
-  2. every method (diffphd, diffpd, newton, newton:FILTER) at its default settings, and at a
-     ladder of tolerances (solver.rel_tol for the PD methods, backward.rel_tol coupled to it;
-     solver.newton_tol for Newton);
+  2. every method (diffphd, diffphd:paper, diffpd, newton, newton:FILTER) at its default
+     settings, and at a ladder of tolerances, backward.rel_tol coupled to it for the PD
+     methods: solver.residual_tol for diffphd (its default accurate mode, where the force
+     balance test decides and solver.rel_tol is only the hand-over point to Newton-Krylov),
+     solver.rel_tol for diffpd and for diffphd:paper (solver.mode = "paper": the paper's
+     dual gate), solver.newton_tol for Newton;
   3. per run: forward s, backward s, iterations, adjoint iterations,
        state error = max_i |x_i - x*_i| (final frame) / max_{t,i} |x*_{t,i} - X_i| (oracle),
        gradient error = ||g - g*|| / ||g*|| over the scene's declared [[parameter]]s;
@@ -44,7 +47,11 @@ import sys
 import time
 
 # Scene keys the ladders set (one place, in case the settings vocabulary changes).
+# diffphd's accurate mode (the default): the force-balance tolerance is its accuracy knob.
+ACCURATE_TOL_KEYS = ["solver.residual_tol", "backward.rel_tol"]
+# diffpd and diffphd:paper: the dual gate.
 PD_TOL_KEYS = ["solver.rel_tol", "backward.rel_tol"]
+PAPER_MODE_SET = 'solver.mode="paper"'
 NEWTON_TOL_KEY = "solver.newton_tol"
 NEWTON_FILTER_KEY = "solver.newton_filter"
 ORACLE_SETS = ["solver.newton_max_iterations=200"]
@@ -358,16 +365,26 @@ def run_grad(args, scene_path, frames, solver, sets, d):
 
 
 def ladder(method, args):
-    """[(setting label, extra --set list)] of one method: default settings, then the ladder."""
-    meth, _, filt = method.partition(":")
-    base = ['%s="%s"' % (NEWTON_FILTER_KEY, filt)] if filt else []
+    """[(setting label, extra --set list)] of one method: default settings, then the ladder.
+    `newton:FILTER` sets the Newton filter; `diffphd:paper` the paper's stopping rule."""
+    meth, _, variant = method.partition(":")
+    if meth == "newton":
+        base = ['%s="%s"' % (NEWTON_FILTER_KEY, variant)] if variant else []
+    elif meth == "diffphd" and variant == "paper":
+        base = [PAPER_MODE_SET]
+    elif variant:
+        raise SystemExit("unknown method variant %r (newton:FILTER or diffphd:paper)" % method)
+    else:
+        base = []
     rows = [] if args.no_defaults else [("default", base)]
     if meth == "newton":
         for t in args.newton_tols:
             rows.append(("newton_tol=%g" % t, base + ["%s=%g" % (NEWTON_TOL_KEY, t)]))
     else:
+        keys = ACCURATE_TOL_KEYS if (meth == "diffphd" and not variant) else PD_TOL_KEYS
+        name = keys[0].split(".", 1)[1]
         for t in args.pd_tols:
-            rows.append(("rel_tol=%g" % t, base + ["%s=%g" % (k, t) for k in PD_TOL_KEYS]))
+            rows.append(("%s=%g" % (name, t), base + ["%s=%g" % (k, t) for k in keys]))
     return meth, rows
 
 
@@ -480,7 +497,8 @@ def report(meta, levels):
     scenes = [analyse(s, levels) for s in meta["scenes"]]
     lines = ["## Frontier benchmark (%s)" % meta["label"], "",
              "Started: %s. Finished: %s." % (meta["machine_start"], meta.get("machine_end", "?")),
-             "Threads %s; repeats %s (fastest kept); PD ladder %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
+             "Threads %s; repeats %s (fastest kept); PD ladder (diffphd: solver.residual_tol; "
+             "diffpd, diffphd:paper: solver.rel_tol; backward.rel_tol with it) %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
              "Command: `%s`." % (
                  meta["threads"], meta.get("repeat", 1),
                  ", ".join("%g" % t for t in meta["pd_tols"]),
@@ -549,6 +567,19 @@ def self_test():
     assert runs[0]["state_error"] == 1e-3 and runs[0]["gradient_error"] == 0.0
     assert [c[2] for c in table["newton"]["forward"]] == ["4.00", "~4.00"], table
     assert [c[2] for c in table["newton"]["backward"]] == ["~0.50", "~0.50"], table
+    # the ladders: diffphd's accurate mode ladders its force-balance tolerance, the gate
+    # methods their dual-gate tolerance
+    class A:
+        no_defaults, pd_tols, newton_tols = False, [1e-4], [1e-6]
+    assert ladder("diffphd", A)[1] == [
+        ("default", []),
+        ("residual_tol=0.0001", ["solver.residual_tol=0.0001", "backward.rel_tol=0.0001"])]
+    assert ladder("diffphd:paper", A)[1][1] == (
+        "rel_tol=0.0001", [PAPER_MODE_SET, "solver.rel_tol=0.0001", "backward.rel_tol=0.0001"])
+    assert ladder("diffpd", A)[1][1][0] == "rel_tol=0.0001"
+    assert ladder("newton:ppn", A) == ("newton", [
+        ("default", ['solver.newton_filter="ppn"']),
+        ("newton_tol=1e-06", ['solver.newton_filter="ppn"', "solver.newton_tol=1e-06"])])
     print("bench_frontier self-test: ok")
 
 
@@ -571,8 +602,11 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="CI size: few frames, coarse ladders, methods %s" % ",".join(QUICK_METHODS))
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--methods", type=words, help="e.g. diffphd,diffpd,newton,newton:ppn")
-    ap.add_argument("--pd-tols", type=floats, help="solver.rel_tol ladder of the PD methods")
+    ap.add_argument("--methods", type=words,
+                    help="e.g. diffphd,diffphd:paper,diffpd,newton,newton:ppn")
+    ap.add_argument("--pd-tols", type=floats, help="tolerance ladder of the PD methods "
+                    "(solver.residual_tol for diffphd, solver.rel_tol for diffpd and "
+                    "diffphd:paper)")
     ap.add_argument("--newton-tols", type=floats, help="newton_tol ladder")
     ap.add_argument("--oracle-tol", type=float, default=1e-10,
                     help="newton_tol of the oracle (<= 1e-10; Newton may stall at round-off "

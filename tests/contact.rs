@@ -435,10 +435,6 @@ point = [0, 0, 0]
 normal = [0, 0, 1]
 friction = 0.5
 [solver]
-# Known defect (issue 14 note): at the accurate default, frame 11 of this sliding block
-# does not meet the residual stop in 5000 PD iterations once friction is active; this
-# test is about the PLY contact-force fields, so it runs the paper's gate.
-mode = "paper"
 rel_tol = 1e-10
 "#;
     let r = common::run_cli("simulate", text, &[], &[]);
