@@ -714,7 +714,6 @@ fn project_contact(
         xhat,
         lambda,
         csettings,
-        csettings.tolerance,
         newton_cache,
     );
     del.add_x(set, solver, lambda, xhat);

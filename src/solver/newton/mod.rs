@@ -516,7 +516,6 @@ pub fn step(
                     &u,
                     &mut lam_new,
                     &csettings,
-                    csettings.tolerance,
                     &mut cache,
                 );
                 cstats.newton_iterations += info.iterations;
