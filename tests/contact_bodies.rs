@@ -54,19 +54,13 @@ fn two_bodies_hard_report() {
 
 /// Per frame (active contacts, max penetration) of a forward rollout.
 fn forward_rollout(model: &Model, settings: &diffphd::scene::SolverSettings) -> Vec<(usize, f64)> {
-    let mut sim = diffphd::solver::Simulator::new(model, settings).unwrap();
-    let mut x = model.x0.clone();
-    let mut v = model.v0.clone();
-    let mut out = vec![];
-    for f in 1..=model.frames {
-        let (xn, st) = sim.step(f, &x, &v).unwrap();
-        assert!(st.converged, "frame {f} not converged");
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
-        x = xn;
-        let c = st.contact.unwrap();
-        out.push((c.active, c.max_penetration));
-    }
-    out
+    common::converged_steps(model, settings)
+        .into_iter()
+        .map(|st| {
+            let c = st.contact.unwrap();
+            (c.active, c.max_penetration)
+        })
+        .collect()
 }
 
 /// The stiff cube of `scenes/stiff_strikes_soft.toml` striking the soft slab (first 30
