@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Refactoring guard: runs a fixed set of short simulate / grad / optimize runs at one thread
 # and compares them with a recorded baseline: PLY frames and optimized.toml bitwise (cmp),
-# the JSON logs number by number with every timing key left out. Not a test.
+# the JSON logs number by number with every timing key left out, and the build's git commit
+# (in the logs and in optimized.toml's header comment) ignored. Not a test.
 #
 #   scripts/compare_outputs.sh record DIR   # write the baseline (run on the unchanged tree)
 #   scripts/compare_outputs.sh check DIR    # re-run into a temp dir and compare with DIR
@@ -45,7 +46,10 @@ fail=0
 python3 - "$base" "$out" <<'PY' || fail=1
 import json, os, re, sys, filecmp
 base, new = sys.argv[1], sys.argv[2]
-timing = re.compile(r"(seconds|_s$|elapsed|timestamp|date|wall|ms_per)")
+timing = re.compile(r"(seconds|_s$|elapsed|timestamp|date|wall|ms_per|git_commit)")
+def lines(p):
+    # optimized.toml: the header comment names the build's git commit
+    return [l for l in open(p, "rb").read().split(b"\n") if not l.startswith(b"# diffphd ")]
 def flat(x, path=""):
     if isinstance(x, dict):
         for k, v in x.items():
@@ -74,6 +78,9 @@ for root, _, files in os.walk(base):
                 if fa.get(k) != fb.get(k):
                     print(f"DIFF {os.path.relpath(a, base)} {k}: {fa.get(k)!r} -> {fb.get(k)!r}")
                     bad += 1
+        elif f.endswith(".toml"):
+            if lines(a) != lines(b):
+                print(f"DIFF {os.path.relpath(a, base)} (bytes)"); bad += 1
         elif not filecmp.cmp(a, b, shallow=False):
             print(f"DIFF {os.path.relpath(a, base)} (bytes)"); bad += 1
 print(f"{n} files compared, {bad} differences")

@@ -5,6 +5,8 @@
 //! projection without more Newton iterations.
 
 mod common;
+
+use common::scenes::BlockOnPlane;
 use diffphd::optimize::problem::Problem;
 use diffphd::solver::Simulator;
 
@@ -353,109 +355,24 @@ fn diffpd_glue_contact_gradient_matches_finite_differences() {
     common::assert_all_pass("diffpd glue", &rep);
 }
 
-const CONTACT_PARAMS: &str = r#"
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-component = 2
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
-
-/// A 2×2×1 block (hex corotated or tet Neo-Hookean) launched with `velocity` from height
-/// `z0` onto a frictional plane (μ = 0.3), time step `dt`; tight tolerances everywhere.
-#[allow(clippy::too_many_arguments)]
-fn contact_scene(
-    element: &str,
-    model: &str,
-    velocity: [f64; 3],
-    z0: f64,
-    frames: usize,
-    smoothing: f64,
-    dt: f64,
-    e: f64,
-) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = {dt}
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 1]
-dx = 0.05
-origin = [0.0, 0.0, {z0}]
-[body.material]
-model = "{model}"
-youngs_modulus = {e:e}
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [{}, {}, {}]
-angular_velocity = [0.0, 2.0, 0.0]
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.3
-[contact]
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-newton_tol = 1e-12
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "center_of_mass"
-target = [0.2, 0.0, 0.1]
-{CONTACT_PARAMS}"#,
-        velocity[0], velocity[1], velocity[2]
-    )
+/// The block-on-plane contact scene of `common::scenes` with `element`/`model` and the
+/// Newton baseline's tolerance (`newton_tol = 1e-12`).
+fn contact_scene(b: BlockOnPlane, element: &'static str, model: &'static str) -> String {
+    BlockOnPlane {
+        newton_tol: true,
+        ..b.with_material(element, model)
+    }
+    .text()
 }
 
 /// Sliding with friction for 10 steps of 10 ms.
-fn sliding(element: &str, model: &str, smoothing: f64) -> String {
-    contact_scene(
-        element,
-        model,
-        [0.8, 0.3, 0.0],
-        0.0,
-        10,
-        smoothing,
-        0.01,
-        1e5,
-    )
+fn sliding(element: &'static str, model: &'static str, smoothing: f64) -> String {
+    contact_scene(BlockOnPlane::sliding(smoothing), element, model)
 }
 
 /// Falls 3 cm, hits the ground, sticks, slips and separates within 15 steps of 4 ms.
-fn bouncing(element: &str, model: &str, smoothing: f64) -> String {
-    contact_scene(
-        element,
-        model,
-        [0.5, 0.2, -2.0],
-        0.03,
-        15,
-        smoothing,
-        0.004,
-        5e4,
-    )
+fn bouncing(element: &'static str, model: &'static str, smoothing: f64) -> String {
+    contact_scene(BlockOnPlane::bouncing(smoothing), element, model)
 }
 
 /// Newton with NCP contact (the oracle) and diffphd solve the same contact problem: final

@@ -5,70 +5,8 @@
 
 mod common;
 
+use common::scenes::two_bodies;
 use diffphd::solver::Model;
-
-/// Two-body scene: a 1×1×1 hex cube (`e_cube`) dropped with `velocity` onto a 2×2×1 hex
-/// slab clamped at its bottom, over `frames` steps of 4 ms.
-fn two_bodies(smoothing: f64, body_friction: f64, frames: usize, params: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = {frames}
-[[body]]
-name = "slab"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body]]
-name = "cube"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.04
-origin = [0.032, 0.028, 0.055]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.3, 0.1, -0.6]
-angular_velocity = [0.0, 1.0, 0.0]
-[contact]
-bodies = true
-body_friction = {body_friction}
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[loss.term]]
-type = "center_of_mass"
-body = 1
-target = [0.1, 0.05, 0.1]
-{params}"#
-    )
-}
 
 const PARAMS: &str = r#"
 [[parameter]]
@@ -116,19 +54,13 @@ fn two_bodies_hard_report() {
 
 /// Per frame (active contacts, max penetration) of a forward rollout.
 fn forward_rollout(model: &Model, settings: &diffphd::scene::SolverSettings) -> Vec<(usize, f64)> {
-    let mut sim = diffphd::solver::Simulator::new(model, settings).unwrap();
-    let mut x = model.x0.clone();
-    let mut v = model.v0.clone();
-    let mut out = vec![];
-    for f in 1..=model.frames {
-        let (xn, st) = sim.step(f, &x, &v).unwrap();
-        assert!(st.converged, "frame {f} not converged");
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
-        x = xn;
-        let c = st.contact.unwrap();
-        out.push((c.active, c.max_penetration));
-    }
-    out
+    common::converged_steps(model, settings)
+        .into_iter()
+        .map(|st| {
+            let c = st.contact.unwrap();
+            (c.active, c.max_penetration)
+        })
+        .collect()
 }
 
 /// The stiff cube of `scenes/stiff_strikes_soft.toml` striking the soft slab (first 30

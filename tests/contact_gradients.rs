@@ -6,81 +6,18 @@
 
 mod common;
 
-const PARAMS: &str = r#"
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-component = 2
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
+use common::scenes::BlockOnPlane;
 
-/// A 2×2×1 block launched with `velocity` from height `z0` (spinning about y), time step
-/// `dt`, Young's modulus `e`.
-fn scene(velocity: [f64; 3], z0: f64, frames: usize, smoothing: f64, dt: f64, e: f64) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = {dt}
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-origin = [0.0, 0.0, {z0}]
-[body.material]
-model = "corotated"
-youngs_modulus = {e:e}
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [{}, {}, {}]
-angular_velocity = [0.0, 2.0, 0.0]
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.3
-[contact]
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "center_of_mass"
-target = [0.2, 0.0, 0.1]
-{PARAMS}"#,
-        velocity[0], velocity[1], velocity[2]
-    )
-}
-
-/// Sliding for 10 steps of 10 ms with friction throughout.
+/// Sliding for 10 steps of 10 ms with friction throughout ([`BlockOnPlane::sliding`]).
 fn sliding(smoothing: f64) -> String {
-    scene([0.8, 0.3, 0.0], 0.0, 10, smoothing, 0.01, 1e5)
+    BlockOnPlane::sliding(smoothing).text()
 }
 
 /// Falls 3 cm, hits the ground at frame 4, sticks, slips and separates again (frame 10):
-/// impact, stick/slip and separation transitions inside the 15-step horizon.
+/// impact, stick/slip and separation transitions inside the 15-step horizon
+/// ([`BlockOnPlane::bouncing`]).
 fn bouncing(smoothing: f64) -> String {
-    scene([0.5, 0.2, -2.0], 0.03, 15, smoothing, 0.004, 5e4)
+    BlockOnPlane::bouncing(smoothing).text()
 }
 
 /// Sliding: the block slides on the ground with friction throughout (dL/dμ ≠ 0).
@@ -138,15 +75,7 @@ fn bouncing_block_penalty() {
 /// here), including the rotation of the contact force directions.
 #[test]
 fn block_on_sphere_smoothed() {
-    let text = sliding(1e-10)
-        .replace(
-            "type = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]",
-            "type = \"sphere\"\ncenter = [0, 0, 0]\nradius = 0.3",
-        )
-        .replace("origin = [0.0, 0.0, 0]", "origin = [-0.05, -0.03, 0.3001]")
-        .replace("velocity = [0.8, 0.3, 0]", "velocity = [0.5, 0.2, -0.3]")
-        .replace("component = 2\n", "");
-    assert!(text.contains("sphere") && text.contains("0.3001") && text.contains("-0.3]"));
+    let text = common::scenes::block_on_sphere(1e-10);
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
     common::assert_all_pass("block on a sphere, smoothed", &rep);
 }

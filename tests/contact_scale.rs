@@ -156,58 +156,14 @@ component = 0
 /// would take the dense path under `"auto"`).
 #[test]
 fn iterative_adjoint_gradcheck_block_on_sphere() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 10
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-origin = [-0.05, -0.03, 0.3001]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.5, 0.2, -0.3]
-angular_velocity = [0.0, 2.0, 0.0]
-[[obstacle]]
-type = "sphere"
-center = [0, 0, 0]
-radius = 0.3
-friction = 0.3
-[contact]
-smoothing = 1e-10
-tolerance = 1e-15
-solver = "iterative"
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
-    let (rep, _) = common::gradcheck_text(text, 1e-4, 3);
+    let com = "[[loss.term]]\ntype = \"center_of_mass\"\ntarget = [0.2, 0.0, 0.1]\n";
+    let text = common::scenes::block_on_sphere(1e-10)
+        .replace(com, "")
+        .replace(
+            "tolerance = 1e-15\n",
+            "tolerance = 1e-15\nsolver = \"iterative\"\n",
+        );
+    assert!(!text.contains("center_of_mass") && text.contains("solver = \"iterative\""));
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
     common::assert_all_pass("block on a sphere, iterative contact solve", &rep);
 }

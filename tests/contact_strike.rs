@@ -111,38 +111,36 @@ struct Frame {
 fn rollout(text: &str) -> Vec<Frame> {
     let ls = common::load(text, &[]);
     let model = Model::from_scene(&ls).unwrap();
-    let mut sim = diffphd::solver::Simulator::new(&model, &ls.scene.solver).unwrap();
-    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
-    let mut out = vec![];
-    for f in 1..=model.frames {
-        let (xn, st) = sim.step(f, &x, &v).unwrap();
-        assert!(st.converged, "frame {f} not converged");
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
-        x = xn;
-        let c = st.contact.clone().unwrap_or_default();
-        let mut fr = Frame {
-            active: c.active,
-            edge_active: 0,
-            sticking: c.sticking,
-            sliding: c.sliding,
-            penetration: c.max_penetration,
-            edge_penetration: 0.0,
-        };
-        if let Some(rec) = &st.contact_record {
-            for j in 0..rec.set.len() {
-                let edge = matches!(rec.set.tri[j].map(|t| t.kind), Some(Stencil::Edge { .. }));
-                if edge {
-                    let r0 = rec.set.offset[j];
-                    fr.edge_penetration = fr.edge_penetration.max(-rec.delta[r0]);
-                    if rec.state[j] != State::Separated {
-                        fr.edge_active += 1;
-                    }
+    common::converged_steps(&model, &ls.scene.solver)
+        .iter()
+        .map(frame_of)
+        .collect()
+}
+
+/// Contact counts and penetrations of one step (edge–edge ones from its contact record).
+fn frame_of(st: &diffphd::solver::StepStats) -> Frame {
+    let c = st.contact.clone().unwrap_or_default();
+    let mut fr = Frame {
+        active: c.active,
+        edge_active: 0,
+        sticking: c.sticking,
+        sliding: c.sliding,
+        penetration: c.max_penetration,
+        edge_penetration: 0.0,
+    };
+    if let Some(rec) = &st.contact_record {
+        for j in 0..rec.set.len() {
+            let edge = matches!(rec.set.tri[j].map(|t| t.kind), Some(Stencil::Edge { .. }));
+            if edge {
+                let r0 = rec.set.offset[j];
+                fr.edge_penetration = fr.edge_penetration.max(-rec.delta[r0]);
+                if rec.state[j] != State::Separated {
+                    fr.edge_active += 1;
                 }
             }
         }
-        out.push(fr);
     }
-    out
+    fr
 }
 
 /// Times the contact between blade and ball was re-established after being lost (chatter).

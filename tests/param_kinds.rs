@@ -13,64 +13,7 @@ use diffphd::optimize::problem::Problem;
 /// bottom (body–body contact, μ = 0.3, smoothed FB 2ε² = 1e-10), 12 steps of 4 ms: impact,
 /// compression and sliding.
 fn two_bodies(params: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 12
-[[body]]
-name = "slab"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body]]
-name = "cube"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.04
-origin = [0.032, 0.028, 0.055]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.3, 0.1, -0.6]
-angular_velocity = [0.0, 1.0, 0.0]
-[contact]
-bodies = true
-body_friction = 0.3
-smoothing = 1e-10
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[loss.term]]
-type = "center_of_mass"
-body = 1
-target = [0.1, 0.05, 0.1]
-{params}"#
-    )
+    common::scenes::two_bodies(1e-10, 0.3, 12, params)
 }
 
 /// A 2×2×2 hex block (0.1 m) hanging from a compliant attachment of its top face to a

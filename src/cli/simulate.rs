@@ -8,7 +8,7 @@ use crate::io::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use crate::io::write_atomic;
 use crate::model::OnNonConvergence;
 use crate::scene::{self, LoadedScene};
-use crate::solver::{Model, Simulator};
+use crate::solver::{Model, Simulator, StepStats};
 use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -185,238 +185,106 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
     sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
-    let header = RunHeader {
-        diffphd_version: crate::io::VERSION.into(),
-        git_commit: crate::io::git_commit().map(String::from),
-        command: "simulate".into(),
-        scene: ls.path.display().to_string(),
-        scene_hash: ls.hash.clone(),
-        overrides: effective_sets(args),
-        threads,
-        backend,
-        nodes: model.num_nodes(),
-        elements: model.num_elements(),
-        samples: model.num_samples(),
-        dt: model.h,
-        frames_requested: model.frames,
-        heterogeneous: sim.derived.heterogeneous,
-        anderson_window: sim.config.window,
-        gate_reference: sim.config.gate_reference,
-        solver_method: sim.config.method.as_str().into(),
-        setup_seconds: sim.setup_seconds,
-        factor_nnz: sim.system.nnz_factor,
-        warnings: model.warnings.clone(),
-    };
-    let mut log = RunLog {
-        header,
-        status: Status::Running,
-        error: None,
-        frames: vec![],
-        summary: Summary::default(),
-    };
-    let mut frames_out = FrameWriter::new(&model, ls.scene.output.format);
-    let every = ls.scene.output.every;
-    let write_frames = ls.scene.output.frames;
+    let header = run_header(args, &ls, &sim, threads, backend);
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
-    let has_obstacles = crate::contact::enabled(&model);
-    let zero_force = vec![0.0; x.len()];
     if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
         return Err(Failure::input(anyhow::anyhow!(
             "{}: initial state: {what}",
             ls.path.display()
         )));
     }
-    if write_frames {
+    let mut frames_out = FrameOutput::new(&model, &ls);
+    if frames_out.write_frames {
         frames_out
-            .write(
-                &out,
-                0,
-                0.0,
-                &x,
-                &v,
-                has_obstacles.then_some(&zero_force[..]),
-            )
-            .with_context(|| format!("cannot write frame 0 into {}", out.display()))
+            .write(&out, 0, 0.0, (&x, &v), None)
             .map_err(Failure::input)?;
     }
-    write_log(&out, &log)?;
-    let interrupt = super::interrupt_flag();
-    let bar = if !args.quiet && std::io::stderr().is_terminal() {
-        let pb = indicatif::ProgressBar::new(model.frames as u64);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]",
-            )
-            .expect("template"),
-        );
-        Some(pb)
-    } else {
-        None
+    let mut p = Progress {
+        frames_out,
+        log: RunLog {
+            header,
+            status: Status::Running,
+            error: None,
+            frames: vec![],
+            summary: Summary::default(),
+        },
+        bar: progress_bar(args.quiet, model.frames),
+        out,
+        t_run,
+        quiet: args.quiet,
     };
+    write_log(&p.out, &p.log)?;
+    let interrupt = super::interrupt_flag();
     for frame in 1..=model.frames {
         let (xn, stats) = match sim.step(frame, &x, &v) {
             Ok(r) => r,
             Err(e) => {
-                log.status = Status::Failed;
-                log.error = Some(e.to_string());
-                log.summary.seconds_total = t_run.elapsed().as_secs_f64();
-                write_log(&out, &log)?;
-                if let Some(b) = &bar {
-                    b.abandon();
-                }
+                p.record_failure(e.to_string())?;
+                p.abandon();
                 return Err(Failure::solver(e, format!("{}", ls.path.display())));
             }
         };
         let h = model.h;
         v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
         x = xn;
-        let fc_check = stats
-            .contact_record
-            .as_ref()
-            .map(|r| r.nodal_forces(model.num_nodes()));
-        if let Some(what) = unrepresentable_state(&model, &x, &v, fc_check.as_deref()) {
-            let msg = format!(
-                "frame {frame}, after PD iteration {}: the state diverged: {what}",
-                stats.iterations
-            );
-            log.status = Status::Failed;
-            log.error = Some(msg.clone());
-            log.summary.seconds_total = t_run.elapsed().as_secs_f64();
-            write_log(&out, &log)?;
-            if let Some(b) = &bar {
-                b.abandon();
-            }
-            return Err(Failure::run(anyhow::anyhow!(
-                "{}: {msg}",
-                ls.path.display()
-            )));
-        }
-        let file = if write_frames && frame % every == 0 {
-            let fc = stats
-                .contact_record
-                .as_ref()
-                .map(|r| r.nodal_forces(model.num_nodes()));
-            let fc = if has_obstacles {
-                Some(fc.as_deref().unwrap_or(&zero_force[..]))
-            } else {
-                None
-            };
-            match frames_out
-                .write(&out, frame, frame as f64 * h, &x, &v, fc)
-                .with_context(|| format!("cannot write frame {frame} into {}", out.display()))
-            {
-                Ok(name) => Some(name),
-                Err(e) => {
-                    // The log must not stay "running": record the failure (best effort,
-                    // the disk may be what failed).
-                    log.status = Status::Failed;
-                    log.error = Some(format!("{e:#}"));
-                    log.summary.seconds_total = t_run.elapsed().as_secs_f64();
-                    let _ = write_log(&out, &log);
-                    if let Some(b) = &bar {
-                        b.abandon();
-                    }
-                    return Err(Failure::input(e));
-                }
-            }
-        } else {
-            None
-        };
+        p.check_state(&model, frame, (&x, &v), &stats, &ls.path)?;
+        let file = p.frame_file(frame, frame as f64 * h, (&x, &v), &stats)?;
         if let Some(k) = stats.contact.as_ref().and_then(|c| c.time_limit_iteration) {
-            let msg = contact_time_limit_message(frame, k, model.contact.max_seconds);
-            match &bar {
-                Some(b) => b.println(format!("warning: {msg}")),
-                None if !args.quiet => eprintln!("warning: {msg}"),
-                None => {}
-            }
+            p.warn(&contact_time_limit_message(
+                frame,
+                k,
+                model.contact.max_seconds,
+            ));
         }
         let inverted = inverted_elements(&model, &x);
         if let Some((n, e)) = inverted {
-            let msg = format!(
+            p.warn(&format!(
                 "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {e}",
                 stats.iterations
-            );
-            match &bar {
-                Some(b) => b.println(format!("warning: {msg}")),
-                None if !args.quiet => eprintln!("warning: {msg}"),
-                None => {}
-            }
+            ));
         }
-        let rec = FrameRecord {
-            inverted_elements: inverted,
-            frame,
-            time: frame as f64 * h,
-            iterations: stats.iterations,
-            converged: stats.converged,
-            gate_position: stats.gate.position,
-            gate_projection: stats.gate.projection,
-            anderson_guard_firings: stats.anderson_guard_firings,
-            polish: (sim.config.newton_polish > 0)
-                .then_some((stats.polish_steps, stats.polish_residual)),
-            residual: stats
-                .residual
-                .map(|relative| crate::io::log::ResidualRecord {
-                    relative,
-                    newton_krylov_steps: stats.polish_steps,
-                    gmres_iterations: stats.polish_gmres_iterations,
-                }),
-            seconds_local: stats.time_local,
-            seconds_global: stats.time_global,
-            seconds_other: stats.time_other,
-            file,
-            contact: stats.contact.clone(),
-            newton: stats.newton.as_ref().map(newton_record),
-        };
-        let msg = format!(
-            "frame {frame}/{}: {} PD iterations{}",
-            model.frames,
-            rec.iterations,
-            if rec.converged {
-                ""
-            } else {
-                " (NOT converged)"
-            }
-        );
-        match &bar {
-            Some(b) => {
-                b.set_position(frame as u64);
-                b.set_message(format!("{} it", rec.iterations));
-                if !rec.converged {
-                    b.println(format!("warning: {msg}"));
-                }
-            }
-            None if !args.quiet => eprintln!("{msg}"),
-            None => {}
-        }
-        log.push(rec);
-        log.summary.seconds_total = t_run.elapsed().as_secs_f64();
+        let rec = frame_record(&sim, frame, &stats, inverted, file);
+        p.report(frame, model.frames, &rec);
+        p.log.push(rec);
+        p.log.summary.seconds_total = p.t_run.elapsed().as_secs_f64();
         let stop = frame < model.frames
             && interrupt
                 .as_ref()
                 .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst));
         if stop {
-            log.status = Status::Interrupted;
-            log.error = Some(format!("interrupted after frame {frame}"));
+            p.log.status = Status::Interrupted;
+            p.log.error = Some(format!("interrupted after frame {frame}"));
         }
-        write_log(&out, &log)?;
+        write_log(&p.out, &p.log)?;
         if stop {
-            if let Some(b) = &bar {
-                b.abandon();
-            }
+            p.abandon();
             return Err(Failure {
                 code: 130,
                 error: anyhow::anyhow!(
                     "interrupted after frame {frame}/{}; frames and log.json so far in {}",
                     model.frames,
-                    out.display()
+                    p.out.display()
                 ),
             });
         }
     }
-    if let Some(b) = &bar {
+    if let Some(b) = &p.bar {
         b.finish();
     }
+    finish(p, &sim, &ls.path)
+}
+
+/// The end of a completed run: status `completed`, or `incomplete` (exit 3) when frames
+/// missed the stopping test under `on_nonconvergence = "fail"`; the final log and summary.
+fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure> {
+    let Progress {
+        out,
+        mut log,
+        t_run,
+        quiet,
+        ..
+    } = p;
     let missed: Vec<usize> = log
         .frames
         .iter()
@@ -439,18 +307,18 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         if let Some((frame, k)) = hit {
             msg = format!(
                 "{msg}; first {} (raise contact.max_seconds)",
-                contact_time_limit_message(frame, k, model.contact.max_seconds)
+                contact_time_limit_message(frame, k, sim.model.contact.max_seconds)
             );
         }
         log.error = Some(msg.clone());
         write_log(&out, &log)?;
         return Err(Failure::not_converged(anyhow::anyhow!(
             "{}: {msg}",
-            ls.path.display()
+            scene.display()
         )));
     }
     write_log(&out, &log)?;
-    if !args.quiet {
+    if !quiet {
         let s = &log.summary;
         eprintln!(
             "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s, setup {:.3}s -> {}",
@@ -458,6 +326,253 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         );
     }
     Ok(log)
+}
+
+/// The header of a simulate run's `log.json`.
+fn run_header(
+    args: &RunArgs,
+    ls: &LoadedScene,
+    sim: &Simulator,
+    threads: usize,
+    backend: Backend,
+) -> RunHeader {
+    let model = sim.model;
+    RunHeader {
+        diffphd_version: crate::io::VERSION.into(),
+        git_commit: crate::io::git_commit().map(String::from),
+        command: "simulate".into(),
+        scene: ls.path.display().to_string(),
+        scene_hash: ls.hash.clone(),
+        overrides: effective_sets(args),
+        threads,
+        backend,
+        nodes: model.num_nodes(),
+        elements: model.num_elements(),
+        samples: model.num_samples(),
+        dt: model.h,
+        frames_requested: model.frames,
+        heterogeneous: sim.derived.heterogeneous,
+        anderson_window: sim.config.window,
+        gate_reference: sim.config.gate_reference,
+        solver_method: sim.config.method.as_str().into(),
+        setup_seconds: sim.setup_seconds,
+        factor_nnz: sim.system.nnz_factor,
+        warnings: model.warnings.clone(),
+    }
+}
+
+/// The progress bar of an interactive run (`None` with `--quiet` or without a terminal).
+fn progress_bar(quiet: bool, frames: usize) -> Option<indicatif::ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(frames as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]",
+        )
+        .expect("template"),
+    );
+    Some(pb)
+}
+
+/// The `log.json` record of frame `frame` from its step statistics.
+fn frame_record(
+    sim: &Simulator,
+    frame: usize,
+    stats: &StepStats,
+    inverted: Option<(usize, usize)>,
+    file: Option<String>,
+) -> FrameRecord {
+    FrameRecord {
+        inverted_elements: inverted,
+        frame,
+        time: frame as f64 * sim.model.h,
+        iterations: stats.iterations,
+        converged: stats.converged,
+        gate_position: stats.gate.position,
+        gate_projection: stats.gate.projection,
+        anderson_guard_firings: stats.anderson_guard_firings,
+        polish: (sim.config.newton_polish > 0)
+            .then_some((stats.polish_steps, stats.polish_residual)),
+        residual: stats
+            .residual
+            .map(|relative| crate::io::log::ResidualRecord {
+                relative,
+                newton_krylov_steps: stats.polish_steps,
+                gmres_iterations: stats.polish_gmres_iterations,
+            }),
+        seconds_local: stats.time_local,
+        seconds_global: stats.time_global,
+        seconds_other: stats.time_other,
+        file,
+        contact: stats.contact.clone(),
+        newton: stats.newton.as_ref().map(newton_record),
+    }
+}
+
+/// The frame files of a run (`[output]`): the writer, which frames, and the contact-force
+/// field (zeros where a frame has no contact record, absent without obstacles).
+struct FrameOutput {
+    writer: FrameWriter,
+    /// `[output] frames`.
+    write_frames: bool,
+    /// `[output] every`.
+    every: usize,
+    has_obstacles: bool,
+    zero_force: Vec<f64>,
+    /// Number of nodes.
+    nodes: usize,
+}
+
+impl FrameOutput {
+    fn new(model: &Model, ls: &LoadedScene) -> FrameOutput {
+        FrameOutput {
+            writer: FrameWriter::new(model, ls.scene.output.format),
+            write_frames: ls.scene.output.frames,
+            every: ls.scene.output.every,
+            has_obstacles: crate::contact::enabled(model),
+            zero_force: vec![0.0; model.x0.len()],
+            nodes: model.num_nodes(),
+        }
+    }
+
+    /// Write frame `frame` at time `t` into `out` with the nodal contact forces `fc`
+    /// (zeros when `None` and the scene has obstacles); returns the file name.
+    fn write(
+        &mut self,
+        out: &Path,
+        frame: usize,
+        t: f64,
+        (x, v): (&[f64], &[f64]),
+        fc: Option<&[f64]>,
+    ) -> anyhow::Result<String> {
+        let fc = if self.has_obstacles {
+            Some(fc.unwrap_or(&self.zero_force[..]))
+        } else {
+            None
+        };
+        self.writer
+            .write(out, frame, t, x, v, fc)
+            .with_context(|| format!("cannot write frame {frame} into {}", out.display()))
+    }
+}
+
+/// What the frame loop of [`run`] reports to: the output folder and its log, the progress
+/// bar (or stderr unless `--quiet`), the run's start time.
+struct Progress {
+    frames_out: FrameOutput,
+    out: PathBuf,
+    log: RunLog,
+    bar: Option<indicatif::ProgressBar>,
+    t_run: Instant,
+    quiet: bool,
+}
+
+impl Progress {
+    /// Fail the run (exit 1, log `failed`) when the state after frame `frame` is not
+    /// representable (non-finite or beyond the output's range; see [`unrepresentable_state`]).
+    fn check_state(
+        &mut self,
+        model: &Model,
+        frame: usize,
+        (x, v): (&[f64], &[f64]),
+        stats: &StepStats,
+        scene: &Path,
+    ) -> Result<(), Failure> {
+        let fc_check = stats
+            .contact_record
+            .as_ref()
+            .map(|r| r.nodal_forces(model.num_nodes()));
+        if let Some(what) = unrepresentable_state(model, x, v, fc_check.as_deref()) {
+            let msg = format!(
+                "frame {frame}, after PD iteration {}: the state diverged: {what}",
+                stats.iterations
+            );
+            self.record_failure(msg.clone())?;
+            self.abandon();
+            return Err(Failure::run(anyhow::anyhow!("{}: {msg}", scene.display())));
+        }
+        Ok(())
+    }
+
+    /// Write frame `frame` at time `t` when `[output]` asks for it (with the step's nodal
+    /// contact forces); its file name, or `None` when not written.
+    fn frame_file(
+        &mut self,
+        frame: usize,
+        t: f64,
+        (x, v): (&[f64], &[f64]),
+        stats: &StepStats,
+    ) -> Result<Option<String>, Failure> {
+        if !(self.frames_out.write_frames && frame.is_multiple_of(self.frames_out.every)) {
+            return Ok(None);
+        }
+        let fc = stats
+            .contact_record
+            .as_ref()
+            .map(|r| r.nodal_forces(self.frames_out.nodes));
+        match self
+            .frames_out
+            .write(&self.out, frame, t, (x, v), fc.as_deref())
+        {
+            Ok(name) => Ok(Some(name)),
+            Err(e) => {
+                // The log must not stay "running": record the failure (best effort,
+                // the disk may be what failed).
+                let _ = self.record_failure(format!("{e:#}"));
+                self.abandon();
+                Err(Failure::input(e))
+            }
+        }
+    }
+
+    /// Mark the log failed with `msg` (and the total time so far) and write it.
+    fn record_failure(&mut self, msg: String) -> Result<(), Failure> {
+        self.log.status = Status::Failed;
+        self.log.error = Some(msg);
+        self.log.summary.seconds_total = self.t_run.elapsed().as_secs_f64();
+        write_log(&self.out, &self.log)
+    }
+
+    fn abandon(&self) {
+        if let Some(b) = &self.bar {
+            b.abandon();
+        }
+    }
+
+    /// A warning above the progress bar, or on stderr unless `--quiet`.
+    fn warn(&self, msg: &str) {
+        match &self.bar {
+            Some(b) => b.println(format!("warning: {msg}")),
+            None if !self.quiet => eprintln!("warning: {msg}"),
+            None => {}
+        }
+    }
+
+    /// Progress of frame `frame` of `frames` (a warning when it did not converge).
+    fn report(&self, frame: usize, frames: usize, rec: &FrameRecord) {
+        let msg = format!(
+            "frame {frame}/{frames}: {} PD iterations{}",
+            rec.iterations,
+            if rec.converged {
+                ""
+            } else {
+                " (NOT converged)"
+            }
+        );
+        match &self.bar {
+            Some(b) => {
+                b.set_position(frame as u64);
+                b.set_message(format!("{} it", rec.iterations));
+                if !rec.converged {
+                    b.println(format!("warning: {msg}"));
+                }
+            }
+            None if !self.quiet => eprintln!("{msg}"),
+            None => {}
+        }
+    }
 }
 
 /// "frame F, iteration K: the contact solve hit ..." (warning and exit-3 message).

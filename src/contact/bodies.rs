@@ -28,7 +28,7 @@
 //! Backward: the frame depends on $x_t$ of the four nodes; its derivatives (of $d_r$, $a_r$
 //! and $w_k$) are taken by central differences of [`frame`] ([`frame_gradient`]).
 
-use super::{ContactSet, Stencil, Tri, BODY};
+use super::{ContactSet, Stencil, StepStart, Tri, BODY};
 use crate::model::Model;
 use nalgebra::{Vector2, Vector3};
 
@@ -249,20 +249,19 @@ impl Surface {
     }
 }
 
-/// Push one body–body contact (node `i`, stencil `tri`, frame directions and right-hand
-/// sides) onto `set`.
-#[allow(clippy::too_many_arguments)]
-fn push(
-    set: &mut ContactSet,
-    i: usize,
-    tri: Tri,
+/// Directions and right-hand sides of a body–body contact's rows: normal $n$, tangents
+/// $t_{1,2}$ and $d$ of the normal and the two tangent rows.
+#[derive(Clone, Copy, Debug)]
+struct Rows {
     normal: Vector3<f64>,
     tangent: [Vector3<f64>; 2],
     d: [f64; 3],
-    kappa: f64,
-    mu: f64,
-    x_t: &[f64],
-) {
+}
+
+/// Push one body–body contact (node `i`, stencil `tri`, its rows, FB scale `kappa`, friction
+/// `mu`) onto `set`.
+fn push(set: &mut ContactSet, i: usize, tri: Tri, r: Rows, kappa: f64, mu: f64, x_t: &[f64]) {
+    let Rows { normal, tangent, d } = r;
     let rows = if mu > 0.0 { 3 } else { 1 };
     set.node.push(i);
     set.obstacle.push(BODY);
@@ -304,59 +303,138 @@ pub fn add_candidates(
     nodes: &[usize],
     kappa: &[f64],
     margin: f64,
-    x_t: &[f64],
-    v_t: &[f64],
+    start: &StepStart,
 ) {
-    let h = model.h;
-    let g = Vector3::from(model.gravity).norm();
-    let mu = model.contact.body_friction;
-    let self_contact = model.contact.self_contact;
-    let free = |k: usize| nodes.binary_search(&k).is_ok();
-    // FB scale of a stencil: of its first free node
-    let kap = |st: &[usize]| -> Option<f64> { st.iter().find(|&&k| free(k)).map(|&k| kappa[k]) };
-    let vmax: Vec<f64> = model
-        .bodies
-        .iter()
-        .map(|b| {
-            b.nodes
-                .clone()
-                .map(|i| v3(v_t, i).norm())
-                .fold(0.0, f64::max)
-        })
-        .collect();
-    let vall = vmax.iter().copied().fold(0.0, f64::max);
-    let reach_max = margin + 4.0 * h * vall + h * h * g;
-    let surf = Surface::new(model, x_t);
-    if surf.tris.is_empty() {
+    let Some(scan) = Scan::new(model, nodes, kappa, margin, start) else {
         return;
-    }
-    // cell: the mean surface edge length, at least the largest reach
-    let mean_edge = surf
-        .edges
-        .iter()
-        .map(|e| (v3(x_t, e.nodes[0]) - v3(x_t, e.nodes[1])).norm())
-        .sum::<f64>()
-        / surf.edges.len().max(1) as f64;
-    let cell = mean_edge.max(reach_max).max(1e-9);
-    let pad = Vector3::repeat(reach_max);
+    };
+    scan.node_triangle(set);
+    scan.edge_edge(set);
+}
 
-    // node–triangle
-    let mut grid = Grid::new(cell);
-    for (k, (t, _, _)) in surf.tris.iter().enumerate() {
-        let (lo, hi) = t.iter().fold(
-            (
-                Vector3::repeat(f64::INFINITY),
-                Vector3::repeat(f64::NEG_INFINITY),
-            ),
-            |(lo, hi), &n| (lo.inf(&v3(x_t, n)), hi.sup(&v3(x_t, n))),
-        );
-        grid.insert(k as u32, &(lo - pad), &(hi + pad));
+/// What the candidate search of one step shares: the model, the free nodes and their FB
+/// scales, the state at the step start, the reach terms, the surface and the grid cell.
+struct Scan<'a> {
+    model: &'a Model,
+    nodes: &'a [usize],
+    kappa: &'a [f64],
+    margin: f64,
+    x_t: &'a [f64],
+    v_t: &'a [f64],
+    h: f64,
+    /// $\|g\|$.
+    g: f64,
+    /// Body–body friction coefficient.
+    mu: f64,
+    self_contact: bool,
+    /// Largest nodal speed $\max_i\|v_{t,i}\|$ of every body.
+    vmax: Vec<f64>,
+    surf: Surface,
+    /// Broad-phase cell: the mean surface edge length, at least the largest reach.
+    cell: f64,
+    /// Box padding: the largest reach margin $+4h\max\|v\|+h^2\|g\|$.
+    pad: Vector3<f64>,
+}
+
+impl<'a> Scan<'a> {
+    /// `None` when the bodies have no surface triangles.
+    fn new(
+        model: &'a Model,
+        nodes: &'a [usize],
+        kappa: &'a [f64],
+        margin: f64,
+        start: &StepStart<'a>,
+    ) -> Option<Scan<'a>> {
+        let (x_t, v_t) = (start.x, start.v);
+        let h = model.h;
+        let g = Vector3::from(model.gravity).norm();
+        let vmax: Vec<f64> = model
+            .bodies
+            .iter()
+            .map(|b| {
+                b.nodes
+                    .clone()
+                    .map(|i| v3(v_t, i).norm())
+                    .fold(0.0, f64::max)
+            })
+            .collect();
+        let vall = vmax.iter().copied().fold(0.0, f64::max);
+        let reach_max = margin + 4.0 * h * vall + h * h * g;
+        let surf = Surface::new(model, x_t);
+        if surf.tris.is_empty() {
+            return None;
+        }
+        // cell: the mean surface edge length, at least the largest reach
+        let mean_edge = surf
+            .edges
+            .iter()
+            .map(|e| (v3(x_t, e.nodes[0]) - v3(x_t, e.nodes[1])).norm())
+            .sum::<f64>()
+            / surf.edges.len().max(1) as f64;
+        Some(Scan {
+            model,
+            nodes,
+            kappa,
+            margin,
+            x_t,
+            v_t,
+            h,
+            g,
+            mu: model.contact.body_friction,
+            self_contact: model.contact.self_contact,
+            vmax,
+            surf,
+            cell: mean_edge.max(reach_max).max(1e-9),
+            pad: Vector3::repeat(reach_max),
+        })
     }
-    let mut found: Vec<(usize, Tri, Frame)> = vec![];
-    for &i in &model.boundary_nodes {
-        let bi = model.node_body[i];
+
+    /// Whether node `k` is free (no prescribed DoF).
+    fn free(&self, k: usize) -> bool {
+        self.nodes.binary_search(&k).is_ok()
+    }
+
+    /// FB scale of a stencil: of its first free node (`None`: no free node).
+    fn kap(&self, st: &[usize]) -> Option<f64> {
+        st.iter().find(|&&k| self.free(k)).map(|&k| self.kappa[k])
+    }
+
+    /// Reach of a pair moving at speeds `va`, `vb`: margin $+2h(v_a+v_b)+h^2\|g\|$.
+    fn reach(&self, va: f64, vb: f64) -> f64 {
+        self.margin + 2.0 * self.h * (va + vb) + self.h * self.h * self.g
+    }
+
+    /// Node–triangle candidates: every boundary node against the triangles in its grid
+    /// cell ([`Scan::face_candidates`]), then the nearest ones kept ([`Scan::push_distinct`]).
+    fn node_triangle(&self, set: &mut ContactSet) {
+        let x_t = self.x_t;
+        let mut grid = Grid::new(self.cell);
+        for (k, (t, _, _)) in self.surf.tris.iter().enumerate() {
+            let (lo, hi) = t.iter().fold(
+                (
+                    Vector3::repeat(f64::INFINITY),
+                    Vector3::repeat(f64::NEG_INFINITY),
+                ),
+                |(lo, hi), &n| (lo.inf(&v3(x_t, n)), hi.sup(&v3(x_t, n))),
+            );
+            grid.insert(k as u32, &(lo - self.pad), &(hi + self.pad));
+        }
+        let mut found: Vec<(usize, Tri, Frame)> = vec![];
+        for &i in &self.model.boundary_nodes {
+            self.face_candidates(&grid, i, &mut found);
+            self.push_distinct(set, i, &mut found);
+        }
+    }
+
+    /// The triangles node `i` may touch, as (other body, stencil, frame) into `found`: in the
+    /// face region (unclamped barycentric coordinates $\ge-$[`FACE_TOL`]), within reach, not
+    /// deeper than the margin; with self-contact also the node's own body's non-adjacent
+    /// triangles facing it.
+    fn face_candidates(&self, grid: &Grid, i: usize, found: &mut Vec<(usize, Tri, Frame)>) {
+        let (x_t, surf) = (self.x_t, &self.surf);
+        let bi = self.model.node_body[i];
         let p = v3(x_t, i);
-        let vi = v3(v_t, i).norm();
+        let vi = v3(self.v_t, i).norm();
         found.clear();
         for &k in grid.at(&p) {
             let (t, bo, nt) = &surf.tris[k as usize];
@@ -364,20 +442,20 @@ pub fn add_candidates(
             if bo == bi {
                 // self-contact: opt-in, not against the node's own or neighbouring triangles,
                 // and only where the surfaces face each other
-                if !self_contact || t.iter().any(|&n| surf.near(i, n)) {
+                if !self.self_contact || t.iter().any(|&n| surf.near(i, n)) {
                     continue;
                 }
                 if surf.vnormal.get(&i).is_none_or(|vn| vn.dot(nt) >= 0.0) {
                     continue;
                 }
             }
-            if !free(i) && !t.iter().any(|&n| free(n)) {
+            if !self.free(i) && !t.iter().any(|&n| self.free(n)) {
                 continue;
             }
-            let reach = margin + 2.0 * h * (vi + vmax[bo]) + h * h * g;
+            let reach = self.reach(vi, self.vmax[bo]);
             let q = t.map(|n| v3(x_t, n));
             let Some(f) = frame(&p, &q) else { continue };
-            if f.bary.iter().any(|&b| b < -FACE_TOL) || f.dist > reach || f.gap < -margin {
+            if f.bary.iter().any(|&b| b < -FACE_TOL) || f.dist > reach || f.gap < -self.margin {
                 continue;
             }
             found.push((
@@ -391,11 +469,17 @@ pub fn add_candidates(
                 f,
             ));
         }
-        // per other body: the nearest triangle, then further ones with distinct normals
+    }
+
+    /// Per other body: push the nearest triangle of `found`, then further ones only in a
+    /// concave crease with every kept one (normals differing, $n\cdot n'<$
+    /// [`DISTINCT_NORMAL`]; at most [`MAX_PER_NODE`]).
+    fn push_distinct(&self, set: &mut ContactSet, i: usize, found: &mut [(usize, Tri, Frame)]) {
+        let x_t = self.x_t;
         found.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.dist.total_cmp(&b.2.dist)));
         let mut kept: Vec<(Vector3<f64>, Vector3<f64>)> = vec![];
         let mut body = usize::MAX;
-        for (bo, tri, f) in &found {
+        for (bo, tri, f) in found.iter() {
             if *bo != body {
                 body = *bo;
                 kept.clear();
@@ -416,82 +500,102 @@ pub fn add_candidates(
             }
             kept.push((f.normal, cen));
             let st = [i, tri.nodes[0], tri.nodes[1], tri.nodes[2]];
-            let Some(kj) = kap(&st) else { continue };
-            push(set, i, *tri, f.normal, f.tangent, f.d, kj, mu, x_t);
+            let Some(kj) = self.kap(&st) else { continue };
+            let rows = Rows {
+                normal: f.normal,
+                tangent: f.tangent,
+                d: f.d,
+            };
+            push(set, i, *tri, rows, kj, self.mu, x_t);
         }
     }
 
-    // edge–edge, between feature edges only
-    let mut egrid = Grid::new(cell);
-    let ebox = |e: &Edge| {
-        let (a, b) = (v3(x_t, e.nodes[0]), v3(x_t, e.nodes[1]));
-        (a.inf(&b) - pad, a.sup(&b) + pad)
-    };
-    for (k, e) in surf.edges.iter().enumerate() {
-        if e.faces[0].dot(&e.faces[1]) >= SHARP {
-            continue;
+    /// Edge–edge candidates between feature edges ($n_1\cdot n_2<$ [`SHARP`]) whose boxes
+    /// share a grid cell ([`Scan::edge_pair`]).
+    fn edge_edge(&self, set: &mut ContactSet) {
+        let surf = &self.surf;
+        let smooth = |e: &Edge| e.faces[0].dot(&e.faces[1]) >= SHARP;
+        let mut egrid = Grid::new(self.cell);
+        for (k, e) in surf.edges.iter().enumerate() {
+            if smooth(e) {
+                continue;
+            }
+            let (lo, hi) = self.edge_box(e);
+            egrid.insert(k as u32, &lo, &hi);
         }
-        let (lo, hi) = ebox(e);
-        egrid.insert(k as u32, &lo, &hi);
+        let mut cand = vec![];
+        for (ka, ea) in surf.edges.iter().enumerate() {
+            if smooth(ea) {
+                continue;
+            }
+            let (lo, hi) = self.edge_box(ea);
+            egrid.query(&lo, &hi, &mut cand);
+            for &kb in cand.iter().filter(|&&kb| kb as usize > ka) {
+                let eb = &surf.edges[kb as usize];
+                if let Some((tri, rows, kj)) = self.edge_pair(ea, eb) {
+                    push(set, ea.nodes[0], tri, rows, kj, self.mu, self.x_t);
+                }
+            }
+        }
     }
-    let mut cand = vec![];
-    for (ka, ea) in surf.edges.iter().enumerate() {
-        if ea.faces[0].dot(&ea.faces[1]) >= SHARP {
-            continue;
+
+    /// Padded bounding box of an edge at $x_t$.
+    fn edge_box(&self, e: &Edge) -> (Vector3<f64>, Vector3<f64>) {
+        let (a, b) = (v3(self.x_t, e.nodes[0]), v3(self.x_t, e.nodes[1]));
+        (a.inf(&b) - self.pad, a.sup(&b) + self.pad)
+    }
+
+    /// The edge–edge contact of edges `ea`, `eb` (stencil, rows, FB scale), if any: other
+    /// bodies (or non-adjacent with self-contact), interior closest points
+    /// ($s,t\in[$[`EDGE_TOL`]$,1-$[`EDGE_TOL`]$]$, $|\sin\theta|\ge$ [`EDGE_MIN_SIN`]), surfaces
+    /// facing each other, not face-on-face ([`FACE_ON_FACE`]), gap within reach.
+    fn edge_pair(&self, ea: &Edge, eb: &Edge) -> Option<(Tri, Rows, f64)> {
+        let surf = &self.surf;
+        let [a0, a1] = ea.nodes;
+        let [b0, b1] = eb.nodes;
+        if ea.body == eb.body
+            && (!self.self_contact
+                || [b0, b1]
+                    .iter()
+                    .any(|&b| surf.near(a0, b) || surf.near(a1, b)))
+        {
+            return None;
         }
-        let (lo, hi) = ebox(ea);
-        egrid.query(&lo, &hi, &mut cand);
-        for &kb in cand.iter().filter(|&&kb| kb as usize > ka) {
-            let eb = &surf.edges[kb as usize];
-            let [a0, a1] = ea.nodes;
-            let [b0, b1] = eb.nodes;
-            if ea.body == eb.body
-                && (!self_contact
-                    || [b0, b1]
-                        .iter()
-                        .any(|&b| surf.near(a0, b) || surf.near(a1, b)))
-            {
-                continue;
-            }
-            let st = [a0, a1, b0, b1];
-            let Some(kj) = kap(&st) else { continue };
-            let pts = st.map(|k| v3(x_t, k));
-            let Some((s, t)) =
-                super::edges::line_params(&pts[0], &pts[1], &pts[2], &pts[3], EDGE_MIN_SIN)
-            else {
-                continue;
-            };
-            if !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&s)
-                || !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&t)
-            {
-                continue;
-            }
-            let out_b = eb.faces[0] + eb.faces[1];
-            let out_a = ea.faces[0] + ea.faces[1];
-            let Some(f) = super::edges::frame(&pts, &out_b, None, None) else {
-                continue;
-            };
-            // the surfaces must face each other at the contact
-            if f.normal.dot(&out_a) >= 0.0 || f.normal.dot(&out_b) <= 0.0 {
-                continue;
-            }
-            let parallel =
-                |fs: &[Vector3<f64>; 2]| fs.iter().any(|n| n.dot(&f.normal).abs() > FACE_ON_FACE);
-            if parallel(&ea.faces) && parallel(&eb.faces) {
-                continue;
-            }
-            let reach = margin + 2.0 * h * (vmax[ea.body] + vmax[eb.body]) + h * h * g;
-            if f.gap > reach || f.gap < -margin {
-                continue;
-            }
-            let tri = Tri {
-                nodes: [a1, b0, b1],
-                w: [-f.s, 1.0 - f.t, f.t],
-                lead: 1.0 - f.s,
-                kind: Stencil::Edge { sign: f.sign },
-            };
-            push(set, a0, tri, f.normal, f.tangent, f.d, kj, mu, x_t);
+        let st = [a0, a1, b0, b1];
+        let kj = self.kap(&st)?;
+        let pts = st.map(|k| v3(self.x_t, k));
+        let (s, t) = super::edges::line_params(&pts[0], &pts[1], &pts[2], &pts[3], EDGE_MIN_SIN)?;
+        if !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&s) || !(EDGE_TOL..=1.0 - EDGE_TOL).contains(&t) {
+            return None;
         }
+        let out_b = eb.faces[0] + eb.faces[1];
+        let out_a = ea.faces[0] + ea.faces[1];
+        let f = super::edges::frame(&pts, &out_b, None, None)?;
+        // the surfaces must face each other at the contact
+        if f.normal.dot(&out_a) >= 0.0 || f.normal.dot(&out_b) <= 0.0 {
+            return None;
+        }
+        let parallel =
+            |fs: &[Vector3<f64>; 2]| fs.iter().any(|n| n.dot(&f.normal).abs() > FACE_ON_FACE);
+        if parallel(&ea.faces) && parallel(&eb.faces) {
+            return None;
+        }
+        let reach = self.reach(self.vmax[ea.body], self.vmax[eb.body]);
+        if f.gap > reach || f.gap < -self.margin {
+            return None;
+        }
+        let tri = Tri {
+            nodes: [a1, b0, b1],
+            w: [-f.s, 1.0 - f.t, f.t],
+            lead: 1.0 - f.s,
+            kind: Stencil::Edge { sign: f.sign },
+        };
+        let rows = Rows {
+            normal: f.normal,
+            tangent: f.tangent,
+            d: f.d,
+        };
+        Some((tri, rows, kj))
     }
 }
 

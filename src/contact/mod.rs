@@ -24,6 +24,7 @@
 pub mod adjoint;
 pub mod attachment;
 pub mod bodies;
+pub mod dense;
 pub mod edges;
 pub mod initial;
 pub mod iterative;
@@ -33,11 +34,11 @@ pub mod penalty;
 
 use crate::linalg::LinearSolver;
 use crate::model::{ContactSolver, Model};
-use nalgebra::{DMatrix, DVector, Matrix3, Vector2, Vector3};
+use nalgebra::{Matrix3, Vector2, Vector3};
 use ncp::{FbParams, Local};
 use obstacle::Obstacle;
-use rayon::prelude::*;
 
+pub use dense::DenseDelassus;
 pub use obstacle::Shape;
 
 /// Per-step contact geometry: one entry per (candidate node, obstacle) pair, with 1 row
@@ -81,6 +82,15 @@ pub struct ContactSet {
     pub tri_origin: Vec<[Vector3<f64>; 3]>,
     /// Linear algebra of the solve and of the adjoint (`[contact] solver`).
     pub solver: ContactSolver,
+}
+
+/// The state a step starts from: time $t$, positions $x_t$ and velocities $v_t$
+/// (node-major, `3n`).
+#[derive(Clone, Copy, Debug)]
+pub struct StepStart<'a> {
+    pub t: f64,
+    pub x: &'a [f64],
+    pub v: &'a [f64],
 }
 
 /// With `[contact] solver = "auto"`, steps with at most this many contact rows (candidates,
@@ -154,21 +164,19 @@ impl ContactSet {
         }
     }
 
-    /// Candidates and frozen frames of the step from $t$ to $t+h$ (spec §6.2 step 3). Each node
+    /// Candidates and frozen frames of the step from `start` ($t$) to $t+h$ (spec §6.2 step 3). Each node
     /// is a candidate of at most one obstacle, the nearest.
     /// `nodes`: boundary nodes without prescribed DoFs. A node is a candidate of obstacle
     /// $o$ when $\phi_o(x_{t,i})\le$ margin $+2h\|v_{t,i}\|+h^2\|g\|$ (distance at the end-of-step pose).
-    #[allow(clippy::too_many_arguments)]
     pub fn build(
         model: &Model,
         obstacles: &[Obstacle],
         nodes: &[usize],
         kappa: &[f64],
         margin: f64,
-        t_start: f64,
-        x_t: &[f64],
-        v_t: &[f64],
+        start: &StepStart,
     ) -> ContactSet {
+        let (t_start, x_t, v_t) = (start.t, start.x, start.v);
         let h = model.h;
         let t_end = t_start + h;
         let g = Vector3::from(model.gravity).norm();
@@ -324,159 +332,6 @@ impl Delassus {
     }
 }
 
-/// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus"), dense.
-///
-/// Axis-decoupled solver ($A=\hat A\otimes I_3$, the PD matrix): one homogeneous solve per
-/// distinct candidate node gives $\hat A_d^{-1}e_i$ for the three axes at once; a row with
-/// direction $a$ at node $i$ has the column $X_r[3k+d]=a_d(\hat A_d^{-1}e_i)_k$.
-/// Axis-coupled solver ([`LinearSolver::axis_coupled`], a Newton Hessian $H$): three solves
-/// per node, $c_{i,e}=H^{-1}e_{3i+e}$, and $X_r=\sum_e a_e\,c_{i,e}$.
-/// In both cases $W_{rs}=\sum_{(i,\gamma)\in r}\sum_{(k,\eta)\in s}\gamma\eta\,a_r^T(H^{-1})_{ik}a_s$
-/// over the row terms (node, coefficient) of [`ContactSet::row_terms`].
-pub struct DenseDelassus {
-    /// Column index (into `col_nodes`) of every row.
-    row_col: Vec<usize>,
-    /// Distinct nodes and their solved spikes (node-major, `3n`): one per node
-    /// (decoupled) or three, `cols[3c+e]` (coupled).
-    col_nodes: Vec<usize>,
-    cols: Vec<Vec<f64>>,
-    coupled: bool,
-    pub w: DMatrix<f64>,
-}
-
-impl DenseDelassus {
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> DenseDelassus {
-        let n = solver.num_nodes();
-        let m = set.nrows();
-        let coupled = solver.axis_coupled();
-        let mut col_nodes: Vec<usize> = (0..m)
-            .flat_map(|r| set.row_terms(r))
-            .filter(|(_, c)| *c != 0.0)
-            .map(|(i, _)| i)
-            .collect();
-        col_nodes.sort_unstable();
-        col_nodes.dedup();
-        let col_of = |i: usize| -> usize {
-            col_nodes
-                .binary_search(&i)
-                .expect("row node is a column node")
-        };
-        let row_col: Vec<usize> = set.row_node.iter().map(|&i| col_of(i)).collect();
-        // right-hand sides: (node, axes set to 1)
-        let spikes: Vec<(usize, [bool; 3])> = if coupled {
-            col_nodes
-                .iter()
-                .flat_map(|&i| (0..3).map(move |e| (i, [e == 0, e == 1, e == 2])))
-                .collect()
-        } else {
-            col_nodes.iter().map(|&i| (i, [true; 3])).collect()
-        };
-        let cols: Vec<Vec<f64>> = spikes
-            .par_iter()
-            .map(|&(i, axes)| {
-                let mut q = vec![0.0; 3 * n];
-                for d in 0..3 {
-                    if axes[d] {
-                        q[3 * i + d] = 1.0;
-                    }
-                }
-                let mut z = vec![0.0; 3 * n];
-                solver.solve_homogeneous(&q, &mut z);
-                z
-            })
-            .collect();
-        // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc]); decoupled
-        // solvers are only asked for d == e (the other entries are zero)
-        let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {
-            if coupled {
-                cols[3 * kc + e][3 * i + d]
-            } else {
-                cols[kc][3 * i + d]
-            }
-        };
-        // terms of every row as (node, column, coefficient)
-        let rt: Vec<Vec<(usize, usize, f64)>> = (0..m)
-            .map(|r| {
-                set.row_terms(r)
-                    .iter()
-                    .filter(|(_, c)| *c != 0.0)
-                    .map(|&(i, c)| (i, col_of(i), c))
-                    .collect()
-            })
-            .collect();
-        let mut w = DMatrix::zeros(m, m);
-        for r in 0..m {
-            let ar = &set.row_dir[r];
-            for s in r..m {
-                let as_ = &set.row_dir[s];
-                let mut v = 0.0;
-                for &(ir, _, cr) in &rt[r] {
-                    for &(_, cs_col, cs) in &rt[s] {
-                        let mut t = 0.0;
-                        for d in 0..3 {
-                            let es = if coupled { 0..3 } else { d..d + 1 };
-                            for e in es {
-                                t += ar[d] * as_[e] * hinv(ir, d, cs_col, e);
-                            }
-                        }
-                        v += cr * cs * t;
-                    }
-                }
-                w[(r, s)] = v;
-                w[(s, r)] = v;
-            }
-        }
-        DenseDelassus {
-            row_col,
-            col_nodes,
-            cols,
-            coupled,
-            w,
-        }
-    }
-
-    /// `out += X lambda` $=A^{-1}J^T\lambda$.
-    pub fn add_x(&self, set: &ContactSet, lambda: &[f64], out: &mut [f64]) {
-        let mut f = vec![Vector3::zeros(); self.col_nodes.len()];
-        for r in 0..set.nrows() {
-            if set.row_tri[r].is_none() {
-                f[self.row_col[r]] += set.row_dir[r] * lambda[r];
-                continue;
-            }
-            for (i, c) in set.row_terms(r) {
-                if c != 0.0 {
-                    let k = self
-                        .col_nodes
-                        .binary_search(&i)
-                        .expect("row node is a column node");
-                    f[k] += set.row_dir[r] * (c * lambda[r]);
-                }
-            }
-        }
-        for (c, fc) in f.iter().enumerate() {
-            if fc.norm_squared() == 0.0 {
-                continue;
-            }
-            if self.coupled {
-                for e in 0..3 {
-                    if fc[e] == 0.0 {
-                        continue;
-                    }
-                    let col = &self.cols[3 * c + e];
-                    for (o, v) in out.iter_mut().zip(col) {
-                        *o += fc[e] * v;
-                    }
-                }
-            } else {
-                let col = &self.cols[c];
-                for (k, o) in out.iter_mut().enumerate() {
-                    *o += fc[k % 3] * col[k];
-                }
-            }
-        }
-    }
-}
-
 /// Settings of the per-iteration contact solve.
 #[derive(Clone, Copy, Debug)]
 pub struct SolveSettings {
@@ -508,9 +363,6 @@ pub struct SolveInfo {
     pub timed_out: bool,
 }
 
-/// A Newton trial: (‖Φ‖², λ, δ, Φ).
-type Trial = (f64, DVector<f64>, Vec<f64>, Vec<f64>);
-
 /// LU factor of the last Newton matrix, reused for chord steps while the set of coupled
 /// rows does not change (within one time step).
 pub struct NewtonCache {
@@ -540,13 +392,12 @@ pub const REGULARIZATION: f64 = 1e-10;
 pub const DECOUPLED: f64 = 1e-10;
 
 /// Solve $\Phi(\delta_0+W\lambda,\lambda)=0$ for $\lambda$ (in/out, warm start), where
-/// $\delta_0=Ju-d$ (spec Eqs. 36–37 iterated to $\|\Phi\|_\infty\le$ `tol`, at least one step
-/// unless already within `s.tolerance`). Semismooth Newton on
+/// $\delta_0=Ju-d$ (spec Eqs. 36–37 iterated to $\|\Phi\|_\infty\le$ `s.tolerance`, at least
+/// one step unless already within it). Semismooth Newton on
 /// $(DW+E)\Delta\lambda=-\Phi$ with Armijo backtracking on $\tfrac12\|\Phi\|^2$. Contacts with
 /// $D_j\approx0$ (separated) are eliminated exactly: $\Delta\lambda_j=-E_j^{-1}\Phi_j$, and only
 /// the coupled contacts enter the dense LU. The matrix-free form: [`iterative::solve`]
 /// (`cache` unused).
-#[allow(clippy::too_many_arguments)]
 pub fn solve(
     set: &ContactSet,
     del: &Delassus,
@@ -554,195 +405,12 @@ pub fn solve(
     u: &[f64],
     lambda: &mut [f64],
     s: &SolveSettings,
-    tol: f64,
     cache: &mut Option<NewtonCache>,
 ) -> SolveInfo {
     match del {
-        Delassus::Dense(d) => solve_dense(set, d, u, lambda, s, tol, cache),
-        Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, tol),
+        Delassus::Dense(d) => dense::solve(set, d, u, lambda, s, s.tolerance, cache),
+        Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, s.tolerance),
     }
-}
-
-fn solve_dense(
-    set: &ContactSet,
-    del: &DenseDelassus,
-    u: &[f64],
-    lambda: &mut [f64],
-    s: &SolveSettings,
-    tol: f64,
-    cache: &mut Option<NewtonCache>,
-) -> SolveInfo {
-    let m = set.nrows();
-    let d0 = DVector::from_vec(set.delta(u));
-    let mut lam = DVector::from_column_slice(lambda);
-    let delta_of = |l: &DVector<f64>| -> Vec<f64> { (&d0 + &del.w * l).as_slice().to_vec() };
-    let mut delta = delta_of(&lam);
-    let mut f = residual(set, &delta, lam.as_slice(), &s.fb);
-    let mut fn2 = f.iter().map(|v| v * v).sum::<f64>();
-    let mut info = SolveInfo::default();
-    let t0 = std::time::Instant::now();
-    // at least one Newton step unless already within the strict tolerance
-    while info.iterations < s.max_newton
-        && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
-    {
-        if s.out_of_time(t0) {
-            info.timed_out = true;
-            break;
-        }
-        let locals = set.locals(&delta, lam.as_slice(), &s.fb);
-        let mut step = vec![0.0; m];
-        // decoupled contacts first
-        let mut coupled: Vec<usize> = Vec::new();
-        for (j, l) in locals.iter().enumerate() {
-            let rows = set.rows(j);
-            let nr = rows.len();
-            let dmax = (0..nr)
-                .flat_map(|a| (0..nr).map(move |b| (a, b)))
-                .fold(0.0f64, |mx, (a, b)| mx.max(l.d[(a, b)].abs()));
-            if dmax > DECOUPLED {
-                coupled.extend(rows);
-                continue;
-            }
-            let e = l.e.view((0, 0), (nr, nr)).clone_owned();
-            let rhs = -l.phi.rows(0, nr).clone_owned();
-            if let Some(x) = e.lu().solve(&rhs) {
-                for (a, r) in rows.enumerate() {
-                    step[r] = x[a];
-                }
-            } else {
-                coupled.extend(rows);
-            }
-        }
-        let mut ok = true;
-        let mut chord_accepted: Option<Trial> = None;
-        if !coupled.is_empty() {
-            let mut pos = vec![usize::MAX; m];
-            for (k, &r) in coupled.iter().enumerate() {
-                pos[r] = k;
-            }
-            // W times the decoupled part of the step, for the coupled rows' right-hand side
-            let wd = &del.w * DVector::from_column_slice(&step);
-            let na = coupled.len();
-            let mut rhs = vec![0.0; na];
-            for (j, l) in locals.iter().enumerate() {
-                let rows = set.rows(j);
-                let r0 = rows.start;
-                if pos[r0] == usize::MAX {
-                    continue;
-                }
-                for a in 0..rows.len() {
-                    let cpl: f64 = (0..rows.len()).map(|b| l.d[(a, b)] * wd[r0 + b]).sum();
-                    rhs[pos[r0 + a]] = -f[r0 + a] - cpl;
-                }
-            }
-            // Chord step with the factor of an earlier Jacobian (same coupled set), accepted
-            // when it cuts the residual norm by half; otherwise a fresh Newton step.
-            if let Some(c) = cache.as_ref().filter(|c| c.coupled == coupled) {
-                use faer::linalg::solvers::Solve;
-                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
-                c.lu.solve_in_place(x.as_mut());
-                let mut st = step.clone();
-                for (k, &r) in coupled.iter().enumerate() {
-                    st[r] = x[(k, 0)];
-                }
-                let trial = &lam + DVector::from_vec(st);
-                let dt = delta_of(&trial);
-                let ft = residual(set, &dt, trial.as_slice(), &s.fb);
-                let n2 = ft.iter().map(|v| v * v).sum::<f64>();
-                if n2.is_finite() && n2 <= 0.25 * fn2 {
-                    chord_accepted = Some((n2, trial, dt, ft));
-                }
-            }
-            if chord_accepted.is_none() {
-                let mut jac = faer::Mat::<f64>::zeros(na, na);
-                for (j, l) in locals.iter().enumerate() {
-                    let rows = set.rows(j);
-                    let r0 = rows.start;
-                    if pos[r0] == usize::MAX {
-                        continue;
-                    }
-                    let nr = rows.len();
-                    for a in 0..nr {
-                        let ka = pos[r0 + a];
-                        for (kc, &c) in coupled.iter().enumerate() {
-                            let mut v = 0.0;
-                            for b in 0..nr {
-                                v += l.d[(a, b)] * del.w[(r0 + b, c)];
-                            }
-                            jac[(ka, kc)] = v;
-                        }
-                        for b in 0..nr {
-                            jac[(ka, pos[r0 + b])] += l.e[(a, b)];
-                        }
-                    }
-                }
-                use faer::linalg::solvers::Solve;
-                // Levenberg–Marquardt-type shift of the step only (the residual is exact):
-                // keeps the step bounded when constraints are redundant (a node touching two
-                // obstacles whose rows are linearly dependent), negligible otherwise.
-                let shift = REGULARIZATION * (0..na).fold(0.0f64, |m, k| m.max(jac[(k, k)].abs()));
-                for k in 0..na {
-                    jac[(k, k)] += shift;
-                }
-                let lu = jac.partial_piv_lu();
-                info.factorizations += 1;
-                let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
-                lu.solve_in_place(x.as_mut());
-                if (0..na).all(|i| x[(i, 0)].is_finite()) {
-                    for (k, &r) in coupled.iter().enumerate() {
-                        step[r] = x[(k, 0)];
-                    }
-                    *cache = Some(NewtonCache {
-                        coupled: coupled.clone(),
-                        lu,
-                    });
-                } else {
-                    ok = false;
-                }
-            }
-        }
-        if !ok {
-            break;
-        }
-        if let Some((n2, trial, dt, ft)) = chord_accepted {
-            info.iterations += 1;
-            lam = trial;
-            delta = dt;
-            f = ft;
-            fn2 = n2;
-            continue;
-        }
-        let step = DVector::from_vec(step);
-        // Armijo backtracking on 1/2 |Phi|^2 (Newton direction: slope -|Phi|^2).
-        let mut alpha = 1.0;
-        let mut best: Option<Trial> = None;
-        for _ in 0..30 {
-            let trial = &lam + &step * alpha;
-            let dt = delta_of(&trial);
-            let ft = residual(set, &dt, trial.as_slice(), &s.fb);
-            let n2 = ft.iter().map(|v| v * v).sum::<f64>();
-            let better = best.as_ref().map(|b| n2 < b.0).unwrap_or(true);
-            if better {
-                best = Some((n2, trial, dt, ft));
-            }
-            if n2 <= (1.0 - 2e-4 * alpha) * fn2 {
-                break;
-            }
-            alpha *= 0.5;
-        }
-        let (n2, trial, dt, ft) = best.expect("at least one trial");
-        info.iterations += 1;
-        if n2.partial_cmp(&fn2) != Some(std::cmp::Ordering::Less) {
-            break;
-        }
-        lam = trial;
-        delta = dt;
-        f = ft;
-        fn2 = n2;
-    }
-    info.residual = inf_norm(&f);
-    lambda.copy_from_slice(lam.as_slice());
-    info
 }
 
 /// Contact state of one contact at the end of a step.

@@ -14,6 +14,7 @@
 //! $H=\partial n/\partial x$ of curved obstacles is taken by central differences of $n$.
 
 use super::obstacle::Obstacle;
+use super::StepStart;
 use crate::model::Model;
 use crate::model::PenaltySettings;
 use nalgebra::{Matrix3, Vector3};
@@ -102,16 +103,15 @@ pub fn node_force(
     })
 }
 
-/// Add the penalty forces at the step start to `f` (node-major); returns
+/// Add the penalty forces at the step start `start` to `f` (node-major); returns
 /// (pairs in contact, largest penetration).
 pub fn add_forces(
     model: &Model,
     nodes: &[usize],
-    t: f64,
-    x_t: &[f64],
-    v_t: &[f64],
+    start: &StepStart,
     f: &mut [f64],
 ) -> (usize, f64) {
+    let (t, x_t, v_t) = (start.t, start.x, start.v);
     let s = &model.contact.penalty;
     let mut count = 0;
     let mut worst: f64 = 0.0;
@@ -130,20 +130,18 @@ pub fn add_forces(
     (count, worst)
 }
 
-/// Gradient contributions of the penalty forces of the step starting at `t` from the
+/// Gradient contributions of the penalty forces of the step from `start` ($t$) from the
 /// adjoint `z`: $(d\mathcal L/dx_t,\ d\mathcal L/dv_t)$ additions, and per obstacle
 /// $d\mathcal L/d\mu_o$, $d\mathcal L/d\tau_o$ (added to `dmu`, `dtau`).
-#[allow(clippy::too_many_arguments)]
 pub fn gradients(
     model: &Model,
     nodes: &[usize],
-    t: f64,
-    x_t: &[f64],
-    v_t: &[f64],
+    start: &StepStart,
     z: &[f64],
     dmu: &mut [f64],
     dtau: &mut [[f64; 3]],
 ) -> (Vec<f64>, Vec<f64>) {
+    let (t, x_t, v_t) = (start.t, start.x, start.v);
     let s = &model.contact.penalty;
     let n3 = x_t.len();
     let (mut gx, mut gv) = (vec![0.0; n3], vec![0.0; n3]);

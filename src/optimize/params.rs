@@ -95,99 +95,16 @@ fn is_positive(k: ParamKind) -> bool {
 }
 
 /// Resolve and expand the declared parameters (vector kinds without `component` become
-/// three). Errors name the `parameter[i]` key.
+/// three, muscle activations without `knot` one per knot). Errors name the `parameter[i]`
+/// key.
 pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String, String)> {
     let mut out = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let key = format!("parameter[{i}]");
-        if s.body >= model.bodies.len() {
-            return Err((
-                format!("{key}.body"),
-                format!(
-                    "body {} does not exist (scene has {})",
-                    s.body,
-                    model.bodies.len()
-                ),
-            ));
-        }
-        let body = &model.bodies[s.body];
-        let elements = if s.kind == ParamKind::YoungsModulus {
-            match s.region {
-                Some(r) => body.regions.get(r).cloned().ok_or((
-                    format!("{key}.region"),
-                    format!(
-                        "region {r} does not exist (body has {})",
-                        body.regions.len()
-                    ),
-                ))?,
-                None => body.elements.clone().collect(),
-            }
-        } else {
-            if s.region.is_some() {
-                return Err((
-                    format!("{key}.region"),
-                    "only `youngs_modulus` takes a region".into(),
-                ));
-            }
-            vec![]
-        };
-        let force = if s.kind == ParamKind::ForceScale {
-            let local = s.force.unwrap_or(0);
-            let globals: Vec<usize> = (0..model.forces.len())
-                .filter(|&g| model.forces[g].body == s.body)
-                .collect();
-            *globals.get(local).ok_or((
-                format!("{key}.force"),
-                format!("force {local} does not exist on body {}", s.body),
-            ))?
-        } else {
-            0
-        };
-        let muscle = if s.kind == ParamKind::MuscleActivation {
-            let local = s.muscle.unwrap_or(0);
-            let globals: Vec<usize> = (0..model.muscles.len())
-                .filter(|&g| model.muscles[g].body == s.body)
-                .collect();
-            *globals.get(local).ok_or((
-                format!("{key}.muscle"),
-                format!("muscle group {local} does not exist on body {}", s.body),
-            ))?
-        } else {
-            if s.muscle.is_some() {
-                return Err((
-                    format!("{key}.muscle"),
-                    "only `muscle_activation` takes a muscle group".into(),
-                ));
-            }
-            0
-        };
-        let obstacle = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
-            let o = s.obstacle.ok_or((
-                format!("{key}.obstacle"),
-                format!(
-                    "`{}` needs `obstacle` (an [[obstacle]] index)",
-                    kind_name(s.kind)
-                ),
-            ))?;
-            if o >= model.obstacles.len() {
-                return Err((
-                    format!("{key}.obstacle"),
-                    format!(
-                        "obstacle {o} does not exist (scene has {})",
-                        model.obstacles.len()
-                    ),
-                ));
-            }
-            o
-        } else {
-            if s.obstacle.is_some() {
-                return Err((
-                    format!("{key}.obstacle"),
-                    "only `friction` and `obstacle_offset` take an obstacle".into(),
-                ));
-            }
-            0
-        };
+        let elements = resolve_elements(s, &key, model)?;
+        let force = resolve_force(s, &key, model)?;
+        let muscle = resolve_muscle(s, &key, model)?;
+        let obstacle = resolve_obstacle(s, &key, model)?;
         if s.log && !is_positive(s.kind) {
             return Err((
                 format!("{key}.log"),
@@ -202,103 +119,19 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
                 return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
             }
         }
-        let attachment = if matches!(
-            s.kind,
-            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset
-        ) {
-            let local = s.attachment.unwrap_or(0);
-            match model
-                .attachments
-                .iter()
-                .position(|g| g.body == s.body && g.index == local)
-            {
-                Some(g) => g,
-                None => {
-                    return Err((
-                        format!("{key}.attachment"),
-                        format!(
-                            "body {} has no compliant attachment {local} (a `[[body.attachment]]` with compliance > 0; hard ones are Dirichlet groups)",
-                            s.body
-                        ),
-                    ))
-                }
-            }
-        } else {
-            if s.attachment.is_some() {
-                return Err((
-                    format!("{key}.attachment"),
-                    "only `attachment_stiffness` and `attachment_offset` take an attachment".into(),
-                ));
-            }
-            0
-        };
-        let knots: Vec<usize> = if s.kind == ParamKind::MuscleActivation {
-            let nk = model.muscles[muscle].knots.len();
-            match s.knot {
-                Some(k) if k < nk => vec![k],
-                Some(k) => {
-                    return Err((
-                        format!("{key}.knot"),
-                        format!("knot {k} does not exist (the muscle group has {nk})"),
-                    ))
-                }
-                None => (0..nk).collect(),
-            }
-        } else {
-            if s.knot.is_some() {
-                return Err((
-                    format!("{key}.knot"),
-                    "only `muscle_activation` takes a knot".into(),
-                ));
-            }
-            vec![0]
-        };
+        let attachment = resolve_attachment(s, &key, model)?;
+        let knots = resolve_knots(s, &key, model, muscle)?;
         let nknots = if s.kind == ParamKind::MuscleActivation {
             model.muscles[muscle].knots.len()
         } else {
             1
         };
-        let comps: Vec<usize> = if is_vector(s.kind) {
-            match s.component {
-                Some(c) if c < 3 => vec![c],
-                Some(c) => {
-                    return Err((
-                        format!("{key}.component"),
-                        format!("expected 0, 1 or 2, got {c}"),
-                    ))
-                }
-                None => vec![0, 1, 2],
-            }
-        } else {
-            vec![0]
-        };
+        let comps = components(s, &key)?;
         for (c, knot) in comps
             .iter()
             .flat_map(|&c| knots.iter().map(move |&k| (c, k)))
         {
-            let mut name = s.name.clone().unwrap_or_else(|| {
-                let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
-                    obstacle.to_string()
-                } else if s.kind == ParamKind::BodyFriction {
-                    "bodies".to_string()
-                } else {
-                    s.body.to_string()
-                };
-                let mut n = format!("{}[{}]", kind_name(s.kind), owner);
-                if let Some(a) = s.attachment {
-                    n.push_str(&format!(".attachment{a}"));
-                }
-                if let Some(r) = s.region {
-                    n.push_str(&format!(".region{r}"));
-                }
-                if s.kind == ParamKind::ForceScale {
-                    n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
-                }
-                if s.kind == ParamKind::MuscleActivation {
-                    n.push_str(&format!(".muscle{}", s.muscle.unwrap_or(0)));
-                }
-                n
-            });
+            let mut name = s.name.clone().unwrap_or_else(|| default_name(s, obstacle));
             if is_vector(s.kind) {
                 name.push_str(&format!(".{}", ["x", "y", "z"][c]));
             }
@@ -347,6 +180,227 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         }
     }
     Ok(out)
+}
+
+/// The elements of a `youngs_modulus` parameter (its region's, or the whole body's); none
+/// for other kinds. Checks the body index.
+fn resolve_elements(
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+) -> Result<Vec<usize>, (String, String)> {
+    if s.body >= model.bodies.len() {
+        return Err((
+            format!("{key}.body"),
+            format!(
+                "body {} does not exist (scene has {})",
+                s.body,
+                model.bodies.len()
+            ),
+        ));
+    }
+    let body = &model.bodies[s.body];
+    Ok(if s.kind == ParamKind::YoungsModulus {
+        match s.region {
+            Some(r) => body.regions.get(r).cloned().ok_or((
+                format!("{key}.region"),
+                format!(
+                    "region {r} does not exist (body has {})",
+                    body.regions.len()
+                ),
+            ))?,
+            None => body.elements.clone().collect(),
+        }
+    } else {
+        if s.region.is_some() {
+            return Err((
+                format!("{key}.region"),
+                "only `youngs_modulus` takes a region".into(),
+            ));
+        }
+        vec![]
+    })
+}
+
+/// The global force group of a `force_scale` parameter (the body's `force`-th).
+fn resolve_force(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
+    Ok(if s.kind == ParamKind::ForceScale {
+        let local = s.force.unwrap_or(0);
+        let globals: Vec<usize> = (0..model.forces.len())
+            .filter(|&g| model.forces[g].body == s.body)
+            .collect();
+        *globals.get(local).ok_or((
+            format!("{key}.force"),
+            format!("force {local} does not exist on body {}", s.body),
+        ))?
+    } else {
+        0
+    })
+}
+
+/// The global muscle group of a `muscle_activation` parameter (the body's `muscle`-th).
+fn resolve_muscle(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
+    Ok(if s.kind == ParamKind::MuscleActivation {
+        let local = s.muscle.unwrap_or(0);
+        let globals: Vec<usize> = (0..model.muscles.len())
+            .filter(|&g| model.muscles[g].body == s.body)
+            .collect();
+        *globals.get(local).ok_or((
+            format!("{key}.muscle"),
+            format!("muscle group {local} does not exist on body {}", s.body),
+        ))?
+    } else {
+        if s.muscle.is_some() {
+            return Err((
+                format!("{key}.muscle"),
+                "only `muscle_activation` takes a muscle group".into(),
+            ));
+        }
+        0
+    })
+}
+
+/// The obstacle of a `friction` or `obstacle_offset` parameter.
+fn resolve_obstacle(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
+    Ok(
+        if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
+            let o = s.obstacle.ok_or((
+                format!("{key}.obstacle"),
+                format!(
+                    "`{}` needs `obstacle` (an [[obstacle]] index)",
+                    kind_name(s.kind)
+                ),
+            ))?;
+            if o >= model.obstacles.len() {
+                return Err((
+                    format!("{key}.obstacle"),
+                    format!(
+                        "obstacle {o} does not exist (scene has {})",
+                        model.obstacles.len()
+                    ),
+                ));
+            }
+            o
+        } else {
+            if s.obstacle.is_some() {
+                return Err((
+                    format!("{key}.obstacle"),
+                    "only `friction` and `obstacle_offset` take an obstacle".into(),
+                ));
+            }
+            0
+        },
+    )
+}
+
+/// The global compliant attachment group of an `attachment_*` parameter.
+fn resolve_attachment(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
+    Ok(
+        if matches!(
+            s.kind,
+            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset
+        ) {
+            let local = s.attachment.unwrap_or(0);
+            match model
+            .attachments
+            .iter()
+            .position(|g| g.body == s.body && g.index == local)
+        {
+            Some(g) => g,
+            None => {
+                return Err((
+                    format!("{key}.attachment"),
+                    format!(
+                        "body {} has no compliant attachment {local} (a `[[body.attachment]]` with compliance > 0; hard ones are Dirichlet groups)",
+                        s.body
+                    ),
+                ))
+            }
+        }
+        } else {
+            if s.attachment.is_some() {
+                return Err((
+                    format!("{key}.attachment"),
+                    "only `attachment_stiffness` and `attachment_offset` take an attachment".into(),
+                ));
+            }
+            0
+        },
+    )
+}
+
+/// The knots of a `muscle_activation` parameter (`knot`, or all of the group's).
+fn resolve_knots(
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+    muscle: usize,
+) -> Result<Vec<usize>, (String, String)> {
+    Ok(if s.kind == ParamKind::MuscleActivation {
+        let nk = model.muscles[muscle].knots.len();
+        match s.knot {
+            Some(k) if k < nk => vec![k],
+            Some(k) => {
+                return Err((
+                    format!("{key}.knot"),
+                    format!("knot {k} does not exist (the muscle group has {nk})"),
+                ))
+            }
+            None => (0..nk).collect(),
+        }
+    } else {
+        if s.knot.is_some() {
+            return Err((
+                format!("{key}.knot"),
+                "only `muscle_activation` takes a knot".into(),
+            ));
+        }
+        vec![0]
+    })
+}
+
+/// The components of a vector parameter (`component`, or all three).
+fn components(s: &ParamSpec, key: &str) -> Result<Vec<usize>, (String, String)> {
+    Ok(if is_vector(s.kind) {
+        match s.component {
+            Some(c) if c < 3 => vec![c],
+            Some(c) => {
+                return Err((
+                    format!("{key}.component"),
+                    format!("expected 0, 1 or 2, got {c}"),
+                ))
+            }
+            None => vec![0, 1, 2],
+        }
+    } else {
+        vec![0]
+    })
+}
+
+/// Default parameter name: `kind[owner]` with the attachment, region, force group and
+/// muscle group it refers to.
+fn default_name(s: &ParamSpec, obstacle: usize) -> String {
+    let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
+        obstacle.to_string()
+    } else if s.kind == ParamKind::BodyFriction {
+        "bodies".to_string()
+    } else {
+        s.body.to_string()
+    };
+    let mut n = format!("{}[{}]", kind_name(s.kind), owner);
+    if let Some(a) = s.attachment {
+        n.push_str(&format!(".attachment{a}"));
+    }
+    if let Some(r) = s.region {
+        n.push_str(&format!(".region{r}"));
+    }
+    if s.kind == ParamKind::ForceScale {
+        n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
+    }
+    if s.kind == ParamKind::MuscleActivation {
+        n.push_str(&format!(".muscle{}", s.muscle.unwrap_or(0)));
+    }
+    n
 }
 
 /// Checks of the `optimize` keys of `parameter[i]` for one component.

@@ -385,28 +385,7 @@ fn chamfer_term(
     if !(weight.is_finite()) {
         return Err(setup(&format!("{key}.weight"), "expected a finite number"));
     }
-    let bodies: Vec<usize> = match body {
-        Some(b) if b >= base.bodies.len() => {
-            return Err(setup(
-                &format!("{key}.body"),
-                format!("body {b} does not exist (scene has {})", base.bodies.len()),
-            ))
-        }
-        Some(b) => vec![b],
-        None => (0..base.bodies.len()).collect(),
-    };
-    let mut nodes: Vec<usize> = bodies
-        .iter()
-        .flat_map(|&b| base.bodies[b].surface.iter().flatten().copied())
-        .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    if nodes.is_empty() {
-        return Err(setup(
-            &format!("{key}.body"),
-            "the body has no boundary surface",
-        ));
-    }
+    let nodes = chamfer_nodes(base, body, key)?;
     let frames = base.frames;
     let read = |path: &std::path::Path, k: &str| -> Result<Arc<KdTree>, ProblemError> {
         let pts = crate::mesh::points::read_points(path).map_err(|e| setup(k, e.to_string()))?;
@@ -432,38 +411,7 @@ fn chamfer_term(
     if let Some(dir) = capture_dir {
         let dk = format!("{key}.capture_dir");
         let path = ls.resolve(dir);
-        let entries = std::fs::read_dir(&path).map_err(|e| {
-            setup(
-                &dk,
-                format!("{}: cannot read the folder: {e}", path.display()),
-            )
-        })?;
-        let mut found = Vec::new();
-        for e in entries {
-            let e = e.map_err(|e| setup(&dk, format!("{}: {e}", path.display())))?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name
-                .strip_suffix(".ply")
-                .or_else(|| name.strip_suffix(".obj"))
-                .and_then(|s| s.strip_prefix("frame_"))
-            else {
-                continue;
-            };
-            let Ok(frame) = stem.parse::<usize>() else {
-                continue;
-            };
-            if frame == 0 || frame > frames {
-                return Err(setup(
-                    &dk,
-                    format!(
-                        "{}: frame {frame} is outside the simulated frames 1..={frames}",
-                        e.path().display()
-                    ),
-                ));
-            }
-            found.push((frame, e.path()));
-        }
-        found.sort();
+        let found = capture_files(&path, &dk, frames)?;
         if found.is_empty() {
             return Err(setup(
                 &dk,
@@ -493,6 +441,75 @@ fn chamfer_term(
         captures: out,
         mean: reduction == crate::scene::ChamferReduction::Mean,
     })
+}
+
+/// The boundary nodes of a chamfer term: of body `body`, or of every body (sorted, unique).
+fn chamfer_nodes(base: &Model, body: Option<usize>, key: &str) -> Result<Vec<usize>, ProblemError> {
+    let bodies: Vec<usize> = match body {
+        Some(b) if b >= base.bodies.len() => {
+            return Err(setup(
+                &format!("{key}.body"),
+                format!("body {b} does not exist (scene has {})", base.bodies.len()),
+            ))
+        }
+        Some(b) => vec![b],
+        None => (0..base.bodies.len()).collect(),
+    };
+    let mut nodes: Vec<usize> = bodies
+        .iter()
+        .flat_map(|&b| base.bodies[b].surface.iter().flatten().copied())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return Err(setup(
+            &format!("{key}.body"),
+            "the body has no boundary surface",
+        ));
+    }
+    Ok(nodes)
+}
+
+/// The `frame_NNNNN.ply` / `frame_NNNNN.obj` files of a chamfer term's `capture_dir` (`dk`)
+/// with their frame numbers, sorted; every frame within `1..=frames`.
+fn capture_files(
+    path: &std::path::Path,
+    dk: &str,
+    frames: usize,
+) -> Result<Vec<(usize, std::path::PathBuf)>, ProblemError> {
+    let entries = std::fs::read_dir(path).map_err(|e| {
+        setup(
+            dk,
+            format!("{}: cannot read the folder: {e}", path.display()),
+        )
+    })?;
+    let mut found = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| setup(dk, format!("{}: {e}", path.display())))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name
+            .strip_suffix(".ply")
+            .or_else(|| name.strip_suffix(".obj"))
+            .and_then(|s| s.strip_prefix("frame_"))
+        else {
+            continue;
+        };
+        let Ok(frame) = stem.parse::<usize>() else {
+            continue;
+        };
+        if frame == 0 || frame > frames {
+            return Err(setup(
+                dk,
+                format!(
+                    "{}: frame {frame} is outside the simulated frames 1..={frames}",
+                    e.path().display()
+                ),
+            ));
+        }
+        found.push((frame, e.path()));
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// Tracking term from `frame_NNNNN.ply` files written by `simulate`.

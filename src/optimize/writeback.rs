@@ -167,7 +167,9 @@ fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
     Some(new)
 }
 
-/// Rewrite `root` in place; `append_e`: express E factors as appended regions.
+/// Rewrite `root` in place; `append_e`: express E factors as appended regions. One writer per
+/// parameter class (see the module table); `--set` equivalents go to `sets`, what cannot be
+/// written to `notes`.
 fn rewrite(
     root: &mut Table,
     problem: &Problem,
@@ -200,72 +202,13 @@ fn rewrite(
                 table(body_mut(root, b), "damping").insert(key.into(), Value::Float(v));
                 sets.push(format!("body.{b}.damping.{key}={v:e}"));
             }
-            ParamKind::InitialTranslation => {
-                let t = table(body_mut(root, b), "initial");
-                set3(t, "translation", c, |_| v);
-                sets.push(vector_set(
-                    &format!("body.{b}.initial.translation"),
-                    t,
-                    "translation",
-                ));
-            }
-            ParamKind::InitialRotation => {
-                let d = v.to_degrees();
-                let t = table(body_mut(root, b), "initial");
-                set3(t, "rotation_deg", c, |_| d);
-                sets.push(vector_set(
-                    &format!("body.{b}.initial.rotation_deg"),
-                    t,
-                    "rotation_deg",
-                ));
-            }
-            ParamKind::InitialVelocity => {
-                let t = table(body_mut(root, b), "initial");
-                set3(t, "velocity", c, |o| o + v);
-                sets.push(vector_set(
-                    &format!("body.{b}.initial.velocity"),
-                    t,
-                    "velocity",
-                ));
-            }
-            ParamKind::Gravity => {
-                let sim = root
-                    .entry("simulation".to_string())
-                    .or_insert_with(|| Value::Table(Table::new()))
-                    .as_table_mut()
-                    .expect("table");
-                if !sim.contains_key("gravity") {
-                    let g = problem.ls.scene.simulation.gravity;
-                    sim.insert(
-                        "gravity".into(),
-                        Value::Array(g.iter().map(|&x| Value::Float(x)).collect()),
-                    );
-                }
-                set3(sim, "gravity", c, |_| v);
-                sets.push(vector_set("simulation.gravity", sim, "gravity"));
-            }
+            ParamKind::InitialTranslation
+            | ParamKind::InitialRotation
+            | ParamKind::InitialVelocity => write_initial(root, p, v, sets),
+            ParamKind::Gravity => write_gravity(root, problem, c, v, sets),
             ParamKind::ForceScale => {
                 let j = specs[p.index].force.unwrap_or(0);
-                let body = body_mut(root, b).as_table_mut().expect("table");
-                let f = &mut body
-                    .get_mut("force")
-                    .and_then(|a| a.as_array_mut())
-                    .expect("force group exists")[j];
-                let ft = f.as_table_mut().expect("table");
-                if let Some(arr) = ft.get_mut("force").and_then(|a| a.as_array_mut()) {
-                    for x in arr.iter_mut() {
-                        *x = Value::Float(num(x).unwrap_or(0.0) * v);
-                    }
-                    let s: Vec<String> = arr
-                        .iter()
-                        .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
-                        .collect();
-                    sets.push(format!("body.{b}.force.{j}.force=[{}]", s.join(", ")));
-                } else if let Some(tw) = ft.get_mut("twist").and_then(|t| t.as_table_mut()) {
-                    if let Some(m) = scale_num(tw, "magnitude", v) {
-                        sets.push(format!("body.{b}.force.{j}.twist.magnitude={m:e}"));
-                    }
-                }
+                write_force_scale(body_mut(root, b), (b, j), v, sets);
             }
             ParamKind::Friction => {
                 let o = p.obstacle;
@@ -290,35 +233,7 @@ fn rewrite(
             }
             ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset => {
                 let j = specs[p.index].attachment.unwrap_or(0);
-                let at = body_mut(root, b)
-                    .get_mut("attachment")
-                    .and_then(|a| a.as_array_mut())
-                    .and_then(|a| a.get_mut(j))
-                    .and_then(|t| t.as_table_mut())
-                    .expect("the attachment exists");
-                if p.kind == ParamKind::AttachmentStiffness {
-                    at.insert("compliance".into(), Value::Float(1.0 / v));
-                    sets.push(format!("body.{b}.attachment.{j}.compliance={:e}", 1.0 / v));
-                } else {
-                    let rotates = at
-                        .get("motion")
-                        .and_then(|m| m.get("type"))
-                        .and_then(|t| t.as_str())
-                        == Some("rotate");
-                    if at.contains_key("target") && !rotates {
-                        set3(at, "target", c, |o| o + v);
-                        sets.push(vector_set(
-                            &format!("body.{b}.attachment.{j}.target"),
-                            at,
-                            "target",
-                        ));
-                    } else {
-                        notes.push(format!(
-                            "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
-                            p.name
-                        ));
-                    }
-                }
+                write_attachment(body_mut(root, b), (p, j), v, sets, notes);
             }
             ParamKind::ObstacleOffset => {
                 notes.push(format!(
@@ -328,24 +243,7 @@ fn rewrite(
             }
             ParamKind::MuscleActivation => {
                 let j = specs[p.index].muscle.unwrap_or(0);
-                let bt = body_mut(root, b).as_table_mut().expect("table");
-                let mt = bt
-                    .get_mut("muscle")
-                    .and_then(|a| a.as_array_mut())
-                    .expect("muscle group exists")[j]
-                    .as_table_mut()
-                    .expect("table");
-                let k = p.knot;
-                match mt.get_mut("activation").and_then(|a| a.as_array_mut()) {
-                    Some(arr) => {
-                        arr[k] = Value::Float(v);
-                        sets.push(format!("body.{b}.muscle.{j}.activation.{k}={v:e}"));
-                    }
-                    None => {
-                        mt.insert("activation".into(), Value::Float(v));
-                        sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
-                    }
-                }
+                write_activation(body_mut(root, b), (p, j), v, sets);
             }
             ParamKind::InitialStateDirection => notes.push(format!(
                 "{}: a seeded state direction has no scene key; not written",
@@ -356,63 +254,9 @@ fn rewrite(
                 let region = specs[p.index].region;
                 let bt = body_mut(root, b).as_table_mut().expect("table");
                 if append_e {
-                    let select = match region {
-                        Some(r) => bt["region"].as_array().expect("regions")[r]
-                            .as_table()
-                            .expect("table")["select"]
-                            .clone(),
-                        None => {
-                            let mut t = Table::new();
-                            t.insert("all".into(), Value::Boolean(true));
-                            Value::Table(t)
-                        }
-                    };
-                    let mut reg = Table::new();
-                    reg.insert(
-                        "name".into(),
-                        Value::String(format!("optimized factor of {}", p.name)),
-                    );
-                    reg.insert("select".into(), select);
-                    reg.insert("scale".into(), Value::Float(f));
-                    bt.entry("region".to_string())
-                        .or_insert_with(|| Value::Array(vec![]))
-                        .as_array_mut()
-                        .expect("regions")
-                        .push(Value::Table(reg));
-                    notes.push(format!(
-                        "{}: written as an appended [[body.region]] with scale = {f:e}",
-                        p.name
-                    ));
-                    continue;
-                }
-                match region {
-                    None => {
-                        let mat = bt
-                            .get_mut("material")
-                            .and_then(|m| m.as_table_mut())
-                            .expect("material");
-                        if let Some(e) = scale_num(mat, "youngs_modulus", f) {
-                            sets.push(format!("body.{b}.material.youngs_modulus={e:e}"));
-                        }
-                        if let Some(regs) = bt.get_mut("region").and_then(|r| r.as_array_mut()) {
-                            for (r, reg) in regs.iter_mut().enumerate() {
-                                let rt = reg.as_table_mut().expect("table");
-                                if let Some(e) = scale_num(rt, "youngs_modulus", f) {
-                                    sets.push(format!("body.{b}.region.{r}.youngs_modulus={e:e}"));
-                                }
-                            }
-                        }
-                    }
-                    Some(r) => {
-                        let rt = bt["region"].as_array_mut().expect("regions")[r]
-                            .as_table_mut()
-                            .expect("table");
-                        for key in ["youngs_modulus", "scale"] {
-                            if let Some(e) = scale_num(rt, key, f) {
-                                sets.push(format!("body.{b}.region.{r}.{key}={e:e}"));
-                            }
-                        }
-                    }
+                    append_e_region(bt, p, region, f, notes);
+                } else {
+                    scale_e(bt, b, region, f, sets);
                 }
             }
         }
@@ -422,6 +266,211 @@ fn rewrite(
         for p in ps {
             if let Some(t) = p.as_table_mut() {
                 t.remove("initial");
+            }
+        }
+    }
+}
+
+/// `initial_translation`, `initial_rotation` (radians, written in degrees) and
+/// `initial_velocity` (added to the scene's velocity): component `p.component` of the body's
+/// `[body.initial]` vector.
+fn write_initial(root: &mut Table, p: &Param, v: f64, sets: &mut Vec<String>) {
+    let (b, c) = (p.body, p.component);
+    let t = table(body_mut(root, b), "initial");
+    let key = match p.kind {
+        ParamKind::InitialTranslation => {
+            set3(t, "translation", c, |_| v);
+            "translation"
+        }
+        ParamKind::InitialRotation => {
+            let d = v.to_degrees();
+            set3(t, "rotation_deg", c, |_| d);
+            "rotation_deg"
+        }
+        _ => {
+            set3(t, "velocity", c, |o| o + v);
+            "velocity"
+        }
+    };
+    sets.push(vector_set(&format!("body.{b}.initial.{key}"), t, key));
+}
+
+/// `gravity`: component `c` of `simulation.gravity` (the scene's value is written out first
+/// when the file leaves it at the default).
+fn write_gravity(root: &mut Table, problem: &Problem, c: usize, v: f64, sets: &mut Vec<String>) {
+    let sim = root
+        .entry("simulation".to_string())
+        .or_insert_with(|| Value::Table(Table::new()))
+        .as_table_mut()
+        .expect("table");
+    if !sim.contains_key("gravity") {
+        let g = problem.ls.scene.simulation.gravity;
+        sim.insert(
+            "gravity".into(),
+            Value::Array(g.iter().map(|&x| Value::Float(x)).collect()),
+        );
+    }
+    set3(sim, "gravity", c, |_| v);
+    sets.push(vector_set("simulation.gravity", sim, "gravity"));
+}
+
+/// `force_scale` of force group `j` of body `b`: its `force` vector (or `twist.magnitude`)
+/// times the scale `v`.
+fn write_force_scale(body: &mut Value, (b, j): (usize, usize), v: f64, sets: &mut Vec<String>) {
+    let body = body.as_table_mut().expect("table");
+    let f = &mut body
+        .get_mut("force")
+        .and_then(|a| a.as_array_mut())
+        .expect("force group exists")[j];
+    let ft = f.as_table_mut().expect("table");
+    if let Some(arr) = ft.get_mut("force").and_then(|a| a.as_array_mut()) {
+        for x in arr.iter_mut() {
+            *x = Value::Float(num(x).unwrap_or(0.0) * v);
+        }
+        let s: Vec<String> = arr
+            .iter()
+            .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
+            .collect();
+        sets.push(format!("body.{b}.force.{j}.force=[{}]", s.join(", ")));
+    } else if let Some(tw) = ft.get_mut("twist").and_then(|t| t.as_table_mut()) {
+        if let Some(m) = scale_num(tw, "magnitude", v) {
+            sets.push(format!("body.{b}.force.{j}.twist.magnitude={m:e}"));
+        }
+    }
+}
+
+/// `attachment_stiffness` (compliance = 1/value) and `attachment_offset` (added to the
+/// target point of a non-rotating attachment; otherwise reported) of attachment `j`.
+fn write_attachment(
+    body: &mut Value,
+    (p, j): (&Param, usize),
+    v: f64,
+    sets: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
+    let (b, c) = (p.body, p.component);
+    let at = body
+        .get_mut("attachment")
+        .and_then(|a| a.as_array_mut())
+        .and_then(|a| a.get_mut(j))
+        .and_then(|t| t.as_table_mut())
+        .expect("the attachment exists");
+    if p.kind == ParamKind::AttachmentStiffness {
+        at.insert("compliance".into(), Value::Float(1.0 / v));
+        sets.push(format!("body.{b}.attachment.{j}.compliance={:e}", 1.0 / v));
+        return;
+    }
+    let rotates = at
+        .get("motion")
+        .and_then(|m| m.get("type"))
+        .and_then(|t| t.as_str())
+        == Some("rotate");
+    if at.contains_key("target") && !rotates {
+        set3(at, "target", c, |o| o + v);
+        sets.push(vector_set(
+            &format!("body.{b}.attachment.{j}.target"),
+            at,
+            "target",
+        ));
+    } else {
+        notes.push(format!(
+            "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
+            p.name
+        ));
+    }
+}
+
+/// `muscle_activation` of muscle group `j`: entry `p.knot` of its knot array, or the
+/// constant activation.
+fn write_activation(body: &mut Value, (p, j): (&Param, usize), v: f64, sets: &mut Vec<String>) {
+    let b = p.body;
+    let bt = body.as_table_mut().expect("table");
+    let mt = bt
+        .get_mut("muscle")
+        .and_then(|a| a.as_array_mut())
+        .expect("muscle group exists")[j]
+        .as_table_mut()
+        .expect("table");
+    let k = p.knot;
+    match mt.get_mut("activation").and_then(|a| a.as_array_mut()) {
+        Some(arr) => {
+            arr[k] = Value::Float(v);
+            sets.push(format!("body.{b}.muscle.{j}.activation.{k}={v:e}"));
+        }
+        None => {
+            mt.insert("activation".into(), Value::Float(v));
+            sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
+        }
+    }
+}
+
+/// `youngs_modulus` factor `f` as an appended `[[body.region]]` with `scale = f`, selecting
+/// what region `region` selects (or the whole body).
+fn append_e_region(
+    bt: &mut Table,
+    p: &Param,
+    region: Option<usize>,
+    f: f64,
+    notes: &mut Vec<String>,
+) {
+    let select = match region {
+        Some(r) => bt["region"].as_array().expect("regions")[r]
+            .as_table()
+            .expect("table")["select"]
+            .clone(),
+        None => {
+            let mut t = Table::new();
+            t.insert("all".into(), Value::Boolean(true));
+            Value::Table(t)
+        }
+    };
+    let mut reg = Table::new();
+    reg.insert(
+        "name".into(),
+        Value::String(format!("optimized factor of {}", p.name)),
+    );
+    reg.insert("select".into(), select);
+    reg.insert("scale".into(), Value::Float(f));
+    bt.entry("region".to_string())
+        .or_insert_with(|| Value::Array(vec![]))
+        .as_array_mut()
+        .expect("regions")
+        .push(Value::Table(reg));
+    notes.push(format!(
+        "{}: written as an appended [[body.region]] with scale = {f:e}",
+        p.name
+    ));
+}
+
+/// `youngs_modulus` factor `f` in place: the whole body's `material.youngs_modulus` and
+/// every absolute region modulus, or region `r`'s `youngs_modulus` / `scale`, times `f`.
+fn scale_e(bt: &mut Table, b: usize, region: Option<usize>, f: f64, sets: &mut Vec<String>) {
+    match region {
+        None => {
+            let mat = bt
+                .get_mut("material")
+                .and_then(|m| m.as_table_mut())
+                .expect("material");
+            if let Some(e) = scale_num(mat, "youngs_modulus", f) {
+                sets.push(format!("body.{b}.material.youngs_modulus={e:e}"));
+            }
+            if let Some(regs) = bt.get_mut("region").and_then(|r| r.as_array_mut()) {
+                for (r, reg) in regs.iter_mut().enumerate() {
+                    let rt = reg.as_table_mut().expect("table");
+                    if let Some(e) = scale_num(rt, "youngs_modulus", f) {
+                        sets.push(format!("body.{b}.region.{r}.youngs_modulus={e:e}"));
+                    }
+                }
+            }
+        }
+        Some(r) => {
+            let rt = bt["region"].as_array_mut().expect("regions")[r]
+                .as_table_mut()
+                .expect("table");
+            for key in ["youngs_modulus", "scale"] {
+                if let Some(e) = scale_num(rt, key, f) {
+                    sets.push(format!("body.{b}.region.{r}.{key}={e:e}"));
+                }
             }
         }
     }

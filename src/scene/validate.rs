@@ -124,7 +124,28 @@ impl Scene {
 }
 
 impl Body {
+    /// Range and consistency checks of one `[[body]]` (key prefix `k`), in file order.
     fn validate(&self, k: &str) -> Check {
+        self.validate_attachments(k)?;
+        self.validate_mesh(k)?;
+        finite3(
+            &format!("{k}.transform.translation"),
+            &self.transform.translation,
+        )?;
+        finite3(
+            &format!("{k}.transform.rotation_deg"),
+            &self.transform.rotation_deg,
+        )?;
+        positive(&format!("{k}.transform.scale"), self.transform.scale)?;
+        self.validate_material(k)?;
+        self.validate_dirichlet(k)?;
+        self.validate_initial(k)?;
+        self.validate_muscles(k)?;
+        self.validate_forces(k)
+    }
+
+    /// `[[body.attachment]]`: finite compliance >= 0, a finite target only with compliance > 0.
+    fn validate_attachments(&self, k: &str) -> Check {
         for (i, a) in self.attachments.iter().enumerate() {
             let ka = format!("{k}.attachment[{i}]");
             if !(a.compliance.is_finite() && a.compliance >= 0.0) {
@@ -148,6 +169,11 @@ impl Body {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `[body.mesh]`: `file` or one generator with exactly its keys (box: `cells`, `dx`, `element`; sphere: `radius`, `dx`, `element`), finite `origin`.
+    fn validate_mesh(&self, k: &str) -> Check {
         let m = &self.mesh;
         match (&m.file, &m.generator) {
             (Some(_), Some(_)) => {
@@ -237,15 +263,11 @@ impl Body {
             }
         }
         finite3(&format!("{k}.mesh.origin"), &m.origin)?;
-        finite3(
-            &format!("{k}.transform.translation"),
-            &self.transform.translation,
-        )?;
-        finite3(
-            &format!("{k}.transform.rotation_deg"),
-            &self.transform.rotation_deg,
-        )?;
-        positive(&format!("{k}.transform.scale"), self.transform.scale)?;
+        Ok(())
+    }
+
+    /// `[body.material]` (E > 0, -1 < ν < 0.5, ρ > 0, fit range), `[[body.region]]` and `[body.damping]`.
+    fn validate_material(&self, k: &str) -> Check {
         let mat = &self.material;
         positive(&format!("{k}.material.youngs_modulus"), mat.youngs_modulus)?;
         let nu = mat.poisson_ratio;
@@ -276,6 +298,11 @@ impl Body {
         if let Some(e) = self.damping.e_ref {
             positive(&format!("{k}.damping.e_ref"), e)?;
         }
+        Ok(())
+    }
+
+    /// `[[body.dirichlet]]`: axes from "xyz", selection, finite non-degenerate motion.
+    fn validate_dirichlet(&self, k: &str) -> Check {
         for (i, d) in self.dirichlet.iter().enumerate() {
             let dk = format!("{k}.dirichlet[{i}]");
             if d.axes.is_empty() || !d.axes.chars().all(|c| matches!(c, 'x' | 'y' | 'z')) {
@@ -301,6 +328,11 @@ impl Body {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `[body.initial]`: finite velocities and placement, scale > 0, non-zero twist axis.
+    fn validate_initial(&self, k: &str) -> Check {
         finite3(&format!("{k}.initial.velocity"), &self.initial.velocity)?;
         finite3(
             &format!("{k}.initial.angular_velocity"),
@@ -324,6 +356,11 @@ impl Body {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[[body.muscle]]`: stiffness >= 0, finite activation knots and knot spacing, non-zero fiber axis, selection.
+    fn validate_muscles(&self, k: &str) -> Check {
         for (i, m) in self.muscles.iter().enumerate() {
             let mk = format!("{k}.muscle[{i}]");
             nonneg(&format!("{mk}.stiffness"), m.stiffness)?;
@@ -367,6 +404,11 @@ impl Body {
             }
             m.select.validate(&format!("{mk}.select"))?;
         }
+        Ok(())
+    }
+
+    /// `[[body.force]]`: one of `force` or `twist`, selection, a well-formed profile.
+    fn validate_forces(&self, k: &str) -> Check {
         for (i, f) in self.forces.iter().enumerate() {
             let fk = format!("{k}.force[{i}]");
             match (&f.force, &f.twist) {

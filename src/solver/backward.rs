@@ -299,42 +299,79 @@ pub fn solve_adjoint(
         };
         return solve_adjoint_kkt(sim, lin, c, (&gf, pre), cfg, (stats, t0));
     }
-    if matches!(cfg.method, AdjointMethod::Gmres | AdjointMethod::Woodbury) {
-        let mut z = vec![0.0; n3];
-        let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
-        stats.method = if cfg.method == AdjointMethod::Woodbury {
-            "woodbury".into()
-        } else {
-            "gmres".into()
-        };
+    let z = match cfg.method {
+        AdjointMethod::Gmres | AdjointMethod::Woodbury => {
+            adjoint_gmres(sim, lin, &gf, cfg, &mut stats)
+        }
+        AdjointMethod::Pcg => adjoint_pcg(sim, lin, &gf, cfg, &mut stats),
+        AdjointMethod::FixedPoint => adjoint_fixed_point(sim, lin, (&gf, gnorm), cfg, &mut stats),
+    };
+    stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    stats.filtered_samples = lin.filtered_samples;
+    stats.seconds = t0.elapsed().as_secs_f64();
+    (z, stats)
+}
+
+/// `adjoint = "gmres"` (and `"woodbury"` without contact): GMRES on $Kz=g$ preconditioned by
+/// $A^{-1}$ from $z=0$ ([`solve_gmres`]).
+fn adjoint_gmres(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    gf: &[f64],
+    cfg: &BackwardConfig,
+    stats: &mut AdjointStats,
+) -> Vec<f64> {
+    let mut z = vec![0.0; gf.len()];
+    let st = solve_gmres(sim, lin, gf, &mut z, cfg);
+    stats.method = if cfg.method == AdjointMethod::Woodbury {
+        "woodbury".into()
+    } else {
+        "gmres".into()
+    };
+    stats.gmres_iterations = st.iterations;
+    stats.iterations = st.iterations;
+    stats.converged = st.converged;
+    stats.relative_residual = st.relative_residual;
+    z
+}
+
+/// `adjoint = "pcg"`: PCG on $Kz=g$ ([`solve_pcg`]); GMRES finishes from its iterate when it
+/// stops unconverged (negative curvature or cap).
+fn adjoint_pcg(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    gf: &[f64],
+    cfg: &BackwardConfig,
+    stats: &mut AdjointStats,
+) -> Vec<f64> {
+    let mut z = vec![0.0; gf.len()];
+    let (it, conv, rel) = solve_pcg(sim, lin, gf, &mut z, cfg);
+    stats.method = "pcg".into();
+    stats.iterations = it;
+    stats.converged = conv;
+    stats.relative_residual = rel;
+    if !conv {
+        let st = solve_gmres(sim, lin, gf, &mut z, cfg);
+        stats.method = "pcg+gmres".into();
         stats.gmres_iterations = st.iterations;
-        stats.iterations = st.iterations;
         stats.converged = st.converged;
         stats.relative_residual = st.relative_residual;
-        stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        stats.filtered_samples = lin.filtered_samples;
-        stats.seconds = t0.elapsed().as_secs_f64();
-        return (z, stats);
     }
-    if cfg.method == AdjointMethod::Pcg {
-        let mut z = vec![0.0; n3];
-        let (it, conv, rel) = solve_pcg(sim, lin, &gf, &mut z, cfg);
-        stats.method = "pcg".into();
-        stats.iterations = it;
-        stats.converged = conv;
-        stats.relative_residual = rel;
-        if !conv {
-            let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
-            stats.method = "pcg+gmres".into();
-            stats.gmres_iterations = st.iterations;
-            stats.converged = st.converged;
-            stats.relative_residual = st.relative_residual;
-        }
-        stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        stats.filtered_samples = lin.filtered_samples;
-        stats.seconds = t0.elapsed().as_secs_f64();
-        return (z, stats);
-    }
+    z
+}
+
+/// `adjoint = "fixed_point"`: DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)
+/// =z+A^{-1}(g-Kz)$ with Anderson acceleration from $z=0$, until
+/// $\|Kz-g\|\le\epsilon_r\|g\|+\epsilon_a$; on divergence ($\|Kz-g\|>10^3\|g\|$), on
+/// stagnation ([`FIXED_POINT_STALL`]) or at the cap, GMRES takes over from the best iterate.
+fn adjoint_fixed_point(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    (gf, gnorm): (&[f64], f64),
+    cfg: &BackwardConfig,
+    stats: &mut AdjointStats,
+) -> Vec<f64> {
+    let n3 = gf.len();
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
     let mut best = (f64::INFINITY, z.clone());
@@ -346,7 +383,7 @@ pub fn solve_adjoint(
     while it < cfg.max_iterations {
         // true residual of the current iterate: K z - g (free DoFs)
         apply_k(sim, lin, &z, &mut kz);
-        let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
+        let r = norm(&kz.iter().zip(gf).map(|(a, b)| a - b).collect::<Vec<_>>());
         rel = r / gnorm;
         if rel < 0.5 * best.0 {
             best_it = it;
@@ -377,7 +414,7 @@ pub fn solve_adjoint(
         } else {
             vec![0.0; n3]
         };
-        let st = solve_gmres(sim, lin, &gf, &mut zg, cfg);
+        let st = solve_gmres(sim, lin, gf, &mut zg, cfg);
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;
         stats.converged = st.converged;
@@ -385,10 +422,7 @@ pub fn solve_adjoint(
         z = zg;
     }
     stats.relative_residual = rel;
-    stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
-    stats.filtered_samples = lin.filtered_samples;
-    stats.seconds = t0.elapsed().as_secs_f64();
-    (z, stats)
+    z
 }
 
 /// PCG on $Kz=g$ (free DoFs, $z_D=0$) preconditioned by $A^{-1}$ (the persistent factor),

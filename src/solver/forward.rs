@@ -33,7 +33,6 @@ impl Simulator<'_> {
         x_t: &[f64],
         v_t: &[f64],
     ) -> Result<(Vec<f64>, StepStats), SolverError> {
-        let model = self.model;
         let PdStart {
             f_ext,
             penalty_force,
@@ -45,30 +44,8 @@ impl Simulator<'_> {
         } = self.begin_pd(frame, x_t, v_t);
         let guard0 = self.aa.guard_firings;
         self.aa.reset();
-        let n3 = x.len();
         let accurate = self.config.mode == SolverMode::Accurate;
-        let mut it = PdLoop {
-            x,
-            bp: vec![0.0; n3],
-            bp_prev: vec![0.0; n3],
-            xhat: vec![0.0; n3],
-            k: 0,
-            ncp,
-            cstats,
-            stats: StepStats::default(),
-            contact_ok: true,
-            newton_cache: None,
-            last_gate: GateResiduals {
-                position: f64::INFINITY,
-                projection: f64::INFINITY,
-            },
-            x_before: Vec::new(),
-            b_before: Vec::new(),
-            r0: None,
-            residual: f64::INFINITY,
-            floor: 0.0,
-            contact_tol: None,
-        };
+        let mut it = PdLoop::new(x, ncp, cstats);
         let mut stop = if accurate {
             Stop::GateThenPolish
         } else {
@@ -80,41 +57,8 @@ impl Simulator<'_> {
                 Exit::Cap => break false,
                 Exit::GateMet => {
                     // accurate mode: the dual gate is the hand-over point to Newton–Krylov
-                    let r_target = self.residual_target(&it);
-                    let allowed = it
-                        .ncp
-                        .as_ref()
-                        .is_none_or(|(_, _, l)| l.iter().all(|v| *v == 0.0));
-                    if allowed {
-                        let t0 = Instant::now();
-                        let before = it.x.clone();
-                        // the PD energy is the objective unless muscles or compliant
-                        // attachments add terms it does not hold
-                        let y = self.inertial_target(x_t, v_t, &f_ext);
-                        let energy = (model.muscles.is_empty() && model.attachments.is_empty())
-                            .then_some((y.as_slice(), x_t));
-                        let out = self.newton_krylov((&c, &xd), energy, &mut it.x, r_target);
-                        it.stats.polish_steps += out.steps;
-                        it.stats.polish_gmres_iterations += out.gmres_iterations;
-                        it.stats.time_other += t0.elapsed().as_secs_f64();
-                        let mut ok = out.converged;
-                        if ok {
-                            if let Some((set, _, _)) = it.ncp.as_ref() {
-                                // the polish ignores the (inactive) contacts: keep its result
-                                // only if it stays out of the obstacles
-                                let tol = contact_settings(model).tolerance;
-                                let delta = set.delta(&it.x);
-                                ok = (0..set.len()).all(|j| delta[set.rows(j).start] >= -tol);
-                                if !ok {
-                                    it.x = before;
-                                }
-                            }
-                        }
-                        if ok {
-                            it.residual =
-                                out.residual / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
-                            break true;
-                        }
+                    if self.hand_over((x_t, v_t), &f_ext, (&c, &xd), &mut it) {
+                        break true;
                     }
                     // PD goes on from the (never worse) iterate under the residual test, with
                     // the contact solved as tightly as that test can see
@@ -163,6 +107,57 @@ impl Simulator<'_> {
         }
         self.nonconvergence(frame, &stats)?;
         Ok((x, stats))
+    }
+
+    /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`Simulator::newton_krylov`])
+    /// from `it.x` towards the force-balance target ([`Simulator::residual_target`]), unless
+    /// an NCP contact carries load. The result is kept (returns `true`: step converged) when
+    /// it converged and, with contacts, stays out of the obstacles ($\delta_n\ge-$tolerance);
+    /// otherwise `it.x` is the PD iterate and `false` is returned.
+    fn hand_over(
+        &mut self,
+        (x_t, v_t): (&[f64], &[f64]),
+        f_ext: &[f64],
+        (c, xd): (&[f64], &[f64]),
+        it: &mut PdLoop,
+    ) -> bool {
+        let model = self.model;
+        let r_target = self.residual_target(it);
+        let allowed = it
+            .ncp
+            .as_ref()
+            .is_none_or(|(_, _, l)| l.iter().all(|v| *v == 0.0));
+        if !allowed {
+            return false;
+        }
+        let t0 = Instant::now();
+        let before = it.x.clone();
+        // the PD energy is the objective unless muscles or compliant
+        // attachments add terms it does not hold
+        let y = self.inertial_target(x_t, v_t, f_ext);
+        let energy = (model.muscles.is_empty() && model.attachments.is_empty())
+            .then_some((y.as_slice(), x_t));
+        let out = self.newton_krylov((c, xd), energy, &mut it.x, r_target);
+        it.stats.polish_steps += out.steps;
+        it.stats.polish_gmres_iterations += out.gmres_iterations;
+        it.stats.time_other += t0.elapsed().as_secs_f64();
+        let mut ok = out.converged;
+        if ok {
+            if let Some((set, _, _)) = it.ncp.as_ref() {
+                // the polish ignores the (inactive) contacts: keep its result
+                // only if it stays out of the obstacles
+                let tol = contact_settings(model).tolerance;
+                let delta = set.delta(&it.x);
+                ok = (0..set.len()).all(|j| delta[set.rows(j).start] >= -tol);
+                if !ok {
+                    it.x = before;
+                }
+            }
+        }
+        if ok {
+            it.residual = out.residual / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        }
+        ok
     }
 
     /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
@@ -714,6 +709,35 @@ struct PdLoop {
     contact_tol: Option<f64>,
 }
 
+impl PdLoop {
+    /// The state before the first PD iteration from `x` ($x^0$).
+    fn new(x: Vec<f64>, ncp: Option<NcpState>, cstats: ContactStats) -> PdLoop {
+        let n3 = x.len();
+        PdLoop {
+            x,
+            bp: vec![0.0; n3],
+            bp_prev: vec![0.0; n3],
+            xhat: vec![0.0; n3],
+            k: 0,
+            ncp,
+            cstats,
+            stats: StepStats::default(),
+            contact_ok: true,
+            newton_cache: None,
+            last_gate: GateResiduals {
+                position: f64::INFINITY,
+                projection: f64::INFINITY,
+            },
+            x_before: Vec::new(),
+            b_before: Vec::new(),
+            r0: None,
+            residual: f64::INFINITY,
+            floor: 0.0,
+            contact_tol: None,
+        }
+    }
+}
+
 /// What ends a run of PD iterations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stop {
@@ -769,16 +793,7 @@ fn project_contact(
     xhat: &mut [f64],
     newton_cache: &mut Option<contact::NewtonCache>,
 ) -> contact::SolveInfo {
-    let info = contact::solve(
-        set,
-        del,
-        solver,
-        xhat,
-        lambda,
-        csettings,
-        csettings.tolerance,
-        newton_cache,
-    );
+    let info = contact::solve(set, del, solver, xhat, lambda, csettings, newton_cache);
     del.add_x(set, solver, lambda, xhat);
     info
 }

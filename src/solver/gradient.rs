@@ -234,12 +234,11 @@ pub fn accumulate_contact(
     let model = sim.model;
     if crate::contact::penalty_enabled(model) {
         let t = (frame - 1) as f64 * model.h;
+        let start = crate::contact::StepStart { t, x: x_t, v: v_t };
         let (gx, gv) = crate::contact::penalty::gradients(
             model,
             &sim.contact_nodes,
-            t,
-            x_t,
-            v_t,
+            &start,
             z,
             &mut grads.friction,
             &mut grads.obstacle_offset,

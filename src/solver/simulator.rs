@@ -249,8 +249,12 @@ impl<'m> Simulator<'m> {
             return None;
         }
         let mut fp = vec![0.0; f_ext.len()];
-        let (pairs, _) =
-            contact::penalty::add_forces(model, &self.contact_nodes, t_start, x_t, v_t, &mut fp);
+        let start = contact::StepStart {
+            t: t_start,
+            x: x_t,
+            v: v_t,
+        };
+        let (pairs, _) = contact::penalty::add_forces(model, &self.contact_nodes, &start, &mut fp);
         f_ext.iter_mut().zip(&fp).for_each(|(a, b)| *a += b);
         Some((fp, pairs))
     }
@@ -269,15 +273,18 @@ impl<'m> Simulator<'m> {
         if !contact::enabled(model) || contact::penalty_enabled(model) {
             return None;
         }
+        let start = contact::StepStart {
+            t: t_start,
+            x: x_t,
+            v: v_t,
+        };
         let mut set = ContactSet::build(
             model,
             &model.obstacles,
             &self.contact_nodes,
             &model.contact_kappa,
             model.contact_margin,
-            t_start,
-            x_t,
-            v_t,
+            &start,
         );
         if model.contact.bodies {
             contact::bodies::add_candidates(
@@ -286,8 +293,7 @@ impl<'m> Simulator<'m> {
                 &self.contact_nodes,
                 &model.contact_kappa,
                 model.contact_margin,
-                x_t,
-                v_t,
+                &start,
             );
         }
         if set.is_empty() {

@@ -2,6 +2,8 @@
 //! Shared helpers for integration tests: run the real binary on a scene text and read
 //! `log.json`, or drive the library directly.
 
+pub mod scenes;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -112,4 +114,23 @@ pub fn assert_all_pass(name: &str, rep: &diffphd::optimize::gradcheck::Report) {
         rep.evaluation.nonconverged_forward_frames.is_empty(),
         "{name}: forward not converged"
     );
+}
+
+/// Forward rollout of `model` over its frames with `settings`, asserting that every step
+/// converged; the step statistics of frames 1..=frames.
+pub fn converged_steps(
+    model: &diffphd::solver::Model,
+    settings: &diffphd::scene::SolverSettings,
+) -> Vec<diffphd::solver::StepStats> {
+    let mut sim = diffphd::solver::Simulator::new(model, settings).unwrap();
+    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
+    let mut out = vec![];
+    for f in 1..=model.frames {
+        let (xn, st) = sim.step(f, &x, &v).unwrap();
+        assert!(st.converged, "frame {f} not converged");
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
+        x = xn;
+        out.push(st);
+    }
+    out
 }

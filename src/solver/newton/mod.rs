@@ -58,16 +58,17 @@
 
 pub mod adjoint;
 pub mod element;
+mod step;
 pub mod system;
 
 use super::backward::StepLinearization;
 use super::config::BackwardConfig;
 use super::error::SolverError;
-use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
-use super::stats::{AdjointStats, NewtonStats, StepStats};
+use super::simulator::{norm, Simulator};
+use super::stats::{AdjointStats, NewtonStats};
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ncp::FbParams;
-use crate::contact::{self, ContactSet, ContactStats, Delassus};
+use crate::contact::ContactSet;
 use crate::linalg::{CscMatrix, LinalgError};
 use crate::model::HessianFilterMode;
 use crate::model::{NewtonEnergy, NewtonFilter};
@@ -78,6 +79,7 @@ pub use element::{
 use nalgebra::Matrix3;
 use rayon::prelude::*;
 use std::time::Instant;
+pub use step::step;
 use system::{NewtonFactor, NewtonSystem};
 
 /// The objective, its gradient and the per-sample Hessians at `x`.
@@ -423,238 +425,11 @@ fn kkt(
     }
 }
 
-/// One implicit-Euler step by Newton's method (`[solver] method = "newton"`), with NCP
-/// contact when the scene has contact candidates (module docs).
-pub fn step(
-    sim: &mut Simulator,
-    frame: usize,
-    x_t: &[f64],
-    v_t: &[f64],
-) -> Result<(Vec<f64>, StepStats), SolverError> {
-    let t0 = Instant::now();
-    let model = sim.model;
-    let h = model.h;
-    let n = model.num_nodes();
-    let cfg = sim.config.newton;
-    let t_start = (frame - 1) as f64 * h;
-    sim.derived.muscle_time = frame as f64 * h;
-    let mut f_ext = model.external_force(t_start, &sim.derived.mass);
-    let penalty_force = sim.penalty_forces(t_start, x_t, v_t, &mut f_ext);
-    let y = sim.inertial_target(x_t, v_t, &f_ext);
-    let xd = model.dirichlet_values(frame as f64 * h);
-    let mut x = x_t.to_vec();
-    sim.impose_prescribed(&mut x, &xd);
-    let t_c = Instant::now();
-    let csettings = contact_settings(model);
-    let fb = csettings.fb;
-    let mut ncp = sim.contact_begin(t_start, x_t, v_t);
-    let mut cstats = ContactStats {
-        seconds_setup: t_c.elapsed().as_secs_f64(),
-        ..Default::default()
-    };
-    let mut sys = sim
-        .newton_system
-        .take()
-        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
-    let mut ns = NewtonStats::default();
-    let mut ppn_delta = f64::INFINITY;
-    let mut tr_clamp = false;
-    let mut ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
-    let simr: &Simulator = sim;
-    let result = (|| -> Result<(), SolverError> {
-        loop {
-            if !ev.finite {
-                return Err(SolverError::Diverged {
-                    frame,
-                    iteration: ns.iterations,
-                    element: None,
-                });
-            }
-            let kk = ncp
-                .as_ref()
-                .map(|(set, lambda)| kkt(simr, &ev.grad, set, lambda, &x, &fb));
-            let (gn, scale, contact_ok) = match &kk {
-                Some(k) => (
-                    k.residual,
-                    ev.scale + k.force,
-                    k.phi_inf <= csettings.tolerance,
-                ),
-                None => (norm(&ev.grad), ev.scale, true),
-            };
-            ns.relative_gradient = gn / scale.max(f64::MIN_POSITIVE);
-            if (gn <= cfg.tol * scale || gn == 0.0) && contact_ok {
-                ns.converged = true;
-                return Ok(());
-            }
-            if ns.iterations >= cfg.max_iterations {
-                return Ok(());
-            }
-            let policy = FilterPolicy {
-                filter: cfg.filter,
-                tr_clamp,
-                ppn_delta: &mut ppn_delta,
-            };
-            factor_filtered(simr, &mut sys, policy, (&mut ev.hess, &ev.grad), &mut ns)?;
-            let neg: Vec<f64> = ev.grad.iter().map(|v| -v).collect();
-            let mut delta = sys.solve(&neg);
-            if let (Some((set, lambda)), Some(k0)) = (ncp.as_mut(), kk.as_ref()) {
-                // Quadratic model + contact NCP: u = x − H⁻¹∇g, X = H⁻¹Jᵀ, x̂ = u + Xλ̂.
-                let tc = Instant::now();
-                let u: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
-                let fac = NewtonFactor {
-                    sys: &sys,
-                    k: None,
-                    n,
-                };
-                let del = Delassus::new(set, &fac);
-                let mut lam_new = lambda.clone();
-                let mut cache = None;
-                let info = contact::solve(
-                    set,
-                    &del,
-                    &fac,
-                    &u,
-                    &mut lam_new,
-                    &csettings,
-                    csettings.tolerance,
-                    &mut cache,
-                );
-                cstats.newton_iterations += info.iterations;
-                cstats.factorizations += info.factorizations;
-                if info.timed_out {
-                    // out of time (contact.max_seconds): the step ends non-converged
-                    cstats.time_limit_iteration = Some(ns.iterations);
-                    cstats.seconds_solve += tc.elapsed().as_secs_f64();
-                    return Ok(());
-                }
-                let mut xhat = u;
-                del.add_x(set, &fac, &lam_new, &mut xhat);
-                cstats.seconds_solve += tc.elapsed().as_secs_f64();
-                let dx: Vec<f64> = xhat.iter().zip(&x).map(|(a, b)| a - b).collect();
-                let dl: Vec<f64> = lam_new
-                    .iter()
-                    .zip(lambda.iter())
-                    .map(|(a, b)| a - b)
-                    .collect();
-                let xmax = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-                let dmax = dx.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-                let lmax = lambda.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-                let dlmax = dl.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-                if dmax <= 8.0 * f64::EPSILON * (xmax + 1e-300)
-                    && dlmax <= 8.0 * f64::EPSILON * (lmax + 1e-300)
-                {
-                    // at round-off: nothing left to improve
-                    ns.converged = contact_ok;
-                    return Ok(());
-                }
-                let sf = (cfg.tol * scale).max(f64::MIN_POSITIVE);
-                let sc = csettings.tolerance.max(f64::MIN_POSITIVE);
-                let merit = |k: &Kkt| (k.residual / sf).powi(2) + (k.phi_2 / sc).powi(2);
-                let m0 = merit(k0);
-                let mut step = 1.0;
-                let mut accepted = None;
-                for _ in 0..40 {
-                    let xt: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + step * b).collect();
-                    let lt: Vec<f64> = lambda.iter().zip(&dl).map(|(a, b)| a + step * b).collect();
-                    let et = evaluate(simr, cfg.energy, &xt, &y, x_t, false);
-                    if et.finite {
-                        let mt = merit(&kkt(simr, &et.grad, set, &lt, &xt, &fb));
-                        if mt <= (1.0 - 1e-4 * step) * m0 {
-                            accepted = Some((xt, lt));
-                            break;
-                        }
-                    }
-                    step *= 0.5;
-                    ns.line_search_halvings += 1;
-                }
-                let Some((xt, lt)) = accepted else {
-                    // no decrease of the KKT merit possible (round-off): stop here
-                    return Ok(());
-                };
-                x = xt;
-                *lambda = lt;
-                tr_clamp = false;
-                ns.iterations += 1;
-                ev = evaluate(simr, cfg.energy, &x, &y, x_t, true);
-                continue;
-            }
-            let mut slope: f64 = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
-            if slope.is_nan() || slope >= 0.0 {
-                // not a descent direction (cannot happen with an SPD factor): gradient step
-                delta = neg.iter().map(|v| v / ev.scale.max(1.0)).collect();
-                slope = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
-            }
-            // a Newton step at machine precision: the iterate cannot improve further
-            let xmax = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            let dmax = delta.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            if dmax <= 8.0 * f64::EPSILON * (xmax + 1e-300) {
-                ns.converged = true;
-                return Ok(());
-            }
-            // predicted decrease of the quadratic model at the full step: −½ gᵀδ (Newton)
-            let pred = -0.5 * slope;
-            let mut step = 1.0;
-            let mut accepted = None;
-            for _ in 0..40 {
-                let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + step * b).collect();
-                let et = evaluate(simr, cfg.energy, &trial, &y, x_t, false);
-                let roundoff = -slope * step <= 1e-13 * (ev.energy.abs() + 1.0);
-                if et.finite
-                    && (et.energy <= ev.energy + 1e-4 * step * slope
-                        || (roundoff && norm(&et.grad) < norm(&ev.grad)))
-                {
-                    accepted = Some((trial, et.energy));
-                    break;
-                }
-                step *= 0.5;
-                ns.line_search_halvings += 1;
-            }
-            let Some((trial, e_new)) = accepted else {
-                // no decrease possible at round-off: stop here
-                return Ok(());
-            };
-            if step == 1.0 && pred > 0.0 {
-                let rho = (ev.energy - e_new) / pred;
-                tr_clamp = (rho - 1.0).abs() < super::trust_region::ETA;
-            } else {
-                tr_clamp = false;
-            }
-            x = trial;
-            ns.iterations += 1;
-            ev = evaluate(simr, cfg.energy, &x, &y, x_t, true);
-        }
-    })();
-    sim.newton_system = Some(sys);
-    result?;
-    let mut stats = StepStats {
-        iterations: ns.iterations,
-        converged: ns.converged,
-        newton: Some(ns.clone()),
-        ..Default::default()
-    };
-    let outcome = ContactOutcome {
-        ncp,
-        penalty_force,
-        stats: cstats,
-    };
-    sim.contact_finish(frame, outcome, (x_t, v_t), &mut x, &mut stats);
-    stats.time_other = t0.elapsed().as_secs_f64();
-    sim.contact_time_limit(frame, &stats)?;
-    if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
-        return Err(SolverError::NotConverged {
-            frame,
-            iterations: ns.iterations,
-            position: ns.relative_gradient / cfg.tol,
-            projection: 0.0,
-        });
-    }
-    Ok((x, stats))
-}
-
 #[cfg(test)]
 mod tests {
     use super::adjoint::solve_adjoint;
     use super::*;
+    use crate::contact;
     use crate::linalg::LinearSolver;
     use crate::material::MaterialModel;
     use crate::model::{Model, ModelBuilder, SolverSettings};
