@@ -1,3 +1,4 @@
+use super::prox::{prox_grad, prox_objective};
 use super::*;
 use crate::material::fd::{self, Rng};
 use crate::material::svd::{spectral_jacobian_matrix, svd3};
