@@ -187,7 +187,11 @@ pub mod law_checks {
     /// equal to the energy of `pd_terms`.
     pub fn pd_terms<M: Material>() {
         let (w, body) = setup::<M>(YOUNGS, NU);
-        check_terms("PD", |f, hess| M::pd_terms(f, &svd3(f), &w, &body, hess), 1e-6);
+        check_terms(
+            "PD",
+            |f, hess| M::pd_terms(f, &svd3(f), &w, &body, hess),
+            1e-6,
+        );
         for f in deformations() {
             let (e, _, _) = M::pd_terms(&f, &svd3(&f), &w, &body, false);
             assert_eq!(e, M::pd_energy(&f, &svd3(&f), &w, &body));
@@ -234,7 +238,9 @@ pub mod law_checks {
     fn lanes<M: Material>(w: &PdWeights, body: &NhParams) {
         use crate::material::interleaved::{Mat3Lanes, LANES};
         let fs = deformations();
-        let fl: Vec<Matrix3<f64>> = (0..LANES).map(|l| fs[l % fs.len()] * (1.0 + 0.01 * l as f64)).collect();
+        let fl: Vec<Matrix3<f64>> = (0..LANES)
+            .map(|l| fs[l % fs.len()] * (1.0 + 0.01 * l as f64))
+            .collect();
         let mut f: Mat3Lanes = [[0.0; LANES]; 9];
         for (l, m) in fl.iter().enumerate() {
             for (k, v) in m.iter().enumerate() {
@@ -265,7 +271,11 @@ pub mod law_checks {
                 let (w, body) = setup::<M>(youngs, nu);
                 let lin = M::linearize(&f, svd3(&f), &w, &body, HessianFilter::None);
                 let l = -frob(&zh, &lin.residual[0]) * w[0] - frob(&zh, &lin.residual[1]) * w[1];
-                l + if with_beta { beta * (w[0] + w[1]) * dl_dbw } else { 0.0 }
+                l + if with_beta {
+                    beta * (w[0] + w[1]) * dl_dbw
+                } else {
+                    0.0
+                }
             };
             let (w, body) = setup::<M>(YOUNGS, NU);
             let lin = M::linearize(&f, svd3(&f), &w, &body, HessianFilter::None);
@@ -293,7 +303,10 @@ pub mod law_checks {
             let dw = M::pd_weights(dmu, dla, VOL, DEFAULT_FIT_RANGE);
             for k in 0..2 {
                 let fd_w = derivative(|nu| setup::<M>(YOUNGS, nu).0[k], NU, 1e-4);
-                assert!((dw[k] - fd_w).abs() <= 1e-8 * fd_w.abs().max(1e-12), "dw/dnu");
+                assert!(
+                    (dw[k] - fd_w).abs() <= 1e-8 * fd_w.abs().max(1e-12),
+                    "dw/dnu"
+                );
             }
         }
     }

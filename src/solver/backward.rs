@@ -48,8 +48,8 @@ impl<'s> StepLinearization<'s> {
         } else {
             HessianFilter::Blend(alpha)
         };
-        let (samples, spectral): (Vec<Linearization>, Vec<svd::SpectralLinear>) = (0
-            ..model.num_samples())
+        let (samples, spectral): (Vec<Linearization>, Vec<svd::SpectralLinear>) = (0..model
+            .num_samples())
             .into_par_iter()
             .map(|s| {
                 let f = model.deformation_gradient(s, x);
@@ -57,7 +57,8 @@ impl<'s> StepLinearization<'s> {
                 let b = model.elem_body[model.samples.elem[s]];
                 let law = model.bodies[b].model;
                 let lin = law.linearize(&f, usv, &d.w[s], &d.nh[b], filter);
-                let spectral = svd::SpectralLinear::from_coefficients(law.spectral_coefficients(&lin));
+                let spectral =
+                    svd::SpectralLinear::from_coefficients(law.spectral_coefficients(&lin));
                 (lin, spectral)
             })
             .unzip();

@@ -170,8 +170,7 @@ pub fn accumulate_step(
                 1.0
             };
             let mut de = c_beta * d.beta[e] * w / ee * dl_dbw;
-            let mut dnu = 0.0;
-            let (de_w, dnu_w) = body.model.param_gradient(
+            let (de_w, dnu) = body.model.param_gradient(
                 lin.sample(s),
                 &ParamInput {
                     zh: &zh,
@@ -186,7 +185,6 @@ pub fn accumulate_step(
                 },
             );
             de += de_w;
-            dnu += dnu_w;
             (e, de, dnu, s_e * w * dl_dbw)
         })
         .collect();

@@ -1,7 +1,9 @@
 //! PD local step (spec §6.2 step 6–7): per quadrature sample, project the deformation
 //! gradient onto the energy's constraint set / proximal point and accumulate the projection
 //! part of the right-hand side $b_p=\sum_s G_s^T\mathrm{vec}\,Q_s$ with
-//! $Q_s=w^{cor}_sR_s+w^{vol}_sD_s$ (corotated + volume) or $Q_s=w^{nh}_sp_s$ (NH prox).
+//! $Q_s=\sum_kw_{s,k}p_k(F_s)$ of the body's material law
+//! ([`crate::material::Material::project`]; corotated + volume $w^{cor}_sR_s+w^{vol}_sD_s$,
+//! NH prox $w^{nh}_sp_s$).
 
 use crate::material::interleaved::{Mat3Lanes, LANES};
 use crate::material::svd;

@@ -382,7 +382,8 @@ impl Material for Neohookean {
     ) -> (f64, Matrix3<f64>, Mat9) {
         let w = w[0];
         let (p, st) = prox(body, svd, None);
-        let e = 0.5 * w * (f - p).norm_squared() + w / body.k * stretch_energy(body, &st.sigma_star);
+        let e =
+            0.5 * w * (f - p).norm_squared() + w / body.k * stretch_energy(body, &st.sigma_star);
         let h = if with_hessian {
             let (jac, _) = stretch_jacobian(body, &st.sigma_star, HessianFilter::None);
             mat9_of(|df| (df - jacobian_apply(svd, &st.sigma_star, &jac, df)) * w)

@@ -102,9 +102,8 @@ fn t4_stretch_derivatives_vs_fd() {
 /// (analytic P and dP, Levenberg-shifted Cholesky, Armijo backtracking). Independent of the
 /// stretch-space reduction.
 fn prox_9d(p: &NhParams, f: &Matrix3<f64>, p0: &Matrix3<f64>) -> Matrix3<f64> {
-    let obj = |x: &Matrix3<f64>| {
-        energy_density(p.mu, p.lambda, x) + 0.5 * p.k * (x - f).norm_squared()
-    };
+    let obj =
+        |x: &Matrix3<f64>| energy_density(p.mu, p.lambda, x) + 0.5 * p.k * (x - f).norm_squared();
     let grad = |x: &Matrix3<f64>| pk1(p.mu, p.lambda, x) + (x - f) * p.k;
     let mut x = *p0;
     for _ in 0..200 {
@@ -141,9 +140,7 @@ fn prox_9d(p: &NhParams, f: &Matrix3<f64>, p0: &Matrix3<f64>) -> Matrix3<f64> {
             let xn = x - dir * t;
             let phin = obj(&xn);
             if phin <= phi0 - 1e-4 * t * slope
-                || (t == 1.0
-                    && grad(&xn).norm() < g.norm()
-                    && phin <= phi0 + 1e-13 * phi0.abs())
+                || (t == 1.0 && grad(&xn).norm() < g.norm() && phin <= phi0 + 1e-13 * phi0.abs())
             {
                 x = xn;
                 moved = true;

@@ -3,8 +3,8 @@
 //! element Hessian projections of the filters (clamp, abs; PPN constants).
 
 pub use crate::material::corotated::{cofactor, cofactor_differential};
-pub use crate::material::Mat9;
 use crate::material::svd;
+pub use crate::material::Mat9;
 use crate::model::NewtonEnergy;
 use crate::solver::simulator::Simulator;
 use nalgebra::{Matrix3, SymmetricEigen};
