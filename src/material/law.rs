@@ -1,7 +1,7 @@
 //! The material abstraction: every operation the solver needs from a material law, behind one
 //! trait ([`Material`]) implemented by one zero-sized type per law in its own file
 //! ([`super::corotated::Corotated`], [`super::neohookean::Neohookean`]), and the one dispatch
-//! point from the scene's [`MaterialModel`] to that implementation ([`with_law!`], used only by
+//! point from the scene's [`MaterialModel`] to that implementation (`with_law!`, used only by
 //! the `impl MaterialModel` below). The solver calls the methods of [`MaterialModel`]; it never
 //! matches on the model itself.
 //!
@@ -77,7 +77,7 @@ pub struct ParamInput<'a> {
 }
 
 /// A material law: everything the solver computes per quadrature sample. Implemented by a
-/// zero-sized type per law; dispatched from [`MaterialModel`] by [`with_law!`] (statically: no
+/// zero-sized type per law; dispatched from [`MaterialModel`] by `with_law!` (statically: no
 /// `dyn`, every call monomorphised and inlinable).
 pub trait Material {
     /// PD weights of a sample of rest volume `vol` at Lamé $(\mu,\lambda)$; `fit_range` is the

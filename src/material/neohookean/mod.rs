@@ -1,6 +1,6 @@
 //! The `neohookean` material law (spec §3 table, `nh_prox`): compressible Neo-Hookean density
 //! (spec Eqs. 5–6) and its proximal map in singular-value space (spec Eqs. 13–15, §3.3; the
-//! stretch solve in [`prox`](mod@prox)), with the prox-map stretch Jacobian and its trust-region
+//! stretch solve in `prox.rs`), with the prox-map stretch Jacobian and its trust-region
 //! filter (spec Eqs. 23–25) and parameter sensitivities (for $\partial\mathcal L/\partial\theta$
 //! routing). [`Neohookean`] implements [`Material`] with weights $(k_eV_s,\ 0)$.
 
