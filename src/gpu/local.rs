@@ -79,7 +79,7 @@ impl LocalArrays {
 }
 
 /// Per-sample material data of the local kernel: kind (0 corotated + volume, 1 NH), the two
-/// weights (w_cor, w_vol) or (w_nh, 0), and the NH body-mean (mu, lambda, k).
+/// PD weights (corotated (w_cor, w_vol), NH (w_nh, 0)), and the NH body-mean (mu, lambda, k).
 struct SampleWeights {
     kind: Vec<i64>,
     wa: Vec<f64>,
@@ -98,18 +98,18 @@ impl SampleWeights {
         };
         for s in 0..ns {
             let b = model.elem_body[model.samples.elem[s]];
+            // The PD weights of the law (`Material::pd_weights`); the device kernels
+            // (`kernels/*.cu`) have their own arm per law, selected by `kind`.
+            w.wa.push(d.w[s][0]);
+            w.wb.push(d.w[s][1]);
             match model.bodies[b].model {
                 MaterialModel::Corotated => {
                     w.kind.push(0);
-                    w.wa.push(d.w_cor[s]);
-                    w.wb.push(d.w_vol[s]);
                     w.nh.extend([0.0; 3]);
                 }
                 MaterialModel::Neohookean => {
                     let p = &d.nh[b];
                     w.kind.push(1);
-                    w.wa.push(d.w_nh[s]);
-                    w.wb.push(0.0);
                     w.nh.extend([p.mu, p.lambda, p.k]);
                 }
             }

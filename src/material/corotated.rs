@@ -1,7 +1,14 @@
-//! Corotated PD term $\Psi=\frac k2\|F-R(F)\|_F^2$ (spec §3.1): local step $p=R$ (polar rotation)
-//! and its differential (spec App. A.2 / Eq. 42 with $\sigma^*\equiv1$, $W=0$).
+//! The `corotated` material law (spec §3 table, `corot_vol`): the corotated PD term
+//! $\Psi=\frac k2\|F-R(F)\|_F^2$ (spec §3.1) with local step $p=R$ (polar rotation) and its
+//! differential (spec App. A.2 / Eq. 42 with $\sigma^*\equiv1$, $W=0$), plus the quadratic
+//! volume term of [`super::volume`]: [`Corotated`] implements [`Material`] with weights
+//! $(2\mu V_s,\ \lambda V_s)$.
 
-use super::svd::{spectral_jacobian_apply, Svd3};
+use super::interleaved::{self, Lanes, Mat3Lanes, LANES};
+use super::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput, PdWeights};
+use super::neohookean::{HessianFilter, NhParams};
+use super::svd::{spectral_jacobian_apply, spectral_pair_coefficients, svd3, Svd3};
+use super::volume;
 use nalgebra::{Matrix3, Vector3};
 
 /// Local step of the corotated term: $p = R = UV^T$ (spec §2.4 "Local step — corotated", §3.1).
@@ -17,6 +24,172 @@ pub fn project(svd: &Svd3) -> Matrix3<f64> {
 /// is guarded at $10^{-6}$ for inverted elements (where $R$ itself is discontinuous).
 pub fn jacobian_apply(svd: &Svd3, df: &Matrix3<f64>) -> Matrix3<f64> {
     spectral_jacobian_apply(svd, &Vector3::repeat(1.0), &Matrix3::zeros(), df)
+}
+
+/// The `corotated` law: corotated term (weight $2\mu_eV_s$) plus the quadratic volume term
+/// (weight $\lambda_eV_s$), both projective (spec §3 table). Its true energy (Newton baseline)
+/// is $\mu\|F-R\|^2+\tfrac\lambda2(J-1)^2$.
+pub struct Corotated;
+
+impl Material for Corotated {
+    #[inline]
+    fn pd_weights(mu: f64, lambda: f64, vol: f64, _fit_range: f64) -> PdWeights {
+        [2.0 * mu * vol, lambda * vol]
+    }
+
+    #[inline]
+    fn project(svd: &Svd3, w: &PdWeights, _: &NhParams, _: &mut Vector3<f64>) -> Matrix3<f64> {
+        let r = project(svd);
+        let (dm, _) = volume::project(svd);
+        r * w[0] + dm * w[1]
+    }
+
+    #[inline]
+    fn project_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        _: impl Fn(usize) -> NhParams,
+        _: &mut [Vector3<f64>],
+        q: &mut Mat3Lanes,
+    ) -> [bool; LANES] {
+        let lanes = |k: usize| -> Lanes { std::array::from_fn(|l| w[l][k]) };
+        interleaved::corot_vol(f, &lanes(0), &lanes(1), q)
+    }
+
+    fn linearize(
+        f: &Matrix3<f64>,
+        svd: Svd3,
+        w: &PdWeights,
+        _: &NhParams,
+        _: HessianFilter,
+    ) -> Linearization {
+        let r = project(&svd);
+        let (dm, vol_star) = volume::project(&svd);
+        let vol_w = volume::stretch_jacobian(&svd.sigma, &vol_star);
+        Linearization {
+            w: *w,
+            star: vol_star,
+            jac: vol_w,
+            residual: [f - r, f - dm],
+            filtered: false,
+            svd,
+        }
+    }
+
+    fn spectral_coefficients(lin: &Linearization) -> [Matrix3<f64>; 5] {
+        let svd = &lin.svd;
+        let [w_cor, w_vol] = lin.w;
+        let (mc, nc) =
+            spectral_pair_coefficients(&svd.sigma, &Vector3::repeat(1.0), &Matrix3::zeros());
+        let (mv, nv) = spectral_pair_coefficients(&svd.sigma, &lin.star, &lin.jac);
+        [
+            svd.u,
+            svd.v,
+            lin.jac * w_vol,
+            mc * w_cor + mv * w_vol,
+            nc * w_cor + nv * w_vol,
+        ]
+    }
+
+    fn param_gradient(lin: &Linearization, inp: &ParamInput) -> (f64, f64) {
+        let ee = inp.youngs;
+        let dl_dwc = -frob(inp.zh, &lin.residual[0]);
+        let dl_dwv = -frob(inp.zh, &lin.residual[1]);
+        let de = lin.w[0] / ee * dl_dwc + lin.w[1] / ee * dl_dwv;
+        let (dmu, dla) = inp.dlame_dnu;
+        let [dwc, dwv] = Self::pd_weights(dmu, dla, inp.vol, inp.fit_range);
+        let dnu = dwc * dl_dwc + dwv * dl_dwv + inp.beta * (dwc + dwv) * inp.dl_dbw;
+        (de, dnu)
+    }
+
+    fn pd_energy(f: &Matrix3<f64>, svd: &Svd3, w: &PdWeights, _: &NhParams) -> f64 {
+        let r = project(svd);
+        let (dm, _) = volume::project(svd);
+        0.5 * w[0] * (f - r).norm_squared() + 0.5 * w[1] * (f - dm).norm_squared()
+    }
+
+    fn pd_terms(
+        f: &Matrix3<f64>,
+        svd: &Svd3,
+        w: &PdWeights,
+        _: &NhParams,
+        with_hessian: bool,
+    ) -> (f64, Matrix3<f64>, Mat9) {
+        let r = project(svd);
+        let (dm, vol_star) = volume::project(svd);
+        let [wc, wv] = *w;
+        let e = 0.5 * wc * (f - r).norm_squared() + 0.5 * wv * (f - dm).norm_squared();
+        let p = (f - r) * wc + (f - dm) * wv;
+        let h = if with_hessian {
+            let vol_w = volume::stretch_jacobian(&svd.sigma, &vol_star);
+            mat9_of(|df| {
+                df * (wc + wv)
+                    - jacobian_apply(svd, df) * wc
+                    - volume::jacobian_apply(svd, &vol_star, &vol_w, df) * wv
+            })
+        } else {
+            Mat9::zeros()
+        };
+        (e, p, h)
+    }
+
+    fn true_terms(
+        f: &Matrix3<f64>,
+        svd: &Svd3,
+        w: &PdWeights,
+        _: &NhParams,
+        _vol: f64,
+        with_hessian: bool,
+    ) -> (f64, Matrix3<f64>, Mat9) {
+        // w = (2 μ V, λ V)
+        let [two_mu_v, la_v] = *w;
+        let r = project(svd);
+        let j = f.determinant();
+        let cof = cofactor(f);
+        let e = 0.5 * two_mu_v * (f - r).norm_squared() + 0.5 * la_v * (j - 1.0).powi(2);
+        let p = (f - r) * two_mu_v + cof * (la_v * (j - 1.0));
+        let h = if with_hessian {
+            mat9_of(|df| {
+                (df - jacobian_apply(svd, df)) * two_mu_v
+                    + cof * (la_v * cof.component_mul(df).sum())
+                    + cofactor_differential(f, df) * (la_v * (j - 1.0))
+            })
+        } else {
+            Mat9::zeros()
+        };
+        (e, p, h)
+    }
+
+    /// The PD corotated + volume density $\mu\|F-R\|^2+\tfrac\lambda2\|F-D(F)\|^2$ and
+    /// $P=2\mu(F-R)+\lambda(F-D)$ (both projections are closest points).
+    fn density_and_pk1(mu: f64, lambda: f64, f: &Matrix3<f64>) -> (f64, Matrix3<f64>) {
+        let svd = svd3(f);
+        let r = project(&svd);
+        let (d, _) = volume::project(&svd);
+        let (fr, fd) = (f - r, f - d);
+        (
+            mu * fr.norm_squared() + 0.5 * lambda * fd.norm_squared(),
+            fr * (2.0 * mu) + fd * lambda,
+        )
+    }
+}
+
+/// $\mathrm{cof}(F)=\partial\det F/\partial F$.
+pub fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
+    let c0 = f.column(0).into_owned();
+    let c1 = f.column(1).into_owned();
+    let c2 = f.column(2).into_owned();
+    Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
+}
+
+/// $d\,\mathrm{cof}(F)[dF]$ (cofactor columns are cross products of the other two).
+pub fn cofactor_differential(f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64> {
+    let c = |m: &Matrix3<f64>, k: usize| m.column(k).into_owned();
+    Matrix3::from_columns(&[
+        c(df, 1).cross(&c(f, 2)) + c(f, 1).cross(&c(df, 2)),
+        c(df, 2).cross(&c(f, 0)) + c(f, 2).cross(&c(df, 0)),
+        c(df, 0).cross(&c(f, 1)) + c(f, 0).cross(&c(df, 1)),
+    ])
 }
 
 #[cfg(test)]

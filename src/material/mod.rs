@@ -5,17 +5,23 @@
 //!
 //! Everything here is a pure function of small fixed-size matrices: no I/O, no globals.
 //! Matrices are `nalgebra::Matrix3<f64>`; `vec(·)` is column-major (spec conventions).
+//!
+//! A material law is one type implementing [`Material`] (`law.rs`: the trait, and the one
+//! dispatch point from [`MaterialModel`]); the solver calls it only through the methods of
+//! [`MaterialModel`].
 
 pub mod corotated;
 pub mod eigen;
 #[cfg(test)]
 mod fd;
 pub mod interleaved;
+pub mod law;
 pub mod neohookean;
 pub mod svd;
 pub mod volume;
 pub mod weights;
 
+pub use law::{frob, Linearization, Mat9, Material, ParamInput, PdWeights};
 pub use nalgebra::{Matrix3, Vector3};
 
 /// Lamé parameters from Young's modulus and Poisson ratio (spec Eq. 1):
@@ -34,7 +40,8 @@ pub fn lame_dnu(e: f64, nu: f64) -> (f64, f64) {
     (dmu, dl)
 }
 
-/// Which PD energy an element uses (spec §3 table).
+/// Which PD energy an element uses (spec §3 table). Each variant names one implementation of
+/// [`Material`], mapped in `law.rs` (the only `match` on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MaterialModel {

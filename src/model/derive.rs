@@ -5,7 +5,7 @@ use super::discrete::{MaterialParams, Model};
 use super::settings::StiffnessScaling;
 use crate::material::neohookean::NhParams;
 use crate::material::weights::fit_coefficients;
-use crate::material::{lame, MaterialModel};
+use crate::material::{lame, lame_dnu, PdWeights};
 
 /// Quantities derived from [`MaterialParams`] (recomputed when parameters change).
 #[derive(Clone, Debug)]
@@ -14,15 +14,14 @@ pub struct Derived {
     pub mass: Vec<f64>,
     /// Per-node mass-damping coefficient α of its body.
     pub node_alpha: Vec<f64>,
-    /// Per-sample corotated weight ($2\mu_eV_s$; 0 for NH bodies).
-    pub w_cor: Vec<f64>,
-    /// Per-sample volume weight ($\lambda_eV_s$; 0 for NH bodies).
-    pub w_vol: Vec<f64>,
-    /// Per-sample NH weight ($k_eV_s$, Eq. 12; 0 for corotated bodies).
-    pub w_nh: Vec<f64>,
+    /// Per-sample PD weights of the body's material law
+    /// ([`crate::material::Material::pd_weights`]: corotated $(2\mu_eV_s,\lambda_eV_s)$,
+    /// Neo-Hookean $(k_eV_s,0)$, Eq. 12).
+    pub w: Vec<PdWeights>,
     /// Per-element stiffness-damping coefficient β_e (Eq. 30).
     pub beta: Vec<f64>,
-    /// Per-body NH prox parameters $(\bar\mu,\bar\lambda,\bar k)$ (Lemma 1).
+    /// Per-body means $(\bar\mu,\bar\lambda,\bar k)$ (Lemma 1; the NH prox parameters),
+    /// [`Model::body_means`].
     pub nh: Vec<NhParams>,
     /// max E / min E > 1.01 (spec §6.1).
     pub heterogeneous: bool,
@@ -36,7 +35,7 @@ impl Derived {
     /// Total PD weight of sample `s`.
     #[inline]
     pub fn w_total(&self, s: usize) -> f64 {
-        self.w_cor[s] + self.w_vol[s] + self.w_nh[s]
+        self.w[s][0] + self.w[s][1]
     }
 }
 
@@ -55,40 +54,18 @@ impl Model {
             }
         }
         let node_alpha = self.node_body.iter().map(|&b| p.alpha[b]).collect();
-        let (mut w_cor, mut w_vol, mut w_nh) = (vec![0.0; ns], vec![0.0; ns], vec![0.0; ns]);
-        let mut nh = Vec::with_capacity(self.bodies.len());
-        for (b, body) in self.bodies.iter().enumerate() {
-            let (cm, cl) = fit_coefficients(body.fit_range);
-            let nu = p.nu[b];
-            let ne = body.elements.len() as f64;
-            let (mut mbar, mut lbar) = (0.0, 0.0);
-            for e in body.elements.clone() {
-                let (mu, la) = lame(p.youngs[e], nu);
-                mbar += mu / ne;
-                lbar += la / ne;
-            }
-            nh.push(NhParams {
-                mu: mbar,
-                lambda: lbar,
-                k: cm * mbar + cl * lbar,
-            });
-        }
-        for s in 0..ns {
-            let e = self.samples.elem[s];
-            let b = self.elem_body[e];
-            let (mu, la) = lame(p.youngs[e], p.nu[b]);
-            let v = self.samples.vol[s];
-            match self.bodies[b].model {
-                MaterialModel::Corotated => {
-                    w_cor[s] = 2.0 * mu * v;
-                    w_vol[s] = la * v;
-                }
-                MaterialModel::Neohookean => {
-                    let (cm, cl) = fit_coefficients(self.bodies[b].fit_range);
-                    w_nh[s] = (cm * mu + cl * la) * v;
-                }
-            }
-        }
+        let nh = (0..self.bodies.len())
+            .map(|b| self.body_means(p, b))
+            .collect();
+        let w = (0..ns)
+            .map(|s| {
+                let e = self.samples.elem[s];
+                let body = &self.bodies[self.elem_body[e]];
+                let (mu, la) = lame(p.youngs[e], p.nu[self.elem_body[e]]);
+                let v = self.samples.vol[s];
+                body.model.pd_weights(mu, la, v, body.fit_range)
+            })
+            .collect();
         let beta = (0..self.num_elements())
             .map(|e| {
                 let b = self.elem_body[e];
@@ -103,13 +80,48 @@ impl Model {
         Derived {
             mass,
             node_alpha,
-            w_cor,
-            w_vol,
-            w_nh,
+            w,
             beta,
             nh,
             heterogeneous: emax / emin > 1.01,
             muscle_time: 0.0,
+        }
+    }
+
+    /// Body means $(\bar\mu,\bar\lambda,\bar k)$ of body `b`: the element mean of the Lamé
+    /// parameters at $(E_e,\nu_b)$ (spec §1, Lemma 1) and $\bar k=c_\mu\bar\mu+c_\lambda\bar\lambda$
+    /// (Eq. 12 over the body's fit range).
+    pub fn body_means(&self, p: &MaterialParams, b: usize) -> NhParams {
+        self.body_mean_map(p, b, lame)
+    }
+
+    /// $\partial(\bar\mu,\bar\lambda,\bar k)/\partial\nu_b$ of [`Self::body_means`] (the same linear
+    /// maps applied to $\partial(\mu,\lambda)/\partial\nu$).
+    pub fn body_means_dnu(&self, p: &MaterialParams, b: usize) -> NhParams {
+        self.body_mean_map(p, b, lame_dnu)
+    }
+
+    /// Element mean of `lame_map(E_e, ν_b)` over body `b` and the fit of Eq. 12.
+    fn body_mean_map(
+        &self,
+        p: &MaterialParams,
+        b: usize,
+        lame_map: fn(f64, f64) -> (f64, f64),
+    ) -> NhParams {
+        let body = &self.bodies[b];
+        let (cm, cl) = fit_coefficients(body.fit_range);
+        let nu = p.nu[b];
+        let ne = body.elements.len() as f64;
+        let (mut mbar, mut lbar) = (0.0, 0.0);
+        for e in body.elements.clone() {
+            let (mu, la) = lame_map(p.youngs[e], nu);
+            mbar += mu / ne;
+            lbar += la / ne;
+        }
+        NhParams {
+            mu: mbar,
+            lambda: lbar,
+            k: cm * mbar + cl * lbar,
         }
     }
 }

@@ -15,40 +15,20 @@ use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
-use crate::material::neohookean::{self, HessianFilter};
-use crate::material::svd::{self, Svd3};
-use crate::material::{corotated, volume, MaterialModel};
+use crate::material::neohookean::HessianFilter;
+use crate::material::svd;
+use crate::material::Linearization;
 use crate::model::AdjointMethod;
 use crate::model::Model;
-use nalgebra::{Matrix3, Vector3};
+use nalgebra::Matrix3;
 use rayon::prelude::*;
-
-/// Per-sample linearisation at $x_{t+1}$.
-enum SampleLin {
-    Corot {
-        svd: Svd3,
-        w_cor: f64,
-        w_vol: f64,
-        vol_star: Vector3<f64>,
-        vol_w: Matrix3<f64>,
-        f_minus_r: Matrix3<f64>,
-        f_minus_d: Matrix3<f64>,
-    },
-    Nh {
-        svd: Svd3,
-        w: f64,
-        star: Vector3<f64>,
-        jac: Matrix3<f64>,
-        f_minus_p: Matrix3<f64>,
-        filtered: bool,
-    },
-}
 
 /// Local Jacobians of one step, evaluated at $x_{t+1}$.
 pub struct StepLinearization<'s> {
-    samples: Vec<SampleLin>,
-    /// Per-sample weighted coefficients of $\Delta A$ (from [`Self::spectral_coefficients`]),
-    /// computed once per step so that each product only applies them.
+    samples: Vec<Linearization>,
+    /// Per-sample weighted coefficients of $\Delta A$ (from
+    /// [`crate::material::Material::spectral_coefficients`]), computed once per step so that
+    /// each product only applies them.
     spectral: Vec<svd::SpectralLinear>,
     /// Muscle fibres at $x_{t+1}$ (spec §3.5).
     pub muscle: super::muscle::MuscleLin,
@@ -63,64 +43,33 @@ impl<'s> StepLinearization<'s> {
     pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
         let model = sim.model;
         let d = &sim.derived;
-        let samples: Vec<SampleLin> = (0..model.num_samples())
+        let filter = if alpha == 0.0 {
+            HessianFilter::None
+        } else {
+            HessianFilter::Blend(alpha)
+        };
+        let (samples, spectral): (Vec<Linearization>, Vec<svd::SpectralLinear>) = (0..model
+            .num_samples())
             .into_par_iter()
             .map(|s| {
                 let f = model.deformation_gradient(s, x);
                 let usv = svd::svd3(&f);
                 let b = model.elem_body[model.samples.elem[s]];
-                match model.bodies[b].model {
-                    MaterialModel::Corotated => {
-                        let r = corotated::project(&usv);
-                        let (dm, vol_star) = volume::project(&usv);
-                        let vol_w = volume::stretch_jacobian(&usv.sigma, &vol_star);
-                        SampleLin::Corot {
-                            w_cor: d.w_cor[s],
-                            w_vol: d.w_vol[s],
-                            vol_star,
-                            vol_w,
-                            f_minus_r: f - r,
-                            f_minus_d: f - dm,
-                            svd: usv,
-                        }
-                    }
-                    MaterialModel::Neohookean => {
-                        let (p, st) = neohookean::prox(&d.nh[b], &usv, None);
-                        let filter = if alpha == 0.0 {
-                            HessianFilter::None
-                        } else {
-                            HessianFilter::Blend(alpha)
-                        };
-                        let (jac, filtered) =
-                            neohookean::stretch_jacobian(&d.nh[b], &st.sigma_star, filter);
-                        SampleLin::Nh {
-                            w: d.w_nh[s],
-                            star: st.sigma_star,
-                            jac,
-                            f_minus_p: f - p,
-                            filtered,
-                            svd: usv,
-                        }
-                    }
-                }
+                let law = model.bodies[b].model;
+                let lin = law.linearize(&f, usv, &d.w[s], &d.nh[b], filter);
+                let spectral =
+                    svd::SpectralLinear::from_coefficients(law.spectral_coefficients(&lin));
+                (lin, spectral)
             })
-            .collect();
-        let filtered_samples = samples
-            .iter()
-            .filter(|s| matches!(s, SampleLin::Nh { filtered: true, .. }))
-            .count();
-        let mut lin = StepLinearization {
+            .unzip();
+        let filtered_samples = samples.iter().filter(|s| s.filtered).count();
+        StepLinearization {
             samples,
-            spectral: vec![],
+            spectral,
             muscle: super::muscle::MuscleLin::new(model, x, d.muscle_time),
             filtered_samples,
             contact: None,
-        };
-        lin.spectral = (0..lin.samples.len())
-            .into_par_iter()
-            .map(|s| svd::SpectralLinear::from_coefficients(lin.spectral_coefficients(s)))
-            .collect();
-        lin
+        }
     }
 
     /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the
@@ -132,79 +81,19 @@ impl<'s> StepLinearization<'s> {
         self
     }
 
-    /// $(F_s-R_s,\ F_s-D_s,\ F_s-p_s)$ of sample `s` (zeros where the term is absent).
-    pub fn residuals(&self, s: usize) -> (Matrix3<f64>, Matrix3<f64>, Matrix3<f64>) {
-        match &self.samples[s] {
-            SampleLin::Corot {
-                f_minus_r,
-                f_minus_d,
-                ..
-            } => (*f_minus_r, *f_minus_d, Matrix3::zeros()),
-            SampleLin::Nh { f_minus_p, .. } => (Matrix3::zeros(), Matrix3::zeros(), *f_minus_p),
-        }
+    /// The material linearisation of sample `s` (for the parameter gradients).
+    pub fn sample(&self, s: usize) -> &Linearization {
+        &self.samples[s]
     }
 
-    /// $\partial p_s/\partial\nu=U\,\mathrm{diag}(\partial\sigma^*/\partial\nu)V^T$ for an NH sample
-    /// (implicit function theorem of the stretch problem, spec §7.5), through the body means
-    /// $\bar\mu,\bar\lambda,\bar k$. Zero for projective (corotated/volume) samples.
-    pub fn dp_dnu(&self, s: usize, sim: &Simulator, body: usize) -> Matrix3<f64> {
-        let SampleLin::Nh { svd, star, jac, .. } = &self.samples[s] else {
-            return Matrix3::zeros();
-        };
-        let model = sim.model;
-        let p = &model.params;
-        let elems = model.bodies[body].elements.clone();
-        let ne = elems.len() as f64;
-        let (mut dmu, mut dla) = (0.0, 0.0);
-        for e in elems {
-            let (a, b) = crate::material::lame_dnu(p.youngs[e], p.nu[body]);
-            dmu += a / ne;
-            dla += b / ne;
-        }
-        let (cm, cl) = crate::material::weights::fit_coefficients(model.bodies[body].fit_range);
-        let dk = cm * dmu + cl * dla;
-        let sens = neohookean::dsigma_star_dparams(&sim.derived.nh[body], &svd.sigma, star, jac);
-        let ds = sens[0] * dmu + sens[1] * dla + sens[2] * dk;
-        svd.u * Matrix3::from_diagonal(&ds) * svd.v.transpose()
-    }
-
-    /// The weighted spectral-map coefficients of sample `s` (spec App. A.1, Eq. 42): the
-    /// local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
+    /// The weighted spectral-map coefficients $[U,V,W,M,N]$ of sample `s` (spec App. A.1,
+    /// Eq. 42): the local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
     /// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ already
-    /// carry the PD weights (corotated and volume terms summed: they share $U,V$). Used by
-    /// the device product (`gpu`), which needs them as plain numbers. Muscles are not included.
+    /// carry the PD weights (terms sharing $U,V$ summed). Used by the device product (`gpu`),
+    /// which needs them as plain numbers. Muscles are not included.
     pub fn spectral_coefficients(&self, s: usize) -> [Matrix3<f64>; 5] {
-        use crate::material::svd::spectral_pair_coefficients;
-        match &self.samples[s] {
-            SampleLin::Corot {
-                svd,
-                w_cor,
-                w_vol,
-                vol_star,
-                vol_w,
-                ..
-            } => {
-                let (mc, nc) = spectral_pair_coefficients(
-                    &svd.sigma,
-                    &Vector3::repeat(1.0),
-                    &Matrix3::zeros(),
-                );
-                let (mv, nv) = spectral_pair_coefficients(&svd.sigma, vol_star, vol_w);
-                [
-                    svd.u,
-                    svd.v,
-                    vol_w * *w_vol,
-                    mc * *w_cor + mv * *w_vol,
-                    nc * *w_cor + nv * *w_vol,
-                ]
-            }
-            SampleLin::Nh {
-                svd, w, star, jac, ..
-            } => {
-                let (m, n) = spectral_pair_coefficients(&svd.sigma, star, jac);
-                [svd.u, svd.v, jac * *w, m * *w, n * *w]
-            }
-        }
+        let c = &self.spectral[s];
+        [c.u, c.v, c.w, c.m, c.n]
     }
 
     /// $\Delta A\,z$ (matrix-free, App. A.1), Dirichlet rows not zeroed.

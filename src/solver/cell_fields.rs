@@ -11,38 +11,19 @@
 //!
 //! Cauchy stress σ = P Fᵀ / J; von Mises = √(3/2 s:s) with s = σ − tr(σ)/3 I.
 
-use crate::material::{self, corotated, neohookean, svd::svd3, volume, MaterialModel};
+use crate::material::{self, MaterialModel};
 use crate::model::Model;
 use nalgebra::Matrix3;
 
-/// Energy density ψ(F) and first Piola stress P(F) of a material law.
+/// Energy density ψ(F) and first Piola stress P(F) of a material law
+/// ([`crate::material::Material::density_and_pk1`]).
 pub fn energy_and_pk1(
     model: MaterialModel,
     mu: f64,
     lambda: f64,
     f: &Matrix3<f64>,
 ) -> (f64, Matrix3<f64>) {
-    match model {
-        MaterialModel::Corotated => {
-            let svd = svd3(f);
-            let r = corotated::project(&svd);
-            let (d, _) = volume::project(&svd);
-            let (fr, fd) = (f - r, f - d);
-            (
-                mu * fr.norm_squared() + 0.5 * lambda * fd.norm_squared(),
-                fr * (2.0 * mu) + fd * lambda,
-            )
-        }
-        MaterialModel::Neohookean => {
-            if f.determinant() <= 0.0 {
-                return (f64::NAN, Matrix3::repeat(f64::NAN));
-            }
-            (
-                neohookean::energy_density(mu, lambda, f),
-                neohookean::pk1(mu, lambda, f),
-            )
-        }
-    }
+    model.density_and_pk1(mu, lambda, f)
 }
 
 /// Von Mises stress of the Cauchy stress of (F, P).

@@ -13,9 +13,8 @@
 
 use super::backward::StepLinearization;
 use super::simulator::Simulator;
-use crate::material::{lame, lame_dnu, MaterialModel};
+use crate::material::{frob, lame_dnu, ParamInput};
 use crate::model::StiffnessScaling;
-use nalgebra::Matrix3;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -75,10 +74,6 @@ impl Gradients {
             attachment_offset: vec![[0.0; 3]; m.attachments.len()],
         }
     }
-}
-
-fn frob(a: &Matrix3<f64>, b: &Matrix3<f64>) -> f64 {
-    a.component_mul(b).sum()
 }
 
 /// The states of one step of the reverse sweep: frame (1-based), start $(x_t, v_t)$ and
@@ -150,6 +145,9 @@ pub fn accumulate_step(
         }
     }
     // Per-sample material terms.
+    let body_dnu: Vec<_> = (0..model.bodies.len())
+        .map(|b| model.body_means_dnu(p, b))
+        .collect();
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
         .map(|s| {
             let e = model.samples.elem[s];
@@ -159,8 +157,6 @@ pub fn accumulate_step(
             let w = d.w_total(s);
             let ee = p.youngs[e];
             let nu = p.nu[b];
-            let (mu, la) = lame(ee, nu);
-            let (dmu, dla) = lame_dnu(ee, nu);
             let dl_dbw = -frob(&zh, &vs); // dL/d(beta_e w_s)
             let body = &model.bodies[b];
             let s_e = match body.stiffness_scaling {
@@ -174,31 +170,21 @@ pub fn accumulate_step(
                 1.0
             };
             let mut de = c_beta * d.beta[e] * w / ee * dl_dbw;
-            let mut dnu = 0.0;
-            let (fp_cor, fp_vol, fp_nh) = lin.residuals(s);
-            match body.model {
-                MaterialModel::Corotated => {
-                    let dl_dwc = -frob(&zh, &fp_cor);
-                    let dl_dwv = -frob(&zh, &fp_vol);
-                    de += d.w_cor[s] / ee * dl_dwc + d.w_vol[s] / ee * dl_dwv;
-                    let v = model.samples.vol[s];
-                    let dwc = 2.0 * dmu * v;
-                    let dwv = dla * v;
-                    dnu += dwc * dl_dwc + dwv * dl_dwv + d.beta[e] * (dwc + dwv) * dl_dbw;
-                }
-                MaterialModel::Neohookean => {
-                    let dl_dw = -frob(&zh, &fp_nh);
-                    de += d.w_nh[s] / ee * dl_dw;
-                    let (cm, cl) = crate::material::weights::fit_coefficients(body.fit_range);
-                    let v = model.samples.vol[s];
-                    let dw = (cm * dmu + cl * dla) * v;
-                    dnu += dw * dl_dw + d.beta[e] * dw * dl_dbw;
-                    // prox sensitivity: dL/dp_s = w_s Zhat, p depends on nu through the means
-                    let dp = lin.dp_dnu(s, sim, b);
-                    dnu += d.w_nh[s] * frob(&zh, &dp);
-                }
-            }
-            let _ = (mu, la);
+            let (de_w, dnu) = body.model.param_gradient(
+                lin.sample(s),
+                &ParamInput {
+                    zh: &zh,
+                    youngs: ee,
+                    dlame_dnu: lame_dnu(ee, nu),
+                    vol: model.samples.vol[s],
+                    fit_range: body.fit_range,
+                    beta: d.beta[e],
+                    dl_dbw,
+                    body: &d.nh[b],
+                    body_dnu: &body_dnu[b],
+                },
+            );
+            de += de_w;
             (e, de, dnu, s_e * w * dl_dbw)
         })
         .collect();

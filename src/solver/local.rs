@@ -1,10 +1,12 @@
 //! PD local step (spec §6.2 step 6–7): per quadrature sample, project the deformation
 //! gradient onto the energy's constraint set / proximal point and accumulate the projection
 //! part of the right-hand side $b_p=\sum_s G_s^T\mathrm{vec}\,Q_s$ with
-//! $Q_s=w^{cor}_sR_s+w^{vol}_sD_s$ (corotated + volume) or $Q_s=w^{nh}_sp_s$ (NH prox).
+//! $Q_s=\sum_kw_{s,k}p_k(F_s)$ of the body's material law
+//! ([`crate::material::Material::project`]; corotated + volume $w^{cor}_sR_s+w^{vol}_sD_s$,
+//! NH prox $w^{nh}_sp_s$).
 
-use crate::material::interleaved::{self, Lanes, Mat3Lanes, LANES};
-use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
+use crate::material::interleaved::{Mat3Lanes, LANES};
+use crate::material::svd;
 use crate::model::{Derived, Model};
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
@@ -123,23 +125,8 @@ fn project_block(
         }
     }
     let mut out: Mat3Lanes = [[0.0; LANES]; 9];
-    let lanes = |v: &[f64]| -> Lanes { std::array::from_fn(|l| v[s0 + l]) };
-    let ok = match mat {
-        MaterialModel::Corotated => {
-            interleaved::corot_vol(&f, &lanes(&d.w_cor), &lanes(&d.w_vol), &mut out)
-        }
-        MaterialModel::Neohookean => {
-            let params = std::array::from_fn(|l| d.nh[body(s0 + l)]);
-            let mut wl: [[f64; 3]; LANES] = std::array::from_fn(|l| warm[l].into());
-            let ok = interleaved::nh_prox(&f, &params, &lanes(&d.w_nh), &mut wl, &mut out);
-            for l in 0..LANES {
-                if ok[l] {
-                    warm[l] = Vector3::from(wl[l]);
-                }
-            }
-            ok
-        }
-    };
+    let w = &d.w[s0..s0 + LANES];
+    let ok = mat.project_lanes(&f, w, |l| d.nh[body(s0 + l)], warm, &mut out);
     for l in 0..LANES {
         q[l] = if ok[l] {
             Matrix3::from_fn(|r, c| out[3 * c + r][l])
@@ -160,19 +147,7 @@ pub fn project_sample(
     let f = model.deformation_gradient(s, x);
     let b = model.elem_body[model.samples.elem[s]];
     let usv = svd::svd3(&f);
-    match model.bodies[b].model {
-        MaterialModel::Corotated => {
-            let r = corotated::project(&usv);
-            let (dm, _) = volume::project(&usv);
-            r * d.w_cor[s] + dm * d.w_vol[s]
-        }
-        MaterialModel::Neohookean => {
-            let start = if warm[0] > 0.0 { Some(*warm) } else { None };
-            let (p, st) = neohookean::prox(&d.nh[b], &usv, start.as_ref());
-            *warm = st.sigma_star;
-            p * d.w_nh[s]
-        }
-    }
+    model.bodies[b].model.project(&usv, &d.w[s], &d.nh[b], warm)
 }
 
 /// Scatter $b_p=\sum_sG_s^T\mathrm{vec}Q_s$.

@@ -8,7 +8,7 @@
 
 use super::simulator::Simulator;
 use super::stats::TrStats;
-use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
+use crate::material::svd;
 use rayon::prelude::*;
 
 /// TR tolerance η (Chen et al. 2024a; spec Eq. 29).
@@ -46,20 +46,7 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
             let f = model.deformation_gradient(s, x);
             let usv = svd::svd3(&f);
             let b = model.elem_body[model.samples.elem[s]];
-            match model.bodies[b].model {
-                MaterialModel::Corotated => {
-                    let r = corotated::project(&usv);
-                    let (dm, _) = volume::project(&usv);
-                    0.5 * d.w_cor[s] * (f - r).norm_squared()
-                        + 0.5 * d.w_vol[s] * (f - dm).norm_squared()
-                }
-                MaterialModel::Neohookean => {
-                    let nh = &d.nh[b];
-                    let (p, st) = neohookean::prox(nh, &usv, None);
-                    0.5 * d.w_nh[s] * (f - p).norm_squared()
-                        + d.w_nh[s] / nh.k * neohookean::stretch_energy(nh, &st.sigma_star)
-                }
-            }
+            model.bodies[b].model.pd_energy(&f, &usv, &d.w[s], &d.nh[b])
         })
         .sum();
     e + elastic
@@ -85,6 +72,7 @@ pub fn blend(pred: f64, act: f64, energy: f64) -> TrStats {
 mod tests {
     use super::*;
     use crate::linalg::LinearSolver;
+    use crate::material::MaterialModel;
     use crate::model::{ModelBuilder, SolverSettings};
     use crate::solver::local;
     use nalgebra::Vector3;

@@ -2,13 +2,12 @@
 //! 9×9 Hessian in $F$-space for the PD and true energies, the muscle fibre term, and the
 //! element Hessian projections of the filters (clamp, abs; PPN constants).
 
-use crate::material::{corotated, neohookean, svd, volume, MaterialModel};
+pub use crate::material::corotated::{cofactor, cofactor_differential};
+use crate::material::svd;
+pub use crate::material::Mat9;
 use crate::model::NewtonEnergy;
 use crate::solver::simulator::Simulator;
-use nalgebra::{Matrix3, SMatrix, SymmetricEigen};
-
-/// 9×9 Hessian in $F$-space, index $3r+c$ for $F_{rc}$.
-pub type Mat9 = SMatrix<f64, 9, 9>;
+use nalgebra::{Matrix3, SymmetricEigen};
 
 /// PPN tightening factor α and release factor β (seed paper defaults).
 pub const PPN_ALPHA: f64 = 0.5;
@@ -49,7 +48,8 @@ pub fn muscle_terms(
 }
 
 /// Energy, first Piola stress $\partial E_s/\partial F$ (weights included) and 9×9 Hessian of
-/// sample `s` at deformation gradient `f`.
+/// sample `s` at deformation gradient `f` ([`crate::material::Material::pd_terms`] /
+/// [`crate::material::Material::true_terms`] of the body's law).
 pub fn sample_terms(
     sim: &Simulator,
     energy: NewtonEnergy,
@@ -61,101 +61,14 @@ pub fn sample_terms(
     let d = &sim.derived;
     let b = model.elem_body[model.samples.elem[s]];
     let usv = svd::svd3(f);
-    let mut h = Mat9::zeros();
-    let unit = |c: usize| {
-        let mut e = Matrix3::zeros();
-        e[(c / 3, c % 3)] = 1.0;
-        e
-    };
-    let mut fill = |op: &dyn Fn(&Matrix3<f64>) -> Matrix3<f64>| {
-        for c in 0..9 {
-            let col = op(&unit(c));
-            for r in 0..9 {
-                h[(r, c)] = col[(r / 3, r % 3)];
-            }
-        }
-    };
-    match (model.bodies[b].model, energy) {
-        (MaterialModel::Corotated, NewtonEnergy::Pd) => {
-            let r = corotated::project(&usv);
-            let (dm, vol_star) = volume::project(&usv);
-            let (wc, wv) = (d.w_cor[s], d.w_vol[s]);
-            let e = 0.5 * wc * (f - r).norm_squared() + 0.5 * wv * (f - dm).norm_squared();
-            let p = (f - r) * wc + (f - dm) * wv;
-            if with_hessian {
-                let vol_w = volume::stretch_jacobian(&usv.sigma, &vol_star);
-                fill(&|df| {
-                    df * (wc + wv)
-                        - corotated::jacobian_apply(&usv, df) * wc
-                        - volume::jacobian_apply(&usv, &vol_star, &vol_w, df) * wv
-                });
-            }
-            (e, p, h)
-        }
-        (MaterialModel::Neohookean, NewtonEnergy::Pd) => {
-            let nh = &d.nh[b];
-            let w = d.w_nh[s];
-            let (p, st) = neohookean::prox(nh, &usv, None);
-            let e = 0.5 * w * (f - p).norm_squared()
-                + w / nh.k * neohookean::stretch_energy(nh, &st.sigma_star);
-            if with_hessian {
-                let (jac, _) = neohookean::stretch_jacobian(
-                    nh,
-                    &st.sigma_star,
-                    neohookean::HessianFilter::None,
-                );
-                fill(&|df| (df - neohookean::jacobian_apply(&usv, &st.sigma_star, &jac, df)) * w);
-            }
-            (e, (f - p) * w, h)
-        }
-        (MaterialModel::Neohookean, NewtonEnergy::True) => {
-            let nh = &d.nh[b];
-            let sc = d.w_nh[s] / (nh.k * model.samples.vol[s]);
-            let (mu, la) = (sc * nh.mu, sc * nh.lambda);
-            let v = model.samples.vol[s];
-            let e = v * neohookean::energy_density(mu, la, f);
-            let p = neohookean::pk1(mu, la, f) * v;
-            if with_hessian {
-                fill(&|df| neohookean::pk1_differential(mu, la, f, df) * v);
-            }
-            (e, p, h)
-        }
-        (MaterialModel::Corotated, NewtonEnergy::True) => {
-            // w_cor = 2 μ V, w_vol = λ V
-            let (two_mu_v, la_v) = (d.w_cor[s], d.w_vol[s]);
-            let r = corotated::project(&usv);
-            let j = f.determinant();
-            let cof = cofactor(f);
-            let e = 0.5 * two_mu_v * (f - r).norm_squared() + 0.5 * la_v * (j - 1.0).powi(2);
-            let p = (f - r) * two_mu_v + cof * (la_v * (j - 1.0));
-            if with_hessian {
-                fill(&|df| {
-                    (df - corotated::jacobian_apply(&usv, df)) * two_mu_v
-                        + cof * (la_v * cof.component_mul(df).sum())
-                        + cofactor_differential(f, df) * (la_v * (j - 1.0))
-                });
-            }
-            (e, p, h)
+    let law = model.bodies[b].model;
+    match energy {
+        NewtonEnergy::Pd => law.pd_terms(f, &usv, &d.w[s], &d.nh[b], with_hessian),
+        NewtonEnergy::True => {
+            let vol = model.samples.vol[s];
+            law.true_terms(f, &usv, &d.w[s], &d.nh[b], vol, with_hessian)
         }
     }
-}
-
-/// $\mathrm{cof}(F)=\partial\det F/\partial F$.
-pub fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
-    let c0 = f.column(0).into_owned();
-    let c1 = f.column(1).into_owned();
-    let c2 = f.column(2).into_owned();
-    Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
-}
-
-/// $d\,\mathrm{cof}(F)[dF]$ (cofactor columns are cross products of the other two).
-pub fn cofactor_differential(f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64> {
-    let c = |m: &Matrix3<f64>, k: usize| m.column(k).into_owned();
-    Matrix3::from_columns(&[
-        c(df, 1).cross(&c(f, 2)) + c(f, 1).cross(&c(df, 2)),
-        c(df, 2).cross(&c(f, 0)) + c(f, 2).cross(&c(df, 0)),
-        c(df, 0).cross(&c(f, 1)) + c(f, 0).cross(&c(df, 1)),
-    ])
 }
 
 /// Projection of a symmetric 9×9 element Hessian. Returns the projected matrix and whether
