@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod frames;
 pub mod grad;
 pub mod gradcheck;
+pub mod log;
 pub mod memory;
 pub mod mesh;
 pub mod optimize;

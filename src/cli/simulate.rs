@@ -3,8 +3,8 @@
 
 use super::frames::FrameWriter;
 use super::{BackendArg, Failure, RunArgs};
+use crate::cli::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use crate::gpu::Backend;
-use crate::io::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use crate::io::write_atomic;
 use crate::model::OnNonConvergence;
 use crate::scene::{self, LoadedScene};
@@ -397,7 +397,7 @@ fn frame_record(
             .then_some((stats.polish_steps, stats.polish_residual)),
         residual: stats
             .residual
-            .map(|relative| crate::io::log::ResidualRecord {
+            .map(|relative| crate::cli::log::ResidualRecord {
                 relative,
                 newton_krylov_steps: stats.polish_steps,
                 gmres_iterations: stats.polish_gmres_iterations,
@@ -598,8 +598,8 @@ fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
 }
 
 /// The log record of a step's Newton statistics.
-fn newton_record(n: &crate::solver::stats::NewtonStats) -> crate::io::log::NewtonRecord {
-    crate::io::log::NewtonRecord {
+fn newton_record(n: &crate::solver::stats::NewtonStats) -> crate::cli::log::NewtonRecord {
+    crate::cli::log::NewtonRecord {
         iterations: n.iterations,
         converged: n.converged,
         relative_gradient: n.relative_gradient,

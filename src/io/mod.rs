@@ -1,11 +1,11 @@
-//! Files in and out: frames (binary PLY surfaces, `.vtu` volumes), the JSON run log, the
-//! decimal text of numbers, and size-limited reading of input files. Every output file is
+//! Files in and out: frames (binary PLY surfaces, `.vtu` volumes), the decimal text of
+//! numbers, and size-limited reading of input files (the run log's schema is
+//! `cli::log`, beside the command that writes it). Every output file is
 //! written to a temporary name and renamed into place, so a run killed half-way leaves each
 //! finished file intact and never a half-written one.
 
 pub mod frames;
 pub mod input;
-pub mod log;
 pub mod outdir;
 pub mod ply;
 pub mod text;

@@ -3,7 +3,7 @@
 //! forward global step, the contact Delassus operator and the backward adjoint (§5.3–5.5).
 //!
 //! The factor sits behind [`LinearSolver`] so that a GPU implementation can take over the
-//! solves without the solver knowing (see [`crate::gpu`]).
+//! solves without the solver knowing (the `gpu` module implements it; linalg does not import it).
 
 pub mod cholesky;
 pub mod csc;

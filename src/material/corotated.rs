@@ -6,7 +6,7 @@
 
 use super::interleaved::{self, Lanes, Mat3Lanes, LANES};
 use super::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput, PdWeights};
-use super::neohookean::{HessianFilter, NhParams};
+use super::law::{HessianFilter, NhParams};
 use super::svd::{spectral_jacobian_apply, spectral_pair_coefficients, svd3, Svd3};
 use super::volume;
 use nalgebra::{Matrix3, Vector3};

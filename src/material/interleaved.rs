@@ -34,14 +34,9 @@
 //! code line-searches). The results agree with the exact path to round-off (unit tests below:
 //! $\le10^{-12}$ relative on random, near-degenerate and large-strain $F$).
 
-use super::neohookean::{NhParams, PROX_TOL, SIGMA_MIN};
-
-/// Samples processed side by side.
-pub const LANES: usize = 8;
-/// One scalar per lane.
-pub type Lanes = [f64; LANES];
-/// A $3\times3$ matrix per lane, column-major: entry `3 * c + r` is row `r`, column `c`.
-pub type Mat3Lanes = [Lanes; 9];
+pub use super::lanes::{Lanes, Mat3Lanes, LANES};
+use super::law::NhParams;
+use super::prox_consts::{PROX_TOL, SIGMA_MIN};
 
 const MAX_SWEEPS: usize = 10;
 /// Lanes whose $\lambda_{\min}/\lambda_{\max}$ is below this fall back to the exact SVD.

@@ -1,8 +1,8 @@
 //! The material abstraction: every operation the solver needs from a material law, behind one
 //! trait ([`Material`]) implemented by one zero-sized type per law in its own file
 //! ([`super::corotated::Corotated`], [`super::neohookean::Neohookean`]), and the one dispatch
-//! point from the scene's [`MaterialModel`] to that implementation (`with_law!`, used only by
-//! the `impl MaterialModel` below). The solver calls the methods of [`MaterialModel`]; it never
+//! point from the scene's [`super::MaterialModel`] to that implementation (`with_law!` in
+//! `dispatch.rs`, used only by its `impl MaterialModel`). The solver calls the methods of [`MaterialModel`]; it never
 //! matches on the model itself.
 //!
 //! A law enters the PD solver through up to two projective terms per quadrature sample
@@ -12,10 +12,9 @@
 //! ([`NhParams`], Lemma 1). Every operation has a finite-difference check, registered with one
 //! line per law in `material::fd` (`material_fd_tests!`).
 
-use super::interleaved::{Mat3Lanes, LANES};
-use super::neohookean::{HessianFilter, NhParams};
+use super::lanes::{Mat3Lanes, LANES};
 use super::svd::Svd3;
-use super::MaterialModel;
+use super::weights::{pd_stiffness, DEFAULT_FIT_RANGE};
 use nalgebra::{Matrix3, SMatrix, Vector3};
 
 /// 9×9 Hessian in $F$-space, index $3r+c$ for $F_{rc}$ (row-major, the Newton solver's order).
@@ -77,7 +76,7 @@ pub struct ParamInput<'a> {
 }
 
 /// A material law: everything the solver computes per quadrature sample. Implemented by a
-/// zero-sized type per law; dispatched from [`MaterialModel`] by `with_law!` (statically: no
+/// zero-sized type per law; dispatched from [`super::MaterialModel`] by `with_law!` (statically: no
 /// `dyn`, every call monomorphised and inlinable).
 pub trait Material {
     /// PD weights of a sample of rest volume `vol` at Lamé $(\mu,\lambda)$; `fit_range` is the
@@ -157,117 +156,70 @@ pub trait Material {
     fn density_and_pk1(mu: f64, lambda: f64, f: &Matrix3<f64>) -> (f64, Matrix3<f64>);
 }
 
-/// The one dispatch point: runs `$body` with `$L` naming the implementation of `$model`.
-/// A new law adds one arm here (and its variant in [`MaterialModel`]).
-macro_rules! with_law {
-    ($model:expr, $L:ident => $body:expr) => {
-        match $model {
-            MaterialModel::Corotated => {
-                type $L = super::corotated::Corotated;
-                $body
-            }
-            MaterialModel::Neohookean => {
-                type $L = super::neohookean::Neohookean;
-                $body
-            }
-        }
-    };
+/// Mesh-mean Neo-Hookean parameters used by the local prox (spec §1, Eq. 13, Lemma 1):
+/// $\bar\mu$, $\bar\lambda$ and the prox penalty $\bar k=k(\bar\mu,\bar\lambda)$ (Eq. 12).
+#[derive(Clone, Copy, Debug)]
+pub struct NhParams {
+    /// $\bar\mu$ (Pa).
+    pub mu: f64,
+    /// $\bar\lambda$ (Pa).
+    pub lambda: f64,
+    /// Prox penalty $\bar k$ (Pa).
+    pub k: f64,
 }
 
-/// [`Material`] by value of the scene enum (each method one static dispatch).
-impl MaterialModel {
-    /// [`Material::pd_weights`].
-    #[inline]
-    pub fn pd_weights(self, mu: f64, lambda: f64, vol: f64, fit_range: f64) -> PdWeights {
-        with_law!(self, L => L::pd_weights(mu, lambda, vol, fit_range))
+impl NhParams {
+    /// Parameters with the penalty from the weight fit (Eq. 12) over $[1-r,1+r]$.
+    pub fn with_fit(mu: f64, lambda: f64, r: f64) -> Self {
+        NhParams {
+            mu,
+            lambda,
+            k: pd_stiffness(mu, lambda, r),
+        }
     }
 
-    /// [`Material::project`].
-    #[inline]
-    pub fn project(
-        self,
-        svd: &Svd3,
-        w: &PdWeights,
-        body: &NhParams,
-        warm: &mut Vector3<f64>,
-    ) -> Matrix3<f64> {
-        with_law!(self, L => L::project(svd, w, body, warm))
+    /// Parameters with the default fit range $r=0.1$ ($k\approx2.006\mu+1.011\lambda$).
+    pub fn new(mu: f64, lambda: f64) -> Self {
+        Self::with_fit(mu, lambda, DEFAULT_FIT_RANGE)
     }
 
-    /// [`Material::project_lanes`].
-    #[inline]
-    pub fn project_lanes(
-        self,
-        f: &Mat3Lanes,
-        w: &[PdWeights],
-        body: impl Fn(usize) -> NhParams,
-        warm: &mut [Vector3<f64>],
-        q: &mut Mat3Lanes,
-    ) -> [bool; LANES] {
-        with_law!(self, L => L::project_lanes(f, w, body, warm, q))
+    /// All parameters scaled by `s` (Lemma 1: $(\mu_e,\lambda_e,k_e)=s_e(\bar\mu,\bar\lambda,\bar k)$).
+    pub fn scaled(&self, s: f64) -> Self {
+        NhParams {
+            mu: s * self.mu,
+            lambda: s * self.lambda,
+            k: s * self.k,
+        }
     }
+}
 
-    /// [`Material::linearize`].
-    #[inline]
-    pub fn linearize(
-        self,
-        f: &Matrix3<f64>,
-        svd: Svd3,
-        w: &PdWeights,
-        body: &NhParams,
-        filter: HessianFilter,
-    ) -> Linearization {
-        with_law!(self, L => L::linearize(f, svd, w, body, filter))
-    }
+/// Backward trust-region filter of the prox-map Hessian (spec Eqs. 24, 29).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HessianFilter {
+    /// $\alpha=0$: exact IFT.
+    None,
+    /// $\alpha=\frac12$: negative eigenvalues of $H_\sigma$ clamped to 0.
+    Clamp,
+    /// $\alpha=1$: absolute value of the eigenvalues of $H_\sigma$.
+    Abs,
+    /// General blend $\alpha$ (clamped to $[0,1]$).
+    Blend(f64),
+}
 
-    /// [`Material::spectral_coefficients`].
-    #[inline]
-    pub fn spectral_coefficients(self, lin: &Linearization) -> [Matrix3<f64>; 5] {
-        with_law!(self, L => L::spectral_coefficients(lin))
-    }
-
-    /// [`Material::param_gradient`].
-    #[inline]
-    pub fn param_gradient(self, lin: &Linearization, inp: &ParamInput) -> (f64, f64) {
-        with_law!(self, L => L::param_gradient(lin, inp))
-    }
-
-    /// [`Material::pd_energy`].
-    #[inline]
-    pub fn pd_energy(self, f: &Matrix3<f64>, svd: &Svd3, w: &PdWeights, body: &NhParams) -> f64 {
-        with_law!(self, L => L::pd_energy(f, svd, w, body))
-    }
-
-    /// [`Material::pd_terms`].
-    #[inline]
-    pub fn pd_terms(
-        self,
-        f: &Matrix3<f64>,
-        svd: &Svd3,
-        w: &PdWeights,
-        body: &NhParams,
-        with_hessian: bool,
-    ) -> (f64, Matrix3<f64>, Mat9) {
-        with_law!(self, L => L::pd_terms(f, svd, w, body, with_hessian))
-    }
-
-    /// [`Material::true_terms`].
-    #[inline]
-    pub fn true_terms(
-        self,
-        f: &Matrix3<f64>,
-        svd: &Svd3,
-        w: &PdWeights,
-        body: &NhParams,
-        vol: f64,
-        with_hessian: bool,
-    ) -> (f64, Matrix3<f64>, Mat9) {
-        with_law!(self, L => L::true_terms(f, svd, w, body, vol, with_hessian))
-    }
-
-    /// [`Material::density_and_pk1`].
-    #[inline]
-    pub fn density_and_pk1(self, mu: f64, lambda: f64, f: &Matrix3<f64>) -> (f64, Matrix3<f64>) {
-        with_law!(self, L => L::density_and_pk1(mu, lambda, f))
+impl HessianFilter {
+    /// The blend parameter $\alpha$ of Eq. (24) (NaN maps to 0).
+    pub fn alpha(&self) -> f64 {
+        match *self {
+            HessianFilter::None => 0.0,
+            HessianFilter::Clamp => 0.5,
+            HessianFilter::Abs => 1.0,
+            HessianFilter::Blend(a) => {
+                if a.is_nan() {
+                    0.0
+                } else {
+                    a.clamp(0.0, 1.0)
+                }
+            }
+        }
     }
 }

@@ -6,17 +6,20 @@
 //! Everything here is a pure function of small fixed-size matrices: no I/O, no globals.
 //! Matrices are `nalgebra::Matrix3<f64>`; `vec(·)` is column-major (spec conventions).
 //!
-//! A material law is one type implementing [`Material`] (`law.rs`: the trait, and the one
-//! dispatch point from [`MaterialModel`]); the solver calls it only through the methods of
+//! A material law is one type implementing [`Material`] (`law.rs`: the trait; `dispatch.rs`:
+//! the one dispatch point from [`MaterialModel`]); the solver calls it only through the methods of
 //! [`MaterialModel`].
 
 pub mod corotated;
+mod dispatch;
 pub mod eigen;
 #[cfg(test)]
 mod fd;
 pub mod interleaved;
+pub mod lanes;
 pub mod law;
 pub mod neohookean;
+mod prox_consts;
 pub mod svd;
 pub mod volume;
 pub mod weights;
@@ -41,7 +44,7 @@ pub fn lame_dnu(e: f64, nu: f64) -> (f64, f64) {
 }
 
 /// Which PD energy an element uses (spec §3 table). Each variant names one implementation of
-/// [`Material`], mapped in `law.rs` (the only `match` on it).
+/// [`Material`], mapped in `dispatch.rs` (the only `match` on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MaterialModel {

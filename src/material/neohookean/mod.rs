@@ -6,51 +6,16 @@
 
 mod prox;
 
-pub use prox::{prox_stretch, ProxStretch, PROX_MAX_ITER, PROX_TOL, SIGMA_MIN};
+pub use super::law::{HessianFilter, NhParams};
+pub use super::prox_consts::{PROX_TOL, SIGMA_MIN};
+pub use prox::{prox_stretch, ProxStretch, PROX_MAX_ITER};
 
 use super::eigen::sym_eigen3;
 use super::interleaved::{self, Mat3Lanes, LANES};
 use super::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput, PdWeights};
 use super::svd::{spectral_jacobian_apply, spectral_pair_coefficients, Svd3};
-use super::weights::{fit_coefficients, pd_stiffness, DEFAULT_FIT_RANGE};
+use super::weights::fit_coefficients;
 use nalgebra::{Matrix3, Vector3};
-
-/// Mesh-mean Neo-Hookean parameters used by the local prox (spec §1, Eq. 13, Lemma 1):
-/// $\bar\mu$, $\bar\lambda$ and the prox penalty $\bar k=k(\bar\mu,\bar\lambda)$ (Eq. 12).
-#[derive(Clone, Copy, Debug)]
-pub struct NhParams {
-    /// $\bar\mu$ (Pa).
-    pub mu: f64,
-    /// $\bar\lambda$ (Pa).
-    pub lambda: f64,
-    /// Prox penalty $\bar k$ (Pa).
-    pub k: f64,
-}
-
-impl NhParams {
-    /// Parameters with the penalty from the weight fit (Eq. 12) over $[1-r,1+r]$.
-    pub fn with_fit(mu: f64, lambda: f64, r: f64) -> Self {
-        NhParams {
-            mu,
-            lambda,
-            k: pd_stiffness(mu, lambda, r),
-        }
-    }
-
-    /// Parameters with the default fit range $r=0.1$ ($k\approx2.006\mu+1.011\lambda$).
-    pub fn new(mu: f64, lambda: f64) -> Self {
-        Self::with_fit(mu, lambda, DEFAULT_FIT_RANGE)
-    }
-
-    /// All parameters scaled by `s` (Lemma 1: $(\mu_e,\lambda_e,k_e)=s_e(\bar\mu,\bar\lambda,\bar k)$).
-    pub fn scaled(&self, s: f64) -> Self {
-        NhParams {
-            mu: s * self.mu,
-            lambda: s * self.lambda,
-            k: s * self.k,
-        }
-    }
-}
 
 /// $\ln J$ and $\mathrm{tr}(F^TF)-3$ computed accurately near $F=I$: with $H=F-I$,
 /// $J-1=\mathrm{tr}H+\tfrac12((\mathrm{tr}H)^2-\mathrm{tr}H^2)+\det H$, $\ln J=\mathrm{log1p}(J-1)$
@@ -172,37 +137,6 @@ pub fn stretch_hessian(p: &NhParams, s: &Vector3<f64>) -> Matrix3<f64> {
 pub fn prox(p: &NhParams, svd: &Svd3, warm: Option<&Vector3<f64>>) -> (Matrix3<f64>, ProxStretch) {
     let r = prox_stretch(p, &svd.sigma, warm);
     (svd.compose(&r.sigma_star), r)
-}
-
-/// Backward trust-region filter of the prox-map Hessian (spec Eqs. 24, 29).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum HessianFilter {
-    /// $\alpha=0$: exact IFT.
-    None,
-    /// $\alpha=\frac12$: negative eigenvalues of $H_\sigma$ clamped to 0.
-    Clamp,
-    /// $\alpha=1$: absolute value of the eigenvalues of $H_\sigma$.
-    Abs,
-    /// General blend $\alpha$ (clamped to $[0,1]$).
-    Blend(f64),
-}
-
-impl HessianFilter {
-    /// The blend parameter $\alpha$ of Eq. (24) (NaN maps to 0).
-    pub fn alpha(&self) -> f64 {
-        match *self {
-            HessianFilter::None => 0.0,
-            HessianFilter::Clamp => 0.5,
-            HessianFilter::Abs => 1.0,
-            HessianFilter::Blend(a) => {
-                if a.is_nan() {
-                    0.0
-                } else {
-                    a.clamp(0.0, 1.0)
-                }
-            }
-        }
-    }
 }
 
 /// Filtered stretch Jacobian of the prox map, spec Eqs. (23)–(25):

@@ -1,7 +1,7 @@
 //! The Neo-Hookean proximal map in stretch space (spec Eq. 14, §3.3): safeguarded Newton with
 //! Armijo backtracking and a negative-curvature escape from saddles.
 
-use super::{log_j, stretch_gradient, stretch_hessian, NhParams};
+use super::{log_j, stretch_gradient, stretch_hessian, NhParams, PROX_TOL, SIGMA_MIN};
 use crate::material::eigen::sym_eigen3;
 use nalgebra::{Matrix3, Vector3};
 
@@ -16,10 +16,6 @@ pub struct ProxStretch {
     pub converged: bool,
 }
 
-/// Start clamp $\sigma_{\min}$ (spec §3.3).
-pub const SIGMA_MIN: f64 = 1e-4;
-/// Relative gradient tolerance $\epsilon_{\rm prox}$ (spec §3.3).
-pub const PROX_TOL: f64 = 1e-12;
 /// Newton iteration cap, raised from the spec's 32 for margin. Measured on $2\cdot10^5$ random cold
 /// starts ($\sigma_i$ log-uniform in $[10^{-6},10^3]$, half of them inverted, $\lambda/\mu$
 /// log-uniform in $[10^{-2},10^4]$, $k$ from Eq. 12): median ~18, maximum 31, all converged.
