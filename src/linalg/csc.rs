@@ -42,6 +42,20 @@ impl CscMatrix {
         }
     }
 
+    /// Largest absolute column sum $\|A\|_1=\max_j\sum_i|a_{ij}|$: for the symmetric
+    /// matrices stored here (both triangles) also the largest absolute row sum, an upper
+    /// bound on the spectral radius (Gershgorin).
+    pub fn max_abs_col_sum(&self) -> f64 {
+        (0..self.n)
+            .map(|j| {
+                self.values[self.col_ptr[j]..self.col_ptr[j + 1]]
+                    .iter()
+                    .map(|v| v.abs())
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// Index of entry `(row, col)` in `values`, if it is in the pattern.
     #[inline]
     pub fn position(&self, row: usize, col: usize) -> Option<usize> {
@@ -160,6 +174,18 @@ impl CscMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_abs_col_sum_bounds_the_spectral_radius() {
+        // [[2, -1], [-1, 3]]: column sums 3 and 4; eigenvalues (5 ± √5)/2 ≤ 4
+        let mut a = CscMatrix::pattern_from_elements(2, &[0, 1], &[0, 2]);
+        a.add(0, 0, 2.0);
+        a.add(1, 1, 3.0);
+        a.add(0, 1, -1.0);
+        a.add(1, 0, -1.0);
+        assert_eq!(a.max_abs_col_sum(), 4.0);
+        assert!((5.0 + 5f64.sqrt()) / 2.0 <= a.max_abs_col_sum());
+    }
 
     #[test]
     fn pattern_and_matvec_of_two_triangles() {

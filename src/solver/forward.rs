@@ -189,16 +189,7 @@ impl Simulator<'_> {
             return;
         };
         let strict = contact_settings(self.model).tolerance;
-        let a = &self.system.a;
-        let lmax = (0..a.n)
-            .map(|j| {
-                a.values[a.col_ptr[j]..a.col_ptr[j + 1]]
-                    .iter()
-                    .map(|v| v.abs())
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max);
-        let gain = lmax * (set.nrows().max(1) as f64).sqrt();
+        let gain = self.system.a.max_abs_col_sum() * (set.nrows().max(1) as f64).sqrt();
         let roundoff = 64.0 * f64::EPSILON * it.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let tol = (0.5 * self.residual_target(it) / gain)
             .max(roundoff)
