@@ -629,10 +629,15 @@ fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
 fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
     // resting 1 mm inside the ground: every step needs a contact solve
     let scene = block_at(-1e-3);
+    // `cmd` on `text` under a 1 ns contact cap, plus one more `--set`
+    let capped = |cmd: &str, text: &str, set: Option<&str>| {
+        let mut args = vec!["--set", "contact.max_seconds=1e-9"];
+        args.extend(set.iter().flat_map(|s| ["--set", *s]));
+        run_cli(cmd, text, &[], &args)
+    };
     for solver in ["dense", "iterative"] {
         let form = format!("contact.solver=\"{solver}\"");
-        let args = ["--set", "contact.max_seconds=1e-9", "--set", &form];
-        let r = run_cli("simulate", &scene, &[], &args);
+        let r = capped("simulate", &scene, Some(&form));
         assert_eq!(r.code, 3, "{solver}: {}", r.stderr);
         for needle in ["frame 1, iteration ", "contact.max_seconds = 0.000000001 s"] {
             assert!(
@@ -654,16 +659,10 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
         }
         assert_eq!(frames_are_complete_and_finite(&r.out()), 3, "{solver}");
     }
-    let r = run_cli(
+    let r = capped(
         "simulate",
         &scene,
-        &[],
-        &[
-            "--set",
-            "contact.max_seconds=1e-9",
-            "--set",
-            "solver.on_nonconvergence=\"error\"",
-        ],
+        Some("solver.on_nonconvergence=\"error\""),
     );
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
@@ -674,31 +673,15 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
         r.stderr
     );
     assert_eq!(r.log()["frames"].as_array().unwrap().len(), 0);
-    let r = run_cli(
+    let r = capped(
         "simulate",
         &scene,
-        &[],
-        &[
-            "--set",
-            "contact.max_seconds=1e-9",
-            "--set",
-            "solver.on_nonconvergence=\"warn\"",
-        ],
+        Some("solver.on_nonconvergence=\"warn\""),
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.log()["status"], "completed");
     assert!(r.log()["frames"][1]["contact"]["time_limit_iteration"].is_u64());
-    let r = run_cli(
-        "simulate",
-        &scene,
-        &[],
-        &[
-            "--set",
-            "contact.max_seconds=1e-9",
-            "--set",
-            "solver.method=\"newton\"",
-        ],
-    );
+    let r = capped("simulate", &scene, Some("solver.method=\"newton\""));
     assert_eq!(r.code, 3, "newton: {}", r.stderr);
     assert!(
         r.stderr.contains("contact.max_seconds"),
@@ -709,12 +692,7 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
     let inverse = format!(
         "{scene}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n"
     );
-    let r = run_cli(
-        "grad",
-        &inverse,
-        &[],
-        &["--set", "contact.max_seconds=1e-9"],
-    );
+    let r = capped("grad", &inverse, None);
     assert_eq!(r.code, 3, "grad: {}", r.stderr);
     assert!(
         r.stderr
