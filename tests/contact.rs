@@ -412,31 +412,7 @@ density = 1000.0
 /// contact forces carry the weight.
 #[test]
 fn ply_frames_carry_contact_forces() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 30
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.5
-[solver]
-rel_tol = 1e-10
-"#;
+    let text = &common::scenes::resting_block(30, "[solver]\nrel_tol = 1e-10\n");
     let r = common::run_cli("simulate", text, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     use ply_rs_bw::ply::Property;

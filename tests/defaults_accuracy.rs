@@ -277,31 +277,7 @@ kind = "poisson_ratio"
 /// `newton_tol = 1e-10` on frame 28: relative gradient 1.1e-10 after 80 halvings, its
 /// round-off for a body at rest.)
 fn resting_block() -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 20
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.5
-{LOSS_AND_PARAMS}"#
-    )
+    common::scenes::resting_block(20, LOSS_AND_PARAMS)
 }
 
 /// Regression (issue 14): accurate mode on resting, sticking friction contact. The force

@@ -224,3 +224,34 @@ pub fn block_on_sphere(smoothing: f64) -> String {
     assert!(text.contains("sphere") && text.contains("0.3001") && text.contains("-0.3]"));
     text
 }
+
+/// A 2×2×1 hex block (corotated, E = 1e5 Pa, mass damping α = 20) resting on a plane with
+/// friction 0.5, every bottom node in sticking contact from the first frame; `frames` steps
+/// of 10 ms; `tail` appended after the obstacle (settings, loss, parameters).
+pub fn resting_block(frames: usize, tail: &str) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = {frames}
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 1e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 20.0
+[[obstacle]]
+type = "plane"
+point = [0, 0, 0]
+normal = [0, 0, 1]
+friction = 0.5
+{tail}"#
+    )
+}
