@@ -110,7 +110,16 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     if !ev.nonconverged_forward_frames.is_empty()
         && problem.ls.scene.solver.on_nonconvergence == crate::model::OnNonConvergence::Fail
     {
-        let cap = ev.contact_time_limit.map(|(f, k)| format!(" (frame {f}, iteration {k}: the contact solve hit its time cap contact.max_seconds = {} s)", problem.ls.scene.contact.max_seconds)).unwrap_or_default();
+        let cap = ev
+            .contact_time_limit
+            .map(|(f, k)| {
+                let cap = problem.ls.scene.contact.max_seconds;
+                format!(
+                    " ({})",
+                    super::simulate::contact_time_limit_message(f, k, cap)
+                )
+            })
+            .unwrap_or_default();
         return Err(Failure::not_converged(anyhow::anyhow!(
             "forward frames {:?} did not meet the solver's stopping test{cap} (the gradient in grad.json is of the unconverged states); set solver.on_nonconvergence = \"warn\" to accept them",
             ev.nonconverged_forward_frames

@@ -8,7 +8,7 @@ use crate::gpu::Backend;
 use crate::io::write_atomic;
 use crate::model::OnNonConvergence;
 use crate::scene::{self, LoadedScene};
-use crate::solver::{Model, Simulator, StepStats};
+use crate::solver::{Model, Simulator, SolverError, StepStats};
 use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -575,11 +575,15 @@ impl Progress {
     }
 }
 
-/// "frame F, iteration K: the contact solve hit ..." (warning and exit-3 message).
-fn contact_time_limit_message(frame: usize, iteration: usize, cap: f64) -> String {
-    format!(
-        "frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {cap} s and stopped; the step is not converged"
-    )
+/// "frame F, iteration K: the contact solve hit ..." (warning and exit-3 message): the text
+/// of [`SolverError::ContactTimeLimit`], which `on_nonconvergence = "error"` raises.
+pub(super) fn contact_time_limit_message(frame: usize, iteration: usize, cap: f64) -> String {
+    SolverError::ContactTimeLimit {
+        frame,
+        iteration,
+        max_seconds: cap,
+    }
+    .to_string()
 }
 
 /// "N of M frames did not converge (first: frame F after K iterations); ..." for the log and
