@@ -139,6 +139,10 @@ pub const MULTI_RHS_BYTES: usize = 1 << 28;
 pub struct SolveCounts {
     /// Single-right-hand-side axis solves ([`DeviceFactor::solve`]).
     pub single: AtomicUsize,
+    /// Homogeneous solves through [`LinearSolver::solve_homogeneous`] (three axis solves
+    /// each): the contact's matrix-free products and adjoint solves (the forward's global
+    /// solves come through [`GpuSystem::try_solve`] instead).
+    pub homogeneous: AtomicUsize,
     /// Multi-RHS passes ([`DeviceFactor::solve_many`]) and the axis columns they solved.
     pub multi_passes: AtomicUsize,
     pub multi_columns: AtomicUsize,
@@ -210,6 +214,7 @@ impl<D: Device> LinearSolver for GpuSystem<D> {
         }
     }
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+        self.counts.homogeneous.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self.try_solve(q, None, z) {
             panic!("GPU global solve failed: {e}");
         }
