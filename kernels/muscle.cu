@@ -42,3 +42,44 @@ DPHD_KERNEL(dphd_muscle_local)(DPHD_ITEM_PARAM long long n, const long long* msa
             for (int c = 0; c < 3; ++c) qs[3 * r + c] += (p[r] * m[c]) * w;
     }
 }
+
+// The backward's muscle term of DeltaA z (spec §7.2, App. A.4; the CPU's
+// solver::muscle::MuscleLin::apply), added to the per-sample matrices dp of
+// dphd_spectral_apply before dphd_gather_rhs. Item u: actuated sample s = msample[u];
+// dF = sum_a z_a grad N_a^T; for each fibre entry e (as in dphd_muscle_local) with the
+// linearization's l = mlen[e] and n = mdir[3e..3e+3) at x_{t+1}:
+//   d = dF m, dp_m = (a / l) (d - n (n . d)) (zero when l <= 1e-300), dp_s += w dp_m m^T.
+DPHD_KERNEL(dphd_muscle_jacobian_apply)(DPHD_ITEM_PARAM long long n, const long long* msample,
+                                        const long long* mptr, const long long* mgroup,
+                                        const double* fiber, const double* mweight,
+                                        const double* act, const double* mlen,
+                                        const double* mdir, const long long* sptr,
+                                        const long long* nodes, const double* grads,
+                                        const double* z, double* dp)
+{
+    const long long u = DPHD_ITEM;
+    if (u >= n) return;
+    const long long s = msample[u];
+    double df[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) df[3 * r + c] += z[3 * i + r] * grads[3 * k + c];
+    }
+    double* ds = dp + 9 * s;
+    for (long long e = mptr[u]; e < mptr[u + 1]; ++e) {
+        const double l = mlen[e];
+        if (l <= 1e-300) continue;
+        const double* m = fiber + 3 * e;
+        const double* nd = mdir + 3 * e;
+        double d[3];
+        for (int r = 0; r < 3; ++r) d[r] = df[3 * r] * m[0] + df[3 * r + 1] * m[1] + df[3 * r + 2] * m[2];
+        const double nd_d = nd[0] * d[0] + nd[1] * d[1] + nd[2] * d[2];
+        const double scale = act[mgroup[e]] / l;
+        const double w = mweight[e];
+        for (int r = 0; r < 3; ++r) {
+            const double pr = (d[r] - nd[r] * nd_d) * scale;
+            for (int c = 0; c < 3; ++c) ds[3 * r + c] += (pr * m[c]) * w;
+        }
+    }
+}

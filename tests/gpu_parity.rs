@@ -42,6 +42,7 @@ on_every_device! {
     multi_rhs_solves_match_single_solves_and_the_cpu_factor => multi_rhs_solves_match_single_solves_and_the_cpu_factor_on;
     multi_rhs_system_solves_match_global_system => multi_rhs_system_solves_match_global_system_on;
     muscle_local_step_matches_the_cpu_path => muscle_local_step_matches_the_cpu_path_on;
+    muscle_adjoint_product_matches_the_cpu_linearization => muscle_adjoint_product_matches_the_cpu_linearization_on;
 }
 use diffphd::linalg::{ordering, SparseCholesky};
 use diffphd::model::Model;
@@ -716,6 +717,47 @@ fn muscle_local_step_matches_the_cpu_path_on<D: Device + Clone>(dev: &D) {
                 "the muscle term is too small to test: {share:e}"
             );
             assert!(eq < 1e-12 && eb < 1e-12, "{material} t {t}: {eq:e} {eb:e}");
+        }
+    }
+}
+
+/// The backward's ΔA·z with muscle fibres on the device (spectral kernel + the muscle
+/// kernel, `DeviceAdjointProduct::set_muscles`) vs `StepLinearization::apply` (material +
+/// `MuscleLin::apply`) on the muscle beams, at two times; the muscle term is a visible part
+/// of the product (checked against the product without `set_muscles`).
+fn muscle_adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(dev: &D) {
+    use diffphd::gpu::local::DeviceAdjointProduct;
+    use diffphd::solver::backward::StepLinearization;
+    for (element, material) in [("hex8", "corotated"), ("tet4", "neohookean")] {
+        let ls = common::load(&muscle_scene(element, material, 4), &[]);
+        let m = Model::from_scene(&ls).unwrap();
+        let mut sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        let arrays = LocalArrays::from_model(&m);
+        let step = DeviceLocalStep::new(dev, &m, &arrays, &sim.derived).unwrap();
+        let mut bare = DeviceAdjointProduct::new(dev, &arrays).unwrap();
+        let mut prod = DeviceAdjointProduct::new(dev, &arrays).unwrap();
+        for (t, amp, seed) in [(0.01, 0.01, 4u64), (0.04, 0.1, 5)] {
+            sim.derived.muscle_time = t;
+            let x = deformed(&m, amp, seed);
+            let lin = StepLinearization::new(&sim, &x, 0.0);
+            for p in [&mut bare, &mut prod] {
+                p.set_step(dev, |s| lin.spectral_coefficients(s)).unwrap();
+            }
+            prod.set_muscles(dev, &m, &lin.muscle).unwrap();
+            let z = noise(3 * m.num_nodes(), seed + 100);
+            let got = prod.apply(dev, &step, &z).unwrap();
+            let without = bare.apply(dev, &step, &z).unwrap();
+            let mut want = vec![0.0; z.len()];
+            lin.apply(&m, &z, &mut want);
+            let (e, share) = (rel(&got, &want), rel(&without, &want));
+            eprintln!(
+                "muscles {material} {element} t {t}: ΔA·z rel {e:.1e}, muscle share {share:.1e}"
+            );
+            assert!(
+                share > 1e-3,
+                "the muscle term is too small to test: {share:e}"
+            );
+            assert!(e < 1e-12, "{material} t {t}: {e:e}");
         }
     }
 }

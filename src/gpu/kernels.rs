@@ -167,6 +167,8 @@ kernel_table! {
     TrisolveUpperLevelMulti = dphd_trisolve_upper_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// Muscle fibres' projections added to `Q_s` per actuated sample (muscle.cu, spec §3.5).
     MuscleLocal = dphd_muscle_local in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, sptr: Index, nodes: Index, grads: In, rest: In, x: In, q: Out);
+    /// The backward's muscle term of `ΔA z` added to the per-sample `dp` (muscle.cu, App. A.4).
+    MuscleJacobianApply = dphd_muscle_jacobian_apply in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, mlen: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, dp: Out);
 }
 
 #[cfg(test)]

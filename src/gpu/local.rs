@@ -379,6 +379,7 @@ pub struct DeviceAdjointProduct<D: Device> {
     z: D::Real,
     dp: D::Real,
     out: D::Real,
+    muscles: Option<DeviceMuscleLin<D>>,
 }
 
 impl<D: Device> DeviceAdjointProduct<D> {
@@ -398,6 +399,7 @@ impl<D: Device> DeviceAdjointProduct<D> {
             z: dev.zeros(3 * nn)?,
             dp: dev.zeros(9 * ns)?,
             out: dev.zeros(3 * nn)?,
+            muscles: None,
         })
     }
 
@@ -444,7 +446,92 @@ impl<D: Device> DeviceAdjointProduct<D> {
                 Arg::Out(&mut self.dp),
             ],
         )?;
+        if let Some(m) = self.muscles.as_ref() {
+            let f = &m.fibres;
+            dev.launch(
+                Kernel::MuscleJacobianApply,
+                f.num,
+                &mut [
+                    Arg::Index(&f.sample),
+                    Arg::Index(&f.ptr),
+                    Arg::Index(&f.group),
+                    Arg::In(&f.fiber),
+                    Arg::In(&f.weight),
+                    Arg::In(&f.act),
+                    Arg::In(&m.len),
+                    Arg::In(&m.dir),
+                    Arg::Index(&step.sample_ptr),
+                    Arg::Index(&step.nodes),
+                    Arg::In(&step.grads),
+                    Arg::In(&self.z),
+                    Arg::Out(&mut self.dp),
+                ],
+            )?;
+        }
         step.gather(dev, &self.dp, &mut self.out)?;
         dev.download(&self.out)
+    }
+}
+
+// --- muscles in the backward's ΔA·z (issue 15) ---
+
+/// The muscle linearization of a backward step on the device: the fibres
+/// ([`MuscleArrays`]) and, per fibre entry, $\ell$ and $n$ at $x_{t+1}$.
+struct DeviceMuscleLin<D: Device> {
+    fibres: DeviceMuscles<D>,
+    /// Entry order: (group, sample) -> entry index.
+    entry_of: std::collections::HashMap<(usize, usize), usize>,
+    len: D::Real,
+    dir: D::Real,
+}
+
+impl<D: Device> DeviceAdjointProduct<D> {
+    /// Upload the step's muscle linearization (`StepLinearization::muscle`) so that
+    /// [`DeviceAdjointProduct::apply`] includes the muscle term of $\Delta A\,z$ (the CPU's
+    /// `MuscleLin::apply`); a no-op for a model without muscles. Call it with every
+    /// [`DeviceAdjointProduct::set_step`] of a model with muscles.
+    pub fn set_muscles(
+        &mut self,
+        dev: &D,
+        model: &Model,
+        lin: &crate::solver::muscle::MuscleLin,
+    ) -> Result<(), GpuError> {
+        if model.muscles.is_empty() {
+            return Ok(());
+        }
+        if self.muscles.is_none() {
+            let a = MuscleArrays::from_model(model);
+            let mut entry_of = std::collections::HashMap::new();
+            for u in 0..a.sample.len() {
+                for e in a.ptr[u] as usize..a.ptr[u + 1] as usize {
+                    entry_of.insert((a.group[e] as usize, a.sample[u] as usize), e);
+                }
+            }
+            let ne = a.group.len();
+            let fibres = DeviceMuscles::new(dev, model, 0.0)?.ok_or(GpuError::Arguments {
+                kernel: "dphd_muscle_jacobian_apply",
+                why: "model has no muscles",
+            })?;
+            self.muscles = Some(DeviceMuscleLin {
+                fibres,
+                entry_of,
+                len: dev.zeros(ne)?,
+                dir: dev.zeros(3 * ne)?,
+            });
+        }
+        let Some(m) = self.muscles.as_mut() else {
+            return Ok(());
+        };
+        let ne = m.entry_of.len();
+        let (mut len, mut dir) = (vec![0.0; ne], vec![0.0; 3 * ne]);
+        for (g, s, l, n) in lin.entries() {
+            if let Some(&e) = m.entry_of.get(&(g, s)) {
+                len[e] = l;
+                dir[3 * e..3 * e + 3].copy_from_slice(n.as_slice());
+            }
+        }
+        dev.write(&mut m.len, &len)?;
+        dev.write(&mut m.dir, &dir)?;
+        dev.write(&mut m.fibres.act, lin.activations())
     }
 }
