@@ -7,6 +7,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("kernels/vector.cu", include_str!("../../kernels/vector.cu")),
     ("kernels/sparse.cu", include_str!("../../kernels/sparse.cu")),
     ("kernels/local.cu", include_str!("../../kernels/local.cu")),
+    ("kernels/muscle.cu", include_str!("../../kernels/muscle.cu")),
 ];
 
 /// Headers the sources include, by include name.
@@ -155,6 +156,19 @@ kernel_table! {
     GatherRhs = dphd_gather_rhs in "kernels/local.cu" (iptr: Index, inc_sample: Index, inc_entry: Index, grads: In, q: In, bp: Out);
     /// The backward's local-Jacobian product per sample, `dp = U c V^T` (local.cu, Eq. 42).
     SpectralApply = dphd_spectral_apply in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, cu: In, cv: In, cw: In, cm: In, cn: In, z: In, dp: Out);
+    // --- multi-RHS solves (contact Delassus columns) and muscles ---
+    /// `dst[r k + c] = src[map[r] k + c]`: permutation of a block of k vectors (sparse.cu).
+    GatherPermMulti = dphd_gather_perm_multi in "kernels/sparse.cu" (k: Int, map: Index, src: In, dst: Out);
+    /// CSR SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
+    SpmvCsrMulti = dphd_spmv_csr_multi in "kernels/sparse.cu" (k: Int, ptr: Index, col: Index, val: In, x: In, y: Out);
+    /// One level of `L X = B` for k columns, diagonal last (sparse.cu).
+    TrisolveLowerLevelMulti = dphd_trisolve_lower_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// One level of `L^T X = B` for k columns, diagonal first (sparse.cu).
+    TrisolveUpperLevelMulti = dphd_trisolve_upper_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// Muscle fibres' projections added to `Q_s` per actuated sample (muscle.cu, spec §3.5).
+    MuscleLocal = dphd_muscle_local in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, sptr: Index, nodes: Index, grads: In, rest: In, x: In, q: Out);
+    /// The backward's muscle term of `ΔA z` added to the per-sample `dp` (muscle.cu, App. A.4).
+    MuscleJacobianApply = dphd_muscle_jacobian_apply in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, mlen: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, dp: Out);
 }
 
 #[cfg(test)]

@@ -1,13 +1,18 @@
 //! The GPU backend behind the solver's accelerator seam ([`crate::solver::offload::Offload`]):
-//! the PD iteration's local step (+ gather) and global solve on a [`Device`]. Anderson, the
-//! gate, contact and the backward stay on the host for now (docs/gpu.md, "Next").
+//! the PD iteration's local step (+ gather, muscles included) and global solve on a
+//! [`Device`], and the device factor for every contact-side solve
+//! ([`Offload::linear_solver`]: Delassus columns by multi-RHS solves, matrix-free products).
+//! Anderson, the gate and the small dense contact block stay on the host (docs/gpu.md).
 
 use super::device::Device;
 use super::local::{unsupported, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
-use super::system::GpuSystem;
+use super::system::{GpuSystem, SolveCounts};
+use crate::linalg::LinearSolver;
+use crate::model::muscle::MuscleGroup;
 use crate::solver::offload::Offload;
 use crate::solver::Simulator;
+use std::sync::Arc;
 
 /// Default device-memory budget of the explicit inverse factor per distinct free set: 1 GiB.
 /// Above it the level-scheduled triangular solves run instead (spec §5.2–5.3).
@@ -18,6 +23,9 @@ pub struct DeviceOffload<D: Device> {
     dev: D,
     local: DeviceLocalStep<D>,
     system: GpuSystem<D>,
+    /// Muscle groups (for their activations in time) and activations not yet uploaded.
+    muscles: Vec<MuscleGroup>,
+    pending_activations: Option<Vec<f64>>,
 }
 
 impl<D: Device + Clone> DeviceOffload<D> {
@@ -37,12 +45,23 @@ impl<D: Device + Clone> DeviceOffload<D> {
             budget_bytes,
         )
         .map_err(|e| e.to_string())?;
-        Ok(DeviceOffload { dev, local, system })
+        Ok(DeviceOffload {
+            dev,
+            local,
+            system,
+            muscles: model.muscles.clone(),
+            pending_activations: None,
+        })
     }
 
     /// The global-solve path of each distinct factor.
     pub fn paths(&self) -> &[SolvePath] {
         &self.system.paths
+    }
+
+    /// The device system's solve counters (global, contact and multi-RHS solves).
+    pub fn solve_counts(&self) -> Arc<SolveCounts> {
+        self.system.counts()
     }
 }
 
@@ -61,10 +80,20 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
                 ),
             })
             .collect();
-        format!("{}; global solve: {}", self.dev.name(), paths.join(", "))
+        format!(
+            "{}; global solve: {}; contact solves on the device factor (Delassus columns by multi-RHS solves); local step{}",
+            self.dev.name(),
+            paths.join(", "),
+            if self.muscles.is_empty() { "" } else { " with muscle fibres" }
+        )
     }
 
     fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+        if let Some(act) = self.pending_activations.take() {
+            self.local
+                .set_activations(&self.dev, &act)
+                .map_err(|e| e.to_string())?;
+        }
         let out = self.local.run(&self.dev, x).map_err(|e| e.to_string())?;
         bp.copy_from_slice(&out);
         Ok(())
@@ -74,5 +103,18 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         self.system
             .try_solve(b, Some(xd), x)
             .map_err(|e| e.to_string())
+    }
+
+    // --- contact and muscles (issue 15) ---
+
+    fn linear_solver(&self) -> Option<&dyn LinearSolver> {
+        Some(&self.system)
+    }
+
+    fn set_muscle_time(&mut self, t: f64) {
+        if !self.muscles.is_empty() {
+            self.pending_activations =
+                Some(self.muscles.iter().map(|g| g.activation_at(t)).collect());
+        }
     }
 }
