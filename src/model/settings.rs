@@ -93,7 +93,8 @@ pub enum MassConvention {
     Lumped,
     /// DiffPD's convention (a comparison aid): every node of the body gets $\rho\bar V$,
     /// $\bar V$ = the body's mean element rest volume; the total mass is then
-    /// $n_{nodes}\rho\bar V$, more than ρ·V.
+    /// $n_{nodes}\rho\bar V$, not ρ·V (more on voxel meshes, which have more nodes than
+    /// cells; less on tet meshes, which have about 5–6 tets per node).
     Uniform,
 }
 
