@@ -100,8 +100,9 @@ fn bad_override_is_named() {
     assert!(r.stderr.contains("body.5.material.density"), "{}", r.stderr);
 }
 
-/// `[body.material] mass` takes "lumped" or "uniform"; anything else (in the file or by
-/// `--set`) is a one-line exit-2 error naming the key and the accepted values.
+/// `[body.material] mass` takes "lumped" or "uniform"; anything else is an exit-2 error
+/// naming the key and the accepted values (in the file: the TOML error with its line; by
+/// `--set`: one line).
 #[test]
 fn bad_mass_convention_is_named() {
     for (scene, args) in [
@@ -116,8 +117,11 @@ fn bad_mass_convention_is_named() {
     ] {
         let r = run_cli("simulate", &scene, &[], &args);
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
-        for needle in ["mass", "`lumped`", "`uniform`", "material"] {
+        if !args.is_empty() {
+            assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+            assert!(r.stderr.contains("material"), "{}", r.stderr);
+        }
+        for needle in ["mass", "`lumped`", "`uniform`"] {
             assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
         }
     }
