@@ -100,6 +100,40 @@ fn bad_override_is_named() {
     assert!(r.stderr.contains("body.5.material.density"), "{}", r.stderr);
 }
 
+/// `[body.material] mass` takes "lumped" or "uniform"; anything else is an exit-2 error
+/// naming the key and the accepted values (in the file: the TOML error with its line; by
+/// `--set`: one line).
+#[test]
+fn bad_mass_convention_is_named() {
+    for (scene, args) in [
+        (
+            GOOD.replace("density = 1000.0", "density = 1000.0\nmass = \"diffpd\""),
+            vec![],
+        ),
+        (
+            GOOD.to_string(),
+            vec!["--set", "body.0.material.mass=\"lumpd\""],
+        ),
+    ] {
+        let r = run_cli("simulate", &scene, &[], &args);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        if !args.is_empty() {
+            assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+            assert!(r.stderr.contains("material"), "{}", r.stderr);
+        }
+        for needle in ["mass", "`lumped`", "`uniform`"] {
+            assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+        }
+    }
+    let ok = run_cli(
+        "simulate",
+        GOOD,
+        &[],
+        &["--set", "body.0.material.mass=\"uniform\""],
+    );
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
 const FILE_SCENE: &str = r#"schema_version = 1
 [simulation]
 dt = 0.01

@@ -6,7 +6,7 @@
 use super::discrete::{BodyInfo, MaterialParams, Model, RigidOffset, Samples};
 use super::geometry::element_samples;
 use super::obstacle::Obstacle;
-use super::settings::{ContactSettings, StiffnessScaling};
+use super::settings::{ContactSettings, MassConvention, StiffnessScaling};
 use crate::material::MaterialModel;
 use crate::mesh::Mesh;
 use nalgebra::Vector3;
@@ -17,6 +17,8 @@ pub struct BodyMaterial {
     pub model: MaterialModel,
     pub poisson_ratio: f64,
     pub density: f64,
+    /// Nodal mass convention (`[body.material] mass`).
+    pub mass: MassConvention,
     /// Rayleigh mass coefficient α (1/s) and stiffness base β₀ (s).
     pub alpha: f64,
     pub beta: f64,
@@ -174,6 +176,7 @@ impl Model {
             nodes: node_off..node_off + mesh.num_nodes(),
             elements: elem_off..elem_off + ne,
             fit_range: m.fit_range,
+            mass: m.mass,
             stiffness_scaling: m.stiffness_scaling,
             e_ref: m.e_ref.unwrap_or(e_min),
             surface,

@@ -13,7 +13,7 @@
 
 use super::build::BodyMaterial;
 use super::discrete::{DirichletGroup, Model, RigidOffset};
-use super::settings::{ContactSettings, Motion, StiffnessScaling};
+use super::settings::{ContactSettings, MassConvention, Motion, StiffnessScaling};
 use crate::material::MaterialModel;
 use crate::mesh::Mesh;
 
@@ -43,6 +43,7 @@ impl ModelBuilder {
                 model: MaterialModel::Corotated,
                 poisson_ratio: 0.3,
                 density: 1000.0,
+                mass: MassConvention::Lumped,
                 alpha: 0.0,
                 beta: 0.0,
                 fit_range: 0.1,
@@ -80,6 +81,11 @@ impl ModelBuilder {
     }
     pub fn density(mut self, rho: f64) -> Self {
         self.material.density = rho;
+        self
+    }
+    /// Nodal mass convention (default [`MassConvention::Lumped`]).
+    pub fn mass(mut self, mass: MassConvention) -> Self {
+        self.material.mass = mass;
         self
     }
     /// Rayleigh damping: mass coefficient α (1/s), stiffness base β₀ (s).

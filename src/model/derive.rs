@@ -2,7 +2,7 @@
 //! Rayleigh coefficients (Eq. 30), lumped masses and the Neo-Hookean prox parameters.
 
 use super::discrete::{MaterialParams, Model};
-use super::settings::StiffnessScaling;
+use super::settings::{MassConvention, StiffnessScaling};
 use crate::material::neohookean::NhParams;
 use crate::material::weights::fit_coefficients;
 use crate::material::{lame, lame_dnu, PdWeights};
@@ -10,7 +10,9 @@ use crate::material::{lame, lame_dnu, PdWeights};
 /// Quantities derived from [`MaterialParams`] (recomputed when parameters change).
 #[derive(Clone, Debug)]
 pub struct Derived {
-    /// Lumped nodal mass $m_i=\sum_{e\ni i}\rho V_e/n_v$.
+    /// Nodal mass of the body's [`MassConvention`]: lumped $m_i=\sum_{e\ni i}\rho V_e/n_v$,
+    /// or uniform $m_i=\rho\bar V$ ($\bar V$ = the body's mean element volume). Linear in
+    /// the body's density either way (the density gradient is $\sum_i m_i/\rho\,\partial_{m_i}$).
     pub mass: Vec<f64>,
     /// Per-node mass-damping coefficient α of its body.
     pub node_alpha: Vec<f64>,
@@ -47,10 +49,19 @@ impl Model {
         let mut mass = vec![0.0; n];
         for e in 0..self.num_elements() {
             let b = self.elem_body[e];
+            if self.bodies[b].mass != MassConvention::Lumped {
+                continue;
+            }
             let el = self.element(e);
             let share = p.density[b] * self.elem_volume[e] / el.len() as f64;
             for &i in el {
                 mass[i] += share;
+            }
+        }
+        for (b, body) in self.bodies.iter().enumerate() {
+            if body.mass == MassConvention::Uniform {
+                let m = p.density[b] * self.mean_element_volume(b);
+                mass[body.nodes.clone()].fill(m);
             }
         }
         let node_alpha = self.node_body.iter().map(|&b| p.alpha[b]).collect();
@@ -86,6 +97,14 @@ impl Model {
             heterogeneous: emax / emin > 1.01,
             muscle_time: 0.0,
         }
+    }
+
+    /// Mean rest volume $\bar V$ of body `b`'s elements (the [`MassConvention::Uniform`]
+    /// mass is $\rho\bar V$ per node).
+    pub fn mean_element_volume(&self, b: usize) -> f64 {
+        let el = self.bodies[b].elements.clone();
+        let n = el.len() as f64;
+        self.elem_volume[el].iter().sum::<f64>() / n
     }
 
     /// Body means $(\bar\mu,\bar\lambda,\bar k)$ of body `b`: the element mean of the Lamé

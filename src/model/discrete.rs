@@ -7,7 +7,7 @@
 use super::attachment::AttachmentGroup;
 use super::muscle::MuscleGroup;
 use super::obstacle::Obstacle;
-use super::settings::{ContactSettings, Motion, Profile, StiffnessScaling};
+use super::settings::{ContactSettings, MassConvention, Motion, Profile, StiffnessScaling};
 use crate::material::MaterialModel;
 use crate::mesh::ElementKind;
 use nalgebra::{Matrix3, Vector3};
@@ -35,6 +35,8 @@ pub struct BodyInfo {
     pub nodes: std::ops::Range<usize>,
     pub elements: std::ops::Range<usize>,
     pub fit_range: f64,
+    /// Nodal mass convention ([`crate::model::Derived::mass`]).
+    pub mass: MassConvention,
     pub stiffness_scaling: StiffnessScaling,
     /// Fixed damping reference modulus (spec Eq. 30); frozen at build time so it does not
     /// move during optimization.

@@ -94,6 +94,23 @@ pub enum StiffnessScaling {
     Uniform,
 }
 
+/// `[body.material] mass`: how a body's density becomes nodal masses.
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MassConvention {
+    /// Physical lumping: each element gives ρ·V_e/n_v to each of its n_v nodes
+    /// ($m_i=\sum_{e\ni i}\rho V_e/n_v$; the body's total mass is ρ·V).
+    #[default]
+    Lumped,
+    /// DiffPD's convention (a comparison aid): every node of the body gets $\rho\bar V$,
+    /// $\bar V$ = the body's mean element rest volume; the total mass is then
+    /// $n_{nodes}\rho\bar V$, not ρ·V (more on voxel meshes, which have more nodes than
+    /// cells; less on tet meshes, which have about 5–6 tets per node).
+    Uniform,
+}
+
 /// Prescribed motion of Dirichlet nodes, relative to their initial positions.
 #[derive(Clone, Debug, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]

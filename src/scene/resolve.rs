@@ -216,6 +216,7 @@ fn add_body(model: &mut Model, c: &BodyCtx) -> Result<(), ModelError> {
         model: mat.model,
         poisson_ratio: mat.poisson_ratio,
         density: mat.density,
+        mass: mat.mass,
         alpha: body.damping.alpha,
         beta: body.damping.beta,
         fit_range: mat.fit_range,

@@ -582,6 +582,11 @@ pub struct MaterialSpec {
     pub poisson_ratio: f64,
     /// Density ρ (kg/m³).
     pub density: f64,
+    /// Nodal masses: `"lumped"` (default; m_i = Σ_{e∋i} ρ·V_e/n_v, total ρ·V) or `"uniform"`
+    /// (DiffPD's convention, a comparison aid: every node ρ·V̄ with V̄ the body's mean element
+    /// volume; total n_nodes·ρ·V̄, not ρ·V: more on voxel meshes, less on tet meshes).
+    #[serde(default)]
+    pub mass: MassConvention,
     /// Optional file with one Young's modulus per element (whitespace separated), replacing
     /// `youngs_modulus`; regions still apply on top.
     #[serde(default)]

@@ -6,6 +6,11 @@
 //! $y=x_t+hv_t+h^2M^{-1}f_{ext}$; $c=\tfrac1{h^2}My+\tfrac1h\mathcal Dx_t$;
 //! iterate $x^{k+1}=\mathrm{AA}\big(A^{-1}(c+b_p(x^k))\big)$ from $x^0=x_t$ (Dirichlet values
 //! imposed) until the dual gate holds; $v_{t+1}=(x_{t+1}-x_t)/h$.
+//!
+//! The solves and residuals work on the step's displacement $u=x-x_t$ ([`StepRhs`]), not on
+//! absolute positions: round-off of $A x$ grows with $\|A\|\,\|x\|$ and its translational
+//! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
+//! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
 use super::config::BackwardConfig;
 use super::error::SolverError;
@@ -16,6 +21,7 @@ use super::stats::{StepStats, TrStats};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinearSolver;
 use crate::model::{GateReference, OnNonConvergence, SolverMode};
+use nalgebra::Matrix3;
 use std::time::Instant;
 
 impl Simulator<'_> {
@@ -36,8 +42,7 @@ impl Simulator<'_> {
         let PdStart {
             f_ext,
             penalty_force,
-            c,
-            xd,
+            rhs,
             x,
             ncp,
             cstats,
@@ -52,12 +57,12 @@ impl Simulator<'_> {
             Stop::Gate
         };
         let converged = loop {
-            match self.pd_iterate(frame, x_t, &c, &xd, &mut it, stop)? {
+            match self.pd_iterate(frame, &rhs, &mut it, stop)? {
                 Exit::Converged => break true,
                 Exit::Cap => break false,
                 Exit::GateMet => {
                     // accurate mode: the dual gate is the hand-over point to Newton–Krylov
-                    if self.hand_over((x_t, v_t), &f_ext, (&c, &xd), &mut it) {
+                    if self.hand_over((x_t, v_t), &f_ext, &rhs, &mut it) {
                         break true;
                     }
                     // PD goes on from the (never worse) iterate under the residual test, with
@@ -81,9 +86,14 @@ impl Simulator<'_> {
             r0,
             ..
         } = it;
+        if accurate && converged && ncp.is_none() {
+            let t0 = Instant::now();
+            self.refine(&rhs, &mut x);
+            stats.time_other += t0.elapsed().as_secs_f64();
+        }
         // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
-            self.polish_into(&c, &xd, &mut x, &mut stats);
+            self.polish_into(&rhs, &mut x, &mut stats);
         }
         let outcome = ContactOutcome {
             ncp: ncp.take().map(|(set, _, lambda)| (set, lambda)),
@@ -118,7 +128,7 @@ impl Simulator<'_> {
         &mut self,
         (x_t, v_t): (&[f64], &[f64]),
         f_ext: &[f64],
-        (c, xd): (&[f64], &[f64]),
+        rhs: &StepRhs,
         it: &mut PdLoop,
     ) -> bool {
         let model = self.model;
@@ -137,7 +147,7 @@ impl Simulator<'_> {
         let y = self.inertial_target(x_t, v_t, f_ext);
         let energy = (model.muscles.is_empty() && model.attachments.is_empty())
             .then_some((y.as_slice(), x_t));
-        let out = self.newton_krylov((c, xd), energy, &mut it.x, r_target);
+        let out = self.newton_krylov(rhs, energy, &mut it.x, r_target);
         it.stats.polish_steps += out.steps;
         it.stats.polish_gmres_iterations += out.gmres_iterations;
         it.stats.time_other += t0.elapsed().as_secs_f64();
@@ -158,6 +168,55 @@ impl Simulator<'_> {
             it.residual = out.residual / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
         }
         ok
+    }
+
+    /// One more PD iteration, in correction form: $x\leftarrow x+A^{-1}r(x)$ with the force
+    /// residual $r(x)=b(x)-Ax$ assembled without large cancellations (`mode = "accurate"`, at
+    /// the end of a converged step without NCP contact). With $u=x-x_t$ and [`StepRhs`]:
+    /// $r=c_u-\big(\tfrac{M}{h^2}+\tfrac{\alpha M}{h}+K_{att}\big)u
+    /// +\sum_sG_s^T\mathrm{vec}\big(Q_s(x)-w_sF_s(x)-\tfrac{\beta_ew_s}{h}(F_s(x)-F_s(x_t))
+    /// -w_m(F_s\mathsf m)\mathsf m^T\big)$ (the same $r$ as $c_u+b_{p,u}-Au$ in exact
+    /// arithmetic, since $G_su=F_s(x)-F_s(x_t)$). The elastic part passes through $G_s^T$ and
+    /// so carries no net force, whereas $Au$ from the stored matrix has a rounding error of
+    /// $\epsilon\|A\|\|u\|$ with a translational part that the solve divides by $m/h^2$. A
+    /// stiff body's step (E = 1e9) was off by that, ≈ 3e-12 of its displacement (9e-12 on
+    /// tets); this step removes it. Mathematically it is the PD map $A^{-1}b(x)$ itself,
+    /// so it only moves a converged $x$ by a PD step. Skipped if the local step is not finite.
+    fn refine(&mut self, rhs: &StepRhs, x: &mut [f64]) {
+        let model = self.model;
+        let h = model.h;
+        let Ok(loc) = local::project_all(model, &self.derived, x, &mut self.warm) else {
+            return;
+        };
+        let d = &self.derived;
+        let mut lin: Vec<Matrix3<f64>> = (0..model.num_samples())
+            .map(|s| {
+                let w = d.w_total(s);
+                let f = model.deformation_gradient(s, x);
+                let ft = model.deformation_gradient(s, &rhs.x_t);
+                f * w + (f - ft) * (d.beta[model.samples.elem[s]] * w / h)
+            })
+            .collect();
+        super::muscle::add_linear_terms(model, x, &mut lin);
+        for (l, q) in lin.iter_mut().zip(&loc.q) {
+            *l = q - *l;
+        }
+        let mut r = vec![0.0; x.len()];
+        local::scatter(model, &lin, &mut r);
+        let k_att = crate::model::attachment::matrix_diagonal(&model.attachments, x.len() / 3);
+        for (j, rj) in r.iter_mut().enumerate() {
+            let i = j / 3;
+            let diag = d.mass[i] * (1.0 / (h * h) + d.node_alpha[i] / h) + k_att[i];
+            *rj += rhs.c[j] - diag * (x[j] - rhs.x_t[j]);
+        }
+        self.zero_prescribed(&mut r);
+        let mut delta = vec![0.0; x.len()];
+        self.system.solve_homogeneous(&r, &mut delta);
+        if delta.iter().all(|v| v.is_finite()) {
+            for (xj, dj) in x.iter_mut().zip(&delta) {
+                *xj += dj;
+            }
+        }
     }
 
     /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
@@ -204,12 +263,11 @@ impl Simulator<'_> {
     fn pd_iterate(
         &mut self,
         frame: usize,
-        x_t: &[f64],
-        c: &[f64],
-        xd: &[f64],
+        rhs: &StepRhs,
         it: &mut PdLoop,
         stop: Stop,
     ) -> Result<Exit, SolverError> {
+        let (x_t, xd) = (rhs.x_t.as_slice(), rhs.xd.as_slice());
         let csettings = contact_settings(self.model);
         let solve_settings = contact::SolveSettings {
             tolerance: it.contact_tol.unwrap_or(csettings.tolerance),
@@ -220,10 +278,15 @@ impl Simulator<'_> {
         while it.k < self.config.max_iterations {
             let k = it.k;
             let t0 = Instant::now();
-            self.local_rhs(frame, k, &it.x, &mut it.bp)?;
+            self.local_rhs(frame, k, &it.x, rhs, &mut it.bp)?;
             let t1 = Instant::now();
-            let b: Vec<f64> = c.iter().zip(&it.bp).map(|(a, b)| a + b).collect();
-            self.global_solve(frame, k, &b, xd, &mut it.xhat)?;
+            // displacement form: A û = c_u + b_p,u(x), x̂ = x_t + û
+            let b: Vec<f64> = rhs.c.iter().zip(&it.bp).map(|(a, b)| a + b).collect();
+            self.global_solve(frame, k, &b, &rhs.xd_u, &mut it.xhat)?;
+            for (xh, xt) in it.xhat.iter_mut().zip(x_t) {
+                *xh += xt;
+            }
+            self.impose_prescribed(&mut it.xhat, xd);
             let t2 = Instant::now();
             if let Some(ncp) = it.ncp.as_mut() {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
@@ -261,7 +324,14 @@ impl Simulator<'_> {
                 let rn = norm(&ag);
                 if it.r0.is_none() {
                     it.r0 = Some(rn);
-                    let mut bf = b.clone();
+                    // the floor is relative to the absolute-form b = b_u + A x_t: the
+                    // iterates are stored as positions, whose rounding (ε‖x‖) A turns
+                    // into a residual of that order
+                    let mut bf = vec![0.0; n3];
+                    self.system.apply_a(x_t, &mut bf);
+                    for (f, bu) in bf.iter_mut().zip(&b) {
+                        *f += bu;
+                    }
                     self.zero_prescribed(&mut bf);
                     it.floor = super::gate::RESIDUAL_FLOOR * norm(&bf);
                 }
@@ -273,7 +343,7 @@ impl Simulator<'_> {
             let mut xn = self.aa.step(&it.x, &g);
             self.impose_prescribed(&mut xn, xd);
             if k >= 1 {
-                it.last_gate = self.gate_residuals(&it.x, x_t, &g, &it.bp, &it.bp_prev);
+                it.last_gate = self.gate_residuals(&it.x, x_t, &g, (&it.bp, &it.bp_prev), &rhs.st);
                 if stop != Stop::Residual && DualGate::met(&it.last_gate) && it.contact_ok {
                     match stop {
                         Stop::Gate => converged = true,
@@ -328,9 +398,9 @@ impl Simulator<'_> {
     }
 
     /// Newton polish of a converged step into `x`, recorded in `stats`.
-    fn polish_into(&mut self, c: &[f64], xd: &[f64], x: &mut Vec<f64>, stats: &mut StepStats) {
+    fn polish_into(&mut self, rhs: &StepRhs, x: &mut Vec<f64>, stats: &mut StepStats) {
         let t0 = Instant::now();
-        let (steps, res) = self.polish(c, xd, x);
+        let (steps, res) = self.polish(rhs, x);
         stats.polish_steps = steps;
         stats.polish_residual = res;
         stats.time_other += t0.elapsed().as_secs_f64();
@@ -349,10 +419,10 @@ impl Simulator<'_> {
         }
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
         let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
-        let c = self.rhs_constant(x_t, v_t, &f_ext);
         let xd = model.dirichlet_values(frame as f64 * h);
+        let rhs = self.step_rhs(x_t, v_t, &f_ext, xd);
         let mut x = x_t.to_vec();
-        self.impose_prescribed(&mut x, &xd);
+        self.impose_prescribed(&mut x, &rhs.xd);
         let t_c = Instant::now();
         let ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
             let del = Delassus::new(&set, self.contact_solver());
@@ -365,8 +435,7 @@ impl Simulator<'_> {
         PdStart {
             f_ext,
             penalty_force,
-            c,
-            xd,
+            rhs,
             x,
             ncp,
             cstats,
@@ -377,14 +446,16 @@ impl Simulator<'_> {
     /// un-accelerated PD step $g_k=\Phi(x_k)-x_k$ (the mixed step $x_{k+1}-x_k$ can be tiny
     /// while Anderson stagnates far from the fixed point; measured: finite differences off by
     /// 40 % with that gate), relative to $\|x_k\|$ or $\|x_k-x_t\|$ (`gate_reference`), and
-    /// the projection gate on the change of $b_p$.
+    /// the projection gate on the change of $b_p$ relative to $\|b_p\|$ (`bp`, `bp_prev` are in
+    /// displacement form, $b_{p,u}=b_p-$`st`: the change is the same, the reference is
+    /// $\|b_{p,u}+$`st`$\|$).
     fn gate_residuals(
         &self,
         x: &[f64],
         x_t: &[f64],
         g: &[f64],
-        bp: &[f64],
-        bp_prev: &[f64],
+        (bp, bp_prev): (&[f64], &[f64]),
+        st: &[f64],
     ) -> GateResiduals {
         let dx = norm(g);
         let dbp = norm(
@@ -406,19 +477,24 @@ impl Simulator<'_> {
                 super::gate::DISPLACEMENT_FLOOR * norm(x),
             ),
         };
-        self.config
-            .gate
-            .evaluate(dx, xref, floor, dbp, norm(bp_prev))
+        let bp_ref = bp_prev
+            .iter()
+            .zip(st)
+            .map(|(a, b)| (a + b) * (a + b))
+            .sum::<f64>()
+            .sqrt();
+        self.config.gate.evaluate(dx, xref, floor, dbp, bp_ref)
     }
 
-    /// Residual $b(x)-Ax$ on the free DoFs and $\|b(x)\|$.
-    /// The local step and its gather $b_p$ (spec §6.2 steps 6–7), on the accelerator if the
-    /// simulator has one.
+    /// The local step and its gather in displacement form,
+    /// $b_{p,u}=\sum_sG_s^T\mathrm{vec}(Q_s(x)-Q^t_s)$ ([`StepRhs`]; spec §6.2 steps 6–7), on the
+    /// accelerator if the simulator has one (there $b_p$ minus the gathered $Q^t$).
     fn local_rhs(
         &mut self,
         frame: usize,
         k: usize,
         x: &[f64],
+        rhs: &StepRhs,
         bp: &mut [f64],
     ) -> Result<(), SolverError> {
         if let Some(off) = self.offload.as_mut() {
@@ -429,6 +505,9 @@ impl Simulator<'_> {
                     message,
                 })?;
             if bp.iter().all(|v| v.is_finite()) {
+                for (b, st) in bp.iter_mut().zip(&rhs.st) {
+                    *b -= st;
+                }
                 return Ok(());
             }
             // Not finite on the device: the CPU reference step names the element.
@@ -446,7 +525,7 @@ impl Simulator<'_> {
                 }),
             };
         }
-        let loc =
+        let mut loc =
             local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|e| {
                 SolverError::NonFiniteLocal {
                     frame,
@@ -454,6 +533,9 @@ impl Simulator<'_> {
                     element: e.element,
                 }
             })?;
+        for (q, qt) in loc.q.iter_mut().zip(&rhs.qt) {
+            *q -= qt;
+        }
         local::scatter(self.model, &loc.q, bp);
         Ok(())
     }
@@ -491,14 +573,20 @@ impl Simulator<'_> {
         }
     }
 
-    fn pd_residual(&mut self, c: &[f64], x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
-        let loc =
+    /// Force residual $b(x)-Ax=c_u+b_{p,u}(x)-A(x-x_t)$ ([`StepRhs`]) on the free DoFs and
+    /// $\|c_u+b_{p,u}(x)\|$ (free DoFs).
+    fn pd_residual(&mut self, rhs: &StepRhs, x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
+        let mut loc =
             local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;
+        for (q, qt) in loc.q.iter_mut().zip(&rhs.qt) {
+            *q -= qt;
+        }
         let mut bp = vec![0.0; x.len()];
         local::scatter(self.model, &loc.q, &mut bp);
-        let b: Vec<f64> = c.iter().zip(&bp).map(|(a, b)| a + b).collect();
+        let b: Vec<f64> = rhs.c.iter().zip(&bp).map(|(a, b)| a + b).collect();
+        let u: Vec<f64> = x.iter().zip(&rhs.x_t).map(|(a, b)| a - b).collect();
         let mut ax = vec![0.0; x.len()];
-        self.system.apply_a(x, &mut ax);
+        self.system.apply_a(&u, &mut ax);
         let mut r: Vec<f64> = b.iter().zip(&ax).map(|(a, b)| a - b).collect();
         let mut bf = b;
         for &k in &self.prescribed {
@@ -510,8 +598,8 @@ impl Simulator<'_> {
 
     /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
     /// kept only if it reduces the residual. Returns (steps, final relative residual).
-    fn polish(&mut self, c: &[f64], xd: &[f64], x: &mut Vec<f64>) -> (usize, f64) {
-        let Ok((mut r, mut bn)) = self.pd_residual(c, x) else {
+    fn polish(&mut self, rhs: &StepRhs, x: &mut Vec<f64>) -> (usize, f64) {
+        let Ok((mut r, mut bn)) = self.pd_residual(rhs, x) else {
             return (0, f64::NAN);
         };
         let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
@@ -525,8 +613,8 @@ impl Simulator<'_> {
             super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
-            self.impose_prescribed(&mut trial, xd);
-            let Ok((r2, bn2)) = self.pd_residual(c, &trial) else {
+            self.impose_prescribed(&mut trial, &rhs.xd);
+            let Ok((r2, bn2)) = self.pd_residual(rhs, &trial) else {
                 break;
             };
             let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
@@ -552,7 +640,7 @@ impl Simulator<'_> {
     /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps or when no step helps.
     fn newton_krylov(
         &mut self,
-        (c, xd): (&[f64], &[f64]),
+        rhs: &StepRhs,
         energy: Option<(&[f64], &[f64])>,
         x: &mut Vec<f64>,
         target: f64,
@@ -563,7 +651,7 @@ impl Simulator<'_> {
             gmres_iterations: 0,
             residual: f64::INFINITY,
         };
-        let Ok((mut r, _)) = self.pd_residual(c, x) else {
+        let Ok((mut r, _)) = self.pd_residual(rhs, x) else {
             return out;
         };
         let mut rn = norm(&r);
@@ -602,8 +690,8 @@ impl Simulator<'_> {
             for _ in 0..7 {
                 let mut trial: Vec<f64> =
                     x.iter().zip(&delta).map(|(a, d)| a + alpha * d).collect();
-                self.impose_prescribed(&mut trial, xd);
-                if let Ok((r2, _)) = self.pd_residual(c, &trial) {
+                self.impose_prescribed(&mut trial, &rhs.xd);
+                if let Ok((r2, _)) = self.pd_residual(rhs, &trial) {
                     let rn2 = norm(&r2);
                     let merit2 = self.merit(&r2);
                     // Armijo on the PD energy (∇E = −F) where it is the whole objective
@@ -665,8 +753,10 @@ impl Simulator<'_> {
     ) -> TrStats {
         let y = self.inertial_target(x_t, v_t, f_ext);
         let mut dx: Vec<f64> = x_k.iter().zip(x_prev).map(|(a, b)| a - b).collect();
+        // A(x_prev − x_t) − b_prev: `b_prev` is the displacement-form right-hand side
+        let u_prev: Vec<f64> = x_prev.iter().zip(x_t).map(|(a, b)| a - b).collect();
         let mut r = vec![0.0; dx.len()];
-        self.system.apply_a(x_prev, &mut r);
+        self.system.apply_a(&u_prev, &mut r);
         for (rj, bj) in r.iter_mut().zip(b_prev) {
             *rj -= bj;
         }
@@ -782,14 +872,65 @@ struct PdStart {
     f_ext: Vec<f64>,
     /// Penalty contact forces and pairs (penalty model only).
     penalty_force: Option<(Vec<f64>, usize)>,
-    /// Constant part of the right-hand side.
-    c: Vec<f64>,
-    /// Dirichlet values at the end of the step.
-    xd: Vec<f64>,
+    /// The step's right-hand side in displacement form and its Dirichlet values.
+    rhs: StepRhs,
     /// First iterate: $x_t$ with the Dirichlet values imposed.
     x: Vec<f64>,
     ncp: Option<NcpState>,
     cstats: ContactStats,
+}
+
+/// The right-hand side of a PD step in displacement form. With $u=x-x_t$, the system
+/// $Ax=c+b_p(x)$ ($c$ of [`Simulator::rhs_constant`]) is $Au=c_u+b_{p,u}(x)$ where
+/// $c_u=\tfrac1hMv_t+f_{ext}-K_{att}x_t$ and
+/// $b_{p,u}(x)=\sum_sG_s^T\mathrm{vec}\big(Q_s(x)-Q^t_s\big)$, $Q^t_s=w_sF_s(x_t)$ (+ the muscle
+/// terms $w_m(F_s\mathsf m)\mathsf m^T$): $c-Ax_t=c_u-\sum_sG_s^T\mathrm{vec}\,Q^t_s$ because
+/// the inertia, mass-damping and $K_\beta$ terms of $c$ and $A$ cancel exactly and
+/// $\hat K x_t=\sum_sw_sG_s^T\mathrm{vec}\,F_s(x_t)$ ($G_sX=I$). Every term is a small
+/// difference computed before it meets a stiffness: no $\|A\|\,\|x\|$ round-off, and the
+/// elastic part has no net force (it passes through $G_s^T$), so nothing is amplified by
+/// the $h^2/m$ of the translational mode.
+struct StepRhs {
+    /// Start-of-step positions $x_t$ (the reference of $u$).
+    x_t: Vec<f64>,
+    /// $c_u$.
+    c: Vec<f64>,
+    /// $Q^t_s$ per sample.
+    qt: Vec<Matrix3<f64>>,
+    /// $\sum_sG_s^T\mathrm{vec}\,Q^t_s$ (for an offloaded local step, which returns $b_p$).
+    st: Vec<f64>,
+    /// Dirichlet values at the end of the step, absolute ($x$) and relative ($u$).
+    xd: Vec<f64>,
+    xd_u: Vec<f64>,
+}
+
+impl Simulator<'_> {
+    /// [`StepRhs`] of the step from $(x_t,v_t)$ with external forces `f_ext` and Dirichlet
+    /// values `xd`.
+    fn step_rhs(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64], xd: Vec<f64>) -> StepRhs {
+        let model = self.model;
+        let (h, n) = (model.h, model.num_nodes());
+        let m = &self.derived.mass;
+        let k_att = crate::model::attachment::matrix_diagonal(&model.attachments, n);
+        let c = (0..3 * n)
+            .map(|j| m[j / 3] * v_t[j] / h + f_ext[j] - k_att[j / 3] * x_t[j])
+            .collect();
+        let mut qt: Vec<Matrix3<f64>> = (0..model.num_samples())
+            .map(|s| model.deformation_gradient(s, x_t) * self.derived.w_total(s))
+            .collect();
+        super::muscle::add_linear_terms(model, x_t, &mut qt);
+        let mut st = vec![0.0; 3 * n];
+        local::scatter(model, &qt, &mut st);
+        let xd_u = xd.iter().zip(x_t).map(|(a, b)| a - b).collect();
+        StepRhs {
+            x_t: x_t.to_vec(),
+            c,
+            qt,
+            st,
+            xd,
+            xd_u,
+        }
+    }
 }
 
 /// The NCP contact state of a PD step: contact set, its Delassus operator, multipliers.

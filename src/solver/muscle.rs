@@ -62,6 +62,18 @@ pub fn add_projections(model: &Model, x: &[f64], t: f64, q: &mut [Matrix3<f64>])
     }
 }
 
+/// Add $w_m(F_s\mathsf m)\mathsf m^T$ at `x` to `q` for every actuated sample: the part of
+/// $Q_s$ whose gather is the muscle matrix of [`add_to_matrix`] times `x`
+/// ($\sum_sG_s^T\mathrm{vec}(w_m(F_s\mathsf m)\mathsf m^T)=A_mx$, since $G_sX=I$).
+pub fn add_linear_terms(model: &Model, x: &[f64], q: &mut [Matrix3<f64>]) {
+    for g in &model.muscles {
+        for (&s, m) in g.samples.iter().zip(&g.fibers) {
+            let f = model.deformation_gradient(s, x);
+            q[s] += (f * m) * m.transpose() * (g.stiffness * model.samples.vol[s]);
+        }
+    }
+}
+
 /// Muscle energy $\sum_s\tfrac{w_m}2\|F_s\mathsf m-p_s\|^2=\sum_s\tfrac{w_m}2(\ell_s-a)^2$ at `x` with
 /// the activations at time `t` (the term the PD objective gains from the fibres; its gradient
 /// is $A_mx-b_m(x)$ of [`add_to_matrix`] and [`add_projections`]).
