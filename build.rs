@@ -14,7 +14,12 @@ fn main() {
 }
 
 fn compile_kernels() {
-    let kernels = ["kernels/vector.cu", "kernels/sparse.cu", "kernels/local.cu"];
+    let kernels = [
+        "kernels/vector.cu",
+        "kernels/sparse.cu",
+        "kernels/local.cu",
+        "kernels/gradient.cu",
+    ];
     let mut build = cc::Build::new();
     build
         .cpp(true)
