@@ -446,3 +446,295 @@ mod rollouts {
         super::rollout_bouncing_ball_on(&super::Emulator);
     }
 }
+
+/// Counts the accelerator's calls and forwards them: proof that a run really went through
+/// the device (a parity test whose "device" run silently took the CPU path would pass).
+struct Counting<O> {
+    inner: O,
+    calls: std::sync::Arc<Calls>,
+}
+
+#[derive(Default)]
+struct Calls {
+    local: std::sync::atomic::AtomicUsize,
+    solve: std::sync::atomic::AtomicUsize,
+    adjoint_steps: std::sync::atomic::AtomicUsize,
+    products: std::sync::atomic::AtomicUsize,
+    homogeneous: std::sync::atomic::AtomicUsize,
+    params: std::sync::atomic::AtomicUsize,
+}
+
+impl Calls {
+    fn get(&self) -> [usize; 6] {
+        use std::sync::atomic::Ordering::Relaxed;
+        [
+            self.local.load(Relaxed),
+            self.solve.load(Relaxed),
+            self.adjoint_steps.load(Relaxed),
+            self.products.load(Relaxed),
+            self.homogeneous.load(Relaxed),
+            self.params.load(Relaxed),
+        ]
+    }
+}
+
+fn bump(c: &std::sync::atomic::AtomicUsize) {
+    c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for Counting<O> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+        bump(&self.calls.local);
+        self.inner.local_rhs(x, bp)
+    }
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String> {
+        bump(&self.calls.solve);
+        self.inner.solve(b, xd, x)
+    }
+    fn adjoint_step(
+        &self,
+        coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
+    ) -> Result<u64, String> {
+        bump(&self.calls.adjoint_steps);
+        self.inner.adjoint_step(coef)
+    }
+    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
+        bump(&self.calls.products);
+        self.inner.adjoint_product(token, z, out)
+    }
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+        bump(&self.calls.homogeneous);
+        self.inner.solve_homogeneous(q, z)
+    }
+    fn param_gradients(
+        &self,
+        step: &diffphd::solver::offload::ParamStep,
+    ) -> Result<diffphd::solver::offload::ParamSums, String> {
+        bump(&self.calls.params);
+        self.inner.param_gradients(step)
+    }
+    fn take_error(&self) -> Option<String> {
+        self.inner.take_error()
+    }
+}
+
+/// Every gradient class of a backward pass, concatenated (element E's, body ν, ρ, α, β0,
+/// x0, v0, gravity).
+fn gradient_vector(g: &diffphd::solver::gradient::Gradients) -> Vec<f64> {
+    [
+        &g.youngs[..],
+        &g.nu,
+        &g.density,
+        &g.alpha,
+        &g.beta0,
+        &g.x0,
+        &g.v0,
+        &g.gravity,
+    ]
+    .concat()
+}
+
+/// Forward states and gradients of a scene's `[loss]` with the PD forward and the adjoint
+/// (the default: GMRES preconditioned by $A^{-1}$) on `dev` (local step, global solve, the
+/// Newton–Krylov and adjoint products ΔA·z, the $A^{-1}$ solves, the per-element E/ν/β0
+/// accumulation) against the CPU path. The forward runs in accurate mode with the force
+/// balance tightened to its round-off floor (`solver.residual_tol = 1e-14`: the test is
+/// ‖F(x)‖ ≤ 1e-14‖F(x⁰)‖ + 2.2e-13‖b‖), so both runs converge to the same solution of the
+/// step instead of stopping at different PD iterates; the adjoint to `backward.rel_tol =
+/// 1e-10`. Returns (worst state difference relative to the rollout's max displacement,
+/// gradient relative difference ‖g_dev − g_cpu‖/‖g_cpu‖, E-per-element relative difference).
+fn forward_backward_parity<D: Device + Clone + 'static>(
+    dev: &D,
+    scene_file: &str,
+    sets: &[&str],
+) -> (f64, f64, f64) {
+    use diffphd::gpu::offload::DeviceOffload;
+    use diffphd::solver::rollout;
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.extend(
+        [
+            "solver.residual_tol=1e-14",
+            "backward.rel_tol=1e-10",
+            "backward.abs_tol=0",
+        ]
+        .map(String::from),
+    );
+    let text = std::fs::read_to_string(common::repo().join(scene_file)).unwrap();
+    let ls = diffphd::scene::load_str(&text, &common::repo().join(scene_file), &all).unwrap();
+    let problem = diffphd::optimize::problem::Problem::new(ls).unwrap();
+    let m = &problem.base;
+    let settings = &problem.ls.scene.solver;
+    let mut cpu = diffphd::solver::Simulator::new(m, settings).unwrap();
+    let mut gpu = diffphd::solver::Simulator::new(m, settings).unwrap();
+    let calls = std::sync::Arc::new(Calls::default());
+    gpu.offload = Some(Box::new(Counting {
+        inner: DeviceOffload::new(dev.clone(), &gpu, 1 << 28).unwrap(),
+        calls: calls.clone(),
+    }));
+    let ro_c = rollout::forward(&mut cpu, m.frames, 1, &problem.loss).unwrap();
+    let ro_g = rollout::forward(&mut gpu, m.frames, 1, &problem.loss).unwrap();
+    let forward_calls = calls.get();
+    let br_c = rollout::backward(&mut cpu, &ro_c, &problem.loss, &problem.backward).unwrap();
+    let br_g = rollout::backward(&mut gpu, &ro_g, &problem.loss, &problem.backward).unwrap();
+    let backward_calls: Vec<usize> = calls
+        .get()
+        .iter()
+        .zip(forward_calls)
+        .map(|(a, b)| a - b)
+        .collect();
+    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params] {forward_calls:?}, backward {backward_calls:?}");
+    // the forward ran on the device (local step, solve); the backward's ΔA·z, A⁻¹ solves
+    // and parameter sums too, one plan and one parameter sum per frame
+    assert!(forward_calls[0] > 0 && forward_calls[1] > 0);
+    assert_eq!(backward_calls[2], m.frames, "one ΔA plan per backward step");
+    assert_eq!(backward_calls[5], m.frames, "one parameter sum per step");
+    assert!(backward_calls[3] >= m.frames && backward_calls[4] >= m.frames);
+    for (side, br) in [("cpu", &br_c), ("device", &br_g)] {
+        let it: Vec<(usize, f64)> = br
+            .adjoint
+            .iter()
+            .map(|a| (a.iterations, a.relative_residual))
+            .collect();
+        eprintln!("{scene_file}: adjoint {side} (iterations, relative residual) {it:?}");
+        assert!(
+            br.nonconverged().is_empty(),
+            "{side}: adjoint not converged"
+        );
+    }
+    let mut max_disp: f64 = 0.0;
+    let mut worst: f64 = 0.0;
+    for t in 1..=m.frames {
+        let (xc, xg) = (&ro_c.kept[&t].0, &ro_g.kept[&t].0);
+        max_disp = max_disp.max(
+            xc.iter()
+                .zip(&m.x0)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max),
+        );
+        worst = worst.max(
+            xc.iter()
+                .zip(xg)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max),
+        );
+        let (sc, sg) = (&ro_c.steps[t - 1], &ro_g.steps[t - 1]);
+        eprintln!(
+            "{scene_file} frame {t}: PD iterations cpu {} device {}, Newton–Krylov steps {} / {}, residual {:?} / {:?}",
+            sc.iterations, sg.iterations, sc.polish_steps, sg.polish_steps, sc.residual, sg.residual
+        );
+    }
+    let state = worst / max_disp.max(f64::MIN_POSITIVE);
+    let (gc, gg) = (gradient_vector(&br_c.grads), gradient_vector(&br_g.grads));
+    let grad = rel(&gg, &gc);
+    let youngs = rel(&br_g.grads.youngs, &br_c.grads.youngs);
+    eprintln!(
+        "{scene_file}: states {state:.2e} of the motion ({max_disp:.3e}), gradient {grad:.2e}, dL/dE_e {youngs:.2e}, dL/dnu {:.2e}",
+        rel(&br_g.grads.nu, &br_c.grads.nu)
+    );
+    (state, grad, youngs)
+}
+
+fn gradients_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
+    let (state, grad, youngs) = forward_backward_parity(
+        dev,
+        "scenes/cantilever.toml",
+        &["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=4"],
+    );
+    assert!(state <= 1e-10, "cantilever states differ by {state:e}");
+    assert!(grad <= 1e-8, "cantilever gradient differs by {grad:e}");
+    assert!(youngs <= 1e-8, "cantilever dL/dE_e differs by {youngs:e}");
+}
+
+fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
+    let (state, grad, youngs) = forward_backward_parity(
+        dev,
+        "scenes/twist_bands_tet.toml",
+        &[
+            "body.0.mesh.cells=[2, 2, 12]",
+            "simulation.frames=4",
+            "body.0.force.0.twist.magnitude=20.0",
+        ],
+    );
+    assert!(state <= 1e-10, "NH bands states differ by {state:e}");
+    assert!(grad <= 1e-8, "NH bands gradient differs by {grad:e}");
+    assert!(youngs <= 1e-8, "NH bands dL/dE_e differs by {youngs:e}");
+}
+
+mod gradients {
+    #[test]
+    fn cantilever_forward_and_gradients_match_the_cpu_path() {
+        super::gradients_cantilever_on(&super::Emulator);
+    }
+    #[test]
+    fn twist_bands_forward_and_gradients_match_the_cpu_path() {
+        super::gradients_twist_bands_on(&super::Emulator);
+    }
+}
+
+/// The per-element E and per-body ν, β0 gradients of one step on the device (kernels/gradient.cu:
+/// per-sample contractions, segment sums, two-pass body sums) vs `accumulate_step` on the CPU,
+/// same states and adjoint: corotated hex with a stiff region and stiffness damping, and
+/// Neo-Hookean tet, deformed states.
+fn param_gradients_match_the_cpu_path_on<D: Device + Clone + 'static>(dev: &D) {
+    use diffphd::gpu::offload::DeviceOffload;
+    use diffphd::solver::backward::StepLinearization;
+    use diffphd::solver::gradient::{accumulate_step, Gradients, StepStates};
+    for (element, material) in [("hex8", "corotated"), ("tet4", "neohookean")] {
+        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""))
+            + "[body.damping]\nbeta = 0.01\nstiffness_scaling = \"amplified\"\n[[body.region]]\nselect = { box = { min = [0.1, -1.0, -1.0], max = [1.0, 1.0, 1.0] } }\nscale = 10.0\n";
+        let ls = common::load(&text, &[]);
+        let m = Model::from_scene(&ls).unwrap();
+        let cpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        let mut gpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        gpu.offload = Some(Box::new(
+            DeviceOffload::new(dev.clone(), &gpu, usize::MAX).unwrap(),
+        ));
+        let x_t = deformed(&m, 0.01, 7);
+        let x_next = deformed(&m, 0.1, 8);
+        let v_t = noise(3 * m.num_nodes(), 9);
+        let z = noise(3 * m.num_nodes(), 10);
+        let step = StepStates {
+            frame: 1,
+            x_t: &x_t,
+            v_t: &v_t,
+            x_next: &x_next,
+        };
+        let (mut gc, mut gg) = (Gradients::zeros(&cpu), Gradients::zeros(&gpu));
+        accumulate_step(
+            &cpu,
+            &StepLinearization::new(&cpu, &x_next, 0.0),
+            step,
+            &z,
+            &mut gc,
+        );
+        accumulate_step(
+            &gpu,
+            &StepLinearization::new(&gpu, &x_next, 0.0),
+            step,
+            &z,
+            &mut gg,
+        );
+        assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
+        let (ee, en, eb) = (
+            rel(&gg.youngs, &gc.youngs),
+            rel(&gg.nu, &gc.nu),
+            rel(&gg.beta0, &gc.beta0),
+        );
+        eprintln!("{material} {element}: dL/dE_e {ee:.1e}, dL/dnu {en:.1e}, dL/dbeta0 {eb:.1e} (nu {:?} vs {:?})", gg.nu, gc.nu);
+        assert!(gc.youngs.iter().any(|v| *v != 0.0) && gc.beta0[0] != 0.0);
+        assert!(
+            ee < 1e-12 && en < 1e-12 && eb < 1e-12,
+            "{material}: {ee:e} {en:e} {eb:e}"
+        );
+    }
+}
+
+mod param_gradients {
+    #[test]
+    fn param_gradients_match_the_cpu_path() {
+        super::param_gradients_match_the_cpu_path_on(&super::Emulator);
+    }
+}
