@@ -746,3 +746,42 @@ mod param_gradients {
         super::param_gradients_match_the_cpu_path_on(&super::Emulator);
     }
 }
+
+/// `diffphd grad --backend emulator` (forward and backward through the device: the
+/// evaluation's simulator gets the offload from `Problem::accelerate`) writes the CPU run's
+/// gradient to 1e-8 (converged steps as in [`CONVERGED`]), and records the backend.
+#[test]
+fn grad_cli_on_the_emulator_matches_the_cpu_gradient() {
+    let text = std::fs::read_to_string(common::repo().join("scenes/cantilever.toml")).unwrap();
+    let mut args: Vec<String> = ["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=3"]
+        .iter()
+        .chain(CONVERGED)
+        .chain(&["backward.rel_tol=1e-10", "backward.abs_tol=0"])
+        .flat_map(|s| ["--set".to_string(), s.to_string()])
+        .collect();
+    let run = |backend: &str, args: &mut Vec<String>| {
+        let mut a = args.clone();
+        a.extend(["--backend".to_string(), backend.to_string()]);
+        let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+        let r = common::run_cli("grad", &text, &[], &a);
+        assert_eq!(r.code, 0, "{backend}: {}", r.stderr);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(r.out().join("grad.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["backend"], backend, "{json}");
+        let g: Vec<f64> = json["evaluation"]["gradient"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        (g, json["evaluation"]["loss"].as_f64().unwrap())
+    };
+    let (g_cpu, l_cpu) = run("cpu", &mut args);
+    let (g_dev, l_dev) = run("emulator", &mut args);
+    let e = rel(&g_dev, &g_cpu);
+    eprintln!("grad --backend emulator: gradient {g_dev:?} vs cpu {g_cpu:?}: {e:.2e}; loss {l_dev} vs {l_cpu}");
+    assert_eq!(g_cpu.len(), 3);
+    assert!(e <= 1e-8, "gradient differs by {e:e}");
+    assert!((l_dev - l_cpu).abs() <= 1e-10 * l_cpu.abs());
+}
