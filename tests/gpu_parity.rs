@@ -785,3 +785,92 @@ fn grad_cli_on_the_emulator_matches_the_cpu_gradient() {
     assert!(e <= 1e-8, "gradient differs by {e:e}");
     assert!((l_dev - l_cpu).abs() <= 1e-10 * l_cpu.abs());
 }
+
+/// An accelerator whose ΔA·z fails (as a device error would): the failure is kept and
+/// reported, the failed product returns NaN so the iteration using it stops.
+struct FailingProduct<O> {
+    inner: O,
+    error: std::sync::Mutex<Option<String>>,
+}
+
+impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for FailingProduct<O> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+        self.inner.local_rhs(x, bp)
+    }
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String> {
+        self.inner.solve(b, xd, x)
+    }
+    fn adjoint_step(
+        &self,
+        coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
+    ) -> Result<u64, String> {
+        self.inner.adjoint_step(coef)
+    }
+    fn adjoint_product(&self, _: u64, _: &[f64], _: &mut [f64]) -> Result<(), String> {
+        let msg = "injected device failure".to_string();
+        self.error.lock().unwrap().get_or_insert(msg.clone());
+        Err(msg)
+    }
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+        self.inner.solve_homogeneous(q, z)
+    }
+    fn param_gradients(
+        &self,
+        step: &diffphd::solver::offload::ParamStep,
+    ) -> Result<diffphd::solver::offload::ParamSums, String> {
+        self.inner.param_gradients(step)
+    }
+    fn take_error(&self) -> Option<String> {
+        self.error
+            .lock()
+            .unwrap()
+            .take()
+            .or(self.inner.take_error())
+    }
+}
+
+/// Regression: a device failure in the backward's ΔA·z (or in the forward's Newton–Krylov
+/// steps, which use the same product) ends the run with an error naming the frame and the
+/// device's message — never a panic, a hang or a silently wrong gradient.
+#[test]
+fn device_failures_in_the_adjoint_are_errors_not_garbage() {
+    use diffphd::gpu::offload::DeviceOffload;
+    use diffphd::solver::{rollout, SolverError};
+    for mode in ["paper", "accurate"] {
+        let text = std::fs::read_to_string(common::repo().join("scenes/cantilever.toml")).unwrap();
+        let sets = [
+            "body.0.mesh.cells=[8, 2, 2]".to_string(),
+            "simulation.frames=2".to_string(),
+            format!("solver.mode=\"{mode}\""),
+        ];
+        let path = common::repo().join("scenes/cantilever.toml");
+        let ls = diffphd::scene::load_str(&text, &path, &sets).unwrap();
+        let problem = diffphd::optimize::problem::Problem::new(ls).unwrap();
+        let m = &problem.base;
+        let mut sim = diffphd::solver::Simulator::new(m, &problem.ls.scene.solver).unwrap();
+        sim.offload = Some(Box::new(FailingProduct {
+            inner: DeviceOffload::new(Emulator, &sim, usize::MAX).unwrap(),
+            error: Default::default(),
+        }));
+        let ro = rollout::forward(&mut sim, m.frames, 1, &problem.loss);
+        let err = match (mode, ro) {
+            // the paper-mode forward uses no ΔA·z: the backward's first step fails
+            ("paper", Ok(ro)) => rollout::backward(&mut sim, &ro, &problem.loss, &problem.backward)
+                .err()
+                .expect("the backward fails"),
+            ("paper", Err(e)) => panic!("paper-mode forward failed: {e}"),
+            (_, ro) => ro.err().expect("the Newton–Krylov steps fail"),
+        };
+        let text = err.to_string();
+        eprintln!("{mode}: {text}");
+        assert!(text.contains("injected device failure"), "{text}");
+        match (mode, &err) {
+            ("paper", SolverError::AdjointOffload { frame, .. }) => assert_eq!(*frame, 2),
+            ("accurate", SolverError::Offload { frame, .. }) => assert_eq!(*frame, 1),
+            _ => panic!("{mode}: unexpected error {err:?}"),
+        }
+    }
+}
