@@ -569,7 +569,16 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
     use diffphd::solver::rollout;
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.extend(CONVERGED.iter().map(|s| s.to_string()));
-    all.extend(["backward.rel_tol=1e-10", "backward.abs_tol=0"].map(String::from));
+    // the same adjoint algorithm on both sides: GMRES to the tolerance (the CPU path's
+    // direct solve after `direct_after` iterations does not run on the device path)
+    all.extend(
+        [
+            "backward.rel_tol=1e-10",
+            "backward.abs_tol=0",
+            "backward.direct_after=0",
+        ]
+        .map(String::from),
+    );
     let text = std::fs::read_to_string(common::repo().join(scene_file)).unwrap();
     let ls = diffphd::scene::load_str(&text, &common::repo().join(scene_file), &all).unwrap();
     let problem = diffphd::optimize::problem::Problem::new(ls).unwrap();
@@ -756,7 +765,11 @@ fn grad_cli_on_the_emulator_matches_the_cpu_gradient() {
     let mut args: Vec<String> = ["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=3"]
         .iter()
         .chain(CONVERGED)
-        .chain(&["backward.rel_tol=1e-10", "backward.abs_tol=0"])
+        .chain(&[
+            "backward.rel_tol=1e-10",
+            "backward.abs_tol=0",
+            "backward.direct_after=0",
+        ])
         .flat_map(|s| ["--set".to_string(), s.to_string()])
         .collect();
     let run = |backend: &str, args: &mut Vec<String>| {

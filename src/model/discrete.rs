@@ -279,8 +279,7 @@ impl Model {
     pub fn deformation_gradient(&self, s: usize, x: &[f64]) -> Matrix3<f64> {
         let e = self.samples.elem[s];
         let mut f = Matrix3::identity();
-        for (a, &i) in self.element(e).iter().enumerate() {
-            let g = self.sample_grads(s)[a];
+        for (&i, g) in self.element(e).iter().zip(self.sample_grads(s)) {
             for r in 0..3 {
                 let u = x[3 * i + r] - self.rest[i][r];
                 for c in 0..3 {
@@ -296,8 +295,7 @@ impl Model {
     pub fn gradient_of(&self, s: usize, v: &[f64]) -> Matrix3<f64> {
         let e = self.samples.elem[s];
         let mut f = Matrix3::zeros();
-        for (a, &i) in self.element(e).iter().enumerate() {
-            let g = self.sample_grads(s)[a];
+        for (&i, g) in self.element(e).iter().zip(self.sample_grads(s)) {
             for r in 0..3 {
                 for c in 0..3 {
                     f[(r, c)] += v[3 * i + r] * g[c];
@@ -311,9 +309,8 @@ impl Model {
     #[inline]
     pub fn scatter_gt(&self, s: usize, q: &Matrix3<f64>, out: &mut [f64]) {
         let e = self.samples.elem[s];
-        for (a, &i) in self.element(e).iter().enumerate() {
-            let g = Vector3::from(self.sample_grads(s)[a]);
-            let v = q * g;
+        for (&i, g) in self.element(e).iter().zip(self.sample_grads(s)) {
+            let v = q * Vector3::from(*g);
             out[3 * i] += v[0];
             out[3 * i + 1] += v[1];
             out[3 * i + 2] += v[2];

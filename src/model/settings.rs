@@ -39,6 +39,15 @@ pub struct BackwardSettings {
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
     pub gmres_restart: usize,
+    /// PD method, `"woodbury"`/`"gmres"` adjoint without contact rows, CPU backend: a frame
+    /// whose $A^{-1}$-preconditioned GMRES has not converged after this many iterations is
+    /// solved directly instead: the step's PD Hessian $K=A-\Delta A$ is assembled and
+    /// factored (the Newton baseline's adjoint). High-contrast meshes, where $A^{-1}$ is a
+    /// poor preconditioner, need 1,000–5,000 GMRES iterations a frame (issue 14, armadillo);
+    /// a factorization costs about as much as 50–150 of them. `0`: never (GMRES to
+    /// `max_iterations`). Default 150.
+    #[serde(default = "d_direct_after")]
+    pub direct_after: usize,
     /// Keep every K-th state of the forward and recompute the others in the backward
     /// (1 = keep all; memory per kept frame 48n bytes).
     #[serde(default = "d_one_usize")]
@@ -53,6 +62,9 @@ fn d_bwin() -> usize {
 fn d_restart() -> usize {
     50
 }
+fn d_direct_after() -> usize {
+    150
+}
 fn d_adjoint_rel() -> f64 {
     1e-6
 }
@@ -65,6 +77,7 @@ impl Default for BackwardSettings {
             anderson_window: d_bwin(),
             filter: Default::default(),
             gmres_restart: d_restart(),
+            direct_after: d_direct_after(),
             checkpoint_every: 1,
             method: Default::default(),
         }

@@ -191,6 +191,7 @@ impl Problem {
             filter: b.filter,
             gmres_restart: b.gmres_restart,
             method: b.method,
+            direct_after: b.direct_after,
         };
         let needs_tr = b.filter == crate::model::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);

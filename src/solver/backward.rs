@@ -36,6 +36,8 @@ pub struct StepLinearization<'s> {
     pub filtered_samples: usize,
     /// Contact block of the step (spec §7.2 step 3), if it had contact candidates.
     pub contact: Option<ContactAdjoint<'s>>,
+    /// Scratch of [`StepLinearization::apply`]: one $dp_s$ per sample.
+    products: std::sync::Mutex<Vec<Matrix3<f64>>>,
     /// The accelerator's token for this step's $\Delta A$ coefficients
     /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
     device_step: Option<u64>,
@@ -81,6 +83,7 @@ impl<'s> StepLinearization<'s> {
             muscle: super::muscle::MuscleLin::new(model, x, d.muscle_time),
             filtered_samples,
             contact: None,
+            products: std::sync::Mutex::new(Vec::new()),
             device_step,
         }
     }
@@ -111,12 +114,14 @@ impl<'s> StepLinearization<'s> {
 
     /// $\Delta A\,z$ (matrix-free, App. A.1), Dirichlet rows not zeroed.
     pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
-        let dps: Vec<Matrix3<f64>> = self
-            .spectral
+        // per-sample products in parallel into a buffer reused across products (no
+        // allocation per Krylov iteration), then the scatter in sample order
+        let mut dps = self.products.lock().unwrap_or_else(|e| e.into_inner());
+        self.spectral
             .par_iter()
             .enumerate()
             .map(|(s, lin)| lin.apply(&model.gradient_of(s, z)))
-            .collect();
+            .collect_into_vec(&mut dps);
         out.iter_mut().for_each(|v| *v = 0.0);
         for (s, dp) in dps.iter().enumerate() {
             model.scatter_gt(s, dp, out);

@@ -97,6 +97,9 @@ pub struct BackwardConfig {
     /// Restart length of the GMRES fallback.
     pub gmres_restart: usize,
     pub method: AdjointMethod,
+    /// GMRES iterations after which a frame's adjoint is solved directly (0: never); see
+    /// [`crate::model::BackwardSettings::direct_after`].
+    pub direct_after: usize,
 }
 
 impl BackwardConfig {
@@ -112,6 +115,7 @@ impl BackwardConfig {
             filter: HessianFilterMode::None,
             gmres_restart: restart,
             method: AdjointMethod::Gmres,
+            direct_after: 0,
         }
     }
 }

@@ -565,6 +565,8 @@ impl Simulator<'_> {
         let r_start = rn.max(f64::MIN_POSITIVE);
         let mut exact = false;
         out.residual = rn;
+        // the PD energy at `x`, carried over from the accepted trial point of the line search
+        let mut e_x: Option<f64> = None;
         for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
             if rn <= target {
                 break;
@@ -586,7 +588,9 @@ impl Simulator<'_> {
             // merit: F·A⁻¹F (the A-norm of the PD step A⁻¹F; the plain ‖F‖ is dominated by
             // the stiffest elements and stalls the line search on high-contrast meshes)
             let merit0 = self.merit(&r);
-            let e0 = energy.map(|(y, x_t)| super::trust_region::pd_energy(self, x, y, x_t));
+            let e0 = energy.map(|(y, x_t)| {
+                *e_x.get_or_insert_with(|| super::trust_region::pd_energy(self, x, y, x_t))
+            });
             let slope = dot(&r, &delta);
             let mut alpha = 1.0;
             let mut accepted = false;
@@ -598,11 +602,13 @@ impl Simulator<'_> {
                     let rn2 = norm(&r2);
                     let merit2 = self.merit(&r2);
                     // Armijo on the PD energy (∇E = −F) where it is the whole objective
+                    let mut e_trial = None;
                     let armijo = match (energy, e0) {
                         // only while the predicted decrease is above the energy's round-off
                         (Some((y, x_t)), Some(e0)) if slope > 1e3 * f64::EPSILON * e0.abs() => {
-                            super::trust_region::pd_energy(self, &trial, y, x_t)
-                                <= e0 - 1e-4 * alpha * slope
+                            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t);
+                            e_trial = Some(e2);
+                            e2 <= e0 - 1e-4 * alpha * slope
                         }
                         _ => false,
                     };
@@ -613,6 +619,7 @@ impl Simulator<'_> {
                         *x = trial;
                         r = r2;
                         rn = rn2;
+                        e_x = e_trial;
                         accepted = true;
                         break;
                     }

@@ -299,12 +299,58 @@ fn method_adjoint(
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
     Ok(match sim.config.method {
+        SolverMethod::Diffphd if direct_fallback_applies(sim, lin, cfg) => {
+            adjoint_gmres_then_direct(sim, lin, x_next, g, cfg, frame)?
+        }
         SolverMethod::Diffphd => solve_adjoint(sim, lin, g, cfg, frame),
         SolverMethod::Diffpd => super::diffpd::solve_adjoint(sim, lin, g, cfg, frame),
         SolverMethod::Newton => {
             super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?
         }
     })
+}
+
+/// Whether a frame's adjoint may fall back to the direct solve (`backward.direct_after`):
+/// the $A^{-1}$-preconditioned GMRES adjoint (`woodbury` or `gmres`) without contact rows,
+/// on the CPU (the factor of $K$ is a host factorization), with the exact Hessian (the
+/// backward filters change $\Delta A$ in ways the assembled Hessian does not reproduce)
+/// and the PD energy.
+fn direct_fallback_applies(sim: &Simulator, lin: &StepLinearization, cfg: &BackwardConfig) -> bool {
+    use crate::model::{AdjointMethod, NewtonEnergy};
+    cfg.direct_after > 0
+        && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
+        && cfg.filter == HessianFilterMode::None
+        && lin.contact.is_none()
+        && sim.offload.is_none()
+        && sim.config.newton.energy == NewtonEnergy::Pd
+}
+
+/// GMRES on $Kz=g$ preconditioned by $A^{-1}$ for at most `direct_after` iterations; if it
+/// has not converged, $K=A-\Delta A$ (the step's PD Hessian) is assembled and factored and
+/// $z$ solved directly ([`super::newton::adjoint::solve_adjoint`]). The stats add both
+/// phases; the method reads `"woodbury+direct"` (or `"gmres+direct"`) when the direct solve ran.
+fn adjoint_gmres_then_direct(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    x_next: &[f64],
+    g: &[f64],
+    cfg: &BackwardConfig,
+    frame: usize,
+) -> Result<(Vec<f64>, AdjointStats), SolverError> {
+    let capped = BackwardConfig {
+        max_iterations: cfg.max_iterations.min(cfg.direct_after),
+        ..cfg.clone()
+    };
+    let (z, st) = solve_adjoint(sim, lin, g, &capped, frame);
+    if st.converged {
+        return Ok((z, st));
+    }
+    let (z, mut direct) = super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?;
+    direct.method = format!("{}+direct", st.method);
+    direct.iterations += st.iterations;
+    direct.gmres_iterations += st.gmres_iterations;
+    direct.seconds += st.seconds;
+    Ok((z, direct))
 }
 
 /// $Kz=(A-\Delta A)z$ on all DoFs (unreduced).
