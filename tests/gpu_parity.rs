@@ -875,7 +875,7 @@ fn device_failures_in_the_adjoint_are_errors_not_garbage() {
                 .err()
                 .expect("the backward fails"),
             ("paper", Err(e)) => panic!("paper-mode forward failed: {e}"),
-            (_, ro) => ro.err().expect("the Newton–Krylov steps fail"),
+            (_, ro) => ro.expect_err("the Newton–Krylov steps fail"),
         };
         let text = err.to_string();
         eprintln!("{mode}: {text}");
