@@ -19,6 +19,7 @@ fn compile_kernels() {
         "kernels/sparse.cu",
         "kernels/local.cu",
         "kernels/gradient.cu",
+        "kernels/muscle.cu",
     ];
     let mut build = cc::Build::new();
     build

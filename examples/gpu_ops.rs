@@ -106,6 +106,42 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
         );
     }
 
+    // k right-hand sides with one factor (the contact Delassus columns: one spike per
+    // contact node), one axis block: k single CPU solves vs one multi-RHS device pass
+    let k = n.min(64);
+    let cols: Vec<Vec<f64>> = (0..k)
+        .map(|c| {
+            let mut e = vec![0.0; n];
+            e[(c * 7919) % n] = 1.0;
+            e
+        })
+        .collect();
+    let block: Vec<f64> = (0..n)
+        .flat_map(|r| cols.iter().map(move |col| col[r]))
+        .collect();
+    let mut many_cpu = vec![0.0; n * k];
+    let t_cpu = median_seconds(reps, || {
+        for (c, col) in cols.iter().enumerate() {
+            let mut xc = col.clone();
+            cpu.solve_in_place(&mut xc);
+            for (r, v) in xc.iter().enumerate() {
+                many_cpu[r * k + c] = *v;
+            }
+        }
+    });
+    for budget in [0usize, 8usize << 30] {
+        let df = DeviceFactor::new(dev, &f, budget).expect("device factor");
+        let mut many_dev = Vec::new();
+        let t_dev = median_seconds(reps, || many_dev = df.solve_many(dev, &block, k).unwrap());
+        println!(
+            "solve, {k:3} RHS        cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}   {:?}",
+            1e3 * t_cpu,
+            1e3 * t_dev,
+            rel(&many_dev, &many_cpu),
+            df.path
+        );
+    }
+
     // the backward's ΔA·z
     let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0);
     let mut prod = DeviceAdjointProduct::new(dev, &arrays).expect("buffers");

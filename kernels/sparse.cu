@@ -77,3 +77,72 @@ DPHD_KERNEL(dphd_inverse_factor_columns)(DPHD_ITEM_PARAM long long n, const long
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Multi-RHS forms (k right-hand sides per launch; the contact Delassus columns, spec §2.9 and
+// issue 15 "Delassus columns by multi-RHS solves"). A block of k vectors of length n is stored
+// row-interleaved: entry (r, c) at r * k + c, so neighbouring items share a matrix row and read
+// neighbouring entries. One item per (row, rhs) pair: item t is row t / k, rhs t % k. Each item
+// does exactly the arithmetic of the single-RHS kernel on its column, in the same order, so the
+// results equal k single solves bitwise.
+
+// dst[r * k + c] = src[map[r] * k + c]: the permutation of a block (n = rows * k items).
+DPHD_KERNEL(dphd_gather_perm_multi)(DPHD_ITEM_PARAM long long n, long long k, const long long* map,
+                                    const double* src, double* dst)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = t / k;
+    const long long c = t - r * k;
+    dst[t] = src[map[r] * k + c];
+}
+
+// Y = M X for a CSR matrix M and a block X of k columns (n = rows * k items).
+DPHD_KERNEL(dphd_spmv_csr_multi)(DPHD_ITEM_PARAM long long n, long long k, const long long* ptr,
+                                 const long long* col, const double* val, const double* x,
+                                 double* y)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = t / k;
+    const long long c = t - r * k;
+    double s = 0.0;
+    for (long long p = ptr[r]; p < ptr[r + 1]; ++p) s += val[p] * x[col[p] * k + c];
+    y[t] = s;
+}
+
+// One level of L X = B for a block of k columns, in place in x (n = level size * k items):
+// as dphd_trisolve_lower_level on column t % k of row rows[offset + t / k].
+DPHD_KERNEL(dphd_trisolve_lower_level_multi)(DPHD_ITEM_PARAM long long n, long long k,
+                                             long long offset, const long long* rows,
+                                             const long long* ptr, const long long* col,
+                                             const double* val, double* x)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long l = t / k;
+    const long long c = t - l * k;
+    const long long r = rows[offset + l];
+    const long long end = ptr[r + 1] - 1;
+    double s = x[r * k + c];
+    for (long long p = ptr[r]; p < end; ++p) s -= val[p] * x[col[p] * k + c];
+    x[r * k + c] = s / val[end];
+}
+
+// One level of L^T X = B for a block of k columns, in place in x: as
+// dphd_trisolve_upper_level on column t % k of row rows[offset + t / k].
+DPHD_KERNEL(dphd_trisolve_upper_level_multi)(DPHD_ITEM_PARAM long long n, long long k,
+                                             long long offset, const long long* rows,
+                                             const long long* ptr, const long long* col,
+                                             const double* val, double* x)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long l = t / k;
+    const long long c = t - l * k;
+    const long long r = rows[offset + l];
+    const long long beg = ptr[r];
+    double s = x[r * k + c];
+    for (long long p = beg + 1; p < ptr[r + 1]; ++p) s -= val[p] * x[col[p] * k + c];
+    x[r * k + c] = s / val[beg];
+}

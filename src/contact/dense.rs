@@ -58,7 +58,8 @@ impl DenseDelassus {
         } else {
             col_nodes.iter().map(|&i| (i, [true; 3])).collect()
         };
-        let cols: Vec<Vec<f64>> = spikes
+        // one multi-RHS solve with the factor (on a device: one pass for every column)
+        let rhs: Vec<Vec<f64>> = spikes
             .par_iter()
             .map(|&(i, axes)| {
                 let mut q = vec![0.0; 3 * n];
@@ -67,11 +68,10 @@ impl DenseDelassus {
                         q[3 * i + d] = 1.0;
                     }
                 }
-                let mut z = vec![0.0; 3 * n];
-                solver.solve_homogeneous(&q, &mut z);
-                z
+                q
             })
             .collect();
+        let cols = solver.solve_homogeneous_many(&rhs);
         // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc]); decoupled
         // solvers are only asked for d == e (the other entries are zero)
         let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {

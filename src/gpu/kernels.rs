@@ -11,6 +11,7 @@ pub const SOURCES: &[(&str, &str)] = &[
         "kernels/gradient.cu",
         include_str!("../../kernels/gradient.cu"),
     ),
+    ("kernels/muscle.cu", include_str!("../../kernels/muscle.cu")),
 ];
 
 /// Headers the sources include, by include name.
@@ -163,6 +164,19 @@ kernel_table! {
     ParamGradientSamples = dphd_param_gradient_samples in "kernels/gradient.cu" (sptr: Index, nodes: Index, grads: In, z: In, vel: In, ge: In, gnu: In, a: In, out: Out);
     /// Segment sums through an index list (gradient.cu): per-element sums, per-body first pass.
     SegmentSum = dphd_segment_sum in "kernels/gradient.cu" (stride: Int, comp: Int, ptr: Index, idx: Index, src: In, dst: Out);
+    // --- multi-RHS solves (contact Delassus columns) and muscles ---
+    /// `dst[r k + c] = src[map[r] k + c]`: permutation of a block of k vectors (sparse.cu).
+    GatherPermMulti = dphd_gather_perm_multi in "kernels/sparse.cu" (k: Int, map: Index, src: In, dst: Out);
+    /// CSR SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
+    SpmvCsrMulti = dphd_spmv_csr_multi in "kernels/sparse.cu" (k: Int, ptr: Index, col: Index, val: In, x: In, y: Out);
+    /// One level of `L X = B` for k columns, diagonal last (sparse.cu).
+    TrisolveLowerLevelMulti = dphd_trisolve_lower_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// One level of `L^T X = B` for k columns, diagonal first (sparse.cu).
+    TrisolveUpperLevelMulti = dphd_trisolve_upper_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
+    /// Muscle fibres' projections added to `Q_s` per actuated sample (muscle.cu, spec §3.5).
+    MuscleLocal = dphd_muscle_local in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, sptr: Index, nodes: Index, grads: In, rest: In, x: In, q: Out);
+    /// The backward's muscle term of `ΔA z` added to the per-sample `dp` (muscle.cu, App. A.4).
+    MuscleJacobianApply = dphd_muscle_jacobian_apply in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, mlen: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, dp: Out);
 }
 
 #[cfg(test)]

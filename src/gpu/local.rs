@@ -2,8 +2,8 @@
 //! volume bodies and the gather of $b_p=\sum_sG_s^T\mathrm{vec}\,Q_s$. Plan once per model
 //! (persistent buffers, the node → sample transpose), execute per PD iteration.
 //!
-//! Covered here: corotated (+ volume) and Neo-Hookean bodies. Muscle fibres are not yet
-//! ported to `kernels/` (docs/gpu.md lists what is on the device).
+//! Covered here: corotated (+ volume) and Neo-Hookean bodies, and muscle fibres (spec §3.5,
+//! `kernels/muscle.cu`; docs/gpu.md lists what is on the device).
 
 use super::device::{Arg, Device};
 use super::kernels::Kernel;
@@ -28,12 +28,94 @@ pub struct LocalArrays {
     pub inc_entry: Vec<i64>,
 }
 
-/// Why a model cannot run its local step on the device.
-pub fn unsupported(model: &Model) -> Option<String> {
-    if !model.muscles.is_empty() {
-        return Some("muscles are not on the GPU local step yet".into());
-    }
+/// Why a model cannot run its local step on the device (`None`: every material law and
+/// muscle fibres are covered).
+pub fn unsupported(_model: &Model) -> Option<String> {
     None
+}
+
+// --- muscles (issue 15) ---
+
+/// Host arrays of the muscle kernel: every actuated sample once, its fibre entries in group
+/// order (the order in which the CPU's `solver::muscle::add_projections` adds them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MuscleArrays {
+    /// Actuated samples (ascending).
+    pub sample: Vec<i64>,
+    /// Sample -> entry offsets (`sample.len() + 1`).
+    pub ptr: Vec<i64>,
+    /// Group of each entry.
+    pub group: Vec<i64>,
+    /// Unit rest fibre of each entry (3 per entry).
+    pub fiber: Vec<f64>,
+    /// $w_m=k_mV_s$ of each entry.
+    pub weight: Vec<f64>,
+}
+
+impl MuscleArrays {
+    /// The muscle groups of `model`, transposed to actuated samples.
+    pub fn from_model(model: &Model) -> Self {
+        let mut per: std::collections::BTreeMap<usize, Vec<(usize, [f64; 3], f64)>> =
+            Default::default();
+        for (gi, g) in model.muscles.iter().enumerate() {
+            for (&s, m) in g.samples.iter().zip(&g.fibers) {
+                per.entry(s).or_default().push((
+                    gi,
+                    [m[0], m[1], m[2]],
+                    g.stiffness * model.samples.vol[s],
+                ));
+            }
+        }
+        let mut a = MuscleArrays {
+            ptr: vec![0],
+            ..Default::default()
+        };
+        for (s, entries) in per {
+            a.sample.push(s as i64);
+            for (gi, m, w) in entries {
+                a.group.push(gi as i64);
+                a.fiber.extend(m);
+                a.weight.push(w);
+            }
+            a.ptr.push(a.group.len() as i64);
+        }
+        a
+    }
+}
+
+/// The activation of every muscle group of `model` at time `t`.
+pub fn activations(model: &Model, t: f64) -> Vec<f64> {
+    model.muscles.iter().map(|g| g.activation_at(t)).collect()
+}
+
+/// Muscle buffers on the device.
+struct DeviceMuscles<D: Device> {
+    num: usize,
+    sample: D::Index,
+    ptr: D::Index,
+    group: D::Index,
+    fiber: D::Real,
+    weight: D::Real,
+    act: D::Real,
+}
+
+impl<D: Device> DeviceMuscles<D> {
+    /// `None` for a model without muscles.
+    fn new(dev: &D, model: &Model, t: f64) -> Result<Option<Self>, GpuError> {
+        if model.muscles.is_empty() {
+            return Ok(None);
+        }
+        let a = MuscleArrays::from_model(model);
+        Ok(Some(DeviceMuscles {
+            num: a.sample.len(),
+            sample: dev.upload_index(&a.sample)?,
+            ptr: dev.upload_index(&a.ptr)?,
+            group: dev.upload_index(&a.group)?,
+            fiber: dev.upload(&a.fiber)?,
+            weight: dev.upload(&a.weight)?,
+            act: dev.upload(&activations(model, t))?,
+        }))
+    }
 }
 
 impl LocalArrays {
@@ -165,6 +247,7 @@ pub struct DeviceLocalStep<D: Device> {
     x: D::Real,
     q: D::Real,
     bp: D::Real,
+    muscles: Option<DeviceMuscles<D>>,
 }
 
 impl<D: Device> DeviceLocalStep<D> {
@@ -198,7 +281,17 @@ impl<D: Device> DeviceLocalStep<D> {
             x: dev.zeros(3 * nn)?,
             q: dev.zeros(9 * ns)?,
             bp: dev.zeros(3 * nn)?,
+            muscles: DeviceMuscles::new(dev, model, derived.muscle_time)?,
         })
+    }
+
+    /// Muscle activations per group (e.g. [`activations`] at the step's time); a no-op for a
+    /// model without muscles.
+    pub fn set_activations(&mut self, dev: &D, act: &[f64]) -> Result<(), GpuError> {
+        match self.muscles.as_mut() {
+            Some(m) => dev.write(&mut m.act, act),
+            None => Ok(()),
+        }
     }
 
     /// New PD weights (after a parameter change), same model; clears the NH warm starts.
@@ -212,11 +305,16 @@ impl<D: Device> DeviceLocalStep<D> {
         dev.write(&mut self.wa, &w.wa)?;
         dev.write(&mut self.wb, &w.wb)?;
         dev.write(&mut self.nh, &w.nh)?;
+        if let Some(m) = self.muscles.as_mut() {
+            dev.write(&mut m.weight, &MuscleArrays::from_model(model).weight)?;
+            dev.write(&mut m.act, &activations(model, derived.muscle_time))?;
+        }
         dev.write(&mut self.warm, &vec![0.0; 3 * self.ns])
     }
 
-    /// One local step at positions `x` (node-major): returns $b_p$ (node-major); the
-    /// projections $Q_s$ stay on the device ([`DeviceLocalStep::projections`]).
+    /// One local step at positions `x` (node-major), muscle fibres included (at the
+    /// activations last set): returns $b_p$ (node-major); the projections $Q_s$ stay on the
+    /// device ([`DeviceLocalStep::projections`]).
     pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<Vec<f64>, GpuError> {
         dev.write(&mut self.x, x)?;
         dev.launch(
@@ -236,6 +334,26 @@ impl<D: Device> DeviceLocalStep<D> {
                 Arg::Out(&mut self.q),
             ],
         )?;
+        if let Some(m) = self.muscles.as_ref() {
+            dev.launch(
+                Kernel::MuscleLocal,
+                m.num,
+                &mut [
+                    Arg::Index(&m.sample),
+                    Arg::Index(&m.ptr),
+                    Arg::Index(&m.group),
+                    Arg::In(&m.fiber),
+                    Arg::In(&m.weight),
+                    Arg::In(&m.act),
+                    Arg::Index(&self.sample_ptr),
+                    Arg::Index(&self.nodes),
+                    Arg::In(&self.grads),
+                    Arg::In(&self.rest),
+                    Arg::In(&self.x),
+                    Arg::Out(&mut self.q),
+                ],
+            )?;
+        }
         gather(dev, self.nn, &self.inc, &self.grads, &self.q, &mut self.bp)?;
         dev.download(&self.bp)
     }
@@ -261,6 +379,7 @@ pub struct DeviceAdjointProduct<D: Device> {
     z: D::Real,
     dp: D::Real,
     out: D::Real,
+    muscles: Option<DeviceMuscleLin<D>>,
 }
 
 impl<D: Device> DeviceAdjointProduct<D> {
@@ -280,6 +399,7 @@ impl<D: Device> DeviceAdjointProduct<D> {
             z: dev.zeros(3 * nn)?,
             dp: dev.zeros(9 * ns)?,
             out: dev.zeros(3 * nn)?,
+            muscles: None,
         })
     }
 
@@ -326,7 +446,92 @@ impl<D: Device> DeviceAdjointProduct<D> {
                 Arg::Out(&mut self.dp),
             ],
         )?;
+        if let Some(m) = self.muscles.as_ref() {
+            let f = &m.fibres;
+            dev.launch(
+                Kernel::MuscleJacobianApply,
+                f.num,
+                &mut [
+                    Arg::Index(&f.sample),
+                    Arg::Index(&f.ptr),
+                    Arg::Index(&f.group),
+                    Arg::In(&f.fiber),
+                    Arg::In(&f.weight),
+                    Arg::In(&f.act),
+                    Arg::In(&m.len),
+                    Arg::In(&m.dir),
+                    Arg::Index(&step.sample_ptr),
+                    Arg::Index(&step.nodes),
+                    Arg::In(&step.grads),
+                    Arg::In(&self.z),
+                    Arg::Out(&mut self.dp),
+                ],
+            )?;
+        }
         step.gather(dev, &self.dp, &mut self.out)?;
         dev.download(&self.out)
+    }
+}
+
+// --- muscles in the backward's ΔA·z (issue 15) ---
+
+/// The muscle linearization of a backward step on the device: the fibres
+/// ([`MuscleArrays`]) and, per fibre entry, $\ell$ and $n$ at $x_{t+1}$.
+struct DeviceMuscleLin<D: Device> {
+    fibres: DeviceMuscles<D>,
+    /// Entry order: (group, sample) -> entry index.
+    entry_of: std::collections::HashMap<(usize, usize), usize>,
+    len: D::Real,
+    dir: D::Real,
+}
+
+impl<D: Device> DeviceAdjointProduct<D> {
+    /// Upload the step's muscle linearization (`StepLinearization::muscle`) so that
+    /// [`DeviceAdjointProduct::apply`] includes the muscle term of $\Delta A\,z$ (the CPU's
+    /// `MuscleLin::apply`); a no-op for a model without muscles. Call it with every
+    /// [`DeviceAdjointProduct::set_step`] of a model with muscles.
+    pub fn set_muscles(
+        &mut self,
+        dev: &D,
+        model: &Model,
+        lin: &crate::solver::muscle::MuscleLin,
+    ) -> Result<(), GpuError> {
+        if model.muscles.is_empty() {
+            return Ok(());
+        }
+        if self.muscles.is_none() {
+            let a = MuscleArrays::from_model(model);
+            let mut entry_of = std::collections::HashMap::new();
+            for u in 0..a.sample.len() {
+                for e in a.ptr[u] as usize..a.ptr[u + 1] as usize {
+                    entry_of.insert((a.group[e] as usize, a.sample[u] as usize), e);
+                }
+            }
+            let ne = a.group.len();
+            let fibres = DeviceMuscles::new(dev, model, 0.0)?.ok_or(GpuError::Arguments {
+                kernel: "dphd_muscle_jacobian_apply",
+                why: "model has no muscles",
+            })?;
+            self.muscles = Some(DeviceMuscleLin {
+                fibres,
+                entry_of,
+                len: dev.zeros(ne)?,
+                dir: dev.zeros(3 * ne)?,
+            });
+        }
+        let Some(m) = self.muscles.as_mut() else {
+            return Ok(());
+        };
+        let ne = m.entry_of.len();
+        let (mut len, mut dir) = (vec![0.0; ne], vec![0.0; 3 * ne]);
+        for (g, s, l, n) in lin.entries() {
+            if let Some(&e) = m.entry_of.get(&(g, s)) {
+                len[e] = l;
+                dir[3 * e..3 * e + 3].copy_from_slice(n.as_slice());
+            }
+        }
+        dev.write(&mut m.len, &len)?;
+        dev.write(&mut m.dir, &dir)?;
+        dev.write(&mut m.fibres.act, lin.activations())
     }
 }

@@ -1,20 +1,24 @@
 //! The GPU backend behind the solver's accelerator seam ([`crate::solver::offload::Offload`]):
-//! the PD iteration's local step (+ gather) and global solve on a [`Device`], and the
-//! backward's stages: $\Delta A\,z$ ([`DeviceAdjointProduct`]), the $A^{-1}$ solves on the
-//! device factor and the per-sample material gradients ([`DeviceParamGradient`]). Anderson,
-//! the gate, the Krylov loops' small dense work and contact stay on the host for now
-//! (docs/gpu.md, "Next").
+//! the PD iteration's local step (+ gather, muscles included) and global solve on a
+//! [`Device`], and the device factor for every contact-side solve
+//! ([`Offload::linear_solver`]: Delassus columns by multi-RHS solves, matrix-free products).
+//! The backward's stages too: $\Delta A\,z$ ([`DeviceAdjointProduct`]), the $A^{-1}$ solves on
+//! the device factor and the per-sample material gradients ([`DeviceParamGradient`]).
+//! Anderson, the gate, the Krylov loops' vector work and the small dense contact block stay
+//! on the host (docs/gpu.md).
 
 use super::device::Device;
 use super::gradient::DeviceParamGradient;
 use super::local::{unsupported, DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
-use super::system::GpuSystem;
+use super::system::{GpuSystem, SolveCounts};
 use super::GpuError;
+use crate::linalg::LinearSolver;
+use crate::model::muscle::MuscleGroup;
 use crate::solver::offload::{Offload, ParamStep, ParamSums};
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Default device-memory budget of the explicit inverse factor per distinct free set: 1 GiB.
 /// Above it the level-scheduled triangular solves run instead (spec §5.2–5.3).
@@ -25,6 +29,9 @@ pub struct DeviceOffload<D: Device> {
     dev: D,
     local: DeviceLocalStep<D>,
     system: GpuSystem<D>,
+    /// Muscle groups (for their activations in time) and activations not yet uploaded.
+    muscles: Vec<MuscleGroup>,
+    pending_activations: Option<Vec<f64>>,
     backward: Mutex<Backward<D>>,
     /// First failure of a `&self` stage, for [`Offload::take_error`].
     error: Mutex<Option<String>>,
@@ -69,6 +76,8 @@ impl<D: Device + Clone> DeviceOffload<D> {
             dev,
             local,
             system,
+            muscles: model.muscles.clone(),
+            pending_activations: None,
             backward: Mutex::new(backward),
             error: Mutex::new(None),
         })
@@ -87,6 +96,11 @@ impl<D: Device + Clone> DeviceOffload<D> {
     pub fn paths(&self) -> &[SolvePath] {
         &self.system.paths
     }
+
+    /// The device system's solve counters (global, contact and multi-RHS solves).
+    pub fn solve_counts(&self) -> Arc<SolveCounts> {
+        self.system.counts()
+    }
 }
 
 impl<D: Device + Clone> Offload for DeviceOffload<D> {
@@ -104,10 +118,20 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
                 ),
             })
             .collect();
-        format!("{}; global solve: {}", self.dev.name(), paths.join(", "))
+        format!(
+            "{}; global solve: {}; contact solves on the device factor (Delassus columns by multi-RHS solves); local step{}",
+            self.dev.name(),
+            paths.join(", "),
+            if self.muscles.is_empty() { "" } else { " with muscle fibres" }
+        )
     }
 
     fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+        if let Some(act) = self.pending_activations.take() {
+            self.local
+                .set_activations(&self.dev, &act)
+                .map_err(|e| e.to_string())?;
+        }
         let out = self.local.run(&self.dev, x).map_err(|e| e.to_string())?;
         bp.copy_from_slice(&out);
         Ok(())
@@ -161,5 +185,18 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
 
     fn take_error(&self) -> Option<String> {
         lock(&self.error).take()
+    }
+
+    // --- contact and muscles (issue 15) ---
+
+    fn linear_solver(&self) -> Option<&dyn LinearSolver> {
+        Some(&self.system)
+    }
+
+    fn set_muscle_time(&mut self, t: f64) {
+        if !self.muscles.is_empty() {
+            self.pending_activations =
+                Some(self.muscles.iter().map(|g| g.activation_at(t)).collect());
+        }
     }
 }

@@ -264,6 +264,128 @@ impl<D: Device> DeviceFactor<D> {
     }
 }
 
+// --- multi-RHS solves (the contact Delassus columns, issue 15) ---
+
+/// Work buffers of a block of `k` right-hand sides (row-interleaved, `n k` values each).
+struct Block<D: Device> {
+    k: usize,
+    a: D::Real,
+    b: D::Real,
+}
+
+impl<D: Device> DeviceFactor<D> {
+    /// Solve $P^TLL^TP\,X=B$ for `k` right-hand sides at once, on the path [`DeviceFactor::solve`]
+    /// takes: `b` and the result are row-interleaved (entry $(r,c)$ at `r * k + c`). One launch
+    /// per stage handles every (row, right-hand side) item; each column's arithmetic is that of
+    /// [`DeviceFactor::solve`], so the columns equal `k` single solves bitwise.
+    pub fn solve_many(&self, dev: &D, b: &[f64], k: usize) -> Result<Vec<f64>, GpuError> {
+        let n = self.n;
+        if b.len() != n * k {
+            return Err(GpuError::Length {
+                expected: n * k,
+                got: b.len(),
+            });
+        }
+        if k == 0 || n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut blk = Block::<D> {
+            k,
+            a: dev.upload(b)?,
+            b: dev.zeros(n * k)?,
+        };
+        // w = P b (into blk.b)
+        self.permute_block(dev, &self.perm, &mut blk, false)?;
+        if let Some(inv) = self.inverse.as_ref() {
+            // y = S w (into a), z = S^T y (into b)
+            for (ptr, col, val, fwd) in [
+                (&inv.row_ptr, &inv.col_idx, &inv.row_values, true),
+                (&inv.col_ptr, &inv.row_idx, &inv.values, false),
+            ] {
+                let (x, y) = if fwd {
+                    (&blk.b, &mut blk.a)
+                } else {
+                    (&blk.a, &mut blk.b)
+                };
+                dev.launch(
+                    Kernel::SpmvCsrMulti,
+                    n * k,
+                    &mut [
+                        Arg::Int(k as i64),
+                        Arg::Index(ptr),
+                        Arg::Index(col),
+                        Arg::In(val),
+                        Arg::In(x),
+                        Arg::Out(y),
+                    ],
+                )?;
+            }
+        } else {
+            let stages = [
+                (
+                    Kernel::TrisolveLowerLevelMulti,
+                    &self.lower_levels,
+                    &self.lower_ptr,
+                    &self.lower_col,
+                    &self.lower_val,
+                ),
+                (
+                    Kernel::TrisolveUpperLevelMulti,
+                    &self.upper_levels,
+                    &self.upper_ptr,
+                    &self.upper_col,
+                    &self.upper_val,
+                ),
+            ];
+            for (kernel, levels, ptr, col, val) in stages {
+                for w in levels.ptr.windows(2) {
+                    dev.launch(
+                        kernel,
+                        (w[1] - w[0]) * k,
+                        &mut [
+                            Arg::Int(k as i64),
+                            Arg::Int(w[0] as i64),
+                            Arg::Index(&levels.rows),
+                            Arg::Index(ptr),
+                            Arg::Index(col),
+                            Arg::In(val),
+                            Arg::Out(&mut blk.b),
+                        ],
+                    )?;
+                }
+            }
+        }
+        // x = P^T z (from blk.b into blk.a)
+        self.permute_block(dev, &self.iperm, &mut blk, true)?;
+        dev.download(&blk.a)
+    }
+
+    /// Gather a block through a row permutation: `a -> b`, or `b -> a` when `back`.
+    fn permute_block(
+        &self,
+        dev: &D,
+        map: &D::Index,
+        blk: &mut Block<D>,
+        back: bool,
+    ) -> Result<(), GpuError> {
+        let (src, dst) = if back {
+            (&blk.b, &mut blk.a)
+        } else {
+            (&blk.a, &mut blk.b)
+        };
+        dev.launch(
+            Kernel::GatherPermMulti,
+            self.n * blk.k,
+            &mut [
+                Arg::Int(blk.k as i64),
+                Arg::Index(map),
+                Arg::In(src),
+                Arg::Out(dst),
+            ],
+        )
+    }
+}
+
 /// The level kernels' operands: row list and one triangular matrix in row form.
 struct LevelSolve<'a, D: Device> {
     kernel: Kernel,

@@ -11,6 +11,7 @@ use super::factor::SimplicialFactor;
 use super::pipeline::{DeviceFactor, SolvePath};
 use super::GpuError;
 use crate::linalg::{AxisDirichlet, CscMatrix, LinalgError, LinearSolver, SystemPlan};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Errors building a [`GpuSystem`].
@@ -35,6 +36,7 @@ pub struct GpuSystem<D: Device> {
     factors: Vec<Mutex<DeviceFactor<D>>>,
     /// The solve path of each distinct factor, for the run log.
     pub paths: Vec<SolvePath>,
+    counts: Arc<SolveCounts>,
 }
 
 impl<D: Device> GpuSystem<D> {
@@ -81,6 +83,7 @@ impl<D: Device> GpuSystem<D> {
             plan,
             factors,
             paths,
+            counts: Arc::default(),
         })
     }
 
@@ -107,6 +110,7 @@ impl<D: Device> GpuSystem<D> {
             let mut f = self.factors[k].lock().unwrap_or_else(|p| p.into_inner());
             f.solve(&self.dev, &rhs)?
         };
+        self.counts.single.fetch_add(1, Ordering::Relaxed);
         free.iter()
             .enumerate()
             .for_each(|(j, &i)| out[3 * i + d] = sol[j]);
@@ -123,6 +127,83 @@ impl<D: Device> GpuSystem<D> {
     }
 }
 
+// --- multi-RHS solves (the contact Delassus columns, issue 15) ---
+
+/// Device memory of one multi-RHS work buffer (two are live per pass): larger blocks of
+/// right-hand sides are solved in several passes.
+pub const MULTI_RHS_BYTES: usize = 1 << 28;
+
+/// What a [`GpuSystem`] has solved on its device: shared ([`GpuSystem::counts`]), so a
+/// caller can see that solves went through the device after handing the system away.
+#[derive(Debug, Default)]
+pub struct SolveCounts {
+    /// Single-right-hand-side axis solves ([`DeviceFactor::solve`]).
+    pub single: AtomicUsize,
+    /// Homogeneous solves through [`LinearSolver::solve_homogeneous`] (three axis solves
+    /// each): the contact's matrix-free products and adjoint solves (the forward's global
+    /// solves come through [`GpuSystem::try_solve`] instead).
+    pub homogeneous: AtomicUsize,
+    /// Multi-RHS passes ([`DeviceFactor::solve_many`]) and the axis columns they solved.
+    pub multi_passes: AtomicUsize,
+    pub multi_columns: AtomicUsize,
+}
+
+impl<D: Device> GpuSystem<D> {
+    /// The solve counters of this system.
+    pub fn counts(&self) -> Arc<SolveCounts> {
+        Arc::clone(&self.counts)
+    }
+
+    /// Homogeneous solves $A_{FF}z_F=q_F$, $z_D=0$, of every column of `qs` (node-major,
+    /// `3n` each): for each distinct reduced system, the axis columns of all right-hand
+    /// sides that use it go through [`DeviceFactor::solve_many`] in blocks of at most
+    /// [`MULTI_RHS_BYTES`].
+    pub fn try_solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, GpuError> {
+        let n = self.a.n;
+        let mut zs = vec![vec![0.0; 3 * n]; qs.len()];
+        if let Some(q) = qs.iter().find(|q| q.len() != 3 * n) {
+            return Err(GpuError::Length {
+                expected: 3 * n,
+                got: q.len(),
+            });
+        }
+        for sys in 0..self.plan.num_reduced() {
+            let (free, _, _) = self.plan.reduced(sys);
+            let nf = free.len();
+            // (axis, column) pairs solved with this factor
+            let items: Vec<(usize, usize)> = (0..3)
+                .filter(|&d| self.plan.axis_system(d) == sys)
+                .flat_map(|d| (0..qs.len()).map(move |c| (d, c)))
+                .collect();
+            if nf == 0 || items.is_empty() {
+                continue;
+            }
+            let chunk = (MULTI_RHS_BYTES / (8 * nf)).clamp(1, items.len());
+            for block in items.chunks(chunk) {
+                let k = block.len();
+                let mut rhs = vec![0.0; nf * k];
+                for (j, &i) in free.iter().enumerate() {
+                    for (c, &(d, col)) in block.iter().enumerate() {
+                        rhs[j * k + c] = qs[col][3 * i + d];
+                    }
+                }
+                let sol = {
+                    let f = self.factors[sys].lock().unwrap_or_else(|p| p.into_inner());
+                    f.solve_many(&self.dev, &rhs, k)?
+                };
+                for (j, &i) in free.iter().enumerate() {
+                    for (c, &(d, col)) in block.iter().enumerate() {
+                        zs[col][3 * i + d] = sol[j * k + c];
+                    }
+                }
+                self.counts.multi_passes.fetch_add(1, Ordering::Relaxed);
+                self.counts.multi_columns.fetch_add(k, Ordering::Relaxed);
+            }
+        }
+        Ok(zs)
+    }
+}
+
 impl<D: Device> LinearSolver for GpuSystem<D> {
     fn num_nodes(&self) -> usize {
         self.a.n
@@ -133,8 +214,15 @@ impl<D: Device> LinearSolver for GpuSystem<D> {
         }
     }
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+        self.counts.homogeneous.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self.try_solve(q, None, z) {
             panic!("GPU global solve failed: {e}");
+        }
+    }
+    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        match self.try_solve_homogeneous_many(qs) {
+            Ok(zs) => zs,
+            Err(e) => panic!("GPU multi-RHS solve failed: {e}"),
         }
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {

@@ -54,4 +54,17 @@ pub trait LinearSolver: Send + Sync {
     fn axis_coupled(&self) -> bool {
         false
     }
+    /// [`LinearSolver::solve_homogeneous`] for many right-hand sides with the same factor
+    /// (the contact Delassus columns): `zs[c]` solves `qs[c]`. The default runs one solve
+    /// per column in parallel; a device implementation solves them in one multi-RHS pass.
+    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        use rayon::prelude::*;
+        qs.par_iter()
+            .map(|q| {
+                let mut z = vec![0.0; q.len()];
+                self.solve_homogeneous(q, &mut z);
+                z
+            })
+            .collect()
+    }
 }

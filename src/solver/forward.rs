@@ -237,7 +237,7 @@ impl Simulator<'_> {
                 // Contact projection of the global step (spec §6.2 steps 10–18).
                 let info = project_contact(
                     ncp,
-                    &self.system,
+                    self.contact_solver(),
                     &solve_settings,
                     &mut it.xhat,
                     &mut it.newton_cache,
@@ -352,6 +352,9 @@ impl Simulator<'_> {
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
         self.derived.muscle_time = frame as f64 * h;
+        if let Some(off) = self.offload.as_mut() {
+            off.set_muscle_time(self.derived.muscle_time);
+        }
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
         let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
         let c = self.rhs_constant(x_t, v_t, &f_ext);
@@ -360,7 +363,7 @@ impl Simulator<'_> {
         self.impose_prescribed(&mut x, &xd);
         let t_c = Instant::now();
         let ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
-            let del = Delassus::new(&set, &self.system);
+            let del = Delassus::new(&set, self.contact_solver());
             (set, del, lambda)
         });
         let cstats = ContactStats {
@@ -483,6 +486,16 @@ impl Simulator<'_> {
                 self.system.solve(b, xd, x);
                 Ok(())
             }
+        }
+    }
+
+    /// The factor of $A$ that contact solves with (Delassus columns, matrix-free products,
+    /// the contact adjoint): the accelerator's when one is attached and offers it
+    /// ([`super::offload::Offload::linear_solver`]), otherwise the CPU factor.
+    pub(crate) fn contact_solver(&self) -> &dyn LinearSolver {
+        match self.offload.as_deref().and_then(|o| o.linear_solver()) {
+            Some(s) => s,
+            None => &self.system,
         }
     }
 

@@ -136,6 +136,20 @@ impl MuscleLin {
         }
     }
 
+    /// Every actuated sample of the linearization as (group, sample, $\ell$, $n$), for a
+    /// device copy of [`MuscleLin::apply`] (`gpu::local::DeviceAdjointProduct`).
+    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, f64, Vector3<f64>)> + '_ {
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| g.iter().map(move |(s, _, _, l, n)| (gi, *s, *l, *n)))
+    }
+
+    /// The activation of every group at the linearization's time.
+    pub fn activations(&self) -> &[f64] {
+        &self.activations
+    }
+
     /// Add the muscle part of $\Delta A\,z$ to `out`.
     pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
         for (gi, g) in self.groups.iter().enumerate() {

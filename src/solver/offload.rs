@@ -11,6 +11,7 @@
 //! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
 //! that the iteration using it stops.
 
+use crate::linalg::LinearSolver;
 use nalgebra::Matrix3;
 
 /// Stages of a PD iteration an accelerator performs.
@@ -44,6 +45,18 @@ pub trait Offload {
     fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String>;
     /// The first accelerator failure since the last call (and clears it).
     fn take_error(&self) -> Option<String>;
+
+    // --- contact and muscles (issue 15): the accelerator's factor for contact, muscle time ---
+
+    /// The accelerator's factor of $A$ as a [`LinearSolver`], if it has one: every
+    /// contact-side solve (Delassus columns, matrix-free products, the contact adjoint) then
+    /// goes through it instead of the CPU factor ([`crate::solver::Simulator::contact_solver`]).
+    fn linear_solver(&self) -> Option<&dyn LinearSolver> {
+        None
+    }
+    /// The time at which the next local steps evaluate muscle activations (the
+    /// simulator's `Derived::muscle_time`, set at the start of every step).
+    fn set_muscle_time(&mut self, _t: f64) {}
 }
 
 /// What the device needs for the material parameter gradients of one step: per sample $s$

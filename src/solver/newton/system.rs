@@ -15,6 +15,13 @@ pub struct NewtonSystem {
     pub(crate) map: Vec<usize>,
     pub(crate) perm: Option<(Vec<usize>, Vec<usize>)>,
     pub(crate) factor: Option<SparseCholesky>,
+    /// Scatter map of the assembly (plan once, execute per Hessian): for element `e` with
+    /// `nv` nodes, `slots[slot_ptr[e] + (3a+i)·3nv + 3b+j]` is the position in
+    /// `pattern.values` of entry $(3n_a+i, 3n_b+j)$.
+    pub(crate) slots: Vec<u32>,
+    pub(crate) slot_ptr: Vec<usize>,
+    /// Position of the diagonal entry of each DoF.
+    pub(crate) diag: Vec<u32>,
 }
 
 impl NewtonSystem {
@@ -38,12 +45,16 @@ impl NewtonSystem {
         for (j, &k) in free.iter().enumerate() {
             map[k] = j;
         }
+        let (slots, slot_ptr, diag) = scatter_map(model, &pattern);
         NewtonSystem {
             pattern,
             free,
             map,
             perm: None,
             factor: None,
+            slots,
+            slot_ptr,
+            diag,
         }
     }
 
@@ -132,4 +143,30 @@ impl LinearSolver for NewtonFactor<'_> {
     fn axis_coupled(&self) -> bool {
         true
     }
+}
+
+/// The assembly's scatter map of [`NewtonSystem`] (element blocks and diagonal).
+fn scatter_map(model: &Model, pattern: &CscMatrix) -> (Vec<u32>, Vec<usize>, Vec<u32>) {
+    let pos = |r: usize, c: usize| {
+        pattern
+            .position(r, c)
+            .expect("element entry in the element pattern") as u32
+    };
+    let mut slots = Vec::new();
+    let mut slot_ptr = vec![0];
+    for e in 0..model.num_elements() {
+        let el = model.element(e);
+        for &na in el {
+            for i in 0..3 {
+                for &nb in el {
+                    for j in 0..3 {
+                        slots.push(pos(3 * na + i, 3 * nb + j));
+                    }
+                }
+            }
+        }
+        slot_ptr.push(slots.len());
+    }
+    let diag = (0..pattern.n).map(|k| pos(k, k)).collect();
+    (slots, slot_ptr, diag)
 }
