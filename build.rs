@@ -18,6 +18,7 @@ fn compile_kernels() {
         "kernels/vector.cu",
         "kernels/sparse.cu",
         "kernels/local.cu",
+        "kernels/gradient.cu",
         "kernels/muscle.cu",
     ];
     let mut build = cc::Build::new();

@@ -41,16 +41,34 @@ fn doctor_reports_the_cpu_path_and_exits_zero() {
 }
 
 /// `--backend emulator` runs `simulate` through the GPU kernels' host emulator (the same
-/// pipeline as `--backend cuda`), records the backend, and refuses `grad` (forward only).
+/// pipeline as `--backend cuda`) and records the backend; `grad` on the GPU path refuses
+/// another solver method than PD up front, with exit 2 and one line, and runs muscles.
 #[test]
-fn backend_emulator_runs_simulate_and_refuses_grad() {
+fn backend_emulator_runs_simulate_and_grad_and_refuses_other_methods() {
     let scene = "schema_version = 1\n[simulation]\nframes = 3\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [3, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.3\ndensity = 1000.0\n";
     let r = common::run_cli("simulate", scene, &[], &["--backend", "emulator"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     assert_eq!(log["header"]["backend"], "emulator");
     assert_eq!(log["frames"].as_array().unwrap().len(), 3);
-    let g = common::run_cli("grad", scene, &[], &["--backend", "emulator"]);
+    let with_loss = format!(
+        "{scene}[[body.dirichlet]]\nselect = {{ face = \"x_min\" }}\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n[[parameter]]\nkind = \"youngs_modulus\"\n"
+    );
+    let g = common::run_cli(
+        "grad",
+        &with_loss,
+        &[],
+        &["--backend", "emulator", "--solver", "newton"],
+    );
     assert_eq!(g.code, 2, "{}", g.stderr);
-    assert!(g.stderr.contains("only `simulate`"), "{}", g.stderr);
+    assert!(g.stderr.contains("PD method only"), "{}", g.stderr);
+    assert_eq!(g.stderr.trim().lines().count(), 1, "{}", g.stderr);
+    // muscles run on the GPU path (local step on the device, the muscle term of ΔA·z on the
+    // host): `grad` completes
+    let muscles = with_loss.replace(
+        "[[body.dirichlet]]",
+        "[[body.muscle]]\nselect = { box = { min = [-1, -1, -1], max = [1, 1, 1] } }\nfiber = [1.0, 0.0, 0.0]\nstiffness = 1e4\n[[body.dirichlet]]",
+    );
+    let g = common::run_cli("grad", &muscles, &[], &["--backend", "emulator"]);
+    assert_eq!(g.code, 0, "{}", g.stderr);
 }

@@ -26,9 +26,10 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let ls = super::simulate::load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
-    let problem = Problem::new(ls)
+    let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, args.max_memory)?;
+    super::simulate::accelerate_problem(&mut problem, backend)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"

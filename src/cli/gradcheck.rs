@@ -62,9 +62,10 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     let ls = super::simulate::load_scene(&args.run)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
-    let problem = Problem::new(ls)
+    let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, args.run.max_memory)?;
+    super::simulate::accelerate_problem(&mut problem, backend)?;
     for p in &args.params {
         if !problem.params.iter().any(|q| &q.name == p) {
             let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();

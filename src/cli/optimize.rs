@@ -62,9 +62,10 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let ls = super::simulate::load_scene(&run)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
-    let problem = Problem::new(ls)
+    let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, run.max_memory)?;
+    super::simulate::accelerate_problem(&mut problem, backend)?;
     let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {
@@ -354,8 +355,12 @@ fn write_outputs(
         .map(|(p, &v)| p.to_theta(v))
         .collect();
     let model = problem.model_at(&theta);
-    let ro = Simulator::new(&model, &problem.ls.scene.solver)
-        .and_then(|mut sim| rollout::forward(&mut sim, model.frames, 1, &problem.loss));
+    let ro = Simulator::new(&model, &problem.ls.scene.solver).and_then(|mut sim| {
+        if let Some(attach) = &problem.accelerate {
+            attach(&mut sim).map_err(crate::solver::SolverError::Accelerator)?;
+        }
+        rollout::forward(&mut sim, model.frames, 1, &problem.loss)
+    });
     let ro = match ro {
         Ok(r) => r,
         Err(e) => {

@@ -7,6 +7,7 @@ use crate::cli::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use crate::gpu::Backend;
 use crate::io::write_atomic;
 use crate::model::OnNonConvergence;
+use crate::optimize::problem::Problem;
 use crate::scene::{self, LoadedScene};
 use crate::solver::{Model, Simulator, SolverError, StepStats};
 use anyhow::Context;
@@ -34,19 +35,10 @@ pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
     scene::load(&args.scene, &effective_sets(args)).map_err(Failure::input)
 }
 
-/// The backend of a command that runs forward and backward (`grad`, `gradcheck`, `optimize`):
-/// the CPU path only in this version (the backward is not on the device yet).
+/// The backend of a command that runs forward and backward (`grad`, `gradcheck`, `optimize`),
+/// refusing one that cannot run here with the reason; [`accelerate_problem`] attaches it.
 pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
-    match b {
-        BackendArg::Cpu => Ok(Backend::Cpu),
-        BackendArg::Cuda | BackendArg::Emulator => {
-            simulate_backend(b)?;
-            Err(Failure::input(anyhow::anyhow!(
-                "--backend {}: only `simulate` runs on the GPU path in this version (the backward is not on the device yet); use --backend cpu",
-                if b == BackendArg::Cuda { "cuda" } else { "emulator" }
-            )))
-        }
-    }
+    simulate_backend(b)
 }
 
 /// The backend of `simulate`, refusing one that cannot run here with the reason.
@@ -63,35 +55,80 @@ pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
     }
 }
 
-/// Hand the PD iteration's local step and global solve to the backend's device.
-fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<(), Failure> {
-    use crate::gpu::offload::{DeviceOffload, DEFAULT_INVERSE_BUDGET};
-    use crate::solver::offload::Offload;
+/// Refuse (exit 2, one line) what the GPU path does not run: a method other than PD, muscles.
+fn check_gpu_model(
+    model: &Model,
+    method: crate::model::SolverMethod,
+    backend: Backend,
+) -> Result<(), Failure> {
     if backend == Backend::Cpu {
         return Ok(());
     }
-    if sim.config.method != crate::model::SolverMethod::Diffphd {
+    if method != crate::model::SolverMethod::Diffphd {
         return Err(Failure::input(anyhow::anyhow!(
             "--backend {backend:?}: the GPU path runs the PD method only (solver.method = \"diffphd\")"
         )));
     }
-    let refuse = |why: String| Failure::input(anyhow::anyhow!("--backend {backend:?}: {why}"));
-    let off: Box<dyn Offload + Send + Sync> = match backend {
-        Backend::Emulator => Box::new(
-            DeviceOffload::new(crate::gpu::Emulator, sim, DEFAULT_INVERSE_BUDGET)
-                .map_err(refuse)?,
-        ),
+    if let Some(why) = crate::gpu::local::unsupported(model) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--backend {backend:?}: {why}"
+        )));
+    }
+    Ok(())
+}
+
+/// The device offload of `sim` on `backend` (`None` for the CPU).
+fn device_offload(
+    sim: &Simulator,
+    backend: Backend,
+) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, String> {
+    use crate::gpu::offload::{DeviceOffload, DEFAULT_INVERSE_BUDGET};
+    Ok(match backend {
+        Backend::Cpu => None,
+        Backend::Emulator => Some(Box::new(DeviceOffload::new(
+            crate::gpu::Emulator,
+            sim,
+            DEFAULT_INVERSE_BUDGET,
+        )?)),
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let dev = crate::gpu::cuda::Cuda::new(0).map_err(|e| refuse(e.to_string()))?;
-            Box::new(DeviceOffload::new(dev, sim, DEFAULT_INVERSE_BUDGET).map_err(refuse)?)
+            let dev = crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?;
+            Some(Box::new(DeviceOffload::new(
+                dev,
+                sim,
+                DEFAULT_INVERSE_BUDGET,
+            )?))
         }
-        _ => return Err(refuse("not available in this build".into())),
-    };
-    if !quiet {
-        eprintln!("GPU path: {}", off.describe());
+        #[cfg(not(feature = "cuda"))]
+        Backend::Cuda => return Err("not available in this build".into()),
+    })
+}
+
+/// Hand the PD iteration's local step and global solve to the backend's device.
+fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<(), Failure> {
+    check_gpu_model(sim.model, sim.config.method, backend)?;
+    let off = device_offload(sim, backend)
+        .map_err(|why| Failure::input(anyhow::anyhow!("--backend {backend:?}: {why}")))?;
+    if let Some(off) = off {
+        if !quiet {
+            eprintln!("GPU path: {}", off.describe());
+        }
+        sim.offload = Some(off);
     }
-    sim.offload = Some(off);
+    Ok(())
+}
+
+/// Run every evaluation of `problem` (forward and backward) on `backend`'s device: refuses
+/// what the GPU path does not run up front (exit 2), then sets [`Problem::accelerate`].
+pub fn accelerate_problem(problem: &mut Problem, backend: Backend) -> Result<(), Failure> {
+    if backend == Backend::Cpu {
+        return Ok(());
+    }
+    check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
+    problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
+        sim.offload = device_offload(sim, backend)?;
+        Ok(())
+    }));
     Ok(())
 }
 

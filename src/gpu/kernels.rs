@@ -7,6 +7,10 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("kernels/vector.cu", include_str!("../../kernels/vector.cu")),
     ("kernels/sparse.cu", include_str!("../../kernels/sparse.cu")),
     ("kernels/local.cu", include_str!("../../kernels/local.cu")),
+    (
+        "kernels/gradient.cu",
+        include_str!("../../kernels/gradient.cu"),
+    ),
     ("kernels/muscle.cu", include_str!("../../kernels/muscle.cu")),
 ];
 
@@ -156,6 +160,10 @@ kernel_table! {
     GatherRhs = dphd_gather_rhs in "kernels/local.cu" (iptr: Index, inc_sample: Index, inc_entry: Index, grads: In, q: In, bp: Out);
     /// The backward's local-Jacobian product per sample, `dp = U c V^T` (local.cu, Eq. 42).
     SpectralApply = dphd_spectral_apply in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, cu: In, cv: In, cw: In, cm: In, cn: In, z: In, dp: Out);
+    /// Per-sample material parameter gradients of a backward step (gradient.cu, spec §7.5).
+    ParamGradientSamples = dphd_param_gradient_samples in "kernels/gradient.cu" (sptr: Index, nodes: Index, grads: In, z: In, vel: In, ge: In, gnu: In, a: In, out: Out);
+    /// Segment sums through an index list (gradient.cu): per-element sums, per-body first pass.
+    SegmentSum = dphd_segment_sum in "kernels/gradient.cu" (stride: Int, comp: Int, ptr: Index, idx: Index, src: In, dst: Out);
     // --- multi-RHS solves (contact Delassus columns) and muscles ---
     /// `dst[r k + c] = src[map[r] k + c]`: permutation of a block of k vectors (sparse.cu).
     GatherPermMulti = dphd_gather_perm_multi in "kernels/sparse.cu" (k: Int, map: Index, src: In, dst: Out);

@@ -8,6 +8,7 @@
 pub mod device;
 pub mod emulator;
 pub mod factor;
+pub mod gradient;
 pub mod kernels;
 pub mod local;
 pub mod nvrtc;

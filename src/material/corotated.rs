@@ -5,7 +5,9 @@
 //! $(2\mu V_s,\ \lambda V_s)$.
 
 use super::interleaved::{self, Lanes, Mat3Lanes, LANES};
-use super::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput, PdWeights};
+use super::law::{
+    frob, mat9_of, Linearization, Mat9, Material, ParamInput, ParamLinear, PdWeights,
+};
 use super::law::{HessianFilter, NhParams};
 use super::svd::{spectral_jacobian_apply, spectral_pair_coefficients, svd3, Svd3};
 use super::volume;
@@ -100,6 +102,18 @@ impl Material for Corotated {
         let [dwc, dwv] = Self::pd_weights(dmu, dla, inp.vol, inp.fit_range);
         let dnu = dwc * dl_dwc + dwv * dl_dwv + inp.beta * (dwc + dwv) * inp.dl_dbw;
         (de, dnu)
+    }
+
+    fn param_gradient_linear(lin: &Linearization, inp: &ParamInput) -> ParamLinear {
+        let ee = inp.youngs;
+        let (dmu, dla) = inp.dlame_dnu;
+        let [dwc, dwv] = Self::pd_weights(dmu, dla, inp.vol, inp.fit_range);
+        ParamLinear {
+            ge: -(lin.residual[0] * (lin.w[0] / ee) + lin.residual[1] * (lin.w[1] / ee)),
+            ae: 0.0,
+            gnu: -(lin.residual[0] * dwc + lin.residual[1] * dwv),
+            anu: inp.beta * (dwc + dwv),
+        }
     }
 
     fn pd_energy(f: &Matrix3<f64>, svd: &Svd3, w: &PdWeights, _: &NhParams) -> f64 {

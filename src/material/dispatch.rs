@@ -3,7 +3,9 @@
 //! (each one static dispatch). A new law adds one arm to `with_law!`.
 
 use super::lanes::{Mat3Lanes, LANES};
-use super::law::{HessianFilter, Linearization, Mat9, Material, NhParams, ParamInput, PdWeights};
+use super::law::{
+    HessianFilter, Linearization, Mat9, Material, NhParams, ParamInput, ParamLinear, PdWeights,
+};
 use super::svd::Svd3;
 use super::MaterialModel;
 use nalgebra::{Matrix3, Vector3};
@@ -81,6 +83,12 @@ impl MaterialModel {
     #[inline]
     pub fn param_gradient(self, lin: &Linearization, inp: &ParamInput) -> (f64, f64) {
         with_law!(self, L => L::param_gradient(lin, inp))
+    }
+
+    /// [`Material::param_gradient_linear`].
+    #[inline]
+    pub fn param_gradient_linear(self, lin: &Linearization, inp: &ParamInput) -> ParamLinear {
+        with_law!(self, L => L::param_gradient_linear(lin, inp))
     }
 
     /// [`Material::pd_energy`].

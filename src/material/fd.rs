@@ -297,6 +297,25 @@ pub mod law_checks {
             );
             let fd_e = derivative(|e| loss(e, NU, false), YOUNGS, 1e-4 * YOUNGS);
             let fd_nu = derivative(|nu| loss(YOUNGS, nu, true), NU, 1e-4);
+            // the linear-map form the device contracts: same numbers for this (Ẑ, ℓ)
+            let inp = ParamInput {
+                zh: &zh,
+                youngs: YOUNGS,
+                dlame_dnu: (dmu, dla),
+                vol: VOL,
+                fit_range: DEFAULT_FIT_RANGE,
+                beta,
+                dl_dbw,
+                body: &body,
+                body_dnu: &body_dnu,
+            };
+            let lm = M::param_gradient_linear(&lin, &inp);
+            let (le, lnu) = (
+                frob(&zh, &lm.ge) + lm.ae * dl_dbw,
+                frob(&zh, &lm.gnu) + lm.anu * dl_dbw,
+            );
+            assert!(rel(le, de) < 1e-12, "linear dL/dE {le} vs {de}");
+            assert!(rel(lnu, dnu) < 1e-12, "linear dL/dnu {lnu} vs {dnu}");
             assert!(rel(de, fd_e) < 1e-6, "dL/dE {de} vs FD {fd_e}");
             assert!(rel(dnu, fd_nu) < 1e-6, "dL/dnu {dnu} vs FD {fd_nu}");
             // weights: linear in (mu, lambda), so d/dnu is the same map of d(mu, lambda)/dnu

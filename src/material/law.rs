@@ -59,6 +59,15 @@ pub struct Linearization {
     pub filtered: bool,
 }
 
+/// [`Material::param_gradient_linear`]: $(G^E,a^E,G^\nu,a^\nu)$.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamLinear {
+    pub ge: Matrix3<f64>,
+    pub ae: f64,
+    pub gnu: Matrix3<f64>,
+    pub anu: f64,
+}
+
 /// What the parameter derivatives of one sample read (spec §7.5): the adjoint $\hat Z_s=G_sz$,
 /// the element's $E_e$ and $\partial(\mu,\lambda)/\partial\nu$, the sample volume, the body's fit
 /// range, $\beta_e$ and $\partial\mathcal L/\partial(\beta_ew_s)$, the body means and their
@@ -124,6 +133,12 @@ pub trait Material {
     /// of degree one in $E$, so $\partial w/\partial E=w/E$; $\partial w/\partial\nu$ also through
     /// $\beta_ew_s$) and the projections' own dependence on $\nu$ through the body means.
     fn param_gradient(lin: &Linearization, inp: &ParamInput) -> (f64, f64);
+
+    /// [`Material::param_gradient`] as the linear map of $(\hat Z_s,\ \ell_s)$ it is, with
+    /// $\ell_s=\partial\mathcal L/\partial(\beta_ew_s)$: `inp.zh` and `inp.dl_dbw` are not read, and
+    /// $(dE,d\nu)=(G^E:\hat Z_s+a^E\ell_s,\ G^\nu:\hat Z_s+a^\nu\ell_s)$. What the device
+    /// accumulation contracts with $\hat Z_s$ (`solver::gradient`, docs/gpu.md).
+    fn param_gradient_linear(lin: &Linearization, inp: &ParamInput) -> ParamLinear;
 
     /// PD surrogate energy of a sample $\sum_k\tfrac{w_k}2\|F-p_k\|^2$ plus the law's prox term
     /// (spec U1).

@@ -24,7 +24,7 @@ pub mod svd;
 pub mod volume;
 pub mod weights;
 
-pub use law::{frob, Linearization, Mat9, Material, ParamInput, PdWeights};
+pub use law::{frob, Linearization, Mat9, Material, ParamInput, ParamLinear, PdWeights};
 pub use nalgebra::{Matrix3, Vector3};
 
 /// Lamé parameters from Young's modulus and Poisson ratio (spec Eq. 1):

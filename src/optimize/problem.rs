@@ -93,7 +93,14 @@ pub struct Problem {
     /// and reused by the later ones (the pattern depends on the mesh and the Dirichlet sets
     /// only, not on the parameters).
     plan: Mutex<Option<Arc<SystemPlan>>>,
+    /// Attaches an accelerator (`Simulator::offload`) to the simulator of every evaluation,
+    /// so that its forward and backward run on it (`--backend`; set by the CLI, which knows
+    /// the devices: this layer does not). `None`: the CPU path.
+    pub accelerate: Option<Box<Accelerate>>,
 }
+
+/// The closure of [`Problem::accelerate`]: attach an accelerator to a simulator, or say why not.
+pub type Accelerate = dyn Fn(&mut Simulator) -> Result<(), String> + Send + Sync;
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
     ProblemError::Setup {
@@ -197,6 +204,7 @@ impl Problem {
             needs_tr,
             checkpoint_every: ls_checkpoint,
             plan: Mutex::new(None),
+            accelerate: None,
         })
     }
 
@@ -248,6 +256,9 @@ impl Problem {
         let mut sim = Simulator::with_plan(&model, derived, &self.ls.scene.solver, plan)?;
         *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(sim.system.plan().clone());
         sim.compute_tr = self.needs_tr && with_gradient;
+        if let Some(attach) = &self.accelerate {
+            attach(&mut sim).map_err(SolverError::Accelerator)?;
+        }
         let ro = rollout::forward(&mut sim, model.frames, self.checkpoint_every, &self.loss)?;
         let loss = ro.loss;
         let forward_seconds = t0.elapsed().as_secs_f64();

@@ -38,6 +38,9 @@ pub struct StepLinearization<'s> {
     pub contact: Option<ContactAdjoint<'s>>,
     /// Scratch of [`StepLinearization::apply`]: one $dp_s$ per sample.
     products: std::sync::Mutex<Vec<Matrix3<f64>>>,
+    /// The accelerator's token for this step's $\Delta A$ coefficients
+    /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
+    device_step: Option<u64>,
 }
 
 impl<'s> StepLinearization<'s> {
@@ -65,6 +68,15 @@ impl<'s> StepLinearization<'s> {
             })
             .unzip();
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
+        // plan of the device product: the coefficients once per step (a failure is kept by
+        // the accelerator and reported at the end of the step; the products then return NaN)
+        let device_step = sim.offload.as_ref().and_then(|off| {
+            off.adjoint_step(&|s: usize| {
+                let c = &spectral[s];
+                [c.u, c.v, c.w, c.m, c.n]
+            })
+            .ok()
+        });
         StepLinearization {
             samples,
             spectral,
@@ -72,6 +84,7 @@ impl<'s> StepLinearization<'s> {
             filtered_samples,
             contact: None,
             products: std::sync::Mutex::new(Vec::new()),
+            device_step,
         }
     }
 
@@ -117,11 +130,45 @@ impl<'s> StepLinearization<'s> {
     }
 }
 
+/// $\Delta A\,z$ (Dirichlet rows not zeroed): on the accelerator when the simulator has one
+/// ([`crate::solver::offload::Offload::adjoint_product`], muscle terms added on the host),
+/// otherwise [`StepLinearization::apply`]. A device failure gives NaN (and is reported by
+/// the accelerator at the end of the step).
+pub fn delta_a(sim: &Simulator, lin: &StepLinearization, z: &[f64], out: &mut [f64]) {
+    let Some(off) = sim.offload.as_ref() else {
+        lin.apply(sim.model, z, out);
+        return;
+    };
+    let ok = match lin.device_step {
+        Some(token) => off.adjoint_product(token, z, out).is_ok(),
+        None => false,
+    };
+    if ok {
+        lin.muscle.apply(sim.model, z, out);
+    } else {
+        out.iter_mut().for_each(|v| *v = f64::NAN);
+    }
+}
+
+/// $A^{-1}q$ with zero Dirichlet values: on the accelerator's factor when the simulator has
+/// one, otherwise the persistent CPU factor. A device failure gives NaN (reported by the
+/// accelerator at the end of the step).
+pub fn solve_a(sim: &Simulator, q: &[f64], z: &mut [f64]) {
+    match sim.offload.as_ref() {
+        Some(off) => {
+            if off.solve_homogeneous(q, z).is_err() {
+                z.iter_mut().for_each(|v| *v = f64::NAN);
+            }
+        }
+        None => sim.system.solve_homogeneous(q, z),
+    }
+}
+
 /// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0).
 pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f64]) {
     let mut t = vec![0.0; v.len()];
     sim.system.apply_a(v, out);
-    lin.apply(sim.model, v, &mut t);
+    delta_a(sim, lin, v, &mut t);
     for (o, ti) in out.iter_mut().zip(&t) {
         *o -= ti;
     }
@@ -137,7 +184,7 @@ pub fn solve_gmres(
     cfg: &BackwardConfig,
 ) -> crate::linalg::krylov::GmresStats {
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
-    let mut pre = |v: &[f64], out: &mut [f64]| sim.system.solve_homogeneous(v, out);
+    let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
     crate::linalg::krylov::gmres(
         &mut op,
         &mut pre,
@@ -296,7 +343,7 @@ fn adjoint_fixed_point(
         }
         // z_hat = A^{-1}(g + ΔA z) = z + A^{-1}(g - K z)
         let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
-        sim.system.solve_homogeneous(&q, &mut u);
+        solve_a(sim, &q, &mut u);
         z = aa.step(&z, &u);
         sim.zero_prescribed(&mut z);
         it += 1;
@@ -336,7 +383,7 @@ pub fn solve_pcg(
     apply_k(sim, lin, z, &mut kz);
     let mut r: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
     let mut w = vec![0.0; n3];
-    sim.system.solve_homogeneous(&r, &mut w);
+    solve_a(sim, &r, &mut w);
     let mut p = w.clone();
     let mut rw = dotp(&r, &w);
     let mut kp = vec![0.0; n3];
@@ -360,7 +407,7 @@ pub fn solve_pcg(
             z[k] += a * p[k];
             r[k] -= a * kp[k];
         }
-        sim.system.solve_homogeneous(&r, &mut w);
+        solve_a(sim, &r, &mut w);
         let rw_new = dotp(&r, &w);
         let beta = rw_new / rw;
         rw = rw_new;
@@ -382,7 +429,7 @@ pub(crate) fn global_step(
     apply_k(sim, lin, z, &mut kz);
     let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
     let mut u = vec![0.0; z.len()];
-    sim.system.solve_homogeneous(&q, &mut u);
+    solve_a(sim, &q, &mut u);
     let w = z.iter().zip(&u).map(|(a, b)| a + b).collect();
     (w, q)
 }
@@ -444,10 +491,10 @@ fn solve_adjoint_contact(
         };
         let mut op = |v: &[f64], out: &mut [f64]| {
             let mut dv = vec![0.0; n3];
-            lin.apply(sim.model, v, &mut dv);
+            delta_a(sim, lin, v, &mut dv);
             sim.zero_prescribed(&mut dv);
             let mut w = vec![0.0; n3];
-            sim.system.solve_homogeneous(&dv, &mut w);
+            solve_a(sim, &dv, &mut w);
             c.project(&mut w);
             for i in 0..n3 {
                 out[i] = v[i] - w[i];
@@ -455,7 +502,7 @@ fn solve_adjoint_contact(
         };
         let mut pre = |v: &[f64], out: &mut [f64]| out.copy_from_slice(v);
         let mut rhs = vec![0.0; n3];
-        sim.system.solve_homogeneous(gf, &mut rhs);
+        solve_a(sim, gf, &mut rhs);
         c.project(&mut rhs);
         // the fixed-point residual is A^{-1}-scaled: tighten by the ratio of the norms
         let st = crate::linalg::krylov::gmres(

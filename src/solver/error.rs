@@ -36,6 +36,13 @@ pub enum SolverError {
         iteration: usize,
         message: String,
     },
+    /// The accelerator failed in the backward of step `frame` (ΔA·z, an $A^{-1}$ solve or the
+    /// parameter gradients on the device).
+    #[error("frame {frame}, adjoint: accelerator failed: {message}")]
+    AdjointOffload { frame: usize, message: String },
+    /// The accelerator (`--backend`) could not be attached to a simulator.
+    #[error("accelerator: {0}")]
+    Accelerator(String),
     /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
     #[error("{0}")]
     InitialPenetration(Box<crate::contact::initial::Penetration>),

@@ -115,6 +115,14 @@ impl Simulator<'_> {
         if self.compute_tr && !x_before.is_empty() {
             stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
         }
+        // a failure of the accelerator's &self stages (Newton–Krylov's ΔA·z and A⁻¹ solves)
+        if let Some(message) = self.offload.as_ref().and_then(|o| o.take_error()) {
+            return Err(SolverError::Offload {
+                frame,
+                iteration: k,
+                message,
+            });
+        }
         self.nonconvergence(frame, &stats)?;
         Ok((x, stats))
     }
@@ -737,7 +745,7 @@ impl Simulator<'_> {
     /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
     fn merit(&self, f: &[f64]) -> f64 {
         let mut w = vec![0.0; f.len()];
-        self.system.solve_homogeneous(f, &mut w);
+        super::backward::solve_a(self, f, &mut w);
         dot(f, &w)
     }
 

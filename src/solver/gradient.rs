@@ -12,8 +12,10 @@
 //! Every per-element quantity uses the element's own $w_e$ (exact on heterogeneous meshes).
 
 use super::backward::StepLinearization;
+use super::offload::{Offload, ParamStep};
 use super::simulator::Simulator;
-use crate::material::{frob, lame_dnu, ParamInput};
+use crate::material::law::NhParams;
+use crate::material::{frob, lame_dnu, Matrix3, ParamInput};
 use crate::model::StiffnessScaling;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
@@ -148,6 +150,10 @@ pub fn accumulate_step(
     let body_dnu: Vec<_> = (0..model.bodies.len())
         .map(|b| model.body_means_dnu(p, b))
         .collect();
+    if let Some(off) = sim.offload.as_ref() {
+        device_material_terms(sim, off.as_ref(), lin, (z, &vel, &body_dnu), grads);
+        return;
+    }
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
         .map(|s| {
             let e = model.samples.elem[s];
@@ -193,6 +199,80 @@ pub fn accumulate_step(
         grads.youngs[e] += de;
         grads.nu[b] += dnu;
         grads.beta0[b] += dbeta;
+    }
+}
+
+/// The per-sample material terms of [`accumulate_step`] through the accelerator: the law's
+/// parameter gradient as a linear map of $(\hat Z_s,\ell_s)$ per sample
+/// ([`crate::material::MaterialModel::param_gradient_linear`], with the $E$ part of
+/// $\beta_ew_s$ and the $\beta_0$ term added to its $\ell_s$ coefficients) here, the
+/// contractions with $\hat Z_s=G_sz$ and the per-element and per-body sums on the device
+/// ([`Offload::param_gradients`]). A device failure leaves `grads` unchanged; the accelerator
+/// keeps it and the reverse sweep reports it at the end of the step.
+fn device_material_terms(
+    sim: &Simulator,
+    off: &(dyn Offload + Send + Sync + '_),
+    lin: &StepLinearization,
+    (z, vel, body_dnu): (&[f64], &[f64], &[NhParams]),
+    grads: &mut Gradients,
+) {
+    let model = sim.model;
+    let d = &sim.derived;
+    let p = &model.params;
+    let ns = model.num_samples();
+    let zero = Matrix3::zeros();
+    let mut ge = Vec::with_capacity(9 * ns);
+    let mut gnu = Vec::with_capacity(9 * ns);
+    let mut a = Vec::with_capacity(3 * ns);
+    // row-major (the kernels' layout)
+    let row_major = |m: Matrix3<f64>| m.transpose().as_slice().to_vec();
+    for s in 0..ns {
+        let e = model.samples.elem[s];
+        let b = model.elem_body[e];
+        let w = d.w_total(s);
+        let ee = p.youngs[e];
+        let body = &model.bodies[b];
+        let (s_e, c_beta) = match body.stiffness_scaling {
+            StiffnessScaling::Amplified => (ee / body.e_ref, 2.0),
+            StiffnessScaling::Uniform => (1.0, 1.0),
+        };
+        let lm = body.model.param_gradient_linear(
+            lin.sample(s),
+            &ParamInput {
+                zh: &zero,
+                youngs: ee,
+                dlame_dnu: lame_dnu(ee, p.nu[b]),
+                vol: model.samples.vol[s],
+                fit_range: body.fit_range,
+                beta: d.beta[e],
+                dl_dbw: 0.0,
+                body: &d.nh[b],
+                body_dnu: &body_dnu[b],
+            },
+        );
+        ge.extend(row_major(lm.ge));
+        gnu.extend(row_major(lm.gnu));
+        a.extend([lm.ae + c_beta * d.beta[e] * w / ee, lm.anu, s_e * w]);
+    }
+    let step = ParamStep {
+        z,
+        vel,
+        ge: &ge,
+        gnu: &gnu,
+        a: &a,
+    };
+    if let Ok(sums) = off.param_gradients(&step) {
+        grads
+            .youngs
+            .iter_mut()
+            .zip(&sums.youngs)
+            .for_each(|(g, v)| *g += v);
+        grads.nu.iter_mut().zip(&sums.nu).for_each(|(g, v)| *g += v);
+        grads
+            .beta0
+            .iter_mut()
+            .zip(&sums.beta0)
+            .for_each(|(g, v)| *g += v);
     }
 }
 

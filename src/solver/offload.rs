@@ -2,8 +2,17 @@
 //! PD iteration — the local step with its right-hand-side gather, and the global solve — can
 //! be handed to an implementation of [`Offload`] (the GPU backend, `gpu::offload`). The
 //! solver defines the contract and knows nothing of devices; the CPU path is the reference.
+//!
+//! The backward (spec §7) uses the same seam for its costly stages: the adjoint's
+//! $\Delta A\,z$ product (the step's coefficients uploaded once per backward step, one product
+//! per Krylov iteration), the $A^{-1}$ solves that precondition it, and the per-sample
+//! material parameter gradients (spec §7.5). Those methods take `&self` (the backward holds
+//! the simulator shared); a failure there is kept by the implementation and reported by
+//! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
+//! that the iteration using it stops.
 
 use crate::linalg::LinearSolver;
+use nalgebra::Matrix3;
 
 /// Stages of a PD iteration an accelerator performs.
 pub trait Offload {
@@ -14,6 +23,28 @@ pub trait Offload {
     /// Solve $A x=b$ with the Dirichlet values `xd` (the contract of
     /// [`crate::linalg::LinearSolver::solve`]).
     fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String>;
+
+    // ---- Backward (adjoint) stages (spec §7.2, §7.5) ----
+
+    /// Plan one linearization: upload the per-sample weighted spectral coefficients
+    /// `coef(s)` $=[U,V,W,M,N]$ of $\Delta A$ (spec App. A.1, Eq. 42; muscles excluded).
+    /// Returns a token naming this step for [`Offload::adjoint_product`].
+    fn adjoint_step(
+        &self,
+        coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
+    ) -> Result<u64, String>;
+    /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
+    /// terms not included), into `out`.
+    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String>;
+    /// $A^{-1}q$ with zero Dirichlet values (the contract of
+    /// [`crate::linalg::LinearSolver::solve_homogeneous`]).
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String>;
+    /// Per-element and per-body material gradients of one step (spec §7.5), see
+    /// [`ParamStep`]: returns $(\partial\mathcal L/\partial E_e$ per element,
+    /// $\partial\mathcal L/\partial\nu_b$ and $\partial\mathcal L/\partial\beta_{0,b}$ per body$)$.
+    fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String>;
+    /// The first accelerator failure since the last call (and clears it).
+    fn take_error(&self) -> Option<String>;
 
     // --- contact and muscles (issue 15): the accelerator's factor for contact, muscle time ---
 
@@ -26,4 +57,34 @@ pub trait Offload {
     /// The time at which the next local steps evaluate muscle activations (the
     /// simulator's `Derived::muscle_time`, set at the start of every step).
     fn set_muscle_time(&mut self, _t: f64) {}
+}
+
+/// What the device needs for the material parameter gradients of one step: per sample $s$
+/// with $\hat Z_s=G_sz$ and $\ell_s=-\hat Z_s:G_sv$ ($v=(x_{t+1}-x_t)/h$),
+/// $$dE_s=\hat Z_s:G^E_s+a^E_s\ell_s,\quad d\nu_s=\hat Z_s:G^\nu_s+a^\nu_s\ell_s,\quad
+/// d\beta_s=a^\beta_s\ell_s,$$
+/// the law's parameter gradient written as a linear map of $(\hat Z_s,\ell_s)$
+/// ([`crate::material::MaterialModel::param_gradient_linear`]).
+pub struct ParamStep<'a> {
+    /// The step's adjoint $z$ (node-major).
+    pub z: &'a [f64],
+    /// The step's velocity $(x_{t+1}-x_t)/h$ (node-major).
+    pub vel: &'a [f64],
+    /// $G^E_s$, 9 per sample, row-major.
+    pub ge: &'a [f64],
+    /// $G^\nu_s$, 9 per sample, row-major.
+    pub gnu: &'a [f64],
+    /// $(a^E_s,a^\nu_s,a^\beta_s)$, 3 per sample.
+    pub a: &'a [f64],
+}
+
+/// Sums of [`Offload::param_gradients`].
+#[derive(Clone, Debug, Default)]
+pub struct ParamSums {
+    /// $\sum_{s\in e}dE_s$ per element.
+    pub youngs: Vec<f64>,
+    /// $\sum_{s\in b}d\nu_s$ per body.
+    pub nu: Vec<f64>,
+    /// $\sum_{s\in b}d\beta_s$ per body.
+    pub beta0: Vec<f64>,
 }

@@ -234,6 +234,9 @@ pub fn backward(
             for (k, v) in pin_dx {
                 gx[k] += v;
             }
+            if let Some(message) = sim_ref.offload.as_ref().and_then(|o| o.take_error()) {
+                return Err(SolverError::AdjointOffload { frame, message });
+            }
             adjoint.push(st);
             if let Some(sv) = saved {
                 super::diffpd::unpin(sim, sv);
@@ -356,7 +359,7 @@ fn k_times(sim: &Simulator, lin: &StepLinearization, z: &[f64]) -> Vec<f64> {
     let mut az = vec![0.0; n3];
     let mut daz = vec![0.0; n3];
     sim.system.apply_a(z, &mut az);
-    lin.apply(sim.model, z, &mut daz);
+    super::backward::delta_a(sim, lin, z, &mut daz);
     az.iter().zip(&daz).map(|(a, d)| a - d).collect()
 }
 

@@ -12,7 +12,9 @@ pub use prox::{prox_stretch, ProxStretch, PROX_MAX_ITER};
 
 use super::eigen::sym_eigen3;
 use super::interleaved::{self, Mat3Lanes, LANES};
-use super::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput, PdWeights};
+use super::law::{
+    frob, mat9_of, Linearization, Mat9, Material, ParamInput, ParamLinear, PdWeights,
+};
 use super::svd::{spectral_jacobian_apply, spectral_pair_coefficients, Svd3};
 use super::weights::fit_coefficients;
 use nalgebra::{Matrix3, Vector3};
@@ -300,6 +302,18 @@ impl Material for Neohookean {
         let dp = Self::dp_dbody(lin, inp.body, inp.body_dnu);
         let dnu = dw * dl_dw + inp.beta * dw * inp.dl_dbw + lin.w[0] * frob(inp.zh, &dp);
         (de, dnu)
+    }
+
+    fn param_gradient_linear(lin: &Linearization, inp: &ParamInput) -> ParamLinear {
+        let (dmu, dla) = inp.dlame_dnu;
+        let [dw, _] = Self::pd_weights(dmu, dla, inp.vol, inp.fit_range);
+        let dp = Self::dp_dbody(lin, inp.body, inp.body_dnu);
+        ParamLinear {
+            ge: -lin.residual[0] * (lin.w[0] / inp.youngs),
+            ae: 0.0,
+            gnu: dp * lin.w[0] - lin.residual[0] * dw,
+            anu: inp.beta * dw,
+        }
     }
 
     fn pd_energy(f: &Matrix3<f64>, svd: &Svd3, w: &PdWeights, body: &NhParams) -> f64 {

@@ -1,0 +1,53 @@
+// gradient.cu: the per-sample material parameter gradients of one backward step (spec §7.5,
+// Eq. 38: dL/dtheta = -z^T dR/dtheta) and their deterministic reductions.
+#include "device.h"
+
+// Item s: Zh = sum_k z_{n_k} g_k^T and Vs = sum_k vel_{n_k} g_k^T over the sample's entries
+// [sptr[s], sptr[s+1]) (node nodes[k], rest gradient grads[3k..3k+3)), l = -Zh:Vs; then
+//   out[3s]     = Zh:GE_s  + a[3s] l      (dL/dE_e part of the sample)
+//   out[3s + 1] = Zh:Gnu_s + a[3s + 1] l  (dL/dnu part)
+//   out[3s + 2] = a[3s + 2] l             (dL/dbeta0 part)
+// with GE_s, Gnu_s (9 each, row-major) the law's parameter gradient as a linear map of Zh
+// (material::Material::param_gradient_linear) and a the coefficients of l.
+DPHD_KERNEL(dphd_param_gradient_samples)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                                         const long long* nodes, const double* grads,
+                                         const double* z, const double* vel, const double* ge,
+                                         const double* gnu, const double* a, double* out)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double zh[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double vs[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) {
+                zh[3 * r + c] += z[3 * i + r] * grads[3 * k + c];
+                vs[3 * r + c] += vel[3 * i + r] * grads[3 * k + c];
+            }
+    }
+    double l = 0.0, e = 0.0, nu = 0.0;
+    for (int k = 0; k < 9; ++k) {
+        l -= zh[k] * vs[k];
+        e += zh[k] * ge[9 * s + k];
+        nu += zh[k] * gnu[9 * s + k];
+    }
+    out[3 * s] = e + a[3 * s] * l;
+    out[3 * s + 1] = nu + a[3 * s + 1] * l;
+    out[3 * s + 2] = a[3 * s + 2] * l;
+}
+
+// Item k: dst[k] = sum over t in [ptr[k], ptr[k+1]) of src[stride * idx[t] + comp], in t order.
+// A gather over a segment list: per-element sums of the sample values (segments = the
+// element's samples), and the first pass of the per-body two-pass reduction (segments =
+// chunks of a body's samples; the host sums each body's chunk partials in order).
+DPHD_KERNEL(dphd_segment_sum)(DPHD_ITEM_PARAM long long n, long long stride, long long comp,
+                              const long long* ptr, const long long* idx, const double* src,
+                              double* dst)
+{
+    const long long k = DPHD_ITEM;
+    if (k >= n) return;
+    double acc = 0.0;
+    for (long long t = ptr[k]; t < ptr[k + 1]; ++t) acc += src[stride * idx[t] + comp];
+    dst[k] = acc;
+}
