@@ -93,7 +93,7 @@ impl<'s> StepLinearization<'s> {
     pub fn with_contact(mut self, sim: &'s Simulator, rec: Option<&ContactRecord>) -> Self {
         self.contact = rec
             .filter(|r| !r.set.is_empty())
-            .map(|r| ContactAdjoint::new(r, &sim.system));
+            .map(|r| ContactAdjoint::new(r, sim.contact_solver()));
         self
     }
 
