@@ -15,6 +15,7 @@ pub mod local;
 pub mod loss;
 pub mod muscle;
 pub mod newton;
+pub mod newton_krylov;
 pub mod offload;
 pub mod rollout;
 pub mod simulator;

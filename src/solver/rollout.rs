@@ -160,14 +160,7 @@ pub fn backward(
             let frame = t + 1;
             let x_t = &states[t - c];
             let x_next = &states[t + 1 - c];
-            let v_t = if t == c {
-                v_c.clone()
-            } else {
-                x_t.iter()
-                    .zip(&states[t - 1 - c])
-                    .map(|(a, b)| (a - b) / h)
-                    .collect()
-            };
+            let v_t = step_velocity(&states, (c, t), &v_c, h);
             // muscle activations of this step (segment recomputation moved the time)
             sim.derived.muscle_time = frame as f64 * h;
             // DiffPD glue contact: the step's active nodes were pinned at x_t (extra
@@ -286,6 +279,18 @@ fn filter_alpha(cfg: &BackwardConfig, step: &StepStats) -> f64 {
             _ => 1.0,
         },
     }
+}
+
+/// $v_t$ of step `t` in the segment recomputed from checkpoint `c` (whose velocity is `v_c`).
+fn step_velocity(states: &[Vec<f64>], (c, t): (usize, usize), v_c: &[f64], h: f64) -> Vec<f64> {
+    if t == c {
+        return v_c.to_vec();
+    }
+    states[t - c]
+        .iter()
+        .zip(&states[t - 1 - c])
+        .map(|(a, b)| (a - b) / h)
+        .collect()
 }
 
 /// The adjoint of one step by the method the forward used (the backward side of the

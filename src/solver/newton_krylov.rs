@@ -1,0 +1,172 @@
+//! The Newton–Krylov phase of a PD step (`mode = "accurate"`) and the optional Newton polish:
+//! Newton steps on the step's force balance $F(x)=b(x)-Ax=0$ with $K=A-\Delta A$ applied
+//! matrix-free and GMRES preconditioned by the persistent factor $A^{-1}$ (docs/NOTES.md,
+//! "Accuracy of the defaults"). Split from `forward.rs`; the PD iteration hands over here.
+
+use super::config::BackwardConfig;
+use super::forward::StepRhs;
+use super::simulator::{norm, Simulator};
+
+/// Newton–Krylov steps per PD step at most (`mode = "accurate"`); quadratic convergence
+/// needs 1–3 from the dual gate at its default tolerance.
+pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
+
+/// Outcome of [`Simulator::newton_krylov`].
+pub(super) struct KrylovOutcome {
+    pub(super) converged: bool,
+    pub(super) steps: usize,
+    pub(super) gmres_iterations: usize,
+    /// Final $\|b(x)-Ax\|$ on the free DoFs.
+    pub(super) residual: f64,
+}
+
+impl Simulator<'_> {
+    /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
+    /// kept only if it reduces the residual. Returns (steps, final relative residual).
+    pub(super) fn polish(&mut self, rhs: &StepRhs, x: &mut Vec<f64>) -> (usize, f64) {
+        let Ok((mut r, mut bn)) = self.pd_residual(rhs, x) else {
+            return (0, f64::NAN);
+        };
+        let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
+        // each Newton system is solved to 1e-6 relative; the residual test on the trial
+        // point decides whether the step is kept
+        let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
+        let mut steps = 0;
+        while steps < self.config.newton_polish && rel > self.config.polish_tol {
+            let lin = super::backward::StepLinearization::new(self, x, 0.0);
+            let mut delta = vec![0.0; x.len()];
+            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
+            let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
+            let mut trial = trial;
+            self.impose_prescribed(&mut trial, &rhs.xd);
+            let Ok((r2, bn2)) = self.pd_residual(rhs, &trial) else {
+                break;
+            };
+            let rel2 = norm(&r2) / bn2.max(f64::MIN_POSITIVE);
+            if rel2.is_nan() || rel2 >= rel {
+                break;
+            }
+            *x = trial;
+            r = r2;
+            bn = bn2;
+            rel = rel2;
+            steps += 1;
+        }
+        let _ = bn;
+        (steps, rel)
+    }
+
+    /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`:
+    /// $K\delta=F(x)$, $K=A-\Delta A(x)$ the exact Jacobian of the step (the backward's
+    /// linearization), solved by GMRES right-preconditioned with the persistent factor
+    /// ($A^{-1}$) to a forcing tolerance $\eta=\mathrm{clamp}(\tfrac12\,\text{target}/\|F\|,
+    /// 10^{-6},10^{-2})$, then a backtracking line search on $\|F\|$ (step halved up to 6
+    /// times; a step is kept only if it lowers $\|F\|$, so `x` never gets worse). Stops at
+    /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps or when no step helps.
+    pub(super) fn newton_krylov(
+        &mut self,
+        rhs: &StepRhs,
+        energy: Option<(&[f64], &[f64])>,
+        x: &mut Vec<f64>,
+        target: f64,
+    ) -> KrylovOutcome {
+        let mut out = KrylovOutcome {
+            converged: false,
+            steps: 0,
+            gmres_iterations: 0,
+            residual: f64::INFINITY,
+        };
+        let Ok((mut r, _)) = self.pd_residual(rhs, x) else {
+            return out;
+        };
+        let mut rn = norm(&r);
+        let r_start = rn.max(f64::MIN_POSITIVE);
+        let mut exact = false;
+        out.residual = rn;
+        // the PD energy at `x`, carried over from the accepted trial point of the line search
+        let mut e_x: Option<f64> = None;
+        for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
+            if rn <= target {
+                break;
+            }
+            // projected Newton (negative stretch-Hessian eigenvalues clamped, a descent
+            // direction) until a full step is taken, then the exact Jacobian
+            let lin =
+                super::backward::StepLinearization::new(self, x, if exact { 0.0 } else { 0.5 });
+            let eta = (0.5 * target / rn)
+                .max((rn / r_start).min(0.1))
+                .clamp(1e-6, 0.1);
+            let cfg = BackwardConfig::gmres(eta, 400, 60, self.config.gamma_max);
+            let mut delta = vec![0.0; x.len()];
+            let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
+            out.gmres_iterations += st.iterations;
+            if !delta.iter().all(|v| v.is_finite()) {
+                break;
+            }
+            // merit: F·A⁻¹F (the A-norm of the PD step A⁻¹F; the plain ‖F‖ is dominated by
+            // the stiffest elements and stalls the line search on high-contrast meshes)
+            let merit0 = self.merit(&r);
+            let e0 = energy.map(|(y, x_t)| {
+                *e_x.get_or_insert_with(|| super::trust_region::pd_energy(self, x, y, x_t))
+            });
+            let slope = dot(&r, &delta);
+            let mut alpha = 1.0;
+            let mut accepted = false;
+            for _ in 0..7 {
+                let mut trial: Vec<f64> =
+                    x.iter().zip(&delta).map(|(a, d)| a + alpha * d).collect();
+                self.impose_prescribed(&mut trial, &rhs.xd);
+                if let Ok((r2, _)) = self.pd_residual(rhs, &trial) {
+                    let rn2 = norm(&r2);
+                    let merit2 = self.merit(&r2);
+                    // Armijo on the PD energy (∇E = −F) where it is the whole objective
+                    let mut e_trial = None;
+                    let armijo = match (energy, e0) {
+                        // only while the predicted decrease is above the energy's round-off
+                        (Some((y, x_t)), Some(e0)) if slope > 1e3 * f64::EPSILON * e0.abs() => {
+                            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t);
+                            e_trial = Some(e2);
+                            e2 <= e0 - 1e-4 * alpha * slope
+                        }
+                        _ => false,
+                    };
+                    if armijo
+                        || merit2 < (1.0 - 1e-4 * alpha) * merit0
+                        || (rn2 <= target && rn2 < rn)
+                    {
+                        *x = trial;
+                        r = r2;
+                        rn = rn2;
+                        e_x = e_trial;
+                        accepted = true;
+                        break;
+                    }
+                }
+                alpha *= 0.5;
+            }
+            if !accepted {
+                if !exact {
+                    exact = true;
+                    continue;
+                }
+                break;
+            }
+            exact |= alpha == 1.0;
+            out.steps += 1;
+            out.residual = rn;
+        }
+        out.converged = rn <= target;
+        out
+    }
+
+    /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
+    fn merit(&self, f: &[f64]) -> f64 {
+        let mut w = vec![0.0; f.len()];
+        super::backward::solve_a(self, f, &mut w);
+        dot(f, &w)
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
