@@ -55,7 +55,8 @@ pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
     }
 }
 
-/// Refuse (exit 2, one line) what the GPU path does not run: a method other than PD, muscles.
+/// Refuse (exit 2, one line) what the GPU path does not run: a method other than PD, and
+/// whatever `gpu::local::unsupported` lists (nothing today).
 fn check_gpu_model(
     model: &Model,
     method: crate::model::SolverMethod,
