@@ -735,19 +735,32 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
 }
 
 fn gradients_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
-    let (state, grad, youngs) = forward_backward_parity(
+    assert_forward_backward_parity(
         dev,
+        "cantilever",
         "scenes/cantilever.toml",
         &["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=4"],
     );
-    assert!(state <= 1e-10, "cantilever states differ by {state:e}");
-    assert!(grad <= 1e-8, "cantilever gradient differs by {grad:e}");
-    assert!(youngs <= 1e-8, "cantilever dL/dE_e differs by {youngs:e}");
+}
+
+/// [`forward_backward_parity`] within the issue-15 bounds: states ≤ 1e-10 of the motion,
+/// gradient and dL/dE_e ≤ 1e-8 relative.
+fn assert_forward_backward_parity<D: Device + Clone + 'static>(
+    dev: &D,
+    name: &str,
+    scene_file: &str,
+    sets: &[&str],
+) {
+    let (state, grad, youngs) = forward_backward_parity(dev, scene_file, sets);
+    assert!(state <= 1e-10, "{name} states differ by {state:e}");
+    assert!(grad <= 1e-8, "{name} gradient differs by {grad:e}");
+    assert!(youngs <= 1e-8, "{name} dL/dE_e differs by {youngs:e}");
 }
 
 fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
-    let (state, grad, youngs) = forward_backward_parity(
+    assert_forward_backward_parity(
         dev,
+        "NH bands",
         "scenes/twist_bands_tet.toml",
         &[
             "body.0.mesh.cells=[2, 2, 12]",
@@ -755,9 +768,6 @@ fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
             "body.0.force.0.twist.magnitude=20.0",
         ],
     );
-    assert!(state <= 1e-10, "NH bands states differ by {state:e}");
-    assert!(grad <= 1e-8, "NH bands gradient differs by {grad:e}");
-    assert!(youngs <= 1e-8, "NH bands dL/dE_e differs by {youngs:e}");
 }
 
 /// Contact: the coarse ball dropped just above the plane (it lands in the first frames), so
@@ -766,8 +776,9 @@ fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
 /// on the device path. Active contacts on frames 2–6 (16, 11, 7, 5, 3). Measured
 /// 2026-11-25: states 5.9e-11 of the motion, gradient 5.8e-11, dL/dE_e 9.5e-11.
 fn gradients_bouncing_ball_on<D: Device + Clone + 'static>(dev: &D) {
-    let (state, grad, youngs) = forward_backward_parity(
+    assert_forward_backward_parity(
         dev,
+        "ball",
         "scenes/bouncing_ball.toml",
         &[
             "body.0.mesh.dx=0.025",
@@ -775,9 +786,6 @@ fn gradients_bouncing_ball_on<D: Device + Clone + 'static>(dev: &D) {
             "simulation.frames=6",
         ],
     );
-    assert!(state <= 1e-10, "ball states differ by {state:e}");
-    assert!(grad <= 1e-8, "ball gradient differs by {grad:e}");
-    assert!(youngs <= 1e-8, "ball dL/dE_e differs by {youngs:e}");
 }
 
 mod gradients {
