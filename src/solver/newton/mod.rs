@@ -210,18 +210,15 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
         // block (a, b) of G_sᵀ H G_s: v_ij = Σ_k g_a[k] (H g_b)[3i+k][j] with
         // (H g_b)[r][j] = Σ_l H[r][3j+l] g_b[l], formed once per node b (27 products per
         // block instead of 81)
-        let hg: Vec<[[f64; 3]; 9]> = g
-            .iter()
-            .map(|gb| {
-                let mut m = [[0.0; 3]; 9];
-                for (r, row) in m.iter_mut().enumerate() {
-                    for (j, v) in row.iter_mut().enumerate() {
-                        *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
-                    }
+        // on the stack: at most 8 nodes per element (Hex8)
+        let mut hg = [[[0.0; 3]; 9]; 8];
+        for (m, gb) in hg.iter_mut().zip(g) {
+            for (r, row) in m.iter_mut().enumerate() {
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
                 }
-                m
-            })
-            .collect();
+            }
+        }
         let nv = el.len();
         let slots = &sys.slots[sys.slot_ptr[e]..sys.slot_ptr[e + 1]];
         for a in 0..nv {
