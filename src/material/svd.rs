@@ -273,6 +273,37 @@ impl SpectralLinear {
         });
         self.u * c * self.v.transpose()
     }
+
+    /// The same map with its eigenvalues capped at `cap`: $dp\mapsto\min(\lambda,\text{cap})$
+    /// on each eigenvector. The map is symmetric in the Frobenius product and splits, in the
+    /// frame $a=U^TdF\,V$, into the stretch block $W$ (on $a_{kk}$) and, per pair $i<j$, the
+    /// block $\begin{pmatrix}M&N\\N&M\end{pmatrix}$ on $(a_{ij},a_{ji})$ with eigenvalues
+    /// $M\pm N$ (eigenvectors $(1,\pm1)$). A PD sample's energy Hessian is $w\,I-\partial p/\partial F$,
+    /// so the cap $w$ makes it positive semidefinite (the projected-Newton filter of the
+    /// Newton–Krylov phase). Unchanged (bitwise) where every eigenvalue is already below `cap`.
+    pub fn capped(&self, cap: f64) -> Self {
+        let mut out = *self;
+        for i in 0..3 {
+            for j in (i + 1)..3 {
+                let (m, n) = (self.m[(i, j)], self.n[(i, j)]);
+                let (sym, anti) = (m + n, m - n);
+                if sym > cap || anti > cap {
+                    let (sym, anti) = (sym.min(cap), anti.min(cap));
+                    for (a, b) in [(i, j), (j, i)] {
+                        out.m[(a, b)] = 0.5 * (sym + anti);
+                        out.n[(a, b)] = 0.5 * (sym - anti);
+                    }
+                }
+            }
+        }
+        let w = 0.5 * (self.w + self.w.transpose());
+        let eig = w.symmetric_eigen();
+        if eig.eigenvalues.iter().any(|&l| l > cap) {
+            let l = eig.eigenvalues.map(|l| l.min(cap));
+            out.w = eig.eigenvectors * Matrix3::from_diagonal(&l) * eig.eigenvectors.transpose();
+        }
+        out
+    }
 }
 
 /// The $9\times9$ matrix $\partial\,\mathrm{vec}\,p/\partial\,\mathrm{vec}\,F$ of Eq. (42)
@@ -364,6 +395,64 @@ mod tests {
         let s = svd3(&f);
         assert!((s.sigma - Vector3::new(1.5, 0.8, -0.3)).norm() < 1e-14);
         assert!((polar_rotation(&f) - r1 * r2.transpose()).norm() < 1e-14);
+    }
+
+    /// The $9\times9$ matrix of a [`SpectralLinear`] map (column-major vec).
+    fn matrix_of(map: &SpectralLinear) -> SMatrix<f64, 9, 9> {
+        SMatrix::<f64, 9, 9>::from_fn(|r, c| {
+            let mut df = Matrix3::zeros();
+            df[(c % 3, c / 3)] = 1.0;
+            map.apply(&df)[(r % 3, r / 3)]
+        })
+    }
+
+    fn sorted_eigenvalues(a: &SMatrix<f64, 9, 9>) -> Vec<f64> {
+        let mut l: Vec<f64> = a.symmetric_eigen().eigenvalues.iter().copied().collect();
+        l.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        l
+    }
+
+    /// `capped`: the map of a corotated + volume sample under strong compression (pair
+    /// eigenvalues $2/(\sigma_i+\sigma_j)>1$) is symmetric; capping replaces exactly its
+    /// eigenvalues above the cap by the cap, and leaves a map below the cap bitwise unchanged.
+    #[test]
+    fn capped_map_clamps_the_eigenvalues_above_the_cap() {
+        let f = rot(0.3, -0.4, 1.2)
+            * Matrix3::from_diagonal(&Vector3::new(1.59, 0.7, 0.08))
+            * rot(-2.0, 0.7, 0.1).transpose();
+        let usv = svd3(&f);
+        let star = crate::material::volume::project_stretches(&usv.sigma);
+        let jac = crate::material::volume::stretch_jacobian(&usv.sigma, &star);
+        let (wc, wv) = (2.0, 3.0);
+        let (mc, nc) =
+            spectral_pair_coefficients(&usv.sigma, &Vector3::repeat(1.0), &Matrix3::zeros());
+        let (mv, nv) = spectral_pair_coefficients(&usv.sigma, &star, &jac);
+        let map = SpectralLinear::from_coefficients([
+            usv.u,
+            usv.v,
+            jac * wv,
+            mc * wc + mv * wv,
+            nc * wc + nv * wv,
+        ]);
+        let a = matrix_of(&map);
+        assert!(
+            (a - a.transpose()).norm() < 1e-12 * a.norm(),
+            "not symmetric"
+        );
+        let before = sorted_eigenvalues(&a);
+        let cap = wc + wv;
+        assert!(
+            before[8] > cap,
+            "the test needs eigenvalues above the cap: {before:?}"
+        );
+        let after = sorted_eigenvalues(&matrix_of(&map.capped(cap)));
+        for (b, a) in before.iter().zip(&after) {
+            assert!(
+                (b.min(cap) - a).abs() < 1e-12 * cap,
+                "{before:?} -> {after:?}"
+            );
+        }
+        assert_eq!(map.capped(before[8] * 1.01), map);
     }
 
     proptest! {

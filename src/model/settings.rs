@@ -237,6 +237,13 @@ pub struct SolverSettings {
     /// $1/(1-\rho)$ when PD contracts slowly).
     #[serde(default)]
     pub newton_polish: usize,
+    /// `mode = "accurate"`: a step whose Newton–Krylov phase fails (a non-convex step energy:
+    /// buckling, snap-through) is finished by Newton's method with a direct solver on the
+    /// same PD energy (exact Hessian, shifted where indefinite, `newton_max_iterations`),
+    /// before PD goes on under the residual test. Not used while NCP contacts carry load.
+    /// Such frames log a `newton` record. See docs/NOTES.md "Accuracy of the defaults".
+    #[serde(default = "d_true")]
+    pub direct_fallback: bool,
     #[serde(default = "d_polish_tol")]
     pub polish_tol: f64,
     /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
@@ -354,6 +361,9 @@ pub enum NewtonFilter {
 fn d_polish_tol() -> f64 {
     1e-13
 }
+fn d_true() -> bool {
+    true
+}
 fn d_maxit() -> usize {
     5000
 }
@@ -391,6 +401,7 @@ impl Default for SolverSettings {
             threads: 0,
             on_nonconvergence: OnNonConvergence::Fail,
             newton_polish: 0,
+            direct_fallback: true,
             polish_tol: d_polish_tol(),
             method: SolverMethod::Diffphd,
             newton_energy: NewtonEnergy::Pd,

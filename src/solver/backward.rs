@@ -46,6 +46,21 @@ pub struct StepLinearization<'s> {
 impl<'s> StepLinearization<'s> {
     /// Recompute SVDs, projections and stretch Jacobians at `x` (spec §7.2 step 2).
     pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
+        Self::build(sim, x, alpha, false)
+    }
+
+    /// The projected-Newton linearization of the Newton–Krylov phase: [`Self::new`] with the
+    /// clamp filter ($\alpha=\tfrac12$), and every sample's $\partial p_s/\partial F$ capped at
+    /// its weight in $A$, $w_s(1+\beta_e/h)$ ([`svd::SpectralLinear::capped`]), so each
+    /// sample's energy Hessian $w_s(1+\beta_e/h)I-\partial p_s/\partial F$ is positive
+    /// semidefinite and $K=A-\Delta A\succeq M/h^2$: the Newton direction is a descent
+    /// direction of the step energy wherever the energy is not convex (compressed corotated
+    /// samples, whose twist eigenvalue $2w/(\sigma_i+\sigma_j)$ exceeds $w$, buckling).
+    pub fn projected(sim: &Simulator, x: &[f64]) -> Self {
+        Self::build(sim, x, 0.5, true)
+    }
+
+    fn build(sim: &Simulator, x: &[f64], alpha: f64, psd: bool) -> Self {
         let model = sim.model;
         let d = &sim.derived;
         let filter = if alpha == 0.0 {
@@ -64,6 +79,12 @@ impl<'s> StepLinearization<'s> {
                 let lin = law.linearize(&f, usv, &d.w[s], &d.nh[b], filter);
                 let spectral =
                     svd::SpectralLinear::from_coefficients(law.spectral_coefficients(&lin));
+                let spectral = if psd {
+                    let beta = d.beta[model.samples.elem[s]];
+                    spectral.capped(d.w_total(s) * (1.0 + beta / model.h))
+                } else {
+                    spectral
+                };
                 (lin, spectral)
             })
             .unzip();

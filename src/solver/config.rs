@@ -22,6 +22,8 @@ pub struct SolverConfig {
     pub on_nonconvergence: OnNonConvergence,
     pub newton_polish: usize,
     pub polish_tol: f64,
+    /// `[solver] direct_fallback`: Newton with a direct solver where Newton–Krylov fails.
+    pub direct_fallback: bool,
     /// `[solver] method` (issue 7 baselines).
     pub method: SolverMethod,
     /// Settings of `method = "newton"`.
@@ -64,6 +66,7 @@ impl SolverConfig {
             on_nonconvergence: s.on_nonconvergence,
             newton_polish: s.newton_polish,
             polish_tol: s.polish_tol,
+            direct_fallback: s.direct_fallback,
             method: s.method,
             newton: NewtonConfig {
                 energy: s.newton_energy,

@@ -11,6 +11,10 @@ use super::simulator::{norm, Simulator};
 /// needs 1–3 from the dual gate at its default tolerance.
 pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 
+/// The Newton–Krylov phase gives up when $\|F\|$ has not halved over this many steps
+/// (converging frames need ≤ 5 steps in all; the Plant's buckling frames crawled for 30).
+pub const STALL_STEPS: usize = 6;
+
 /// Outcome of [`Simulator::newton_krylov`].
 pub(super) struct KrylovOutcome {
     pub(super) converged: bool,
@@ -57,12 +61,15 @@ impl Simulator<'_> {
     }
 
     /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`:
-    /// $K\delta=F(x)$, $K=A-\Delta A(x)$ the exact Jacobian of the step (the backward's
-    /// linearization), solved by GMRES right-preconditioned with the persistent factor
-    /// ($A^{-1}$) to a forcing tolerance $\eta=\mathrm{clamp}(\tfrac12\,\text{target}/\|F\|,
-    /// 10^{-6},10^{-2})$, then a backtracking line search on $\|F\|$ (step halved up to 6
-    /// times; a step is kept only if it lowers $\|F\|$, so `x` never gets worse). Stops at
-    /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps or when no step helps.
+    /// $K\delta=F(x)$ solved by GMRES right-preconditioned with the persistent factor
+    /// ($A^{-1}$) to an Eisenstat–Walker-like forcing tolerance, then a backtracking line search
+    /// (Armijo on the PD energy where it is the whole objective, else on $F^TA^{-1}F$; `x`
+    /// never gets worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are
+    /// taken, and the projected one ([`super::backward::StepLinearization::projected`],
+    /// $K\succeq M/h^2$) after a damped step, a direction that climbs the energy or a failed
+    /// line search. Stops at $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps,
+    /// when neither Jacobian gives a step, or when $\|F\|$ has not halved over
+    /// [`STALL_STEPS`] steps (a non-convex step: the caller's direct fallback takes over).
     pub(super) fn newton_krylov(
         &mut self,
         rhs: &StepRhs,
@@ -81,18 +88,24 @@ impl Simulator<'_> {
         };
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
-        let mut exact = false;
+        let mut exact = true;
+        let mut switched = false;
         out.residual = rn;
         // the PD energy at `x`, carried over from the accepted trial point of the line search
         let mut e_x: Option<f64> = None;
+        // ‖F‖ after each accepted step (for the stall test)
+        let mut history = vec![rn];
         for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
-            if rn <= target {
+            let stalled =
+                history.len() > STALL_STEPS && rn > 0.5 * history[history.len() - 1 - STALL_STEPS];
+            if rn <= target || stalled {
                 break;
             }
-            // projected Newton (negative stretch-Hessian eigenvalues clamped, a descent
-            // direction) until a full step is taken, then the exact Jacobian
-            let lin =
-                super::backward::StepLinearization::new(self, x, if exact { 0.0 } else { 0.5 });
+            let lin = if exact {
+                super::backward::StepLinearization::new(self, x, 0.0)
+            } else {
+                super::backward::StepLinearization::projected(self, x)
+            };
             let eta = (0.5 * target / rn)
                 .max((rn / r_start).min(0.1))
                 .clamp(1e-6, 0.1);
@@ -112,7 +125,10 @@ impl Simulator<'_> {
             let slope = dot(&r, &delta);
             let mut alpha = 1.0;
             let mut accepted = false;
-            for _ in 0..7 {
+            // the exact Jacobian is indefinite where the energy is not convex: a direction
+            // that climbs the energy is not searched (the projected one is tried instead)
+            let climbs = exact && energy.is_some() && slope <= 0.0;
+            for _ in 0..if climbs { 0 } else { 7 } {
                 let mut trial: Vec<f64> =
                     x.iter().zip(&delta).map(|(a, d)| a + alpha * d).collect();
                 self.impose_prescribed(&mut trial, &rhs.xd);
@@ -145,15 +161,21 @@ impl Simulator<'_> {
                 alpha *= 0.5;
             }
             if !accepted {
-                if !exact {
-                    exact = true;
-                    continue;
+                // no progress along this direction: try the other Jacobian once
+                if switched {
+                    break;
                 }
-                break;
+                switched = true;
+                exact = !exact;
+                continue;
             }
-            exact |= alpha == 1.0;
+            switched = false;
+            // the exact Jacobian while full steps are taken (quadratic convergence near the
+            // solution); a damped step means an indefinite region: back to the projected one
+            exact = alpha == 1.0;
             out.steps += 1;
             out.residual = rn;
+            history.push(rn);
         }
         out.converged = rn <= target;
         out

@@ -79,7 +79,7 @@ pub use element::{
 use nalgebra::Matrix3;
 use rayon::prelude::*;
 use std::time::Instant;
-pub use step::step;
+pub use step::{solve_from, step};
 use system::{NewtonFactor, NewtonSystem};
 
 /// The objective, its gradient and the per-sample Hessians at `x`.

@@ -88,6 +88,51 @@ pub fn step(
     Ok((x, stats))
 }
 
+/// The direct fallback of the PD method's accurate mode (`[solver] direct_fallback`):
+/// Newton iterations on the step's PD energy from `x` (the settings of `method = "newton"`
+/// with the PD energy; contacts not modelled), stopping at $\|\nabla g\|\le$ `target` on the
+/// free DoFs (the PD force residual, $\nabla g=Ax-b(x)$), the iteration cap, or when no
+/// further decrease is possible. `y` is the step's inertial target. `x` is left at the last
+/// accepted iterate: the energy never increases.
+pub fn solve_from(
+    sim: &mut Simulator,
+    frame: usize,
+    (x_t, y): (&[f64], &[f64]),
+    x: &mut Vec<f64>,
+    target: f64,
+) -> Result<NewtonStats, SolverError> {
+    let mut cfg = sim.config.newton;
+    cfg.energy = crate::model::NewtonEnergy::Pd;
+    let mut sys = sim
+        .newton_system
+        .take()
+        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
+    let ev = evaluate(sim, cfg.energy, x, y, x_t, true);
+    // the test is relative to the energy's gradient scale: fixed at the start so that
+    // it means `target`
+    cfg.tol = target / ev.scale.max(f64::MIN_POSITIVE);
+    let mut it = Iterate {
+        x: std::mem::take(x),
+        ev,
+        ns: NewtonStats::default(),
+        cstats: ContactStats::default(),
+        tr_clamp: false,
+        ppn_delta: f64::INFINITY,
+    };
+    let ctx = StepCtx {
+        sim: &*sim,
+        cfg,
+        y,
+        x_t,
+        csettings: contact_settings(sim.model),
+        frame,
+    };
+    let result = ctx.iterate(&mut sys, &mut None, &mut it);
+    sim.newton_system = Some(sys);
+    *x = it.x;
+    result.map(|_| it.ns)
+}
+
 /// The constants of one Newton step: the simulator, the settings, the inertial target $y$,
 /// the step start $x_t$ and the contact solve settings.
 struct StepCtx<'a> {
