@@ -510,6 +510,13 @@ def report(meta, levels):
              "displacement from rest; gradient error: ||g - g*|| / ||g*|| over the declared "
              "parameters. Target of the default settings: state <= %g, gradient <= %g." % (
                  TARGET_STATE, TARGET_GRAD), ""]
+    # the commits the measured binaries were built from (grad.json), which need not be the
+    # checkout's (machine lines above)
+    short = lambda c: c[:10] + ("+dirty" if c.endswith("dirty") else "")
+    built = sorted({short(str(r.get("git_commit"))) for sc in scenes
+                    for r in list(sc.get("runs", [])) + [sc.get("oracle") or {}]
+                    if r.get("git_commit")})
+    lines.insert(-1, "Binaries built from commit(s): %s." % (", ".join(built) or "?"))
     for sc in scenes:
         lines.append(scene_markdown(sc, levels))
         w = sc.get("wall_seconds", {})
