@@ -354,7 +354,7 @@ fn adjoint_falls_back_to_the_direct_solve_past_its_iteration_cap() {
     );
 }
 
-/// A slender column (12 × 1 × 1 hexes, corotated, E = 1e5) driven into its clamp at 8 m/s:
+/// A slender column (12 × 1 × 1 hexes, corotated, E = 1e5) driven into its clamp at 5 m/s:
 /// it buckles in the first step, where the step energy is not convex.
 const BUCKLING_COLUMN: &[&str] = &[
     "body.0.mesh.cells=[12, 1, 1]",
@@ -363,7 +363,7 @@ const BUCKLING_COLUMN: &[&str] = &[
     "body.0.material.poisson_ratio=0.3",
     "body.0.region.0.scale=1.0",
     "body.0.initial.twist.angle_deg=0.0",
-    "body.0.initial.velocity=[-8.0, 0.0, 0.0]",
+    "body.0.initial.velocity=[-5.0, 0.0, 0.0]",
     "simulation.frames=2",
 ];
 
@@ -392,7 +392,7 @@ fn column_steps(sets: &[&str]) -> Vec<diffphd::solver::StepStats> {
 /// there: state error 3.2e-2, gradient error 1.7, exit 3. Now a failed phase is finished
 /// by Newton with the direct solver on the same energy (`solver.direct_fallback`), logged
 /// as the frame's Newton record. On this column the first step takes that path and
-/// converges after the ~11 PD iterations to the gate; without it PD needs hundreds.
+/// converges; without it the step runs into the 5,000-iteration cap.
 #[test]
 fn a_failed_newton_krylov_phase_is_finished_by_the_direct_solver() {
     let with = column_steps(&[]);
@@ -402,14 +402,9 @@ fn a_failed_newton_krylov_phase_is_finished_by_the_direct_solver() {
         .as_ref()
         .expect("frame 1 took the direct fallback");
     assert!(first.converged && newton.converged, "{first:?}");
-    assert!(first.iterations <= 30, "{} PD iterations", first.iterations);
-    assert!(first.residual.unwrap() <= 1e-6, "{first:?}");
+    assert!(first.residual.unwrap() <= 1e-8, "{first:?}");
     assert!(with.iter().all(|s| s.converged));
     let without = column_steps(&["solver.direct_fallback=false"]);
     assert!(without[0].newton.is_none());
-    assert!(
-        without[0].iterations > 5 * first.iterations,
-        "PD alone: {} iterations",
-        without[0].iterations
-    );
+    assert!(!without[0].converged, "PD alone: {:?}", without[0]);
 }

@@ -421,6 +421,7 @@ pub fn solve_pcg(
         apply_k(sim, lin, &p, &mut kp);
         let pkp = dotp(&p, &kp);
         if pkp.is_nan() || pkp <= 0.0 {
+            // negative curvature: `it < max_iterations` tells it from the cap
             return (it, false, rn / gnorm);
         }
         let a = rw / pkp;

@@ -111,8 +111,21 @@ impl Simulator<'_> {
                 .clamp(1e-6, 0.1);
             let cfg = BackwardConfig::gmres(eta, 400, 60, self.config.gamma_max);
             let mut delta = vec![0.0; x.len()];
-            let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
-            out.gmres_iterations += st.iterations;
+            // K is symmetric: preconditioned CG, which also detects negative curvature
+            // (p·Kp ≤ 0) of the exact Jacobian, where the step is not at a minimum: such a
+            // direction may lead to a saddle point, so the projected Jacobian takes over
+            let (its, cg_ok, _) = super::backward::solve_pcg(self, &lin, &r, &mut delta, &cfg);
+            out.gmres_iterations += its;
+            if !cg_ok && its < cfg.max_iterations {
+                if exact {
+                    exact = false;
+                    continue;
+                }
+                // projected K is positive definite: only round-off gets here
+                delta.iter_mut().for_each(|v| *v = 0.0);
+                let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
+                out.gmres_iterations += st.iterations;
+            }
             if !delta.iter().all(|v| v.is_finite()) {
                 break;
             }
