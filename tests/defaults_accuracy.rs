@@ -408,3 +408,24 @@ fn a_failed_newton_krylov_phase_is_finished_by_the_direct_solver() {
     assert!(without[0].newton.is_none());
     assert!(!without[0].converged, "PD alone: {:?}", without[0]);
 }
+
+/// Regression (issue 14, session 6): on a buckling step Anderson-PD can wander far from the
+/// dual gate (this column at 6 m/s: 1,547 PD iterations in frame 2 before the hand-over);
+/// accurate mode now hands over after `HAND_OVER_AFTER` iterations without the gate, and the
+/// step still ends on the residual test.
+#[test]
+fn accurate_mode_hands_over_after_its_iteration_budget() {
+    let steps = column_steps(&["body.0.initial.velocity=[-6.0, 0.0, 0.0]"]);
+    let budget = diffphd::solver::Simulator::HAND_OVER_AFTER;
+    for (f, s) in steps.iter().enumerate() {
+        assert!(s.converged, "frame {}: {s:?}", f + 1);
+        assert!(s.residual.unwrap() <= 1e-8, "frame {}: {s:?}", f + 1);
+        assert!(
+            s.iterations <= budget + 20,
+            "frame {}: {} PD iterations (budget {budget})",
+            f + 1,
+            s.iterations
+        );
+    }
+    assert!(steps.iter().any(|s| s.iterations >= budget), "{steps:?}");
+}
