@@ -331,8 +331,15 @@ fn adjoint_falls_back_to_the_direct_solve_past_its_iteration_cap() {
         .iter()
         .filter_map(|f| f.adjoint.as_ref().map(|a| a.method.as_str()))
         .collect();
+    // the last frame (first of the backward) tries GMRES, then the streak rule goes
+    // straight to the direct solve, retrying GMRES every 8 frames
     assert!(
-        !methods.is_empty() && methods.iter().all(|m| *m == "woodbury+direct"),
+        !methods.is_empty()
+            && methods.last() == Some(&"woodbury+direct")
+            && methods
+                .iter()
+                .all(|m| *m == "woodbury+direct" || *m == "direct")
+            && methods.contains(&"direct"),
         "{methods:?}"
     );
     assert!(ev.nonconverged_backward_frames.is_empty());

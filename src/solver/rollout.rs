@@ -330,10 +330,16 @@ fn direct_fallback_applies(sim: &Simulator, lin: &StepLinearization, cfg: &Backw
         && sim.config.newton.energy == NewtonEnergy::Pd
 }
 
+/// After a frame whose adjoint needed the direct solve, the next frames go straight to it,
+/// retrying GMRES first on every `DIRECT_RETRY`-th (armadillo: 151 wasted GMRES iterations
+/// a frame before the factorization otherwise).
+const DIRECT_RETRY: usize = 8;
+
 /// GMRES on $Kz=g$ preconditioned by $A^{-1}$ for at most `direct_after` iterations; if it
 /// has not converged, $K=A-\Delta A$ (the step's PD Hessian) is assembled and factored and
 /// $z$ solved directly ([`super::newton::adjoint::solve_adjoint`]). The stats add both
-/// phases; the method reads `"woodbury+direct"` (or `"gmres+direct"`) when the direct solve ran.
+/// phases; the method reads `"woodbury+direct"` (or `"gmres+direct"`) when the direct solve ran
+/// after GMRES, `"direct"` when it ran alone (the streak rule of [`DIRECT_RETRY`]).
 fn adjoint_gmres_then_direct(
     sim: &Simulator,
     lin: &StepLinearization,
@@ -342,14 +348,28 @@ fn adjoint_gmres_then_direct(
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let streak = sim.direct_streak.load(Relaxed);
+    if streak > 0 && !streak.is_multiple_of(DIRECT_RETRY) {
+        // the previous frame's GMRES ran past the cap: K is alike from frame to frame, so
+        // this one goes straight to the direct solve (GMRES is tried again every
+        // DIRECT_RETRY frames)
+        sim.direct_streak.store(streak + 1, Relaxed);
+        let (z, mut direct) =
+            super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?;
+        direct.method = "direct".into();
+        return Ok((z, direct));
+    }
     let capped = BackwardConfig {
         max_iterations: cfg.max_iterations.min(cfg.direct_after),
         ..cfg.clone()
     };
     let (z, st) = solve_adjoint(sim, lin, g, &capped, frame);
     if st.converged {
+        sim.direct_streak.store(0, Relaxed);
         return Ok((z, st));
     }
+    sim.direct_streak.store(streak + 1, Relaxed);
     let (z, mut direct) = super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?;
     direct.method = format!("{}+direct", st.method);
     direct.iterations += st.iterations;

@@ -44,6 +44,8 @@ pub struct Simulator<'m> {
     pub(crate) aa: TypeII,
     /// Hessian pattern and reusable symbolic factor of the Newton baseline.
     pub(crate) newton_system: Option<Box<NewtonSystem>>,
+    /// Consecutive backward frames solved by the direct adjoint (`backward.direct_after`).
+    pub(crate) direct_streak: std::sync::atomic::AtomicUsize,
     /// Active contact set of the previous step (`method = "diffpd"`, warm start).
     pub(crate) diffpd_active: Vec<usize>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
@@ -164,6 +166,7 @@ impl<'m> Simulator<'m> {
             compute_tr: false,
             aa,
             newton_system: None,
+            direct_streak: std::sync::atomic::AtomicUsize::new(0),
             diffpd_active: Vec::new(),
             offload: None,
         })
