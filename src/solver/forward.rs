@@ -135,6 +135,16 @@ impl Simulator<'_> {
     /// wandered for 1,500 iterations before the gate (a 12-hex column at 6 m/s).
     pub const HAND_OVER_AFTER: usize = 100;
 
+    /// The dual gate, or in accurate mode (`Stop::GateThenPolish`) the hand-over budget
+    /// [`Self::HAND_OVER_AFTER`] (not for a gate tighter than 1e-5: that is an accuracy
+    /// request, e.g. of the gradient checks, and is waited for).
+    fn gate_or_budget(&self, stop: Stop, k: usize, gate: &GateResiduals) -> bool {
+        DualGate::met(gate)
+            || (stop == Stop::GateThenPolish
+                && k + 1 >= Self::HAND_OVER_AFTER
+                && self.config.gate.rel >= 1e-5)
+    }
+
     /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`Simulator::newton_krylov`])
     /// from `it.x` towards the force-balance target ([`Simulator::residual_target`]), unless
     /// an NCP contact carries load. The result is kept (returns `true`: step converged) when
@@ -407,15 +417,8 @@ impl Simulator<'_> {
             self.impose_prescribed(&mut xn, xd);
             if k >= 1 {
                 it.last_gate = self.gate_residuals(&it.x, x_t, &g, (&it.bp, &it.bp_prev), &rhs.st);
-                // accurate mode hands over at the gate, or after HAND_OVER_AFTER iterations
-                // without it (Anderson-PD stagnating on a non-convex step)
-                // (not for a gate tighter than 1e-5: that is an accuracy request, e.g. of the
-                // gradient checks, and is waited for)
-                let budget = stop == Stop::GateThenPolish
-                    && k + 1 >= Self::HAND_OVER_AFTER
-                    && self.config.gate.rel >= 1e-5;
                 if stop != Stop::Residual
-                    && (DualGate::met(&it.last_gate) || budget)
+                    && self.gate_or_budget(stop, k, &it.last_gate)
                     && it.contact_ok
                 {
                     match stop {

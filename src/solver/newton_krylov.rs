@@ -110,22 +110,13 @@ impl Simulator<'_> {
                 .max((rn / r_start).min(0.1))
                 .clamp(1e-6, 0.1);
             let cfg = BackwardConfig::gmres(eta, 400, 60, self.config.gamma_max);
-            let mut delta = vec![0.0; x.len()];
-            // K is symmetric: preconditioned CG, which also detects negative curvature
-            // (p·Kp ≤ 0) of the exact Jacobian, where the step is not at a minimum: such a
-            // direction may lead to a saddle point, so the projected Jacobian takes over
-            let (its, cg_ok, _) = super::backward::solve_pcg(self, &lin, &r, &mut delta, &cfg);
-            out.gmres_iterations += its;
-            if !cg_ok && its < cfg.max_iterations {
-                if exact {
-                    exact = false;
-                    continue;
-                }
-                // projected K is positive definite: only round-off gets here
-                delta.iter_mut().for_each(|v| *v = 0.0);
-                let st = super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
-                out.gmres_iterations += st.iterations;
-            }
+            let Some(delta) =
+                self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)
+            else {
+                // negative curvature of the exact Jacobian: the projected one takes over
+                exact = false;
+                continue;
+            };
             if !delta.iter().all(|v| v.is_finite()) {
                 break;
             }
@@ -192,6 +183,33 @@ impl Simulator<'_> {
         }
         out.converged = rn <= target;
         out
+    }
+
+    /// $K\delta=F$ by preconditioned CG ($K$ is symmetric), which also detects negative
+    /// curvature ($p^TKp\le0$): for the exact Jacobian that returns `None` (the step is not
+    /// at a minimum there and the direction may lead to a saddle point); the projected
+    /// Jacobian is positive definite, so only round-off gets it there, and GMRES solves it.
+    /// Krylov iterations are added to `iterations`.
+    fn newton_direction(
+        &self,
+        lin: &super::backward::StepLinearization,
+        f: &[f64],
+        cfg: &BackwardConfig,
+        exact: bool,
+        iterations: &mut usize,
+    ) -> Option<Vec<f64>> {
+        let mut delta = vec![0.0; f.len()];
+        let (its, cg_ok, _) = super::backward::solve_pcg(self, lin, f, &mut delta, cfg);
+        *iterations += its;
+        if !cg_ok && its < cfg.max_iterations {
+            if exact {
+                return None;
+            }
+            delta.iter_mut().for_each(|v| *v = 0.0);
+            let st = super::backward::solve_gmres(self, lin, f, &mut delta, cfg);
+            *iterations += st.iterations;
+        }
+        Some(delta)
     }
 
     /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
