@@ -361,7 +361,8 @@ pub enum NewtonFilter {
 fn d_polish_tol() -> f64 {
     1e-13
 }
-fn d_true() -> bool {
+/// Serde default `true` (also used by the scene schema).
+pub(crate) fn d_true() -> bool {
     true
 }
 fn d_maxit() -> usize {

@@ -781,9 +781,6 @@ fn d_outdir() -> String {
 fn d_every() -> usize {
     1
 }
-fn d_true() -> bool {
-    true
-}
 impl Default for Output {
     fn default() -> Self {
         Output {

@@ -62,8 +62,9 @@ impl Simulator<'_> {
                 Exit::Cap => break false,
                 Exit::GateMet => {
                     // accurate mode: the dual gate is the hand-over point to Newton–Krylov
-                    if self.hand_over((x_t, v_t), &f_ext, &rhs, &mut it)
-                        || self.direct_fallback(frame, (x_t, v_t), &f_ext, &rhs, &mut it)?
+                    let y = self.inertial_target(x_t, v_t, &f_ext);
+                    if self.hand_over((x_t, &y), &rhs, &mut it)
+                        || self.direct_fallback(frame, (x_t, &y), &rhs, &mut it)?
                     {
                         break true;
                     }
@@ -149,14 +150,10 @@ impl Simulator<'_> {
     /// from `it.x` towards the force-balance target ([`Simulator::residual_target`]), unless
     /// an NCP contact carries load. The result is kept (returns `true`: step converged) when
     /// it converged and, with contacts, stays out of the obstacles ($\delta_n\ge-$tolerance);
-    /// otherwise `it.x` is the PD iterate and `false` is returned.
-    fn hand_over(
-        &mut self,
-        (x_t, v_t): (&[f64], &[f64]),
-        f_ext: &[f64],
-        rhs: &StepRhs,
-        it: &mut PdLoop,
-    ) -> bool {
+    /// otherwise `false` is returned with `it.x` at the last accepted Newton–Krylov iterate
+    /// (never worse than PD's), or at the PD iterate where the contacts refused the result.
+    /// `y` is the step's inertial target.
+    fn hand_over(&mut self, (x_t, y): (&[f64], &[f64]), rhs: &StepRhs, it: &mut PdLoop) -> bool {
         let model = self.model;
         let r_target = self.residual_target(it);
         if !Self::contacts_unloaded(it) {
@@ -166,9 +163,7 @@ impl Simulator<'_> {
         let before = it.x.clone();
         // the PD energy is the objective unless muscles or compliant
         // attachments add terms it does not hold
-        let y = self.inertial_target(x_t, v_t, f_ext);
-        let energy = (model.muscles.is_empty() && model.attachments.is_empty())
-            .then_some((y.as_slice(), x_t));
+        let energy = (model.muscles.is_empty() && model.attachments.is_empty()).then_some((y, x_t));
         let out = self.newton_krylov(rhs, energy, &mut it.x, r_target);
         it.stats.polish_steps += out.steps;
         it.stats.polish_gmres_iterations += out.gmres_iterations;
@@ -213,8 +208,7 @@ impl Simulator<'_> {
     fn direct_fallback(
         &mut self,
         frame: usize,
-        (x_t, v_t): (&[f64], &[f64]),
-        f_ext: &[f64],
+        (x_t, y): (&[f64], &[f64]),
         rhs: &StepRhs,
         it: &mut PdLoop,
     ) -> Result<bool, SolverError> {
@@ -224,8 +218,7 @@ impl Simulator<'_> {
         let t0 = Instant::now();
         let target = self.residual_target(it);
         let before = it.x.clone();
-        let y = self.inertial_target(x_t, v_t, f_ext);
-        let ns = newton::solve_from(self, frame, (x_t, &y), &mut it.x, 0.5 * target)?;
+        let ns = newton::solve_from(self, frame, (x_t, y), &mut it.x, 0.5 * target)?;
         let rn = self
             .pd_residual(rhs, &it.x)
             .map(|(r, _)| norm(&r))

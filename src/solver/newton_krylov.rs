@@ -61,8 +61,9 @@ impl Simulator<'_> {
     }
 
     /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`:
-    /// $K\delta=F(x)$ solved by GMRES right-preconditioned with the persistent factor
-    /// ($A^{-1}$) to an Eisenstat–Walker-like forcing tolerance, then a backtracking line search
+    /// $K\delta=F(x)$ solved by CG preconditioned with the persistent factor ($A^{-1}$;
+    /// [`Simulator::newton_direction`]) to an Eisenstat–Walker-like forcing tolerance, then a
+    /// backtracking line search
     /// (Armijo on the PD energy where it is the whole objective, else on $F^TA^{-1}F$; `x`
     /// never gets worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are
     /// taken, and the projected one ([`super::backward::StepLinearization::projected`],

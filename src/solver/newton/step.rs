@@ -36,30 +36,9 @@ pub fn step(
         seconds_setup: t_c.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    let mut sys = sim
-        .newton_system
-        .take()
-        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     let ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
-    let mut it = Iterate {
-        x,
-        ev,
-        ns: NewtonStats::default(),
-        cstats,
-        tr_clamp: false,
-        ppn_delta: f64::INFINITY,
-    };
-    let ctx = StepCtx {
-        sim: &*sim,
-        cfg,
-        y: &y,
-        x_t,
-        csettings,
-        frame,
-    };
-    let result = ctx.iterate(&mut sys, &mut ncp, &mut it);
-    sim.newton_system = Some(sys);
-    result?;
+    let mut it = Iterate::new(x, ev, cstats);
+    run(sim, (cfg, csettings), (x_t, &y), frame, &mut ncp, &mut it)?;
     let Iterate {
         mut x, ns, cstats, ..
     } = it;
@@ -103,34 +82,42 @@ pub fn solve_from(
 ) -> Result<NewtonStats, SolverError> {
     let mut cfg = sim.config.newton;
     cfg.energy = crate::model::NewtonEnergy::Pd;
-    let mut sys = sim
-        .newton_system
-        .take()
-        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     let ev = evaluate(sim, cfg.energy, x, y, x_t, true);
     // the test is relative to the energy's gradient scale: fixed at the start so that
     // it means `target`
     cfg.tol = target / ev.scale.max(f64::MIN_POSITIVE);
-    let mut it = Iterate {
-        x: std::mem::take(x),
-        ev,
-        ns: NewtonStats::default(),
-        cstats: ContactStats::default(),
-        tr_clamp: false,
-        ppn_delta: f64::INFINITY,
-    };
+    let mut it = Iterate::new(std::mem::take(x), ev, ContactStats::default());
+    let csettings = contact_settings(sim.model);
+    let result = run(sim, (cfg, csettings), (x_t, y), frame, &mut None, &mut it);
+    *x = it.x;
+    result.map(|_| it.ns)
+}
+
+/// [`StepCtx::iterate`] on `it` with the simulator's persistent Newton system (pattern and
+/// symbolic factor: taken from `sim`, created on first use, and put back).
+fn run(
+    sim: &mut Simulator,
+    (cfg, csettings): (crate::solver::config::NewtonConfig, contact::SolveSettings),
+    (x_t, y): (&[f64], &[f64]),
+    frame: usize,
+    ncp: &mut Option<(ContactSet, Vec<f64>)>,
+    it: &mut Iterate,
+) -> Result<(), SolverError> {
+    let mut sys = sim
+        .newton_system
+        .take()
+        .unwrap_or_else(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     let ctx = StepCtx {
         sim: &*sim,
         cfg,
         y,
         x_t,
-        csettings: contact_settings(sim.model),
+        csettings,
         frame,
     };
-    let result = ctx.iterate(&mut sys, &mut None, &mut it);
+    let result = ctx.iterate(&mut sys, ncp, it);
     sim.newton_system = Some(sys);
-    *x = it.x;
-    result.map(|_| it.ns)
+    result
 }
 
 /// The constants of one Newton step: the simulator, the settings, the inertial target $y$,
@@ -155,6 +142,20 @@ struct Iterate {
     tr_clamp: bool,
     /// PPN's progressive threshold δ.
     ppn_delta: f64,
+}
+
+impl Iterate {
+    /// The iteration's start: `x` with its evaluation `ev`, no iterations yet.
+    fn new(x: Vec<f64>, ev: Eval, cstats: ContactStats) -> Self {
+        Iterate {
+            x,
+            ev,
+            ns: NewtonStats::default(),
+            cstats,
+            tr_clamp: false,
+            ppn_delta: f64::INFINITY,
+        }
+    }
 }
 
 impl StepCtx<'_> {
