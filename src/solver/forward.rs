@@ -47,7 +47,7 @@ impl Simulator<'_> {
             ncp,
             cstats,
         } = self.begin_pd(frame, x_t, v_t);
-        let guard0 = self.aa.guard_firings;
+        let guard0 = self.aa.guard_firings();
         self.aa.reset();
         let accurate = self.config.mode == SolverMode::Accurate;
         let mut it = PdLoop::new(x, ncp, cstats);
@@ -114,7 +114,7 @@ impl Simulator<'_> {
                 f64::INFINITY
             });
         }
-        stats.anderson_guard_firings = self.aa.guard_firings - guard0;
+        stats.anderson_guard_firings = self.aa.guard_firings() - guard0;
         if self.compute_tr && !x_before.is_empty() {
             stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
         }
