@@ -20,6 +20,7 @@ fn compile_kernels() {
         "kernels/local.cu",
         "kernels/gradient.cu",
         "kernels/muscle.cu",
+        "kernels/resident.cu",
     ];
     let mut build = cc::Build::new();
     build

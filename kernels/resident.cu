@@ -5,6 +5,14 @@
 // reduction), no atomics, deterministic.
 #include "device.h"
 
+// dst[i] = src[i]
+DPHD_KERNEL(dphd_copy)(DPHD_ITEM_PARAM long long n, const double* src, double* dst)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    dst[i] = src[i];
+}
+
 // out[i] = a * x[i] + b * y[i]   (with a = 1, b = +-1 exactly x +- y, as on the host)
 DPHD_KERNEL(dphd_lincomb)(DPHD_ITEM_PARAM long long n, double a, const double* x, double b,
                           const double* y, double* out)

@@ -12,6 +12,10 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../kernels/gradient.cu"),
     ),
     ("kernels/muscle.cu", include_str!("../../kernels/muscle.cu")),
+    (
+        "kernels/resident.cu",
+        include_str!("../../kernels/resident.cu"),
+    ),
 ];
 
 /// Headers the sources include, by include name.
@@ -177,6 +181,23 @@ kernel_table! {
     MuscleLocal = dphd_muscle_local in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, sptr: Index, nodes: Index, grads: In, rest: In, x: In, q: Out);
     /// The backward's muscle term of `ΔA z` added to the per-sample `dp` (muscle.cu, App. A.4).
     MuscleJacobianApply = dphd_muscle_jacobian_apply in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, mlen: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, dp: Out);
+    // --- the device-resident PD iteration (resident.cu) ---
+    /// `dst = src`.
+    Copy = dphd_copy in "kernels/resident.cu" (src: In, dst: Out);
+    /// `out = a x + b y`.
+    Lincomb = dphd_lincomb in "kernels/resident.cu" (a: Real, x: In, b: Real, y: In, out: Out);
+    /// `dst[map[i]] = src[i]` (injective map).
+    ScatterPerm = dphd_scatter_perm in "kernels/resident.cu" (map: Index, src: In, dst: Out);
+    /// `dst[idx[i]] = src[idx[i]]`: impose (or zero) the prescribed entries.
+    CopyAt = dphd_copy_at in "kernels/resident.cu" (idx: Index, src: In, dst: Out);
+    /// `ring[off + i] = a[i] - b[i]`: an Anderson history difference into its slot.
+    DiffInto = dphd_diff_into in "kernels/resident.cu" (off: Int, a: In, b: In, ring: Out);
+    /// First pass of `||a - b||^2` (chunk partials).
+    DiffSqPartial = dphd_diff_sq_partial in "kernels/resident.cu" (len: Int, chunk: Int, a: In, b: In, partial: Out);
+    /// First pass of `q` dot products of one vector with a block of vectors.
+    DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunk: Int, chunks: Int, a_off: Int, a: In, b: In, partial: Out);
+    /// Anderson's mixed iterate (spec Eq. 21).
+    AndersonMix = dphd_anderson_mix in "kernels/resident.cu" (m: Int, terms: In, dx: In, dg: In, x: In, g: In, out: Out);
 }
 
 #[cfg(test)]

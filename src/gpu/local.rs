@@ -317,6 +317,13 @@ impl<D: Device> DeviceLocalStep<D> {
     /// device ([`DeviceLocalStep::projections`]).
     pub fn run(&mut self, dev: &D, x: &[f64]) -> Result<Vec<f64>, GpuError> {
         dev.write(&mut self.x, x)?;
+        self.compute(dev)?;
+        dev.download(&self.bp)
+    }
+
+    /// The local step at the device positions [`DeviceLocalStep::x_mut`] into the device
+    /// $b_p$ ([`DeviceLocalStep::bp_mut`]): [`DeviceLocalStep::run`] without the transfers.
+    pub(crate) fn compute(&mut self, dev: &D) -> Result<(), GpuError> {
         dev.launch(
             Kernel::LocalStep,
             self.ns,
@@ -354,8 +361,27 @@ impl<D: Device> DeviceLocalStep<D> {
                 ],
             )?;
         }
-        gather(dev, self.nn, &self.inc, &self.grads, &self.q, &mut self.bp)?;
-        dev.download(&self.bp)
+        gather(dev, self.nn, &self.inc, &self.grads, &self.q, &mut self.bp)
+    }
+
+    /// The positions the next [`DeviceLocalStep::compute`] reads (node-major, `3n`).
+    pub(crate) fn x(&self) -> &D::Real {
+        &self.x
+    }
+
+    /// $b_p$ of the last [`DeviceLocalStep::compute`] (node-major, `3n`).
+    pub(crate) fn bp(&self) -> &D::Real {
+        &self.bp
+    }
+
+    /// The positions, to overwrite.
+    pub(crate) fn x_mut(&mut self) -> &mut D::Real {
+        &mut self.x
+    }
+
+    /// $b_p$, to overwrite or swap.
+    pub(crate) fn bp_mut(&mut self) -> &mut D::Real {
+        &mut self.bp
     }
 
     /// $Q_s$ of the last [`DeviceLocalStep::run`] (9 per sample, row-major).

@@ -14,6 +14,7 @@ pub mod local;
 pub mod nvrtc;
 pub mod offload;
 pub mod pipeline;
+pub mod resident;
 pub mod system;
 
 #[cfg(feature = "cuda")]

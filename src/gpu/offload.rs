@@ -11,11 +11,13 @@ use super::device::Device;
 use super::gradient::DeviceParamGradient;
 use super::local::{unsupported, DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
+use super::resident::Resident;
 use super::system::{GpuSystem, SolveCounts};
 use super::GpuError;
 use crate::linalg::LinearSolver;
 use crate::model::muscle::MuscleGroup;
-use crate::solver::offload::{Offload, ParamStep, ParamSums};
+use crate::solver::anderson::AndersonStore;
+use crate::solver::offload::{MapNorms, Offload, ParamStep, ParamSums, ResidentPd, ResidentStep};
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,8 @@ pub struct DeviceOffload<D: Device> {
     muscles: Vec<MuscleGroup>,
     pending_activations: Option<Vec<f64>>,
     backward: Mutex<Backward<D>>,
+    /// The resident PD loop's buffers (built at its first step).
+    resident: Option<Resident<D>>,
     /// First failure of a `&self` stage, for [`Offload::take_error`].
     error: Mutex<Option<String>>,
 }
@@ -79,6 +83,7 @@ impl<D: Device + Clone> DeviceOffload<D> {
             muscles: model.muscles.clone(),
             pending_activations: None,
             backward: Mutex::new(backward),
+            resident: None,
             error: Mutex::new(None),
         })
     }
@@ -198,5 +203,82 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
             self.pending_activations =
                 Some(self.muscles.iter().map(|g| g.activation_at(t)).collect());
         }
+    }
+
+    fn resident(&mut self) -> Option<&mut dyn ResidentPd> {
+        Some(self)
+    }
+}
+
+/// The resident loop's state, or the error of using it before [`ResidentPd::begin`].
+fn begun<D: Device>(r: &mut Option<Resident<D>>) -> Result<&mut Resident<D>, String> {
+    r.as_mut()
+        .ok_or_else(|| "resident PD loop used before its step began".to_string())
+}
+
+/// Anderson's vectors on the device (the resident PD loop's history).
+impl<D: Device + Clone> AndersonStore for DeviceOffload<D> {
+    fn push(&mut self, slot: Option<usize>) -> Result<(), String> {
+        let r = begun(&mut self.resident)?;
+        r.push(&self.dev, &self.local, slot)
+            .map_err(|e| e.to_string())
+    }
+
+    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), String> {
+        let r = begun(&mut self.resident)?;
+        r.dots(&self.dev, slot, live).map_err(|e| e.to_string())
+    }
+
+    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), String> {
+        let r = begun(&mut self.resident)?;
+        r.mix(&self.dev, &self.local, terms)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl<D: Device + Clone> ResidentPd for DeviceOffload<D> {
+    fn begin(&mut self, step: &ResidentStep) -> Result<(), String> {
+        if let Some(act) = self.pending_activations.take() {
+            self.local
+                .set_activations(&self.dev, &act)
+                .map_err(|e| e.to_string())?;
+        }
+        if self.resident.as_ref().map(|r| r.window()) != Some(step.window) {
+            let r = Resident::new(&self.dev, &self.system, step.window);
+            self.resident = Some(r.map_err(|e| e.to_string())?);
+        }
+        let r = begun(&mut self.resident)?;
+        r.begin(&self.dev, &mut self.local, step)
+            .map_err(|e| e.to_string())
+    }
+
+    fn set_x(&mut self, x: &[f64]) -> Result<(), String> {
+        self.dev
+            .write(self.local.x_mut(), x)
+            .map_err(|e| e.to_string())
+    }
+
+    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, String> {
+        let r = begun(&mut self.resident)?;
+        r.pd_map(&self.dev, &mut self.local, &self.system, (residual, floor))
+            .map_err(|e| e.to_string())
+    }
+
+    fn accept(&mut self) -> Result<(), String> {
+        let r = begun(&mut self.resident)?;
+        r.accept(&self.dev, &mut self.local)
+            .map_err(|e| e.to_string())
+    }
+
+    fn x(&self) -> Result<Vec<f64>, String> {
+        self.dev.download(self.local.x()).map_err(|e| e.to_string())
+    }
+
+    fn xhat(&self) -> Result<Vec<f64>, String> {
+        let r = self
+            .resident
+            .as_ref()
+            .ok_or("resident PD loop used before its step began")?;
+        r.xhat(&self.dev).map_err(|e| e.to_string())
     }
 }

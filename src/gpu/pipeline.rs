@@ -182,6 +182,42 @@ impl<D: Device> DeviceFactor<D> {
     /// Level-scheduled $L y = Pb$, $L^T z = y$, $x = P^T z$.
     pub fn solve_triangular(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
         self.permute_in(dev, b)?;
+        self.solve_levels(dev)?;
+        self.permute_out(dev)
+    }
+
+    /// $x = P^T S^T (S (P b))$: two SpMVs (Eq. 33).
+    pub fn solve_inverse(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
+        if self.inverse.is_none() {
+            return Err(GpuError::NoInverse);
+        }
+        self.permute_in(dev, b)?;
+        self.solve_spmvs(dev)?;
+        self.permute_out(dev)
+    }
+
+    /// Solve in place on the device: `v` $\leftarrow P^TL^{-T}L^{-1}Pv$ on the chosen path
+    /// (the resident PD iteration: nothing crosses to the host).
+    pub fn solve_device(&mut self, dev: &D, v: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::GatherPerm,
+            self.n,
+            &mut [Arg::Index(&self.perm), Arg::In(v), Arg::Out(&mut self.work)],
+        )?;
+        if self.inverse.is_some() {
+            self.solve_spmvs(dev)?;
+        } else {
+            self.solve_levels(dev)?;
+        }
+        dev.launch(
+            Kernel::GatherPerm,
+            self.n,
+            &mut [Arg::Index(&self.iperm), Arg::In(&self.work), Arg::Out(v)],
+        )
+    }
+
+    /// `work` $\leftarrow L^{-T}L^{-1}$`work` by the level-scheduled triangular solves.
+    fn solve_levels(&mut self, dev: &D) -> Result<(), GpuError> {
         let lower = LevelSolve::<D> {
             kernel: Kernel::TrisolveLowerLevel,
             rows: &self.lower_levels.rows,
@@ -202,12 +238,11 @@ impl<D: Device> DeviceFactor<D> {
         for w in self.upper_levels.ptr.windows(2) {
             upper.level(dev, w[0], w[1], &mut self.work)?;
         }
-        self.permute_out(dev)
+        Ok(())
     }
 
-    /// $x = P^T S^T (S (P b))$: two SpMVs (Eq. 33).
-    pub fn solve_inverse(&mut self, dev: &D, b: &[f64]) -> Result<Vec<f64>, GpuError> {
-        self.permute_in(dev, b)?;
+    /// `work` $\leftarrow S^T(S\,$`work`$)$ with the explicit inverse factor (Eq. 33).
+    fn solve_spmvs(&mut self, dev: &D) -> Result<(), GpuError> {
         let inv = self.inverse.as_ref().ok_or(GpuError::NoInverse)?;
         // y = S w  (S row form), into work2
         dev.launch(
@@ -232,8 +267,7 @@ impl<D: Device> DeviceFactor<D> {
                 Arg::In(&self.work2),
                 Arg::Out(&mut self.work),
             ],
-        )?;
-        self.permute_out(dev)
+        )
     }
 
     /// Spec §5.2 step 5: the first-use self-check of the inverse-factor path against the

@@ -120,6 +120,29 @@ impl<D: Device> GpuSystem<D> {
         Ok(())
     }
 
+    /// Node-major positions $3i+d$ of axis `d`'s free nodes, in its reduced system's order.
+    pub fn axis_free_dofs(&self, d: usize) -> Vec<usize> {
+        let (free, _, _) = self.plan.reduced(self.plan.axis_system(d));
+        free.iter().map(|&i| 3 * i + d).collect()
+    }
+
+    /// Node-major positions of every prescribed DoF.
+    pub fn prescribed_dofs(&self) -> Vec<usize> {
+        (0..3)
+            .flat_map(|d| self.plan.prescribed(d).iter().map(move |&i| 3 * i + d))
+            .collect()
+    }
+
+    /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of
+    /// [`GpuSystem::axis_free_dofs`] (the resident PD iteration; counted as `resident`).
+    pub fn solve_axis_device(&self, d: usize, v: &mut D::Real) -> Result<(), GpuError> {
+        let k = self.plan.axis_system(d);
+        let mut f = self.factors[k].lock().unwrap_or_else(|p| p.into_inner());
+        f.solve_device(&self.dev, v)?;
+        self.counts.resident.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Solve all three axes; device errors are returned (the trait methods panic on them,
     /// which [`GpuSystem::try_solve`] lets callers avoid).
     pub fn try_solve(&self, b: &[f64], xd: Option<&[f64]>, x: &mut [f64]) -> Result<(), GpuError> {
@@ -143,6 +166,9 @@ pub struct SolveCounts {
     /// each): the contact's matrix-free products and adjoint solves (the forward's global
     /// solves come through [`GpuSystem::try_solve`] instead).
     pub homogeneous: AtomicUsize,
+    /// Axis solves of the resident PD iteration, on device vectors
+    /// ([`GpuSystem::solve_axis_device`]).
+    pub resident: AtomicUsize,
     /// Multi-RHS passes ([`DeviceFactor::solve_many`]) and the axis columns they solved.
     pub multi_passes: AtomicUsize,
     pub multi_columns: AtomicUsize,

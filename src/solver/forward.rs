@@ -56,8 +56,14 @@ impl Simulator<'_> {
         } else {
             Stop::Gate
         };
+        let resident = self.runs_resident(&it);
         let converged = loop {
-            match self.pd_iterate(frame, &rhs, &mut it, stop)? {
+            let exit = if resident {
+                self.pd_iterate_resident(frame, &rhs, &mut it, stop)?
+            } else {
+                self.pd_iterate(frame, &rhs, &mut it, stop)?
+            };
+            match exit {
                 Exit::Converged => break true,
                 Exit::Cap => break false,
                 Exit::GateMet => {
@@ -139,7 +145,7 @@ impl Simulator<'_> {
     /// The dual gate, or in accurate mode (`Stop::GateThenPolish`) the hand-over budget
     /// [`Self::HAND_OVER_AFTER`] (not for a gate tighter than 1e-5: that is an accuracy
     /// request, e.g. of the gradient checks, and is waited for).
-    fn gate_or_budget(&self, stop: Stop, k: usize, gate: &GateResiduals) -> bool {
+    pub(super) fn gate_or_budget(&self, stop: Stop, k: usize, gate: &GateResiduals) -> bool {
         DualGate::met(gate)
             || (stop == Stop::GateThenPolish
                 && k + 1 >= Self::HAND_OVER_AFTER
@@ -295,7 +301,7 @@ impl Simulator<'_> {
     }
 
     /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
-    fn residual_target(&self, it: &PdLoop) -> f64 {
+    pub(super) fn residual_target(&self, it: &PdLoop) -> f64 {
         self.config.residual_tol * it.r0.unwrap_or(0.0) + it.floor
     }
 
@@ -579,20 +585,7 @@ impl Simulator<'_> {
                 }
                 return Ok(());
             }
-            // Not finite on the device: the CPU reference step names the element.
-            let mut warm = self.warm.clone();
-            return match local::project_all(self.model, &self.derived, x, &mut warm) {
-                Err(e) => Err(SolverError::NonFiniteLocal {
-                    frame,
-                    iteration: k,
-                    element: e.element,
-                }),
-                Ok(_) => Err(SolverError::Offload {
-                    frame,
-                    iteration: k,
-                    message: "non-finite local step on the device where the CPU's is finite".into(),
-                }),
-            };
+            return Err(self.device_local_failure(frame, k, x));
         }
         let mut loc =
             local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|e| {
@@ -607,6 +600,24 @@ impl Simulator<'_> {
         }
         local::scatter(self.model, &loc.q, bp);
         Ok(())
+    }
+
+    /// The error of a local step that is not finite on the device at `x`: the CPU's
+    /// reference step names the element.
+    pub(super) fn device_local_failure(&self, frame: usize, k: usize, x: &[f64]) -> SolverError {
+        let mut warm = self.warm.clone();
+        match local::project_all(self.model, &self.derived, x, &mut warm) {
+            Err(e) => SolverError::NonFiniteLocal {
+                frame,
+                iteration: k,
+                element: e.element,
+            },
+            Ok(_) => SolverError::Offload {
+                frame,
+                iteration: k,
+                message: "non-finite local step on the device where the CPU's is finite".into(),
+            },
+        }
     }
 
     /// The global solve $Ax=b$ with Dirichlet values (spec §6.2 step 8), on the accelerator
@@ -699,31 +710,31 @@ impl Simulator<'_> {
 }
 
 /// The state of a step's PD iteration, carried across its phases.
-struct PdLoop {
-    x: Vec<f64>,
-    bp: Vec<f64>,
-    bp_prev: Vec<f64>,
-    xhat: Vec<f64>,
+pub(super) struct PdLoop {
+    pub(super) x: Vec<f64>,
+    pub(super) bp: Vec<f64>,
+    pub(super) bp_prev: Vec<f64>,
+    pub(super) xhat: Vec<f64>,
     /// PD iterations so far.
-    k: usize,
-    ncp: Option<NcpState>,
-    cstats: ContactStats,
-    stats: StepStats,
+    pub(super) k: usize,
+    pub(super) ncp: Option<NcpState>,
+    pub(super) cstats: ContactStats,
+    pub(super) stats: StepStats,
     /// The last contact solve met `contact.tolerance` (the gates also require it).
-    contact_ok: bool,
-    newton_cache: Option<contact::NewtonCache>,
-    last_gate: GateResiduals,
-    x_before: Vec<f64>,
-    b_before: Vec<f64>,
+    pub(super) contact_ok: bool,
+    pub(super) newton_cache: Option<contact::NewtonCache>,
+    pub(super) last_gate: GateResiduals,
+    pub(super) x_before: Vec<f64>,
+    pub(super) b_before: Vec<f64>,
     /// Force residual $\|b(x^0)-Ax^0\|$ of the step's first iterate (accurate mode).
-    r0: Option<f64>,
+    pub(super) r0: Option<f64>,
     /// Last force residual relative to `r0`.
-    residual: f64,
+    pub(super) residual: f64,
     /// Round-off floor of the residual test.
-    floor: f64,
+    pub(super) floor: f64,
     /// Contact tolerance of the force-balance phase
     /// ([`Simulator::residual_contact_tolerance`]); `None`: `contact.tolerance`.
-    contact_tol: Option<f64>,
+    pub(super) contact_tol: Option<f64>,
 }
 
 impl PdLoop {
@@ -757,7 +768,7 @@ impl PdLoop {
 
 /// What ends a run of PD iterations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
+pub(super) enum Stop {
     /// The dual gate: the step is converged (`mode = "paper"`).
     Gate,
     /// The dual gate hands over to Newton–Krylov (`mode = "accurate"`); the residual is tracked.
@@ -767,7 +778,7 @@ enum Stop {
 }
 
 /// Why a run of PD iterations ended.
-enum Exit {
+pub(super) enum Exit {
     Converged,
     GateMet,
     Cap,
@@ -799,16 +810,16 @@ struct PdStart {
 /// the $h^2/m$ of the translational mode.
 pub(super) struct StepRhs {
     /// Start-of-step positions $x_t$ (the reference of $u$).
-    x_t: Vec<f64>,
+    pub(super) x_t: Vec<f64>,
     /// $c_u$.
-    c: Vec<f64>,
+    pub(super) c: Vec<f64>,
     /// $Q^t_s$ per sample.
     qt: Vec<Matrix3<f64>>,
     /// $\sum_sG_s^T\mathrm{vec}\,Q^t_s$ (for an offloaded local step, which returns $b_p$).
-    st: Vec<f64>,
+    pub(super) st: Vec<f64>,
     /// Dirichlet values at the end of the step, absolute ($x$) and relative ($u$).
     pub(super) xd: Vec<f64>,
-    xd_u: Vec<f64>,
+    pub(super) xd_u: Vec<f64>,
 }
 
 impl Simulator<'_> {
@@ -841,7 +852,7 @@ impl Simulator<'_> {
 }
 
 /// The NCP contact state of a PD step: contact set, its Delassus operator, multipliers.
-type NcpState = (ContactSet, Delassus, Vec<f64>);
+pub(super) type NcpState = (ContactSet, Delassus, Vec<f64>);
 
 /// Project the global step `xhat` onto the contact conditions (spec §6.2 steps 10–18):
 /// solve the NCP for the multipliers and add their displacement to `xhat`.

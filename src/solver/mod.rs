@@ -17,6 +17,7 @@ pub mod muscle;
 pub mod newton;
 pub mod newton_krylov;
 pub mod offload;
+mod resident;
 pub mod rollout;
 pub mod simulator;
 pub mod stats;

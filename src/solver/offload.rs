@@ -11,6 +11,7 @@
 //! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
 //! that the iteration using it stops.
 
+use super::anderson::AndersonStore;
 use crate::linalg::LinearSolver;
 use nalgebra::Matrix3;
 
@@ -57,6 +58,79 @@ pub trait Offload {
     /// The time at which the next local steps evaluate muscle activations (the
     /// simulator's `Derived::muscle_time`, set at the start of every step).
     fn set_muscle_time(&mut self, _t: f64) {}
+
+    // --- the resident PD iteration (issue 15) ---
+
+    /// The PD iteration with its vectors resident on the accelerator ([`ResidentPd`]), if it
+    /// offers one: the solver then runs its PD loop (without NCP contact) through it, and per
+    /// iteration only norms, Anderson's new dot products and its coefficients cross.
+    fn resident(&mut self) -> Option<&mut dyn ResidentPd> {
+        None
+    }
+}
+
+/// The constants of one PD step for [`ResidentPd::begin`], in the displacement form of
+/// `forward::StepRhs` (node-major, `3n` each): the PD map is
+/// $\hat x=x_t+A^{-1}\big(c_u+b_p(x)-s_t\big)$ with the Dirichlet values $\bar x_D-x_{t,D}$
+/// in the solve and $\bar x_D$ imposed on $\hat x$.
+pub struct ResidentStep<'a> {
+    /// Anderson's window (the history's slots).
+    pub window: usize,
+    /// The first iterate $x^0$ (Dirichlet values imposed).
+    pub x0: &'a [f64],
+    /// The step's start $x_t$.
+    pub x_t: &'a [f64],
+    /// $c_u$.
+    pub c: &'a [f64],
+    /// $s_t=\sum_sG_s^T\mathrm{vec}\,Q^t_s$ ($b_{p,u}=b_p-s_t$).
+    pub st: &'a [f64],
+    /// Dirichlet values $\bar x_D$ (prescribed entries read).
+    pub xd: &'a [f64],
+    /// Dirichlet values relative to $x_t$ (prescribed entries read).
+    pub xd_u: &'a [f64],
+}
+
+/// The norms of one PD map on the accelerator ([`ResidentPd::pd_map`]) from which the
+/// solver's tests are formed (spec Eq. 22, the force-balance test of `mode = "accurate"`).
+#[derive(Clone, Copy, Debug)]
+pub struct MapNorms {
+    /// $\|b_p(x_k)\|$ (not finite: the local step failed).
+    pub bp: f64,
+    /// $\|g_k\|=\|\hat x-x_k\|$ (not finite: the step diverged).
+    pub g: f64,
+    /// $\|x_k\|$.
+    pub x: f64,
+    /// $\|x_k-x_t\|$.
+    pub disp: f64,
+    /// $\|b_p(x_k)-b_p(x_{k-1})\|$ (the previous map's $b_p$; meaningless on a step's first map).
+    pub dbp: f64,
+    /// $\|b_p(x_{k-1})\|$.
+    pub bp_prev: f64,
+    /// $\|(\hat A g_k)_F\|$ when asked: the force residual of $x_k$ on the free DoFs.
+    pub residual: Option<f64>,
+    /// $\|(\hat Ax_t+c_u+b_{p,u}(x_k))_F\|$ when asked: the reference of the residual floor.
+    pub floor_reference: Option<f64>,
+}
+
+/// The PD iteration with its vectors on the accelerator (spec §6.2 steps 4–9). The solver
+/// keeps the algorithm: it drives Anderson ([`super::anderson::Anderson::advance`], the
+/// [`AndersonStore`] being the pair $(x_k,g_k)$ of the last [`ResidentPd::pd_map`] and its
+/// history on the device) and decides every test from [`MapNorms`].
+pub trait ResidentPd: AndersonStore {
+    /// Upload a step's constants and its first iterate.
+    fn begin(&mut self, step: &ResidentStep) -> Result<(), String>;
+    /// Replace the iterate (after a host phase moved it); the previous $b_p$ is kept.
+    fn set_x(&mut self, x: &[f64]) -> Result<(), String>;
+    /// The PD map at $x_k$: $b_p(x_k)$, $\hat x$ and $g_k=\hat x-x_k$, and their norms (the
+    /// force residual and the floor's reference when asked).
+    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, String>;
+    /// After Anderson's mix: $x_{k+1}$ = the mixed iterate with $\bar x_D$ imposed, and
+    /// $b_p(x_k)$ becomes the previous $b_p$.
+    fn accept(&mut self) -> Result<(), String>;
+    /// The iterate $x_k$.
+    fn x(&self) -> Result<Vec<f64>, String>;
+    /// $\hat x$ of the last map.
+    fn xhat(&self) -> Result<Vec<f64>, String>;
 }
 
 /// What the device needs for the material parameter gradients of one step: per sample $s$

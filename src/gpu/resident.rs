@@ -1,0 +1,437 @@
+//! The resident PD iteration on a [`Device`] (spec §6.2 steps 4–9, issue 15): the iterate,
+//! $b_p$, the PD step, the force residual and Anderson's history live in device buffers for
+//! the whole step; per iteration the host receives the chunk partials of a few norms and of
+//! Anderson's $m$ new dot products, and sends the $m$ mixing coefficients. The algorithm
+//! (Anderson's slots and guard, the gates, the residual test) stays in the solver, which
+//! drives this through `solver::offload::ResidentPd`.
+//!
+//! One map $\hat x=x_t+A^{-1}(c_u-s_t+b_p(x))$ with the Dirichlet coupling folded into the
+//! step's constant: $c_2=c_u-s_t-\hat A\bar u_D$ ($\bar u_D$ the relative Dirichlet values,
+//! zero off the prescribed entries), so each axis solve is a gather of the free entries of
+//! $c_2+b_p$, the factor's solve and a scatter, all on the device.
+
+use super::device::{Arg, Device};
+use super::kernels::Kernel;
+use super::local::DeviceLocalStep;
+use super::system::GpuSystem;
+use super::GpuError;
+use crate::solver::offload::{MapNorms, ResidentStep};
+
+/// Entries per item of the first pass of a reduction (the host sums the partials in order).
+pub const CHUNK: usize = 1024;
+
+/// $\hat A$ on the device (symmetric: its CSC arrays are its CSR arrays).
+struct Matrix<D: Device> {
+    ptr: D::Index,
+    col: D::Index,
+    val: D::Real,
+}
+
+impl<D: Device> Matrix<D> {
+    /// `out` $=\hat A\,v$ on the node-major layout (the three axes as a row-interleaved block).
+    fn apply(&self, dev: &D, n3: usize, v: &D::Real, out: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::SpmvCsrMulti,
+            n3,
+            &mut [
+                Arg::Int(3),
+                Arg::Index(&self.ptr),
+                Arg::Index(&self.col),
+                Arg::In(&self.val),
+                Arg::In(v),
+                Arg::Out(out),
+            ],
+        )
+    }
+}
+
+/// The prescribed (Dirichlet) DoFs, node-major positions.
+struct Prescribed<D: Device> {
+    idx: D::Index,
+    len: usize,
+}
+
+impl<D: Device> Prescribed<D> {
+    /// `dst` takes the prescribed entries of `src`.
+    fn impose(&self, dev: &D, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::CopyAt,
+            self.len,
+            &mut [Arg::Index(&self.idx), Arg::In(src), Arg::Out(dst)],
+        )
+    }
+}
+
+/// One axis of the global solve: node-major positions of its free DoFs (in the reduced
+/// system's order) and the reduced right-hand side / solution.
+struct Axis<D: Device> {
+    map: D::Index,
+    len: usize,
+    rhs: D::Real,
+}
+
+/// The deterministic two-pass reductions: chunk partials on the device, summed in order on
+/// the host.
+struct Reducer<D: Device> {
+    n3: usize,
+    chunks: usize,
+    partial: D::Real,
+    dots: D::Real,
+}
+
+impl<D: Device> Reducer<D> {
+    /// $\|a-b\|$.
+    fn dist(&mut self, dev: &D, a: &D::Real, b: &D::Real) -> Result<f64, GpuError> {
+        dev.launch(
+            Kernel::DiffSqPartial,
+            self.chunks,
+            &mut [
+                Arg::Int(self.n3 as i64),
+                Arg::Int(CHUNK as i64),
+                Arg::In(a),
+                Arg::In(b),
+                Arg::Out(&mut self.partial),
+            ],
+        )?;
+        Ok(dev.download(&self.partial)?.iter().sum::<f64>().sqrt())
+    }
+
+    /// $a\cdot B_c$ for the `q` vectors $B_c$ of the block `b`, `a` starting at `a_off`.
+    fn dots(
+        &mut self,
+        dev: &D,
+        (a, a_off): (&D::Real, usize),
+        b: &D::Real,
+        q: usize,
+    ) -> Result<Vec<f64>, GpuError> {
+        dev.launch(
+            Kernel::DotsPartial,
+            q * self.chunks,
+            &mut [
+                Arg::Int(self.n3 as i64),
+                Arg::Int(CHUNK as i64),
+                Arg::Int(self.chunks as i64),
+                Arg::Int(a_off as i64),
+                Arg::In(a),
+                Arg::In(b),
+                Arg::Out(&mut self.dots),
+            ],
+        )?;
+        let p = dev.download(&self.dots)?;
+        Ok(p.chunks(self.chunks)
+            .take(q)
+            .map(|c| c.iter().sum())
+            .collect())
+    }
+}
+
+/// `out` $=a\,x+b\,y$ on `n` entries.
+fn lincomb<D: Device>(
+    dev: &D,
+    n: usize,
+    (a, x): (f64, &D::Real),
+    (b, y): (f64, &D::Real),
+    out: &mut D::Real,
+) -> Result<(), GpuError> {
+    dev.launch(
+        Kernel::Lincomb,
+        n,
+        &mut [
+            Arg::Real(a),
+            Arg::In(x),
+            Arg::Real(b),
+            Arg::In(y),
+            Arg::Out(out),
+        ],
+    )
+}
+
+/// `dst` $=$ `src` on `n` entries.
+fn copy<D: Device>(dev: &D, n: usize, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
+    dev.launch(Kernel::Copy, n, &mut [Arg::In(src), Arg::Out(dst)])
+}
+
+/// Anderson's history on the device: `window` slots of $\Delta x$, $\Delta g$ (slot $j$ at
+/// offset $j\cdot3n$), the last pair, the mixed iterate and the coefficient buffer.
+struct History<D: Device> {
+    window: usize,
+    dx: D::Real,
+    dg: D::Real,
+    last_x: D::Real,
+    last_g: D::Real,
+    out: D::Real,
+    terms: D::Real,
+}
+
+/// Device state of the resident PD loop of one simulator.
+pub struct Resident<D: Device> {
+    n3: usize,
+    a: Matrix<D>,
+    pres: Prescribed<D>,
+    axes: Vec<Axis<D>>,
+    red: Reducer<D>,
+    x_t: D::Real,
+    /// $c_2=c_u-s_t-\hat A\bar u_D$.
+    c2: D::Real,
+    /// $\hat Ax_t+c_u-s_t$ (the floor's reference minus $b_p$).
+    f0: D::Real,
+    xd: D::Real,
+    zero: D::Real,
+    xhat: D::Real,
+    g: D::Real,
+    b: D::Real,
+    bp_prev: D::Real,
+    tmp: D::Real,
+    hist: History<D>,
+}
+
+fn idx(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
+impl<D: Device> Resident<D> {
+    /// Buffers for `sys`'s matrix and Dirichlet sets and an Anderson window of `window`.
+    pub fn new(dev: &D, sys: &GpuSystem<D>, window: usize) -> Result<Self, GpuError> {
+        let n3 = 3 * sys.a.n;
+        let chunks = n3.div_ceil(CHUNK).max(1);
+        let pres = sys.prescribed_dofs();
+        let axes = (0..3)
+            .map(|d| {
+                let map = sys.axis_free_dofs(d);
+                Ok(Axis {
+                    len: map.len(),
+                    rhs: dev.zeros(map.len())?,
+                    map: dev.upload_index(&idx(&map))?,
+                })
+            })
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        let w = window.max(1);
+        Ok(Resident {
+            n3,
+            a: Matrix {
+                ptr: dev.upload_index(&idx(&sys.a.col_ptr))?,
+                col: dev.upload_index(&idx(&sys.a.row_idx))?,
+                val: dev.upload(&sys.a.values)?,
+            },
+            pres: Prescribed {
+                len: pres.len(),
+                idx: dev.upload_index(&idx(&pres))?,
+            },
+            axes,
+            red: Reducer {
+                n3,
+                chunks,
+                partial: dev.zeros(chunks)?,
+                dots: dev.zeros(w * chunks)?,
+            },
+            x_t: dev.zeros(n3)?,
+            c2: dev.zeros(n3)?,
+            f0: dev.zeros(n3)?,
+            xd: dev.zeros(n3)?,
+            zero: dev.zeros(n3)?,
+            xhat: dev.zeros(n3)?,
+            g: dev.zeros(n3)?,
+            b: dev.zeros(n3)?,
+            bp_prev: dev.zeros(n3)?,
+            tmp: dev.zeros(n3)?,
+            hist: History {
+                window,
+                dx: dev.zeros(w * n3)?,
+                dg: dev.zeros(w * n3)?,
+                last_x: dev.zeros(n3)?,
+                last_g: dev.zeros(n3)?,
+                out: dev.zeros(n3)?,
+                terms: dev.zeros(2 * w)?,
+            },
+        })
+    }
+
+    /// The Anderson window the history was sized for.
+    pub fn window(&self) -> usize {
+        self.hist.window
+    }
+
+    /// Upload a step: $x_t$, $\bar x_D$, the first iterate (into the local step's positions)
+    /// and the constants $c_2=c_u-s_t-\hat A\bar u_D$, $f_0=\hat Ax_t+c_u-s_t$.
+    pub fn begin(
+        &mut self,
+        dev: &D,
+        local: &mut DeviceLocalStep<D>,
+        step: &ResidentStep,
+    ) -> Result<(), GpuError> {
+        let n3 = self.n3;
+        dev.write(&mut self.x_t, step.x_t)?;
+        dev.write(&mut self.xd, step.xd)?;
+        dev.write(local.x_mut(), step.x0)?;
+        // c_u - s_t (into tmp)
+        dev.write(&mut self.b, step.c)?;
+        dev.write(&mut self.g, step.st)?;
+        lincomb(dev, n3, (1.0, &self.b), (-1.0, &self.g), &mut self.tmp)?;
+        // f0 = A x_t + (c_u - s_t)
+        self.a.apply(dev, n3, &self.x_t, &mut self.g)?;
+        lincomb(dev, n3, (1.0, &self.g), (1.0, &self.tmp), &mut self.f0)?;
+        // c2 = (c_u - s_t) - A ū_D, ū_D the relative Dirichlet values on the prescribed DoFs
+        dev.write(&mut self.b, step.xd_u)?;
+        copy(dev, n3, &self.zero, &mut self.xhat)?;
+        self.pres.impose(dev, &self.b, &mut self.xhat)?;
+        self.a.apply(dev, n3, &self.xhat, &mut self.g)?;
+        lincomb(dev, n3, (1.0, &self.tmp), (-1.0, &self.g), &mut self.c2)
+    }
+
+    /// The PD map at the local step's positions $x_k$ (see [`crate::solver::offload::ResidentPd::pd_map`]).
+    pub fn pd_map(
+        &mut self,
+        dev: &D,
+        local: &mut DeviceLocalStep<D>,
+        sys: &GpuSystem<D>,
+        (residual, floor): (bool, bool),
+    ) -> Result<MapNorms, GpuError> {
+        let n3 = self.n3;
+        local.compute(dev)?;
+        lincomb(dev, n3, (1.0, &self.c2), (1.0, local.bp()), &mut self.b)?;
+        self.solve(dev, sys)?;
+        // x̂ = (x_t + û) with x̄_D imposed; g = x̂ - x_k
+        lincomb(dev, n3, (1.0, &self.tmp), (1.0, &self.x_t), &mut self.xhat)?;
+        self.pres.impose(dev, &self.xd, &mut self.xhat)?;
+        lincomb(dev, n3, (1.0, &self.xhat), (-1.0, local.x()), &mut self.g)?;
+        let mut norms = MapNorms {
+            bp: self.red.dist(dev, local.bp(), &self.zero)?,
+            g: self.red.dist(dev, &self.g, &self.zero)?,
+            x: self.red.dist(dev, local.x(), &self.zero)?,
+            disp: self.red.dist(dev, local.x(), &self.x_t)?,
+            dbp: self.red.dist(dev, local.bp(), &self.bp_prev)?,
+            bp_prev: self.red.dist(dev, &self.bp_prev, &self.zero)?,
+            residual: None,
+            floor_reference: None,
+        };
+        if residual {
+            // A g on the free DoFs (prescribed rows zeroed), into tmp
+            self.a.apply(dev, n3, &self.g, &mut self.tmp)?;
+            self.pres.impose(dev, &self.zero, &mut self.tmp)?;
+            norms.residual = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
+        }
+        if floor {
+            lincomb(dev, n3, (1.0, &self.f0), (1.0, local.bp()), &mut self.tmp)?;
+            self.pres.impose(dev, &self.zero, &mut self.tmp)?;
+            norms.floor_reference = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
+        }
+        Ok(norms)
+    }
+
+    /// $\hat u=A^{-1}b$ on the free DoFs of each axis, into `tmp` (prescribed entries left
+    /// as they were: the caller imposes $\bar x_D$).
+    fn solve(&mut self, dev: &D, sys: &GpuSystem<D>) -> Result<(), GpuError> {
+        for (d, ax) in self.axes.iter_mut().enumerate() {
+            if ax.len == 0 {
+                continue;
+            }
+            dev.launch(
+                Kernel::GatherPerm,
+                ax.len,
+                &mut [Arg::Index(&ax.map), Arg::In(&self.b), Arg::Out(&mut ax.rhs)],
+            )?;
+            sys.solve_axis_device(d, &mut ax.rhs)?;
+            dev.launch(
+                Kernel::ScatterPerm,
+                ax.len,
+                &mut [
+                    Arg::Index(&ax.map),
+                    Arg::In(&ax.rhs),
+                    Arg::Out(&mut self.tmp),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Anderson's push: with `slot`, $\Delta x=x_k-x_{k-1}$ and $\Delta g=g_k-g_{k-1}$ into it;
+    /// then $(x_k,g_k)$ becomes the last pair.
+    pub fn push(
+        &mut self,
+        dev: &D,
+        local: &DeviceLocalStep<D>,
+        slot: Option<usize>,
+    ) -> Result<(), GpuError> {
+        let (n3, h) = (self.n3, &mut self.hist);
+        if let Some(s) = slot {
+            for (cur, last, ring) in [
+                (local.x(), &h.last_x, &mut h.dx),
+                (&self.g, &h.last_g, &mut h.dg),
+            ] {
+                dev.launch(
+                    Kernel::DiffInto,
+                    n3,
+                    &mut [
+                        Arg::Int((s * n3) as i64),
+                        Arg::In(cur),
+                        Arg::In(last),
+                        Arg::Out(ring),
+                    ],
+                )?;
+            }
+        }
+        copy(dev, n3, local.x(), &mut h.last_x)?;
+        copy(dev, n3, &self.g, &mut h.last_g)
+    }
+
+    /// $(\Delta g_{slot}\cdot\Delta g_j,\ \Delta g_j\cdot g_k)$ for the slots $j$ of `live`.
+    pub fn dots(
+        &mut self,
+        dev: &D,
+        slot: usize,
+        live: &[usize],
+    ) -> Result<(Vec<f64>, Vec<f64>), GpuError> {
+        let (n3, q) = (self.n3, self.hist.window.max(1));
+        let row = self
+            .red
+            .dots(dev, (&self.hist.dg, slot * n3), &self.hist.dg, q)?;
+        let rhs = self.red.dots(dev, (&self.g, 0), &self.hist.dg, q)?;
+        Ok((
+            live.iter().map(|&j| row[j]).collect(),
+            live.iter().map(|&j| rhs[j]).collect(),
+        ))
+    }
+
+    /// The mixed iterate $x_k+g_k-\sum_j\gamma_j(\Delta x_j+\Delta g_j)$ into the history's output.
+    pub fn mix(
+        &mut self,
+        dev: &D,
+        local: &DeviceLocalStep<D>,
+        terms: &[(usize, f64)],
+    ) -> Result<(), GpuError> {
+        let h = &mut self.hist;
+        let mut t = vec![0.0; 2 * h.window.max(1)];
+        for (j, &(slot, gamma)) in terms.iter().enumerate() {
+            t[2 * j] = slot as f64;
+            t[2 * j + 1] = gamma;
+        }
+        dev.write(&mut h.terms, &t)?;
+        dev.launch(
+            Kernel::AndersonMix,
+            self.n3,
+            &mut [
+                Arg::Int(terms.len() as i64),
+                Arg::In(&h.terms),
+                Arg::In(&h.dx),
+                Arg::In(&h.dg),
+                Arg::In(local.x()),
+                Arg::In(&self.g),
+                Arg::Out(&mut h.out),
+            ],
+        )
+    }
+
+    /// $x_{k+1}$ = the mixed iterate with $\bar x_D$ imposed (into the local step's positions);
+    /// $b_p(x_k)$ becomes the previous $b_p$.
+    pub fn accept(&mut self, dev: &D, local: &mut DeviceLocalStep<D>) -> Result<(), GpuError> {
+        self.pres.impose(dev, &self.xd, &mut self.hist.out)?;
+        std::mem::swap(local.x_mut(), &mut self.hist.out);
+        std::mem::swap(local.bp_mut(), &mut self.bp_prev);
+        Ok(())
+    }
+
+    /// $\hat x$ of the last map.
+    pub fn xhat(&self, dev: &D) -> Result<Vec<f64>, GpuError> {
+        dev.download(&self.xhat)
+    }
+}
