@@ -51,3 +51,48 @@ DPHD_KERNEL(dphd_segment_sum)(DPHD_ITEM_PARAM long long n, long long stride, lon
     for (long long t = ptr[k]; t < ptr[k + 1]; ++t) acc += src[stride * idx[t] + comp];
     dst[k] = acc;
 }
+
+// The nodal terms of a backward step (spec §7.5; the CPU's solver::gradient::accumulate_step
+// without an accelerator). Item i (node of body b): per component k, j = 3i + k,
+//   v_j = (x1_j - x0_j) / h,  r_j = (x1_j - x0_j - h v0_j) / h^2 + alpha_i v_j - g_k;
+//   out[5i]     = -(sum_k z_j r_j) m_i / rho_i   (dL/drho_b part; rho_i = rho_b)
+//   out[5i + 1] = -sum_k z_j m_i v_j             (dL/dalpha_b part)
+//   out[5i + 2 + k] = m_i z_j                    (dL/dg part)
+// Per-body and total sums by dphd_segment_sum over chunks (two passes).
+DPHD_KERNEL(dphd_nodal_gradient)(DPHD_ITEM_PARAM long long n, double h, double g0, double g1,
+                                 double g2, const double* mass, const double* alpha,
+                                 const double* rho, const double* z, const double* x0,
+                                 const double* x1, const double* v0, double* out)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    const double g[3] = {g0, g1, g2};
+    double dm = 0.0, da = 0.0;
+    for (int k = 0; k < 3; ++k) {
+        const long long j = 3 * i + k;
+        const double v = (x1[j] - x0[j]) / h;
+        const double r = (x1[j] - x0[j] - h * v0[j]) / (h * h) + alpha[i] * v - g[k];
+        dm -= z[j] * r;
+        da -= z[j] * mass[i] * v;
+        out[5 * i + 2 + k] = mass[i] * z[j];
+    }
+    out[5 * i] = dm * mass[i] / rho[i];
+    out[5 * i + 1] = da;
+}
+
+// The force-group terms of a backward step (spec §7.5): item t, the t-th loaded node of the
+// groups (group fgroup[t], node fnode[t], nominal force force[3t..3t+3)):
+//   out[t] = sum_c s_g f_c z_{3 i + c}   with s_g = scale[fgroup[t]] the group's profile value.
+// Per-group sums by dphd_segment_sum over chunks (two passes).
+DPHD_KERNEL(dphd_force_gradient)(DPHD_ITEM_PARAM long long n, const long long* fnode,
+                                 const long long* fgroup, const double* force,
+                                 const double* scale, const double* z, double* out)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long i = fnode[t];
+    const double s = scale[fgroup[t]];
+    double acc = 0.0;
+    for (int c = 0; c < 3; ++c) acc += s * force[3 * t + c] * z[3 * i + c];
+    out[t] = acc;
+}

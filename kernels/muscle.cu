@@ -83,3 +83,35 @@ DPHD_KERNEL(dphd_muscle_jacobian_apply)(DPHD_ITEM_PARAM long long n, const long 
         }
     }
 }
+
+// The muscle activation gradient of a backward step (spec §7.5, §3.5; the CPU's
+// solver::muscle::MuscleLin::activation_gradient): from db/da = w G^T vec(n m^T),
+// dL/da_g = sum over the group's fibres of w (Z_s m) . n. Item u: actuated sample
+// s = msample[u], Z_s = sum_a z_a grad N_a^T; for each fibre entry e of the sample (n =
+// mdir[3e..3e+3) at x_{t+1}, zero where l <= 1e-300):
+//   out[e] = w_e ((Z_s m_e) . n_e).
+// Per-group sums by dphd_segment_sum over each group's entries in model order (two passes).
+DPHD_KERNEL(dphd_muscle_activation_gradient)(DPHD_ITEM_PARAM long long n,
+                                             const long long* msample, const long long* mptr,
+                                             const double* fiber, const double* mweight,
+                                             const double* mdir, const long long* sptr,
+                                             const long long* nodes, const double* grads,
+                                             const double* z, double* out)
+{
+    const long long u = DPHD_ITEM;
+    if (u >= n) return;
+    const long long s = msample[u];
+    double zs[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) zs[3 * r + c] += z[3 * i + r] * grads[3 * k + c];
+    }
+    for (long long e = mptr[u]; e < mptr[u + 1]; ++e) {
+        const double* m = fiber + 3 * e;
+        const double* nd = mdir + 3 * e;
+        double d[3];
+        for (int r = 0; r < 3; ++r) d[r] = zs[3 * r] * m[0] + zs[3 * r + 1] * m[1] + zs[3 * r + 2] * m[2];
+        out[e] = mweight[e] * (d[0] * nd[0] + d[1] * nd[1] + d[2] * nd[2]);
+    }
+}

@@ -50,6 +50,7 @@ on_every_device! {
     moving_clamp_states_match_the_cpu_path => rollout_moving_clamp_on;
     paper_mode_is_as_accurate_as_the_cpu_path => paper_mode_is_as_accurate_as_the_cpu_on;
 }
+use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::linalg::{ordering, SparseCholesky};
 use diffphd::model::Model;
 
@@ -61,48 +62,6 @@ fn scene(element: &str) -> String {
 
 fn model(element: &str) -> Model {
     Model::from_scene(&common::load(&scene(element), &[])).expect("model builds")
-}
-
-/// Deterministic pseudo-random numbers in [-0.5, 0.5).
-fn noise(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
-}
-
-fn rel(a: &[f64], b: &[f64]) -> f64 {
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y) * (x - y))
-        .sum::<f64>()
-        .sqrt();
-    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    num / den.max(f64::MIN_POSITIVE)
-}
-
-/// Deformed positions: rest + a large twist-like perturbation (some elements far from rest,
-/// a few inverted) so every branch of the SVD and the volume projection is exercised.
-fn deformed(m: &Model, amp: f64, seed: u64) -> Vec<f64> {
-    let r = noise(3 * m.num_nodes(), seed);
-    m.rest
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            let (c, s) = ((3.0 * p[0]).cos(), (3.0 * p[0]).sin());
-            [
-                p[0] + amp * r[3 * i],
-                c * p[1] - s * p[2] + amp * r[3 * i + 1],
-                s * p[1] + c * p[2] + amp * r[3 * i + 2],
-            ]
-        })
-        .collect()
 }
 
 /// Local step on the emulator vs `solver::local` (CPU): Q_s per sample and b_p, hex and tet,
@@ -668,9 +627,10 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
     fn adjoint_step(
         &self,
         coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
+        muscle: &diffphd::solver::offload::MuscleStep,
     ) -> Result<u64, String> {
         bump(&self.calls.adjoint_steps);
-        self.inner.adjoint_step(coef)
+        self.inner.adjoint_step(coef, muscle)
     }
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
         bump(&self.calls.products);
@@ -1033,8 +993,9 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
     fn adjoint_step(
         &self,
         coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
+        muscle: &diffphd::solver::offload::MuscleStep,
     ) -> Result<u64, String> {
-        self.inner.adjoint_step(coef)
+        self.inner.adjoint_step(coef, muscle)
     }
     fn adjoint_product(&self, _: u64, _: &[f64], _: &mut [f64]) -> Result<(), String> {
         let msg = "injected device failure".to_string();
@@ -1202,46 +1163,6 @@ fn multi_rhs_system_solves_match_global_system_on<D: Device + Clone>(dev: &D) {
     }
 }
 
-/// A 1×1×4 beam (2×2×4 cells) with three overlapping muscle groups (two vertical-fibre
-/// halves, one circumferential top group), activations varying in time.
-fn muscle_scene(element: &str, material: &str, frames: usize) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 4]
-dx = 0.025
-[body.material]
-model = "{material}"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
-fiber = [0.0, 0.2, 1.0]
-stiffness = 4e4
-activation = [0.9, 0.7]
-[[body.muscle]]
-select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
-fiber = [0.0, 0.0, 1.0]
-stiffness = 4e4
-activation = [1.05, 1.2]
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
-fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
-stiffness = 2e4
-activation = 0.8
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-"#
-    )
-}
-
 /// The local step with muscle fibres on the device (`kernels/muscle.cu` after the material
 /// kernel) against `solver::local::project_all` (material + `solver::muscle::add_projections`):
 /// Q_s and b_p to 1e-12 on hex/corotated and tet/Neo-Hookean beams with overlapping groups,
@@ -1310,6 +1231,7 @@ fn muscle_adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(de
         let step = DeviceLocalStep::new(dev, &m, &arrays, &sim.derived).unwrap();
         let mut bare = DeviceAdjointProduct::new(dev, &arrays).unwrap();
         let mut prod = DeviceAdjointProduct::new(dev, &arrays).unwrap();
+        prod.plan_muscles(dev, &m).unwrap();
         for (t, amp, seed) in [(0.01, 0.01, 4u64), (0.04, 0.1, 5)] {
             sim.derived.muscle_time = t;
             let x = deformed(&m, amp, seed);
@@ -1317,7 +1239,13 @@ fn muscle_adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(de
             for p in [&mut bare, &mut prod] {
                 p.set_step(dev, |s| lin.spectral_coefficients(s)).unwrap();
             }
-            prod.set_muscles(dev, &m, &lin.muscle).unwrap();
+            let (len, dir) = lin.muscle.fibre_states();
+            let fibres = diffphd::solver::offload::MuscleStep {
+                activations: lin.muscle.activations(),
+                len: &len,
+                dir: &dir,
+            };
+            prod.set_muscles(dev, &fibres).unwrap();
             let z = noise(3 * m.num_nodes(), seed + 100);
             let got = prod.apply(dev, &step, &z).unwrap();
             let without = bare.apply(dev, &step, &z).unwrap();

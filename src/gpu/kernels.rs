@@ -181,6 +181,13 @@ kernel_table! {
     MuscleLocal = dphd_muscle_local in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, sptr: Index, nodes: Index, grads: In, rest: In, x: In, q: Out);
     /// The backward's muscle term of `ΔA z` added to the per-sample `dp` (muscle.cu, App. A.4).
     MuscleJacobianApply = dphd_muscle_jacobian_apply in "kernels/muscle.cu" (msample: Index, mptr: Index, mgroup: Index, fiber: In, mweight: In, act: In, mlen: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, dp: Out);
+    // --- the nodal, force-group and muscle-activation gradient terms (issue 15) ---
+    /// Per-node density, mass-damping and gravity terms of a backward step (gradient.cu, §7.5).
+    NodalGradient = dphd_nodal_gradient in "kernels/gradient.cu" (h: Real, g0: Real, g1: Real, g2: Real, mass: In, alpha: In, rho: In, z: In, x0: In, x1: In, v0: In, out: Out);
+    /// Per-loaded-node force-scale terms of a backward step (gradient.cu, §7.5).
+    ForceGradient = dphd_force_gradient in "kernels/gradient.cu" (fnode: Index, fgroup: Index, force: In, scale: In, z: In, out: Out);
+    /// Per-fibre muscle activation terms of a backward step (muscle.cu, §7.5, §3.5).
+    MuscleActivationGradient = dphd_muscle_activation_gradient in "kernels/muscle.cu" (msample: Index, mptr: Index, fiber: In, mweight: In, mdir: In, sptr: Index, nodes: Index, grads: In, z: In, out: Out);
     // --- the device-resident PD iteration (resident.cu) ---
     /// `dst = src`.
     Copy = dphd_copy in "kernels/resident.cu" (src: In, dst: Out);

@@ -10,6 +10,7 @@ use super::kernels::Kernel;
 use super::GpuError;
 use crate::material::MaterialModel;
 use crate::model::{Derived, Model};
+use crate::solver::offload::MuscleStep;
 
 /// Plain arrays of the local step (structure of arrays, 64-bit indices).
 #[derive(Clone, Debug, Default)]
@@ -50,6 +51,9 @@ pub struct MuscleArrays {
     pub fiber: Vec<f64>,
     /// $w_m=k_mV_s$ of each entry.
     pub weight: Vec<f64>,
+    /// Entries of each group in model order (`Model::muscles[g].samples`): the group-major
+    /// fibre order of [`crate::solver::offload::MuscleStep`] and of the CPU's sums.
+    pub by_group: Vec<Vec<usize>>,
 }
 
 impl MuscleArrays {
@@ -79,6 +83,15 @@ impl MuscleArrays {
             }
             a.ptr.push(a.group.len() as i64);
         }
+        let mut entry_of = std::collections::HashMap::new();
+        for u in 0..a.sample.len() {
+            for e in a.ptr[u] as usize..a.ptr[u + 1] as usize {
+                entry_of.insert((a.group[e] as usize, a.sample[u] as usize), e);
+            }
+        }
+        a.by_group = (model.muscles.iter().enumerate())
+            .map(|(gi, g)| g.samples.iter().map(|&s| entry_of[&(gi, s)]).collect())
+            .collect();
         a
     }
 }
@@ -89,13 +102,13 @@ pub fn activations(model: &Model, t: f64) -> Vec<f64> {
 }
 
 /// Muscle buffers on the device.
-struct DeviceMuscles<D: Device> {
-    num: usize,
-    sample: D::Index,
-    ptr: D::Index,
+pub(crate) struct DeviceMuscles<D: Device> {
+    pub(crate) num: usize,
+    pub(crate) sample: D::Index,
+    pub(crate) ptr: D::Index,
     group: D::Index,
-    fiber: D::Real,
-    weight: D::Real,
+    pub(crate) fiber: D::Real,
+    pub(crate) weight: D::Real,
     act: D::Real,
 }
 
@@ -503,61 +516,71 @@ impl<D: Device> DeviceAdjointProduct<D> {
 
 /// The muscle linearization of a backward step on the device: the fibres
 /// ([`MuscleArrays`]) and, per fibre entry, $\ell$ and $n$ at $x_{t+1}$.
-struct DeviceMuscleLin<D: Device> {
-    fibres: DeviceMuscles<D>,
-    /// Entry order: (group, sample) -> entry index.
-    entry_of: std::collections::HashMap<(usize, usize), usize>,
+pub(crate) struct DeviceMuscleLin<D: Device> {
+    pub(crate) fibres: DeviceMuscles<D>,
+    /// Entry of each fibre in the group-major order of
+    /// [`crate::solver::offload::MuscleStep`].
+    order: Vec<usize>,
     len: D::Real,
-    dir: D::Real,
+    pub(crate) dir: D::Real,
 }
 
 impl<D: Device> DeviceAdjointProduct<D> {
-    /// Upload the step's muscle linearization (`StepLinearization::muscle`) so that
-    /// [`DeviceAdjointProduct::apply`] includes the muscle term of $\Delta A\,z$ (the CPU's
-    /// `MuscleLin::apply`); a no-op for a model without muscles. Call it with every
-    /// [`DeviceAdjointProduct::set_step`] of a model with muscles.
-    pub fn set_muscles(
-        &mut self,
-        dev: &D,
-        model: &Model,
-        lin: &crate::solver::muscle::MuscleLin,
-    ) -> Result<(), GpuError> {
-        if model.muscles.is_empty() {
-            return Ok(());
+    /// Plan the muscle term of $\Delta A\,z$ for `model`: its fibres on the device and room
+    /// for one step's $\ell$, $n$ (a no-op for a model without muscles).
+    pub fn plan_muscles(&mut self, dev: &D, model: &Model) -> Result<(), GpuError> {
+        if !model.muscles.is_empty() {
+            self.muscles = Some(DeviceMuscleLin::new(dev, model)?);
         }
-        if self.muscles.is_none() {
-            let a = MuscleArrays::from_model(model);
-            let mut entry_of = std::collections::HashMap::new();
-            for u in 0..a.sample.len() {
-                for e in a.ptr[u] as usize..a.ptr[u + 1] as usize {
-                    entry_of.insert((a.group[e] as usize, a.sample[u] as usize), e);
-                }
-            }
-            let ne = a.group.len();
-            let fibres = DeviceMuscles::new(dev, model, 0.0)?.ok_or(GpuError::Arguments {
-                kernel: "dphd_muscle_jacobian_apply",
-                why: "model has no muscles",
-            })?;
-            self.muscles = Some(DeviceMuscleLin {
-                fibres,
-                entry_of,
-                len: dev.zeros(ne)?,
-                dir: dev.zeros(3 * ne)?,
+        Ok(())
+    }
+
+    /// Upload the step's muscle linearization (group-major $(a_g,\ell,n)$,
+    /// [`crate::solver::muscle::MuscleLin::fibre_states`]) so that
+    /// [`DeviceAdjointProduct::apply`] includes the muscle term of $\Delta A\,z$ (the CPU's
+    /// `MuscleLin::apply`). Needs [`DeviceAdjointProduct::plan_muscles`] first; with no
+    /// muscles planned, an empty `step` is a no-op.
+    pub fn set_muscles(&mut self, dev: &D, step: &MuscleStep) -> Result<(), GpuError> {
+        let nf = self.muscles.as_ref().map_or(0, |m| m.order.len());
+        if step.len.len() != nf || step.dir.len() != 3 * nf {
+            return Err(GpuError::Length {
+                expected: nf,
+                got: step.len.len(),
             });
         }
         let Some(m) = self.muscles.as_mut() else {
             return Ok(());
         };
-        let ne = m.entry_of.len();
-        let (mut len, mut dir) = (vec![0.0; ne], vec![0.0; 3 * ne]);
-        for (g, s, l, n) in lin.entries() {
-            if let Some(&e) = m.entry_of.get(&(g, s)) {
-                len[e] = l;
-                dir[3 * e..3 * e + 3].copy_from_slice(n.as_slice());
-            }
+        let (mut len, mut dir) = (vec![0.0; nf], vec![0.0; 3 * nf]);
+        for (f, &e) in m.order.iter().enumerate() {
+            len[e] = step.len[f];
+            dir[3 * e..3 * e + 3].copy_from_slice(&step.dir[3 * f..3 * f + 3]);
         }
         dev.write(&mut m.len, &len)?;
         dev.write(&mut m.dir, &dir)?;
-        dev.write(&mut m.fibres.act, lin.activations())
+        dev.write(&mut m.fibres.act, step.activations)
+    }
+
+    /// The muscle linearization of the last [`DeviceAdjointProduct::set_muscles`], if any.
+    pub(crate) fn muscles(&self) -> Option<&DeviceMuscleLin<D>> {
+        self.muscles.as_ref()
+    }
+}
+
+impl<D: Device> DeviceMuscleLin<D> {
+    /// Fibre buffers of `model` (which has muscles) and room for one step's $\ell$, $n$.
+    fn new(dev: &D, model: &Model) -> Result<Self, GpuError> {
+        let a = MuscleArrays::from_model(model);
+        let ne = a.group.len();
+        let fibres = DeviceMuscles::new(dev, model, 0.0)?.ok_or(GpuError::Arguments {
+            kernel: "dphd_muscle_jacobian_apply",
+            why: "model has no muscles",
+        })?;
+        Ok(DeviceMuscleLin {
+            fibres,
+            order: a.by_group.concat(),
+            len: dev.zeros(ne)?,
+            dir: dev.zeros(3 * ne)?,
+        })
     }
 }

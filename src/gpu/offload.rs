@@ -2,8 +2,9 @@
 //! the PD iteration's local step (+ gather, muscles included) and global solve on a
 //! [`Device`], and the device factor for every contact-side solve
 //! ([`Offload::linear_solver`]: Delassus columns by multi-RHS solves, matrix-free products).
-//! The backward's stages too: $\Delta A\,z$ ([`DeviceAdjointProduct`]), the $A^{-1}$ solves on
-//! the device factor and the per-sample material gradients ([`DeviceParamGradient`]).
+//! The backward's stages too: $\Delta A\,z$ with its muscle term ([`DeviceAdjointProduct`]),
+//! the $A^{-1}$ solves on the device factor and the per-step parameter-gradient sums
+//! (material, nodal, force-group and muscle-activation terms, [`DeviceParamGradient`]).
 //! Anderson, the gate, the Krylov loops' vector work and the small dense contact block stay
 //! on the host (docs/gpu.md).
 
@@ -17,7 +18,9 @@ use super::GpuError;
 use crate::linalg::LinearSolver;
 use crate::model::muscle::MuscleGroup;
 use crate::solver::anderson::AndersonStore;
-use crate::solver::offload::{MapNorms, Offload, ParamStep, ParamSums, ResidentPd, ResidentStep};
+use crate::solver::offload::{
+    MapNorms, MuscleStep, Offload, ParamStep, ParamSums, ResidentPd, ResidentStep,
+};
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
 use std::sync::{Arc, Mutex};
@@ -71,10 +74,15 @@ impl<D: Device + Clone> DeviceOffload<D> {
             budget_bytes,
         )
         .map_err(|e| e.to_string())?;
+        let mut product = DeviceAdjointProduct::new(&dev, &arrays).map_err(|e| e.to_string())?;
+        product
+            .plan_muscles(&dev, model)
+            .map_err(|e| e.to_string())?;
         let backward = Backward {
-            product: DeviceAdjointProduct::new(&dev, &arrays).map_err(|e| e.to_string())?,
+            product,
             step: 0,
-            params: DeviceParamGradient::new(&dev, model).map_err(|e| e.to_string())?,
+            params: DeviceParamGradient::new(&dev, model, &sim.derived)
+                .map_err(|e| e.to_string())?,
         };
         Ok(DeviceOffload {
             dev,
@@ -95,6 +103,20 @@ impl<D: Device + Clone> DeviceOffload<D> {
             lock(&self.error).get_or_insert_with(|| msg.clone());
             msg
         })
+    }
+
+    /// An error (kept for [`Offload::take_error`]) unless `token` names the linearization on
+    /// the device.
+    fn current(&self, b: &Backward<D>, token: u64, what: &str) -> Result<(), String> {
+        if b.step == token {
+            return Ok(());
+        }
+        let msg = format!(
+            "{what} asked for linearization {token} while {} is on the device",
+            b.step
+        );
+        lock(&self.error).get_or_insert_with(|| msg.clone());
+        Err(msg)
     }
 
     /// The global-solve path of each distinct factor.
@@ -153,24 +175,21 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
     fn adjoint_step(
         &self,
         coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
+        muscle: &MuscleStep,
     ) -> Result<u64, String> {
         let mut b = lock(&self.backward);
         b.step += 1;
         let step = b.step;
-        let r = b.product.set_step(&self.dev, coef).map(|_| step);
+        let r = b
+            .product
+            .set_step(&self.dev, coef)
+            .and_then(|_| b.product.set_muscles(&self.dev, muscle).map(|_| step));
         self.kept(r)
     }
 
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
         let mut b = lock(&self.backward);
-        if b.step != token {
-            let msg = format!(
-                "ΔA·z asked for linearization {token} while {} is on the device",
-                b.step
-            );
-            lock(&self.error).get_or_insert_with(|| msg.clone());
-            return Err(msg);
-        }
+        self.current(&b, token, "ΔA·z")?;
         let r = b.product.apply(&self.dev, &self.local, z);
         let v = self.kept(r)?;
         out.copy_from_slice(&v);
@@ -183,8 +202,10 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
     }
 
     fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String> {
-        let mut b = lock(&self.backward);
-        let r = b.params.run(&self.dev, &self.local, step);
+        let mut guard = lock(&self.backward);
+        self.current(&guard, step.token, "the parameter gradients")?;
+        let b = &mut *guard;
+        let r = b.params.run(&self.dev, &self.local, &b.product, step);
         self.kept(r)
     }
 

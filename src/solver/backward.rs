@@ -10,6 +10,7 @@
 
 use super::anderson::TypeII;
 use super::config::BackwardConfig;
+use super::offload::{MuscleStep, Offload};
 use super::simulator::{norm, Simulator};
 use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
@@ -40,7 +41,7 @@ pub struct StepLinearization<'s> {
     products: std::sync::Mutex<Vec<Matrix3<f64>>>,
     /// The accelerator's token for this step's $\Delta A$ coefficients
     /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
-    device_step: Option<u64>,
+    pub(super) device_step: Option<u64>,
 }
 
 impl<'s> StepLinearization<'s> {
@@ -89,19 +90,15 @@ impl<'s> StepLinearization<'s> {
             })
             .unzip();
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
-        // plan of the device product: the coefficients once per step (a failure is kept by
-        // the accelerator and reported at the end of the step; the products then return NaN)
-        let device_step = sim.offload.as_ref().and_then(|off| {
-            off.adjoint_step(&|s: usize| {
-                let c = &spectral[s];
-                [c.u, c.v, c.w, c.m, c.n]
-            })
-            .ok()
-        });
+        let muscle = super::muscle::MuscleLin::new(model, x, d.muscle_time);
+        let device_step = sim
+            .offload
+            .as_ref()
+            .and_then(|off| plan_device_step(off.as_ref(), &spectral, &muscle));
         StepLinearization {
             samples,
             spectral,
-            muscle: super::muscle::MuscleLin::new(model, x, d.muscle_time),
+            muscle,
             filtered_samples,
             contact: None,
             products: std::sync::Mutex::new(Vec::new()),
@@ -127,7 +124,8 @@ impl<'s> StepLinearization<'s> {
     /// Eq. 42): the local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
     /// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ already
     /// carry the PD weights (terms sharing $U,V$ summed). Used by the device product (`gpu`),
-    /// which needs them as plain numbers. Muscles are not included.
+    /// which needs them as plain numbers. Muscles are not included (the device gets them as
+    /// [`crate::solver::offload::MuscleStep`]).
     pub fn spectral_coefficients(&self, s: usize) -> [Matrix3<f64>; 5] {
         let c = &self.spectral[s];
         [c.u, c.v, c.w, c.m, c.n]
@@ -151,10 +149,32 @@ impl<'s> StepLinearization<'s> {
     }
 }
 
+/// Plan the accelerator's $\Delta A$ of one step: the spectral coefficients and the muscle
+/// fibres' $(a_g,\ell,n)$ once per step ([`Offload::adjoint_step`]). A failure is kept by
+/// the accelerator and reported at the end of the step; the step then has no token and its
+/// products return NaN.
+fn plan_device_step(
+    off: &(dyn Offload + Send + Sync + '_),
+    spectral: &[svd::SpectralLinear],
+    muscle: &super::muscle::MuscleLin,
+) -> Option<u64> {
+    let (len, dir) = muscle.fibre_states();
+    let fibres = MuscleStep {
+        activations: muscle.activations(),
+        len: &len,
+        dir: &dir,
+    };
+    let coef = |s: usize| {
+        let c = &spectral[s];
+        [c.u, c.v, c.w, c.m, c.n]
+    };
+    off.adjoint_step(&coef, &fibres).ok()
+}
+
 /// $\Delta A\,z$ (Dirichlet rows not zeroed): on the accelerator when the simulator has one
-/// ([`crate::solver::offload::Offload::adjoint_product`], muscle terms added on the host),
-/// otherwise [`StepLinearization::apply`]. A device failure gives NaN (and is reported by
-/// the accelerator at the end of the step).
+/// ([`Offload::adjoint_product`]: spectral and muscle terms, one device product), otherwise
+/// [`StepLinearization::apply`]. A device failure gives NaN (and is reported by the
+/// accelerator at the end of the step).
 pub fn delta_a(sim: &Simulator, lin: &StepLinearization, z: &[f64], out: &mut [f64]) {
     let Some(off) = sim.offload.as_ref() else {
         lin.apply(sim.model, z, out);
@@ -164,9 +184,7 @@ pub fn delta_a(sim: &Simulator, lin: &StepLinearization, z: &[f64], out: &mut [f
         Some(token) => off.adjoint_product(token, z, out).is_ok(),
         None => false,
     };
-    if ok {
-        lin.muscle.apply(sim.model, z, out);
-    } else {
+    if !ok {
         out.iter_mut().for_each(|v| *v = f64::NAN);
     }
 }

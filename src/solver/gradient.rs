@@ -89,12 +89,54 @@ pub struct StepStates<'a> {
 }
 
 /// Add the contributions of step `frame` (from $x_t$ to $x_{t+1}$, velocity $v_t$) with
-/// adjoint `z` to `grads`.
+/// adjoint `z` to `grads`. With an accelerator the per-step reductions (material, nodal,
+/// force-group and muscle-activation terms) run on it ([`device_terms`]); the attachment
+/// terms stay on the host either way (small node sets whose targets move on the host).
 pub fn accumulate_step(
     sim: &Simulator,
     lin: &StepLinearization,
     step: StepStates,
     z: &[f64],
+    grads: &mut Gradients,
+) {
+    let model = sim.model;
+    let h = model.h;
+    let vel: Vec<f64> = (step.x_next.iter().zip(step.x_t))
+        .map(|(a, b)| (a - b) / h)
+        .collect();
+    let t_start = (step.frame - 1) as f64 * h;
+    for (g, (dk, dt)) in
+        crate::contact::attachment::gradients(&model.attachments, t_start + h, step.x_next, z)
+            .into_iter()
+            .enumerate()
+    {
+        grads.attachment_stiffness[g] += dk;
+        for c in 0..3 {
+            grads.attachment_offset[g][c] += dt[c];
+        }
+    }
+    let body_dnu: Vec<_> = (0..model.bodies.len())
+        .map(|b| model.body_means_dnu(&model.params, b))
+        .collect();
+    if let Some(off) = sim.offload.as_ref() {
+        device_terms(sim, off.as_ref(), lin, (step, z, &vel, &body_dnu), grads);
+        return;
+    }
+    host_nodal_terms(sim, step, z, &vel, grads);
+    lin.muscle
+        .activation_gradient(model, z, &mut grads.muscle_activation);
+    host_material_terms(sim, lin, (z, &vel, &body_dnu), grads);
+}
+
+/// The nodal terms of one step on the host (spec §7.5), per node $i$ of body $b$ with
+/// $r_i=(x_{t+1}-x_t-hv_t)/h^2+\alpha_iv_i-g$: $d\rho_b\mathrel{+}=-(z_i\cdot r_i)m_i/\rho_b$,
+/// $d\alpha_b\mathrel{+}=-m_iz_i\cdot v_i$, $dg\mathrel{+}=m_iz_i$; and per force group $g$
+/// with profile $\sigma_g$, $ds_g\mathrel{+}=\sigma_g(t)\sum_kf_k\cdot z_{i_k}$.
+fn host_nodal_terms(
+    sim: &Simulator,
+    step: StepStates,
+    z: &[f64],
+    vel: &[f64],
     grads: &mut Gradients,
 ) {
     let StepStates {
@@ -107,11 +149,7 @@ pub fn accumulate_step(
     let d = &sim.derived;
     let p = &model.params;
     let h = model.h;
-    let n = model.num_nodes();
-    let vel: Vec<f64> = x_next.iter().zip(x_t).map(|(a, b)| (a - b) / h).collect();
-    // Nodal terms: density, mass damping, external forces, gravity.
-    let t_start = (frame - 1) as f64 * h;
-    for i in 0..n {
+    for i in 0..model.num_nodes() {
         let b = model.node_body[i];
         let mut dm = 0.0;
         let mut da = 0.0;
@@ -126,6 +164,7 @@ pub fn accumulate_step(
         grads.density[b] += dm * d.mass[i] / p.density[b];
         grads.alpha[b] += da;
     }
+    let t_start = (frame - 1) as f64 * h;
     for (g, fg) in model.forces.iter().enumerate() {
         let s = fg.profile.eval(t_start);
         for (k, &i) in fg.nodes.iter().enumerate() {
@@ -134,32 +173,26 @@ pub fn accumulate_step(
             }
         }
     }
-    lin.muscle
-        .activation_gradient(model, z, &mut grads.muscle_activation);
-    for (g, (dk, dt)) in
-        crate::contact::attachment::gradients(&model.attachments, t_start + h, x_next, z)
-            .into_iter()
-            .enumerate()
-    {
-        grads.attachment_stiffness[g] += dk;
-        for c in 0..3 {
-            grads.attachment_offset[g][c] += dt[c];
-        }
-    }
-    // Per-sample material terms.
-    let body_dnu: Vec<_> = (0..model.bodies.len())
-        .map(|b| model.body_means_dnu(p, b))
-        .collect();
-    if let Some(off) = sim.offload.as_ref() {
-        device_material_terms(sim, off.as_ref(), lin, (z, &vel, &body_dnu), grads);
-        return;
-    }
+}
+
+/// The per-sample material terms of one step on the host (module doc): per-element
+/// $\partial\mathcal L/\partial E_e$, per-body $\partial\mathcal L/\partial\nu$ and
+/// $\partial\mathcal L/\partial\beta_0$.
+fn host_material_terms(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    (z, vel, body_dnu): (&[f64], &[f64], &[NhParams]),
+    grads: &mut Gradients,
+) {
+    let model = sim.model;
+    let d = &sim.derived;
+    let p = &model.params;
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
         .map(|s| {
             let e = model.samples.elem[s];
             let b = model.elem_body[e];
             let zh = model.gradient_of(s, z);
-            let vs = model.gradient_of(s, &vel);
+            let vs = model.gradient_of(s, vel);
             let w = d.w_total(s);
             let ee = p.youngs[e];
             let nu = p.nu[b];
@@ -202,20 +235,15 @@ pub fn accumulate_step(
     }
 }
 
-/// The per-sample material terms of [`accumulate_step`] through the accelerator: the law's
-/// parameter gradient as a linear map of $(\hat Z_s,\ell_s)$ per sample
+/// The law's parameter gradient of every sample as a linear map of $(\hat Z_s,\ell_s)$
 /// ([`crate::material::MaterialModel::param_gradient_linear`], with the $E$ part of
-/// $\beta_ew_s$ and the $\beta_0$ term added to its $\ell_s$ coefficients) here, the
-/// contractions with $\hat Z_s=G_sz$ and the per-element and per-body sums on the device
-/// ([`Offload::param_gradients`]). A device failure leaves `grads` unchanged; the accelerator
-/// keeps it and the reverse sweep reports it at the end of the step.
-fn device_material_terms(
+/// $\beta_ew_s$ and the $\beta_0$ term added to its $\ell_s$ coefficients): $(G^E, G^\nu, a)$,
+/// row-major, for [`ParamStep`].
+fn material_maps(
     sim: &Simulator,
-    off: &(dyn Offload + Send + Sync + '_),
     lin: &StepLinearization,
-    (z, vel, body_dnu): (&[f64], &[f64], &[NhParams]),
-    grads: &mut Gradients,
-) {
+    body_dnu: &[NhParams],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let model = sim.model;
     let d = &sim.derived;
     let p = &model.params;
@@ -254,26 +282,60 @@ fn device_material_terms(
         gnu.extend(row_major(lm.gnu));
         a.extend([lm.ae + c_beta * d.beta[e] * w / ee, lm.anu, s_e * w]);
     }
+    (ge, gnu, a)
+}
+
+/// The per-step reductions of [`accumulate_step`] through the accelerator
+/// ([`Offload::param_gradients`]): the material maps ([`material_maps`]) and the force
+/// profiles at the step's start here; the contractions with $z$ and the sums per element,
+/// body, force group and muscle group there (the nodal and muscle terms of
+/// [`host_nodal_terms`] and [`crate::solver::muscle::MuscleLin::activation_gradient`]); the
+/// knot chain rule of the activations here. A device failure (or a step without a device
+/// plan) leaves `grads` unchanged; the accelerator keeps the failure and the reverse sweep
+/// reports it at the end of the step.
+fn device_terms(
+    sim: &Simulator,
+    off: &(dyn Offload + Send + Sync + '_),
+    lin: &StepLinearization,
+    (states, z, vel, body_dnu): (StepStates, &[f64], &[f64], &[NhParams]),
+    grads: &mut Gradients,
+) {
+    let Some(token) = lin.device_step else {
+        return;
+    };
+    let model = sim.model;
+    let (ge, gnu, a) = material_maps(sim, lin, body_dnu);
+    let t_start = (states.frame - 1) as f64 * model.h;
+    let force_profile: Vec<f64> = model
+        .forces
+        .iter()
+        .map(|f| f.profile.eval(t_start))
+        .collect();
     let step = ParamStep {
+        token,
         z,
         vel,
         ge: &ge,
         gnu: &gnu,
         a: &a,
+        x_t: states.x_t,
+        v_t: states.v_t,
+        x_next: states.x_next,
+        force_profile: &force_profile,
     };
-    if let Ok(sums) = off.param_gradients(&step) {
-        grads
-            .youngs
-            .iter_mut()
-            .zip(&sums.youngs)
-            .for_each(|(g, v)| *g += v);
-        grads.nu.iter_mut().zip(&sums.nu).for_each(|(g, v)| *g += v);
-        grads
-            .beta0
-            .iter_mut()
-            .zip(&sums.beta0)
-            .for_each(|(g, v)| *g += v);
-    }
+    let Ok(sums) = off.param_gradients(&step) else {
+        return;
+    };
+    let add = |g: &mut [f64], v: &[f64]| g.iter_mut().zip(v).for_each(|(g, v)| *g += v);
+    add(&mut grads.youngs, &sums.youngs);
+    add(&mut grads.nu, &sums.nu);
+    add(&mut grads.beta0, &sums.beta0);
+    add(&mut grads.density, &sums.density);
+    add(&mut grads.alpha, &sums.alpha);
+    add(&mut grads.gravity, &sums.gravity);
+    add(&mut grads.force_scale, &sums.force_scale);
+    lin.muscle
+        .add_knot_gradient(&sums.muscle, &mut grads.muscle_activation);
 }
 
 /// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.

@@ -148,13 +148,16 @@ impl MuscleLin {
         }
     }
 
-    /// Every actuated sample of the linearization as (group, sample, $\ell$, $n$), for a
-    /// device copy of [`MuscleLin::apply`] (`gpu::local::DeviceAdjointProduct`).
-    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, f64, Vector3<f64>)> + '_ {
-        self.groups
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, g)| g.iter().map(move |(s, _, _, l, n)| (gi, *s, *l, *n)))
+    /// $\ell$ and $n$ of every fibre, group-major, each group's samples in model order (3
+    /// values of $n$ per fibre): the plain numbers of
+    /// [`crate::solver::offload::MuscleStep`] for a device copy of [`MuscleLin::apply`].
+    pub fn fibre_states(&self) -> (Vec<f64>, Vec<f64>) {
+        let fibres = self.groups.iter().flatten();
+        let len = fibres.clone().map(|(_, _, _, l, _)| *l).collect();
+        let dir = fibres
+            .flat_map(|(_, _, _, _, n)| [n[0], n[1], n[2]])
+            .collect();
+        (len, dir)
     }
 
     /// The activation of every group at the linearization's time.
@@ -177,13 +180,24 @@ impl MuscleLin {
     /// Add this step's $d\mathcal L/da_k=w_k(t)\,d\mathcal L/da_g(t)$ (adjoint `z`) to
     /// `grad[g][k]` (per group, per knot).
     pub fn activation_gradient(&self, model: &Model, z: &[f64], grad: &mut [Vec<f64>]) {
-        for (gi, g) in self.groups.iter().enumerate() {
-            let da: f64 = g
-                .iter()
-                .map(|(s, w, m, _, n)| w * (model.gradient_of(*s, z) * m).dot(n))
-                .sum();
+        let da: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|(s, w, m, _, n)| w * (model.gradient_of(*s, z) * m).dot(n))
+                    .sum()
+            })
+            .collect();
+        self.add_knot_gradient(&da, grad);
+    }
+
+    /// Add $d\mathcal L/da_k=w_k(t)\,da_g$ to `grad[g][k]` for this step's per-group
+    /// $da_g=d\mathcal L/da_g(t)$ (the knot chain rule of the module doc).
+    pub fn add_knot_gradient(&self, da: &[f64], grad: &mut [Vec<f64>]) {
+        for (gi, d) in da.iter().enumerate() {
             for &(k, wk) in &self.weights[gi] {
-                grad[gi][k] += wk * da;
+                grad[gi][k] += wk * d;
             }
         }
     }

@@ -4,9 +4,10 @@
 //! solver defines the contract and knows nothing of devices; the CPU path is the reference.
 //!
 //! The backward (spec §7) uses the same seam for its costly stages: the adjoint's
-//! $\Delta A\,z$ product (the step's coefficients uploaded once per backward step, one product
-//! per Krylov iteration), the $A^{-1}$ solves that precondition it, and the per-sample
-//! material parameter gradients (spec §7.5). Those methods take `&self` (the backward holds
+//! $\Delta A\,z$ product, muscle fibres included (the step's coefficients uploaded once per
+//! backward step, one product per Krylov iteration), the $A^{-1}$ solves that precondition it,
+//! and the per-step parameter-gradient reductions over samples, nodes, loaded nodes and muscle
+//! fibres (spec §7.5). Those methods take `&self` (the backward holds
 //! the simulator shared); a failure there is kept by the implementation and reported by
 //! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
 //! that the iteration using it stops.
@@ -28,21 +29,26 @@ pub trait Offload {
     // ---- Backward (adjoint) stages (spec §7.2, §7.5) ----
 
     /// Plan one linearization: upload the per-sample weighted spectral coefficients
-    /// `coef(s)` $=[U,V,W,M,N]$ of $\Delta A$ (spec App. A.1, Eq. 42; muscles excluded).
-    /// Returns a token naming this step for [`Offload::adjoint_product`].
+    /// `coef(s)` $=[U,V,W,M,N]$ of $\Delta A$ (spec App. A.1, Eq. 42) and the muscle fibres'
+    /// linearization `muscle` (spec §3.5, App. A.4; empty for a model without muscles).
+    /// Returns a token naming this step for [`Offload::adjoint_product`] and
+    /// [`Offload::param_gradients`].
     fn adjoint_step(
         &self,
         coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
+        muscle: &MuscleStep,
     ) -> Result<u64, String>;
     /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
-    /// terms not included), into `out`.
+    /// terms included: the whole of [`crate::solver::backward::StepLinearization::apply`]),
+    /// into `out`.
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String>;
     /// $A^{-1}q$ with zero Dirichlet values (the contract of
     /// [`crate::linalg::LinearSolver::solve_homogeneous`]).
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String>;
-    /// Per-element and per-body material gradients of one step (spec §7.5), see
-    /// [`ParamStep`]: returns $(\partial\mathcal L/\partial E_e$ per element,
-    /// $\partial\mathcal L/\partial\nu_b$ and $\partial\mathcal L/\partial\beta_{0,b}$ per body$)$.
+    /// The per-step parameter-gradient sums of step `step.token` (spec §7.5), see
+    /// [`ParamStep`] and [`ParamSums`]: the material terms per element and per body, the
+    /// nodal terms (density, mass damping, gravity), the force-group scales and the muscle
+    /// activations at the step's time.
     fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String>;
     /// The first accelerator failure since the last call (and clears it).
     fn take_error(&self) -> Option<String>;
@@ -133,13 +139,34 @@ pub trait ResidentPd: AndersonStore {
     fn xhat(&self) -> Result<Vec<f64>, String>;
 }
 
-/// What the device needs for the material parameter gradients of one step: per sample $s$
+/// The muscle fibres' linearization of one step at $x_{t+1}$ as plain numbers
+/// ([`crate::solver::muscle::MuscleLin`]): every fibre of every group, group-major, each
+/// group's samples in model order (`Model::muscles[g].samples`).
+pub struct MuscleStep<'a> {
+    /// $a_g$ of each group at the step's time.
+    pub activations: &'a [f64],
+    /// $\ell=\|F_s\mathsf m\|$ per fibre.
+    pub len: &'a [f64],
+    /// $n=F_s\mathsf m/\ell$ per fibre (3 per fibre; 0 where $\ell\le10^{-300}$).
+    pub dir: &'a [f64],
+}
+
+/// What the device needs for the parameter gradients of one step (spec §7.5,
+/// $d\mathcal L/d\theta=-z^T\partial\mathcal R_x/\partial\theta$). Material terms, per sample $s$
 /// with $\hat Z_s=G_sz$ and $\ell_s=-\hat Z_s:G_sv$ ($v=(x_{t+1}-x_t)/h$),
 /// $$dE_s=\hat Z_s:G^E_s+a^E_s\ell_s,\quad d\nu_s=\hat Z_s:G^\nu_s+a^\nu_s\ell_s,\quad
 /// d\beta_s=a^\beta_s\ell_s,$$
 /// the law's parameter gradient written as a linear map of $(\hat Z_s,\ell_s)$
-/// ([`crate::material::MaterialModel::param_gradient_linear`]).
+/// ([`crate::material::MaterialModel::param_gradient_linear`]). Nodal terms, per node $i$ of
+/// body $b$ with $r_i=(x_{t+1}-x_t-hv_t)/h^2+\alpha_iv-g$ (per component):
+/// $d\rho_b\mathrel{+}=-(z_i\cdot r_i)\,m_i/\rho_b$, $d\alpha_b\mathrel{+}=-m_i\,z_i\cdot v_i$,
+/// $dg\mathrel{+}=m_iz_i$ (masses, $\alpha_i$, $\rho_b$ and $g$ are the accelerator's from
+/// its model). Force groups: $ds_g=\sigma_g(t)\sum_{k\in g}f_k\cdot z_{i_k}$. Muscles:
+/// $da_g=\sum_{s\in g}w_m(\hat Z_s\mathsf m)\cdot n_s$ with the fibres of
+/// [`Offload::adjoint_step`] `token`.
 pub struct ParamStep<'a> {
+    /// The [`Offload::adjoint_step`] token of this step (its muscle linearization).
+    pub token: u64,
     /// The step's adjoint $z$ (node-major).
     pub z: &'a [f64],
     /// The step's velocity $(x_{t+1}-x_t)/h$ (node-major).
@@ -150,6 +177,12 @@ pub struct ParamStep<'a> {
     pub gnu: &'a [f64],
     /// $(a^E_s,a^\nu_s,a^\beta_s)$, 3 per sample.
     pub a: &'a [f64],
+    /// The step's start $x_t$, $v_t$ and end $x_{t+1}$ (node-major).
+    pub x_t: &'a [f64],
+    pub v_t: &'a [f64],
+    pub x_next: &'a [f64],
+    /// $\sigma_g(t)$: each force group's profile at the step's start.
+    pub force_profile: &'a [f64],
 }
 
 /// Sums of [`Offload::param_gradients`].
@@ -161,4 +194,14 @@ pub struct ParamSums {
     pub nu: Vec<f64>,
     /// $\sum_{s\in b}d\beta_s$ per body.
     pub beta0: Vec<f64>,
+    /// $\sum_{i\in b}d\rho_i$ per body.
+    pub density: Vec<f64>,
+    /// $\sum_{i\in b}d\alpha_i$ per body.
+    pub alpha: Vec<f64>,
+    /// $\sum_im_iz_i$.
+    pub gravity: [f64; 3],
+    /// $ds_g$ per force group.
+    pub force_scale: Vec<f64>,
+    /// $d\mathcal L/da_g$ at the step's time per muscle group (before the knot weights).
+    pub muscle: Vec<f64>,
 }

@@ -2,6 +2,7 @@
 //! Shared helpers for integration tests: run the real binary on a scene text and read
 //! `log.json`, or drive the library directly.
 
+pub mod gpu;
 pub mod scenes;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,86 @@
+//! Helpers of the GPU parity tests (`tests/gpu_parity.rs`, `tests/gpu_gradient_terms.rs`):
+//! deterministic noise, relative differences, deformed states and the muscle beam.
+
+use diffphd::model::Model;
+
+/// Deterministic pseudo-random numbers in [-0.5, 0.5).
+pub fn noise(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+pub fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    num / den.max(f64::MIN_POSITIVE)
+}
+
+/// Deformed positions: rest + a large twist-like perturbation (some elements far from rest,
+/// a few inverted) so every branch of the SVD and the volume projection is exercised.
+pub fn deformed(m: &Model, amp: f64, seed: u64) -> Vec<f64> {
+    let r = noise(3 * m.num_nodes(), seed);
+    m.rest
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| {
+            let (c, s) = ((3.0 * p[0]).cos(), (3.0 * p[0]).sin());
+            [
+                p[0] + amp * r[3 * i],
+                c * p[1] - s * p[2] + amp * r[3 * i + 1],
+                s * p[1] + c * p[2] + amp * r[3 * i + 2],
+            ]
+        })
+        .collect()
+}
+
+/// A 1×1×4 beam (2×2×4 cells) with three overlapping muscle groups (two vertical-fibre
+/// halves, one circumferential top group), activations varying in time.
+pub fn muscle_scene(element: &str, material: &str, frames: usize) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = {frames}
+[[body]]
+[body.mesh]
+generator = "box"
+element = "{element}"
+cells = [2, 2, 4]
+dx = 0.025
+[body.material]
+model = "{material}"
+youngs_modulus = 1e5
+poisson_ratio = 0.4
+density = 1000.0
+[[body.muscle]]
+select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
+fiber = [0.0, 0.2, 1.0]
+stiffness = 4e4
+activation = [0.9, 0.7]
+[[body.muscle]]
+select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
+fiber = [0.0, 0.0, 1.0]
+stiffness = 4e4
+activation = [1.05, 1.2]
+[[body.muscle]]
+select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
+fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
+stiffness = 2e4
+activation = 0.8
+[[body.dirichlet]]
+select = {{ face = "z_min" }}
+"#
+    )
+}
