@@ -2,35 +2,15 @@
 //! local step and global-solve paths against the CPU reference (spec §5.2 step 5, §6.2).
 //! Runs everywhere; the same functions run on a GPU with `--features cuda` (tests/gpu.rs).
 
+#[macro_use]
 mod common;
+
+use common::gpu::CONVERGED;
 
 use diffphd::gpu::factor::SimplicialFactor;
 use diffphd::gpu::local::{DeviceLocalStep, LocalArrays};
 use diffphd::gpu::pipeline::{DeviceFactor, SolvePath};
 use diffphd::gpu::{Arg, Device, Emulator, Kernel};
-
-/// Each parity check runs on the emulator everywhere, and on a CUDA device when the binary is
-/// built with `--features cuda` and a device is present (it says so and skips otherwise).
-macro_rules! on_every_device {
-    ($($name:ident => $body:ident;)*) => {
-        mod emulator {
-            $(#[test]
-            fn $name() {
-                super::$body(&super::Emulator);
-            })*
-        }
-        #[cfg(feature = "cuda")]
-        mod cuda {
-            $(#[test]
-            fn $name() {
-                match diffphd::gpu::cuda::Cuda::new(0) {
-                    Ok(dev) => super::$body(&dev),
-                    Err(e) => eprintln!("skipping on CUDA: {e}"),
-                }
-            })*
-        }
-    };
-}
 
 on_every_device! {
     local_step_matches_the_cpu_path => local_step_matches_the_cpu_path_on;
@@ -43,12 +23,6 @@ on_every_device! {
     multi_rhs_system_solves_match_global_system => multi_rhs_system_solves_match_global_system_on;
     muscle_local_step_matches_the_cpu_path => muscle_local_step_matches_the_cpu_path_on;
     muscle_adjoint_product_matches_the_cpu_linearization => muscle_adjoint_product_matches_the_cpu_linearization_on;
-    muscle_beam_states_match_the_cpu_path => rollout_muscles_on;
-    cantilever_states_match_the_cpu_path => rollout_cantilever_on;
-    twist_bands_states_match_the_cpu_path => rollout_twist_bands_on;
-    bouncing_ball_states_match_the_cpu_path => rollout_bouncing_ball_on;
-    moving_clamp_states_match_the_cpu_path => rollout_moving_clamp_on;
-    paper_mode_is_as_accurate_as_the_cpu_path => paper_mode_is_as_accurate_as_the_cpu_on;
 }
 use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::linalg::{ordering, SparseCholesky};
@@ -292,288 +266,6 @@ fn gpu_system_is_a_linear_solver() {
     assert!(rel(&ax, &b) < 1e-12);
 }
 
-/// Rollout states of the PD method with the local step and global solve on the emulator
-/// (`Simulator::offload`, what `--backend emulator` attaches) against the CPU path: max over
-/// frames of ‖x_gpu − x_cpu‖∞ relative to the rollout's max displacement. Every device
-/// operation agrees with the CPU to ≤ 2e-13 (tests above), but the device factor
-/// (simplicial) and the CPU's (supernodal) differ at round-off, which changes the PD iteration
-/// counts (printed); two runs that stop at a loose test stop at different iterates (at the
-/// paper's gate rel_tol 1e-4 the cantilever's end 7e-2 of the motion apart; issue 14; with a
-/// tight gate alone, rel_tol 1e-12, measured 2026-11-24: cantilever 4.6e-9, NH bands 7.7e-7).
-/// So the cantilever and the NH bands run under [`CONVERGED`] (force balance, then Newton
-/// polish to round-off), measured 2026-11-25: cantilever (6 frames) 1.9e-12, NH bands
-/// (5 frames, twist magnitude 20) 3.2e-11; bound 1e-10. The bouncing ball runs the accurate
-/// mode's force-balance test tight (`residual_tol` 1e-13): 4.1e-12 (bound 1e-10,
-/// [`rollout_bouncing_ball_on`]).
-fn rollout_parity<D: Device + Clone + 'static>(
-    dev: &D,
-    scene_file: &str,
-    sets: &[&str],
-    frames: usize,
-    bound: f64,
-) -> Rollouts {
-    let text = std::fs::read_to_string(common::repo().join(scene_file)).unwrap();
-    let ls = diffphd::scene::load_str(
-        &text,
-        &common::repo().join(scene_file),
-        &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    )
-    .unwrap();
-    let out = rollout_pair(dev, &ls, frames);
-    eprintln!(
-        "{scene_file} ({frames} frames, max displacement {:.3e}): worst state difference {:.2e} of it",
-        out.max_disp, out.worst
-    );
-    assert!(
-        out.worst <= bound,
-        "{scene_file}: state difference {:e} > {bound:e}",
-        out.worst
-    );
-    // every scene here has contact-free steps: their PD iterations ran on the resident loop
-    // (three axis solves per iteration on device vectors)
-    let resident = out
-        .counts
-        .resident
-        .load(std::sync::atomic::Ordering::Relaxed);
-    assert!(
-        resident > 0,
-        "{scene_file}: no PD iteration ran resident on the device"
-    );
-    out
-}
-
-/// What [`rollout_pair`] measured.
-struct Rollouts {
-    /// max over frames of ‖x_gpu − x_cpu‖∞ relative to `max_disp`.
-    worst: f64,
-    /// The CPU rollout's max displacement from the initial state.
-    max_disp: f64,
-    /// The device system's solve counters after the rollout.
-    counts: std::sync::Arc<diffphd::gpu::system::SolveCounts>,
-    /// Most active contacts of a CPU step.
-    active_contacts: usize,
-}
-
-/// The same scene rolled out on the CPU path and with `DeviceOffload` attached.
-fn rollout_pair<D: Device + Clone + 'static>(
-    dev: &D,
-    ls: &diffphd::scene::LoadedScene,
-    frames: usize,
-) -> Rollouts {
-    use diffphd::gpu::offload::DeviceOffload;
-    let m = Model::from_scene(ls).unwrap();
-    let mut cpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
-    let mut gpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
-    let off = DeviceOffload::new(dev.clone(), &gpu, 1 << 28).unwrap();
-    let counts = off.solve_counts();
-    gpu.offload = Some(Box::new(off));
-    let h = m.h;
-    let (mut xc, mut vc) = (m.x0.clone(), m.v0.clone());
-    let (mut xg, mut vg) = (m.x0.clone(), m.v0.clone());
-    let mut max_disp: f64 = 0.0;
-    let mut worst: f64 = 0.0;
-    let mut seconds = [0.0; 2];
-    let mut active_contacts = 0;
-    for frame in 1..=frames {
-        let t0 = std::time::Instant::now();
-        let (nc, sc) = cpu.step(frame, &xc, &vc).unwrap();
-        let t1 = std::time::Instant::now();
-        let (ng, sg) = gpu.step(frame, &xg, &vg).unwrap();
-        seconds[0] += (t1 - t0).as_secs_f64();
-        seconds[1] += t1.elapsed().as_secs_f64();
-        vc = nc.iter().zip(&xc).map(|(a, b)| (a - b) / h).collect();
-        vg = ng.iter().zip(&xg).map(|(a, b)| (a - b) / h).collect();
-        xc = nc;
-        xg = ng;
-        max_disp = max_disp.max(
-            xc.iter()
-                .zip(&m.x0)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max),
-        );
-        let diff = xc
-            .iter()
-            .zip(&xg)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
-        worst = worst.max(diff);
-        active_contacts = active_contacts.max(sc.contact.as_ref().map_or(0, |c| c.active));
-        eprintln!(
-            "frame {frame}: PD iterations cpu {} device {}, contacts {}, state difference {diff:.2e}",
-            sc.iterations,
-            sg.iterations,
-            sc.contact.as_ref().map(|c| c.candidates).unwrap_or(0)
-        );
-    }
-    eprintln!(
-        "seconds (not a benchmark): cpu {:.1}, device {:.1}; resident axis solves {}",
-        seconds[0],
-        seconds[1],
-        counts.resident.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    Rollouts {
-        worst: worst / max_disp.max(f64::MIN_POSITIVE),
-        max_disp,
-        counts,
-        active_contacts,
-    }
-}
-
-fn rollout_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
-    let sets = [&["body.0.mesh.cells=[8, 2, 2]"], CONVERGED].concat();
-    rollout_parity(dev, "scenes/cantilever.toml", &sets, 6, 1e-10);
-}
-
-/// A clamp that moves (translating at 0.5 m/s): the Dirichlet coupling $\hat A_{FD}\bar u_D$
-/// that the resident loop folds into the step's constant.
-fn rollout_moving_clamp_on<D: Device + Clone + 'static>(dev: &D) {
-    let sets = [
-        &[
-            "body.0.mesh.cells=[8, 2, 2]",
-            "body.0.dirichlet.0.motion={ type = \"translate\", velocity = [0.0, 0.2, 0.5] }",
-        ],
-        CONVERGED,
-    ]
-    .concat();
-    rollout_parity(dev, "scenes/cantilever.toml", &sets, 4, 1e-10);
-}
-
-/// `mode = "paper"` (Anderson + the dual gate alone), where the resident loop forms the gate
-/// from device norms: its states are as close to the converged ones (the CPU path under
-/// [`CONVERGED`]) as the CPU path's own paper-mode states: the worst error over the run within
-/// 3× of the CPU's plus 1e-9 of the motion (per frame they can be further apart: twist bands
-/// frame 2 at `rel_tol` 1e-10, CPU 1.1e-6 of the motion, device 7.0e-6; frame 3 both ≈ 1e-5). The two paper-mode runs are not compared with each other: the gate
-/// bounds the PD step $\|g\|$, the distance to the fixed point is about $\|g\|/(1-\rho)$
-/// with PD's contraction $\rho$ close to 1, and Anderson amplifies round-off, so runs that
-/// differ only in the last bits of the PD map stop at different iterations on different sides
-/// of the fixed point. Measured (8×2×2 cantilever, frame 1, `rel_tol` 1e-4): CPU 553
-/// iterations, the device's host loop 514, the resident loop 766, states up to 5 % of the
-/// motion apart; with `anderson_window = 0` the counts agree (3,647 each, gate values to
-/// 1e-11). docs/gpu.md "Resident PD iteration".
-fn paper_mode_is_as_accurate_as_the_cpu_on<D: Device + Clone + 'static>(dev: &D) {
-    use diffphd::gpu::offload::DeviceOffload;
-    for (scene, cells, tol) in [
-        (
-            "scenes/cantilever.toml",
-            "body.0.mesh.cells=[8, 2, 2]",
-            "solver.rel_tol=1e-4",
-        ),
-        (
-            "scenes/twist_bands_tet.toml",
-            "body.0.mesh.cells=[2, 2, 12]",
-            "solver.rel_tol=1e-10",
-        ),
-    ] {
-        let load = |sets: &[&str]| {
-            let text = std::fs::read_to_string(common::repo().join(scene)).unwrap();
-            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            diffphd::scene::load_str(&text, &common::repo().join(scene), &sets).unwrap()
-        };
-        let paper = load(&["solver.mode=\"paper\"", tol, cells]);
-        let exact = load(&[&[cells][..], CONVERGED].concat());
-        let m = Model::from_scene(&paper).unwrap();
-        let sim = |ls: &diffphd::scene::LoadedScene| {
-            diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap()
-        };
-        let mut dev_sim = sim(&paper);
-        dev_sim.offload = Some(Box::new(
-            DeviceOffload::new(dev.clone(), &dev_sim, 1 << 28).unwrap(),
-        ));
-        let runs = [sim(&exact), sim(&paper), dev_sim].map(|mut s| trajectory(&mut s, &m, 3));
-        let motion = runs[0]
-            .iter()
-            .map(|x| max_abs_diff(x, &m.x0))
-            .fold(0.0, f64::max);
-        let mut worst = [0.0f64; 2];
-        for (f, ((exact, cpu), device)) in runs[0].iter().zip(&runs[1]).zip(&runs[2]).enumerate() {
-            let (cpu, device) = (max_abs_diff(cpu, exact), max_abs_diff(device, exact));
-            eprintln!(
-                "{scene} {tol} frame {}: error of paper mode, relative to the motion: cpu {:.2e}, device {:.2e}",
-                f + 1,
-                cpu / motion,
-                device / motion
-            );
-            worst = [worst[0].max(cpu), worst[1].max(device)];
-        }
-        assert!(
-            worst[1] <= 3.0 * worst[0] + 1e-9 * motion,
-            "{scene}: worst paper-mode error device {:e} vs cpu {:e}",
-            worst[1],
-            worst[0]
-        );
-    }
-}
-
-/// The states of `frames` steps of `sim` from the model's initial state.
-fn trajectory(sim: &mut diffphd::solver::Simulator, m: &Model, frames: usize) -> Vec<Vec<f64>> {
-    let (mut x, mut v) = (m.x0.clone(), m.v0.clone());
-    (1..=frames)
-        .map(|frame| {
-            let (xn, _) = sim.step(frame, &x, &v).unwrap();
-            v = xn.iter().zip(&x).map(|(a, b)| (a - b) / m.h).collect();
-            x = xn;
-            x.clone()
-        })
-        .collect()
-}
-
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(p, q)| (p - q).abs())
-        .fold(0.0, f64::max)
-}
-
-fn rollout_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
-    let sets = [
-        &[
-            "body.0.mesh.cells=[2, 2, 12]",
-            "body.0.force.0.twist.magnitude=20.0",
-        ],
-        CONVERGED,
-    ]
-    .concat();
-    rollout_parity(dev, "scenes/twist_bands_tet.toml", &sets, 5, 1e-10);
-}
-
-/// Bouncing ball through its impact with every contact-side solve on the device factor:
-/// frames 11–12 (21 candidates, 63 rows) build the dense Delassus columns by multi-RHS passes
-/// on the device, frames 13–14 (85 candidates, 255 rows > `contact::AUTO_DENSE_ROWS`) use the
-/// matrix-free products, one device solve each (both counted). States to 1e-10 of the motion
-/// with the accurate mode's force-balance test tight (`residual_tol` 1e-13), so both runs
-/// converge to the same solution rather than stopping at different PD iterates (measured
-/// 4.1e-12; 16 frames: 1.1e-11, but four times the run time on the emulator).
-fn rollout_bouncing_ball_on<D: Device + Clone + 'static>(dev: &D) {
-    use std::sync::atomic::Ordering;
-    let out = rollout_parity(
-        dev,
-        "scenes/bouncing_ball.toml",
-        &["solver.rel_tol=1e-6", "solver.residual_tol=1e-13"],
-        14,
-        1e-10,
-    );
-    let (passes, columns, products) = (
-        out.counts.multi_passes.load(Ordering::Relaxed),
-        out.counts.multi_columns.load(Ordering::Relaxed),
-        out.counts.homogeneous.load(Ordering::Relaxed),
-    );
-    eprintln!(
-        "on the device: {columns} Delassus columns in {passes} multi-RHS passes, {products} matrix-free contact products; most active contacts {}",
-        out.active_contacts
-    );
-    assert!(out.active_contacts > 0, "the ball must hit the ground");
-    // frames 11-12: 21 candidates, 63 rows: dense Delassus; frames 13-14: 85 candidates,
-    // 255 rows > contact::AUTO_DENSE_ROWS: matrix-free products
-    assert!(
-        passes > 0 && columns > 0,
-        "the Delassus columns were not solved on the device"
-    );
-    assert!(
-        products > 0,
-        "the matrix-free contact products did not use the device factor"
-    );
-}
-
 /// Counts the accelerator's calls and forwards them: proof that a run really went through
 /// the device (a parity test whose "device" run silently took the CPU path would pass). It
 /// does not forward `Offload::resident`, so the forwards of runs through it take the host PD
@@ -667,29 +359,6 @@ fn gradient_vector(g: &diffphd::solver::gradient::Gradients) -> Vec<f64> {
     ]
     .concat()
 }
-
-/// Solver settings under which the CPU and the device forward converge to the same solution
-/// of every step, so that their states can agree to 1e-10 of the motion: accurate mode with
-/// the force-balance test at its floor (`residual_tol = 1e-14`: ‖F(x)‖ ≤ 1e-14‖F(x⁰)‖ +
-/// 2.2e-13‖b‖), then Newton polish until a step no longer lowers the residual
-/// (`polish_tol = 0`, at most 8 steps; the polish residuals land at 1e-15 to 3e-15 of ‖b‖,
-/// round-off).
-///
-/// Why not the force-balance test alone: its floor, 2.2e-13‖b‖ (`gate::RESIDUAL_FLOOR`), is
-/// relative to ‖b‖, which the inertial term $M/h^2\,y$ dominates (absolute positions), so it
-/// resolves the state to about 1e-12 of the positions but not of a small motion. Measured
-/// (2026-11-25, emulator vs CPU, residual_tol 1e-14 without the polish): cantilever 2.1e-10 of
-/// the motion, NH bands 4.2e-8 (3 frames, 1.9e-3 m of motion; gradient 2.1e-8) and 3.0e-9
-/// (4 frames at twist magnitude 20, 2.5e-2 m; gradient 2.8e-8): the two runs stop at different
-/// points under the floor (Newton–Krylov residuals 1e-9 to 4e-8 of ‖F(x⁰)‖, different on each
-/// side because the device factor is simplicial and the CPU's supernodal, so the PD iterates
-/// before the hand-over differ at round-off and grow apart). With the polish both go to
-/// round-off.
-const CONVERGED: &[&str] = &[
-    "solver.residual_tol=1e-14",
-    "solver.newton_polish=8",
-    "solver.polish_tol=0",
-];
 
 /// Forward states and gradients of a scene's `[loss]` with the PD forward and the adjoint
 /// (the default, GMRES preconditioned by $A^{-1}$) on `dev` — local step, global solve, the
@@ -1262,18 +931,4 @@ fn muscle_adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(de
             assert!(e < 1e-12, "{material} t {t}: {e:e}");
         }
     }
-}
-
-/// The muscle beam's rollout with the local step (muscles included) and the global solve on
-/// the device against the CPU path: the activations follow the step's time on the device too.
-fn rollout_muscles_on<D: Device + Clone + 'static>(dev: &D) {
-    let text = muscle_scene("hex8", "corotated", 5);
-    let ls = common::load(&text, &["solver.rel_tol=1e-12", "solver.abs_tol=1e-14"]);
-    let out = rollout_pair(dev, &ls, 5);
-    eprintln!(
-        "muscle beam (5 frames, max displacement {:.3e}): worst state difference {:.2e} of it",
-        out.max_disp, out.worst
-    );
-    assert!(out.max_disp > 1e-4, "the beam must move");
-    assert!(out.worst <= 1e-10, "state difference {:e}", out.worst);
 }
