@@ -135,7 +135,7 @@ fn grid_by_local_pool_equals_task_loop_and_resume_skips_finished_runs() {
         .args([
             "-c",
             r#"set -e; "$0" sweep plan grid.sweep.toml --out loop; for i in $(seq 0 8); do "$0" sweep task grid.sweep.toml --out loop --index "$i"; done"#,
-            common::bin(),
+            &common::bin(),
         ])
         .output()
         .unwrap();

@@ -8,12 +8,17 @@ pub mod scenes;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_diffphd")
+/// The `diffphd` binary: the one cargo built for this test, or `DIFFPHD_BIN` (test binaries
+/// carried to another machine, `scripts/gpu_device.sh`).
+pub fn bin() -> String {
+    std::env::var("DIFFPHD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_diffphd").to_string())
 }
 
+/// The repository root: where cargo built the test, or `DIFFPHD_REPO` (a copy elsewhere).
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("DIFFPHD_REPO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// Outcome of one CLI run.
