@@ -90,6 +90,19 @@ pub fn svd3(f: &Matrix3<f64>) -> Svd3 {
         }
     }
 
+    let mut out = complete(&b, &v);
+    out.sigma *= scale;
+    out
+}
+
+/// The signed SVD from a right factor: given an orthogonal $V$ and $B=FV$ with orthogonal
+/// columns (up to round-off), $\sigma_i=\|b_i\|$ sorted descending (columns of $B$ and $V$
+/// permuted alike), $u_0=b_0/\sigma_0$, $u_1=$ the normalised part of $b_1$ orthogonal to $u_0$
+/// (any unit vector $\perp u_0$ if that is zero), $u_2=u_0\times u_1$ (so $\det U=+1$), the signed
+/// $\sigma_2=u_2\cdot b_2$, and $\det V<0$ fixed by negating $v_2$ and $\sigma_2$: the last step of
+/// [`svd3`] (one-sided Jacobi) and of the interleaved linearization, whose $V$ comes from the
+/// eigenvectors of $F^TF$ (`material::interleaved`). Finite input with $\sigma_0>0$.
+pub fn complete(b: &Matrix3<f64>, v: &Matrix3<f64>) -> Svd3 {
     let norms = Vector3::new(b.column(0).norm(), b.column(1).norm(), b.column(2).norm());
     let mut idx = [0usize, 1, 2];
     idx.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]));
@@ -115,11 +128,7 @@ pub fn svd3(f: &Matrix3<f64>) -> Svd3 {
         v.column_mut(2).neg_mut();
         sigma[2] = -sigma[2];
     }
-    Svd3 {
-        u,
-        sigma: sigma * scale,
-        v,
-    }
+    Svd3 { u, sigma, v }
 }
 
 /// A unit vector orthogonal to the unit vector `a`.
