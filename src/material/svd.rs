@@ -289,7 +289,8 @@ impl SpectralLinear {
     /// block $\begin{pmatrix}M&N\\N&M\end{pmatrix}$ on $(a_{ij},a_{ji})$ with eigenvalues
     /// $M\pm N$ (eigenvectors $(1,\pm1)$). A PD sample's energy Hessian is $w\,I-\partial p/\partial F$,
     /// so the cap $w$ makes it positive semidefinite (the projected-Newton filter of the
-    /// Newton–Krylov phase). Unchanged (bitwise) where every eigenvalue is already below `cap`.
+    /// Newton–Krylov phase). Unchanged (bitwise) where every eigenvalue is already below `cap`;
+    /// the eigen-decomposition of $W$ is skipped where its Gershgorin bound is (the common case).
     pub fn capped(&self, cap: f64) -> Self {
         let mut out = *self;
         for i in 0..3 {
@@ -306,6 +307,19 @@ impl SpectralLinear {
             }
         }
         let w = 0.5 * (self.w + self.w.transpose());
+        // Gershgorin: no eigenvalue of W exceeds max_i (W_ii + Σ_{j≠i} |W_ij|)
+        let bound = (0..3)
+            .map(|i| {
+                w[(i, i)]
+                    + (0..3)
+                        .filter(|&j| j != i)
+                        .map(|j| w[(i, j)].abs())
+                        .sum::<f64>()
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        if bound <= cap {
+            return out;
+        }
         let eig = w.symmetric_eigen();
         if eig.eigenvalues.iter().any(|&l| l > cap) {
             let l = eig.eigenvalues.map(|l| l.min(cap));
