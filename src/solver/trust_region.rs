@@ -42,12 +42,14 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
             e += dx[3 * i + k] * t[i] / (2.0 * h);
         }
     }
-    let elastic: f64 = (0..model.num_samples().div_ceil(LANES))
+    // per-block sums in parallel, added in block order (the same total for any thread count)
+    let mut blocks = Vec::new();
+    (0..model.num_samples().div_ceil(LANES))
         .into_par_iter()
         .with_min_len(CHUNK / LANES)
         .map(|b| block_energy(sim, x, b * LANES))
-        .sum();
-    e + elastic
+        .collect_into_vec(&mut blocks);
+    e + blocks.iter().sum::<f64>()
 }
 
 /// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ over the samples `s0 ..` (at most
