@@ -28,6 +28,28 @@ pub fn jacobian_apply(svd: &Svd3, df: &Matrix3<f64>) -> Matrix3<f64> {
     spectral_jacobian_apply(svd, &Vector3::repeat(1.0), &Matrix3::zeros(), df)
 }
 
+/// [`Material::linearize`] of the corotated + volume law from the signed SVD and the volume
+/// stretches $s$ (`volume::project_stretches`): rotation $R=UV^T$, $D=U\,\mathrm{diag}(s)V^T$,
+/// the volume stretch Jacobian $W=\partial s/\partial\sigma$ (`volume::stretch_jacobian`) and
+/// the residuals $(F-R,\ F-D)$.
+fn linearization(
+    f: &Matrix3<f64>,
+    svd: Svd3,
+    vol_star: Vector3<f64>,
+    w: &PdWeights,
+) -> Linearization {
+    let r = project(&svd);
+    let dm = svd.compose(&vol_star);
+    Linearization {
+        w: *w,
+        star: vol_star,
+        jac: volume::stretch_jacobian(&svd.sigma, &vol_star),
+        residual: [f - r, f - dm],
+        filtered: false,
+        svd,
+    }
+}
+
 /// The `corotated` law: corotated term (weight $2\mu_eV_s$) plus the quadratic volume term
 /// (weight $\lambda_eV_s$), both projective (spec §3 table). Its true energy (Newton baseline)
 /// is $\mu\|F-R\|^2+\tfrac\lambda2(J-1)^2$.
@@ -65,17 +87,49 @@ impl Material for Corotated {
         _: &NhParams,
         _: HessianFilter,
     ) -> Linearization {
-        let r = project(&svd);
-        let (dm, vol_star) = volume::project(&svd);
-        let vol_w = volume::stretch_jacobian(&svd.sigma, &vol_star);
-        Linearization {
-            w: *w,
-            star: vol_star,
-            jac: vol_w,
-            residual: [f - r, f - dm],
-            filtered: false,
-            svd,
-        }
+        let vol_star = volume::project_stretches(&svd.sigma);
+        linearization(f, svd, vol_star, w)
+    }
+
+    /// The signed SVDs of [`interleaved::signed_svds`] and the volume stretches of
+    /// [`interleaved::volume_stretches`] (principal branch), then [`linearization`] as in
+    /// [`Material::linearize`]. Lanes with a nearly repeated pair of singular values fall back
+    /// ([`interleaved::separated_pairs`]).
+    fn linearize_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        _: impl Fn(usize) -> NhParams,
+        _: HessianFilter,
+    ) -> [Option<Linearization>; LANES] {
+        let (svd, sigma, mut ok) = interleaved::signed_svds(f);
+        interleaved::separated_pairs(&sigma, &mut ok);
+        let s = interleaved::volume_stretches(&sigma, &mut ok);
+        std::array::from_fn(|l| {
+            let star = Vector3::new(s[0][l], s[1][l], s[2][l]);
+            ok[l].then(|| linearization(&interleaved::lane(f, l), svd[l], star, &w[l]))
+        })
+    }
+
+    /// $\tfrac{w_{cor}}2\sum_i(\sigma_i-1)^2+\tfrac{w_{vol}}2\sum_i(\sigma_i-s_i)^2$, which is
+    /// [`Material::pd_energy`] ($F-R=U\,\mathrm{diag}(\sigma-1)V^T$, $F-D=U\,\mathrm{diag}(\sigma-s)V^T$)
+    /// from the singular values of [`interleaved::spectral`] and the volume stretches.
+    fn pd_energy_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        _: impl Fn(usize) -> NhParams,
+    ) -> [Option<f64>; LANES] {
+        let sp = interleaved::spectral(f);
+        let mut ok = sp.ok;
+        let s = interleaved::volume_stretches(&sp.sigma, &mut ok);
+        std::array::from_fn(|l| {
+            let (mut cor, mut vol) = (0.0, 0.0);
+            for i in 0..3 {
+                let sig = sp.sigma[i][l];
+                cor += (sig - 1.0) * (sig - 1.0);
+                vol += (sig - s[i][l]) * (sig - s[i][l]);
+            }
+            ok[l].then_some(0.5 * w[l][0] * cor + 0.5 * w[l][1] * vol)
+        })
     }
 
     fn spectral_coefficients(lin: &Linearization) -> [Matrix3<f64>; 5] {

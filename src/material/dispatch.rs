@@ -73,6 +73,29 @@ impl MaterialModel {
         with_law!(self, L => L::linearize(f, svd, w, body, filter))
     }
 
+    /// [`Material::linearize_lanes`].
+    #[inline]
+    pub fn linearize_lanes(
+        self,
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+        filter: HessianFilter,
+    ) -> [Option<Linearization>; LANES] {
+        with_law!(self, L => L::linearize_lanes(f, w, body, filter))
+    }
+
+    /// [`Material::pd_energy_lanes`].
+    #[inline]
+    pub fn pd_energy_lanes(
+        self,
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+    ) -> [Option<f64>; LANES] {
+        with_law!(self, L => L::pd_energy_lanes(f, w, body))
+    }
+
     /// [`Material::spectral_coefficients`].
     #[inline]
     pub fn spectral_coefficients(self, lin: &Linearization) -> [Matrix3<f64>; 5] {

@@ -125,7 +125,7 @@ pub fn derivative(f: impl Fn(f64) -> f64, x: f64, h: f64) -> f64 {
 /// its own values at a few deformation gradients (generic, compressed, stretched, near rest).
 pub mod law_checks {
     use super::{derivative, directional_mat3, gradient_mat3, Rng};
-    use crate::material::law::{frob, mat9_of, Mat9, Material, ParamInput};
+    use crate::material::law::{frob, mat9_of, Linearization, Mat9, Material, ParamInput};
     use crate::material::neohookean::{HessianFilter, NhParams};
     use crate::material::svd::{svd3, SpectralLinear};
     use crate::material::weights::DEFAULT_FIT_RANGE;
@@ -218,7 +218,8 @@ pub mod law_checks {
 
     /// The projection's differential (linearisation → spectral coefficients, the backward's
     /// $\Delta A$) vs FD of the projection $Q(F)$ in all nine directions; residuals consistent
-    /// with $Q$; the interleaved kernel (where the law has one) equal to the exact one.
+    /// with $Q$; the interleaved kernels (where the law has them: projection, linearization,
+    /// PD energy) equal to the exact ones.
     pub fn projection<M: Material>() {
         let (w, body) = setup::<M>(YOUNGS, NU);
         let q = |f: &Matrix3<f64>| M::project(&svd3(f), &w, &body, &mut Vector3::zeros());
@@ -255,6 +256,28 @@ pub mod law_checks {
             let exact = M::project(&svd3(&fl[l]), w, body, &mut Vector3::zeros());
             let got = Matrix3::from_fn(|r, c| out[3 * c + r][l]);
             assert!((got - exact).norm() < 1e-10 * exact.norm(), "lane {l}");
+        }
+        // the interleaved linearization (its ΔA map and residuals) and PD energy
+        let lins = M::linearize_lanes(&f, &ws, |_| *body, HessianFilter::None);
+        let energies = M::pd_energy_lanes(&f, &ws, |_| *body);
+        let map = |lin: &Linearization| {
+            let sl = SpectralLinear::from_coefficients(M::spectral_coefficients(lin));
+            mat9_of(|df| sl.apply(df))
+        };
+        for l in 0..LANES {
+            let usv = svd3(&fl[l]);
+            let exact = M::linearize(&fl[l], usv, w, body, HessianFilter::None);
+            if let Some(lin) = lins[l] {
+                let (a, b) = (map(&lin), map(&exact));
+                assert!((a - b).norm() < 1e-10 * b.norm(), "linearization, lane {l}");
+                let r = (lin.residual[0] - exact.residual[0]).norm()
+                    + (lin.residual[1] - exact.residual[1]).norm();
+                assert!(r < 1e-10 * fl[l].norm(), "residuals, lane {l}");
+            }
+            if let Some(e) = energies[l] {
+                let ex = M::pd_energy(&fl[l], &usv, w, body);
+                assert!((e - ex).abs() < 1e-10 * ex.abs(), "energy, lane {l}");
+            }
         }
     }
 

@@ -23,6 +23,13 @@
 //!   gradient test stops it, one more Newton step takes $\sigma^*$ from the tolerance
 //!   $10^{-12}$ to round-off), $g_i=\sigma^*_i$.
 //!
+//! * Linearization of the Newton–Krylov phase and the backward ($\Delta A$,
+//!   `Material::linearize_lanes`) and the PD energy of its line search
+//!   (`Material::pd_energy_lanes`): the same eigen-decomposition, the signed SVD completed
+//!   from $V$ and $B=FV$ exactly as [`svd::svd3`] completes its own ([`signed_svds`]: same
+//!   ordering, $U,V\in SO(3)$), the volume or prox stretches above, then the laws' exact
+//!   formulas for $W$, the residuals and the energy.
+//!
 //! # When a lane falls back
 //! A lane is *not* handled here (its `ok` flag is false and the caller runs the exact code of
 //! [`super::svd::svd3`] and the projections) when: any entry of $F$ is non-finite or outside
@@ -31,16 +38,22 @@
 //! $\approx10^{-13}$ relative accuracy in $\sigma_{\min}$), Jacobi or Newton did not converge,
 //! the volume projection needs its second branch (large expansion, see `volume`), or the
 //! Neo-Hookean Newton meets a non-SPD Hessian or leaves the positive octant (where the exact
-//! code line-searches). The results agree with the exact path to round-off (unit tests below:
+//! code line-searches); for the linearization also when two singular values are within
+//! [`MIN_PAIR_GAP`] but not within $10^{-6}$ of each other ([`separated_pairs`]). The results agree with the exact path to round-off (unit tests below:
 //! $\le10^{-12}$ relative on random, near-degenerate and large-strain $F$).
 
 pub use super::lanes::{Lanes, Mat3Lanes, LANES};
 use super::law::NhParams;
 use super::prox_consts::{PROX_TOL, SIGMA_MIN};
+use super::svd::{self, Svd3};
+use nalgebra::{Matrix3, Vector3};
 
 const MAX_SWEEPS: usize = 10;
 /// Lanes whose $\lambda_{\min}/\lambda_{\max}$ is below this fall back to the exact SVD.
 pub const MIN_EIGEN_RATIO: f64 = 1e-3;
+/// Relative gap of two singular values below which (and above $10^{-6}$) a lane's
+/// linearization falls back to the exact path ([`separated_pairs`]).
+pub const MIN_PAIR_GAP: f64 = 1e-3;
 const MAX_VOLUME_NEWTON: usize = 30;
 const MAX_NH_NEWTON: usize = 24;
 const SCALE_MIN: f64 = 7.888609052210118e-31; // 2^-100
@@ -291,9 +304,33 @@ pub fn nh_prox(
 ) -> [bool; LANES] {
     let sp = spectral(f);
     let mut ok = sp.ok;
+    let x = nh_stretches(&sp.sigma, params, warm, &mut ok);
+    let mut h = [[0.0; LANES]; 3];
+    for l in 0..LANES {
+        if ok[l] {
+            for i in 0..3 {
+                h[i][l] = w[l] * x[l][i] / sp.sigma[i][l];
+            }
+        }
+    }
+    apply_spectral(f, &sp.v, &h, q);
+    ok
+}
+
+/// Neo-Hookean prox stretches $\sigma^*$ (`super::neohookean::prox_stretch`, see the module
+/// documentation) of [`LANES`] samples with singular values `sigma`. `warm` as in
+/// [`nh_prox`] (all zero: cold starts from $\max(\sigma,\sigma_{\min})$, as the exact
+/// linearization and energy start), updated on the lanes computed here; clears `ok` where
+/// the exact solver is needed.
+pub fn nh_stretches(
+    sigma: &[Lanes; 3],
+    params: &[NhParams; LANES],
+    warm: &mut [[f64; 3]; LANES],
+    ok: &mut [bool; LANES],
+) -> [[f64; 3]; LANES] {
     let mut st: [NhLane; LANES] = std::array::from_fn(|l| {
-        let sigma = [sp.sigma[0][l], sp.sigma[1][l], sp.sigma[2][l]];
-        NhLane::new(&params[l], sigma, &warm[l], ok[l])
+        let s = [sigma[0][l], sigma[1][l], sigma[2][l]];
+        NhLane::new(&params[l], s, &warm[l], ok[l])
     });
     // lockstep Newton: one step of every active lane per round (independent chains overlap)
     for _ in 0..MAX_NH_NEWTON {
@@ -308,18 +345,61 @@ pub fn nh_prox(
             break;
         }
     }
-    let mut h = [[0.0; LANES]; 3];
     for l in 0..LANES {
         ok[l] &= st[l].state == NhState::Done;
         if ok[l] {
             warm[l] = st[l].x;
-            for i in 0..3 {
-                h[i][l] = w[l] * st[l].x[i] / st[l].sigma[i];
-            }
         }
     }
-    apply_spectral(f, &sp.v, &h, q);
-    ok
+    std::array::from_fn(|l| st[l].x)
+}
+
+/// Signed SVDs $F=U\,\mathrm{diag}(\sigma)V^T$ ($U,V\in SO(3)$) of the lanes from [`spectral`]:
+/// $V$ the eigenvectors of $F^TF$, $B=FV$, completed by [`svd::complete`] (the last step of
+/// [`svd::svd3`]: $\sigma_i=\|b_i\|$, $U$ by Gram–Schmidt and a cross product, the same
+/// ordering and sign conventions). Returns the SVDs, their $\sigma$ as lanes and the lanes
+/// eligible for the fast path ([`spectral`]'s tests); the other lanes hold the identity.
+pub fn signed_svds(f: &Mat3Lanes) -> ([Svd3; LANES], [Lanes; 3], [bool; LANES]) {
+    let sp = spectral(f);
+    let mut sigma = [[1.0; LANES]; 3];
+    let svd = std::array::from_fn(|l| {
+        if !sp.ok[l] {
+            return Svd3 {
+                u: Matrix3::identity(),
+                sigma: Vector3::repeat(1.0),
+                v: Matrix3::identity(),
+            };
+        }
+        let v = lane(&sp.v, l);
+        let out = svd::complete(&(lane(f, l) * v), &v);
+        for (i, s) in sigma.iter_mut().enumerate() {
+            s[l] = out.sigma[i];
+        }
+        out
+    });
+    (svd, sigma, sp.ok)
+}
+
+/// The $3\times3$ matrix of lane `l`.
+#[inline]
+pub fn lane(m: &Mat3Lanes, l: usize) -> Matrix3<f64> {
+    Matrix3::from_fn(|r, c| m[3 * c + r][l])
+}
+
+/// Clears `ok` on the lanes where a pair of singular values is close but not equal,
+/// $10^{-6}<|\sigma_i-\sigma_j|/\max(\sigma_i,\sigma_j)<$ [`MIN_PAIR_GAP`]: there the divided
+/// differences $(\sigma^*_i-\sigma^*_j)/(\sigma_i-\sigma_j)$ of the linearization amplify the
+/// round-off of $\sigma$ (which differs between the two SVD algorithms) by the inverse gap, and
+/// near `svd::DEGENERATE_REL_TOL` the two paths may take different branches of
+/// `svd::spectral_pair_coefficients`. Below $10^{-6}$ both take its degenerate branch.
+pub fn separated_pairs(sigma: &[Lanes; 3], ok: &mut [bool; LANES]) {
+    for l in 0..LANES {
+        for (i, j) in [(0, 1), (0, 2), (1, 2)] {
+            let (a, b) = (sigma[i][l], sigma[j][l]);
+            let gap = (a - b).abs() / a.abs().max(b.abs());
+            ok[l] &= !(gap > 1e-6 && gap < MIN_PAIR_GAP);
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -467,10 +547,12 @@ fn phi(p: &NhParams, sigma: &[f64; 3], x: &[f64; 3], lj: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::material::corotated::Corotated;
     use crate::material::fd::Rng;
-    use crate::material::svd::svd3;
+    use crate::material::law::{mat9_of, HessianFilter, Linearization, Mat9, Material, PdWeights};
+    use crate::material::neohookean::Neohookean;
+    use crate::material::svd::{svd3, SpectralLinear};
     use crate::material::{corotated, neohookean, volume};
-    use nalgebra::{Matrix3, Vector3};
 
     fn to_lanes(fs: &[Matrix3<f64>]) -> Mat3Lanes {
         let mut out = [[0.0; LANES]; 9];
@@ -480,10 +562,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn lane(m: &Mat3Lanes, l: usize) -> Matrix3<f64> {
-        Matrix3::from_fn(|r, c| m[3 * c + r][l])
     }
 
     /// Random F: rotations times stretches from a mix of regimes (small strain, large
@@ -608,5 +686,147 @@ mod tests {
             fs.len()
         );
         assert!(accepted > fs.len() / 2);
+    }
+
+    /// F with a nearly repeated pair of singular values (relative gaps log-uniform in
+    /// $[10^{-11},10^{-1}]$, so across `svd::DEGENERATE_REL_TOL` and [`MIN_PAIR_GAP`]) and with
+    /// large strains ($\sigma$ up to 4, eigenvalue ratio down to the fast path's limit).
+    fn degenerate_and_large_fs(rng: &mut Rng, n: usize) -> Vec<Matrix3<f64>> {
+        (0..n)
+            .map(|i| {
+                let a = rng.uniform(0.4, 2.0);
+                let gap = 10f64.powf(rng.uniform(-11.0, -1.0));
+                let s = match i % 4 {
+                    0 => Vector3::new(a * (1.0 + gap), a, rng.uniform(0.3, 0.39)),
+                    1 => Vector3::new(2.1, a * (1.0 + gap), a),
+                    2 => Vector3::new(rng.uniform(2.0, 4.0), rng.uniform(1.0, 3.0), 0.15),
+                    _ => Vector3::new(rng.uniform(0.2, 0.5), rng.uniform(0.2, 0.5), 0.2),
+                };
+                rng.with_stretches(&s)
+            })
+            .collect()
+    }
+
+    /// The exact prox stretches (`neohookean::prox_stretch`, cold start) taken from its
+    /// stopping test ($\|g\|\le10^{-12}\bar k\max(1,\|\sigma\|)$, which leaves $\sigma^*$ up to
+    /// $\approx10^{-12}$ off) to round-off by two more Newton steps on
+    /// $g=\nabla\bar\psi+\bar k(\hat\sigma-\sigma)$: the reference of the Neo-Hookean lanes, whose
+    /// Newton takes one step past that test.
+    fn polished_prox_stretches(p: &NhParams, sigma: &Vector3<f64>) -> Vector3<f64> {
+        let mut x = neohookean::prox_stretch(p, sigma, None).sigma_star;
+        for _ in 0..2 {
+            let g = neohookean::stretch_gradient(p, &x) + (x - sigma) * p.k;
+            let h = neohookean::stretch_hessian(p, &x) + Matrix3::identity() * p.k;
+            if let Some(dx) = h.lu().solve(&g) {
+                x -= dx;
+            }
+        }
+        x
+    }
+
+    /// The 9×9 map $dQ/dF$ of a linearization, plain and capped at `cap` (the projected
+    /// Jacobian of the Newton–Krylov phase).
+    fn maps<M: Material>(lin: &Linearization, cap: f64) -> (Mat9, Mat9) {
+        let sl = SpectralLinear::from_coefficients(M::spectral_coefficients(lin));
+        let capped = sl.capped(cap);
+        (mat9_of(|df| sl.apply(df)), mat9_of(|df| capped.apply(df)))
+    }
+
+    /// Worst relative differences of [`Material::linearize_lanes`] (map, capped map, residuals,
+    /// stretches, stretch Jacobian) and [`Material::pd_energy_lanes`] from the exact path, and
+    /// the number of lanes each accepted; asserts the signed-SVD conventions on every
+    /// accepted lane.
+    fn compare_lanes<M: Material>(
+        fs: &[Matrix3<f64>],
+        weights: impl Fn(usize) -> PdWeights,
+        body: impl Fn(usize) -> NhParams,
+        filter: HessianFilter,
+        reference: impl Fn(&Matrix3<f64>, &PdWeights, &NhParams) -> Linearization,
+    ) -> ([f64; 2], [usize; 2]) {
+        let (mut worst, mut accepted) = ([0.0f64; 2], [0usize; 2]);
+        for chunk in fs.chunks_exact(LANES) {
+            let f = to_lanes(chunk);
+            let w: Vec<PdWeights> = (0..LANES).map(&weights).collect();
+            let lins = M::linearize_lanes(&f, &w, &body, filter);
+            let energies = M::pd_energy_lanes(&f, &w, &body);
+            for (l, fl) in chunk.iter().enumerate() {
+                let usv = svd3(fl);
+                let exact = reference(fl, &w[l], &body(l));
+                let cap = 0.8 * (w[l][0] + w[l][1]);
+                if let Some(lin) = lins[l] {
+                    accepted[0] += 1;
+                    let (u, v, sg) = (lin.svd.u, lin.svd.v, lin.svd.sigma);
+                    assert!((u.determinant() - 1.0).abs() < 1e-13, "det U");
+                    assert!((v.determinant() - 1.0).abs() < 1e-13, "det V");
+                    assert!(
+                        sg[0] >= sg[1] && sg[1] >= sg[2] && sg[2] > 0.0,
+                        "order {sg}"
+                    );
+                    let (jm, jc) = maps::<M>(&lin, cap);
+                    let (em, ec) = maps::<M>(&exact, cap);
+                    let fnorm = fl.norm();
+                    let errs = [
+                        (jm - em).norm() / em.norm(),
+                        (jc - ec).norm() / ec.norm(),
+                        (lin.residual[0] - exact.residual[0]).norm() / fnorm,
+                        (lin.residual[1] - exact.residual[1]).norm() / fnorm,
+                        (lin.star - exact.star).norm() / exact.star.norm(),
+                        (lin.jac - exact.jac).norm() / exact.jac.norm().max(1e-300),
+                    ];
+                    let e = errs.iter().fold(0.0f64, |a, &b| a.max(b));
+                    assert!(e <= 1e-12, "linearization differs by {errs:?} at {fl}");
+                    assert_eq!(lin.filtered, exact.filtered);
+                    worst[0] = worst[0].max(e);
+                }
+                if let Some(e) = energies[l] {
+                    accepted[1] += 1;
+                    let ex = M::pd_energy(fl, &usv, &w[l], &body(l));
+                    // absolute round-off of ‖F − p‖² in either path: ε w ‖F‖ ‖F − p‖
+                    let scale = (w[l][0] + w[l][1]) * fl.norm_squared();
+                    let err = (e - ex).abs() / (ex.abs() + 1e-4 * scale);
+                    assert!(err <= 1e-12, "energy differs by {err:e} at {fl}");
+                    worst[1] = worst[1].max(err);
+                }
+            }
+        }
+        (worst, accepted)
+    }
+
+    /// The interleaved linearization and PD energy of both laws equal the exact path to
+    /// ≤ 1e-12 relative (the 9×9 map $dQ/dF$ plain and capped, the residuals, $\sigma^*$ and $W$;
+    /// the energy), with the signed-SVD conventions, on random, nearly repeated and
+    /// large-strain F; the refused lanes are the inverted, degenerate, non-finite and nearly
+    /// repeated ones.
+    #[test]
+    fn linearization_and_energy_match_exact_path() {
+        let mut rng = Rng(31);
+        let mut fs = random_fs(&mut rng, 4000);
+        fs.extend(degenerate_and_large_fs(&mut rng, 4000));
+        let n = fs.len();
+        let cor = |l: usize| [2.0 * (1.0 + 0.1 * l as f64), 3.0 - 0.2 * l as f64];
+        let body = |_| NhParams::new(1.0, 1.0);
+        let filter = HessianFilter::None;
+        let exact = |f: &Matrix3<f64>, w: &PdWeights, b: &NhParams| {
+            Corotated::linearize(f, svd3(f), w, b, filter)
+        };
+        let (worst, acc) = compare_lanes::<Corotated>(&fs, cor, body, filter, exact);
+        eprintln!(
+            "corotated lanes: linearization {} / energy {} of {n} accepted, worst {:.2e} / {:.2e}",
+            acc[0], acc[1], worst[0], worst[1]
+        );
+        assert!(acc[0] > n / 2 && acc[1] > n / 2);
+        let base = NhParams::new(1.3e5, 4.1e5);
+        let nh = |l: usize| [0.5 + l as f64, 0.0];
+        for filter in [HessianFilter::None, HessianFilter::Blend(0.5)] {
+            let body = |l: usize| base.scaled(1.0 + 0.3 * l as f64);
+            let exact = |f: &Matrix3<f64>, w: &PdWeights, b: &NhParams| {
+                let usv = svd3(f);
+                let star = polished_prox_stretches(b, &usv.sigma);
+                neohookean::linearization(f, usv, star, w, b, filter)
+            };
+            let (worst, acc) = compare_lanes::<Neohookean>(&fs, nh, body, filter, exact);
+            eprintln!("NH lanes ({filter:?}): linearization {} / energy {} of {n} accepted, worst {:.2e} / {:.2e}", acc[0], acc[1], worst[0], worst[1]);
+            assert!(acc[0] > n / 2 && acc[1] > n / 2);
+        }
     }
 }

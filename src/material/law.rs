@@ -124,6 +124,35 @@ pub trait Material {
         filter: HessianFilter,
     ) -> Linearization;
 
+    /// [`Self::linearize`] of [`LANES`] samples side by side (`material::interleaved`: the
+    /// SVD from the eigen-decomposition of $F^TF$, the stretch solve in lockstep; the same
+    /// values to round-off, with the signed-SVD conventions of `svd::svd3`). `Some` for the
+    /// lanes computed here; the caller linearizes the others with [`Self::linearize`]. The
+    /// default refuses every lane.
+    #[inline]
+    fn linearize_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+        filter: HessianFilter,
+    ) -> [Option<Linearization>; LANES] {
+        let _ = (f, w, body, filter);
+        [None; LANES]
+    }
+
+    /// [`Self::pd_energy`] of [`LANES`] samples side by side (from the singular values and
+    /// the stretch solve of `material::interleaved`); `Some` for the lanes computed here. The
+    /// default refuses every lane.
+    #[inline]
+    fn pd_energy_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+    ) -> [Option<f64>; LANES] {
+        let _ = (f, w, body);
+        [None; LANES]
+    }
+
     /// The weighted spectral coefficients $[U,V,W,M,N]$ of $dQ_s=\sum_kw_k\,dp_k$ (App. A.1,
     /// Eq. 42; terms sharing $U,V$ summed), for `svd::SpectralLinear`.
     fn spectral_coefficients(lin: &Linearization) -> [Matrix3<f64>; 5];

@@ -90,6 +90,19 @@ pub fn svd3(f: &Matrix3<f64>) -> Svd3 {
         }
     }
 
+    let mut out = complete(&b, &v);
+    out.sigma *= scale;
+    out
+}
+
+/// The signed SVD from a right factor: given an orthogonal $V$ and $B=FV$ with orthogonal
+/// columns (up to round-off), $\sigma_i=\|b_i\|$ sorted descending (columns of $B$ and $V$
+/// permuted alike), $u_0=b_0/\sigma_0$, $u_1=$ the normalised part of $b_1$ orthogonal to $u_0$
+/// (any unit vector $\perp u_0$ if that is zero), $u_2=u_0\times u_1$ (so $\det U=+1$), the signed
+/// $\sigma_2=u_2\cdot b_2$, and $\det V<0$ fixed by negating $v_2$ and $\sigma_2$: the last step of
+/// [`svd3`] (one-sided Jacobi) and of the interleaved linearization, whose $V$ comes from the
+/// eigenvectors of $F^TF$ (`material::interleaved`). Finite input with $\sigma_0>0$.
+pub fn complete(b: &Matrix3<f64>, v: &Matrix3<f64>) -> Svd3 {
     let norms = Vector3::new(b.column(0).norm(), b.column(1).norm(), b.column(2).norm());
     let mut idx = [0usize, 1, 2];
     idx.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]));
@@ -115,11 +128,7 @@ pub fn svd3(f: &Matrix3<f64>) -> Svd3 {
         v.column_mut(2).neg_mut();
         sigma[2] = -sigma[2];
     }
-    Svd3 {
-        u,
-        sigma: sigma * scale,
-        v,
-    }
+    Svd3 { u, sigma, v }
 }
 
 /// A unit vector orthogonal to the unit vector `a`.
@@ -280,7 +289,8 @@ impl SpectralLinear {
     /// block $\begin{pmatrix}M&N\\N&M\end{pmatrix}$ on $(a_{ij},a_{ji})$ with eigenvalues
     /// $M\pm N$ (eigenvectors $(1,\pm1)$). A PD sample's energy Hessian is $w\,I-\partial p/\partial F$,
     /// so the cap $w$ makes it positive semidefinite (the projected-Newton filter of the
-    /// Newton–Krylov phase). Unchanged (bitwise) where every eigenvalue is already below `cap`.
+    /// Newton–Krylov phase). Unchanged (bitwise) where every eigenvalue is already below `cap`;
+    /// the eigen-decomposition of $W$ is skipped where its Gershgorin bound is (the common case).
     pub fn capped(&self, cap: f64) -> Self {
         let mut out = *self;
         for i in 0..3 {
@@ -297,6 +307,19 @@ impl SpectralLinear {
             }
         }
         let w = 0.5 * (self.w + self.w.transpose());
+        // Gershgorin: no eigenvalue of W exceeds max_i (W_ii + Σ_{j≠i} |W_ij|)
+        let bound = (0..3)
+            .map(|i| {
+                w[(i, i)]
+                    + (0..3)
+                        .filter(|&j| j != i)
+                        .map(|j| w[(i, j)].abs())
+                        .sum::<f64>()
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        if bound <= cap {
+            return out;
+        }
         let eig = w.symmetric_eigen();
         if eig.eigenvalues.iter().any(|&l| l > cap) {
             let l = eig.eigenvalues.map(|l| l.min(cap));

@@ -10,12 +10,14 @@
 
 use super::anderson::TypeII;
 use super::config::BackwardConfig;
+use super::local::{self, CHUNK};
 use super::offload::{MuscleStep, Offload};
 use super::simulator::{norm, Simulator};
 use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::LinearSolver;
+use crate::material::interleaved::LANES;
 use crate::material::neohookean::HessianFilter;
 use crate::material::svd;
 use crate::material::Linearization;
@@ -69,26 +71,23 @@ impl<'s> StepLinearization<'s> {
         } else {
             HessianFilter::Blend(alpha)
         };
-        let (samples, spectral): (Vec<Linearization>, Vec<svd::SpectralLinear>) = (0..model
-            .num_samples())
-            .into_par_iter()
-            .map(|s| {
-                let f = model.deformation_gradient(s, x);
-                let usv = svd::svd3(&f);
-                let b = model.elem_body[model.samples.elem[s]];
-                let law = model.bodies[b].model;
-                let lin = law.linearize(&f, usv, &d.w[s], &d.nh[b], filter);
-                let spectral =
-                    svd::SpectralLinear::from_coefficients(law.spectral_coefficients(&lin));
-                let spectral = if psd {
-                    let beta = d.beta[model.samples.elem[s]];
-                    spectral.capped(d.w_total(s) * (1.0 + beta / model.h))
-                } else {
-                    spectral
-                };
-                (lin, spectral)
-            })
-            .unzip();
+        let n = model.num_samples();
+        let mut samples = vec![UNSET; n];
+        let mut spectral = vec![svd::SpectralLinear::from_coefficients([Matrix3::zeros(); 5]); n];
+        samples
+            .par_chunks_mut(CHUNK)
+            .zip(spectral.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(c, (lins, coefs))| {
+                let blocks = lins.chunks_mut(LANES).zip(coefs.chunks_mut(LANES));
+                for (b, (lb, cb)) in blocks.enumerate() {
+                    let s0 = c * CHUNK + b * LANES;
+                    linearize_block(sim, x, s0, filter, lb);
+                    for (l, (lin, coef)) in lb.iter().zip(cb).enumerate() {
+                        *coef = coefficients(sim, s0 + l, lin, psd);
+                    }
+                }
+            });
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
         let muscle = super::muscle::MuscleLin::new(model, x, d.muscle_time);
         let device_step = sim
@@ -169,6 +168,65 @@ fn plan_device_step(
         [c.u, c.v, c.w, c.m, c.n]
     };
     off.adjoint_step(&coef, &fibres).ok()
+}
+
+/// A placeholder of [`StepLinearization`]'s sample table before [`linearize_block`] fills it.
+const UNSET: Linearization = Linearization {
+    svd: svd::Svd3 {
+        u: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        sigma: nalgebra::Vector3::new(0.0, 0.0, 0.0),
+        v: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    },
+    w: [0.0; 2],
+    star: nalgebra::Vector3::new(0.0, 0.0, 0.0),
+    jac: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    residual: [Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0); 2],
+    filtered: false,
+};
+
+/// The material linearizations of the samples `s0 .. s0 + out.len()` (at most [`LANES`])
+/// into `out`: the interleaved kernel ([`crate::material::Material::linearize_lanes`]) on a
+/// full block of one law, the exact path (`svd3` and [`crate::material::Material::linearize`])
+/// for the lanes it refuses, mixed blocks and the tail.
+fn linearize_block(
+    sim: &Simulator,
+    x: &[f64],
+    s0: usize,
+    filter: HessianFilter,
+    out: &mut [Linearization],
+) {
+    let (model, d) = (sim.model, &sim.derived);
+    let body = |s: usize| model.elem_body[model.samples.elem[s]];
+    let fast = match local::uniform_block(model, s0, out.len()) {
+        Some(law) => {
+            let f = local::block_gradients(model, x, s0);
+            law.linearize_lanes(&f, &d.w[s0..s0 + LANES], |l| d.nh[body(s0 + l)], filter)
+        }
+        None => [None; LANES],
+    };
+    for (l, lin) in out.iter_mut().enumerate() {
+        let s = s0 + l;
+        *lin = fast[l].unwrap_or_else(|| {
+            let f = model.deformation_gradient(s, x);
+            let law = model.bodies[body(s)].model;
+            law.linearize(&f, svd::svd3(&f), &d.w[s], &d.nh[body(s)], filter)
+        });
+    }
+}
+
+/// The weighted spectral coefficients of $\Delta A$ of sample `s`
+/// ([`crate::material::Material::spectral_coefficients`]), capped at its weight in $A$,
+/// $w_s(1+\beta_e/h)$, for the projected Jacobian (`psd`, [`svd::SpectralLinear::capped`]).
+fn coefficients(sim: &Simulator, s: usize, lin: &Linearization, psd: bool) -> svd::SpectralLinear {
+    let (model, d) = (sim.model, &sim.derived);
+    let e = model.samples.elem[s];
+    let law = model.bodies[model.elem_body[e]].model;
+    let spectral = svd::SpectralLinear::from_coefficients(law.spectral_coefficients(lin));
+    if psd {
+        spectral.capped(d.w_total(s) * (1.0 + d.beta[e] / model.h))
+    } else {
+        spectral
+    }
 }
 
 /// $\Delta A\,z$ (Dirichlet rows not zeroed): on the accelerator when the simulator has one

@@ -7,6 +7,7 @@
 
 use crate::material::interleaved::{Mat3Lanes, LANES};
 use crate::material::svd;
+use crate::material::MaterialModel;
 use crate::model::{Derived, Model};
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
@@ -37,7 +38,7 @@ pub enum LocalKernel {
 }
 
 /// Samples per parallel task of the interleaved kernel (a multiple of [`LANES`]).
-const CHUNK: usize = 32 * LANES;
+pub(crate) const CHUNK: usize = 32 * LANES;
 
 /// Compute $Q_s$ for all samples in parallel. `warm` holds the NH stretch solution of the
 /// previous call per sample (warm start, spec §3.3) and is updated.
@@ -109,21 +110,13 @@ fn project_block(
     warm: &mut [Vector3<f64>],
 ) {
     let body = |s: usize| model.elem_body[model.samples.elem[s]];
-    let mat = model.bodies[body(s0)].model;
-    let uniform = q.len() == LANES && (1..LANES).all(|l| model.bodies[body(s0 + l)].model == mat);
-    if !uniform {
+    let Some(mat) = uniform_block(model, s0, q.len()) else {
         for (l, (qs, w)) in q.iter_mut().zip(warm.iter_mut()).enumerate() {
             *qs = project_sample(model, d, x, s0 + l, w);
         }
         return;
-    }
-    let mut f: Mat3Lanes = [[0.0; LANES]; 9];
-    for l in 0..LANES {
-        let fl = model.deformation_gradient(s0 + l, x);
-        for (k, v) in fl.iter().enumerate() {
-            f[k][l] = *v;
-        }
-    }
+    };
+    let f = block_gradients(model, x, s0);
     let mut out: Mat3Lanes = [[0.0; LANES]; 9];
     let w = &d.w[s0..s0 + LANES];
     let ok = mat.project_lanes(&f, w, |l| d.nh[body(s0 + l)], warm, &mut out);
@@ -134,6 +127,26 @@ fn project_block(
             project_sample(model, d, x, s0 + l, &mut warm[l])
         };
     }
+}
+
+/// The material law of the samples `s0 .. s0 + len` when they are a full block of [`LANES`]
+/// samples of one law (what the interleaved kernels take), else `None`.
+pub(crate) fn uniform_block(model: &Model, s0: usize, len: usize) -> Option<MaterialModel> {
+    let law = |s: usize| model.bodies[model.elem_body[model.samples.elem[s]]].model;
+    let mat = law(s0);
+    (len == LANES && (1..LANES).all(|l| law(s0 + l) == mat)).then_some(mat)
+}
+
+/// The deformation gradients $F_s$ of the [`LANES`] samples from `s0`, side by side.
+pub(crate) fn block_gradients(model: &Model, x: &[f64], s0: usize) -> Mat3Lanes {
+    let mut f: Mat3Lanes = [[0.0; LANES]; 9];
+    for l in 0..LANES {
+        let fl = model.deformation_gradient(s0 + l, x);
+        for (k, v) in fl.iter().enumerate() {
+            f[k][l] = *v;
+        }
+    }
+    f
 }
 
 /// Weighted projection $Q_s$ of one sample.

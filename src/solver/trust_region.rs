@@ -6,8 +6,10 @@
 //! $\rho=\Delta\mathcal E_{act}/\Delta\mathcal E_{pred}$; $\alpha=\tfrac12$ if $|\rho-1|<\eta$ else 1,
 //! and $\alpha=\tfrac12$ when the predicted decrease is at round-off.
 
+use super::local::{self, CHUNK};
 use super::simulator::Simulator;
 use super::stats::TrStats;
+use crate::material::interleaved::LANES;
 use crate::material::svd;
 use rayon::prelude::*;
 
@@ -40,16 +42,40 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
             e += dx[3 * i + k] * t[i] / (2.0 * h);
         }
     }
-    let elastic: f64 = (0..model.num_samples())
+    // per-block sums in parallel, added in block order (the same total for any thread count)
+    let mut blocks = Vec::new();
+    (0..model.num_samples().div_ceil(LANES))
         .into_par_iter()
-        .map(|s| {
-            let f = model.deformation_gradient(s, x);
-            let usv = svd::svd3(&f);
-            let b = model.elem_body[model.samples.elem[s]];
-            model.bodies[b].model.pd_energy(&f, &usv, &d.w[s], &d.nh[b])
-        })
-        .sum();
-    e + elastic
+        .with_min_len(CHUNK / LANES)
+        .map(|b| block_energy(sim, x, b * LANES))
+        .collect_into_vec(&mut blocks);
+    e + blocks.iter().sum::<f64>()
+}
+
+/// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ over the samples `s0 ..` (at most
+/// [`LANES`]): the interleaved kernel ([`crate::material::Material::pd_energy_lanes`]) on a
+/// full block of one law, the exact path (`svd3` and [`crate::material::Material::pd_energy`])
+/// for the lanes it refuses, mixed blocks and the tail.
+fn block_energy(sim: &Simulator, x: &[f64], s0: usize) -> f64 {
+    let (model, d) = (sim.model, &sim.derived);
+    let body = |s: usize| model.elem_body[model.samples.elem[s]];
+    let len = LANES.min(model.num_samples() - s0);
+    let fast = match local::uniform_block(model, s0, len) {
+        Some(law) => {
+            let f = local::block_gradients(model, x, s0);
+            law.pd_energy_lanes(&f, &d.w[s0..s0 + LANES], |l| d.nh[body(s0 + l)])
+        }
+        None => [None; LANES],
+    };
+    let exact = |s: usize| {
+        let f = model.deformation_gradient(s, x);
+        let b = body(s);
+        let law = model.bodies[b].model;
+        law.pd_energy(&f, &svd::svd3(&f), &d.w[s], &d.nh[b])
+    };
+    (0..len)
+        .map(|l| fast[l].unwrap_or_else(|| exact(s0 + l)))
+        .sum()
 }
 
 /// Blend rule of Eq. 29.

@@ -211,6 +211,29 @@ pub fn dsigma_star_dparams(
     [a * gmu, a * glam, a * gk]
 }
 
+/// [`Material::linearize`] of the Neo-Hookean law from the signed SVD and the prox stretches
+/// $\sigma^*$: $p=U\,\mathrm{diag}(\sigma^*)V^T$, the (filtered) stretch Jacobian of
+/// [`stretch_jacobian`] and the residual $F-p$.
+pub(crate) fn linearization(
+    f: &Matrix3<f64>,
+    svd: Svd3,
+    star: Vector3<f64>,
+    w: &PdWeights,
+    body: &NhParams,
+    filter: HessianFilter,
+) -> Linearization {
+    let p = svd.compose(&star);
+    let (jac, filtered) = stretch_jacobian(body, &star, filter);
+    Linearization {
+        w: *w,
+        star,
+        jac,
+        residual: [f - p, Matrix3::zeros()],
+        filtered,
+        svd,
+    }
+}
+
 /// The `neohookean` law: one projective term, the prox map $p$ of the body-mean density
 /// (weight $k_eV_s$, Eq. 12; Lemma 1), warm-started from the previous stretch solution.
 pub struct Neohookean;
@@ -274,16 +297,50 @@ impl Material for Neohookean {
         body: &NhParams,
         filter: HessianFilter,
     ) -> Linearization {
-        let (p, st) = prox(body, &svd, None);
-        let (jac, filtered) = stretch_jacobian(body, &st.sigma_star, filter);
-        Linearization {
-            w: *w,
-            star: st.sigma_star,
-            jac,
-            residual: [f - p, Matrix3::zeros()],
-            filtered,
-            svd,
-        }
+        let star = prox_stretch(body, &svd.sigma, None).sigma_star;
+        linearization(f, svd, star, w, body, filter)
+    }
+
+    /// The signed SVDs of [`interleaved::signed_svds`] and the cold-started prox stretches of
+    /// [`interleaved::nh_stretches`], then [`linearization`] as in [`Material::linearize`].
+    /// Lanes with a nearly repeated pair of singular values fall back
+    /// ([`interleaved::separated_pairs`]).
+    fn linearize_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+        filter: HessianFilter,
+    ) -> [Option<Linearization>; LANES] {
+        let params: [NhParams; LANES] = std::array::from_fn(body);
+        let (svd, sigma, mut ok) = interleaved::signed_svds(f);
+        interleaved::separated_pairs(&sigma, &mut ok);
+        let x = interleaved::nh_stretches(&sigma, &params, &mut [[0.0; 3]; LANES], &mut ok);
+        std::array::from_fn(|l| {
+            let star = Vector3::from(x[l]);
+            let fl = interleaved::lane(f, l);
+            ok[l].then(|| linearization(&fl, svd[l], star, &w[l], &params[l], filter))
+        })
+    }
+
+    /// $\tfrac w2\|\sigma-\sigma^*\|^2+\tfrac w{\bar k}\bar\psi(\sigma^*)$, which is
+    /// [`Material::pd_energy`] ($F-p=U\,\mathrm{diag}(\sigma-\sigma^*)V^T$), from the singular values
+    /// of [`interleaved::spectral`] and the cold-started prox stretches.
+    fn pd_energy_lanes(
+        f: &Mat3Lanes,
+        w: &[PdWeights],
+        body: impl Fn(usize) -> NhParams,
+    ) -> [Option<f64>; LANES] {
+        let params: [NhParams; LANES] = std::array::from_fn(body);
+        let sp = interleaved::spectral(f);
+        let mut ok = sp.ok;
+        let x = interleaved::nh_stretches(&sp.sigma, &params, &mut [[0.0; 3]; LANES], &mut ok);
+        std::array::from_fn(|l| {
+            let star = Vector3::from(x[l]);
+            let sig = Vector3::new(sp.sigma[0][l], sp.sigma[1][l], sp.sigma[2][l]);
+            let e = 0.5 * w[l][0] * (sig - star).norm_squared()
+                + w[l][0] / params[l].k * stretch_energy(&params[l], &star);
+            ok[l].then_some(e)
+        })
     }
 
     fn spectral_coefficients(lin: &Linearization) -> [Matrix3<f64>; 5] {
