@@ -67,14 +67,17 @@ fn counted(c: &SolveCounts) -> [usize; 3] {
     ]
 }
 
+/// One Krylov method on a simulator: (iterations, converged).
+type Solve<'a> = dyn Fn(&Simulator, &StepLinearization, &[f64], &mut [f64]) -> (usize, bool) + 'a;
+
 /// Device solve against CPU solve: one Krylov solve on device vectors (and no host-loop
 /// solve through the seam), solution within `bound` of the CPU's, iteration counts equal or
-/// ±1. `solve` runs one method on a simulator and returns (iterations, converged).
+/// ±1.
 fn compare<D: Device + Clone + 'static>(
     dev: &D,
     what: &str,
     lin_of: &dyn Fn(&Simulator, &[f64]) -> StepLinearization<'static>,
-    solve: &dyn Fn(&Simulator, &StepLinearization, &[f64], &mut [f64]) -> (usize, bool),
+    solve: &Solve<'_>,
 ) {
     for (name, text, amp) in scenes() {
         let ls = common::load(&text, &[]);

@@ -429,15 +429,13 @@ pub fn pcg_in<S: KrylovSpace + ?Sized>(
 mod tests {
     use super::*;
 
+    /// An operator or preconditioner of the tests.
+    trait Apply: FnMut(&[f64], &mut [f64]) + Clone {}
+    impl<F: FnMut(&[f64], &mut [f64]) + Clone> Apply for F {}
+
     /// A symmetric *indefinite* tridiagonal operator (every 7th diagonal entry negative) and
     /// its |diagonal| preconditioner; with `skew` a non-symmetric part.
-    fn system(
-        n: usize,
-        skew: f64,
-    ) -> (
-        impl FnMut(&[f64], &mut [f64]) + Clone,
-        impl FnMut(&[f64], &mut [f64]) + Clone,
-    ) {
+    fn system(n: usize, skew: f64) -> (impl Apply, impl Apply) {
         let diag: Vec<f64> = (0..n)
             .map(|i| {
                 if i % 7 == 3 {
