@@ -18,6 +18,15 @@ DPHD_KERNEL(dphd_axpby)(DPHD_ITEM_PARAM long long n, double a, const double* x, 
     y[i] = a * x[i] + b * y[i];
 }
 
+// out[i] = x[i] / s   (a division, as the host's GMRES normalises its basis vectors; not a
+// product with 1/s)
+DPHD_KERNEL(dphd_div)(DPHD_ITEM_PARAM long long n, double s, const double* x, double* out)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    out[i] = x[i] / s;
+}
+
 // dst[i] = src[map[i]]  (gather permutation: P b, CSC -> CSR value maps)
 DPHD_KERNEL(dphd_gather_perm)(DPHD_ITEM_PARAM long long n, const long long* map, const double* src, double* dst)
 {

@@ -270,7 +270,10 @@ fn gpu_system_is_a_linear_solver() {
 /// the device (a parity test whose "device" run silently took the CPU path would pass). It
 /// does not forward `Offload::resident`, so the forwards of runs through it take the host PD
 /// loop with per-operation transfers (kept tested that way; the rollout tests run the
-/// resident loop).
+/// resident loop). It forwards `Offload::krylov_space` (counted): the Krylov solves of the
+/// forward's Newton–Krylov phase and polish and of the backward run on device vectors, and
+/// their ΔA·z and A⁻¹ go through the space, not through `adjoint_product` /
+/// `solve_homogeneous`.
 struct Counting<O> {
     inner: O,
     calls: std::sync::Arc<Calls>,
@@ -284,10 +287,11 @@ struct Calls {
     products: std::sync::atomic::AtomicUsize,
     homogeneous: std::sync::atomic::AtomicUsize,
     params: std::sync::atomic::AtomicUsize,
+    krylov: std::sync::atomic::AtomicUsize,
 }
 
 impl Calls {
-    fn get(&self) -> [usize; 6] {
+    fn get(&self) -> [usize; 7] {
         use std::sync::atomic::Ordering::Relaxed;
         [
             self.local.load(Relaxed),
@@ -296,6 +300,7 @@ impl Calls {
             self.products.load(Relaxed),
             self.homogeneous.load(Relaxed),
             self.params.load(Relaxed),
+            self.krylov.load(Relaxed),
         ]
     }
 }
@@ -341,6 +346,16 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
     }
     fn take_error(&self) -> Option<String> {
         self.inner.take_error()
+    }
+    fn krylov_space(
+        &self,
+        token: u64,
+    ) -> Option<Box<dyn diffphd::linalg::krylov::KrylovSpace<Error = String> + '_>> {
+        let space = self.inner.krylov_space(token);
+        if space.is_some() {
+            bump(&self.calls.krylov);
+        }
+        space
     }
 }
 
@@ -413,13 +428,19 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
         .zip(forward_calls)
         .map(|(a, b)| a - b)
         .collect();
-    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params] {forward_calls:?}, backward {backward_calls:?}");
-    // the forward ran on the device (local step, solve); the backward's ΔA·z, A⁻¹ solves
-    // and parameter sums too, one plan and one parameter sum per frame
+    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params, Krylov spaces] {forward_calls:?}, backward {backward_calls:?}");
+    // the forward ran on the device (local step, solve; each Newton–Krylov or polish
+    // linearization's solves on device vectors); the backward's parameter sums too, one plan
+    // and one parameter sum per frame, and every frame's adjoint (no contact rows: GMRES) on
+    // device vectors, or (contact rows: the KKT GMRES on the host) through ΔA·z and A⁻¹ on
+    // the device
     assert!(forward_calls[0] > 0 && forward_calls[1] > 0);
+    assert!(forward_calls[6] >= forward_calls[2]);
     assert_eq!(backward_calls[2], m.frames, "one ΔA plan per backward step");
     assert_eq!(backward_calls[5], m.frames, "one parameter sum per step");
-    assert!(backward_calls[3] >= m.frames && backward_calls[4] >= m.frames);
+    let contact_frames = ro_c.steps.iter().filter(|s| s.contact.is_some()).count();
+    assert!(backward_calls[6] + contact_frames >= m.frames);
+    assert!(backward_calls[6] == m.frames || backward_calls[3] > 0);
     for (side, br) in [("cpu", &br_c), ("device", &br_g)] {
         let it: Vec<(usize, f64)> = br
             .adjoint

@@ -134,10 +134,11 @@ fn rollout_pair<D: Device + Clone + 'static>(
         );
     }
     eprintln!(
-        "seconds (not a benchmark): cpu {:.1}, device {:.1}; resident axis solves {}",
+        "seconds (not a benchmark): cpu {:.1}, device {:.1}; resident axis solves {}, Krylov solves on device vectors {}",
         seconds[0],
         seconds[1],
-        counts.resident.load(std::sync::atomic::Ordering::Relaxed)
+        counts.resident.load(std::sync::atomic::Ordering::Relaxed),
+        counts.krylov_solves.load(std::sync::atomic::Ordering::Relaxed)
     );
     Rollouts {
         worst: worst / max_disp.max(f64::MIN_POSITIVE),
@@ -147,9 +148,16 @@ fn rollout_pair<D: Device + Clone + 'static>(
     }
 }
 
+/// The cantilever under [`CONVERGED`]: the accurate mode's Newton–Krylov phase and the
+/// Newton polish run their PCG/GMRES solves on device vectors (`Offload::krylov_space`).
 fn rollout_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
     let sets = [&["body.0.mesh.cells=[8, 2, 2]"], CONVERGED].concat();
-    rollout_parity(dev, "scenes/cantilever.toml", &sets, 6, 1e-10);
+    let out = rollout_parity(dev, "scenes/cantilever.toml", &sets, 6, 1e-10);
+    let krylov = out
+        .counts
+        .krylov_solves
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(krylov > 0, "no Krylov solve ran on device vectors");
 }
 
 /// A clamp that moves (translating at 0.5 m/s): the Dirichlet coupling $\hat A_{FD}\bar u_D$

@@ -146,6 +146,8 @@ kernel_table! {
     Axpy = dphd_axpy in "kernels/vector.cu" (a: Real, x: In, y: Out);
     /// `y = a x + b y` (vector.cu).
     Axpby = dphd_axpby in "kernels/vector.cu" (a: Real, x: In, b: Real, y: Out);
+    /// `out = x / s` (vector.cu): GMRES's basis normalisation on the device.
+    Divide = dphd_div in "kernels/vector.cu" (s: Real, x: In, out: Out);
     /// `dst[i] = src[map[i]]` (vector.cu).
     GatherPerm = dphd_gather_perm in "kernels/vector.cu" (map: Index, src: In, dst: Out);
     /// First pass of the deterministic dot product (vector.cu).

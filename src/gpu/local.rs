@@ -468,48 +468,80 @@ impl<D: Device> DeviceAdjointProduct<D> {
         z: &[f64],
     ) -> Result<Vec<f64>, GpuError> {
         dev.write(&mut self.z, z)?;
-        let [cu, cv, cw, cm, cn] = &self.coef;
+        let (coef, muscles) = (&self.coef, self.muscles.as_ref());
+        product(
+            dev,
+            step,
+            (coef, muscles),
+            &self.z,
+            (&mut self.dp, &mut self.out),
+        )?;
+        dev.download(&self.out)
+    }
+
+    /// `out` $=\Delta A\,z$ on device vectors (node-major, Dirichlet rows not zeroed): the
+    /// Krylov methods' operator on the device (`gpu::krylov`), nothing crosses.
+    pub(crate) fn apply_device(
+        &mut self,
+        dev: &D,
+        step: &DeviceLocalStep<D>,
+        z: &D::Real,
+        out: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        let (coef, muscles) = (&self.coef, self.muscles.as_ref());
+        product(dev, step, (coef, muscles), z, (&mut self.dp, out))
+    }
+}
+
+/// $\Delta A\,z$ into `out` with the per-sample products in `dp`: the spectral term, the
+/// muscle term added to $dp_s$, the gather.
+fn product<D: Device>(
+    dev: &D,
+    step: &DeviceLocalStep<D>,
+    (coef, muscles): (&[D::Real; 5], Option<&DeviceMuscleLin<D>>),
+    z: &D::Real,
+    (dp, out): (&mut D::Real, &mut D::Real),
+) -> Result<(), GpuError> {
+    let [cu, cv, cw, cm, cn] = coef;
+    dev.launch(
+        Kernel::SpectralApply,
+        step.ns,
+        &mut [
+            Arg::Index(&step.sample_ptr),
+            Arg::Index(&step.nodes),
+            Arg::In(&step.grads),
+            Arg::In(cu),
+            Arg::In(cv),
+            Arg::In(cw),
+            Arg::In(cm),
+            Arg::In(cn),
+            Arg::In(z),
+            Arg::Out(dp),
+        ],
+    )?;
+    if let Some(m) = muscles {
+        let f = &m.fibres;
         dev.launch(
-            Kernel::SpectralApply,
-            self.ns,
+            Kernel::MuscleJacobianApply,
+            f.num,
             &mut [
+                Arg::Index(&f.sample),
+                Arg::Index(&f.ptr),
+                Arg::Index(&f.group),
+                Arg::In(&f.fiber),
+                Arg::In(&f.weight),
+                Arg::In(&f.act),
+                Arg::In(&m.len),
+                Arg::In(&m.dir),
                 Arg::Index(&step.sample_ptr),
                 Arg::Index(&step.nodes),
                 Arg::In(&step.grads),
-                Arg::In(cu),
-                Arg::In(cv),
-                Arg::In(cw),
-                Arg::In(cm),
-                Arg::In(cn),
-                Arg::In(&self.z),
-                Arg::Out(&mut self.dp),
+                Arg::In(z),
+                Arg::Out(dp),
             ],
         )?;
-        if let Some(m) = self.muscles.as_ref() {
-            let f = &m.fibres;
-            dev.launch(
-                Kernel::MuscleJacobianApply,
-                f.num,
-                &mut [
-                    Arg::Index(&f.sample),
-                    Arg::Index(&f.ptr),
-                    Arg::Index(&f.group),
-                    Arg::In(&f.fiber),
-                    Arg::In(&f.weight),
-                    Arg::In(&f.act),
-                    Arg::In(&m.len),
-                    Arg::In(&m.dir),
-                    Arg::Index(&step.sample_ptr),
-                    Arg::Index(&step.nodes),
-                    Arg::In(&step.grads),
-                    Arg::In(&self.z),
-                    Arg::Out(&mut self.dp),
-                ],
-            )?;
-        }
-        step.gather(dev, &self.dp, &mut self.out)?;
-        dev.download(&self.out)
     }
+    step.gather(dev, dp, out)
 }
 
 // --- muscles in the backward's ΔA·z (issue 15) ---

@@ -10,6 +10,7 @@ pub mod emulator;
 pub mod factor;
 pub mod gradient;
 pub mod kernels;
+pub mod krylov;
 pub mod local;
 pub mod nvrtc;
 pub mod offload;

@@ -5,16 +5,18 @@
 //! The backward's stages too: $\Delta A\,z$ with its muscle term ([`DeviceAdjointProduct`]),
 //! the $A^{-1}$ solves on the device factor and the per-step parameter-gradient sums
 //! (material, nodal, force-group and muscle-activation terms, [`DeviceParamGradient`]).
-//! Anderson, the gate, the Krylov loops' vector work and the small dense contact block stay
-//! on the host (docs/gpu.md).
+//! The Krylov methods' vectors live on the device too ([`Offload::krylov_space`],
+//! `gpu::krylov`); the small dense contact block stays on the host (docs/gpu.md).
 
 use super::device::Device;
 use super::gradient::DeviceParamGradient;
+use super::krylov::{DeviceKrylov, KrylovBuffers};
 use super::local::{unsupported, DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
 use super::resident::Resident;
 use super::system::{GpuSystem, SolveCounts};
 use super::GpuError;
+use crate::linalg::krylov::KrylovSpace;
 use crate::linalg::LinearSolver;
 use crate::model::muscle::MuscleGroup;
 use crate::solver::anderson::AndersonStore;
@@ -23,7 +25,8 @@ use crate::solver::offload::{
 };
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, TryLockError};
 
 /// Default device-memory budget of the explicit inverse factor per distinct free set: 1 GiB.
 /// Above it the level-scheduled triangular solves run instead (spec §5.2–5.3).
@@ -40,6 +43,8 @@ pub struct DeviceOffload<D: Device> {
     backward: Mutex<Backward<D>>,
     /// The resident PD loop's buffers (built at its first step).
     resident: Option<Resident<D>>,
+    /// The Krylov methods' vectors ([`Offload::krylov_space`]).
+    krylov: Mutex<KrylovBuffers<D>>,
     /// First failure of a `&self` stage, for [`Offload::take_error`].
     error: Mutex<Option<String>>,
 }
@@ -84,7 +89,9 @@ impl<D: Device + Clone> DeviceOffload<D> {
             params: DeviceParamGradient::new(&dev, model, &sim.derived)
                 .map_err(|e| e.to_string())?,
         };
+        let krylov = KrylovBuffers::new(&dev, &system).map_err(|e| e.to_string())?;
         Ok(DeviceOffload {
+            krylov: Mutex::new(krylov),
             dev,
             local,
             system,
@@ -228,6 +235,26 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
 
     fn resident(&mut self) -> Option<&mut dyn ResidentPd> {
         Some(self)
+    }
+
+    fn krylov_space(&self, token: u64) -> Option<Box<dyn KrylovSpace<Error = String> + '_>> {
+        // a second solve while one holds the space (none of the solver's do) takes the host loop
+        let buf = match self.krylov.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let product = move |v: &D::Real, out: &mut D::Real| {
+            let mut b = lock(&self.backward);
+            self.current(&b, token, "ΔA·z")?;
+            let r = b.product.apply_device(&self.dev, &self.local, v, out);
+            self.kept(r)
+        };
+        let counts = self.system.counts();
+        counts.krylov_solves.fetch_add(1, Ordering::Relaxed);
+        let on = (&self.dev, &self.system);
+        let space = DeviceKrylov::new(on, buf, Box::new(product), &self.error);
+        Some(Box::new(space))
     }
 }
 

@@ -13,23 +13,39 @@
 use super::device::{Arg, Device};
 use super::kernels::Kernel;
 use super::local::DeviceLocalStep;
-use super::system::GpuSystem;
+use super::system::{DeviceSolve, GpuSystem};
 use super::GpuError;
+use crate::linalg::CscMatrix;
 use crate::solver::offload::{MapNorms, ResidentStep};
 
 /// Entries per item of the first pass of a reduction (the host sums the partials in order).
 pub const CHUNK: usize = 1024;
 
 /// $\hat A$ on the device (symmetric: its CSC arrays are its CSR arrays).
-struct Matrix<D: Device> {
+pub(crate) struct Matrix<D: Device> {
     ptr: D::Index,
     col: D::Index,
     val: D::Real,
 }
 
 impl<D: Device> Matrix<D> {
+    /// Upload the per-axis matrix $\hat A$.
+    pub(crate) fn new(dev: &D, a: &CscMatrix) -> Result<Self, GpuError> {
+        Ok(Matrix {
+            ptr: dev.upload_index(&idx(&a.col_ptr))?,
+            col: dev.upload_index(&idx(&a.row_idx))?,
+            val: dev.upload(&a.values)?,
+        })
+    }
+
     /// `out` $=\hat A\,v$ on the node-major layout (the three axes as a row-interleaved block).
-    fn apply(&self, dev: &D, n3: usize, v: &D::Real, out: &mut D::Real) -> Result<(), GpuError> {
+    pub(crate) fn apply(
+        &self,
+        dev: &D,
+        n3: usize,
+        v: &D::Real,
+        out: &mut D::Real,
+    ) -> Result<(), GpuError> {
         dev.launch(
             Kernel::SpmvCsrMulti,
             n3,
@@ -46,14 +62,23 @@ impl<D: Device> Matrix<D> {
 }
 
 /// The prescribed (Dirichlet) DoFs, node-major positions.
-struct Prescribed<D: Device> {
+pub(crate) struct Prescribed<D: Device> {
     idx: D::Index,
     len: usize,
 }
 
 impl<D: Device> Prescribed<D> {
+    /// The prescribed DoFs of `sys`.
+    pub(crate) fn new(dev: &D, sys: &GpuSystem<D>) -> Result<Self, GpuError> {
+        let pres = sys.prescribed_dofs();
+        Ok(Prescribed {
+            len: pres.len(),
+            idx: dev.upload_index(&idx(&pres))?,
+        })
+    }
+
     /// `dst` takes the prescribed entries of `src`.
-    fn impose(&self, dev: &D, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
+    pub(crate) fn impose(&self, dev: &D, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
         dev.launch(
             Kernel::CopyAt,
             self.len,
@@ -64,15 +89,59 @@ impl<D: Device> Prescribed<D> {
 
 /// One axis of the global solve: node-major positions of its free DoFs (in the reduced
 /// system's order) and the reduced right-hand side / solution.
-struct Axis<D: Device> {
+pub(crate) struct Axis<D: Device> {
     map: D::Index,
     len: usize,
     rhs: D::Real,
 }
 
+impl<D: Device> Axis<D> {
+    /// The three axes of `sys`.
+    pub(crate) fn all(dev: &D, sys: &GpuSystem<D>) -> Result<Vec<Self>, GpuError> {
+        (0..3)
+            .map(|d| {
+                let map = sys.axis_free_dofs(d);
+                Ok(Axis {
+                    len: map.len(),
+                    rhs: dev.zeros(map.len())?,
+                    map: dev.upload_index(&idx(&map))?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// $A_{FF}^{-1}b$ on the free DoFs of each axis into `out` (node-major; prescribed entries
+/// left as they were): gather, the factor's solve on the device, scatter.
+pub(crate) fn solve_free<D: Device>(
+    dev: &D,
+    sys: &GpuSystem<D>,
+    axes: &mut [Axis<D>],
+    (b, out): (&D::Real, &mut D::Real),
+    purpose: DeviceSolve,
+) -> Result<(), GpuError> {
+    for (d, ax) in axes.iter_mut().enumerate() {
+        if ax.len == 0 {
+            continue;
+        }
+        dev.launch(
+            Kernel::GatherPerm,
+            ax.len,
+            &mut [Arg::Index(&ax.map), Arg::In(b), Arg::Out(&mut ax.rhs)],
+        )?;
+        sys.solve_axis_device(d, &mut ax.rhs, purpose)?;
+        dev.launch(
+            Kernel::ScatterPerm,
+            ax.len,
+            &mut [Arg::Index(&ax.map), Arg::In(&ax.rhs), Arg::Out(out)],
+        )?;
+    }
+    Ok(())
+}
+
 /// The deterministic two-pass reductions: chunk partials on the device, summed in order on
 /// the host.
-struct Reducer<D: Device> {
+pub(crate) struct Reducer<D: Device> {
     n3: usize,
     chunks: usize,
     partial: D::Real,
@@ -80,8 +149,19 @@ struct Reducer<D: Device> {
 }
 
 impl<D: Device> Reducer<D> {
+    /// Reductions over vectors of `n3` entries, at most `q` dot products at once.
+    pub(crate) fn new(dev: &D, n3: usize, q: usize) -> Result<Self, GpuError> {
+        let chunks = n3.div_ceil(CHUNK).max(1);
+        Ok(Reducer {
+            n3,
+            chunks,
+            partial: dev.zeros(chunks)?,
+            dots: dev.zeros(q.max(1) * chunks)?,
+        })
+    }
+
     /// $\|a-b\|$.
-    fn dist(&mut self, dev: &D, a: &D::Real, b: &D::Real) -> Result<f64, GpuError> {
+    pub(crate) fn dist(&mut self, dev: &D, a: &D::Real, b: &D::Real) -> Result<f64, GpuError> {
         dev.launch(
             Kernel::DiffSqPartial,
             self.chunks,
@@ -97,7 +177,7 @@ impl<D: Device> Reducer<D> {
     }
 
     /// $a\cdot B_c$ for the `q` vectors $B_c$ of the block `b`, `a` starting at `a_off`.
-    fn dots(
+    pub(crate) fn dots(
         &mut self,
         dev: &D,
         (a, a_off): (&D::Real, usize),
@@ -126,7 +206,7 @@ impl<D: Device> Reducer<D> {
 }
 
 /// `out` $=a\,x+b\,y$ on `n` entries.
-fn lincomb<D: Device>(
+pub(crate) fn lincomb<D: Device>(
     dev: &D,
     n: usize,
     (a, x): (f64, &D::Real),
@@ -147,7 +227,12 @@ fn lincomb<D: Device>(
 }
 
 /// `dst` $=$ `src` on `n` entries.
-fn copy<D: Device>(dev: &D, n: usize, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
+pub(crate) fn copy<D: Device>(
+    dev: &D,
+    n: usize,
+    src: &D::Real,
+    dst: &mut D::Real,
+) -> Result<(), GpuError> {
     dev.launch(Kernel::Copy, n, &mut [Arg::In(src), Arg::Out(dst)])
 }
 
@@ -185,7 +270,7 @@ pub struct Resident<D: Device> {
     hist: History<D>,
 }
 
-fn idx(v: &[usize]) -> Vec<i64> {
+pub(crate) fn idx(v: &[usize]) -> Vec<i64> {
     v.iter().map(|&x| x as i64).collect()
 }
 
@@ -193,37 +278,13 @@ impl<D: Device> Resident<D> {
     /// Buffers for `sys`'s matrix and Dirichlet sets and an Anderson window of `window`.
     pub fn new(dev: &D, sys: &GpuSystem<D>, window: usize) -> Result<Self, GpuError> {
         let n3 = 3 * sys.a.n;
-        let chunks = n3.div_ceil(CHUNK).max(1);
-        let pres = sys.prescribed_dofs();
-        let axes = (0..3)
-            .map(|d| {
-                let map = sys.axis_free_dofs(d);
-                Ok(Axis {
-                    len: map.len(),
-                    rhs: dev.zeros(map.len())?,
-                    map: dev.upload_index(&idx(&map))?,
-                })
-            })
-            .collect::<Result<Vec<_>, GpuError>>()?;
         let w = window.max(1);
         Ok(Resident {
             n3,
-            a: Matrix {
-                ptr: dev.upload_index(&idx(&sys.a.col_ptr))?,
-                col: dev.upload_index(&idx(&sys.a.row_idx))?,
-                val: dev.upload(&sys.a.values)?,
-            },
-            pres: Prescribed {
-                len: pres.len(),
-                idx: dev.upload_index(&idx(&pres))?,
-            },
-            axes,
-            red: Reducer {
-                n3,
-                chunks,
-                partial: dev.zeros(chunks)?,
-                dots: dev.zeros(w * chunks)?,
-            },
+            a: Matrix::new(dev, &sys.a)?,
+            pres: Prescribed::new(dev, sys)?,
+            axes: Axis::all(dev, sys)?,
+            red: Reducer::new(dev, n3, w)?,
             x_t: dev.zeros(n3)?,
             c2: dev.zeros(n3)?,
             f0: dev.zeros(n3)?,
@@ -321,27 +382,8 @@ impl<D: Device> Resident<D> {
     /// $\hat u=A^{-1}b$ on the free DoFs of each axis, into `tmp` (prescribed entries left
     /// as they were: the caller imposes $\bar x_D$).
     fn solve(&mut self, dev: &D, sys: &GpuSystem<D>) -> Result<(), GpuError> {
-        for (d, ax) in self.axes.iter_mut().enumerate() {
-            if ax.len == 0 {
-                continue;
-            }
-            dev.launch(
-                Kernel::GatherPerm,
-                ax.len,
-                &mut [Arg::Index(&ax.map), Arg::In(&self.b), Arg::Out(&mut ax.rhs)],
-            )?;
-            sys.solve_axis_device(d, &mut ax.rhs)?;
-            dev.launch(
-                Kernel::ScatterPerm,
-                ax.len,
-                &mut [
-                    Arg::Index(&ax.map),
-                    Arg::In(&ax.rhs),
-                    Arg::Out(&mut self.tmp),
-                ],
-            )?;
-        }
-        Ok(())
+        let io = (&self.b, &mut self.tmp);
+        solve_free(dev, sys, &mut self.axes, io, DeviceSolve::Resident)
     }
 
     /// Anderson's push: with `slot`, $\Delta x=x_k-x_{k-1}$ and $\Delta g=g_k-g_{k-1}$ into it;

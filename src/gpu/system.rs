@@ -134,12 +134,21 @@ impl<D: Device> GpuSystem<D> {
     }
 
     /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of
-    /// [`GpuSystem::axis_free_dofs`] (the resident PD iteration; counted as `resident`).
-    pub fn solve_axis_device(&self, d: usize, v: &mut D::Real) -> Result<(), GpuError> {
+    /// [`GpuSystem::axis_free_dofs`] (counted by `purpose`).
+    pub fn solve_axis_device(
+        &self,
+        d: usize,
+        v: &mut D::Real,
+        purpose: DeviceSolve,
+    ) -> Result<(), GpuError> {
         let k = self.plan.axis_system(d);
         let mut f = self.factors[k].lock().unwrap_or_else(|p| p.into_inner());
         f.solve_device(&self.dev, v)?;
-        self.counts.resident.fetch_add(1, Ordering::Relaxed);
+        let count = match purpose {
+            DeviceSolve::Resident => &self.counts.resident,
+            DeviceSolve::Krylov => &self.counts.krylov_axis,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -156,6 +165,16 @@ impl<D: Device> GpuSystem<D> {
 /// right-hand sides are solved in several passes.
 pub const MULTI_RHS_BYTES: usize = 1 << 28;
 
+/// Who asks for an axis solve on device vectors ([`GpuSystem::solve_axis_device`]), for
+/// [`SolveCounts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceSolve {
+    /// The resident PD iteration's global solve.
+    Resident,
+    /// The Krylov methods' preconditioner $A^{-1}$.
+    Krylov,
+}
+
 /// What a [`GpuSystem`] has solved on its device: shared ([`GpuSystem::counts`]), so a
 /// caller can see that solves went through the device after handing the system away.
 #[derive(Debug, Default)]
@@ -169,6 +188,10 @@ pub struct SolveCounts {
     /// Axis solves of the resident PD iteration, on device vectors
     /// ([`GpuSystem::solve_axis_device`]).
     pub resident: AtomicUsize,
+    /// Krylov solves (GMRES, PCG) run on device vectors (`gpu::krylov`, one per
+    /// `Offload::krylov_space` handed out), and their preconditioner's axis solves.
+    pub krylov_solves: AtomicUsize,
+    pub krylov_axis: AtomicUsize,
     /// Multi-RHS passes ([`DeviceFactor::solve_many`]) and the axis columns they solved.
     pub multi_passes: AtomicUsize,
     pub multi_columns: AtomicUsize,

@@ -1,22 +1,166 @@
-//! Restarted GMRES with right preconditioning, for the linearized PD systems
-//! $K\,z=g$, $K=A-\Delta A$ (adjoint, spec Eq. 38; Newton polish of the forward), with the
-//! persistent factor of $A$ as preconditioner ($M^{-1}=A^{-1}$).
+//! Restarted GMRES with right preconditioning and preconditioned CG, for the linearized PD
+//! systems $K\,z=g$, $K=A-\Delta A$ (adjoint, spec Eq. 38; the Newton–Krylov phase and the
+//! Newton polish of the forward), with the persistent factor of $A$ as preconditioner
+//! ($M^{-1}=A^{-1}$).
 //!
 //! $K$ is symmetric but may be indefinite (corotated compression, spec §11 item 2), so CG
-//! is not safe; GMRES needs neither definiteness nor $\rho(A^{-1}\Delta A)<1$, which the
-//! fixed-point iteration $z\leftarrow A^{-1}(g+\Delta Az)$ does.
+//! is not safe in general (it stops on negative curvature); GMRES needs neither definiteness
+//! nor $\rho(A^{-1}\Delta A)<1$, which the fixed-point iteration $z\leftarrow A^{-1}(g+\Delta Az)$
+//! does.
+//!
+//! Plan then execute, as Anderson's [`crate::solver::anderson::AndersonStore`]: each method
+//! is written once ([`gmres_in`], [`pcg_in`]) against a [`KrylovSpace`] that owns the vectors
+//! in numbered slots and applies $K$ and $M^{-1}$. [`HostSpace`] keeps them in host memory
+//! (the CPU path: [`gmres`] and [`pcg`] on closures); an accelerator keeps them in device
+//! buffers (`solver::offload::Offload::krylov_space`), so only the right-hand side goes up,
+//! the solution comes down and, per iteration, the dot products' scalars cross. The small
+//! dense work (Hessenberg matrix, Givens rotations, step lengths) is the algorithm's own, on
+//! the host in both cases.
 
-/// Outcome of a GMRES solve.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub struct GmresStats {
+/// Outcome of a Krylov solve ([`gmres_in`], [`pcg_in`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct KrylovStats {
     pub iterations: usize,
     pub converged: bool,
-    /// Final $\|b-Kx\|/\|b\|$ (true residual, recomputed at each restart and at exit).
+    /// Final $\|b-Kx\|/\|b\|$ (GMRES: the true residual, recomputed at each restart and at
+    /// exit; CG: the recurrence's residual).
     pub relative_residual: f64,
+}
+
+/// Outcome of a GMRES solve.
+pub type GmresStats = KrylovStats;
+
+/// The vectors of a Krylov method and the two operators it applies, in numbered slots owned
+/// by the implementation (host memory, or an accelerator's buffers). Every vector has the
+/// system's length. `op` and `precond` overwrite every entry of their output; two slot
+/// arguments of one call are distinct unless a method says otherwise.
+pub trait KrylovSpace {
+    type Error;
+    /// Make slots `0..count` available (their contents are unspecified until written).
+    fn reserve(&mut self, count: usize) -> Result<(), Self::Error>;
+    /// Slot `slot` $\leftarrow$ `v`.
+    fn upload(&mut self, slot: usize, v: &[f64]) -> Result<(), Self::Error>;
+    /// `out` $\leftarrow$ slot `slot`.
+    fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), Self::Error>;
+    /// $a\cdot b$ (`a` and `b` may be the same slot).
+    fn dot(&mut self, a: usize, b: usize) -> Result<f64, Self::Error>;
+    /// $y\leftarrow\alpha x+\beta y$.
+    fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), Self::Error>;
+    /// `out` $\leftarrow x/s$ (entrywise division, not a product with $1/s$).
+    fn divide(&mut self, x: usize, s: f64, out: usize) -> Result<(), Self::Error>;
+    /// `dst` $\leftarrow$ `src`.
+    fn copy(&mut self, src: usize, dst: usize) -> Result<(), Self::Error>;
+    /// `out` $\leftarrow Kx$.
+    fn op(&mut self, x: usize, out: usize) -> Result<(), Self::Error>;
+    /// `out` $\leftarrow M^{-1}x$.
+    fn precond(&mut self, x: usize, out: usize) -> Result<(), Self::Error>;
+}
+
+/// `(&v[a], &mut v[b])` for distinct `a`, `b` (the in/out pair of a slot operation).
+pub fn slot_pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
+    assert_ne!(a, b, "a slot operation's input and output must differ");
+    if a < b {
+        let (lo, hi) = v.split_at_mut(b);
+        (&lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(a);
+        (&hi[0], &mut lo[b])
+    }
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// A [`KrylovSpace`] in host memory around two closures `op(x, out)` and `precond(x, out)`
+/// (each handed a zeroed `out`, as the CPU path's fresh buffers were). Its arithmetic is that
+/// of the CPU path before the methods were split from their vectors: dot products summed in
+/// index order, $\alpha x+\beta y$ and $x/s$ entrywise.
+pub struct HostSpace<'a> {
+    n: usize,
+    slots: Vec<Vec<f64>>,
+    op: &'a mut dyn FnMut(&[f64], &mut [f64]),
+    precond: &'a mut dyn FnMut(&[f64], &mut [f64]),
+}
+
+impl<'a> HostSpace<'a> {
+    /// Vectors of length `n`.
+    pub fn new(
+        n: usize,
+        op: &'a mut dyn FnMut(&[f64], &mut [f64]),
+        precond: &'a mut dyn FnMut(&[f64], &mut [f64]),
+    ) -> Self {
+        HostSpace {
+            n,
+            slots: Vec::new(),
+            op,
+            precond,
+        }
+    }
+
+    /// Apply `f` (the operator or the preconditioner) from slot `x` into slot `out`.
+    fn apply(slots: &mut [Vec<f64>], f: &mut dyn FnMut(&[f64], &mut [f64]), x: usize, out: usize) {
+        let (xv, ov) = slot_pair(slots, x, out);
+        ov.iter_mut().for_each(|v| *v = 0.0);
+        f(xv, ov);
+    }
+}
+
+impl KrylovSpace for HostSpace<'_> {
+    type Error = std::convert::Infallible;
+
+    fn reserve(&mut self, count: usize) -> Result<(), Self::Error> {
+        if self.slots.len() < count {
+            self.slots.resize(count, vec![0.0; self.n]);
+        }
+        Ok(())
+    }
+    fn upload(&mut self, slot: usize, v: &[f64]) -> Result<(), Self::Error> {
+        self.slots[slot].copy_from_slice(v);
+        Ok(())
+    }
+    fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), Self::Error> {
+        out.copy_from_slice(&self.slots[slot]);
+        Ok(())
+    }
+    fn dot(&mut self, a: usize, b: usize) -> Result<f64, Self::Error> {
+        Ok(dot(&self.slots[a], &self.slots[b]))
+    }
+    fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), Self::Error> {
+        let (xv, yv) = slot_pair(&mut self.slots, x, y);
+        for (yi, xi) in yv.iter_mut().zip(xv) {
+            *yi = alpha * xi + beta * *yi;
+        }
+        Ok(())
+    }
+    fn divide(&mut self, x: usize, s: f64, out: usize) -> Result<(), Self::Error> {
+        let (xv, ov) = slot_pair(&mut self.slots, x, out);
+        for (o, xi) in ov.iter_mut().zip(xv) {
+            *o = xi / s;
+        }
+        Ok(())
+    }
+    fn copy(&mut self, src: usize, dst: usize) -> Result<(), Self::Error> {
+        let (sv, dv) = slot_pair(&mut self.slots, src, dst);
+        dv.copy_from_slice(sv);
+        Ok(())
+    }
+    fn op(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
+        Self::apply(&mut self.slots, self.op, x, out);
+        Ok(())
+    }
+    fn precond(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
+        Self::apply(&mut self.slots, self.precond, x, out);
+        Ok(())
+    }
+}
+
+/// The result of a method on a [`HostSpace`], which cannot fail.
+fn infallible<T>(r: Result<T, std::convert::Infallible>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => match e {},
+    }
 }
 
 /// Stopping rule and restart length of [`gmres`].
@@ -30,8 +174,8 @@ pub struct GmresSettings {
     pub max_iter: usize,
 }
 
-/// Solve `op(x) = b` from `x` (in/out), right-preconditioned by `precond`, restart `m`.
-/// Stops when $\|b-Kx\|\le$ `rel_tol`$\|b\|$ + `abs_tol` or after `max_iter` inner steps.
+/// Solve `op(x) = b` from `x` (in/out), right-preconditioned by `precond`, restart `m`:
+/// [`gmres_in`] on a [`HostSpace`].
 pub fn gmres(
     op: &mut dyn FnMut(&[f64], &mut [f64]),
     precond: &mut dyn FnMut(&[f64], &mut [f64]),
@@ -39,113 +183,259 @@ pub fn gmres(
     x: &mut [f64],
     settings: &GmresSettings,
 ) -> GmresStats {
-    let GmresSettings {
-        restart: m,
-        rel_tol,
-        abs_tol,
-        max_iter,
-    } = *settings;
-    let n = b.len();
-    let bnorm = dot(b, b).sqrt();
-    let target = rel_tol * bnorm + abs_tol;
+    let mut space = HostSpace::new(b.len(), op, precond);
+    infallible(gmres_in(&mut space, b, x, settings))
+}
+
+/// The slots of [`gmres_in`]: $b$, $x$, $r$, $w$, then the basis $v_0..v_{m-1}$ and the
+/// preconditioned directions $z_0..z_{m-1}$.
+struct GmresSlots {
+    m: usize,
+}
+
+impl GmresSlots {
+    const B: usize = 0;
+    const X: usize = 1;
+    const R: usize = 2;
+    const W: usize = 3;
+    fn v(&self, i: usize) -> usize {
+        4 + i
+    }
+    fn z(&self, i: usize) -> usize {
+        4 + self.m + i
+    }
+    fn count(&self) -> usize {
+        4 + 2 * self.m
+    }
+}
+
+/// Restarted GMRES on `space`: solve $Kx=b$ from `x` (in/out), right-preconditioned by
+/// $M^{-1}$ ($x=x_0+M^{-1}V_ky$, the directions $z_j=M^{-1}v_j$ kept), Arnoldi by modified
+/// Gram–Schmidt applied twice, Givens rotations on the host. Stops when
+/// $\|b-Kx\|\le$ `rel_tol`$\|b\|$ + `abs_tol` (the true residual, at each restart) or after
+/// `max_iter` inner steps. Uploads `b` and `x`, downloads `x`.
+pub fn gmres_in<S: KrylovSpace + ?Sized>(
+    space: &mut S,
+    b: &[f64],
+    x: &mut [f64],
+    settings: &GmresSettings,
+) -> Result<GmresStats, S::Error> {
+    let s = GmresSlots {
+        m: settings.restart,
+    };
+    space.reserve(s.count())?;
+    space.upload(GmresSlots::B, b)?;
+    let bnorm = space.dot(GmresSlots::B, GmresSlots::B)?.sqrt();
+    let target = settings.rel_tol * bnorm + settings.abs_tol;
     let mut stats = GmresStats::default();
-    let mut tmp = vec![0.0; n];
     if bnorm == 0.0 {
         x.iter_mut().for_each(|v| *v = 0.0);
         stats.converged = true;
-        return stats;
+        return Ok(stats);
     }
+    space.upload(GmresSlots::X, x)?;
     loop {
         // r = b - K x
-        op(x, &mut tmp);
-        let r: Vec<f64> = b.iter().zip(&tmp).map(|(a, c)| a - c).collect();
-        let beta = dot(&r, &r).sqrt();
+        space.op(GmresSlots::X, GmresSlots::R)?;
+        space.axpby(1.0, GmresSlots::B, -1.0, GmresSlots::R)?;
+        let beta = space.dot(GmresSlots::R, GmresSlots::R)?.sqrt();
         stats.relative_residual = beta / bnorm;
         if beta <= target {
             stats.converged = true;
-            return stats;
+            break;
         }
-        if stats.iterations >= max_iter || !beta.is_finite() {
-            return stats;
+        if stats.iterations >= settings.max_iter || !beta.is_finite() {
+            break;
         }
-        let mut v: Vec<Vec<f64>> = vec![r.iter().map(|a| a / beta).collect()];
-        let mut z: Vec<Vec<f64>> = Vec::with_capacity(m);
-        let mut h = vec![vec![0.0; m]; m + 1];
-        let (mut cs, mut sn) = (vec![0.0; m], vec![0.0; m]);
-        let mut g = vec![0.0; m + 1];
-        g[0] = beta;
-        let mut k_used = 0;
-        for j in 0..m {
-            let mut zj = vec![0.0; n];
-            precond(&v[j], &mut zj);
-            let mut w = vec![0.0; n];
-            op(&zj, &mut w);
-            z.push(zj);
-            // modified Gram–Schmidt (twice for stability)
-            for _ in 0..2 {
-                for (i, vi) in v.iter().enumerate() {
-                    let hij = dot(&w, vi);
-                    h[i][j] += hij;
-                    for (wk, vk) in w.iter_mut().zip(vi) {
-                        *wk -= hij * vk;
-                    }
-                }
-            }
-            let wn = dot(&w, &w).sqrt();
-            h[j + 1][j] = wn;
-            // apply previous rotations
-            for i in 0..j {
-                let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
-                h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
-                h[i][j] = t;
-            }
-            let den = (h[j][j] * h[j][j] + h[j + 1][j] * h[j + 1][j]).sqrt();
-            if den == 0.0 {
-                k_used = j;
-                break;
-            }
-            cs[j] = h[j][j] / den;
-            sn[j] = h[j + 1][j] / den;
-            h[j][j] = den;
-            h[j + 1][j] = 0.0;
-            g[j + 1] = -sn[j] * g[j];
-            g[j] *= cs[j];
-            stats.iterations += 1;
-            k_used = j + 1;
-            if g[j + 1].abs() <= 0.5 * target || stats.iterations >= max_iter || wn == 0.0 {
-                break;
-            }
-            v.push(w.iter().map(|a| a / wn).collect());
+        space.divide(GmresSlots::R, beta, s.v(0))?;
+        let cycle = arnoldi(space, &s, (beta, target), settings, &mut stats)?;
+        // x += Z y
+        for (k, yk) in cycle.solve().iter().enumerate() {
+            space.axpby(*yk, s.z(k), 1.0, GmresSlots::X)?;
         }
-        // back substitution for y, x += Z y
-        let mut y = vec![0.0; k_used];
-        for i in (0..k_used).rev() {
+        if cycle.k == 0 {
+            break;
+        }
+    }
+    space.download(GmresSlots::X, x)?;
+    Ok(stats)
+}
+
+/// One GMRES cycle's least-squares problem: the rotated Hessenberg matrix $R$ (upper
+/// triangular in its first `k` columns) and right-hand side $g$.
+struct Cycle {
+    h: Vec<Vec<f64>>,
+    g: Vec<f64>,
+    k: usize,
+}
+
+impl Cycle {
+    /// $y=R^{-1}g$ by back substitution.
+    fn solve(&self) -> Vec<f64> {
+        let (h, g) = (&self.h, &self.g);
+        let mut y = vec![0.0; self.k];
+        for i in (0..self.k).rev() {
             let mut s = g[i];
             for (k, yk) in y.iter().enumerate().skip(i + 1) {
                 s -= h[i][k] * yk;
             }
             y[i] = s / h[i][i];
         }
-        for (k, yk) in y.iter().enumerate() {
-            for (xi, zi) in x.iter_mut().zip(&z[k]) {
-                *xi += yk * zi;
+        y
+    }
+}
+
+/// The Arnoldi steps of one cycle from $v_0$ (in its slot), with $\|r\|=$ `beta`: each step
+/// $z_j=M^{-1}v_j$, $w=Kz_j$, two passes of modified Gram–Schmidt against $v_0..v_j$, the
+/// previous rotations and a new one; stops when the rotated residual reaches half the
+/// target, at the cap, at breakdown or after $m$ steps.
+fn arnoldi<S: KrylovSpace + ?Sized>(
+    space: &mut S,
+    s: &GmresSlots,
+    (beta, target): (f64, f64),
+    settings: &GmresSettings,
+    stats: &mut GmresStats,
+) -> Result<Cycle, S::Error> {
+    let m = s.m;
+    let mut h = vec![vec![0.0; m]; m + 1];
+    let (mut cs, mut sn) = (vec![0.0; m], vec![0.0; m]);
+    let mut g = vec![0.0; m + 1];
+    g[0] = beta;
+    let mut k_used = 0;
+    for j in 0..m {
+        space.precond(s.v(j), s.z(j))?;
+        space.op(s.z(j), GmresSlots::W)?;
+        // modified Gram–Schmidt (twice for stability)
+        for _ in 0..2 {
+            for i in 0..=j {
+                let hij = space.dot(GmresSlots::W, s.v(i))?;
+                h[i][j] += hij;
+                space.axpby(-hij, s.v(i), 1.0, GmresSlots::W)?;
             }
         }
-        if k_used == 0 {
-            return stats;
+        let wn = space.dot(GmresSlots::W, GmresSlots::W)?.sqrt();
+        h[j + 1][j] = wn;
+        // apply previous rotations
+        for i in 0..j {
+            let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
+            h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
+            h[i][j] = t;
+        }
+        let den = (h[j][j] * h[j][j] + h[j + 1][j] * h[j + 1][j]).sqrt();
+        if den == 0.0 {
+            k_used = j;
+            break;
+        }
+        cs[j] = h[j][j] / den;
+        sn[j] = h[j + 1][j] / den;
+        h[j][j] = den;
+        h[j + 1][j] = 0.0;
+        g[j + 1] = -sn[j] * g[j];
+        g[j] *= cs[j];
+        stats.iterations += 1;
+        k_used = j + 1;
+        if g[j + 1].abs() <= 0.5 * target || stats.iterations >= settings.max_iter || wn == 0.0 {
+            break;
+        }
+        if j + 1 < m {
+            space.divide(GmresSlots::W, wn, s.v(j + 1))?;
         }
     }
+    Ok(Cycle { h, g, k: k_used })
+}
+
+/// Stopping rule of [`pcg`].
+#[derive(Clone, Copy, Debug)]
+pub struct PcgSettings {
+    pub rel_tol: f64,
+    pub abs_tol: f64,
+    /// Cap on iterations.
+    pub max_iter: usize,
+}
+
+/// Solve `op(x) = b` from `x` (in/out) by CG preconditioned with `precond`: [`pcg_in`] on a
+/// [`HostSpace`].
+pub fn pcg(
+    op: &mut dyn FnMut(&[f64], &mut [f64]),
+    precond: &mut dyn FnMut(&[f64], &mut [f64]),
+    b: &[f64],
+    x: &mut [f64],
+    settings: &PcgSettings,
+) -> KrylovStats {
+    let mut space = HostSpace::new(b.len(), op, precond);
+    infallible(pcg_in(&mut space, b, x, settings))
+}
+
+/// Preconditioned CG on `space` ($K$ symmetric, $M^{-1}$ symmetric positive definite): solve
+/// $Kx=b$ from `x` (in/out). Stops at $\|r\|\le$ `rel_tol`$\|b\|$ + `abs_tol` (the recurrence's
+/// residual), on negative curvature ($p^TKp\le0$ or NaN; `iterations < max_iter` tells it
+/// from the cap) or after `max_iter` iterations. Uploads `b` and `x`, downloads `x`.
+pub fn pcg_in<S: KrylovSpace + ?Sized>(
+    space: &mut S,
+    b: &[f64],
+    x: &mut [f64],
+    settings: &PcgSettings,
+) -> Result<KrylovStats, S::Error> {
+    const B: usize = 0;
+    const X: usize = 1;
+    const R: usize = 2;
+    const W: usize = 3;
+    const P: usize = 4;
+    const KP: usize = 5;
+    space.reserve(6)?;
+    space.upload(B, b)?;
+    space.upload(X, x)?;
+    let bnorm = space.dot(B, B)?.sqrt();
+    // r = b - K x, w = M⁻¹ r, p = w
+    space.op(X, R)?;
+    space.axpby(1.0, B, -1.0, R)?;
+    space.precond(R, W)?;
+    space.copy(W, P)?;
+    let mut rw = space.dot(R, W)?;
+    let thresh = settings.rel_tol * bnorm + settings.abs_tol;
+    let mut it = 0;
+    let (converged, rn) = loop {
+        let rn = space.dot(R, R)?.sqrt();
+        if rn <= thresh {
+            break (true, rn);
+        }
+        if it >= settings.max_iter {
+            break (false, rn);
+        }
+        space.op(P, KP)?;
+        let pkp = space.dot(P, KP)?;
+        if pkp.is_nan() || pkp <= 0.0 {
+            break (false, rn);
+        }
+        let a = rw / pkp;
+        space.axpby(a, P, 1.0, X)?;
+        space.axpby(-a, KP, 1.0, R)?;
+        space.precond(R, W)?;
+        let rw_new = space.dot(R, W)?;
+        let beta = rw_new / rw;
+        rw = rw_new;
+        space.axpby(1.0, W, beta, P)?;
+        it += 1;
+    };
+    space.download(X, x)?;
+    Ok(KrylovStats {
+        iterations: it,
+        converged,
+        relative_residual: rn / bnorm,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Symmetric *indefinite* tridiagonal system, preconditioned by its diagonal part:
-    /// GMRES must solve it to the requested tolerance.
-    #[test]
-    fn gmres_solves_an_indefinite_symmetric_system() {
-        let n = 60;
+    /// An operator or preconditioner of the tests.
+    trait Apply: FnMut(&[f64], &mut [f64]) + Clone {}
+    impl<F: FnMut(&[f64], &mut [f64]) + Clone> Apply for F {}
+
+    /// A symmetric *indefinite* tridiagonal operator (every 7th diagonal entry negative) and
+    /// its |diagonal| preconditioner; with `skew` a non-symmetric part.
+    fn system(n: usize, skew: f64) -> (impl Apply, impl Apply) {
         let diag: Vec<f64> = (0..n)
             .map(|i| {
                 if i % 7 == 3 {
@@ -155,35 +445,38 @@ mod tests {
                 }
             })
             .collect();
-        let mut op = |x: &[f64], y: &mut [f64]| {
+        let dabs: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
+        let op = move |x: &[f64], y: &mut [f64]| {
             for i in 0..n {
                 y[i] = diag[i] * x[i]
-                    - if i > 0 { x[i - 1] } else { 0.0 }
-                    - if i + 1 < n { x[i + 1] } else { 0.0 };
+                    - (1.0 + skew) * if i > 0 { x[i - 1] } else { 0.0 }
+                    - (1.0 - skew) * if i + 1 < n { x[i + 1] } else { 0.0 };
             }
         };
-        let dabs: Vec<f64> = diag.iter().map(|d| d.abs()).collect();
-        let mut pre = |x: &[f64], y: &mut [f64]| {
+        let pre = move |x: &[f64], y: &mut [f64]| {
             for i in 0..n {
                 y[i] = x[i] / dabs[i];
             }
         };
+        (op, pre)
+    }
+
+    /// GMRES must solve an indefinite symmetric system to the requested tolerance.
+    #[test]
+    fn gmres_solves_an_indefinite_symmetric_system() {
+        let n = 60;
+        let (mut op, mut pre) = system(n, 0.0);
         let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
         let mut b = vec![0.0; n];
         op(&xs, &mut b);
         let mut x = vec![0.0; n];
-        let st = gmres(
-            &mut op,
-            &mut pre,
-            &b,
-            &mut x,
-            &GmresSettings {
-                restart: 10,
-                rel_tol: 1e-12,
-                abs_tol: 0.0,
-                max_iter: 500,
-            },
-        );
+        let settings = GmresSettings {
+            restart: 10,
+            rel_tol: 1e-12,
+            abs_tol: 0.0,
+            max_iter: 500,
+        };
+        let st = gmres(&mut op, &mut pre, &b, &mut x, &settings);
         assert!(st.converged, "{st:?}");
         let err = xs
             .iter()
@@ -191,5 +484,250 @@ mod tests {
             .map(|(a, c)| (a - c).abs())
             .fold(0.0, f64::max);
         assert!(err < 1e-9, "error {err}");
+    }
+
+    /// Statistics and solution as bit patterns (NaN and signed zeros compared exactly).
+    fn bits(st: KrylovStats, x: &[f64]) -> (usize, bool, u64, Vec<u64>) {
+        let x = x.iter().map(|v| v.to_bits()).collect();
+        (
+            st.iterations,
+            st.converged,
+            st.relative_residual.to_bits(),
+            x,
+        )
+    }
+
+    /// The slot-space methods on the host give today's (before the split) iterates and
+    /// statistics bit for bit: GMRES through restarts, the cap, a warm start, a non-symmetric
+    /// operator and a zero right-hand side; CG to convergence, at the cap and on negative
+    /// curvature (the indefinite system).
+    #[test]
+    fn host_space_methods_equal_the_closure_methods_bit_for_bit() {
+        let n = 60;
+        let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        let x0: Vec<f64> = (0..n).map(|i| 0.1 * (i as f64 * 1.3).cos()).collect();
+        for (skew, restart, rel_tol, max_iter, warm) in [
+            (0.0, 10, 1e-12, 500, false),
+            (0.0, 3, 1e-14, 40, true),
+            (0.3, 7, 1e-10, 500, true),
+            (0.3, 50, 0.0, 25, false),
+        ] {
+            let (mut op, mut pre) = system(n, skew);
+            let mut b = vec![0.0; n];
+            op(&xs, &mut b);
+            let settings = GmresSettings {
+                restart,
+                rel_tol,
+                abs_tol: 1e-300,
+                max_iter,
+            };
+            let start = if warm { x0.clone() } else { vec![0.0; n] };
+            let (mut x, mut xr) = (start.clone(), start.clone());
+            let st = gmres(&mut op.clone(), &mut pre.clone(), &b, &mut x, &settings);
+            let sr = reference::gmres(&mut op, &mut pre, &b, &mut xr, &settings);
+            assert_eq!(
+                bits(st, &x),
+                bits(sr, &xr),
+                "GMRES skew {skew}, restart {restart}"
+            );
+        }
+        let (mut op, mut pre) = system(n, 0.0);
+        let mut x = x0.clone();
+        let st = gmres(&mut op, &mut pre, &vec![0.0; n], &mut x, &{
+            GmresSettings {
+                restart: 5,
+                rel_tol: 1e-8,
+                abs_tol: 0.0,
+                max_iter: 10,
+            }
+        });
+        assert!(st.converged && x.iter().all(|v| *v == 0.0));
+        // CG: an SPD system (shifted), the indefinite one (negative curvature), the cap
+        for (shift, max_iter) in [(3.0, 500), (0.0, 500), (3.0, 4)] {
+            let (mut op0, mut pre) = system(n, 0.0);
+            let mut op = move |x: &[f64], y: &mut [f64]| {
+                op0(x, y);
+                y.iter_mut().zip(x).for_each(|(yi, xi)| *yi += shift * xi);
+            };
+            let mut b = vec![0.0; n];
+            op(&xs, &mut b);
+            let settings = PcgSettings {
+                rel_tol: 1e-12,
+                abs_tol: 0.0,
+                max_iter,
+            };
+            let (mut x, mut xr) = (x0.clone(), x0.clone());
+            let st = pcg(&mut op, &mut pre, &b, &mut x, &settings);
+            let sr = reference::pcg(&mut op, &mut pre, &b, &mut xr, &settings);
+            assert_eq!(
+                bits(st, &x),
+                bits(sr, &xr),
+                "CG shift {shift}, cap {max_iter}"
+            );
+            eprintln!("CG shift {shift}, cap {max_iter}: {st:?}");
+        }
+    }
+
+    /// The CPU path's GMRES and CG as they were before the methods were written against
+    /// [`KrylovSpace`] (GMRES: `linalg::krylov::gmres`; CG: `solver::backward::solve_pcg`
+    /// with its operator and preconditioner as closures), kept to prove the split bitwise.
+    mod reference {
+        use super::super::{dot, GmresSettings, GmresStats, KrylovStats, PcgSettings};
+
+        pub fn gmres(
+            op: &mut dyn FnMut(&[f64], &mut [f64]),
+            precond: &mut dyn FnMut(&[f64], &mut [f64]),
+            b: &[f64],
+            x: &mut [f64],
+            settings: &GmresSettings,
+        ) -> GmresStats {
+            let GmresSettings {
+                restart: m,
+                rel_tol,
+                abs_tol,
+                max_iter,
+            } = *settings;
+            let n = b.len();
+            let bnorm = dot(b, b).sqrt();
+            let target = rel_tol * bnorm + abs_tol;
+            let mut stats = GmresStats::default();
+            let mut tmp = vec![0.0; n];
+            if bnorm == 0.0 {
+                x.iter_mut().for_each(|v| *v = 0.0);
+                stats.converged = true;
+                return stats;
+            }
+            loop {
+                op(x, &mut tmp);
+                let r: Vec<f64> = b.iter().zip(&tmp).map(|(a, c)| a - c).collect();
+                let beta = dot(&r, &r).sqrt();
+                stats.relative_residual = beta / bnorm;
+                if beta <= target {
+                    stats.converged = true;
+                    return stats;
+                }
+                if stats.iterations >= max_iter || !beta.is_finite() {
+                    return stats;
+                }
+                let mut v: Vec<Vec<f64>> = vec![r.iter().map(|a| a / beta).collect()];
+                let mut z: Vec<Vec<f64>> = Vec::with_capacity(m);
+                let mut h = vec![vec![0.0; m]; m + 1];
+                let (mut cs, mut sn) = (vec![0.0; m], vec![0.0; m]);
+                let mut g = vec![0.0; m + 1];
+                g[0] = beta;
+                let mut k_used = 0;
+                for j in 0..m {
+                    let mut zj = vec![0.0; n];
+                    precond(&v[j], &mut zj);
+                    let mut w = vec![0.0; n];
+                    op(&zj, &mut w);
+                    z.push(zj);
+                    for _ in 0..2 {
+                        for (i, vi) in v.iter().enumerate() {
+                            let hij = dot(&w, vi);
+                            h[i][j] += hij;
+                            for (wk, vk) in w.iter_mut().zip(vi) {
+                                *wk -= hij * vk;
+                            }
+                        }
+                    }
+                    let wn = dot(&w, &w).sqrt();
+                    h[j + 1][j] = wn;
+                    for i in 0..j {
+                        let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
+                        h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
+                        h[i][j] = t;
+                    }
+                    let den = (h[j][j] * h[j][j] + h[j + 1][j] * h[j + 1][j]).sqrt();
+                    if den == 0.0 {
+                        k_used = j;
+                        break;
+                    }
+                    cs[j] = h[j][j] / den;
+                    sn[j] = h[j + 1][j] / den;
+                    h[j][j] = den;
+                    h[j + 1][j] = 0.0;
+                    g[j + 1] = -sn[j] * g[j];
+                    g[j] *= cs[j];
+                    stats.iterations += 1;
+                    k_used = j + 1;
+                    if g[j + 1].abs() <= 0.5 * target || stats.iterations >= max_iter || wn == 0.0 {
+                        break;
+                    }
+                    v.push(w.iter().map(|a| a / wn).collect());
+                }
+                let mut y = vec![0.0; k_used];
+                for i in (0..k_used).rev() {
+                    let mut s = g[i];
+                    for (k, yk) in y.iter().enumerate().skip(i + 1) {
+                        s -= h[i][k] * yk;
+                    }
+                    y[i] = s / h[i][i];
+                }
+                for (k, yk) in y.iter().enumerate() {
+                    for (xi, zi) in x.iter_mut().zip(&z[k]) {
+                        *xi += yk * zi;
+                    }
+                }
+                if k_used == 0 {
+                    return stats;
+                }
+            }
+        }
+
+        pub fn pcg(
+            op: &mut dyn FnMut(&[f64], &mut [f64]),
+            precond: &mut dyn FnMut(&[f64], &mut [f64]),
+            gf: &[f64],
+            z: &mut [f64],
+            cfg: &PcgSettings,
+        ) -> KrylovStats {
+            let n3 = gf.len();
+            let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let gnorm = norm(gf);
+            let dotp = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+            let mut kz = vec![0.0; n3];
+            op(z, &mut kz);
+            let mut r: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
+            let mut w = vec![0.0; n3];
+            precond(&r, &mut w);
+            let mut p = w.clone();
+            let mut rw = dotp(&r, &w);
+            let mut kp = vec![0.0; n3];
+            let thresh = cfg.rel_tol * gnorm + cfg.abs_tol;
+            let mut it = 0;
+            let done = |iterations, converged, rn: f64| KrylovStats {
+                iterations,
+                converged,
+                relative_residual: rn / gnorm,
+            };
+            loop {
+                let rn = norm(&r);
+                if rn <= thresh {
+                    return done(it, true, rn);
+                }
+                if it >= cfg.max_iter {
+                    return done(it, false, rn);
+                }
+                op(&p, &mut kp);
+                let pkp = dotp(&p, &kp);
+                if pkp.is_nan() || pkp <= 0.0 {
+                    return done(it, false, rn);
+                }
+                let a = rw / pkp;
+                for k in 0..n3 {
+                    z[k] += a * p[k];
+                    r[k] -= a * kp[k];
+                }
+                precond(&r, &mut w);
+                let rw_new = dotp(&r, &w);
+                let beta = rw_new / rw;
+                rw = rw_new;
+                for k in 0..n3 {
+                    p[k] = w[k] + beta * p[k];
+                }
+                it += 1;
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ use super::simulator::{norm, Simulator};
 use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
+use crate::linalg::krylov::{self, KrylovSpace, KrylovStats};
 use crate::linalg::LinearSolver;
 use crate::material::interleaved::LANES;
 use crate::material::neohookean::HessianFilter;
@@ -272,28 +273,50 @@ pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f
     sim.zero_prescribed(out);
 }
 
-/// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`.
+/// The accelerator's [`KrylovSpace`] for `lin`'s step, when the simulator has an accelerator
+/// that offers one and the step's $\Delta A$ is planned on it ([`Offload::krylov_space`]).
+fn device_space<'a>(
+    sim: &'a Simulator,
+    lin: &StepLinearization,
+) -> Option<Box<dyn KrylovSpace<Error = String> + 'a>> {
+    let token = lin.device_step?;
+    sim.offload.as_ref()?.krylov_space(token)
+}
+
+/// A Krylov solve whose device space failed: NaN solution and statistics (the accelerator
+/// keeps the failure and reports it at the end of the step, as for its other stages).
+fn device_failed(z: &mut [f64]) -> KrylovStats {
+    z.iter_mut().for_each(|v| *v = f64::NAN);
+    KrylovStats {
+        iterations: 0,
+        converged: false,
+        relative_residual: f64::NAN,
+    }
+}
+
+/// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`: on the
+/// accelerator's vectors when it offers a Krylov space (only $g$, $z$ and the dot products'
+/// scalars cross), otherwise on the host with [`apply_k`] and [`solve_a`].
 pub fn solve_gmres(
     sim: &Simulator,
     lin: &StepLinearization,
     g: &[f64],
     z: &mut [f64],
     cfg: &BackwardConfig,
-) -> crate::linalg::krylov::GmresStats {
+) -> KrylovStats {
+    let settings = krylov::GmresSettings {
+        restart: cfg.gmres_restart,
+        rel_tol: cfg.rel_tol,
+        abs_tol: cfg.abs_tol,
+        max_iter: cfg.max_iterations,
+    };
+    if let Some(mut space) = device_space(sim, lin) {
+        return krylov::gmres_in(space.as_mut(), g, z, &settings)
+            .unwrap_or_else(|_| device_failed(z));
+    }
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-    crate::linalg::krylov::gmres(
-        &mut op,
-        &mut pre,
-        g,
-        z,
-        &crate::linalg::krylov::GmresSettings {
-            restart: cfg.gmres_restart,
-            rel_tol: cfg.rel_tol,
-            abs_tol: cfg.abs_tol,
-            max_iter: cfg.max_iterations,
-        },
-    )
+    krylov::gmres(&mut op, &mut pre, g, z, &settings)
 }
 
 /// Fixed-point adjoint iterations without halving the residual before GMRES takes over
@@ -464,8 +487,9 @@ fn adjoint_fixed_point(
 }
 
 /// PCG on $Kz=g$ (free DoFs, $z_D=0$) preconditioned by $A^{-1}$ (the persistent factor),
-/// from `z`. Stops at $\|g-Kz\|\le\epsilon_r\|g\|+\epsilon_a$, on negative curvature or at the
-/// cap. Returns (iterations, converged, relative residual).
+/// from `z` ([`krylov::pcg_in`]; on the accelerator's vectors when it offers a Krylov space,
+/// as [`solve_gmres`]). Stops at $\|g-Kz\|\le\epsilon_r\|g\|+\epsilon_a$, on negative curvature or
+/// at the cap. Returns (iterations, converged, relative residual).
 pub fn solve_pcg(
     sim: &Simulator,
     lin: &StepLinearization,
@@ -473,47 +497,22 @@ pub fn solve_pcg(
     z: &mut [f64],
     cfg: &BackwardConfig,
 ) -> (usize, bool, f64) {
-    let n3 = gf.len();
-    let gnorm = norm(gf);
-    let dotp = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let mut kz = vec![0.0; n3];
-    apply_k(sim, lin, z, &mut kz);
-    let mut r: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
-    let mut w = vec![0.0; n3];
-    solve_a(sim, &r, &mut w);
-    let mut p = w.clone();
-    let mut rw = dotp(&r, &w);
-    let mut kp = vec![0.0; n3];
-    let thresh = cfg.rel_tol * gnorm + cfg.abs_tol;
-    let mut it = 0;
-    loop {
-        let rn = norm(&r);
-        if rn <= thresh {
-            return (it, true, rn / gnorm);
+    let settings = krylov::PcgSettings {
+        rel_tol: cfg.rel_tol,
+        abs_tol: cfg.abs_tol,
+        max_iter: cfg.max_iterations,
+    };
+    let st = match device_space(sim, lin) {
+        Some(mut space) => {
+            krylov::pcg_in(space.as_mut(), gf, z, &settings).unwrap_or_else(|_| device_failed(z))
         }
-        if it >= cfg.max_iterations {
-            return (it, false, rn / gnorm);
+        None => {
+            let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
+            let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
+            krylov::pcg(&mut op, &mut pre, gf, z, &settings)
         }
-        apply_k(sim, lin, &p, &mut kp);
-        let pkp = dotp(&p, &kp);
-        if pkp.is_nan() || pkp <= 0.0 {
-            // negative curvature: `it < max_iterations` tells it from the cap
-            return (it, false, rn / gnorm);
-        }
-        let a = rw / pkp;
-        for k in 0..n3 {
-            z[k] += a * p[k];
-            r[k] -= a * kp[k];
-        }
-        solve_a(sim, &r, &mut w);
-        let rw_new = dotp(&r, &w);
-        let beta = rw_new / rw;
-        rw = rw_new;
-        for k in 0..n3 {
-            p[k] = w[k] + beta * p[k];
-        }
-        it += 1;
-    }
+    };
+    (st.iterations, st.converged, st.relative_residual)
 }
 
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).

@@ -6,13 +6,14 @@
 //! The backward (spec §7) uses the same seam for its costly stages: the adjoint's
 //! $\Delta A\,z$ product, muscle fibres included (the step's coefficients uploaded once per
 //! backward step, one product per Krylov iteration), the $A^{-1}$ solves that precondition it,
-//! and the per-step parameter-gradient reductions over samples, nodes, loaded nodes and muscle
-//! fibres (spec §7.5). Those methods take `&self` (the backward holds
-//! the simulator shared); a failure there is kept by the implementation and reported by
+//! the Krylov methods' vectors themselves ([`Offload::krylov_space`]) and the per-step
+//! parameter-gradient reductions over samples, nodes, loaded nodes and muscle fibres (spec
+//! §7.5). Those methods take `&self` (the backward holds the simulator shared); a failure there is kept by the implementation and reported by
 //! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
 //! that the iteration using it stops.
 
 use super::anderson::AndersonStore;
+use crate::linalg::krylov::KrylovSpace;
 use crate::linalg::LinearSolver;
 use nalgebra::Matrix3;
 
@@ -64,6 +65,22 @@ pub trait Offload {
     /// The time at which the next local steps evaluate muscle activations (the
     /// simulator's `Derived::muscle_time`, set at the start of every step).
     fn set_muscle_time(&mut self, _t: f64) {}
+
+    // --- the Krylov methods' vectors (issue 15) ---
+
+    /// The vector space of the Krylov methods on the accelerator for the planned
+    /// linearization `token` ([`Offload::adjoint_step`]), if it offers one: slots in device
+    /// memory, $K=\hat A-\Delta A$ with the prescribed rows zeroed (the whole of
+    /// `backward::apply_k`) as the operator, $A^{-1}$ with zero Dirichlet values as the
+    /// preconditioner. GMRES and PCG ([`crate::linalg::krylov`]) then run on it: per solve the
+    /// right-hand side and the start go up and the solution comes down, per iteration only the
+    /// dot products' scalars cross. A failure is kept and reported by [`Offload::take_error`]
+    /// like the other backward stages. `None` (the default, or while another solve holds the
+    /// space): the host loop with [`Offload::adjoint_product`] and
+    /// [`Offload::solve_homogeneous`].
+    fn krylov_space(&self, _token: u64) -> Option<Box<dyn KrylovSpace<Error = String> + '_>> {
+        None
+    }
 
     // --- the resident PD iteration (issue 15) ---
 
