@@ -13,18 +13,16 @@
 
 use super::device::{Arg, Device};
 use super::kernels::Kernel;
-use super::resident::{copy, solve_free, Axis, Matrix, Prescribed, Reducer};
+use super::resident::{copy, solve_free, Axis, Reducer};
 use super::system::{DeviceSolve, GpuSystem};
 use super::GpuError;
 use crate::linalg::krylov::{slot_pair, KrylovSpace};
 use std::sync::{Mutex, MutexGuard};
 
-/// The device state of the Krylov methods of one simulator: $\hat A$, the prescribed DoFs,
-/// the axis maps, the reducer and the slots (grown on demand, kept across solves).
+/// The device state of the Krylov methods of one simulator: the axis maps, the reducer and
+/// the slots ($\hat A$ and the prescribed DoFs are the [`GpuSystem`]'s) (grown on demand, kept across solves).
 pub struct KrylovBuffers<D: Device> {
     n3: usize,
-    a: Matrix<D>,
-    pres: Prescribed<D>,
     axes: Vec<Axis<D>>,
     red: Reducer<D>,
     zero: D::Real,
@@ -39,8 +37,6 @@ impl<D: Device> KrylovBuffers<D> {
         let n3 = 3 * sys.a.n;
         Ok(KrylovBuffers {
             n3,
-            a: Matrix::new(dev, &sys.a)?,
-            pres: Prescribed::new(dev, sys)?,
             axes: Axis::all(dev, sys)?,
             red: Reducer::new(dev, n3, 1)?,
             zero: dev.zeros(n3)?,
@@ -113,7 +109,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         let (dev, error) = (self.dev, self.error);
         let buf = &mut *self.buf;
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
-        keep(error, buf.a.apply(dev, buf.n3, xv, ov))?;
+        keep(error, self.sys.matrix().apply(dev, buf.n3, xv, ov))?;
         (self.product)(xv, &mut buf.da)?;
         let r = dev
             .launch(
@@ -126,7 +122,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
                     Arg::Out(ov),
                 ],
             )
-            .and_then(|_| buf.pres.impose(dev, &buf.zero, ov));
+            .and_then(|_| self.sys.prescribed().impose(dev, &buf.zero, ov));
         keep(error, r)
     }
 
@@ -137,7 +133,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         let buf = &mut *self.buf;
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
         solve_free(dev, sys, &mut buf.axes, (xv, &mut *ov), DeviceSolve::Krylov)?;
-        buf.pres.impose(dev, &buf.zero, ov)
+        sys.prescribed().impose(dev, &buf.zero, ov)
     }
 
     /// $y\leftarrow\alpha x+\beta y$.

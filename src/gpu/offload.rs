@@ -296,7 +296,7 @@ impl<D: Device + Clone> ResidentPd for DeviceOffload<D> {
             self.resident = Some(r.map_err(|e| e.to_string())?);
         }
         let r = begun(&mut self.resident)?;
-        r.begin(&self.dev, &mut self.local, step)
+        r.begin((&self.dev, &self.system), &mut self.local, step)
             .map_err(|e| e.to_string())
     }
 
@@ -314,7 +314,7 @@ impl<D: Device + Clone> ResidentPd for DeviceOffload<D> {
 
     fn accept(&mut self) -> Result<(), String> {
         let r = begun(&mut self.resident)?;
-        r.accept(&self.dev, &mut self.local)
+        r.accept((&self.dev, &self.system), &mut self.local)
             .map_err(|e| e.to_string())
     }
 

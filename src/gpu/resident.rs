@@ -13,79 +13,12 @@
 use super::device::{Arg, Device};
 use super::kernels::Kernel;
 use super::local::DeviceLocalStep;
-use super::system::{DeviceSolve, GpuSystem};
+use super::system::{idx, DeviceSolve, GpuSystem};
 use super::GpuError;
-use crate::linalg::CscMatrix;
 use crate::solver::offload::{MapNorms, ResidentStep};
 
 /// Entries per item of the first pass of a reduction (the host sums the partials in order).
 pub const CHUNK: usize = 1024;
-
-/// $\hat A$ on the device (symmetric: its CSC arrays are its CSR arrays).
-pub(crate) struct Matrix<D: Device> {
-    ptr: D::Index,
-    col: D::Index,
-    val: D::Real,
-}
-
-impl<D: Device> Matrix<D> {
-    /// Upload the per-axis matrix $\hat A$.
-    pub(crate) fn new(dev: &D, a: &CscMatrix) -> Result<Self, GpuError> {
-        Ok(Matrix {
-            ptr: dev.upload_index(&idx(&a.col_ptr))?,
-            col: dev.upload_index(&idx(&a.row_idx))?,
-            val: dev.upload(&a.values)?,
-        })
-    }
-
-    /// `out` $=\hat A\,v$ on the node-major layout (the three axes as a row-interleaved block).
-    pub(crate) fn apply(
-        &self,
-        dev: &D,
-        n3: usize,
-        v: &D::Real,
-        out: &mut D::Real,
-    ) -> Result<(), GpuError> {
-        dev.launch(
-            Kernel::SpmvCsrMulti,
-            n3,
-            &mut [
-                Arg::Int(3),
-                Arg::Index(&self.ptr),
-                Arg::Index(&self.col),
-                Arg::In(&self.val),
-                Arg::In(v),
-                Arg::Out(out),
-            ],
-        )
-    }
-}
-
-/// The prescribed (Dirichlet) DoFs, node-major positions.
-pub(crate) struct Prescribed<D: Device> {
-    idx: D::Index,
-    len: usize,
-}
-
-impl<D: Device> Prescribed<D> {
-    /// The prescribed DoFs of `sys`.
-    pub(crate) fn new(dev: &D, sys: &GpuSystem<D>) -> Result<Self, GpuError> {
-        let pres = sys.prescribed_dofs();
-        Ok(Prescribed {
-            len: pres.len(),
-            idx: dev.upload_index(&idx(&pres))?,
-        })
-    }
-
-    /// `dst` takes the prescribed entries of `src`.
-    pub(crate) fn impose(&self, dev: &D, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
-        dev.launch(
-            Kernel::CopyAt,
-            self.len,
-            &mut [Arg::Index(&self.idx), Arg::In(src), Arg::Out(dst)],
-        )
-    }
-}
 
 /// One axis of the global solve: node-major positions of its free DoFs (in the reduced
 /// system's order) and the reduced right-hand side / solution.
@@ -251,8 +184,6 @@ struct History<D: Device> {
 /// Device state of the resident PD loop of one simulator.
 pub struct Resident<D: Device> {
     n3: usize,
-    a: Matrix<D>,
-    pres: Prescribed<D>,
     axes: Vec<Axis<D>>,
     red: Reducer<D>,
     x_t: D::Real,
@@ -270,10 +201,6 @@ pub struct Resident<D: Device> {
     hist: History<D>,
 }
 
-pub(crate) fn idx(v: &[usize]) -> Vec<i64> {
-    v.iter().map(|&x| x as i64).collect()
-}
-
 impl<D: Device> Resident<D> {
     /// Buffers for `sys`'s matrix and Dirichlet sets and an Anderson window of `window`.
     pub fn new(dev: &D, sys: &GpuSystem<D>, window: usize) -> Result<Self, GpuError> {
@@ -281,8 +208,6 @@ impl<D: Device> Resident<D> {
         let w = window.max(1);
         Ok(Resident {
             n3,
-            a: Matrix::new(dev, &sys.a)?,
-            pres: Prescribed::new(dev, sys)?,
             axes: Axis::all(dev, sys)?,
             red: Reducer::new(dev, n3, w)?,
             x_t: dev.zeros(n3)?,
@@ -316,11 +241,11 @@ impl<D: Device> Resident<D> {
     /// and the constants $c_2=c_u-s_t-\hat A\bar u_D$, $f_0=\hat Ax_t+c_u-s_t$.
     pub fn begin(
         &mut self,
-        dev: &D,
+        (dev, sys): (&D, &GpuSystem<D>),
         local: &mut DeviceLocalStep<D>,
         step: &ResidentStep,
     ) -> Result<(), GpuError> {
-        let n3 = self.n3;
+        let (n3, a, pres) = (self.n3, sys.matrix(), sys.prescribed());
         dev.write(&mut self.x_t, step.x_t)?;
         dev.write(&mut self.xd, step.xd)?;
         dev.write(local.x_mut(), step.x0)?;
@@ -329,13 +254,13 @@ impl<D: Device> Resident<D> {
         dev.write(&mut self.g, step.st)?;
         lincomb(dev, n3, (1.0, &self.b), (-1.0, &self.g), &mut self.tmp)?;
         // f0 = A x_t + (c_u - s_t)
-        self.a.apply(dev, n3, &self.x_t, &mut self.g)?;
+        a.apply(dev, n3, &self.x_t, &mut self.g)?;
         lincomb(dev, n3, (1.0, &self.g), (1.0, &self.tmp), &mut self.f0)?;
         // c2 = (c_u - s_t) - A ū_D, ū_D the relative Dirichlet values on the prescribed DoFs
         dev.write(&mut self.b, step.xd_u)?;
         copy(dev, n3, &self.zero, &mut self.xhat)?;
-        self.pres.impose(dev, &self.b, &mut self.xhat)?;
-        self.a.apply(dev, n3, &self.xhat, &mut self.g)?;
+        pres.impose(dev, &self.b, &mut self.xhat)?;
+        a.apply(dev, n3, &self.xhat, &mut self.g)?;
         lincomb(dev, n3, (1.0, &self.tmp), (-1.0, &self.g), &mut self.c2)
     }
 
@@ -353,7 +278,7 @@ impl<D: Device> Resident<D> {
         self.solve(dev, sys)?;
         // x̂ = (x_t + û) with x̄_D imposed; g = x̂ - x_k
         lincomb(dev, n3, (1.0, &self.tmp), (1.0, &self.x_t), &mut self.xhat)?;
-        self.pres.impose(dev, &self.xd, &mut self.xhat)?;
+        sys.prescribed().impose(dev, &self.xd, &mut self.xhat)?;
         lincomb(dev, n3, (1.0, &self.xhat), (-1.0, local.x()), &mut self.g)?;
         let mut norms = MapNorms {
             bp: self.red.dist(dev, local.bp(), &self.zero)?,
@@ -367,13 +292,13 @@ impl<D: Device> Resident<D> {
         };
         if residual {
             // A g on the free DoFs (prescribed rows zeroed), into tmp
-            self.a.apply(dev, n3, &self.g, &mut self.tmp)?;
-            self.pres.impose(dev, &self.zero, &mut self.tmp)?;
+            sys.matrix().apply(dev, n3, &self.g, &mut self.tmp)?;
+            sys.prescribed().impose(dev, &self.zero, &mut self.tmp)?;
             norms.residual = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
         }
         if floor {
             lincomb(dev, n3, (1.0, &self.f0), (1.0, local.bp()), &mut self.tmp)?;
-            self.pres.impose(dev, &self.zero, &mut self.tmp)?;
+            sys.prescribed().impose(dev, &self.zero, &mut self.tmp)?;
             norms.floor_reference = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
         }
         Ok(norms)
@@ -465,8 +390,12 @@ impl<D: Device> Resident<D> {
 
     /// $x_{k+1}$ = the mixed iterate with $\bar x_D$ imposed (into the local step's positions);
     /// $b_p(x_k)$ becomes the previous $b_p$.
-    pub fn accept(&mut self, dev: &D, local: &mut DeviceLocalStep<D>) -> Result<(), GpuError> {
-        self.pres.impose(dev, &self.xd, &mut self.hist.out)?;
+    pub fn accept(
+        &mut self,
+        (dev, sys): (&D, &GpuSystem<D>),
+        local: &mut DeviceLocalStep<D>,
+    ) -> Result<(), GpuError> {
+        sys.prescribed().impose(dev, &self.xd, &mut self.hist.out)?;
         std::mem::swap(local.x_mut(), &mut self.hist.out);
         std::mem::swap(local.bp_mut(), &mut self.bp_prev);
         Ok(())

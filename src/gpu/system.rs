@@ -6,8 +6,9 @@
 //! On the host (to move next): the Dirichlet coupling $b_F-\hat A_{FD}\bar x_D$ and
 //! `apply_a`, both $O(\mathrm{nnz}(\hat A))$.
 
-use super::device::Device;
+use super::device::{Arg, Device};
 use super::factor::SimplicialFactor;
+use super::kernels::Kernel;
 use super::pipeline::{DeviceFactor, SolvePath};
 use super::GpuError;
 use crate::linalg::{AxisDirichlet, CscMatrix, LinalgError, LinearSolver, SystemPlan};
@@ -25,6 +26,83 @@ pub enum GpuSystemError {
     SelfCheck { rel: f64 },
 }
 
+/// Node-major positions $3i+d$ of the prescribed DoFs of `plan`, axis by axis.
+fn prescribed_dofs(plan: &SystemPlan) -> Vec<usize> {
+    (0..3)
+        .flat_map(|d| plan.prescribed(d).iter().map(move |&i| 3 * i + d))
+        .collect()
+}
+
+/// Indices as the kernels' `long long`.
+pub(crate) fn idx(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
+/// $\hat A$ on the device (symmetric: its CSC arrays are its CSR arrays).
+pub(crate) struct Matrix<D: Device> {
+    ptr: D::Index,
+    col: D::Index,
+    val: D::Real,
+}
+
+impl<D: Device> Matrix<D> {
+    /// Upload the per-axis matrix $\hat A$.
+    pub(crate) fn new(dev: &D, a: &CscMatrix) -> Result<Self, GpuError> {
+        Ok(Matrix {
+            ptr: dev.upload_index(&idx(&a.col_ptr))?,
+            col: dev.upload_index(&idx(&a.row_idx))?,
+            val: dev.upload(&a.values)?,
+        })
+    }
+
+    /// `out` $=\hat A\,v$ on the node-major layout (the three axes as a row-interleaved block).
+    pub(crate) fn apply(
+        &self,
+        dev: &D,
+        n3: usize,
+        v: &D::Real,
+        out: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::SpmvCsrMulti,
+            n3,
+            &mut [
+                Arg::Int(3),
+                Arg::Index(&self.ptr),
+                Arg::Index(&self.col),
+                Arg::In(&self.val),
+                Arg::In(v),
+                Arg::Out(out),
+            ],
+        )
+    }
+}
+
+/// The prescribed (Dirichlet) DoFs, node-major positions.
+pub(crate) struct Prescribed<D: Device> {
+    idx: D::Index,
+    len: usize,
+}
+
+impl<D: Device> Prescribed<D> {
+    /// Upload the node-major positions of the prescribed DoFs.
+    pub(crate) fn new(dev: &D, pres: &[usize]) -> Result<Self, GpuError> {
+        Ok(Prescribed {
+            len: pres.len(),
+            idx: dev.upload_index(&idx(pres))?,
+        })
+    }
+
+    /// `dst` takes the prescribed entries of `src`.
+    pub(crate) fn impose(&self, dev: &D, src: &D::Real, dst: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::CopyAt,
+            self.len,
+            &mut [Arg::Index(&self.idx), Arg::In(src), Arg::Out(dst)],
+        )
+    }
+}
+
 /// Per-axis device factors of $\hat A_{FF}$ on the free-node maps and orderings of a
 /// [`SystemPlan`] (the CPU path's plan, so the ordering is not computed twice).
 pub struct GpuSystem<D: Device> {
@@ -32,6 +110,10 @@ pub struct GpuSystem<D: Device> {
     /// Unreduced per-axis matrix $\hat A$.
     pub a: CscMatrix,
     plan: Arc<SystemPlan>,
+    /// $\hat A$ on the device (the resident PD iteration's and the Krylov space's SpMV).
+    a_dev: Matrix<D>,
+    /// The prescribed DoFs on the device.
+    pres_dev: Prescribed<D>,
     /// One device factor per distinct reduced system of the plan.
     factors: Vec<Mutex<DeviceFactor<D>>>,
     /// The solve path of each distinct factor, for the run log.
@@ -78,6 +160,8 @@ impl<D: Device> GpuSystem<D> {
             factors.push(Mutex::new(df));
         }
         Ok(GpuSystem {
+            a_dev: Matrix::new(&dev, &a)?,
+            pres_dev: Prescribed::new(&dev, &prescribed_dofs(&plan))?,
             dev,
             a,
             plan,
@@ -128,9 +212,7 @@ impl<D: Device> GpuSystem<D> {
 
     /// Node-major positions of every prescribed DoF.
     pub fn prescribed_dofs(&self) -> Vec<usize> {
-        (0..3)
-            .flat_map(|d| self.plan.prescribed(d).iter().map(move |&i| 3 * i + d))
-            .collect()
+        prescribed_dofs(&self.plan)
     }
 
     /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of
@@ -150,6 +232,16 @@ impl<D: Device> GpuSystem<D> {
         };
         count.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// $\hat A$ on the device.
+    pub(crate) fn matrix(&self) -> &Matrix<D> {
+        &self.a_dev
+    }
+
+    /// The prescribed DoFs on the device ([`GpuSystem::prescribed_dofs`]).
+    pub(crate) fn prescribed(&self) -> &Prescribed<D> {
+        &self.pres_dev
     }
 
     /// Solve all three axes; device errors are returned (the trait methods panic on them,
