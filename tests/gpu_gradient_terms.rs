@@ -223,26 +223,8 @@ kind = "youngs_modulus"
     .iter()
     .flat_map(|s| ["--set".to_string(), s.to_string()])
     .collect();
-    let run = |backend: &str| {
-        let mut a = args.clone();
-        a.extend(["--backend".to_string(), backend.to_string()]);
-        let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
-        let r = common::run_cli("grad", &text, &[], &a);
-        assert_eq!(r.code, 0, "{backend}: {}", r.stderr);
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(r.out().join("grad.json")).unwrap())
-                .unwrap();
-        assert_eq!(json["backend"], backend, "{json}");
-        let g: Vec<f64> = json["evaluation"]["gradient"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        (g, json["evaluation"]["loss"].as_f64().unwrap())
-    };
-    let (g_cpu, l_cpu) = run("cpu");
-    let (g_dev, l_dev) = run("emulator");
+    let (g_cpu, l_cpu) = common::gpu::grad_cli(&text, &args, "cpu");
+    let (g_dev, l_dev) = common::gpu::grad_cli(&text, &args, "emulator");
     let e = rel(&g_dev, &g_cpu);
     eprintln!("grad --backend emulator (muscles): gradient {g_dev:?} vs cpu {g_cpu:?}: {e:.2e}; loss {l_dev} vs {l_cpu}");
     // 2 + 2 + 1 knots, density, alpha, 3 gravity components, force scale, E

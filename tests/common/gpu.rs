@@ -131,3 +131,23 @@ pub const CONVERGED: &[&str] = &[
     "solver.newton_polish=8",
     "solver.polish_tol=0",
 ];
+
+/// `diffphd grad` on the scene text `text` with `args` (e.g. `--set` pairs) and
+/// `--backend backend`: exit 0, the backend recorded in `grad.json`, and its (gradient, loss).
+pub fn grad_cli(text: &str, args: &[String], backend: &str) -> (Vec<f64>, f64) {
+    let mut a = args.to_vec();
+    a.extend(["--backend".to_string(), backend.to_string()]);
+    let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    let r = super::run_cli("grad", text, &[], &a);
+    assert_eq!(r.code, 0, "{backend}: {}", r.stderr);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.out().join("grad.json")).unwrap()).unwrap();
+    assert_eq!(json["backend"], backend, "{json}");
+    let g: Vec<f64> = json["evaluation"]["gradient"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    (g, json["evaluation"]["loss"].as_f64().unwrap())
+}
