@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/bin
 cargo build --release --features cuda
 cp target/release/diffphd .gpu/bin/diffphd
+# the per-operation timings (examples/gpu_ops.rs: local step, both solve paths, ΔA·z)
+cargo build --release --features cuda --example gpu_ops
+cp target/release/examples/gpu_ops .gpu/bin/gpu_ops
 # the GPU test binaries (their `cuda` modules run on the device, the `emulator` ones too)
 cargo test --release --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
@@ -19,7 +22,7 @@ import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     t = m.get("target", {})
-    if m.get("executable") and t.get("kind") == ["test"] and t.get("name", "").startswith("gpu"):
+    if m.get("executable") and t.get("kind") == ["test"] and (t.get("name", "").startswith("gpu") or t.get("name") == "kernels_compile"):
         shutil.copy(m["executable"], ".gpu/bin/" + t["name"])
         print("staged", t["name"])
 '

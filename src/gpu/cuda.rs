@@ -11,7 +11,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 fn err(e: impl std::fmt::Debug) -> GpuError {
     GpuError::Cuda(format!("{e:?}"))
@@ -47,6 +47,31 @@ fn arch(cc: (i32, i32)) -> &'static str {
     }
 }
 
+/// The PTX of every kernel source for `arch`, compiled by NVRTC once per process and kept:
+/// a test binary or an `optimize` run opens the device many times, and NVRTC takes about a
+/// second per source.
+fn ptx_for(arch: &'static str) -> Result<Vec<(&'static str, String)>, GpuError> {
+    type Cache = Mutex<HashMap<&'static str, Vec<(&'static str, String)>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(ptx) = cache.get(arch) {
+        return Ok(ptx.clone());
+    }
+    let nv = Nvrtc::load().map_err(GpuError::Cuda)?;
+    let mut all = Vec::with_capacity(SOURCES.len());
+    for &(file, src) in SOURCES {
+        let ptx = nv
+            .compile(file, src, arch)
+            .map_err(|log| GpuError::Compile { file, log })?;
+        all.push((file, ptx));
+    }
+    cache.insert(arch, all.clone());
+    Ok(all)
+}
+
 /// An NVIDIA GPU (cloning shares the context, stream and modules).
 #[derive(Clone)]
 pub struct Cuda {
@@ -61,13 +86,9 @@ impl Cuda {
         probe().map_err(GpuError::Cuda)?;
         let ctx = CudaContext::new(ordinal).map_err(err)?;
         let stream = ctx.default_stream();
-        let nv = Nvrtc::load().map_err(GpuError::Cuda)?;
         let arch = arch(ctx.compute_capability().map_err(err)?);
         let mut functions = HashMap::new();
-        for &(file, src) in SOURCES {
-            let ptx = nv
-                .compile(file, src, arch)
-                .map_err(|log| GpuError::Compile { file, log })?;
+        for (file, ptx) in ptx_for(arch)? {
             let module = ctx
                 .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
                 .map_err(err)?;
