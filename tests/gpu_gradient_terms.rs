@@ -4,9 +4,11 @@
 //! and muscle-activation gradient sums of `gradient::accumulate_step`; end to end,
 //! `grad --backend emulator` on a muscle scene with those parameter classes.
 
+#[macro_use]
 mod common;
 
 use common::gpu::{deformed, muscle_scene, noise, rel};
+use diffphd::gpu::device::Device;
 use diffphd::gpu::offload::DeviceOffload;
 use diffphd::gpu::Emulator;
 use diffphd::model::Model;
@@ -14,12 +16,21 @@ use diffphd::solver::backward::{delta_a, StepLinearization};
 use diffphd::solver::gradient::{accumulate_step, Gradients, StepStates};
 use diffphd::solver::Simulator;
 
-/// A CPU simulator and one with the emulator's offload, of the same model.
-fn pair<'m>(m: &'m Model, ls: &diffphd::scene::LoadedScene) -> (Simulator<'m>, Simulator<'m>) {
+on_every_device! {
+    muscle_delta_a_through_the_seam_matches_the_cpu_product => muscle_delta_a_on;
+    nodal_force_and_muscle_gradient_terms_match_the_cpu_path => gradient_terms_on;
+}
+
+/// A CPU simulator and one with device `d`'s offload, of the same model.
+fn pair<'m, D: Device + Clone + 'static>(
+    d: &D,
+    m: &'m Model,
+    ls: &diffphd::scene::LoadedScene,
+) -> (Simulator<'m>, Simulator<'m>) {
     let cpu = Simulator::new(m, &ls.scene.solver).unwrap();
     let mut dev = Simulator::new(m, &ls.scene.solver).unwrap();
     dev.offload = Some(Box::new(
-        DeviceOffload::new(Emulator, &dev, usize::MAX).unwrap(),
+        DeviceOffload::new(d.clone(), &dev, usize::MAX).unwrap(),
     ));
     (cpu, dev)
 }
@@ -29,12 +40,11 @@ fn pair<'m>(m: &'m Model, ls: &diffphd::scene::LoadedScene) -> (Simulator<'m>, S
 /// muscle beams hex/corotated and tet/Neo-Hookean at two times. The muscle term is a visible
 /// part of the product (checked), so a device product without it would fail.
 /// Measured 2026-11-26: ≤ 4.4e-16 (bound 1e-13).
-#[test]
-fn muscle_delta_a_through_the_seam_matches_the_cpu_product() {
+fn muscle_delta_a_on<D: Device + Clone + 'static>(d: &D) {
     for (element, material) in [("hex8", "corotated"), ("tet4", "neohookean")] {
         let ls = common::load(&muscle_scene(element, material, 4), &[]);
         let m = Model::from_scene(&ls).unwrap();
-        let (mut cpu, mut dev) = pair(&m, &ls);
+        let (mut cpu, mut dev) = pair(d, &m, &ls);
         for (t, amp, seed) in [(0.01, 0.01, 4u64), (0.04, 0.1, 5)] {
             cpu.derived.muscle_time = t;
             dev.derived.muscle_time = t;
@@ -107,15 +117,14 @@ select = { face = "x_min" }
 /// nodal, force-group and muscle-activation terms) against the CPU path, same states and
 /// adjoint, per class ≤ 1e-12 relative, each class nonzero. Measured 2026-11-26: see the
 /// printed line (≤ 1e-15 per class).
-#[test]
-fn nodal_force_and_muscle_gradient_terms_match_the_cpu_path() {
+fn gradient_terms_on<D: Device + Clone + 'static>(d: &D) {
     let ls = common::load(&two_body_scene(), &[]);
     let m = Model::from_scene(&ls).unwrap();
     assert_eq!((m.bodies.len(), m.forces.len(), m.muscles.len()), (2, 2, 3));
     // several chunks of the two-pass sums per body (nodes) and per muscle group (fibres)
     assert!(m.node_body.iter().filter(|&&b| b == 0).count() > 256);
     assert!(m.muscles.iter().all(|g| g.samples.len() > 256));
-    let (mut cpu, mut dev) = pair(&m, &ls);
+    let (mut cpu, mut dev) = pair(d, &m, &ls);
     let n = 3 * m.num_nodes();
     for (frame, seed) in [(2usize, 7u64), (4, 17)] {
         // the step producing frame n uses the activations at t_n (as the reverse sweep sets)
