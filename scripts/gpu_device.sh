@@ -23,12 +23,14 @@ seen = []
 for root in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"] + site.getsitepackages():
     for f in glob.glob(os.path.join(root, "**", "libnvrtc.so*"), recursive=True):
         d = os.path.dirname(f)
+        if "stubs" in d:  # the stub libcuda there would shadow the driver
+            continue
         if d not in seen:
             seen.append(d)
 print(":".join(seen))
 PY
 )"
-export LD_LIBRARY_PATH="${NVRTC_DIRS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64"
+export LD_LIBRARY_PATH="/usr/local/nvidia/lib64:${NVRTC_DIRS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "NVRTC search path: $NVRTC_DIRS"
 echo "# $(date -u +%FT%TZ) commit $(cat .gpu/commit) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader) $(nproc) cores"
 D=/tmp/gpubin/diffphd
