@@ -14,6 +14,34 @@ DPHD_KERNEL(dphd_spmv_csr)(DPHD_ITEM_PARAM long long n, const long long* ptr, co
     y[r] = s;
 }
 
+// Segmented SpMV, first pass (the explicit inverse factor's rows hold up to n entries: one
+// thread per row left the GPU waiting on its longest rows). Every row's entries are cut into
+// consecutive segments of at most gpu::pipeline::SEGMENT entries (cut on the host);
+// segment s is [seg[s], seg[s+1]) and its item writes partial[s] = sum of val[k] x[col[k]]
+// in entry order.
+DPHD_KERNEL(dphd_spmv_segments)(DPHD_ITEM_PARAM long long n, const long long* seg,
+                                const long long* col, const double* val, const double* x,
+                                double* partial)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double acc = 0.0;
+    for (long long k = seg[s]; k < seg[s + 1]; ++k) acc += val[k] * x[col[k]];
+    partial[s] = acc;
+}
+
+// Segmented SpMV, second pass: y[r] = sum of partial[s] for the segments s of row r,
+// [rseg[r], rseg[r+1]), in order (0 for a row without entries). Deterministic two-pass sum.
+DPHD_KERNEL(dphd_sum_segments)(DPHD_ITEM_PARAM long long n, const long long* rseg,
+                               const double* partial, double* y)
+{
+    const long long r = DPHD_ITEM;
+    if (r >= n) return;
+    double acc = 0.0;
+    for (long long s = rseg[r]; s < rseg[r + 1]; ++s) acc += partial[s];
+    y[r] = acc;
+}
+
 // One level of a level-scheduled lower-triangular solve L x = b, in place in x.
 // `rows[offset..offset+n)` are the rows of this level (their dependencies are in earlier levels).
 // L is CSR with the diagonal entry LAST in each row (columns ascending).
@@ -109,6 +137,27 @@ DPHD_KERNEL(dphd_spmv_csr_multi)(DPHD_ITEM_PARAM long long n, long long k, const
     double s = 0.0;
     for (long long p = ptr[r]; p < ptr[r + 1]; ++p) s += val[p] * x[col[p] * k + c];
     y[t] = s;
+}
+
+// Y = M X for a block of k columns with M's segments (n = rows * k items): item t sums row
+// t / k of column t % k segment by segment, exactly the arithmetic of dphd_spmv_segments and
+// dphd_sum_segments on that column, so each column equals the single-RHS product bitwise.
+DPHD_KERNEL(dphd_spmv_segmented_multi)(DPHD_ITEM_PARAM long long n, long long k,
+                                       const long long* rseg, const long long* seg,
+                                       const long long* col, const double* val,
+                                       const double* x, double* y)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = t / k;
+    const long long c = t - r * k;
+    double acc = 0.0;
+    for (long long s = rseg[r]; s < rseg[r + 1]; ++s) {
+        double part = 0.0;
+        for (long long p = seg[s]; p < seg[s + 1]; ++p) part += val[p] * x[col[p] * k + c];
+        acc += part;
+    }
+    y[t] = acc;
 }
 
 // One level of L X = B for a block of k columns, in place in x (n = level size * k items):

@@ -112,8 +112,11 @@ fn compare<D: Device + Clone + 'static>(
             "{what}, {name}: preconditioner"
         );
         assert_eq!(after[2], before[2], "{what}, {name}: host-loop solves ran");
+        // the emulator's iterates follow the CPU's to the last bits (±1 iteration); a GPU's
+        // fused multiply-adds round differently (H100, 2026-11-27: GMRES 544 vs 540 on the
+        // cantilever, the same solution to 7.9e-14), so allow 2 %
         assert!(
-            ic.abs_diff(id) <= 1,
+            ic.abs_diff(id) <= 1 + ic / 50,
             "{what}, {name}: iterations {ic} vs {id}"
         );
         assert!(e <= 1e-10, "{what}, {name}: solution differs by {e:e}");

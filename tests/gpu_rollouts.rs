@@ -175,53 +175,94 @@ fn rollout_moving_clamp_on<D: Device + Clone + 'static>(dev: &D) {
 }
 
 /// `mode = "paper"` (Anderson + the dual gate alone), where the resident loop forms the gate
-/// from device norms: its states are as close to the converged ones (the CPU path under
-/// [`CONVERGED`]) as the CPU path's own paper-mode states: the worst error over the run within
-/// 3× of the CPU's plus 1e-9 of the motion (per frame they can be further apart: twist bands
-/// frame 2 at `rel_tol` 1e-10, CPU 1.1e-6 of the motion, device 7.0e-6; frame 3 both ≈ 1e-5). The two paper-mode runs are not compared with each other: the gate
-/// bounds the PD step $\|g\|$, the distance to the fixed point is about $\|g\|/(1-\rho)$
-/// with PD's contraction $\rho$ close to 1, and Anderson amplifies round-off, so runs that
-/// differ only in the last bits of the PD map stop at different iterations on different sides
-/// of the fixed point. Measured (8×2×2 cantilever, frame 1, `rel_tol` 1e-4): CPU 553
-/// iterations, the device's host loop 514, the resident loop 766, states up to 5 % of the
-/// motion apart; with `anderson_window = 0` the counts agree (3,647 each, gate values to
-/// 1e-11). docs/gpu.md "Resident PD iteration".
+/// from device norms. Two checks, because paper mode with Anderson is chaotic in round-off
+/// (docs/NOTES.md "Paper mode is chaotic in round-off"): the gate bounds the PD step $\|g\|$,
+/// the distance to the fixed point is about $\|g\|/(1-\rho)$ with PD's contraction $\rho$
+/// close to 1, and Anderson amplifies the last bits of the PD map, so runs that differ only
+/// in summation order (the device's segmented SpMV, the GPU's fused multiply-adds) stop at
+/// different iterations on different sides of the fixed point.
+///
+/// 1. Without Anderson (`anderson_window = 0`) the iteration is a plain contraction and not
+///    chaotic: the device's paper-mode states equal the CPU's to 1e-8 of the motion (the
+///    same map, the same gate, the same stopping iteration within a few).
+/// 2. With Anderson, each run's error against the converged states (the CPU path under
+///    [`CONVERGED`]) stays inside what paper mode delivers at that tolerance: within 3× of
+///    the CPU's own or under the scene's measured spread `bound` (the largest error seen
+///    over the CPU, the emulator and an H100, times 3), relative to the motion. Measured
+///    (8×2×2 cantilever, `rel_tol` 1e-4, 3 frames): CPU 0.034–0.116, emulator 0.024–0.059,
+///    H100 0.015–0.106; (2×2×12 twist bands, `rel_tol` 1e-10): CPU ≤ 1.0e-5, emulator ≤
+///    9.4e-4, H100 ≤ 4.1e-4 (2026-11-27).
 fn paper_mode_is_as_accurate_as_the_cpu_on<D: Device + Clone + 'static>(dev: &D) {
     use diffphd::gpu::offload::DeviceOffload;
-    for (scene, cells, tol) in [
+    let load = |scene: &str, sets: &[&str]| {
+        let text = std::fs::read_to_string(common::repo().join(scene)).unwrap();
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        diffphd::scene::load_str(&text, &common::repo().join(scene), &sets).unwrap()
+    };
+    // (scene, cells, tolerance, frames, spread bound of paper mode with Anderson)
+    for (scene, cells, tol, bound) in [
         (
             "scenes/cantilever.toml",
             "body.0.mesh.cells=[8, 2, 2]",
             "solver.rel_tol=1e-4",
+            0.35,
         ),
         (
             "scenes/twist_bands_tet.toml",
             "body.0.mesh.cells=[2, 2, 12]",
             "solver.rel_tol=1e-10",
+            3e-3,
         ),
     ] {
-        let load = |sets: &[&str]| {
-            let text = std::fs::read_to_string(common::repo().join(scene)).unwrap();
-            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            diffphd::scene::load_str(&text, &common::repo().join(scene), &sets).unwrap()
-        };
-        let paper = load(&["solver.mode=\"paper\"", tol, cells]);
-        let exact = load(&[&[cells][..], CONVERGED].concat());
+        let paper = load(scene, &["solver.mode=\"paper\"", tol, cells]);
+        let plain = load(
+            scene,
+            &[
+                "solver.mode=\"paper\"",
+                tol,
+                cells,
+                "solver.anderson_window=0",
+            ],
+        );
+        let exact = load(scene, &[&[cells][..], CONVERGED].concat());
         let m = Model::from_scene(&paper).unwrap();
         let sim = |ls: &diffphd::scene::LoadedScene| {
             diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap()
         };
-        let mut dev_sim = sim(&paper);
-        dev_sim.offload = Some(Box::new(
-            DeviceOffload::new(dev.clone(), &dev_sim, 1 << 28).unwrap(),
-        ));
-        let runs = [sim(&exact), sim(&paper), dev_sim].map(|mut s| trajectory(&mut s, &m, 3));
-        let motion = runs[0]
+        let on_device = |ls: &diffphd::scene::LoadedScene| {
+            let mut s = sim(ls);
+            s.offload = Some(Box::new(
+                DeviceOffload::new(dev.clone(), &s, 1 << 28).unwrap(),
+            ));
+            s
+        };
+        let frames = 3;
+        let reference = trajectory(&mut sim(&exact), &m, frames);
+        let motion = reference
             .iter()
             .map(|x| max_abs_diff(x, &m.x0))
             .fold(0.0, f64::max);
+        // 1. without Anderson: the same states
+        let (cpu, device) = (
+            trajectory(&mut sim(&plain), &m, frames),
+            trajectory(&mut on_device(&plain), &m, frames),
+        );
+        let apart = cpu
+            .iter()
+            .zip(&device)
+            .map(|(a, b)| max_abs_diff(a, b))
+            .fold(0.0, f64::max)
+            / motion;
+        eprintln!("{scene} {tol} anderson_window 0: device vs cpu {apart:.2e} of the motion");
+        assert!(
+            apart <= 1e-8,
+            "{scene}: without Anderson, device vs cpu {apart:e}"
+        );
+        // 2. with Anderson: as close to converged as paper mode gets
+        let runs = [sim(&paper), on_device(&paper)].map(|mut s| trajectory(&mut s, &m, frames));
         let mut worst = [0.0f64; 2];
-        for (f, ((exact, cpu), device)) in runs[0].iter().zip(&runs[1]).zip(&runs[2]).enumerate() {
+        for (f, ((exact, cpu), device)) in reference.iter().zip(&runs[0]).zip(&runs[1]).enumerate()
+        {
             let (cpu, device) = (max_abs_diff(cpu, exact), max_abs_diff(device, exact));
             eprintln!(
                 "{scene} {tol} frame {}: error of paper mode, relative to the motion: cpu {:.2e}, device {:.2e}",
@@ -229,11 +270,11 @@ fn paper_mode_is_as_accurate_as_the_cpu_on<D: Device + Clone + 'static>(dev: &D)
                 cpu / motion,
                 device / motion
             );
-            worst = [worst[0].max(cpu), worst[1].max(device)];
+            worst = [worst[0].max(cpu / motion), worst[1].max(device / motion)];
         }
         assert!(
-            worst[1] <= 3.0 * worst[0] + 1e-9 * motion,
-            "{scene}: worst paper-mode error device {:e} vs cpu {:e}",
+            worst[1] <= (3.0 * worst[0]).max(bound),
+            "{scene}: worst paper-mode error device {:e} vs cpu {:e} (spread bound {bound:e})",
             worst[1],
             worst[0]
         );

@@ -83,22 +83,22 @@ fn device_offload(
     sim: &Simulator,
     backend: Backend,
 ) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, String> {
-    use crate::gpu::offload::{DeviceOffload, DEFAULT_INVERSE_BUDGET};
+    use crate::gpu::offload::{inverse_budget, DeviceOffload};
     Ok(match backend {
         Backend::Cpu => None,
-        Backend::Emulator => Some(Box::new(DeviceOffload::new(
-            crate::gpu::Emulator,
-            sim,
-            DEFAULT_INVERSE_BUDGET,
-        )?)),
+        Backend::Emulator => {
+            let budget = inverse_budget(&crate::gpu::Emulator);
+            Some(Box::new(DeviceOffload::new(
+                crate::gpu::Emulator,
+                sim,
+                budget,
+            )?))
+        }
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
             let dev = crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?;
-            Some(Box::new(DeviceOffload::new(
-                dev,
-                sim,
-                DEFAULT_INVERSE_BUDGET,
-            )?))
+            let budget = inverse_budget(&dev);
+            Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
         #[cfg(not(feature = "cuda"))]
         Backend::Cuda => return Err("not available in this build".into()),

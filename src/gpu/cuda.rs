@@ -138,6 +138,9 @@ impl Device for Cuda {
     fn download(&self, b: &CudaSlice<f64>) -> Result<Vec<f64>, GpuError> {
         self.stream.clone_dtoh(b).map_err(err)
     }
+    fn free_memory(&self) -> Option<usize> {
+        self.ctx.mem_get_info().ok().map(|(free, _)| free)
+    }
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError> {
         check_args(k, args)?;
         if n == 0 {

@@ -40,6 +40,11 @@ pub trait Device: Send + Sync {
     /// Launch `n` items of kernel `k` with `args` (kinds as in the kernel table), in stream
     /// order after every earlier launch.
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError>;
+    /// Free device memory in bytes, where the device can say (sizes the explicit inverse
+    /// factor's budget, [`crate::gpu::offload::inverse_budget`]); `None` for the emulator.
+    fn free_memory(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Check `args` against the kernel table before a launch (both devices call this).

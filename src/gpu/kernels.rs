@@ -154,6 +154,10 @@ kernel_table! {
     DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, chunk: Int, x: In, y: In, partial: Out);
     /// CSR SpMV (sparse.cu).
     SpmvCsr = dphd_spmv_csr in "kernels/sparse.cu" (ptr: Index, col: Index, val: In, x: In, y: Out);
+    /// Segmented SpMV, first pass: one partial sum per row segment (sparse.cu, Eq. 33).
+    SpmvSegments = dphd_spmv_segments in "kernels/sparse.cu" (seg: Index, col: Index, val: In, x: In, partial: Out);
+    /// Segmented SpMV, second pass: each row's segment partials summed in order (sparse.cu).
+    SumSegments = dphd_sum_segments in "kernels/sparse.cu" (rseg: Index, partial: In, y: Out);
     /// One level of `L x = b`, diagonal last (sparse.cu).
     TrisolveLowerLevel = dphd_trisolve_lower_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// One level of `L^T x = b`, diagonal first (sparse.cu).
@@ -175,6 +179,8 @@ kernel_table! {
     GatherPermMulti = dphd_gather_perm_multi in "kernels/sparse.cu" (k: Int, map: Index, src: In, dst: Out);
     /// CSR SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
     SpmvCsrMulti = dphd_spmv_csr_multi in "kernels/sparse.cu" (k: Int, ptr: Index, col: Index, val: In, x: In, y: Out);
+    /// Segmented SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
+    SpmvSegmentedMulti = dphd_spmv_segmented_multi in "kernels/sparse.cu" (k: Int, rseg: Index, seg: Index, col: Index, val: In, x: In, y: Out);
     /// One level of `L X = B` for k columns, diagonal last (sparse.cu).
     TrisolveLowerLevelMulti = dphd_trisolve_lower_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// One level of `L^T X = B` for k columns, diagonal first (sparse.cu).

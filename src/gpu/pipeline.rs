@@ -21,9 +21,110 @@ pub enum SolvePath {
 }
 
 /// Bytes the explicit inverse factor needs on the device: values twice (S and its row form)
-/// plus both index patterns, plus the value map.
+/// plus both index patterns, plus the value map, plus the segments of both forms and their
+/// partial sums (at most `nnz_s / SEGMENT + n` segments per form).
 pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
-    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8
+    let segs = nnz_s / SEGMENT + n + 1;
+    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + segs) * 8
+}
+
+/// Entries per segment of the segmented SpMV (sparse.cu `dphd_spmv_segments`): rows of $S$
+/// hold up to $n$ entries (the root's row: every column), so a thread per row serialised the
+/// product on the longest rows (measured on an H100, 2026-11-27, 56k-DoF tet box: 5.4 ms per
+/// one-axis solve, slower than the CPU's 4.3 ms).
+pub const SEGMENT: usize = 32;
+
+/// Cut the rows of a CSR pattern (`ptr`) into segments of at most `chunk` entries:
+/// (`rseg`, `seg`), segment `s` = entries `seg[s]..seg[s+1]`, the segments of row `r` =
+/// `rseg[r]..rseg[r+1]` (none for an empty row). The segments partition the entries in order.
+pub fn segments(ptr: &[usize], chunk: usize) -> (Vec<usize>, Vec<usize>) {
+    let n = ptr.len().saturating_sub(1);
+    let mut rseg = Vec::with_capacity(n + 1);
+    let mut seg = vec![ptr.first().copied().unwrap_or(0)];
+    rseg.push(0);
+    for r in 0..n {
+        let mut s = ptr[r];
+        while s < ptr[r + 1] {
+            s = (s + chunk).min(ptr[r + 1]);
+            seg.push(s);
+        }
+        rseg.push(seg.len() - 1);
+    }
+    (rseg, seg)
+}
+
+/// One form of $S$ (CSR: its column indices and values) with its segments.
+struct Form<D: Device> {
+    col: D::Index,
+    val: D::Real,
+    rseg: D::Index,
+    seg: D::Index,
+    segments: usize,
+}
+
+impl<D: Device> Form<D> {
+    fn new(dev: &D, ptr: &[usize], col: &[usize], val: D::Real) -> Result<Self, GpuError> {
+        let (rseg, seg) = segments(ptr, SEGMENT);
+        Ok(Form {
+            col: dev.upload_index(&idx(col))?,
+            val,
+            rseg: dev.upload_index(&idx(&rseg))?,
+            seg: dev.upload_index(&idx(&seg))?,
+            segments: seg.len() - 1,
+        })
+    }
+
+    /// `y = M x` by the two passes (`partial` holds at least `segments` values).
+    fn apply(
+        &self,
+        dev: &D,
+        n: usize,
+        x: &D::Real,
+        partial: &mut D::Real,
+        y: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::SpmvSegments,
+            self.segments,
+            &mut [
+                Arg::Index(&self.seg),
+                Arg::Index(&self.col),
+                Arg::In(&self.val),
+                Arg::In(x),
+                Arg::Out(partial),
+            ],
+        )?;
+        dev.launch(
+            Kernel::SumSegments,
+            n,
+            &mut [Arg::Index(&self.rseg), Arg::In(partial), Arg::Out(y)],
+        )
+    }
+
+    /// `Y = M X` on a row-interleaved block of `k` columns, column by column bitwise as
+    /// [`Form::apply`].
+    fn apply_many(
+        &self,
+        dev: &D,
+        n: usize,
+        k: usize,
+        x: &D::Real,
+        y: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::SpmvSegmentedMulti,
+            n * k,
+            &mut [
+                Arg::Int(k as i64),
+                Arg::Index(&self.rseg),
+                Arg::Index(&self.seg),
+                Arg::Index(&self.col),
+                Arg::In(&self.val),
+                Arg::In(x),
+                Arg::Out(y),
+            ],
+        )
+    }
 }
 
 struct Levels<D: Device> {
@@ -33,13 +134,11 @@ struct Levels<D: Device> {
 
 struct Inverse<D: Device> {
     /// S in CSC = rows of S^T (x = S^T y).
-    col_ptr: D::Index,
-    row_idx: D::Index,
-    values: D::Real,
-    /// S in CSR (y = S b), values gathered from `values` through `map`.
-    row_ptr: D::Index,
-    col_idx: D::Index,
-    row_values: D::Real,
+    cols: Form<D>,
+    /// S in CSR (y = S b), values gathered from the CSC values through the transpose map.
+    rows: Form<D>,
+    /// The first pass's partial sums (the larger form's segment count).
+    partial: D::Real,
 }
 
 /// $L$ on the device with both solve paths (spec §5.2–5.3).
@@ -134,13 +233,14 @@ impl<D: Device> DeviceFactor<D> {
                 Arg::Out(&mut row_values),
             ],
         )?;
+        drop((col_ptr, row_idx, map));
+        let cols_form = Form::new(dev, &sp, &sr, values)?;
+        let rows_form = Form::new(dev, &rp, &cols, row_values)?;
+        let partial = dev.zeros(cols_form.segments.max(rows_form.segments))?;
         Ok(Inverse {
-            col_ptr,
-            row_idx,
-            values,
-            row_ptr: dev.upload_index(&idx(&rp))?,
-            col_idx: dev.upload_index(&idx(&cols))?,
-            row_values,
+            cols: cols_form,
+            rows: rows_form,
+            partial,
         })
     }
 
@@ -241,33 +341,15 @@ impl<D: Device> DeviceFactor<D> {
         Ok(())
     }
 
-    /// `work` $\leftarrow S^T(S\,$`work`$)$ with the explicit inverse factor (Eq. 33).
+    /// `work` $\leftarrow S^T(S\,$`work`$)$ with the explicit inverse factor (Eq. 33), each
+    /// product by the segmented two-pass SpMV.
     fn solve_spmvs(&mut self, dev: &D) -> Result<(), GpuError> {
-        let inv = self.inverse.as_ref().ok_or(GpuError::NoInverse)?;
-        // y = S w  (S row form), into work2
-        dev.launch(
-            Kernel::SpmvCsr,
-            self.n,
-            &mut [
-                Arg::Index(&inv.row_ptr),
-                Arg::Index(&inv.col_idx),
-                Arg::In(&inv.row_values),
-                Arg::In(&self.work),
-                Arg::Out(&mut self.work2),
-            ],
-        )?;
-        // z = S^T y  (rows of S^T = columns of S), into work
-        dev.launch(
-            Kernel::SpmvCsr,
-            self.n,
-            &mut [
-                Arg::Index(&inv.col_ptr),
-                Arg::Index(&inv.row_idx),
-                Arg::In(&inv.values),
-                Arg::In(&self.work2),
-                Arg::Out(&mut self.work),
-            ],
-        )
+        let inv = self.inverse.as_mut().ok_or(GpuError::NoInverse)?;
+        // y = S w (S row form), into work2; z = S^T y (rows of S^T = columns of S), into work
+        inv.rows
+            .apply(dev, self.n, &self.work, &mut inv.partial, &mut self.work2)?;
+        inv.cols
+            .apply(dev, self.n, &self.work2, &mut inv.partial, &mut self.work)
     }
 
     /// Spec §5.2 step 5: the first-use self-check of the inverse-factor path against the
@@ -332,28 +414,8 @@ impl<D: Device> DeviceFactor<D> {
         self.permute_block(dev, &self.perm, &mut blk, false)?;
         if let Some(inv) = self.inverse.as_ref() {
             // y = S w (into a), z = S^T y (into b)
-            for (ptr, col, val, fwd) in [
-                (&inv.row_ptr, &inv.col_idx, &inv.row_values, true),
-                (&inv.col_ptr, &inv.row_idx, &inv.values, false),
-            ] {
-                let (x, y) = if fwd {
-                    (&blk.b, &mut blk.a)
-                } else {
-                    (&blk.a, &mut blk.b)
-                };
-                dev.launch(
-                    Kernel::SpmvCsrMulti,
-                    n * k,
-                    &mut [
-                        Arg::Int(k as i64),
-                        Arg::Index(ptr),
-                        Arg::Index(col),
-                        Arg::In(val),
-                        Arg::In(x),
-                        Arg::Out(y),
-                    ],
-                )?;
-            }
+            inv.rows.apply_many(dev, n, k, &blk.b, &mut blk.a)?;
+            inv.cols.apply_many(dev, n, k, &blk.a, &mut blk.b)?;
         } else {
             let stages = [
                 (
@@ -444,5 +506,27 @@ impl<D: Device> LevelSolve<'_, D> {
                 Arg::Out(x),
             ],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segments;
+
+    /// The segments partition every row's entries in order, none longer than the chunk and
+    /// none empty; an empty row has none.
+    #[test]
+    fn segments_partition_the_rows() {
+        let ptr = [0usize, 5, 5, 6, 17];
+        let (rseg, seg) = segments(&ptr, 4);
+        assert_eq!(rseg, vec![0, 2, 2, 3, 6]);
+        assert_eq!(seg, vec![0, 4, 5, 6, 10, 14, 17]);
+        for r in 0..4 {
+            let (a, b) = (rseg[r], rseg[r + 1]);
+            if a < b {
+                assert_eq!((seg[a], seg[b]), (ptr[r], ptr[r + 1]));
+            }
+            assert!((a..b).all(|s| seg[s] < seg[s + 1] && seg[s + 1] - seg[s] <= 4));
+        }
     }
 }

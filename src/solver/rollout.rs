@@ -317,16 +317,17 @@ fn method_adjoint(
 
 /// Whether a frame's adjoint may fall back to the direct solve (`backward.direct_after`):
 /// the $A^{-1}$-preconditioned GMRES adjoint (`woodbury` or `gmres`) without contact rows,
-/// on the CPU (the factor of $K$ is a host factorization), with the exact Hessian (the
-/// backward filters change $\Delta A$ in ways the assembled Hessian does not reproduce)
-/// and the PD energy.
+/// with the exact Hessian (the backward filters change $\Delta A$ in ways the assembled
+/// Hessian does not reproduce) and the PD energy. On the device path too: the factor of
+/// $K$ is a host factorization, and a frame whose device GMRES hit the cap would otherwise
+/// leave its adjoint unconverged (the armadillo on an H100, 2026-11-27: 900 iterations a
+/// frame, gradient 5.3e-5 off the CPU's).
 fn direct_fallback_applies(sim: &Simulator, lin: &StepLinearization, cfg: &BackwardConfig) -> bool {
     use crate::model::{AdjointMethod, NewtonEnergy};
     cfg.direct_after > 0
         && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
         && cfg.filter == HessianFilterMode::None
         && lin.contact.is_none()
-        && sim.offload.is_none()
         && sim.config.newton.energy == NewtonEnergy::Pd
 }
 
