@@ -1,7 +1,8 @@
 //! The CUDA device (feature `cuda`): cudarc with run-time library loading; every kernel
 //! source compiled once by NVRTC (through [`super::nvrtc`]) for the device's architecture and
 //! loaded as a module; buffers are persistent `CudaSlice`s; launches go to one stream in
-//! order. Not run on a GPU in this project's CI (no device there); see docs/gpu.md.
+//! order. Not run in this project's CI (no device there); run on an H100 through
+//! `scripts/gpu_device.sh` (2026-11-27, docs/gpu.md).
 
 use super::device::{check_args, Arg, Device};
 use super::kernels::{Kernel, SOURCES};
