@@ -4,7 +4,9 @@
 # the CPU-vs-CUDA grad timings, results in $OUT. The lease is short (15 minutes of device time
 # for everything), so every part has its own limit under one deadline (BUDGET seconds from
 # the start, default 540) and the script stops early, with diagnostics, when the smoke run
-# fails. BIG=1 (default) ends with a >= 1M-tet box on the GPU in whatever time is left.
+# fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
+# PARTS picks and orders the parts after the smoke run (default: all, in this order):
+#   PARTS="parity ops armadillo big cantilever" bash scripts/gpu_device.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
@@ -46,6 +48,8 @@ if ! timeout 60 $D simulate scenes/cantilever.toml --frames 2 --backend "$BACKEN
     exit 1
 fi
 echo "smoke ok ($(( $(date +%s) - T0 )) s)"
+PARTS="${PARTS:-parity ops armadillo big cantilever}"
+part_parity() {
 # 1. parity on the device (the test binaries' `cuda::` modules; the emulator ones skipped)
 for t in /tmp/gpubin/gpu /tmp/gpubin/gpu_parity /tmp/gpubin/gpu_rollouts /tmp/gpubin/gpu_krylov \
          /tmp/gpubin/gpu_gradient_terms /tmp/gpubin/kernels_compile; do
@@ -58,8 +62,9 @@ for t in /tmp/gpubin/gpu /tmp/gpubin/gpu_parity /tmp/gpubin/gpu_rollouts /tmp/gp
         || echo "FAILED or timed out: $(basename "$t")"
     echo "## $(basename "$t") took $(( $(date +%s) - s )) s"
 done
+}
 # 2. per-operation timings (local step + gather, both solve paths, 64-RHS solve, ΔA·z) at 56k DoF
-timeout "$(limit 90)" /tmp/gpubin/gpu_ops 64 16 16 tet4 "$BACKEND" || echo "gpu_ops failed: $?"
+part_ops() { timeout "$(limit 90)" /tmp/gpubin/gpu_ops 64 16 16 tet4 "$BACKEND" || echo "gpu_ops failed: $?"; }
 # 3. forward/backward seconds per frame, CPU (2 threads) vs the device, same scene and settings
 bench() { # name scene frames [--set ...]
     local name=$1 scene=$2 frames=$3; shift 3
@@ -92,19 +97,25 @@ if len(ev) == 2:
           f"{ev['cpu']['backward_seconds'] / ev[dev]['backward_seconds']:.2f}x")
 PY
 }
-bench armadillo scenes/armadillo_twist.toml 2
+part_armadillo() { bench armadillo scenes/armadillo_twist.toml 2; }
+part_cantilever() { bench cantilever_diffpd scenes/cantilever_diffpd.toml 10; }
 # 4. a >= 1M-tet box (420 x 20 x 20 cells x 6 Kuhn tets = 1,008,000 tets, 557k DoF) on the
 # device only, one frame of grad, in the time that is left (its host factorization is most of it)
+part_big() {
 if [ "${BIG:-1}" = 1 ] && [ "$(left)" -gt 90 ]; then
     echo "## big box, $(left) s left"
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/big-mem.txt" 2>/dev/null &
     SMI=$!
     timeout "$(limit 600)" $D grad scenes/cantilever.toml --frames 1 --backend "$BACKEND" --overwrite --threads 16 \
         --out /tmp/big --set 'body.0.mesh.cells=[420, 20, 20]' --set 'body.0.mesh.element="tet4"' \
-        --set 'body.0.mesh.dx=0.0025' 2>&1 | tail -30
+        --set 'body.0.mesh.dx=0.0025' 2>&1 | tee "$OUT/big-log.txt" | tail -30
     cp /tmp/big/grad.json "$OUT/grad-big-$BACKEND.json" 2>/dev/null
     kill $SMI 2>/dev/null
     echo "big box: peak GPU memory used $(sort -n "$OUT/big-mem.txt" | tail -1) MiB"
 fi
-[ "$(left)" -gt 30 ] && bench cantilever_diffpd scenes/cantilever_diffpd.toml 10
+}
+for p in $PARTS; do
+    [ "$(left)" -gt 20 ] || { echo "deadline: skipping $p and after"; break; }
+    "part_$p"
+done
 echo "# done $(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s"

@@ -1,0 +1,45 @@
+//! Sizes of the GPU path's factor for a generated box, without a device: nnz(L), nnz(S), the
+//! explicit inverse factor's bytes (`pipeline::inverse_factor_bytes`) and the level counts of
+//! the triangular path (docs/gpu.md "Global solve: two paths"), with the host time of the
+//! ordering and of the simplicial factor.
+//! Usage: `cargo run --release --example factor_stats -- NX NY NZ [tet4|hex8]`
+use diffphd::gpu::factor::SimplicialFactor;
+use diffphd::gpu::pipeline::inverse_factor_bytes;
+use diffphd::linalg::ordering;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let c: Vec<usize> = args.iter().take(3).filter_map(|a| a.parse().ok()).collect();
+    if c.len() != 3 {
+        eprintln!("usage: factor_stats NX NY NZ [tet4|hex8]");
+        std::process::exit(2);
+    }
+    let element = args.get(3).map_or("tet4", |s| s.as_str());
+    let text = format!(
+        "schema_version = 1\n[simulation]\nframes = 1\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"{element}\"\ncells = [{}, {}, {}]\ndx = 0.01\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.45\ndensity = 1000.0\n",
+        c[0], c[1], c[2]
+    );
+    let ls = diffphd::scene::load_str(&text, std::path::Path::new("box.toml"), &[]).expect("scene");
+    let m = diffphd::solver::Model::from_scene(&ls).expect("model");
+    let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).expect("simulator");
+    let a = &sim.system.a;
+    let t = Instant::now();
+    let (p, ip) = ordering::nested_dissection(a).expect("ordering");
+    let t_order = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let f = SimplicialFactor::new(a, &p, &ip).expect("factor");
+    let t_factor = t.elapsed().as_secs_f64();
+    let ((lp, _), (up, _)) = f.levels();
+    let nnz_s = f.inverse_nnz();
+    println!(
+        "{element} box {c:?}: {} nodes, {} samples; ordering {t_order:.1} s, simplicial factor {t_factor:.1} s; nnz(L) {}, nnz(S) {nnz_s} ({:.1}x), inverse factor {:.2} GiB; levels {} / {}",
+        m.num_nodes(),
+        m.num_samples(),
+        f.values.len(),
+        nnz_s as f64 / f.values.len() as f64,
+        inverse_factor_bytes(nnz_s, f.n) as f64 / (1u64 << 30) as f64,
+        lp.len() - 1,
+        up.len() - 1
+    );
+}
