@@ -151,7 +151,12 @@ impl<D: Device> GpuSystem<D> {
                 .enumerate()
                 .for_each(|(new, &old)| iperm[old] = new);
             let sf = SimplicialFactor::new(&sub, perm, &iperm)?;
-            let mut df = DeviceFactor::new(&dev, &sf, budget_bytes)?;
+            // each free set's inverse factor also within half of what is free now, so that
+            // up to three of them (one per distinct axis free set) cannot exhaust the device
+            let budget = dev
+                .free_memory()
+                .map_or(budget_bytes, |free| budget_bytes.min(free / 2));
+            let mut df = DeviceFactor::new(&dev, &sf, budget)?;
             let rel = df.self_check(&dev)?;
             if rel > 1e-10 {
                 return Err(GpuSystemError::SelfCheck { rel });
