@@ -73,37 +73,34 @@ DPHD_KERNEL(dphd_trisolve_upper_level)(DPHD_ITEM_PARAM long long n, long long of
     x[r] = s / val[beg];
 }
 
-// Sparse inverse factor, one column per item (spec §2.8 Eq. 32, §5.2 step 4):
-// column j of S = L^{-1} solves L c_j = e_j along the elimination-tree path of j, which is
-// S's precomputed pattern spat[sptr[j]..sptr[j+1]) (ascending, starting at j).
-// L is CSC with the diagonal entry FIRST in each column (rows ascending); every below-diagonal
-// row of column k lies on the path of j whenever k does (it is an ancestor of k).
-DPHD_KERNEL(dphd_inverse_factor_columns)(DPHD_ITEM_PARAM long long n, const long long* lptr,
-                                         const long long* lrow, const double* lval,
-                                         const long long* sptr, const long long* spat,
-                                         double* sval)
+// Sparse inverse factor S = L^{-1} (spec §2.8 Eq. 32, §5.2 step 4), one elimination-tree depth
+// per launch from the roots down, one item per (column, path position). From S L = I:
+//   S[:, j] = (e_j - sum_{k > j, L_kj != 0} L_kj S[:, k]) / L_jj,
+// and every such k is an ancestor of j, so column k is stored on a suffix of j's path: the
+// entry at position p of j's path (0 = j itself) is
+//   (delta_p0 - sum_k L_kj s_k[p - q_k]) / L_jj,   q_k = depth[j] - depth[k], terms with p >= q_k,
+// where s_k[.] are column k's stored values (computed by an earlier launch: k is shallower).
+// The columns of this launch are cols[offset .. offset + n / len), all at the depth len - 1,
+// so each has len entries: item t is column t / len, position t % len.
+// L is CSC with the diagonal entry FIRST in each column; S is CSC with column j stored at
+// sval[sptr[j] ..] along j's path (ascending rows).
+DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long len, long long offset,
+                                       const long long* cols, const long long* depth,
+                                       const long long* lptr, const long long* lrow,
+                                       const double* lval, const long long* sptr, double* sval)
 {
-    const long long j = DPHD_ITEM;
-    if (j >= n) return;
-    const long long b = sptr[j];
-    const long long e = sptr[j + 1];
-    for (long long p = b; p < e; ++p) sval[p] = 0.0;
-    sval[b] = 1.0;
-    long long hint = b;
-    for (long long p = b; p < e; ++p) {
-        const long long k = spat[p];
-        const long long d = lptr[k];
-        const double yk = sval[p] / lval[d];
-        sval[p] = yk;
-        if (yk == 0.0) continue;
-        hint = p + 1;
-        for (long long q = d + 1; q < lptr[k + 1]; ++q) {
-            const long long i = lrow[q];
-            // rows of column k ascend, and so does the path: advance the search position.
-            while (hint < e && spat[hint] < i) ++hint;
-            if (hint < e && spat[hint] == i) sval[hint] -= lval[q] * yk;
-        }
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long c = t / len;
+    const long long p = t - c * len;
+    const long long j = cols[offset + c];
+    double acc = p == 0 ? 1.0 : 0.0;
+    for (long long q = lptr[j] + 1; q < lptr[j + 1]; ++q) {
+        const long long k = lrow[q];
+        const long long qk = depth[j] - depth[k];
+        if (p >= qk) acc -= lval[q] * sval[sptr[k] + (p - qk)];
     }
+    sval[sptr[j] + p] = acc / lval[lptr[j]];
 }
 
 // ---------------------------------------------------------------------------------------------

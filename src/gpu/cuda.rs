@@ -165,8 +165,17 @@ impl Device for Cuda {
                 Arg::Index(s) => b.arg(&**s),
             };
         }
+        // `n as u32` would wrap at 2^32 items (an inverse factor of 4.3G entries): count the
+        // blocks in 64 bits; the grid's x dimension holds up to 2^31 - 1 of them
+        let blocks = u32::try_from(n.div_ceil(256))
+            .ok()
+            .filter(|&b| b < 1 << 31)
+            .ok_or(GpuError::Arguments {
+                kernel: k.symbol(),
+                why: "more items than one launch's grid holds (2^31 - 1 blocks of 256)",
+            })?;
         let cfg = LaunchConfig {
-            grid_dim: ((n as u32).div_ceil(256), 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };

@@ -238,6 +238,26 @@ impl SimplicialFactor {
         (ptr, rows)
     }
 
+    /// Depth of every column in the elimination forest (0 at a root): column $j$ of $S$ has
+    /// `depth[j] + 1` entries, and the ancestor $k$ of $j$ sits at position
+    /// `depth[j] - depth[k]` of $j$'s path.
+    pub fn depths(&self) -> Vec<usize> {
+        let mut depth = vec![0usize; self.n];
+        // parents have larger indices: fill from the roots down
+        for j in (0..self.n).rev() {
+            if self.parent[j] != NONE {
+                depth[j] = depth[self.parent[j]] + 1;
+            }
+        }
+        depth
+    }
+
+    /// Columns grouped by elimination-tree depth (roots first): the launch schedule of
+    /// [`crate::gpu::pipeline::DeviceFactor`]'s top-down build of $S$.
+    pub fn columns_by_depth(&self) -> LevelSchedule {
+        bucket(&self.depths())
+    }
+
     /// Stored entries of $S$ without building it: $\sum_j (1 + |\mathrm{anc}(j)|)$.
     pub fn inverse_nnz(&self) -> usize {
         let mut depth = vec![0usize; self.n];

@@ -162,8 +162,9 @@ kernel_table! {
     TrisolveLowerLevel = dphd_trisolve_lower_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// One level of `L^T x = b`, diagonal first (sparse.cu).
     TrisolveUpperLevel = dphd_trisolve_upper_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
-    /// Columns of the sparse inverse factor `S = L^{-1}` (sparse.cu, spec Eq. 32).
-    InverseFactorColumns = dphd_inverse_factor_columns in "kernels/sparse.cu" (lptr: Index, lrow: Index, lval: In, sptr: Index, spat: Index, sval: Out);
+    /// One elimination-tree depth of the sparse inverse factor `S = L^{-1}`, one item per
+    /// (column, path position) (sparse.cu, spec Eq. 32).
+    InverseFactorLevel = dphd_inverse_factor_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, depth: Index, lptr: Index, lrow: Index, lval: In, sptr: Index, sval: Out);
     /// Local step per sample: corotated + volume or Neo-Hookean prox (local.cu, spec §3).
     LocalStep = dphd_local_step in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, warm: Out, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).

@@ -203,25 +203,36 @@ impl<D: Device> DeviceFactor<D> {
         Ok(me)
     }
 
-    /// Column-parallel $S=L^{-1}$ on the device (Eq. 32) and its row form.
+    /// $S=L^{-1}$ on the device (Eq. 32), top down along the elimination tree (one launch per
+    /// depth, one item per column and path position), and its row form.
     fn build_inverse(&self, dev: &D, f: &SimplicialFactor) -> Result<Inverse<D>, GpuError> {
         let (sp, sr) = f.inverse_pattern();
         let (rp, cols, map) = transpose_pattern(self.n, &sp, &sr);
         let col_ptr = dev.upload_index(&idx(&sp))?;
-        let row_idx = dev.upload_index(&idx(&sr))?;
         let mut values = dev.zeros(sr.len())?;
-        dev.launch(
-            Kernel::InverseFactorColumns,
-            self.n,
-            &mut [
-                Arg::Index(&self.upper_ptr),
-                Arg::Index(&self.upper_col),
-                Arg::In(&self.upper_val),
-                Arg::Index(&col_ptr),
-                Arg::Index(&row_idx),
-                Arg::Out(&mut values),
-            ],
-        )?;
+        // top down along the elimination tree: one launch per depth (Eq. 32 from S L = I)
+        let (level_ptr, by_depth) = f.columns_by_depth();
+        let order = dev.upload_index(&idx(&by_depth))?;
+        let depth = dev.upload_index(&idx(&f.depths()))?;
+        for (d, w) in level_ptr.windows(2).enumerate() {
+            let len = d + 1;
+            dev.launch(
+                Kernel::InverseFactorLevel,
+                (w[1] - w[0]) * len,
+                &mut [
+                    Arg::Int(len as i64),
+                    Arg::Int(w[0] as i64),
+                    Arg::Index(&order),
+                    Arg::Index(&depth),
+                    Arg::Index(&self.upper_ptr),
+                    Arg::Index(&self.upper_col),
+                    Arg::In(&self.upper_val),
+                    Arg::Index(&col_ptr),
+                    Arg::Out(&mut values),
+                ],
+            )?;
+        }
+        drop((order, depth));
         let map = dev.upload_index(&idx(&map))?;
         let mut row_values = dev.zeros(sr.len())?;
         dev.launch(
@@ -233,7 +244,7 @@ impl<D: Device> DeviceFactor<D> {
                 Arg::Out(&mut row_values),
             ],
         )?;
-        drop((col_ptr, row_idx, map));
+        drop((col_ptr, map));
         let cols_form = Form::new(dev, &sp, &sr, values)?;
         let rows_form = Form::new(dev, &rp, &cols, row_values)?;
         let partial = dev.zeros(cols_form.segments.max(rows_form.segments))?;
