@@ -29,7 +29,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, args.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend)?;
+    super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"

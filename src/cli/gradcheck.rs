@@ -65,7 +65,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, args.run.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend)?;
+    super::simulate::accelerate_problem(&mut problem, backend, args.run.quiet)?;
     for p in &args.params {
         if !problem.params.iter().any(|q| &q.name == p) {
             let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();

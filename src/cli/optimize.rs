@@ -65,7 +65,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, run.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend)?;
+    super::simulate::accelerate_problem(&mut problem, backend, run.quiet)?;
     let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {

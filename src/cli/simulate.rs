@@ -121,13 +121,24 @@ fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<
 
 /// Run every evaluation of `problem` (forward and backward) on `backend`'s device: refuses
 /// what the GPU path does not run up front (exit 2), then sets [`Problem::accelerate`].
-pub fn accelerate_problem(problem: &mut Problem, backend: Backend) -> Result<(), Failure> {
+/// Unless `quiet`, the first evaluation's device, solve paths and setup times go to stderr.
+pub fn accelerate_problem(
+    problem: &mut Problem,
+    backend: Backend,
+    quiet: bool,
+) -> Result<(), Failure> {
     if backend == Backend::Cpu {
         return Ok(());
     }
     check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
+    let said = std::sync::atomic::AtomicBool::new(quiet);
     problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
         sim.offload = device_offload(sim, backend)?;
+        if let Some(off) = &sim.offload {
+            if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("GPU path: {}", off.describe());
+            }
+        }
         Ok(())
     }));
     Ok(())

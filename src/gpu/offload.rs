@@ -164,8 +164,9 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
                 ),
             })
             .collect();
+        let [host, device] = self.system.setup_seconds;
         format!(
-            "{}; global solve: {}; contact solves on the device factor (Delassus columns by multi-RHS solves); local step{}",
+            "{}; global solve: {}; contact solves on the device factor (Delassus columns by multi-RHS solves); local step{}; setup: host factorization {host:.2} s, device factor and self-check {device:.2} s",
             self.dev.name(),
             paths.join(", "),
             if self.muscles.is_empty() { "" } else { " with muscle fibres" }

@@ -118,6 +118,9 @@ pub struct GpuSystem<D: Device> {
     factors: Vec<Mutex<DeviceFactor<D>>>,
     /// The solve path of each distinct factor, for the run log.
     pub paths: Vec<SolvePath>,
+    /// Setup seconds: the host's simplicial factorizations, and the device's part (uploads,
+    /// the explicit inverse factor's build, the self-check's solves), summed over the factors.
+    pub setup_seconds: [f64; 2],
     counts: Arc<SolveCounts>,
 }
 
@@ -143,7 +146,9 @@ impl<D: Device> GpuSystem<D> {
     ) -> Result<Self, GpuSystemError> {
         let mut factors = Vec::with_capacity(plan.num_reduced());
         let mut paths = Vec::with_capacity(plan.num_reduced());
+        let mut setup_seconds = [0.0; 2];
         for k in 0..plan.num_reduced() {
+            let t0 = std::time::Instant::now();
             let (free, map, perm) = plan.reduced(k);
             let sub = a.submatrix(free, map);
             let mut iperm = vec![0; perm.len()];
@@ -151,13 +156,17 @@ impl<D: Device> GpuSystem<D> {
                 .enumerate()
                 .for_each(|(new, &old)| iperm[old] = new);
             let sf = SimplicialFactor::new(&sub, perm, &iperm)?;
+            let t1 = std::time::Instant::now();
             // each free set's inverse factor also within half of what is free now, so that
             // up to three of them (one per distinct axis free set) cannot exhaust the device
             let budget = dev
                 .free_memory()
                 .map_or(budget_bytes, |free| budget_bytes.min(free / 2));
             let mut df = DeviceFactor::new(&dev, &sf, budget)?;
+            // the self-check downloads its solves, so the device's work is done when it returns
             let rel = df.self_check(&dev)?;
+            setup_seconds[0] += (t1 - t0).as_secs_f64();
+            setup_seconds[1] += t1.elapsed().as_secs_f64();
             if rel > 1e-10 {
                 return Err(GpuSystemError::SelfCheck { rel });
             }
@@ -172,6 +181,7 @@ impl<D: Device> GpuSystem<D> {
             plan,
             factors,
             paths,
+            setup_seconds,
             counts: Arc::default(),
         })
     }
