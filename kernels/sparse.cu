@@ -3,17 +3,6 @@
 // gather over one row, so no two items write the same entry.
 #include "device.h"
 
-// y = M x for an n-row CSR matrix M.
-DPHD_KERNEL(dphd_spmv_csr)(DPHD_ITEM_PARAM long long n, const long long* ptr, const long long* col,
-                           const double* val, const double* x, double* y)
-{
-    const long long r = DPHD_ITEM;
-    if (r >= n) return;
-    double s = 0.0;
-    for (long long k = ptr[r]; k < ptr[r + 1]; ++k) s += val[k] * x[col[k]];
-    y[r] = s;
-}
-
 // Segmented SpMV, first pass (the explicit inverse factor's rows hold up to n entries: one
 // thread per row left the GPU waiting on its longest rows). Every row's entries are cut into
 // consecutive segments of at most gpu::pipeline::SEGMENT entries (cut on the host);

@@ -152,8 +152,6 @@ kernel_table! {
     GatherPerm = dphd_gather_perm in "kernels/vector.cu" (map: Index, src: In, dst: Out);
     /// First pass of the deterministic dot product (vector.cu).
     DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, chunk: Int, x: In, y: In, partial: Out);
-    /// CSR SpMV (sparse.cu).
-    SpmvCsr = dphd_spmv_csr in "kernels/sparse.cu" (ptr: Index, col: Index, val: In, x: In, y: Out);
     /// Segmented SpMV, first pass: one partial sum per row segment (sparse.cu, Eq. 33).
     SpmvSegments = dphd_spmv_segments in "kernels/sparse.cu" (seg: Index, col: Index, val: In, x: In, partial: Out);
     /// Segmented SpMV, second pass: each row's segment partials summed in order (sparse.cu).
