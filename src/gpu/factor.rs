@@ -252,10 +252,11 @@ impl SimplicialFactor {
         depth
     }
 
-    /// Columns grouped by elimination-tree depth (roots first): the launch schedule of
-    /// [`crate::gpu::pipeline::DeviceFactor`]'s top-down build of $S$.
-    pub fn columns_by_depth(&self) -> LevelSchedule {
-        bucket(&self.depths())
+    /// Columns grouped by elimination-tree depth (roots first), with the depths: the launch
+    /// schedule of [`crate::gpu::pipeline::DeviceFactor`]'s top-down build of $S$.
+    pub fn columns_by_depth(&self) -> (LevelSchedule, Vec<usize>) {
+        let depth = self.depths();
+        (bucket(&depth), depth)
     }
 
     /// Stored entries of $S$ without building it: $\sum_j (1 + |\mathrm{anc}(j)|)$.

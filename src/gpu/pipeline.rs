@@ -211,9 +211,9 @@ impl<D: Device> DeviceFactor<D> {
         let col_ptr = dev.upload_index(&idx(&sp))?;
         let mut values = dev.zeros(sr.len())?;
         // top down along the elimination tree: one launch per depth (Eq. 32 from S L = I)
-        let (level_ptr, by_depth) = f.columns_by_depth();
+        let ((level_ptr, by_depth), depth) = f.columns_by_depth();
         let order = dev.upload_index(&idx(&by_depth))?;
-        let depth = dev.upload_index(&idx(&f.depths()))?;
+        let depth = dev.upload_index(&idx(&depth))?;
         for (d, w) in level_ptr.windows(2).enumerate() {
             let len = d + 1;
             dev.launch(
