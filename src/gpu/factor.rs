@@ -261,17 +261,7 @@ impl SimplicialFactor {
 
     /// Stored entries of $S$ without building it: $\sum_j (1 + |\mathrm{anc}(j)|)$.
     pub fn inverse_nnz(&self) -> usize {
-        let mut depth = vec![0usize; self.n];
-        let mut total = 0;
-        for j in (0..self.n).rev() {
-            depth[j] = if self.parent[j] == NONE {
-                1
-            } else {
-                1 + depth[self.parent[j]]
-            };
-            total += depth[j];
-        }
-        total
+        self.depths().iter().map(|d| d + 1).sum()
     }
 }
 
