@@ -51,10 +51,12 @@ DPHD_KERNEL(dphd_diff_into)(DPHD_ITEM_PARAM long long n, long long off, const do
     ring[off + i] = a[i] - b[i];
 }
 
-// First pass of ||a - b||^2: item k sums (a[j] - b[j])^2 over its chunk in index order (the
-// host sums the partials in order; with b = 0 it is ||a||^2).
+// First pass of ||a - b||^2: item k sums (a[j] - b[j])^2 over its chunk in index order into
+// partial[off + k] (the host sums the partials in order; with b = 0 it is ||a||^2; several
+// norms share one buffer at different offsets and come back in one copy).
 DPHD_KERNEL(dphd_diff_sq_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
-                                  const double* a, const double* b, double* partial)
+                                  long long off, const double* a, const double* b,
+                                  double* partial)
 {
     const long long k = DPHD_ITEM;
     if (k >= n) return;
@@ -65,14 +67,14 @@ DPHD_KERNEL(dphd_diff_sq_partial)(DPHD_ITEM_PARAM long long n, long long len, lo
         const double d = a[j] - b[j];
         s += d * d;
     }
-    partial[k] = s;
+    partial[off + k] = s;
 }
 
 // First pass of q dot products a . B_c (a = A + a_off; B_c = B + c * len, c < q): item
-// (c, k) = c * chunks + k sums over chunk k in index order into partial[c * chunks + k].
+// (c, k) = c * chunks + k sums over chunk k in index order into partial[off + c * chunks + k].
 DPHD_KERNEL(dphd_dots_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
-                               long long chunks, long long a_off, const double* a,
-                               const double* b, double* partial)
+                               long long chunks, long long a_off, long long off,
+                               const double* a, const double* b, double* partial)
 {
     const long long item = DPHD_ITEM;
     if (item >= n) return;
@@ -84,7 +86,7 @@ DPHD_KERNEL(dphd_dots_partial)(DPHD_ITEM_PARAM long long n, long long len, long 
     const double* bv = b + c * len;
     double s = 0.0;
     for (long long j = lo; j < hi; ++j) s += av[j] * bv[j];
-    partial[item] = s;
+    partial[off + item] = s;
 }
 
 // Anderson's mixed iterate (spec Eq. 21): out[i] = (x[i] + g[i]) - sum_j gamma_j (dx_j[i] +
@@ -102,4 +104,17 @@ DPHD_KERNEL(dphd_anderson_mix)(DPHD_ITEM_PARAM long long n, long long m, const d
         v -= terms[2 * j + 1] * (dx[off + i] + dg[off + i]);
     }
     out[i] = v;
+}
+
+// Second half of a classical Gram-Schmidt pass (the device GMRES's Arnoldi step,
+// gpu::krylov): w[i] -= sum_c h[c] * V[c * n + i] for c = 0..q-1 in order, V the q basis
+// vectors stored one after another (the first half is dphd_dots_partial on the same block).
+DPHD_KERNEL(dphd_subtract_block)(DPHD_ITEM_PARAM long long n, long long q, const double* h,
+                                 const double* v, double* w)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    double s = w[i];
+    for (long long c = 0; c < q; ++c) s -= h[c] * v[c * n + i];
+    w[i] = s;
 }

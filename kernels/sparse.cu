@@ -31,6 +31,37 @@ DPHD_KERNEL(dphd_sum_segments)(DPHD_ITEM_PARAM long long n, const long long* rse
     y[r] = acc;
 }
 
+// Segmented SpMV of a row-interleaved block of k columns (the three axes of the global
+// solve at once), first pass: item t = s * k + c sums segment s of column c, partial[t] =
+// sum of val[p] x[col[p] * k + c] in entry order (dphd_spmv_segments' arithmetic per column).
+DPHD_KERNEL(dphd_spmv_segments_multi)(DPHD_ITEM_PARAM long long n, long long k,
+                                      const long long* seg, const long long* col,
+                                      const double* val, const double* x, double* partial)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long s = t / k;
+    const long long c = t - s * k;
+    double acc = 0.0;
+    for (long long p = seg[s]; p < seg[s + 1]; ++p) acc += val[p] * x[col[p] * k + c];
+    partial[t] = acc;
+}
+
+// Second pass of the block form: y[r * k + c] = sum of partial[s * k + c] over the segments s
+// of row r in order (dphd_sum_segments' arithmetic per column, so every column equals the
+// single-column product bitwise).
+DPHD_KERNEL(dphd_sum_segments_multi)(DPHD_ITEM_PARAM long long n, long long k,
+                                     const long long* rseg, const double* partial, double* y)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long r = t / k;
+    const long long c = t - r * k;
+    double acc = 0.0;
+    for (long long s = rseg[r]; s < rseg[r + 1]; ++s) acc += partial[s * k + c];
+    y[t] = acc;
+}
+
 // One level of a level-scheduled lower-triangular solve L x = b, in place in x.
 // `rows[offset..offset+n)` are the rows of this level (their dependencies are in earlier levels).
 // L is CSR with the diagonal entry LAST in each row (columns ascending).

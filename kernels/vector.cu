@@ -49,3 +49,13 @@ DPHD_KERNEL(dphd_dot_partial)(DPHD_ITEM_PARAM long long n, long long len, long l
     for (long long j = lo; j < hi; ++j) s += x[j] * y[j];
     partial[k] = s;
 }
+
+// dst[to[i]] = src[from[i]]   (a permutation composed with a scatter: the global solve's
+// block back to the node-major vector; `to` injective, so no two items write one entry)
+DPHD_KERNEL(dphd_permute_into)(DPHD_ITEM_PARAM long long n, const long long* from,
+                               const long long* to, const double* src, double* dst)
+{
+    const long long i = DPHD_ITEM;
+    if (i >= n) return;
+    dst[to[i]] = src[from[i]];
+}

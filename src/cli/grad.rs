@@ -95,6 +95,14 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
             ev.adjoint_iterations,
             ev.tape_bytes
         );
+        for (phase, t) in [
+            ("forward", &ev.forward_traffic),
+            ("backward", &ev.backward_traffic),
+        ] {
+            if let Some(t) = t {
+                println!("device, {phase}: {}", t.summary());
+            }
+        }
         if !ev.nonconverged_backward_frames.is_empty() {
             println!(
                 "WARNING: adjoint did not converge in frames {:?}",

@@ -164,6 +164,9 @@ pub struct Summary {
     pub max_active_contacts: usize,
     /// Contact set-up and solve time over all frames (s).
     pub seconds_contact: f64,
+    /// The device's launches and copies over the frames (GPU backends; the setup excluded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_traffic: Option<crate::solver::offload::DeviceTraffic>,
 }
 
 impl RunLog {

@@ -84,19 +84,17 @@ fn device_offload(
     backend: Backend,
 ) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, String> {
     use crate::gpu::offload::{inverse_budget, DeviceOffload};
+    use crate::gpu::Counted;
     Ok(match backend {
         Backend::Cpu => None,
         Backend::Emulator => {
-            let budget = inverse_budget(&crate::gpu::Emulator);
-            Some(Box::new(DeviceOffload::new(
-                crate::gpu::Emulator,
-                sim,
-                budget,
-            )?))
+            let dev = Counted::new(crate::gpu::Emulator);
+            let budget = inverse_budget(&dev);
+            Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let dev = crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?;
+            let dev = Counted::new(crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
             let budget = inverse_budget(&dev);
             Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
@@ -234,6 +232,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
     sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
+    let traffic0 = sim.offload.as_ref().and_then(|o| o.traffic());
     let header = run_header(args, &ls, &sim, threads, backend);
     let mut x = model.x0.clone();
     let mut v = model.v0.clone();
@@ -297,6 +296,9 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
         p.report(frame, model.frames, &rec);
         p.log.push(rec);
         p.log.summary.seconds_total = p.t_run.elapsed().as_secs_f64();
+        if let (Some(t0), Some(t)) = (&traffic0, sim.offload.as_ref().and_then(|o| o.traffic())) {
+            p.log.summary.device_traffic = Some(t.since(t0));
+        }
         let stop = frame < model.frames
             && interrupt
                 .as_ref()
@@ -373,6 +375,9 @@ fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure>
             "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s, setup {:.3}s -> {}",
             s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other, log.header.setup_seconds, out.display()
         );
+        if let Some(t) = &s.device_traffic {
+            eprintln!("device: {}", t.summary());
+        }
     }
     Ok(log)
 }

@@ -45,6 +45,11 @@ pub trait Device: Send + Sync {
     fn free_memory(&self) -> Option<usize> {
         None
     }
+    /// What this device has been asked to do so far, where it counts
+    /// ([`super::counted::Counted`]); `None` for the bare devices.
+    fn traffic(&self) -> Option<crate::solver::offload::DeviceTraffic> {
+        None
+    }
 }
 
 /// Check `args` against the kernel table before a launch (both devices call this).

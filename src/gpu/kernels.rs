@@ -206,12 +206,21 @@ kernel_table! {
     CopyAt = dphd_copy_at in "kernels/resident.cu" (idx: Index, src: In, dst: Out);
     /// `ring[off + i] = a[i] - b[i]`: an Anderson history difference into its slot.
     DiffInto = dphd_diff_into in "kernels/resident.cu" (off: Int, a: In, b: In, ring: Out);
-    /// First pass of `||a - b||^2` (chunk partials).
-    DiffSqPartial = dphd_diff_sq_partial in "kernels/resident.cu" (len: Int, chunk: Int, a: In, b: In, partial: Out);
-    /// First pass of `q` dot products of one vector with a block of vectors.
-    DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunk: Int, chunks: Int, a_off: Int, a: In, b: In, partial: Out);
+    /// First pass of `||a - b||^2` (chunk partials, at an offset of the output).
+    DiffSqPartial = dphd_diff_sq_partial in "kernels/resident.cu" (len: Int, chunk: Int, off: Int, a: In, b: In, partial: Out);
+    /// First pass of `q` dot products of one vector with a block of vectors (at an offset of
+    /// the output).
+    DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunk: Int, chunks: Int, a_off: Int, off: Int, a: In, b: In, partial: Out);
     /// Anderson's mixed iterate (spec Eq. 21).
     AndersonMix = dphd_anderson_mix in "kernels/resident.cu" (m: Int, terms: In, dx: In, dg: In, x: In, g: In, out: Out);
+    /// First pass of the segmented SpMV on a row-interleaved block of `k` columns.
+    SpmvSegmentsMulti = dphd_spmv_segments_multi in "kernels/sparse.cu" (k: Int, seg: Index, col: Index, val: In, x: In, partial: Out);
+    /// Second pass of the block form: sums of the segments of each row and column.
+    SumSegmentsMulti = dphd_sum_segments_multi in "kernels/sparse.cu" (k: Int, rseg: Index, partial: In, y: Out);
+    /// `dst[to[i]] = src[from[i]]`.
+    PermuteInto = dphd_permute_into in "kernels/vector.cu" (from: Index, to: Index, src: In, dst: Out);
+    /// `w -= V h` for a block `V` of `q` vectors (classical Gram–Schmidt's update).
+    SubtractBlock = dphd_subtract_block in "kernels/resident.cu" (q: Int, h: In, v: In, w: Out);
 }
 
 #[cfg(test)]

@@ -29,6 +29,34 @@ pub struct KrylovBuffers<D: Device> {
     /// $\Delta A\,v$ of the operator.
     da: D::Real,
     slots: Vec<D::Real>,
+    /// Writes to each slot so far (what [`Block`] checks its copies against).
+    writes: Vec<u64>,
+    /// The contiguous copy of the Gram–Schmidt basis (built at the first orthogonalization).
+    block: Option<Block<D>>,
+}
+
+/// The basis of classical Gram–Schmidt in one buffer, as `dphd_dots_partial` and
+/// `dphd_subtract_block` read it: vector `c` at `c * n3`. `held[c]` is the slot and its write
+/// count copied there, so an Arnoldi step copies only its new vector.
+struct Block<D: Device> {
+    cap: usize,
+    v: D::Real,
+    held: Vec<Option<(usize, u64)>>,
+    /// The coefficients $h$ of the update (padded to `cap`).
+    h: D::Real,
+    red: Reducer<D>,
+}
+
+impl<D: Device> Block<D> {
+    fn new(dev: &D, n3: usize, cap: usize) -> Result<Self, GpuError> {
+        Ok(Block {
+            cap,
+            v: dev.zeros(cap * n3)?,
+            held: vec![None; cap],
+            h: dev.zeros(cap)?,
+            red: Reducer::new(dev, n3, cap)?,
+        })
+    }
 }
 
 impl<D: Device> KrylovBuffers<D> {
@@ -42,7 +70,47 @@ impl<D: Device> KrylovBuffers<D> {
             zero: dev.zeros(n3)?,
             da: dev.zeros(n3)?,
             slots: Vec::new(),
+            writes: Vec::new(),
+            block: None,
         })
+    }
+
+    /// Note a write to `slot` (its copy in the [`Block`], if any, is stale).
+    fn touch(&mut self, slot: usize) {
+        if let Some(w) = self.writes.get_mut(slot) {
+            *w += 1;
+        }
+    }
+
+    /// Make the block hold the slots `basis` in order, copying those not already there.
+    fn fill_block(&mut self, dev: &D, basis: &[usize]) -> Result<(), GpuError> {
+        let n3 = self.n3;
+        if self.block.as_ref().is_none_or(|b| b.cap < basis.len()) {
+            let cap = basis
+                .len()
+                .max(self.block.as_ref().map_or(0, |b| 2 * b.cap));
+            self.block = Some(Block::new(dev, n3, cap)?);
+        }
+        let block = self.block.as_mut().expect("just built");
+        for (c, &slot) in basis.iter().enumerate() {
+            let now = (slot, self.writes[slot]);
+            if block.held[c] == Some(now) {
+                continue;
+            }
+            // v[c * n3 + i] = slot[i] - 0 (exact)
+            dev.launch(
+                Kernel::DiffInto,
+                n3,
+                &mut [
+                    Arg::Int((c * n3) as i64),
+                    Arg::In(&self.slots[slot]),
+                    Arg::In(&self.zero),
+                    Arg::Out(&mut block.v),
+                ],
+            )?;
+            block.held[c] = Some(now);
+        }
+        Ok(())
     }
 
     /// Device memory of the slots now allocated (bytes).
@@ -108,6 +176,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         self.kept(r)?;
         let (dev, error) = (self.dev, self.error);
         let buf = &mut *self.buf;
+        buf.touch(out);
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
         keep(error, self.sys.matrix().apply(dev, buf.n3, xv, ov))?;
         (self.product)(xv, &mut buf.da)?;
@@ -131,6 +200,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         self.check(x.max(out))?;
         let (dev, sys) = (self.dev, self.sys);
         let buf = &mut *self.buf;
+        buf.touch(out);
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
         solve_free(dev, sys, &mut buf.axes, (xv, &mut *ov), DeviceSolve::Krylov)?;
         sys.prescribed().impose(dev, &buf.zero, ov)
@@ -140,6 +210,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     fn axpby_raw(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), GpuError> {
         self.check(x.max(y))?;
         let (dev, buf) = (self.dev, &mut *self.buf);
+        buf.touch(y);
         let (xv, yv) = slot_pair(&mut buf.slots, x, y);
         let args = &mut [Arg::Real(alpha), Arg::In(xv), Arg::Real(beta), Arg::Out(yv)];
         dev.launch(Kernel::Axpby, buf.n3, args)
@@ -149,6 +220,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     fn divide_raw(&mut self, x: usize, s: f64, out: usize) -> Result<(), GpuError> {
         self.check(x.max(out))?;
         let (dev, buf) = (self.dev, &mut *self.buf);
+        buf.touch(out);
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
         let args = &mut [Arg::Real(s), Arg::In(xv), Arg::Out(ov)];
         dev.launch(Kernel::Divide, buf.n3, args)
@@ -158,6 +230,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     fn copy_raw(&mut self, src: usize, dst: usize) -> Result<(), GpuError> {
         self.check(src.max(dst))?;
         let (dev, buf) = (self.dev, &mut *self.buf);
+        buf.touch(dst);
         let (sv, dv) = slot_pair(&mut buf.slots, src, dst);
         copy(dev, buf.n3, sv, dv)
     }
@@ -188,7 +261,48 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     fn upload_raw(&mut self, slot: usize, v: &[f64]) -> Result<(), GpuError> {
         self.check(slot)?;
         let (dev, buf) = (self.dev, &mut *self.buf);
+        buf.touch(slot);
         dev.write(&mut buf.slots[slot], v)
+    }
+
+    /// Classical Gram–Schmidt twice: per pass $h=V^Tw$ (one block reduction, one round
+    /// trip) and $w\leftarrow w-Vh$ (one launch).
+    fn orthogonalize_raw(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, GpuError> {
+        self.check(basis.iter().copied().chain([w]).max().unwrap_or(0))?;
+        if basis.contains(&w) {
+            return Err(GpuError::Arguments {
+                kernel: "orthogonalize",
+                why: "the vector is one of its basis slots",
+            });
+        }
+        let (dev, q) = (self.dev, basis.len());
+        let mut h = vec![0.0; q];
+        if q == 0 {
+            return Ok(h);
+        }
+        let buf = &mut *self.buf;
+        buf.touch(w);
+        let n3 = buf.n3;
+        buf.fill_block(dev, basis)?;
+        let block = buf.block.as_mut().expect("filled");
+        for _ in 0..2 {
+            let d = block.red.dots(dev, (&buf.slots[w], 0), &block.v, q)?;
+            let mut padded = d.clone();
+            padded.resize(block.cap, 0.0);
+            dev.write(&mut block.h, &padded)?;
+            dev.launch(
+                Kernel::SubtractBlock,
+                n3,
+                &mut [
+                    Arg::Int(q as i64),
+                    Arg::In(&block.h),
+                    Arg::In(&block.v),
+                    Arg::Out(&mut buf.slots[w]),
+                ],
+            )?;
+            h.iter_mut().zip(&d).for_each(|(hi, di)| *hi += di);
+        }
+        Ok(h)
     }
 }
 
@@ -210,6 +324,7 @@ impl<D: Device> KrylovSpace for DeviceKrylov<'_, D> {
             let r = self.dev.zeros(self.buf.n3);
             let v = self.kept(r)?;
             self.buf.slots.push(v);
+            self.buf.writes.push(0);
         }
         Ok(())
     }
@@ -242,6 +357,10 @@ impl<D: Device> KrylovSpace for DeviceKrylov<'_, D> {
     }
     fn precond(&mut self, x: usize, out: usize) -> Result<(), String> {
         let r = self.precond_raw(x, out);
+        self.kept(r)
+    }
+    fn orthogonalize(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, String> {
+        let r = self.orthogonalize_raw(w, basis);
         self.kept(r)
     }
 }

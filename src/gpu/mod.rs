@@ -5,6 +5,7 @@
 //! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.
 //! See `docs/gpu.md` for the kernel list, the emulator and the memory budget.
 
+pub mod counted;
 pub mod device;
 pub mod emulator;
 pub mod factor;
@@ -21,6 +22,7 @@ pub mod system;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 
+pub use counted::Counted;
 pub use device::{Arg, Device};
 pub use emulator::Emulator;
 pub use kernels::Kernel;

@@ -173,6 +173,10 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         )
     }
 
+    fn traffic(&self) -> Option<crate::solver::offload::DeviceTraffic> {
+        self.dev.traffic()
+    }
+
     fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
         if let Some(act) = self.pending_activations.take() {
             self.local

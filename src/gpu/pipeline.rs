@@ -22,11 +22,16 @@ pub enum SolvePath {
 
 /// Bytes the explicit inverse factor needs on the device: values twice (S and its row form)
 /// plus both index patterns, plus the value map, plus the segments of both forms and their
-/// partial sums (at most `nnz_s / SEGMENT + n` segments per form).
+/// partial sums for a block of [`BLOCK`] columns (at most `nnz_s / SEGMENT + n` segments per
+/// form).
 pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
     let segs = nnz_s / SEGMENT + n + 1;
-    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + segs) * 8
+    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8
 }
+
+/// Columns one block solve on device vectors takes at most ([`DeviceFactor::solve_block_device`]):
+/// the three axes of the global solve when they share a free set.
+pub const BLOCK: usize = 3;
 
 /// Entries per segment of the segmented SpMV (sparse.cu `dphd_spmv_segments`): rows of $S$
 /// hold up to $n$ entries (the root's row: every column), so a thread per row serialised the
@@ -101,7 +106,42 @@ impl<D: Device> Form<D> {
         )
     }
 
-    /// `Y = M X` on a row-interleaved block of `k` columns, column by column bitwise as
+    /// `Y = M X` on a row-interleaved block of `k` columns by the two passes (`partial` holds
+    /// at least `k * segments` values), column by column bitwise as [`Form::apply`].
+    fn apply_block(
+        &self,
+        dev: &D,
+        (n, k): (usize, usize),
+        x: &D::Real,
+        partial: &mut D::Real,
+        y: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::SpmvSegmentsMulti,
+            self.segments * k,
+            &mut [
+                Arg::Int(k as i64),
+                Arg::Index(&self.seg),
+                Arg::Index(&self.col),
+                Arg::In(&self.val),
+                Arg::In(x),
+                Arg::Out(partial),
+            ],
+        )?;
+        dev.launch(
+            Kernel::SumSegmentsMulti,
+            n * k,
+            &mut [
+                Arg::Int(k as i64),
+                Arg::Index(&self.rseg),
+                Arg::In(partial),
+                Arg::Out(y),
+            ],
+        )
+    }
+
+    /// `Y = M X` on a row-interleaved block of `k` columns, one item per row and column
+    /// (for many columns: no partial sums to hold), column by column bitwise as
     /// [`Form::apply`].
     fn apply_many(
         &self,
@@ -137,7 +177,7 @@ struct Inverse<D: Device> {
     cols: Form<D>,
     /// S in CSR (y = S b), values gathered from the CSC values through the transpose map.
     rows: Form<D>,
-    /// The first pass's partial sums (the larger form's segment count).
+    /// The first pass's partial sums (the larger form's segment count, times [`BLOCK`]).
     partial: D::Real,
 }
 
@@ -247,7 +287,7 @@ impl<D: Device> DeviceFactor<D> {
         drop((col_ptr, map));
         let cols_form = Form::new(dev, &sp, &sr, values)?;
         let rows_form = Form::new(dev, &rp, &cols, row_values)?;
-        let partial = dev.zeros(cols_form.segments.max(rows_form.segments))?;
+        let partial = dev.zeros(BLOCK * cols_form.segments.max(rows_form.segments))?;
         Ok(Inverse {
             cols: cols_form,
             rows: rows_form,
@@ -325,6 +365,71 @@ impl<D: Device> DeviceFactor<D> {
             self.n,
             &mut [Arg::Index(&self.iperm), Arg::In(&self.work), Arg::Out(v)],
         )
+    }
+
+    /// Solve in place on a row-interleaved block of `k` ≤ [`BLOCK`] permuted columns:
+    /// `a` $\leftarrow L^{-T}L^{-1}$`a` (`b` is scratch of the same size), column by column
+    /// bitwise as [`DeviceFactor::solve_device`]'s middle (the caller permutes: the global
+    /// solve composes the permutation with its gather and scatter).
+    pub fn solve_block_device(
+        &mut self,
+        dev: &D,
+        k: usize,
+        a: &mut D::Real,
+        b: &mut D::Real,
+    ) -> Result<(), GpuError> {
+        if k > BLOCK {
+            return Err(GpuError::Length {
+                expected: BLOCK,
+                got: k,
+            });
+        }
+        let n = self.n;
+        if let Some(inv) = self.inverse.as_mut() {
+            // y = S w (rows of S), z = S^T y (columns of S)
+            inv.rows.apply_block(dev, (n, k), a, &mut inv.partial, b)?;
+            return inv.cols.apply_block(dev, (n, k), b, &mut inv.partial, a);
+        }
+        self.levels_block(dev, k, a)
+    }
+
+    /// `a` $\leftarrow L^{-T}L^{-1}$`a` on a row-interleaved block of `k` columns by the
+    /// level-scheduled triangular solves (one launch per level and direction).
+    fn levels_block(&self, dev: &D, k: usize, a: &mut D::Real) -> Result<(), GpuError> {
+        let stages = [
+            (
+                Kernel::TrisolveLowerLevelMulti,
+                &self.lower_levels,
+                &self.lower_ptr,
+                &self.lower_col,
+                &self.lower_val,
+            ),
+            (
+                Kernel::TrisolveUpperLevelMulti,
+                &self.upper_levels,
+                &self.upper_ptr,
+                &self.upper_col,
+                &self.upper_val,
+            ),
+        ];
+        for (kernel, levels, ptr, col, val) in stages {
+            for w in levels.ptr.windows(2) {
+                dev.launch(
+                    kernel,
+                    (w[1] - w[0]) * k,
+                    &mut [
+                        Arg::Int(k as i64),
+                        Arg::Int(w[0] as i64),
+                        Arg::Index(&levels.rows),
+                        Arg::Index(ptr),
+                        Arg::Index(col),
+                        Arg::In(val),
+                        Arg::Out(a),
+                    ],
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// `work` $\leftarrow L^{-T}L^{-1}$`work` by the level-scheduled triangular solves.
@@ -428,39 +533,7 @@ impl<D: Device> DeviceFactor<D> {
             inv.rows.apply_many(dev, n, k, &blk.b, &mut blk.a)?;
             inv.cols.apply_many(dev, n, k, &blk.a, &mut blk.b)?;
         } else {
-            let stages = [
-                (
-                    Kernel::TrisolveLowerLevelMulti,
-                    &self.lower_levels,
-                    &self.lower_ptr,
-                    &self.lower_col,
-                    &self.lower_val,
-                ),
-                (
-                    Kernel::TrisolveUpperLevelMulti,
-                    &self.upper_levels,
-                    &self.upper_ptr,
-                    &self.upper_col,
-                    &self.upper_val,
-                ),
-            ];
-            for (kernel, levels, ptr, col, val) in stages {
-                for w in levels.ptr.windows(2) {
-                    dev.launch(
-                        kernel,
-                        (w[1] - w[0]) * k,
-                        &mut [
-                            Arg::Int(k as i64),
-                            Arg::Int(w[0] as i64),
-                            Arg::Index(&levels.rows),
-                            Arg::Index(ptr),
-                            Arg::Index(col),
-                            Arg::In(val),
-                            Arg::Out(&mut blk.b),
-                        ],
-                    )?;
-                }
-            }
+            self.levels_block(dev, k, &mut blk.b)?;
         }
         // x = P^T z (from blk.b into blk.a)
         self.permute_block(dev, &self.iperm, &mut blk, true)?;

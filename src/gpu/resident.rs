@@ -20,24 +20,37 @@ use crate::solver::offload::{MapNorms, ResidentStep};
 /// Entries per item of the first pass of a reduction (the host sums the partials in order).
 pub const CHUNK: usize = 1024;
 
-/// One axis of the global solve: node-major positions of its free DoFs (in the reduced
-/// system's order) and the reduced right-hand side / solution.
+/// The axes of one reduced system of the global solve, solved together
+/// ([`crate::gpu::system::AxisGroup`]): the composed gather and scatter maps on the device and
+/// the block's two buffers.
 pub(crate) struct Axis<D: Device> {
-    map: D::Index,
+    factor: usize,
+    q: usize,
+    /// Entries of the block (free nodes times `q`).
     len: usize,
-    rhs: D::Real,
+    gather: D::Index,
+    from: D::Index,
+    to: D::Index,
+    a: D::Real,
+    b: D::Real,
 }
 
 impl<D: Device> Axis<D> {
-    /// The three axes of `sys`.
+    /// One per distinct reduced system of `sys` (one for all three axes when they share
+    /// their free set).
     pub(crate) fn all(dev: &D, sys: &GpuSystem<D>) -> Result<Vec<Self>, GpuError> {
-        (0..3)
-            .map(|d| {
-                let map = sys.axis_free_dofs(d);
+        sys.axis_groups()
+            .into_iter()
+            .map(|g| {
                 Ok(Axis {
-                    len: map.len(),
-                    rhs: dev.zeros(map.len())?,
-                    map: dev.upload_index(&idx(&map))?,
+                    factor: g.factor,
+                    q: g.q,
+                    len: g.n * g.q,
+                    gather: dev.upload_index(&idx(&g.gather))?,
+                    from: dev.upload_index(&idx(&g.from))?,
+                    to: dev.upload_index(&idx(&g.to))?,
+                    a: dev.zeros(g.n * g.q)?,
+                    b: dev.zeros(g.n * g.q)?,
                 })
             })
             .collect()
@@ -45,7 +58,9 @@ impl<D: Device> Axis<D> {
 }
 
 /// $A_{FF}^{-1}b$ on the free DoFs of each axis into `out` (node-major; prescribed entries
-/// left as they were): gather, the factor's solve on the device, scatter.
+/// left as they were): per reduced system one gather (free DoFs and permutation composed),
+/// the factor's block solve of its axes, one scatter: four launches per system with the
+/// explicit inverse factor, where a solve axis by axis took eight per axis.
 pub(crate) fn solve_free<D: Device>(
     dev: &D,
     sys: &GpuSystem<D>,
@@ -53,88 +68,153 @@ pub(crate) fn solve_free<D: Device>(
     (b, out): (&D::Real, &mut D::Real),
     purpose: DeviceSolve,
 ) -> Result<(), GpuError> {
-    for (d, ax) in axes.iter_mut().enumerate() {
-        if ax.len == 0 {
-            continue;
-        }
+    for ax in axes.iter_mut() {
+        let len = ax.len;
         dev.launch(
             Kernel::GatherPerm,
-            ax.len,
-            &mut [Arg::Index(&ax.map), Arg::In(b), Arg::Out(&mut ax.rhs)],
+            len,
+            &mut [Arg::Index(&ax.gather), Arg::In(b), Arg::Out(&mut ax.a)],
         )?;
-        sys.solve_axis_device(d, &mut ax.rhs, purpose)?;
+        sys.solve_group_device((ax.factor, ax.q), &mut ax.a, &mut ax.b, purpose)?;
         dev.launch(
-            Kernel::ScatterPerm,
-            ax.len,
-            &mut [Arg::Index(&ax.map), Arg::In(&ax.rhs), Arg::Out(out)],
+            Kernel::PermuteInto,
+            len,
+            &mut [
+                Arg::Index(&ax.from),
+                Arg::Index(&ax.to),
+                Arg::In(&ax.a),
+                Arg::Out(out),
+            ],
         )?;
     }
     Ok(())
 }
 
 /// The deterministic two-pass reductions: chunk partials on the device, summed in order on
-/// the host.
+/// the host. Several reductions write one buffer at their own offsets and come back in one
+/// copy: each copy is a round trip that stalls the launch queue (docs/gpu.md "Profiling").
 pub(crate) struct Reducer<D: Device> {
     n3: usize,
     chunks: usize,
+    /// Reductions (norms or dot products) one copy holds.
+    capacity: usize,
     partial: D::Real,
-    dots: D::Real,
 }
 
+/// Norms one [`Reducer`] returns together at least (the PD map's eight).
+pub(crate) const NORMS: usize = 8;
+
+/// One block of dot products for [`Reducer::dots_many`]: $a\cdot B_c$ for the `q` vectors
+/// $B_c$ stored one after another in `b`, `a` starting at its offset.
+pub(crate) type DotsRequest<'a, D> = (
+    (&'a <D as Device>::Real, usize),
+    &'a <D as Device>::Real,
+    usize,
+);
+
 impl<D: Device> Reducer<D> {
-    /// Reductions over vectors of `n3` entries, at most `q` dot products at once.
+    /// Reductions over vectors of `n3` entries, at most `q` (and at least [`NORMS`]) at once.
     pub(crate) fn new(dev: &D, n3: usize, q: usize) -> Result<Self, GpuError> {
         let chunks = n3.div_ceil(CHUNK).max(1);
+        let capacity = q.max(NORMS);
         Ok(Reducer {
             n3,
             chunks,
-            partial: dev.zeros(chunks)?,
-            dots: dev.zeros(q.max(1) * chunks)?,
+            capacity,
+            partial: dev.zeros(capacity * chunks)?,
         })
     }
 
-    /// $\|a-b\|$.
-    pub(crate) fn dist(&mut self, dev: &D, a: &D::Real, b: &D::Real) -> Result<f64, GpuError> {
-        dev.launch(
-            Kernel::DiffSqPartial,
-            self.chunks,
-            &mut [
-                Arg::Int(self.n3 as i64),
-                Arg::Int(CHUNK as i64),
-                Arg::In(a),
-                Arg::In(b),
-                Arg::Out(&mut self.partial),
-            ],
-        )?;
-        Ok(dev.download(&self.partial)?.iter().sum::<f64>().sqrt())
+    fn check(&self, count: usize) -> Result<(), GpuError> {
+        if count <= self.capacity {
+            Ok(())
+        } else {
+            Err(GpuError::Length {
+                expected: self.capacity,
+                got: count,
+            })
+        }
+    }
+
+    /// The sums of the first `count` groups of chunk partials, in order, after one copy.
+    fn sums(&self, dev: &D, count: usize) -> Result<Vec<f64>, GpuError> {
+        let p = dev.download(&self.partial)?;
+        Ok(p.chunks(self.chunks)
+            .take(count)
+            .map(|c| c.iter().sum())
+            .collect())
+    }
+
+    /// $\|a-b\|$ for each pair, in one copy.
+    pub(crate) fn dists(
+        &mut self,
+        dev: &D,
+        pairs: &[(&D::Real, &D::Real)],
+    ) -> Result<Vec<f64>, GpuError> {
+        self.check(pairs.len())?;
+        for (i, (a, b)) in pairs.iter().enumerate() {
+            dev.launch(
+                Kernel::DiffSqPartial,
+                self.chunks,
+                &mut [
+                    Arg::Int(self.n3 as i64),
+                    Arg::Int(CHUNK as i64),
+                    Arg::Int((i * self.chunks) as i64),
+                    Arg::In(*a),
+                    Arg::In(*b),
+                    Arg::Out(&mut self.partial),
+                ],
+            )?;
+        }
+        Ok(self
+            .sums(dev, pairs.len())?
+            .into_iter()
+            .map(f64::sqrt)
+            .collect())
+    }
+
+    /// Each request's dot products ([`DotsRequest`]), in one copy.
+    pub(crate) fn dots_many(
+        &mut self,
+        dev: &D,
+        requests: &[DotsRequest<'_, D>],
+    ) -> Result<Vec<Vec<f64>>, GpuError> {
+        let total: usize = requests.iter().map(|r| r.2).sum();
+        self.check(total)?;
+        let mut first = 0;
+        for &((a, a_off), b, q) in requests {
+            dev.launch(
+                Kernel::DotsPartial,
+                q * self.chunks,
+                &mut [
+                    Arg::Int(self.n3 as i64),
+                    Arg::Int(CHUNK as i64),
+                    Arg::Int(self.chunks as i64),
+                    Arg::Int(a_off as i64),
+                    Arg::Int((first * self.chunks) as i64),
+                    Arg::In(a),
+                    Arg::In(b),
+                    Arg::Out(&mut self.partial),
+                ],
+            )?;
+            first += q;
+        }
+        let mut all = self.sums(dev, total)?.into_iter();
+        Ok(requests
+            .iter()
+            .map(|r| all.by_ref().take(r.2).collect())
+            .collect())
     }
 
     /// $a\cdot B_c$ for the `q` vectors $B_c$ of the block `b`, `a` starting at `a_off`.
     pub(crate) fn dots(
         &mut self,
         dev: &D,
-        (a, a_off): (&D::Real, usize),
+        a: (&D::Real, usize),
         b: &D::Real,
         q: usize,
     ) -> Result<Vec<f64>, GpuError> {
-        dev.launch(
-            Kernel::DotsPartial,
-            q * self.chunks,
-            &mut [
-                Arg::Int(self.n3 as i64),
-                Arg::Int(CHUNK as i64),
-                Arg::Int(self.chunks as i64),
-                Arg::Int(a_off as i64),
-                Arg::In(a),
-                Arg::In(b),
-                Arg::Out(&mut self.dots),
-            ],
-        )?;
-        let p = dev.download(&self.dots)?;
-        Ok(p.chunks(self.chunks)
-            .take(q)
-            .map(|c| c.iter().sum())
-            .collect())
+        Ok(self.dots_many(dev, &[(a, b, q)])?.remove(0))
     }
 }
 
@@ -198,6 +278,7 @@ pub struct Resident<D: Device> {
     b: D::Real,
     bp_prev: D::Real,
     tmp: D::Real,
+    tmp2: D::Real,
     hist: History<D>,
 }
 
@@ -209,7 +290,7 @@ impl<D: Device> Resident<D> {
         Ok(Resident {
             n3,
             axes: Axis::all(dev, sys)?,
-            red: Reducer::new(dev, n3, w)?,
+            red: Reducer::new(dev, n3, 2 * w)?,
             x_t: dev.zeros(n3)?,
             c2: dev.zeros(n3)?,
             f0: dev.zeros(n3)?,
@@ -220,6 +301,7 @@ impl<D: Device> Resident<D> {
             b: dev.zeros(n3)?,
             bp_prev: dev.zeros(n3)?,
             tmp: dev.zeros(n3)?,
+            tmp2: dev.zeros(n3)?,
             hist: History {
                 window,
                 dx: dev.zeros(w * n3)?,
@@ -280,27 +362,42 @@ impl<D: Device> Resident<D> {
         lincomb(dev, n3, (1.0, &self.tmp), (1.0, &self.x_t), &mut self.xhat)?;
         sys.prescribed().impose(dev, &self.xd, &mut self.xhat)?;
         lincomb(dev, n3, (1.0, &self.xhat), (-1.0, local.x()), &mut self.g)?;
-        let mut norms = MapNorms {
-            bp: self.red.dist(dev, local.bp(), &self.zero)?,
-            g: self.red.dist(dev, &self.g, &self.zero)?,
-            x: self.red.dist(dev, local.x(), &self.zero)?,
-            disp: self.red.dist(dev, local.x(), &self.x_t)?,
-            dbp: self.red.dist(dev, local.bp(), &self.bp_prev)?,
-            bp_prev: self.red.dist(dev, &self.bp_prev, &self.zero)?,
-            residual: None,
-            floor_reference: None,
-        };
+        // every norm of the map in one copy: A g on the free DoFs (prescribed rows zeroed)
+        // into tmp, f0 + b_p on them into tmp2
         if residual {
-            // A g on the free DoFs (prescribed rows zeroed), into tmp
             sys.matrix().apply(dev, n3, &self.g, &mut self.tmp)?;
             sys.prescribed().impose(dev, &self.zero, &mut self.tmp)?;
-            norms.residual = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
         }
         if floor {
-            lincomb(dev, n3, (1.0, &self.f0), (1.0, local.bp()), &mut self.tmp)?;
-            sys.prescribed().impose(dev, &self.zero, &mut self.tmp)?;
-            norms.floor_reference = Some(self.red.dist(dev, &self.tmp, &self.zero)?);
+            lincomb(dev, n3, (1.0, &self.f0), (1.0, local.bp()), &mut self.tmp2)?;
+            sys.prescribed().impose(dev, &self.zero, &mut self.tmp2)?;
         }
+        let (bp, x) = (local.bp(), local.x());
+        let mut pairs = vec![
+            (bp, &self.zero),
+            (&self.g, &self.zero),
+            (x, &self.zero),
+            (x, &self.x_t),
+            (bp, &self.bp_prev),
+            (&self.bp_prev, &self.zero),
+        ];
+        if residual {
+            pairs.push((&self.tmp, &self.zero));
+        }
+        if floor {
+            pairs.push((&self.tmp2, &self.zero));
+        }
+        let d = self.red.dists(dev, &pairs)?;
+        let norms = MapNorms {
+            bp: d[0],
+            g: d[1],
+            x: d[2],
+            disp: d[3],
+            dbp: d[4],
+            bp_prev: d[5],
+            residual: residual.then(|| d[6]),
+            floor_reference: floor.then(|| d[6 + usize::from(residual)]),
+        };
         Ok(norms)
     }
 
@@ -349,10 +446,11 @@ impl<D: Device> Resident<D> {
         live: &[usize],
     ) -> Result<(Vec<f64>, Vec<f64>), GpuError> {
         let (n3, q) = (self.n3, self.hist.window.max(1));
-        let row = self
+        let dg = &self.hist.dg;
+        let mut both = self
             .red
-            .dots(dev, (&self.hist.dg, slot * n3), &self.hist.dg, q)?;
-        let rhs = self.red.dots(dev, (&self.g, 0), &self.hist.dg, q)?;
+            .dots_many(dev, &[((dg, slot * n3), dg, q), ((&self.g, 0), dg, q)])?;
+        let (rhs, row) = (both.pop().expect("two"), both.pop().expect("two"));
         Ok((
             live.iter().map(|&j| row[j]).collect(),
             live.iter().map(|&j| rhs[j]).collect(),
@@ -404,5 +502,71 @@ impl<D: Device> Resident<D> {
     /// $\hat x$ of the last map.
     pub fn xhat(&self, dev: &D) -> Result<Vec<f64>, GpuError> {
         dev.download(&self.xhat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::Emulator;
+    use crate::linalg::{AxisDirichlet, CscMatrix};
+
+    /// A `w`×`w` grid of springs with mass on the diagonal (fill-in under any ordering).
+    fn grid(w: usize) -> CscMatrix {
+        let n = w * w;
+        let mut conn = vec![];
+        for i in 0..w {
+            for j in 0..w {
+                let p = i * w + j;
+                if j + 1 < w {
+                    conn.extend([p, p + 1]);
+                }
+                if i + 1 < w {
+                    conn.extend([p, p + w]);
+                }
+            }
+        }
+        let ptr: Vec<usize> = (0..=conn.len() / 2).map(|e| 2 * e).collect();
+        let mut a = CscMatrix::pattern_from_elements(n, &conn, &ptr);
+        for e in conn.chunks(2) {
+            let (p, q) = (e[0], e[1]);
+            a.add(p, p, 1.0);
+            a.add(q, q, 1.0);
+            a.add(p, q, -1.0);
+            a.add(q, p, -1.0);
+        }
+        a.add_diagonal(&vec![0.1; n]);
+        a
+    }
+
+    /// The block solve of the axes sharing a free set (one gather, the factor's block solve,
+    /// one scatter) equals the axis-by-axis solve bitwise, on both solve paths, with all
+    /// three axes in one group and with the z axis in a group of its own.
+    #[test]
+    fn block_solve_equals_the_axis_by_axis_solve_bitwise() {
+        let dev = Emulator;
+        let clamp = |nodes: Vec<usize>| AxisDirichlet { nodes };
+        for (budget, path) in [(usize::MAX, "inverse factor"), (0, "triangular")] {
+            for z_extra in [false, true] {
+                let z = if z_extra { vec![0, 5, 17] } else { vec![0, 5] };
+                let dir = [clamp(vec![0, 5]), clamp(vec![0, 5]), clamp(z)];
+                let sys = GpuSystem::new(dev, grid(7), dir, budget).unwrap();
+                let n3 = 3 * sys.a.n;
+                let b: Vec<f64> = (0..n3).map(|i| ((i * 37 % 11) as f64) - 5.0).collect();
+                let mut axes = Axis::all(&dev, &sys).unwrap();
+                assert_eq!(axes.len(), if z_extra { 2 } else { 1 });
+                let mut got = vec![0.0; n3];
+                solve_free(&dev, &sys, &mut axes, (&b, &mut got), DeviceSolve::Resident).unwrap();
+                let mut want = vec![0.0; n3];
+                for d in 0..3 {
+                    let map = sys.axis_free_dofs(d);
+                    let mut v: Vec<f64> = map.iter().map(|&i| b[i]).collect();
+                    sys.solve_axis_device(d, &mut v, DeviceSolve::Resident)
+                        .unwrap();
+                    map.iter().zip(&v).for_each(|(&i, &x)| want[i] = x);
+                }
+                assert_eq!(got, want, "{path}, z clamped apart: {z_extra}");
+            }
+        }
     }
 }

@@ -26,6 +26,20 @@ pub enum GpuSystemError {
     SelfCheck { rel: f64 },
 }
 
+/// The axes sharing one reduced system and the index maps of their block solve on node-major
+/// device vectors (`q` axes, `n` free nodes, block entry `t = i * q + c` for axis `axes[c]`):
+/// the permuted block is `blk[t] = v[gather[t]]` (the free-DoF gather composed with the
+/// factor's permutation), the result goes back by `out[to[t]] = blk[from[t]]` (the inverse
+/// permutation composed with the scatter).
+pub(crate) struct AxisGroup {
+    pub factor: usize,
+    pub q: usize,
+    pub n: usize,
+    pub gather: Vec<usize>,
+    pub from: Vec<usize>,
+    pub to: Vec<usize>,
+}
+
 /// Node-major positions $3i+d$ of the prescribed DoFs of `plan`, axis by axis.
 fn prescribed_dofs(plan: &SystemPlan) -> Vec<usize> {
     (0..3)
@@ -228,6 +242,57 @@ impl<D: Device> GpuSystem<D> {
     /// Node-major positions of every prescribed DoF.
     pub fn prescribed_dofs(&self) -> Vec<usize> {
         prescribed_dofs(&self.plan)
+    }
+
+    /// The axes of each distinct reduced system, with the index maps of their block solve on
+    /// node-major device vectors ([`AxisGroup`]).
+    pub(crate) fn axis_groups(&self) -> Vec<AxisGroup> {
+        (0..self.plan.num_reduced())
+            .filter_map(|k| {
+                let axes: Vec<usize> = (0..3).filter(|&d| self.plan.axis_system(d) == k).collect();
+                let (free, _, perm) = self.plan.reduced(k);
+                let (n, q) = (free.len(), axes.len());
+                if q == 0 || n == 0 {
+                    return None;
+                }
+                let mut iperm = vec![0; n];
+                perm.iter()
+                    .enumerate()
+                    .for_each(|(new, &old)| iperm[old] = new);
+                let dof = |j: usize, c: usize| 3 * free[j] + axes[c];
+                let gather = (0..n * q).map(|t| dof(perm[t / q], t % q)).collect();
+                let from = (0..n * q).map(|t| iperm[t / q] * q + t % q).collect();
+                let to = (0..n * q).map(|t| dof(t / q, t % q)).collect();
+                Some(AxisGroup {
+                    factor: k,
+                    q,
+                    n,
+                    gather,
+                    from,
+                    to,
+                })
+            })
+            .collect()
+    }
+
+    /// $A_{FF}^{-1}$ of the `q` axes of reduced system `k` at once, in place on their
+    /// permuted, row-interleaved block `a` (`b` scratch; counted as `q` axis solves by
+    /// `purpose`).
+    pub(crate) fn solve_group_device(
+        &self,
+        (k, q): (usize, usize),
+        a: &mut D::Real,
+        b: &mut D::Real,
+        purpose: DeviceSolve,
+    ) -> Result<(), GpuError> {
+        let mut f = self.factors[k].lock().unwrap_or_else(|p| p.into_inner());
+        f.solve_block_device(&self.dev, q, a, b)?;
+        let count = match purpose {
+            DeviceSolve::Resident => &self.counts.resident,
+            DeviceSolve::Krylov => &self.counts.krylov_axis,
+        };
+        count.fetch_add(q, Ordering::Relaxed);
+        Ok(())
     }
 
     /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of

@@ -54,6 +54,24 @@ pub trait KrylovSpace {
     fn op(&mut self, x: usize, out: usize) -> Result<(), Self::Error>;
     /// `out` $\leftarrow M^{-1}x$.
     fn precond(&mut self, x: usize, out: usize) -> Result<(), Self::Error>;
+    /// Orthogonalize slot `w` against the orthonormal slots `basis` twice ("twice is
+    /// enough") and return the coefficients $h_i=\sum_{\text{passes}}w\cdot v_i$, the Arnoldi
+    /// column above its subdiagonal. The default is modified Gram–Schmidt, one dot product
+    /// and one update per basis vector and pass (the CPU path's arithmetic); a device
+    /// overrides it with classical Gram–Schmidt, $h=V^Tw$, $w\leftarrow w-Vh$ per pass, whose
+    /// dot products are one block reduction: two round trips per Arnoldi step instead of
+    /// $2(j+1)$.
+    fn orthogonalize(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, Self::Error> {
+        let mut h = vec![0.0; basis.len()];
+        for _ in 0..2 {
+            for (hi, &v) in h.iter_mut().zip(basis) {
+                let d = self.dot(w, v)?;
+                *hi += d;
+                self.axpby(-d, v, 1.0, w)?;
+            }
+        }
+        Ok(h)
+    }
 }
 
 /// `(&v[a], &mut v[b])` for distinct `a`, `b` (the in/out pair of a slot operation).
@@ -210,8 +228,8 @@ impl GmresSlots {
 }
 
 /// Restarted GMRES on `space`: solve $Kx=b$ from `x` (in/out), right-preconditioned by
-/// $M^{-1}$ ($x=x_0+M^{-1}V_ky$, the directions $z_j=M^{-1}v_j$ kept), Arnoldi by modified
-/// Gram–Schmidt applied twice, Givens rotations on the host. Stops when
+/// $M^{-1}$ ($x=x_0+M^{-1}V_ky$, the directions $z_j=M^{-1}v_j$ kept), Arnoldi by Gram–Schmidt
+/// applied twice ([`KrylovSpace::orthogonalize`]: modified on the host), Givens rotations on the host. Stops when
 /// $\|b-Kx\|\le$ `rel_tol`$\|b\|$ + `abs_tol` (the true residual, at each restart) or after
 /// `max_iter` inner steps. Uploads `b` and `x`, downloads `x`.
 pub fn gmres_in<S: KrylovSpace + ?Sized>(
@@ -286,7 +304,7 @@ impl Cycle {
 }
 
 /// The Arnoldi steps of one cycle from $v_0$ (in its slot), with $\|r\|=$ `beta`: each step
-/// $z_j=M^{-1}v_j$, $w=Kz_j$, two passes of modified Gram–Schmidt against $v_0..v_j$, the
+/// $z_j=M^{-1}v_j$, $w=Kz_j$, two passes of Gram–Schmidt against $v_0..v_j$, the
 /// previous rotations and a new one; stops when the rotated residual reaches half the
 /// target, at the cap, at breakdown or after $m$ steps.
 fn arnoldi<S: KrylovSpace + ?Sized>(
@@ -305,13 +323,13 @@ fn arnoldi<S: KrylovSpace + ?Sized>(
     for j in 0..m {
         space.precond(s.v(j), s.z(j))?;
         space.op(s.z(j), GmresSlots::W)?;
-        // modified Gram–Schmidt (twice for stability)
-        for _ in 0..2 {
-            for i in 0..=j {
-                let hij = space.dot(GmresSlots::W, s.v(i))?;
-                h[i][j] += hij;
-                space.axpby(-hij, s.v(i), 1.0, GmresSlots::W)?;
-            }
+        let basis: Vec<usize> = (0..=j).map(|i| s.v(i)).collect();
+        for (i, hij) in space
+            .orthogonalize(GmresSlots::W, &basis)?
+            .into_iter()
+            .enumerate()
+        {
+            h[i][j] = hij;
         }
         let wn = space.dot(GmresSlots::W, GmresSlots::W)?.sqrt();
         h[j + 1][j] = wn;

@@ -9,6 +9,7 @@ use crate::linalg::SystemPlan;
 use crate::scene::{LoadedScene, LossTermSpec};
 use crate::solver::config::BackwardConfig;
 use crate::solver::loss::{seeded_uniform, Loss, Term};
+use crate::solver::offload::DeviceTraffic;
 use crate::solver::rollout;
 use crate::solver::{Model, Simulator, SolverError};
 use std::sync::{Arc, Mutex};
@@ -35,12 +36,22 @@ pub struct Evaluation {
     pub gradient: Vec<f64>,
     /// Assembly, ordering and factorization of the global matrix (s; part of the forward).
     pub setup_seconds: f64,
+    /// The accelerator's one-time setup (s; part of the forward): on a GPU backend its host
+    /// factorization, the upload and build of the device factor and the self-check.
+    pub accelerator_setup_seconds: f64,
+    /// The whole forward, `setup_seconds` and `accelerator_setup_seconds` included (per-frame
+    /// figures subtract both).
     pub forward_seconds: f64,
     /// Forward phases: local step, global solve, other (Anderson, gates, polish).
     pub forward_local_seconds: f64,
     pub forward_global_seconds: f64,
     pub forward_other_seconds: f64,
     pub backward_seconds: f64,
+    /// The device's launches and copies in the forward and in the backward (GPU backends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forward_traffic: Option<crate::solver::offload::DeviceTraffic>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backward_traffic: Option<crate::solver::offload::DeviceTraffic>,
     pub pd_iterations: usize,
     pub nonconverged_forward_frames: Vec<usize>,
     /// The first (frame, iteration) whose contact solve hit `contact.max_seconds`.
@@ -256,12 +267,20 @@ impl Problem {
         let mut sim = Simulator::with_plan(&model, derived, &self.ls.scene.solver, plan)?;
         *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(sim.system.plan().clone());
         sim.compute_tr = self.needs_tr && with_gradient;
+        let t_attach = Instant::now();
         if let Some(attach) = &self.accelerate {
             attach(&mut sim).map_err(SolverError::Accelerator)?;
         }
+        let accelerator_setup_seconds = t_attach.elapsed().as_secs_f64();
+        let traffic = |sim: &Simulator| sim.offload.as_ref().and_then(|o| o.traffic());
+        let traffic0 = traffic(&sim);
         let ro = rollout::forward(&mut sim, model.frames, self.checkpoint_every, &self.loss)?;
         let loss = ro.loss;
         let forward_seconds = t0.elapsed().as_secs_f64();
+        let traffic1 = traffic(&sim);
+        let span = |a: &Option<DeviceTraffic>, b: &Option<DeviceTraffic>| {
+            Some(b.as_ref()?.since(a.as_ref()?))
+        };
         let pd_iterations = ro.steps.iter().map(|s| s.iterations).sum();
         let nonconverged_forward_frames = ro
             .steps
@@ -274,11 +293,14 @@ impl Problem {
             loss,
             gradient: vec![],
             setup_seconds: sim.setup_seconds,
+            accelerator_setup_seconds,
             forward_seconds,
             forward_local_seconds: ro.steps.iter().map(|s| s.time_local).sum(),
             forward_global_seconds: ro.steps.iter().map(|s| s.time_global).sum(),
             forward_other_seconds: ro.steps.iter().map(|s| s.time_other).sum(),
             backward_seconds: 0.0,
+            forward_traffic: span(&traffic0, &traffic1),
+            backward_traffic: None,
             pd_iterations,
             nonconverged_forward_frames,
             contact_time_limit: ro
@@ -319,6 +341,7 @@ impl Problem {
                 .map(|(p, &v)| p.gradient(&model, &br.grads, v))
                 .collect();
             ev.backward_seconds = t1.elapsed().as_secs_f64();
+            ev.backward_traffic = span(&traffic1, &traffic(&sim));
             ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();
             ev.nonconverged_backward_frames = br.nonconverged();
             ev.max_abs_adjoint = br.adjoint.iter().map(|a| a.max_abs_z).fold(0.0, f64::max);

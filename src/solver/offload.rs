@@ -90,6 +90,92 @@ pub trait Offload {
     fn resident(&mut self) -> Option<&mut dyn ResidentPd> {
         None
     }
+
+    // --- what the device did (issue 15: a profile without a profiler) ---
+
+    /// The accelerator's counters since it was built ([`DeviceTraffic`]), if it keeps them;
+    /// a span's traffic is the difference of two readings ([`DeviceTraffic::since`]).
+    fn traffic(&self) -> Option<DeviceTraffic> {
+        None
+    }
+}
+
+/// What a device did over a span of a run: kernel launches, host↔device copies and the host's
+/// wall seconds inside each kind of call. Launches are asynchronous on a GPU, so its
+/// `launch_seconds` is the enqueueing and a download waits for every launch queued before it:
+/// on a GPU, `download_seconds` holds the device work the host waited for, and the span's wall
+/// time less the three is host work during which the device may sit idle. On the emulator a
+/// launch runs its items, so `launch_seconds` is the kernels' (host) compute. Every download
+/// is a round trip that stalls the launch queue: their count times the device's latency is
+/// the floor of a span's time whatever the kernels cost.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DeviceTraffic {
+    pub launches: u64,
+    /// Work items over the launches.
+    pub items: u64,
+    pub launch_seconds: f64,
+    pub downloads: u64,
+    pub download_bytes: u64,
+    pub download_seconds: f64,
+    /// Uploads, overwrites and zeroed allocations.
+    pub uploads: u64,
+    pub upload_bytes: u64,
+    pub upload_seconds: f64,
+    /// Launches per kernel symbol, most first.
+    pub kernels: Vec<(String, u64)>,
+}
+
+impl DeviceTraffic {
+    /// The traffic between `earlier` and this reading (both of one device).
+    pub fn since(&self, earlier: &DeviceTraffic) -> DeviceTraffic {
+        let before: std::collections::HashMap<&str, u64> = earlier
+            .kernels
+            .iter()
+            .map(|(k, c)| (k.as_str(), *c))
+            .collect();
+        let mut kernels: Vec<(String, u64)> = self
+            .kernels
+            .iter()
+            .map(|(k, c)| (k.clone(), c - before.get(k.as_str()).copied().unwrap_or(0)))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        kernels.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        DeviceTraffic {
+            launches: self.launches - earlier.launches,
+            items: self.items - earlier.items,
+            launch_seconds: self.launch_seconds - earlier.launch_seconds,
+            downloads: self.downloads - earlier.downloads,
+            download_bytes: self.download_bytes - earlier.download_bytes,
+            download_seconds: self.download_seconds - earlier.download_seconds,
+            uploads: self.uploads - earlier.uploads,
+            upload_bytes: self.upload_bytes - earlier.upload_bytes,
+            upload_seconds: self.upload_seconds - earlier.upload_seconds,
+            kernels,
+        }
+    }
+
+    /// One line: counts, bytes and the host's seconds in each kind of call, and the three
+    /// most launched kernels.
+    pub fn summary(&self) -> String {
+        let top: Vec<String> = self
+            .kernels
+            .iter()
+            .take(3)
+            .map(|(k, c)| format!("{k} {c}"))
+            .collect();
+        format!(
+            "{} launches ({:.3} s), {} downloads ({:.1} MB, {:.3} s), {} uploads ({:.1} MB, {:.3} s); most launched: {}",
+            self.launches,
+            self.launch_seconds,
+            self.downloads,
+            self.download_bytes as f64 / 1e6,
+            self.download_seconds,
+            self.uploads,
+            self.upload_bytes as f64 / 1e6,
+            self.upload_seconds,
+            top.join(", ")
+        )
+    }
 }
 
 /// The constants of one PD step for [`ResidentPd::begin`], in the displacement form of
