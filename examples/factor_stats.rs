@@ -1,7 +1,8 @@
 //! Sizes of the GPU path's factor for a generated box, without a device: nnz(L), nnz(S), the
 //! explicit inverse factor's bytes (`pipeline::inverse_factor_bytes`) and the level counts of
 //! the triangular path (docs/gpu.md "Global solve: two paths"), with the host time of the
-//! ordering and of the simplicial factor.
+//! ordering and of the simplicial factor, and the same for the CPU path's (faer) factor
+//! unpacked (`SimplicialFactor::from_lower`, what the GPU path uses since 2026-11-27).
 //! Usage: `cargo run --release --example factor_stats -- NX NY NZ [tet4|hex8]`
 use diffphd::gpu::factor::SimplicialFactor;
 use diffphd::gpu::pipeline::inverse_factor_bytes;
@@ -30,6 +31,19 @@ fn main() {
     let t = Instant::now();
     let f = SimplicialFactor::new(a, &p, &ip).expect("factor");
     let t_factor = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let cpu = diffphd::linalg::SparseCholesky::factor(a, &p, &ip).expect("cpu factor");
+    let t_cpu = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let g = SimplicialFactor::from_lower(cpu.lower_csc(), &p, &ip);
+    let t_unpack = t.elapsed().as_secs_f64();
+    let g_nnz_s = g.inverse_nnz();
+    println!(
+        "CPU factor ({}) {t_cpu:.1} s + unpacked {t_unpack:.2} s: nnz(L) {}, nnz(S) {g_nnz_s}, inverse factor {:.2} GiB",
+        if cpu.is_supernodal() { "supernodal" } else { "simplicial" },
+        g.values.len(),
+        inverse_factor_bytes(g_nnz_s, g.n) as f64 / (1u64 << 30) as f64,
+    );
     let ((lp, _), (up, _)) = f.levels();
     let nnz_s = f.inverse_nnz();
     println!(

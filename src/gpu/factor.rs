@@ -169,6 +169,38 @@ impl SimplicialFactor {
         })
     }
 
+    /// The factor from an existing $L$ of $PAP^T$ in CSC (each column's rows ascending, the
+    /// diagonal first: [`crate::linalg::cholesky::SparseCholesky::lower_csc`], the CPU path's
+    /// factor, so the GPU path does not factor again); the elimination tree is each column's
+    /// first off-diagonal row.
+    pub fn from_lower(
+        (col_ptr, row_idx, values): (Vec<usize>, Vec<usize>, Vec<f64>),
+        perm: &[usize],
+        iperm: &[usize],
+    ) -> Self {
+        let n = col_ptr.len() - 1;
+        let parent = (0..n)
+            .map(|j| {
+                let (a, b) = (col_ptr[j], col_ptr[j + 1]);
+                debug_assert!(b > a && row_idx[a] == j, "column {j}: diagonal first");
+                if b - a > 1 {
+                    row_idx[a + 1]
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+        SimplicialFactor {
+            n,
+            col_ptr,
+            row_idx,
+            values,
+            parent,
+            perm: perm.to_vec(),
+            iperm: iperm.to_vec(),
+        }
+    }
+
     /// Stored entries of $L$.
     pub fn nnz(&self) -> usize {
         self.values.len()
@@ -312,4 +344,88 @@ pub fn transpose_pattern(
         }
     }
     (rp, cols, map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::ordering::nested_dissection;
+    use crate::linalg::SparseCholesky;
+
+    /// A `w`³ grid of springs (7-point stencil) with mass on the diagonal.
+    fn grid3(w: usize) -> CscMatrix {
+        let id = |i: usize, j: usize, k: usize| (i * w + j) * w + k;
+        let mut conn = vec![];
+        for i in 0..w {
+            for j in 0..w {
+                for k in 0..w {
+                    let p = id(i, j, k);
+                    for (di, dj, dk) in [(1, 0, 0), (0, 1, 0), (0, 0, 1)] {
+                        if i + di < w && j + dj < w && k + dk < w {
+                            conn.extend([p, id(i + di, j + dj, k + dk)]);
+                        }
+                    }
+                }
+            }
+        }
+        let ptr: Vec<usize> = (0..=conn.len() / 2).map(|e| 2 * e).collect();
+        let mut a = CscMatrix::pattern_from_elements(w * w * w, &conn, &ptr);
+        for e in conn.chunks(2) {
+            a.add(e[0], e[0], 1.0);
+            a.add(e[1], e[1], 1.0);
+            a.add(e[0], e[1], -1.0);
+            a.add(e[1], e[0], -1.0);
+        }
+        a.add_diagonal(&vec![0.05; w * w * w]);
+        a
+    }
+
+    /// The CPU path's factor unpacked ([`SimplicialFactor::from_lower`]) is the simplicial
+    /// factor: every entry of the simplicial $L$ is in its pattern with the same value (to
+    /// 1e-12 of the column's diagonal), any other entry is an explicit zero of a relaxed
+    /// supernode, both solve alike, and $S$'s pattern holds at least the simplicial one's;
+    /// on a pattern faer factors simplicially and on one it factors by supernodes.
+    #[test]
+    fn the_cpu_factor_unpacked_is_the_simplicial_factor() {
+        let mut kinds = vec![];
+        for w in [3, 14] {
+            let a = grid3(w);
+            let (p, ip) = nested_dissection(&a).unwrap();
+            let want = SimplicialFactor::new(&a, &p, &ip).unwrap();
+            let cpu = SparseCholesky::factor(&a, &p, &ip).unwrap();
+            kinds.push(cpu.is_supernodal());
+            let got = SimplicialFactor::from_lower(cpu.lower_csc(), &p, &ip);
+            for j in 0..a.n {
+                let col = |f: &SimplicialFactor| -> Vec<(usize, f64)> {
+                    (f.col_ptr[j]..f.col_ptr[j + 1])
+                        .map(|q| (f.row_idx[q], f.values[q]))
+                        .collect()
+                };
+                let (w_col, g_col) = (col(&want), col(&got));
+                assert_eq!(g_col[0].0, j, "column {j}: diagonal first");
+                let scale = w_col[0].1.abs();
+                for (r, v) in &g_col {
+                    let expect = w_col.iter().find(|e| e.0 == *r).map_or(0.0, |e| e.1);
+                    assert!(
+                        (v - expect).abs() <= 1e-12 * scale,
+                        "L[{r},{j}]: {v} vs {expect}"
+                    );
+                }
+                for (r, _) in &w_col {
+                    assert!(g_col.iter().any(|e| e.0 == *r), "L[{r},{j}] missing");
+                }
+            }
+            let b: Vec<f64> = (0..a.n).map(|i| (i % 7) as f64 - 3.0).collect();
+            let (x1, x2) = (want.solve(&b), got.solve(&b));
+            let e = x1
+                .iter()
+                .zip(&x2)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f64::max);
+            let s = x1.iter().map(|v| v.abs()).fold(0.0, f64::max);
+            assert!(e <= 1e-12 * s, "w = {w}: solves differ by {e:e}");
+            assert!(got.inverse_nnz() >= want.inverse_nnz());
+        }
+        assert_eq!(kinds, vec![false, true], "simplicial and supernodal cases");
+    }
 }

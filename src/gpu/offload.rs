@@ -84,13 +84,13 @@ impl<D: Device + Clone> DeviceOffload<D> {
         let arrays = LocalArrays::from_model(model);
         let local =
             DeviceLocalStep::new(&dev, model, &arrays, &sim.derived).map_err(|e| e.to_string())?;
-        let system = GpuSystem::with_plan(
-            dev.clone(),
-            sim.system.a.clone(),
-            sim.system.plan().clone(),
-            budget_bytes,
-        )
-        .map_err(|e| e.to_string())?;
+        let plan = sim.system.plan().clone();
+        let cpu: Vec<_> = (0..plan.num_reduced())
+            .map(|k| sim.system.reduced_factor(k).clone())
+            .collect();
+        let system =
+            GpuSystem::with_factors(dev.clone(), sim.system.a.clone(), plan, &cpu, budget_bytes)
+                .map_err(|e| e.to_string())?;
         let mut product = DeviceAdjointProduct::new(&dev, &arrays).map_err(|e| e.to_string())?;
         product
             .plan_muscles(&dev, model)

@@ -196,6 +196,69 @@ impl SparseCholesky {
         self.n
     }
 
+    /// Whether faer chose its supernodal factorization for this pattern (else simplicial).
+    pub fn is_supernodal(&self) -> bool {
+        use faer::sparse::linalg::cholesky::SymbolicCholeskyRaw;
+        matches!(
+            self.symbolic.symbolic.raw(),
+            SymbolicCholeskyRaw::Supernodal(_)
+        )
+    }
+
+    /// $L$ of $PAP^T=LL^T$ entry by entry, in CSC with each column's rows ascending and the
+    /// diagonal first: (column pointers, row indices, values). A supernodal factor's blocks
+    /// are unpacked column by column (the relaxed supernodes' explicit zeros included: the
+    /// pattern stays the filled graph of a symbolic factorization, so its elimination tree
+    /// is the parent of each column's first off-diagonal row). What the GPU path uploads
+    /// (`gpu::factor::SimplicialFactor::from_lower`), so it does not factor again.
+    pub fn lower_csc(&self) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        use faer::sparse::linalg::cholesky::SymbolicCholeskyRaw;
+        match self.symbolic.symbolic.raw() {
+            SymbolicCholeskyRaw::Simplicial(s) => {
+                let (ptr, rows) = (s.col_ptr(), s.row_idx());
+                let mut col_ptr = vec![0];
+                let (mut row_idx, mut values) = (vec![], vec![]);
+                for j in 0..self.n {
+                    let mut col: Vec<(usize, f64)> = (ptr[j]..ptr[j + 1])
+                        .map(|p| (rows[p], self.values[p]))
+                        .collect();
+                    col.sort_by_key(|e| e.0);
+                    row_idx.extend(col.iter().map(|e| e.0));
+                    values.extend(col.iter().map(|e| e.1));
+                    col_ptr.push(row_idx.len());
+                }
+                (col_ptr, row_idx, values)
+            }
+            SymbolicCholeskyRaw::Supernodal(s) => {
+                let (rptr, vptr) = (s.col_ptr_for_row_idx(), s.col_ptr_for_val());
+                let mut col_ptr = Vec::with_capacity(self.n + 1);
+                col_ptr.push(0);
+                let mut row_idx = Vec::with_capacity(self.values.len());
+                let mut values = Vec::with_capacity(self.values.len());
+                for k in 0..s.n_supernodes() {
+                    let (start, end) = (s.supernode_begin()[k], s.supernode_end()[k]);
+                    let size = end - start;
+                    let pattern = &s.row_idx()[rptr[k]..rptr[k + 1]];
+                    let nrows = size + pattern.len();
+                    let block = &self.values[vptr[k]..vptr[k + 1]];
+                    for c in 0..size {
+                        // the lower part of the diagonal block, then the rows below it
+                        for r in c..size {
+                            row_idx.push(start + r);
+                            values.push(block[c * nrows + r]);
+                        }
+                        for (i, &r) in pattern.iter().enumerate() {
+                            row_idx.push(r);
+                            values.push(block[c * nrows + size + i]);
+                        }
+                        col_ptr.push(row_idx.len());
+                    }
+                }
+                (col_ptr, row_idx, values)
+            }
+        }
+    }
+
     /// Stored values of $L$ (a measure of fill).
     pub fn nnz_l(&self) -> usize {
         self.values.len()

@@ -322,6 +322,11 @@ impl GlobalSystem {
     }
 
     /// The plan this system was factored on.
+    /// The factor of distinct reduced system `k` of the plan ([`SystemPlan::reduced`]).
+    pub fn reduced_factor(&self, k: usize) -> &Arc<SparseCholesky> {
+        &self.solves[k].factor
+    }
+
     pub fn plan(&self) -> &Arc<SystemPlan> {
         &self.plan
     }
