@@ -654,15 +654,12 @@ impl Simulator<'_> {
     }
 
     /// Force residual $b(x)-Ax=c_u+b_{p,u}(x)-A(x-x_t)$ ([`StepRhs`]) on the free DoFs and
-    /// $\|c_u+b_{p,u}(x)\|$ (free DoFs).
+    /// $\|c_u+b_{p,u}(x)\|$ (free DoFs). The local step runs where the PD iteration's does
+    /// ([`Simulator::local_rhs`]: on the accelerator if there is one; the CPU path's
+    /// arithmetic is unchanged).
     pub(super) fn pd_residual(&mut self, rhs: &StepRhs, x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
-        let mut loc =
-            local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|_| ())?;
-        for (q, qt) in loc.q.iter_mut().zip(&rhs.qt) {
-            *q -= qt;
-        }
         let mut bp = vec![0.0; x.len()];
-        local::scatter(self.model, &loc.q, &mut bp);
+        self.local_rhs(0, 0, x, rhs, &mut bp).map_err(|_| ())?;
         let b: Vec<f64> = rhs.c.iter().zip(&bp).map(|(a, b)| a + b).collect();
         let u: Vec<f64> = x.iter().zip(&rhs.x_t).map(|(a, b)| a - b).collect();
         let mut ax = vec![0.0; x.len()];
