@@ -22,16 +22,6 @@ DPHD_KERNEL(dphd_lincomb)(DPHD_ITEM_PARAM long long n, double a, const double* x
     out[i] = a * x[i] + b * y[i];
 }
 
-// dst[map[i]] = src[i]   (map injective: the scatter of a reduced axis solution into the
-// node-major vector; no two items write one entry)
-DPHD_KERNEL(dphd_scatter_perm)(DPHD_ITEM_PARAM long long n, const long long* map,
-                               const double* src, double* dst)
-{
-    const long long i = DPHD_ITEM;
-    if (i >= n) return;
-    dst[map[i]] = src[i];
-}
-
 // dst[idx[i]] = src[idx[i]]   (impose the prescribed (Dirichlet) entries of src on dst;
 // with a zero src: zero them)
 DPHD_KERNEL(dphd_copy_at)(DPHD_ITEM_PARAM long long n, const long long* idx, const double* src,

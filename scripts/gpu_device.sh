@@ -68,16 +68,20 @@ part_ops() { timeout "$(limit 90)" /tmp/gpubin/gpu_ops 64 16 16 tet4 "$BACKEND" 
 # 3. forward/backward seconds per frame, CPU (2 threads) vs the device, same scene and settings
 bench() { # name scene frames [--set ...]
     local name=$1 scene=$2 frames=$3; shift 3
-    for b in "$BACKEND" cpu; do
-        timeout "$(limit 200)" $D grad "$scene" --frames "$frames" --threads 2 --backend $b --quiet \
-            --out "/tmp/bench-$name-$b" --overwrite "$@" || echo "$name $b failed: $?"
-        cp "/tmp/bench-$name-$b/grad.json" "$OUT/grad-$name-$b.json" 2>/dev/null
+    # the device with 2 host threads (as the CPU baseline) and with every host core (its
+    # host-side work: Newton-Krylov linearizations, energies, the direct fallback)
+    for run in "$BACKEND:2" "cpu:2" "$BACKEND:$(nproc)"; do
+        local b=${run%%:*} t=${run##*:} key=${run%%:*}
+        [ "$t" = 2 ] || key="$b-t$t"
+        timeout "$(limit 200)" $D grad "$scene" --frames "$frames" --threads "$t" --backend $b --quiet \
+            --out "/tmp/bench-$name-$key" --overwrite "$@" || echo "$name $key failed: $?"
+        cp "/tmp/bench-$name-$key/grad.json" "$OUT/grad-$name-$key.json" 2>/dev/null
     done
-    python3 - "$name" "$frames" "$BACKEND" <<'PY'
+    python3 - "$name" "$frames" "$BACKEND" "$(nproc)" <<'PY'
 import json, math, sys
-name, frames, dev = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+name, frames, dev, cores = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 ev = {}
-for b in ("cpu", dev):
+for b in ("cpu", dev, f"{dev}-t{cores}"):
     try:
         ev[b] = json.load(open(f"/tmp/bench-{name}-{b}/grad.json"))["evaluation"]
     except Exception as e:
@@ -96,15 +100,18 @@ for b, e in ev.items():
             print(f"  {ph}: {t['launches']} launches ({t['launch_seconds']:.3f} s), {t['downloads']} downloads "
                   f"({t['download_seconds']:.3f} s), {t['uploads']} uploads ({t['upload_bytes'] / 1e6:.1f} MB, "
                   f"{t['upload_seconds']:.3f} s); top {t['kernels'][:4]}")
-if len(ev) == 2:
+if "cpu" in ev and dev in ev:
     gc, gg = ev["cpu"]["gradient"], ev[dev]["gradient"]
     flat = lambda g: [v for x in (g if isinstance(g, list) else g.values()) for v in (x if isinstance(x, list) else [x])]
     a, c = flat(gc), flat(gg)
     num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, c)))
     den = math.sqrt(sum(x * x for x in a)) or 1.0
-    print(f"{name}: gradient {dev} vs cpu {num / den:.2e} relative; speed-up forward "
-          f"{per(ev['cpu']) / per(ev[dev]):.2f}x (setups apart), backward "
-          f"{ev['cpu']['backward_seconds'] / ev[dev]['backward_seconds']:.2f}x")
+    for d in (dev, f"{dev}-t{cores}"):
+        if d in ev:
+            print(f"{name}: {d} vs cpu (2 threads): speed-up forward "
+                  f"{per(ev['cpu']) / per(ev[d]):.2f}x (setups apart), backward "
+                  f"{ev['cpu']['backward_seconds'] / ev[d]['backward_seconds']:.2f}x")
+    print(f"{name}: gradient {dev} vs cpu {num / den:.2e} relative")
 PY
 }
 part_armadillo() { bench armadillo scenes/armadillo_twist.toml 2; }

@@ -200,8 +200,6 @@ kernel_table! {
     Copy = dphd_copy in "kernels/resident.cu" (src: In, dst: Out);
     /// `out = a x + b y`.
     Lincomb = dphd_lincomb in "kernels/resident.cu" (a: Real, x: In, b: Real, y: In, out: Out);
-    /// `dst[map[i]] = src[i]` (injective map).
-    ScatterPerm = dphd_scatter_perm in "kernels/resident.cu" (map: Index, src: In, dst: Out);
     /// `dst[idx[i]] = src[idx[i]]`: impose (or zero) the prescribed entries.
     CopyAt = dphd_copy_at in "kernels/resident.cu" (idx: Index, src: In, dst: Out);
     /// `ring[off + i] = a[i] - b[i]`: an Anderson history difference into its slot.
