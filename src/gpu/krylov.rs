@@ -245,6 +245,18 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         Ok(d[0])
     }
 
+    /// Several dot products in one copy.
+    fn dots_raw(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, GpuError> {
+        let top = pairs.iter().map(|&(a, b)| a.max(b)).max().unwrap_or(0);
+        self.check(top)?;
+        let (dev, buf) = (self.dev, &mut *self.buf);
+        let requests: Vec<_> = pairs
+            .iter()
+            .map(|&(a, b)| ((&buf.slots[a], 0), &buf.slots[b], 1))
+            .collect();
+        Ok(buf.red.dots_many(dev, &requests)?.concat())
+    }
+
     /// `out` $\leftarrow$ slot `slot`.
     fn download_raw(&mut self, slot: usize, out: &mut [f64]) -> Result<(), GpuError> {
         self.check(slot)?;
@@ -340,6 +352,10 @@ impl<D: Device> KrylovSpace for DeviceKrylov<'_, D> {
     }
     fn dot(&mut self, a: usize, b: usize) -> Result<f64, String> {
         let r = self.dot_raw(a, b);
+        self.kept(r)
+    }
+    fn dots(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, String> {
+        let r = self.dots_raw(pairs);
         self.kept(r)
     }
     fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), String> {

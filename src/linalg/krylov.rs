@@ -44,6 +44,11 @@ pub trait KrylovSpace {
     fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), Self::Error>;
     /// $a\cdot b$ (`a` and `b` may be the same slot).
     fn dot(&mut self, a: usize, b: usize) -> Result<f64, Self::Error>;
+    /// The dot products of several slot pairs at once (each as [`KrylovSpace::dot`]); a
+    /// device returns them in one copy.
+    fn dots(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, Self::Error> {
+        pairs.iter().map(|&(a, b)| self.dot(a, b)).collect()
+    }
     /// $y\leftarrow\alpha x+\beta y$.
     fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), Self::Error>;
     /// `out` $\leftarrow x/s$ (entrywise division, not a product with $1/s$).
@@ -409,11 +414,12 @@ pub fn pcg_in<S: KrylovSpace + ?Sized>(
     space.axpby(1.0, B, -1.0, R)?;
     space.precond(R, W)?;
     space.copy(W, P)?;
-    let mut rw = space.dot(R, W)?;
+    // r·w and ‖r‖ together (one round trip on a device), at the start and after each update
+    let d = space.dots(&[(R, W), (R, R)])?;
+    let (mut rw, mut rn) = (d[0], d[1].sqrt());
     let thresh = settings.rel_tol * bnorm + settings.abs_tol;
     let mut it = 0;
     let (converged, rn) = loop {
-        let rn = space.dot(R, R)?.sqrt();
         if rn <= thresh {
             break (true, rn);
         }
@@ -429,7 +435,9 @@ pub fn pcg_in<S: KrylovSpace + ?Sized>(
         space.axpby(a, P, 1.0, X)?;
         space.axpby(-a, KP, 1.0, R)?;
         space.precond(R, W)?;
-        let rw_new = space.dot(R, W)?;
+        let d = space.dots(&[(R, W), (R, R)])?;
+        let rw_new = d[0];
+        rn = d[1].sqrt();
         let beta = rw_new / rw;
         rw = rw_new;
         space.axpby(1.0, W, beta, P)?;
