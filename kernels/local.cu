@@ -44,6 +44,63 @@ DPHD_KERNEL(dphd_local_step)(DPHD_ITEM_PARAM long long n, const long long* sptr,
     for (int k = 0; k < 9; ++k) q[9 * s + k] = rot[k] * wa[s] + dm[k] * wb[s];
 }
 
+// The linearization of the projections at x (spec §7.2 step 2, App. A.1; the Newton–Krylov
+// phase's Jacobian): per sample s, F_s and its signed SVD as in dphd_local_step, then the
+// weighted spectral coefficients of Delta A that dphd_spectral_apply reads (row-major, 9 per
+// sample each), as material::Material::spectral_coefficients computes them:
+//   kind 0 (corotated + volume): sigma* the volume projection, W its stretch Jacobian;
+//     [U, V, wb W, wa Mc + wb Mv, wa Nc + wb Nv] (Mc, Nc the rotation's pair coefficients);
+//   kind 1 (Neo-Hookean): sigma* the prox stretches (cold start), W the stretch Jacobian
+//     filtered with `alpha`; [U, V, wa W, wa M, wa N].
+// With cap[s] > 0 (the projected Jacobian) the map's eigenvalues are capped at cap[s]
+// (dphd_cap_spectral).
+DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                            const long long* nodes, const double* grads, const double* rest,
+                            const double* x, const long long* kind, const double* wa,
+                            const double* wb, const double* nh, double alpha, const double* cap,
+                            double* cu, double* cv, double* cw, double* cm, double* cn)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double f[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r) {
+            const double u = x[3 * i + r] - rest[3 * i + r];
+            for (int c = 0; c < 3; ++c) f[3 * r + c] += u * grads[3 * k + c];
+        }
+    }
+    double u[9], sig[3], v[9], st[3], w[9], m[9], nn[9];
+    dphd_svd3(f, u, sig, v);
+    if (kind[s] == 1) {
+        const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
+        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
+        dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w);
+        dphd_pair_coefficients(sig, st, w, m, nn);
+        for (int k = 0; k < 9; ++k) { w[k] *= wa[s]; m[k] *= wa[s]; nn[k] *= wa[s]; }
+    } else {
+        const double one[3] = {1.0, 1.0, 1.0}, zero[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        double mc[9], nc[9];
+        dphd_project_stretches(sig, st);
+        dphd_volume_stretch_jacobian(sig, st, w);
+        dphd_pair_coefficients(sig, one, zero, mc, nc);
+        dphd_pair_coefficients(sig, st, w, m, nn);
+        for (int k = 0; k < 9; ++k) {
+            w[k] *= wb[s];
+            m[k] = mc[k] * wa[s] + m[k] * wb[s];
+            nn[k] = nc[k] * wa[s] + nn[k] * wb[s];
+        }
+    }
+    if (cap[s] > 0.0) dphd_cap_spectral(cap[s], w, m, nn);
+    for (int k = 0; k < 9; ++k) {
+        cu[9 * s + k] = u[k];
+        cv[9 * s + k] = v[k];
+        cw[9 * s + k] = w[k];
+        cm[9 * s + k] = m[k];
+        cn[9 * s + k] = nn[k];
+    }
+}
+
 // Item = node i: bp[3i + r] = sum over incidences t in [iptr[i], iptr[i+1]) of
 // sum_c Q_{s_t}[r][c] g_{k_t}[c], with (s_t, k_t) = (inc_sample[t], inc_entry[t]) sorted by
 // sample. A gather: deterministic, no atomics.

@@ -507,4 +507,162 @@ DPHD_FN void dphd_nh_prox_stretch(double mu, double lambda, double k, const doub
     out[0] = x[0]; out[1] = x[1]; out[2] = x[2];
 }
 
+
+// ---- Linearization of the projections (the backward's and the Newton–Krylov phase's
+// Delta A, spec §7.2 step 2, App. A.1): ports of material::volume::stretch_jacobian,
+// material::neohookean::stretch_jacobian, material::svd::spectral_pair_coefficients and
+// svd::SpectralLinear::capped (the eigen-decomposition there by dphd_sym_eigen3, Jacobi,
+// where the host takes nalgebra's: equal to round-off). Matrices row-major. ----
+
+// d sigma*/d sigma of the volume projection (implicit function theorem on the KKT system
+// of min |s - sigma|^2 s.t. prod s = 1): the 4x4 bordered system solved by Gaussian
+// elimination with partial pivoting; a singular system gives the tangent projector
+// I - n n^T (n = grad prod s / |grad prod s|), as on the host.
+DPHD_FN void dphd_volume_stretch_jacobian(const double* sigma, const double* s, double* w)
+{
+    const double gc[3] = {s[1] * s[2], s[0] * s[2], s[0] * s[1]};
+    const double gn2 = gc[0] * gc[0] + gc[1] * gc[1] + gc[2] * gc[2];
+    const double lam = -((s[0] - sigma[0]) * gc[0] + (s[1] - sigma[1]) * gc[1] + (s[2] - sigma[2]) * gc[2]) / gn2;
+    double k[16];
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) k[4 * i + j] = i == j ? 1.0 : lam * s[3 - i - j];
+        k[4 * i + 3] = gc[i];
+        k[12 + i] = gc[i];
+    }
+    k[15] = 0.0;
+    // LU with partial pivoting: perm[r] = original row of row r
+    int perm[4] = {0, 1, 2, 3};
+    bool ok = true;
+    for (int c = 0; c < 4 && ok; ++c) {
+        int p = c;
+        for (int r = c + 1; r < 4; ++r)
+            if (fabs(k[4 * r + c]) > fabs(k[4 * p + c])) p = r;
+        if (k[4 * p + c] == 0.0) { ok = false; break; }
+        if (p != c) {
+            for (int j = 0; j < 4; ++j) { const double t = k[4 * c + j]; k[4 * c + j] = k[4 * p + j]; k[4 * p + j] = t; }
+            const int t = perm[c]; perm[c] = perm[p]; perm[p] = t;
+        }
+        for (int r = c + 1; r < 4; ++r) {
+            const double f = k[4 * r + c] / k[4 * c + c];
+            k[4 * r + c] = f;
+            for (int j = c + 1; j < 4; ++j) k[4 * r + j] -= f * k[4 * c + j];
+        }
+    }
+    double cols[3][4];
+    for (int j = 0; j < 3 && ok; ++j) {
+        double y[4];
+        for (int r = 0; r < 4; ++r) {
+            double v = perm[r] == j ? 1.0 : 0.0;
+            for (int q = 0; q < r; ++q) v -= k[4 * r + q] * y[q];
+            y[r] = v;
+        }
+        for (int r = 3; r >= 0; --r) {
+            double v = y[r];
+            for (int q = r + 1; q < 4; ++q) v -= k[4 * r + q] * y[q];
+            y[r] = v / k[4 * r + r];
+        }
+        for (int r = 0; r < 4; ++r) {
+            if (!isfinite(y[r])) ok = false;
+            cols[j][r] = y[r];
+        }
+    }
+    if (!ok) {
+        const double gn = sqrt(gn2);
+        const double n[3] = {gc[0] / gn, gc[1] / gn, gc[2] / gn};
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) w[3 * i + j] = (i == j ? 1.0 : 0.0) - n[i] * n[j];
+        return;
+    }
+    // w[i][j] = column j's entry i, symmetrized
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) w[3 * i + j] = 0.5 * (cols[j][i] + cols[i][j]);
+}
+
+// Filtered stretch Jacobian of the Neo-Hookean prox (spec Eqs. 23-25):
+// W = k Q diag(1 / max(k + l_i', 1e-12 k)) Q^T, l_i' = l_i or (1 - 2 alpha) l_i for l_i < 0,
+// H = Q diag(l) Q^T the stretch Hessian at s; symmetrized. Returns whether the filter changed
+// an eigenvalue.
+DPHD_FN bool dphd_nh_stretch_jacobian(double mu, double lambda, double k, const double* s,
+                                      double alpha, double* w)
+{
+    double h[9], l[3], q[9], d[3];
+    dphd_stretch_hessian(mu, lambda, s, h);
+    dphd_sym_eigen3(h, l, q);
+    bool changed = false;
+    for (int i = 0; i < 3; ++i) {
+        double li = l[i];
+        if (!(li >= 0.0)) {
+            if (alpha != 0.0) changed = true;
+            li = (1.0 - 2.0 * alpha) * l[i];
+        }
+        d[i] = k / fmax(k + li, 1e-12 * k);
+    }
+    double full[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            full[3 * i + j] = q[3 * i] * d[0] * q[3 * j] + q[3 * i + 1] * d[1] * q[3 * j + 1] + q[3 * i + 2] * d[2] * q[3 * j + 2];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) w[3 * i + j] = 0.5 * (full[3 * i + j] + full[3 * j + i]);
+    return changed;
+}
+
+// The off-diagonal pair coefficients M, N of Eq. 42 (diagonal zero): divided differences of
+// sigma* (from W in the near-degenerate limit), the averages guarded near sigma_i + sigma_j = 0.
+DPHD_FN void dphd_pair_coefficients(const double* sigma, const double* star, const double* w,
+                                    double* m, double* n)
+{
+    const double DEGENERATE_REL_TOL = 1e-5, SUM_GUARD = 1e-6;
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) {
+            if (i == j) { m[3 * i + j] = 0.0; n[3 * i + j] = 0.0; continue; }
+            const double si = sigma[i], sj = sigma[j];
+            const double diff = si - sj;
+            const double dd = fabs(diff) <= DEGENERATE_REL_TOL * fmax(fabs(si), fabs(sj))
+                ? 0.5 * (w[3 * i + i] + w[3 * j + j] - w[3 * i + j] - w[3 * j + i])
+                : (star[i] - star[j]) / diff;
+            double sum = si + sj;
+            if (fabs(sum) < SUM_GUARD) sum = sum < 0.0 ? -SUM_GUARD : SUM_GUARD;
+            const double avg = (star[i] + star[j]) / sum;
+            m[3 * i + j] = 0.5 * (dd + avg);
+            n[3 * i + j] = 0.5 * (dd - avg);
+        }
+    }
+}
+
+// Cap the spectral map's eigenvalues at `cap` (svd::SpectralLinear::capped): each pair's
+// symmetric and antisymmetric modes m +- n, and W's eigenvalues when Gershgorin's bound on
+// sym(W) exceeds the cap.
+DPHD_FN void dphd_cap_spectral(double cap, double* w, double* m, double* n)
+{
+    for (int i = 0; i < 3; ++i) {
+        for (int j = i + 1; j < 3; ++j) {
+            double sym = m[3 * i + j] + n[3 * i + j], anti = m[3 * i + j] - n[3 * i + j];
+            if (sym > cap || anti > cap) {
+                sym = fmin(sym, cap);
+                anti = fmin(anti, cap);
+                m[3 * i + j] = m[3 * j + i] = 0.5 * (sym + anti);
+                n[3 * i + j] = n[3 * j + i] = 0.5 * (sym - anti);
+            }
+        }
+    }
+    double ws[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) ws[3 * i + j] = 0.5 * (w[3 * i + j] + w[3 * j + i]);
+    double bound = -1.0 / 0.0;
+    for (int i = 0; i < 3; ++i) {
+        double b = ws[3 * i + i];
+        for (int j = 0; j < 3; ++j)
+            if (j != i) b += fabs(ws[3 * i + j]);
+        bound = fmax(bound, b);
+    }
+    if (bound <= cap) return;
+    double l[3], q[9];
+    dphd_sym_eigen3(ws, l, q);
+    if (!(l[0] > cap || l[1] > cap || l[2] > cap)) return;
+    for (int i = 0; i < 3; ++i) l[i] = fmin(l[i], cap);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            w[3 * i + j] = q[3 * i] * l[0] * q[3 * j] + q[3 * i + 1] * l[1] * q[3 * j + 1] + q[3 * i + 2] * l[2] * q[3 * j + 2];
+}
+
 #endif

@@ -19,6 +19,7 @@ on_every_device! {
     two_pass_dot_product => two_pass_dot_product_on;
     gpu_system_matches_global_system_with_dirichlet_values => gpu_system_matches_global_system_with_dirichlet_values_on;
     adjoint_product_matches_the_cpu_linearization => adjoint_product_matches_the_cpu_linearization_on;
+    device_linearization_matches_the_cpu_linearization => device_linearization_matches_the_cpu_linearization_on;
     multi_rhs_solves_match_single_solves_and_the_cpu_factor => multi_rhs_solves_match_single_solves_and_the_cpu_factor_on;
     multi_rhs_system_solves_match_global_system => multi_rhs_system_solves_match_global_system_on;
     muscle_local_step_matches_the_cpu_path => muscle_local_step_matches_the_cpu_path_on;
@@ -216,6 +217,61 @@ fn gpu_system_matches_global_system_with_dirichlet_values_on<D: Device + Clone>(
     }
 }
 
+/// The Newton–Krylov phase's linearization computed on the device (`dphd_linearize`:
+/// `DeviceAdjointProduct::set_step_at`) against the host's (`StepLinearization::new` with no
+/// filter, and `projected`: the clamp filter and each sample's map capped at its weight in
+/// $A$), compared through ΔA·z (invariant to the SVD's choice of basis where singular values
+/// repeat): corotated hex and tet, Neo-Hookean tet and hex, small and large deformations
+/// (the large ones filter and cap samples: the counts are printed and asserted).
+fn device_linearization_matches_the_cpu_linearization_on<D: Device + Clone>(dev: &D) {
+    use diffphd::gpu::local::DeviceAdjointProduct;
+    use diffphd::solver::backward::StepLinearization;
+    let cases = [
+        ("hex8", "corotated"),
+        ("tet4", "corotated"),
+        ("tet4", "neohookean"),
+        ("hex8", "neohookean"),
+    ];
+    let mut filtered = 0;
+    for (element, material) in cases {
+        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+        let ls = common::load(&text, &[]);
+        let m = Model::from_scene(&ls).unwrap();
+        let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        let arrays = LocalArrays::from_model(&m);
+        let step = DeviceLocalStep::new(dev, &m, &arrays, &sim.derived).unwrap();
+        let mut prod = DeviceAdjointProduct::new(dev, &arrays).unwrap();
+        for (amp, seed) in [(0.01, 4u64), (0.3, 5)] {
+            let x = deformed(&m, amp, seed);
+            for projected in [false, true] {
+                let lin = if projected {
+                    StepLinearization::projected(&sim, &x)
+                } else {
+                    StepLinearization::new(&sim, &x, 0.0)
+                };
+                filtered += lin.filtered_samples;
+                let alpha = if projected { 0.5 } else { 0.0 };
+                prod.set_step_at(dev, &step, &x, (alpha, projected))
+                    .unwrap();
+                let z = noise(3 * m.num_nodes(), seed + 100);
+                let got = prod.apply(dev, &step, &z).unwrap();
+                let mut want = vec![0.0; z.len()];
+                lin.apply(&m, &z, &mut want);
+                let e = rel(&got, &want);
+                eprintln!(
+                    "{material} {element} amp {amp} projected {projected}: ΔA·z rel {e:.1e} ({} filtered samples)",
+                    lin.filtered_samples
+                );
+                assert!(
+                    e < 1e-10,
+                    "{material} {element} amp {amp} projected {projected}: {e:e}"
+                );
+            }
+        }
+    }
+    assert!(filtered > 0, "no case exercised the Hessian filter");
+}
+
 /// The backward's ΔA·z on the emulator (one spectral kernel for every material) vs
 /// `StepLinearization::apply` on the CPU: corotated hex and Neo-Hookean tet, deformed states.
 fn adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(dev: &D) {
@@ -288,10 +344,11 @@ struct Calls {
     homogeneous: std::sync::atomic::AtomicUsize,
     params: std::sync::atomic::AtomicUsize,
     krylov: std::sync::atomic::AtomicUsize,
+    linearized: std::sync::atomic::AtomicUsize,
 }
 
 impl Calls {
-    fn get(&self) -> [usize; 7] {
+    fn get(&self) -> [usize; 8] {
         use std::sync::atomic::Ordering::Relaxed;
         [
             self.local.load(Relaxed),
@@ -301,6 +358,7 @@ impl Calls {
             self.homogeneous.load(Relaxed),
             self.params.load(Relaxed),
             self.krylov.load(Relaxed),
+            self.linearized.load(Relaxed),
         ]
     }
 }
@@ -328,6 +386,15 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
     ) -> Result<u64, String> {
         bump(&self.calls.adjoint_steps);
         self.inner.adjoint_step(coef, muscle)
+    }
+    fn linearize_step(
+        &self,
+        x: &[f64],
+        filter: (f64, bool),
+        muscle: &diffphd::solver::offload::MuscleStep,
+    ) -> Option<Result<u64, String>> {
+        bump(&self.calls.linearized);
+        self.inner.linearize_step(x, filter, muscle)
     }
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
         bump(&self.calls.products);
@@ -425,14 +492,18 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
         .zip(forward_calls)
         .map(|(a, b)| a - b)
         .collect();
-    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params, Krylov spaces] {forward_calls:?}, backward {backward_calls:?}");
+    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params, Krylov spaces, device linearizations] {forward_calls:?}, backward {backward_calls:?}");
     // the forward ran on the device (local step, solve; each Newton–Krylov or polish
     // linearization's solves on device vectors); the backward's parameter sums too, one plan
     // and one parameter sum per frame, and every frame's adjoint (no contact rows: GMRES) on
     // device vectors, or (contact rows: the KKT GMRES on the host) through ΔA·z and A⁻¹ on
     // the device
     assert!(forward_calls[0] > 0 && forward_calls[1] > 0);
-    assert!(forward_calls[6] >= forward_calls[2]);
+    // the forward's Jacobians (Newton–Krylov, polish) are linearized on the device: no host
+    // coefficients are planned, and each Krylov solve has a device linearization
+    assert_eq!(forward_calls[2], 0, "host-planned ΔA in the forward");
+    assert!(forward_calls[6] >= forward_calls[7]);
+    assert!(forward_calls[6] == 0 || forward_calls[7] > 0);
     assert_eq!(backward_calls[2], m.frames, "one ΔA plan per backward step");
     assert_eq!(backward_calls[5], m.frames, "one parameter sum per step");
     let contact_frames = ro_c.steps.iter().filter(|s| s.contact.is_some()).count();

@@ -211,6 +211,8 @@ kernel_table! {
     DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunk: Int, chunks: Int, a_off: Int, off: Int, a: In, b: In, partial: Out);
     /// Anderson's mixed iterate (spec Eq. 21).
     AndersonMix = dphd_anderson_mix in "kernels/resident.cu" (m: Int, terms: In, dx: In, dg: In, x: In, g: In, out: Out);
+    /// The spectral coefficients of $\Delta A$ at positions `x` (the linearization, local.cu).
+    Linearize = dphd_linearize in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, alpha: Real, cap: In, cu: Out, cv: Out, cw: Out, cm: Out, cn: Out);
     /// First pass of the segmented SpMV on a row-interleaved block of `k` columns.
     SpmvSegmentsMulti = dphd_spmv_segments_multi in "kernels/sparse.cu" (k: Int, seg: Index, col: Index, val: In, x: In, partial: Out);
     /// Second pass of the block form: sums of the segments of each row and column.

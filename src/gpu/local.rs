@@ -180,6 +180,9 @@ struct SampleWeights {
     wa: Vec<f64>,
     wb: Vec<f64>,
     nh: Vec<f64>,
+    /// The projected Jacobian's cap per sample, $w_s(1+\beta_e/h)$ (its weight in $A$,
+    /// `StepLinearization::projected`).
+    cap: Vec<f64>,
 }
 
 impl SampleWeights {
@@ -190,9 +193,12 @@ impl SampleWeights {
             wa: Vec::with_capacity(ns),
             wb: Vec::with_capacity(ns),
             nh: Vec::with_capacity(3 * ns),
+            cap: Vec::with_capacity(ns),
         };
         for s in 0..ns {
-            let b = model.elem_body[model.samples.elem[s]];
+            let e = model.samples.elem[s];
+            let b = model.elem_body[e];
+            w.cap.push(d.w_total(s) * (1.0 + d.beta[e] / model.h));
             // The PD weights of the law (`Material::pd_weights`); the device kernels
             // (`kernels/*.cu`) have their own arm per law, selected by `kind`.
             w.wa.push(d.w[s][0]);
@@ -256,6 +262,8 @@ pub struct DeviceLocalStep<D: Device> {
     wa: D::Real,
     wb: D::Real,
     nh: D::Real,
+    cap: D::Real,
+    no_cap: D::Real,
     warm: D::Real,
     x: D::Real,
     q: D::Real,
@@ -290,12 +298,51 @@ impl<D: Device> DeviceLocalStep<D> {
             wa: dev.upload(&w.wa)?,
             wb: dev.upload(&w.wb)?,
             nh: dev.upload(&w.nh)?,
+            cap: dev.upload(&w.cap)?,
+            no_cap: dev.zeros(ns)?,
             warm: dev.zeros(3 * ns)?,
             x: dev.zeros(3 * nn)?,
             q: dev.zeros(9 * ns)?,
             bp: dev.zeros(3 * nn)?,
             muscles: DeviceMuscles::new(dev, model, derived.muscle_time)?,
         })
+    }
+
+    /// The spectral coefficients $[U,V,W,M,N]$ of $\Delta A$ at positions `x` (device,
+    /// node-major) into `coef` (`dphd_linearize`): `StepLinearization::new`'s with the Hessian
+    /// filter `alpha`, or with `projected` its `projected` Jacobian's (each sample's map capped
+    /// at its weight in $A$). Muscle fibres are not included
+    /// ([`DeviceAdjointProduct::set_muscles`]).
+    pub fn linearize(
+        &self,
+        dev: &D,
+        x: &D::Real,
+        (alpha, projected): (f64, bool),
+        coef: &mut [D::Real; 5],
+    ) -> Result<(), GpuError> {
+        let [cu, cv, cw, cm, cn] = coef;
+        dev.launch(
+            Kernel::Linearize,
+            self.ns,
+            &mut [
+                Arg::Index(&self.sample_ptr),
+                Arg::Index(&self.nodes),
+                Arg::In(&self.grads),
+                Arg::In(&self.rest),
+                Arg::In(x),
+                Arg::Index(&self.kind),
+                Arg::In(&self.wa),
+                Arg::In(&self.wb),
+                Arg::In(&self.nh),
+                Arg::Real(alpha),
+                Arg::In(if projected { &self.cap } else { &self.no_cap }),
+                Arg::Out(cu),
+                Arg::Out(cv),
+                Arg::Out(cw),
+                Arg::Out(cm),
+                Arg::Out(cn),
+            ],
+        )
     }
 
     /// Muscle activations per group (e.g. [`activations`] at the step's time); a no-op for a
@@ -318,6 +365,7 @@ impl<D: Device> DeviceLocalStep<D> {
         dev.write(&mut self.wa, &w.wa)?;
         dev.write(&mut self.wb, &w.wb)?;
         dev.write(&mut self.nh, &w.nh)?;
+        dev.write(&mut self.cap, &w.cap)?;
         if let Some(m) = self.muscles.as_mut() {
             dev.write(&mut m.weight, &MuscleArrays::from_model(model).weight)?;
             dev.write(&mut m.act, &activations(model, derived.muscle_time))?;
@@ -440,6 +488,19 @@ impl<D: Device> DeviceAdjointProduct<D> {
             out: dev.zeros(3 * nn)?,
             muscles: None,
         })
+    }
+
+    /// The step's coefficients computed on the device at positions `x`
+    /// ([`DeviceLocalStep::linearize`]): nothing but `x` crosses.
+    pub fn set_step_at(
+        &mut self,
+        dev: &D,
+        step: &DeviceLocalStep<D>,
+        x: &[f64],
+        filter: (f64, bool),
+    ) -> Result<(), GpuError> {
+        dev.write(&mut self.z, x)?;
+        step.linearize(dev, &self.z, filter, &mut self.coef)
     }
 
     /// Upload the step's coefficients: `coef[s] = [U, V, W, M, N]` (nalgebra matrices).

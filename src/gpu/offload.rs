@@ -211,6 +211,23 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         self.kept(r)
     }
 
+    fn linearize_step(
+        &self,
+        x: &[f64],
+        filter: (f64, bool),
+        muscle: &MuscleStep,
+    ) -> Option<Result<u64, String>> {
+        let mut guard = lock(&self.backward);
+        let b = &mut *guard;
+        b.step += 1;
+        let step = b.step;
+        let r = b
+            .product
+            .set_step_at(&self.dev, &self.local, x, filter)
+            .and_then(|_| b.product.set_muscles(&self.dev, muscle).map(|_| step));
+        Some(self.kept(r))
+    }
+
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
         let mut b = lock(&self.backward);
         self.current(&b, token, "ΔA·z")?;

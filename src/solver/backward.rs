@@ -45,6 +45,9 @@ pub struct StepLinearization<'s> {
     /// The accelerator's token for this step's $\Delta A$ coefficients
     /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
     pub(super) device_step: Option<u64>,
+    /// Whether the host holds the samples' linearizations (`false`: computed on the
+    /// accelerator only, [`StepLinearization::for_newton`]).
+    host: bool,
 }
 
 impl<'s> StepLinearization<'s> {
@@ -103,6 +106,48 @@ impl<'s> StepLinearization<'s> {
             contact: None,
             products: std::sync::Mutex::new(Vec::new()),
             device_step,
+            host: true,
+        }
+    }
+
+    /// The Newton–Krylov phase's Jacobian at `x`: [`StepLinearization::new`] (exact, no
+    /// filter) or, with `projected`, [`StepLinearization::projected`]; computed on the
+    /// accelerator when the simulator has one that offers it
+    /// ([`crate::solver::offload::Offload::linearize_step`]: the coefficients never leave the
+    /// device, and the host keeps only the muscle fibres), else on the host. The phase only
+    /// applies it ($\Delta A\,v$ through the accelerator), so the host's per-sample table is
+    /// not needed there; [`StepLinearization::apply`] of a device-only linearization gives NaN.
+    pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Self {
+        let host = || {
+            if projected {
+                Self::projected(sim, x)
+            } else {
+                Self::new(sim, x, 0.0)
+            }
+        };
+        let Some(off) = sim.offload.as_ref() else {
+            return host();
+        };
+        let muscle = super::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
+        let (len, dir) = muscle.fibre_states();
+        let fibres = MuscleStep {
+            activations: muscle.activations(),
+            len: &len,
+            dir: &dir,
+        };
+        let alpha = if projected { 0.5 } else { 0.0 };
+        let Some(token) = off.linearize_step(x, (alpha, projected), &fibres) else {
+            return host();
+        };
+        StepLinearization {
+            samples: Vec::new(),
+            spectral: Vec::new(),
+            muscle,
+            filtered_samples: 0,
+            contact: None,
+            products: std::sync::Mutex::new(Vec::new()),
+            device_step: token.ok(),
+            host: false,
         }
     }
 
@@ -133,6 +178,11 @@ impl<'s> StepLinearization<'s> {
 
     /// $\Delta A\,z$ (matrix-free, App. A.1), Dirichlet rows not zeroed.
     pub fn apply(&self, model: &Model, z: &[f64], out: &mut [f64]) {
+        if !self.host {
+            // the coefficients are on the accelerator only: loud, not a silent zero
+            out.iter_mut().for_each(|v| *v = f64::NAN);
+            return;
+        }
         // per-sample products in parallel into a buffer reused across products (no
         // allocation per Krylov iteration), then the scatter in sample order
         let mut dps = self.products.lock().unwrap_or_else(|e| e.into_inner());

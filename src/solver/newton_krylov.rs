@@ -37,7 +37,7 @@ impl Simulator<'_> {
         let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
-            let lin = super::backward::StepLinearization::new(self, x, 0.0);
+            let lin = super::backward::StepLinearization::for_newton(self, x, false);
             let mut delta = vec![0.0; x.len()];
             super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
@@ -102,11 +102,7 @@ impl Simulator<'_> {
             if rn <= target || stalled {
                 break;
             }
-            let lin = if exact {
-                super::backward::StepLinearization::new(self, x, 0.0)
-            } else {
-                super::backward::StepLinearization::projected(self, x)
-            };
+            let lin = super::backward::StepLinearization::for_newton(self, x, !exact);
             let eta = (0.5 * target / rn)
                 .max((rn / r_start).min(0.1))
                 .clamp(1e-6, 0.1);

@@ -39,6 +39,21 @@ pub trait Offload {
         coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
         muscle: &MuscleStep,
     ) -> Result<u64, String>;
+    /// Plan one linearization computed on the accelerator at positions `x`: the spectral
+    /// coefficients of [`Offload::adjoint_step`] as `StepLinearization::new` computes them with
+    /// the Hessian filter `alpha`, or, with `projected`, as `StepLinearization::projected`
+    /// (each sample's map capped at its weight in $A$), and the muscle fibres `muscle`.
+    /// `None` where the accelerator does not offer it (the caller computes the coefficients
+    /// on the host and calls [`Offload::adjoint_step`]). The Newton–Krylov phase's Jacobians:
+    /// only `x` crosses instead of $45$ numbers per sample.
+    fn linearize_step(
+        &self,
+        _x: &[f64],
+        _filter: (f64, bool),
+        _muscle: &MuscleStep,
+    ) -> Option<Result<u64, String>> {
+        None
+    }
     /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
     /// terms included: the whole of [`crate::solver::backward::StepLinearization::apply`]),
     /// into `out`.
