@@ -44,6 +44,10 @@ pub struct Simulator<'m> {
     pub(crate) aa: TypeII,
     /// Hessian pattern and reusable symbolic factor of the Newton baseline.
     pub(crate) newton_system: Option<Box<NewtonSystem>>,
+    /// The same for the direct adjoint (`backward.direct_after`, the Newton baseline's
+    /// adjoint): its pattern, ordering and symbolic factor are the rollout's, computed at its
+    /// first direct solve and reused by every later one (numeric refactorization only).
+    pub(crate) adjoint_system: std::sync::Mutex<Option<Box<NewtonSystem>>>,
     /// Consecutive backward frames solved by the direct adjoint (`backward.direct_after`).
     pub(crate) direct_streak: std::sync::atomic::AtomicUsize,
     /// Active contact set of the previous step (`method = "diffpd"`, warm start).
@@ -166,6 +170,7 @@ impl<'m> Simulator<'m> {
             compute_tr: false,
             aa,
             newton_system: None,
+            adjoint_system: std::sync::Mutex::new(None),
             direct_streak: std::sync::atomic::AtomicUsize::new(0),
             diffpd_active: Vec::new(),
             offload: None,

@@ -25,7 +25,10 @@ pub fn solve_adjoint(
                 .into(),
         ));
     }
-    let mut sys = NewtonSystem::new(sim.model, &sim.prescribed);
+    // the rollout's pattern, ordering and symbolic factor (built at the first direct solve)
+    let mut cache = sim.adjoint_system.lock().unwrap_or_else(|p| p.into_inner());
+    let sys: &mut NewtonSystem =
+        cache.get_or_insert_with(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     // only the Hessian is needed: y and x_t enter the gradient, not the Hessian
     let ev = evaluate(sim, ncfg.energy, x_next, x_next, x_next, true);
     let mut hess = ev.hess;
@@ -41,7 +44,7 @@ pub fn solve_adjoint(
         tr_clamp: false,
         ppn_delta: &mut delta,
     };
-    factor_filtered(sim, &mut sys, policy, (&mut hess, g), &mut ns)?;
+    factor_filtered(sim, sys, policy, (&mut hess, g), &mut ns)?;
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
     let mut z = sys.solve(&gf);
