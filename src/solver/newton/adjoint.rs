@@ -48,7 +48,7 @@ pub fn solve_adjoint(
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
     let mut z = sys.solve(&gf);
-    let k = assemble(sim, &sys, &hess);
+    let k = assemble(sim, sys, &hess);
     let prescribed = &sim.prescribed;
     let apply = |v: &[f64], out: &mut [f64]| {
         k.matvec(v, out);
@@ -89,7 +89,7 @@ pub fn solve_adjoint(
             return Ok((z, st));
         }
         let fac = NewtonFactor {
-            sys: &sys,
+            sys,
             k: Some(&k),
             n: sim.model.num_nodes(),
         };
