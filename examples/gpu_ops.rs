@@ -106,6 +106,45 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
         );
     }
 
+    // the three axes at once on device vectors (the resident PD iteration's and the Krylov
+    // preconditioner's global solve, `DeviceFactor::solve_block_device`): one block upload,
+    // the block solve, one download (to wait for the device), against three CPU solves
+    let cols3: Vec<Vec<f64>> = (0..3)
+        .map(|c| (0..n).map(|i| ((i + 7 * c) as f64 * 0.37).sin()).collect())
+        .collect();
+    let permuted: Vec<f64> = (0..3 * n).map(|t| cols3[t % 3][p[t / 3]]).collect();
+    let mut x3_cpu = vec![vec![0.0; n]; 3];
+    let t_cpu = median_seconds(reps, || {
+        for (xc, bc) in x3_cpu.iter_mut().zip(&cols3) {
+            xc.copy_from_slice(bc);
+            cpu.solve_in_place(xc);
+        }
+    });
+    {
+        let mut df = DeviceFactor::new(dev, &f, 8usize << 30).expect("device factor");
+        let mut blk = dev.upload(&permuted).expect("upload");
+        let mut scratch = dev.zeros(3 * n).expect("buffer");
+        let mut out = Vec::new();
+        let t_dev = median_seconds(reps, || {
+            dev.write(&mut blk, &permuted).unwrap();
+            df.solve_block_device(dev, 3, &mut blk, &mut scratch)
+                .unwrap();
+            out = dev.download(&blk).unwrap();
+        });
+        let got: Vec<f64> = (0..3)
+            .flat_map(|c| (0..n).map(move |j| (c, j)))
+            .map(|(c, j)| out[ip[j] * 3 + c])
+            .collect();
+        let want: Vec<f64> = x3_cpu.concat();
+        println!(
+            "solve, three axes     cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}   block of 3 on device vectors, {:?}",
+            1e3 * t_cpu,
+            1e3 * t_dev,
+            rel(&got, &want),
+            df.path
+        );
+    }
+
     // k right-hand sides with one factor (the contact Delassus columns: one spike per
     // contact node), one axis block: k single CPU solves vs one multi-RHS device pass
     let k = n.min(64);
@@ -154,6 +193,24 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
     let t_dev = median_seconds(reps, || y_dev = prod.apply(dev, &step, &z).unwrap());
     println!(
         "ΔA·z                  cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}",
+        1e3 * t_cpu,
+        1e3 * t_dev,
+        rel(&y_dev, &y_cpu)
+    );
+
+    // the Newton–Krylov phase's linearization at x and one ΔA·z with it: the host's
+    // `StepLinearization::new` + apply against `dphd_linearize` + the device product (its
+    // download waits for the device)
+    let t_cpu = median_seconds(reps, || {
+        let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        lin.apply(&m, &z, &mut y_cpu);
+    });
+    let t_dev = median_seconds(reps, || {
+        prod.set_step_at(dev, &step, &x, (0.0, false)).unwrap();
+        y_dev = prod.apply(dev, &step, &z).unwrap();
+    });
+    println!(
+        "linearize + ΔA·z      cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}",
         1e3 * t_cpu,
         1e3 * t_dev,
         rel(&y_dev, &y_cpu)
