@@ -19,14 +19,8 @@ DPHD_KERNEL(dphd_local_step)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
-    double f[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
-    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
-        const long long i = nodes[k];
-        for (int r = 0; r < 3; ++r) {
-            const double u = x[3 * i + r] - rest[3 * i + r];
-            for (int c = 0; c < 3; ++c) f[3 * r + c] += u * grads[3 * k + c];
-        }
-    }
+    double f[9];
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
     double u[9], sig[3], v[9], st[3], dm[9], rot[9];
     dphd_svd3(f, u, sig, v);
     if (kind[s] == 1) {
@@ -62,14 +56,8 @@ DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
-    double f[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
-    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
-        const long long i = nodes[k];
-        for (int r = 0; r < 3; ++r) {
-            const double u = x[3 * i + r] - rest[3 * i + r];
-            for (int c = 0; c < 3; ++c) f[3 * r + c] += u * grads[3 * k + c];
-        }
-    }
+    double f[9];
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
     double u[9], sig[3], v[9], st[3], w[9], m[9], nn[9];
     dphd_svd3(f, u, sig, v);
     if (kind[s] == 1) {

@@ -259,6 +259,22 @@ DPHD_FN void dphd_compose(const double* u, const double* s, const double* v, dou
 }
 
 
+// F_s = I + sum_a (x_a - X_a) grad N_a^T over sample s's entries [sptr[s], sptr[s+1]) (entry k:
+// node nodes[k], rest gradient grads[3k..3k+3)), row-major: the deformation gradient every
+// per-sample kernel starts from (the local step, the muscle fibres, the linearization).
+DPHD_FN void dphd_sample_f(long long s, const long long* sptr, const long long* nodes,
+                           const double* grads, const double* rest, const double* x, double* f)
+{
+    for (int k = 0; k < 9; ++k) f[k] = (k % 4 == 0) ? 1.0 : 0.0;
+    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
+        const long long i = nodes[k];
+        for (int r = 0; r < 3; ++r) {
+            const double u = x[3 * i + r] - rest[3 * i + r];
+            for (int c = 0; c < 3; ++c) f[3 * r + c] += u * grads[3 * k + c];
+        }
+    }
+}
+
 // ---- Neo-Hookean prox in stretch space (port of material::neohookean::prox_stretch, §3.3) ----
 
 // C = A B for row-major 3x3.

@@ -1,6 +1,7 @@
 // muscle.cu: the muscle fibres' part of the PD local step (spec §3.5, App. A.4; the CPU's
 // solver::muscle::add_projections), run after dphd_local_step and before dphd_gather_rhs.
 #include "device.h"
+#include "material.h"
 
 // Item u: actuated sample s = msample[u] (each actuated sample once). F_s as in
 // dphd_local_step; then for each of the sample's fibre entries e in [mptr[u], mptr[u+1])
@@ -18,14 +19,8 @@ DPHD_KERNEL(dphd_muscle_local)(DPHD_ITEM_PARAM long long n, const long long* msa
     const long long u = DPHD_ITEM;
     if (u >= n) return;
     const long long s = msample[u];
-    double f[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
-    for (long long k = sptr[s]; k < sptr[s + 1]; ++k) {
-        const long long i = nodes[k];
-        for (int r = 0; r < 3; ++r) {
-            const double d = x[3 * i + r] - rest[3 * i + r];
-            for (int c = 0; c < 3; ++c) f[3 * r + c] += d * grads[3 * k + c];
-        }
-    }
+    double f[9];
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
     double* qs = q + 9 * s;
     for (long long e = mptr[u]; e < mptr[u + 1]; ++e) {
         const double* m = fiber + 3 * e;
