@@ -102,6 +102,13 @@ impl<D: Device> Device for Counted<D> {
         self.counters.downloads.add(bytes, t);
         r
     }
+    fn download_prefix(&self, b: &D::Real, len: usize) -> Result<Vec<f64>, GpuError> {
+        let t = Instant::now();
+        let r = self.inner.download_prefix(b, len);
+        let bytes = r.as_ref().map_or(0, |v| 8 * v.len());
+        self.counters.downloads.add(bytes, t);
+        r
+    }
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError> {
         let t = Instant::now();
         let mut inner: Vec<Arg<'_, D>> = args
@@ -187,5 +194,12 @@ mod tests {
         assert_eq!(span.uploads, 0);
         assert_eq!(span.kernels, vec![(Kernel::Axpby.symbol().to_string(), 1)]);
         assert!(span.summary().contains("1 launches"));
+        // a prefix crosses alone, and a prefix longer than the buffer is an error
+        let x3 = dev.upload(&[1.0, 2.0, 3.0]).unwrap();
+        let before = dev.traffic().unwrap();
+        assert_eq!(dev.download_prefix(&x3, 2).unwrap(), vec![1.0, 2.0]);
+        assert!(dev.download_prefix(&x3, 4).is_err());
+        let span = dev.traffic().unwrap().since(&before);
+        assert_eq!((span.downloads, span.download_bytes), (2, 16));
     }
 }

@@ -139,6 +139,18 @@ impl Device for Cuda {
     fn download(&self, b: &CudaSlice<f64>) -> Result<Vec<f64>, GpuError> {
         self.stream.clone_dtoh(b).map_err(err)
     }
+    fn download_prefix(&self, b: &CudaSlice<f64>, len: usize) -> Result<Vec<f64>, GpuError> {
+        if len > b.len() {
+            return Err(GpuError::Length {
+                expected: b.len(),
+                got: len,
+            });
+        }
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        self.stream.clone_dtoh(&b.slice(..len)).map_err(err)
+    }
     fn free_memory(&self) -> Option<usize> {
         self.ctx.mem_get_info().ok().map(|(free, _)| free)
     }

@@ -37,6 +37,19 @@ pub trait Device: Send + Sync {
     fn write(&self, dst: &mut Self::Real, v: &[f64]) -> Result<(), GpuError>;
     /// Copy a buffer back to the host.
     fn download(&self, b: &Self::Real) -> Result<Vec<f64>, GpuError>;
+    /// Copy the first `len` values of a buffer back (the reductions' partials: a buffer sized
+    /// for the most reductions at once need not cross whole). The default copies it whole.
+    fn download_prefix(&self, b: &Self::Real, len: usize) -> Result<Vec<f64>, GpuError> {
+        let mut v = self.download(b)?;
+        if len > v.len() {
+            return Err(GpuError::Length {
+                expected: v.len(),
+                got: len,
+            });
+        }
+        v.truncate(len);
+        Ok(v)
+    }
     /// Launch `n` items of kernel `k` with `args` (kinds as in the kernel table), in stream
     /// order after every earlier launch.
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError>;

@@ -39,6 +39,12 @@ impl Device for Emulator {
     fn download(&self, b: &Vec<f64>) -> Result<Vec<f64>, GpuError> {
         Ok(b.clone())
     }
+    fn download_prefix(&self, b: &Vec<f64>, len: usize) -> Result<Vec<f64>, GpuError> {
+        b.get(..len).map(<[f64]>::to_vec).ok_or(GpuError::Length {
+            expected: b.len(),
+            got: len,
+        })
+    }
     fn launch(&self, k: Kernel, n: usize, args: &mut [Arg<'_, Self>]) -> Result<(), GpuError> {
         check_args(k, args)?;
         let raw: Vec<HostArg> = args

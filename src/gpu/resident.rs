@@ -136,9 +136,10 @@ impl<D: Device> Reducer<D> {
         }
     }
 
-    /// The sums of the first `count` groups of chunk partials, in order, after one copy.
+    /// The sums of the first `count` groups of chunk partials, in order, after one copy (of
+    /// those groups only).
     fn sums(&self, dev: &D, count: usize) -> Result<Vec<f64>, GpuError> {
-        let p = dev.download(&self.partial)?;
+        let p = dev.download_prefix(&self.partial, count * self.chunks)?;
         Ok(p.chunks(self.chunks)
             .take(count)
             .map(|c| c.iter().sum())
