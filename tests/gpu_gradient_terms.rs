@@ -1,4 +1,4 @@
-//! Parity of the backward's device stages of issue 15 (docs/gpu.md "Next" item 2) on the
+//! Parity of the backward's device stages of issue 15 (docs/gpu.md "Gradient terms") on the
 //! emulator against the CPU path: $\Delta A\,z$ with the muscle term as one device product
 //! through the seam (`backward::delta_a`), and the per-step nodal (ρ, α, gravity), force-group
 //! and muscle-activation gradient sums of `gradient::accumulate_step`; end to end,

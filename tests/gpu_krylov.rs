@@ -1,4 +1,4 @@
-//! The Krylov methods with their vectors on a device (issue 15, docs/gpu.md "Next" item 1:
+//! The Krylov methods with their vectors on a device (issue 15, docs/gpu.md "Krylov vectors":
 //! `Offload::krylov_space`, `gpu::krylov`) against the CPU path, one solve at a time: the
 //! adjoint's GMRES ($K=A-\Delta A$ at a deformed state, right-preconditioned by $A^{-1}$) and
 //! the Newton–Krylov phase's PCG (the projected, positive definite $K$). Emulator everywhere,

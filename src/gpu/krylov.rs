@@ -1,4 +1,4 @@
-//! The Krylov methods' vectors on a [`Device`] (issue 15, docs/gpu.md "Next" item 1): a
+//! The Krylov methods' vectors on a [`Device`] (issue 15, docs/gpu.md "Krylov vectors"): a
 //! [`KrylovSpace`] whose slots are device buffers, so `linalg::krylov`'s GMRES and PCG (the
 //! adjoint, the forward's Newton–Krylov phase and Newton polish) run with their vectors
 //! resident. Per solve the right-hand side and the start go up and the solution comes down;
