@@ -30,6 +30,8 @@ pub struct KrylovBuffers<D: Device> {
     zero: D::Real,
     /// $\Delta A\,v$ of the operator.
     da: D::Real,
+    /// The result of [`KrylovBuffers::solve_homogeneous`].
+    tmp: D::Real,
     slots: Vec<D::Real>,
     /// Writes to each slot so far (what [`Block`] checks its copies against).
     writes: Vec<u64>,
@@ -71,10 +73,28 @@ impl<D: Device> KrylovBuffers<D> {
             red: Reducer::new(dev, n3, 1)?,
             zero: dev.zeros(n3)?,
             da: dev.zeros(n3)?,
+            tmp: dev.zeros(n3)?,
             slots: Vec::new(),
             writes: Vec::new(),
             block: None,
         })
+    }
+
+    /// $A^{-1}q$ with zero Dirichlet values (the contract of
+    /// `LinearSolver::solve_homogeneous`): one upload, the block solve of each reduced system
+    /// (`resident::solve_free`), one download, where the axis-by-axis host path
+    /// ([`GpuSystem::try_solve`]) copies each axis both ways; the same values bitwise.
+    pub(crate) fn solve_homogeneous(
+        &mut self,
+        dev: &D,
+        sys: &GpuSystem<D>,
+        q: &[f64],
+    ) -> Result<Vec<f64>, GpuError> {
+        dev.write(&mut self.da, q)?;
+        let io = (&self.da, &mut self.tmp);
+        solve_free(dev, sys, &mut self.axes, io, DeviceSolve::Krylov)?;
+        sys.prescribed().impose(dev, &self.zero, &mut self.tmp)?;
+        dev.download(&self.tmp)
     }
 
     /// Note a write to `slot` (its copy in the [`Block`], if any, is stale).

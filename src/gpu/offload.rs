@@ -238,6 +238,24 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
     }
 
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+        // on the Krylov buffers unless a Krylov solve holds them: then axis by axis
+        let buf = match self.krylov.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut buf) = buf {
+            let r = buf.solve_homogeneous(&self.dev, &self.system, q);
+            let v = self.kept(r)?;
+            if v.len() != z.len() {
+                return self.kept(Err(GpuError::Length {
+                    expected: v.len(),
+                    got: z.len(),
+                }));
+            }
+            z.copy_from_slice(&v);
+            return Ok(());
+        }
         let r = self.system.try_solve(q, None, z);
         self.kept(r)
     }
