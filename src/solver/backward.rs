@@ -129,14 +129,11 @@ impl<'s> StepLinearization<'s> {
             return host();
         };
         let muscle = super::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
-        let (len, dir) = muscle.fibre_states();
-        let fibres = MuscleStep {
-            activations: muscle.activations(),
-            len: &len,
-            dir: &dir,
-        };
         let alpha = if projected { 0.5 } else { 0.0 };
-        let Some(token) = off.linearize_step(x, (alpha, projected), &fibres) else {
+        let planned = with_fibres(&muscle, |fibres| {
+            off.linearize_step(x, (alpha, projected), fibres)
+        });
+        let Some(token) = planned else {
             return host();
         };
         StepLinearization {
@@ -208,17 +205,22 @@ fn plan_device_step(
     spectral: &[svd::SpectralLinear],
     muscle: &super::muscle::MuscleLin,
 ) -> Option<u64> {
-    let (len, dir) = muscle.fibre_states();
-    let fibres = MuscleStep {
-        activations: muscle.activations(),
-        len: &len,
-        dir: &dir,
-    };
     let coef = |s: usize| {
         let c = &spectral[s];
         [c.u, c.v, c.w, c.m, c.n]
     };
-    off.adjoint_step(&coef, &fibres).ok()
+    with_fibres(muscle, |fibres| off.adjoint_step(&coef, fibres)).ok()
+}
+
+/// `f` of the muscle fibres' $(a_g,\ell,n)$ of `muscle` as the accelerator takes them
+/// ([`MuscleStep`]).
+fn with_fibres<T>(muscle: &super::muscle::MuscleLin, f: impl FnOnce(&MuscleStep) -> T) -> T {
+    let (len, dir) = muscle.fibre_states();
+    f(&MuscleStep {
+        activations: muscle.activations(),
+        len: &len,
+        dir: &dir,
+    })
 }
 
 /// A placeholder of [`StepLinearization`]'s sample table before [`linearize_block`] fills it.
