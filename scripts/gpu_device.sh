@@ -6,7 +6,7 @@
 # the start, default 540) and the script stops early, with diagnostics, when the smoke run
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
 # PARTS picks and orders the parts after the smoke run (default: all, in this order):
-#   PARTS="parity ops armadillo big cantilever" bash scripts/gpu_device.sh
+#   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
@@ -48,7 +48,7 @@ if ! timeout 60 $D simulate scenes/cantilever.toml --frames 2 --backend "$BACKEN
     exit 1
 fi
 echo "smoke ok ($(( $(date +%s) - T0 )) s)"
-PARTS="${PARTS:-parity ops armadillo big cantilever}"
+PARTS="${PARTS:-parity ops armadillo big cantilever box56k}"
 part_parity() {
 # 1. parity on the device (the test binaries' `cuda::` modules; the emulator ones skipped)
 for t in /tmp/gpubin/gpu /tmp/gpubin/gpu_parity /tmp/gpubin/gpu_rollouts /tmp/gpubin/gpu_krylov \
@@ -116,6 +116,10 @@ PY
 }
 part_armadillo() { bench armadillo scenes/armadillo_twist.toml 2; }
 part_cantilever() { bench cantilever_diffpd scenes/cantilever_diffpd.toml 10; }
+# the issue's >= 50k DoF point as a whole run: the cantilever scene as a 64x16x16 tet4 box
+# (18,785 nodes, 56,355 DoF, 98,304 tets; the mesh of the per-operation timings)
+part_box56k() { bench box56k scenes/cantilever.toml 2 --set 'body.0.mesh.cells=[64, 16, 16]' \
+    --set 'body.0.mesh.element="tet4"' --set 'body.0.mesh.dx=0.005'; }
 # 4. a >= 1M-tet box (420 x 20 x 20 cells x 6 Kuhn tets = 1,008,000 tets, 557k DoF) on the
 # device only, one frame of grad, in the time that is left (its host factorization is most of it)
 part_big() {
