@@ -66,54 +66,7 @@ done
 # 2. per-operation timings (local step + gather, both solve paths, 64-RHS solve, ΔA·z) at 56k DoF
 part_ops() { timeout "$(limit 90)" /tmp/gpubin/gpu_ops 64 16 16 tet4 "$BACKEND" || echo "gpu_ops failed: $?"; }
 # 3. forward/backward seconds per frame, CPU (2 threads) vs the device, same scene and settings
-bench() { # name scene frames [--set ...]
-    local name=$1 scene=$2 frames=$3; shift 3
-    # the device with 2 host threads (as the CPU baseline) and with every host core (its
-    # host-side work: Newton-Krylov linearizations, energies, the direct fallback)
-    for run in "$BACKEND:2" "cpu:2" "$BACKEND:$(nproc)"; do
-        local b=${run%%:*} t=${run##*:} key=${run%%:*}
-        [ "$t" = 2 ] || key="$b-t$t"
-        timeout "$(limit 200)" $D grad "$scene" --frames "$frames" --threads "$t" --backend $b --quiet \
-            --out "/tmp/bench-$name-$key" --overwrite "$@" || echo "$name $key failed: $?"
-        cp "/tmp/bench-$name-$key/grad.json" "$OUT/grad-$name-$key.json" 2>/dev/null
-    done
-    python3 - "$name" "$frames" "$BACKEND" "$(nproc)" <<'PY'
-import json, math, sys
-name, frames, dev, cores = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-ev = {}
-for b in ("cpu", dev, f"{dev}-t{cores}"):
-    try:
-        ev[b] = json.load(open(f"/tmp/bench-{name}-{b}/grad.json"))["evaluation"]
-    except Exception as e:
-        print(f"{name} {b}: no grad.json ({e})")
-# per frame: the forward less its one-time setup (the CPU factor; on the device also the
-# device factor's build and self-check), which is printed apart
-per = lambda e: (e['forward_seconds'] - e['setup_seconds'] - e.get('accelerator_setup_seconds', 0.0)) / frames
-for b, e in ev.items():
-    print(f"{name} {b}: setup {e['setup_seconds']:.2f} s + device {e.get('accelerator_setup_seconds', 0.0):.2f} s, "
-          f"forward {per(e):.3f} s/frame "
-          f"({e['pd_iterations']} PD it.), backward {e['backward_seconds'] / frames:.3f} s/frame "
-          f"({e['adjoint_iterations']} adjoint it.), loss {e['loss']:.12e}")
-    for ph in ("forward_traffic", "backward_traffic"):
-        t = e.get(ph)
-        if t:
-            print(f"  {ph}: {t['launches']} launches ({t['launch_seconds']:.3f} s), {t['downloads']} downloads "
-                  f"({t['download_seconds']:.3f} s), {t['uploads']} uploads ({t['upload_bytes'] / 1e6:.1f} MB, "
-                  f"{t['upload_seconds']:.3f} s); top {t['kernels'][:4]}")
-if "cpu" in ev and dev in ev:
-    gc, gg = ev["cpu"]["gradient"], ev[dev]["gradient"]
-    flat = lambda g: [v for x in (g if isinstance(g, list) else g.values()) for v in (x if isinstance(x, list) else [x])]
-    a, c = flat(gc), flat(gg)
-    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, c)))
-    den = math.sqrt(sum(x * x for x in a)) or 1.0
-    for d in (dev, f"{dev}-t{cores}"):
-        if d in ev:
-            print(f"{name}: {d} vs cpu (2 threads): speed-up forward "
-                  f"{per(ev['cpu']) / per(ev[d]):.2f}x (setups apart), backward "
-                  f"{ev['cpu']['backward_seconds'] / ev[d]['backward_seconds']:.2f}x")
-    print(f"{name}: gradient {dev} vs cpu {num / den:.2e} relative")
-PY
-}
+source scripts/gpu_bench_lib.sh
 part_armadillo() { bench armadillo scenes/armadillo_twist.toml 2; }
 part_cantilever() { bench cantilever_diffpd scenes/cantilever_diffpd.toml 10; }
 # the issue's >= 50k DoF point as a whole run: the cantilever scene as a 64x16x16 tet4 box
@@ -134,6 +87,18 @@ if [ "${BIG:-1}" = 1 ] && [ "$(left)" -gt 90 ]; then
     kill $SMI 2>/dev/null
     echo "big box: peak GPU memory used $(sort -n "$OUT/big-mem.txt" | tail -1) MiB"
 fi
+}
+# 5. the 1M-tet box's CPU baseline (2 threads): forward alone by `simulate`, then `grad` in what is left
+BIGSET=(--set 'body.0.mesh.cells=[420, 20, 20]' --set 'body.0.mesh.element="tet4"' --set 'body.0.mesh.dx=0.0025')
+part_bigcpu() {
+    echo "## big box on the CPU (2 threads), $(left) s left"
+    /usr/bin/time -v timeout "$(limit 300)" $D simulate scenes/cantilever.toml --frames 1 --backend cpu --threads 2 \
+        --overwrite --quiet --out /tmp/bigcpu-sim "${BIGSET[@]}" 2>&1 | grep -E "Maximum resident|Elapsed" 
+    python3 -c "import json; s=json.load(open('/tmp/bigcpu-sim/log.json'))['summary']; print('big box cpu simulate summary', {k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
+        || echo "no simulate log"
+    timeout "$(limit 600)" $D grad scenes/cantilever.toml --frames 1 --backend cpu --threads 2 --overwrite \
+        --out /tmp/bigcpu "${BIGSET[@]}" 2>&1 | tail -8
+    cp /tmp/bigcpu/grad.json "$OUT/grad-big-cpu.json" 2>/dev/null
 }
 for p in $PARTS; do
     [ "$(left)" -gt 20 ] || { echo "deadline: skipping $p and after"; break; }
