@@ -3,7 +3,10 @@
 //! the triangular path (docs/gpu.md "Global solve: two paths"), with the host time of the
 //! ordering and of the simplicial factor, and the same for the CPU path's (faer) factor
 //! unpacked (`SimplicialFactor::from_lower`, what the GPU path uses since 2026-11-27).
-//! Usage: `cargo run --release --example factor_stats -- NX NY NZ [tet4|hex8]`
+//! With `pattern` last, also the host seconds of $S$'s index patterns as the device build of
+//! [`diffphd::gpu::pipeline::DeviceFactor`] makes them (column pattern, its transpose, the
+//! segments of both forms).
+//! Usage: `cargo run --release --example factor_stats -- NX NY NZ [tet4|hex8] [pattern]`
 use diffphd::gpu::factor::SimplicialFactor;
 use diffphd::gpu::pipeline::inverse_factor_bytes;
 use diffphd::linalg::ordering;
@@ -55,5 +58,45 @@ fn main() {
         inverse_factor_bytes(nnz_s, f.n) as f64 / (1u64 << 30) as f64,
         lp.len() - 1,
         up.len() - 1
+    );
+    if args.get(4).map(|s| s.as_str()) == Some("pattern") {
+        host_pattern_seconds(&g);
+    }
+}
+
+/// The host's share of building $S$ on the device: since 2026-11-27 the per-column arrays
+/// (depth schedule, postorder, pointers) and the segments, against the whole patterns the
+/// host built before (column pattern and its transpose with the value map).
+fn host_pattern_seconds(g: &SimplicialFactor) {
+    use diffphd::gpu::factor::transpose_pattern;
+    use diffphd::gpu::pipeline::{segments, SEGMENT};
+    let t = Instant::now();
+    let ((_, _), depth) = g.columns_by_depth();
+    let (_, _, size) = g.postorder();
+    let mut sp = vec![0usize];
+    let mut rp = vec![0usize];
+    for j in 0..g.n {
+        sp.push(sp[j] + depth[j] + 1);
+        rp.push(rp[j] + size[j]);
+    }
+    let t_arrays = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let a = segments(&sp, SEGMENT);
+    let b = segments(&rp, SEGMENT);
+    let t_seg = t.elapsed().as_secs_f64();
+    println!(
+        "host share of S's build now: per-column arrays {t_arrays:.2} s, segments {t_seg:.2} s ({} + {} segments)",
+        a.1.len() - 1,
+        b.1.len() - 1
+    );
+    let t = Instant::now();
+    let (sp, sr) = g.inverse_pattern();
+    let t_cols = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let (_, cols, _) = transpose_pattern(g.n, &sp, &sr);
+    let t_rows = t.elapsed().as_secs_f64();
+    println!(
+        "host patterns of S as built before: column pattern {t_cols:.2} s, transpose and value map {t_rows:.2} s ({} entries)",
+        cols.len()
     );
 }

@@ -123,6 +123,46 @@ DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long le
     sval[sptr[j] + p] = acc / lval[lptr[j]];
 }
 
+// The index pattern of S (CSC), built on the device alongside its values, one depth per launch
+// with the same schedule as dphd_inverse_factor_level: column j holds its elimination-tree path
+// j, parent(j), ..., root, so position p of j's path is j itself (p = 0) or position p - 1 of
+// its parent's path (computed by an earlier launch: the parent is shallower).
+DPHD_KERNEL(dphd_inverse_pattern_level)(DPHD_ITEM_PARAM long long n, long long len, long long offset,
+                                         const long long* cols, const long long* parent,
+                                         const long long* sptr, long long* srow)
+{
+    const long long t = DPHD_ITEM;
+    if (t >= n) return;
+    const long long c = t / len;
+    const long long p = t - c * len;
+    const long long j = cols[offset + c];
+    srow[sptr[j] + p] = p == 0 ? j : srow[sptr[parent[j]] + p - 1];
+}
+
+// The row form of S (CSR) from its CSC values, one item per stored entry (n = nnz(S)): row i of
+// S holds the columns whose path passes i, i.e. i's elimination-tree descendants (i included),
+// which a postorder lists contiguously: post[first[i] .. first[i] + rptr[i+1] - rptr[i]).
+// Entry (i, j) sits at position depth[j] - depth[i] of column j's path. The row of entry q is
+// found by bisection of rptr (every row holds its diagonal, so none is empty).
+DPHD_KERNEL(dphd_inverse_rows)(DPHD_ITEM_PARAM long long n, long long rows,
+                               const long long* rptr, const long long* post,
+                               const long long* first, const long long* depth,
+                               const long long* sptr, const double* sval, long long* rcol,
+                               double* rval)
+{
+    const long long q = DPHD_ITEM;
+    if (q >= n) return;
+    long long lo = 0, hi = rows;  // invariant: rptr[lo] <= q < rptr[hi]
+    while (hi - lo > 1) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (rptr[mid] <= q) lo = mid; else hi = mid;
+    }
+    const long long i = lo;
+    const long long j = post[first[i] + (q - rptr[i])];
+    rcol[q] = j;
+    rval[q] = sval[sptr[j] + depth[j] - depth[i]];
+}
+
 // ---------------------------------------------------------------------------------------------
 // Multi-RHS forms (k right-hand sides per launch; the contact Delassus columns, spec §2.9 and
 // issue 15 "Delassus columns by multi-RHS solves"). A block of k vectors of length n is stored

@@ -91,6 +91,10 @@ impl<D: Device> Device for Counted<D> {
         let t = Instant::now();
         self.uploaded(0, t, self.inner.zeros(n))
     }
+    fn zeros_index(&self, n: usize) -> Result<D::Index, GpuError> {
+        let t = Instant::now();
+        self.uploaded(0, t, self.inner.zeros_index(n))
+    }
     fn write(&self, dst: &mut D::Real, v: &[f64]) -> Result<(), GpuError> {
         let t = Instant::now();
         self.uploaded(8 * v.len(), t, self.inner.write(dst, v))
@@ -119,6 +123,7 @@ impl<D: Device> Device for Counted<D> {
                 Arg::In(b) => Arg::In(&**b),
                 Arg::Out(b) => Arg::Out(&mut **b),
                 Arg::Index(b) => Arg::Index(&**b),
+                Arg::IndexOut(b) => Arg::IndexOut(&mut **b),
             })
             .collect();
         let r = self.inner.launch(k, n, &mut inner);

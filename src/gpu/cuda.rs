@@ -127,6 +127,9 @@ impl Device for Cuda {
     fn zeros(&self, n: usize) -> Result<CudaSlice<f64>, GpuError> {
         self.stream.alloc_zeros::<f64>(n.max(1)).map_err(err)
     }
+    fn zeros_index(&self, n: usize) -> Result<CudaSlice<i64>, GpuError> {
+        self.stream.alloc_zeros::<i64>(n.max(1)).map_err(err)
+    }
     fn write(&self, dst: &mut CudaSlice<f64>, v: &[f64]) -> Result<(), GpuError> {
         if dst.len() != v.len().max(1) {
             return Err(GpuError::Length {
@@ -175,6 +178,7 @@ impl Device for Cuda {
                 Arg::In(s) => b.arg(&**s),
                 Arg::Out(s) => b.arg(&mut **s),
                 Arg::Index(s) => b.arg(&**s),
+                Arg::IndexOut(s) => b.arg(&mut **s),
             };
         }
         // `n as u32` would wrap at 2^32 items (an inverse factor of 4.3G entries): count the

@@ -17,6 +17,8 @@ pub enum Arg<'a, D: Device + ?Sized> {
     Out(&'a mut D::Real),
     /// `const long long*`.
     Index(&'a D::Index),
+    /// `long long*` (written: index patterns built on the device).
+    IndexOut(&'a mut D::Index),
 }
 
 /// A compute device: persistent buffers and kernel launches of `n` independent items.
@@ -33,6 +35,8 @@ pub trait Device: Send + Sync {
     fn upload_index(&self, v: &[i64]) -> Result<Self::Index, GpuError>;
     /// A zeroed buffer of `n` values.
     fn zeros(&self, n: usize) -> Result<Self::Real, GpuError>;
+    /// A zeroed index buffer of `n` entries (for kernels that write indices).
+    fn zeros_index(&self, n: usize) -> Result<Self::Index, GpuError>;
     /// Overwrite a buffer from the host (same length).
     fn write(&self, dst: &mut Self::Real, v: &[f64]) -> Result<(), GpuError>;
     /// Copy a buffer back to the host.
@@ -86,6 +90,7 @@ pub(crate) fn check_args<D: Device + ?Sized>(
                 | (Kind::In, Arg::In(_))
                 | (Kind::Out, Arg::Out(_))
                 | (Kind::Index, Arg::Index(_))
+                | (Kind::IndexOut, Arg::IndexOut(_))
         );
         if !ok {
             return Err(GpuError::Arguments {

@@ -26,6 +26,9 @@ impl Device for Emulator {
     fn zeros(&self, n: usize) -> Result<Vec<f64>, GpuError> {
         Ok(vec![0.0; n])
     }
+    fn zeros_index(&self, n: usize) -> Result<Vec<i64>, GpuError> {
+        Ok(vec![0; n])
+    }
     fn write(&self, dst: &mut Vec<f64>, v: &[f64]) -> Result<(), GpuError> {
         if dst.len() != v.len() {
             return Err(GpuError::Length {
@@ -55,6 +58,7 @@ impl Device for Emulator {
                 Arg::In(b) => HostArg::In(b.as_ptr()),
                 Arg::Out(b) => HostArg::Out(b.as_mut_ptr()),
                 Arg::Index(b) => HostArg::Index(b.as_ptr()),
+                Arg::IndexOut(b) => HostArg::IndexOut(b.as_mut_ptr()),
             })
             .collect();
         host::run(k, n, &raw)

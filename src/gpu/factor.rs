@@ -291,6 +291,44 @@ impl SimplicialFactor {
         (bucket(&depth), depth)
     }
 
+    /// A postorder of the elimination forest, children in ascending order: (`post`, the
+    /// columns in postorder; `first`, where each column's subtree starts in `post`; `size`,
+    /// each subtree's column count, itself included). The descendants of $i$ are
+    /// `post[first[i]..first[i] + size[i]]` with $i$ last: the columns of row $i$ of $S$
+    /// (an entry $S_{ij}$ exists iff $i$ is on $j$'s path). When the numbering already is such
+    /// a postorder `post` is the identity (a chain's natural order; nested dissection's
+    /// numberings generally are not).
+    pub fn postorder(&self) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let n = self.n;
+        // children have smaller indices than their parents: ascending order completes
+        // every subtree before its parent adds it
+        let mut size = vec![1usize; n];
+        for j in 0..n {
+            if self.parent[j] != NONE {
+                size[self.parent[j]] += size[j];
+            }
+        }
+        // top down (descending index: parents first), each block filled from its end, so
+        // the largest child sits just before its parent and siblings ascend
+        let mut first = vec![0usize; n];
+        let mut end = vec![0usize; n]; // one past the free end of each column's block
+        let mut roots_end = n;
+        for j in (0..n).rev() {
+            let stop = match self.parent[j] {
+                NONE => &mut roots_end,
+                p => &mut end[p],
+            };
+            first[j] = *stop - size[j];
+            *stop = first[j];
+            end[j] = first[j] + size[j] - 1; // the column itself takes its block's last slot
+        }
+        let mut post = vec![0usize; n];
+        for j in 0..n {
+            post[first[j] + size[j] - 1] = j;
+        }
+        (post, first, size)
+    }
+
     /// Stored entries of $S$ without building it: $\sum_j (1 + |\mathrm{anc}(j)|)$.
     pub fn inverse_nnz(&self) -> usize {
         self.depths().iter().map(|d| d + 1).sum()
@@ -427,5 +465,40 @@ mod tests {
             assert!(got.inverse_nnz() >= want.inverse_nnz());
         }
         assert_eq!(kinds, vec![false, true], "simplicial and supernodal cases");
+    }
+
+    /// Row $i$ of $S$ holds the descendants of $i$: the postorder's ranges are the rows of
+    /// the transposed column pattern as sets (and in the same ascending order where the
+    /// numbering is a postorder), under nested dissection and the grid's natural order.
+    #[test]
+    fn postorder_ranges_are_the_rows_of_s() {
+        let a = grid3(6);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let natural: Vec<usize> = (0..a.n).collect();
+        for (perm, iperm) in [(&p, &ip), (&natural, &natural)] {
+            let f = SimplicialFactor::new(&a, perm, iperm).unwrap();
+            let (sp, sr) = f.inverse_pattern();
+            let (rp, cols, _) = transpose_pattern(f.n, &sp, &sr);
+            let (post, first, size) = f.postorder();
+            let mut seen = vec![false; f.n];
+            for i in 0..f.n {
+                assert_eq!(
+                    post[first[i] + size[i] - 1],
+                    i,
+                    "column {i} ends its subtree"
+                );
+                seen[i] = true;
+                let range = &post[first[i]..first[i] + size[i]];
+                let row = &cols[rp[i]..rp[i + 1]];
+                let (mut x, mut y) = (range.to_vec(), row.to_vec());
+                x.sort_unstable();
+                y.sort_unstable();
+                assert_eq!(x, y, "row {i}");
+                if post.iter().enumerate().all(|(k, &c)| k == c) {
+                    assert_eq!(range, row, "row {i}: ascending like the transpose");
+                }
+            }
+            assert!(seen.iter().all(|&v| v));
+        }
     }
 }

@@ -37,6 +37,8 @@ pub enum Kind {
     Out,
     /// `const long long*`.
     Index,
+    /// `long long*` (written).
+    IndexOut,
 }
 
 use super::GpuError;
@@ -48,6 +50,7 @@ pub(crate) enum HostArg {
     In(*const f64),
     Out(*mut f64),
     Index(*const i64),
+    IndexOut(*mut i64),
 }
 
 /// Conversion of a [`HostArg`] to the typed parameter of a host kernel.
@@ -79,6 +82,7 @@ take!(f64, Real);
 take!(*const f64, In);
 take!(*mut f64, Out);
 take!(*const i64, Index);
+take!(*mut i64, IndexOut);
 
 macro_rules! kernel_table {
     ($( $(#[$doc:meta])* $name:ident = $sym:ident in $file:literal ( $($arg:ident : $kind:ident),* ); )*) => {
@@ -115,6 +119,7 @@ macro_rules! kernel_table {
                 pub type In = *const f64;
                 pub type Out = *mut f64;
                 pub type Index = *const i64;
+                pub type IndexOut = *mut i64;
             }
             extern "C" {
                 $( fn $sym(item: i64, n: i64, $($arg: kinds::$kind),*); )*
@@ -163,6 +168,12 @@ kernel_table! {
     /// One elimination-tree depth of the sparse inverse factor `S = L^{-1}`, one item per
     /// (column, path position) (sparse.cu, spec Eq. 32).
     InverseFactorLevel = dphd_inverse_factor_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, depth: Index, lptr: Index, lrow: Index, lval: In, sptr: Index, sval: Out);
+    /// One elimination-tree depth of the index pattern of `S` (its paths), same schedule
+    /// (sparse.cu).
+    InversePatternLevel = dphd_inverse_pattern_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, parent: Index, sptr: Index, srow: IndexOut);
+    /// The row form of `S` (columns and values) from its column form, one item per entry,
+    /// through a postorder of the elimination tree (sparse.cu).
+    InverseRows = dphd_inverse_rows in "kernels/sparse.cu" (rows: Int, rptr: Index, post: Index, first: Index, depth: Index, sptr: Index, sval: In, rcol: IndexOut, rval: Out);
     /// Local step per sample: corotated + volume or Neo-Hookean prox (local.cu, spec §3).
     LocalStep = dphd_local_step in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, warm: Out, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).

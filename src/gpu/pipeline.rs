@@ -3,9 +3,18 @@
 //! with `--features cuda`.
 
 use super::device::{Arg, Device};
-use super::factor::{transpose_pattern, SimplicialFactor};
+use super::factor::SimplicialFactor;
 use super::kernels::Kernel;
 use super::GpuError;
+
+/// `[0, a_0, a_0 + a_1, ...]`: pointers from counts.
+fn prefix_sums(counts: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut out = vec![0usize];
+    for c in counts {
+        out.push(out[out.len() - 1] + c);
+    }
+    out
+}
 
 fn idx(v: &[usize]) -> Vec<i64> {
     v.iter().map(|&x| x as i64).collect()
@@ -21,12 +30,15 @@ pub enum SolvePath {
 }
 
 /// Bytes the explicit inverse factor needs on the device: values twice (S and its row form)
-/// plus both index patterns, plus the value map, plus the segments of both forms and their
-/// partial sums for a block of [`BLOCK`] columns (at most `nnz_s / SEGMENT + n` segments per
-/// form).
+/// plus both index patterns, plus the segments of both forms and their partial sums for a
+/// block of [`BLOCK`] columns (at most `nnz_s / SEGMENT + n` segments per form), plus the
+/// build's per-column arrays (its schedule, depths, parents, postorder: `8n` each).
 pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
     let segs = nnz_s / SEGMENT + n + 1;
-    nnz_s * (8 + 8 + 8 + 8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8
+    nnz_s * (8 + 8 + 8 + 8)
+        + 2 * (n + 1) * 8
+        + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8
+        + 5 * n * 8
 }
 
 /// Columns one block solve on device vectors takes at most ([`DeviceFactor::solve_block_device`]):
@@ -68,10 +80,11 @@ struct Form<D: Device> {
 }
 
 impl<D: Device> Form<D> {
-    fn new(dev: &D, ptr: &[usize], col: &[usize], val: D::Real) -> Result<Self, GpuError> {
+    /// The form with pointers `ptr` (host) and its column indices and values on the device.
+    fn new(dev: &D, ptr: &[usize], col: D::Index, val: D::Real) -> Result<Self, GpuError> {
         let (rseg, seg) = segments(ptr, SEGMENT);
         Ok(Form {
-            col: dev.upload_index(&idx(col))?,
+            col,
             val,
             rseg: dev.upload_index(&idx(&rseg))?,
             seg: dev.upload_index(&idx(&seg))?,
@@ -244,21 +257,48 @@ impl<D: Device> DeviceFactor<D> {
     }
 
     /// $S=L^{-1}$ on the device (Eq. 32), top down along the elimination tree (one launch per
-    /// depth, one item per column and path position), and its row form.
+    /// depth for its index pattern and one for its values, one item per column and path
+    /// position), and its row form (one item per entry, through a postorder). The host does
+    /// only $O(n)$ work: the pointers, depths, parents and the postorder (on the 1M-tet box its
+    /// patterns, built on the host before 2026-11-27, took 40 s of one core here).
     fn build_inverse(&self, dev: &D, f: &SimplicialFactor) -> Result<Inverse<D>, GpuError> {
-        let (sp, sr) = f.inverse_pattern();
-        let (rp, cols, map) = transpose_pattern(self.n, &sp, &sr);
-        let col_ptr = dev.upload_index(&idx(&sp))?;
-        let mut values = dev.zeros(sr.len())?;
-        // top down along the elimination tree: one launch per depth (Eq. 32 from S L = I)
+        let n = self.n;
         let ((level_ptr, by_depth), depth) = f.columns_by_depth();
+        let (post, first, size) = f.postorder();
+        let sp = prefix_sums(depth.iter().map(|d| d + 1));
+        let rp = prefix_sums(size.iter().copied());
+        let nnz = sp[n];
+        let parent: Vec<i64> = f
+            .parent
+            .iter()
+            .map(|&p| i64::try_from(p).unwrap_or(-1))
+            .collect();
+        let col_ptr = dev.upload_index(&idx(&sp))?;
         let order = dev.upload_index(&idx(&by_depth))?;
         let depth = dev.upload_index(&idx(&depth))?;
+        let parent = dev.upload_index(&parent)?;
+        let mut rows = dev.zeros_index(nnz)?;
+        let mut values = dev.zeros(nnz)?;
+        // top down along the elimination tree: one depth per launch (a column's path and
+        // values read its parent's and its ancestors', which are shallower)
         for (d, w) in level_ptr.windows(2).enumerate() {
             let len = d + 1;
+            let items = (w[1] - w[0]) * len;
+            dev.launch(
+                Kernel::InversePatternLevel,
+                items,
+                &mut [
+                    Arg::Int(len as i64),
+                    Arg::Int(w[0] as i64),
+                    Arg::Index(&order),
+                    Arg::Index(&parent),
+                    Arg::Index(&col_ptr),
+                    Arg::IndexOut(&mut rows),
+                ],
+            )?;
             dev.launch(
                 Kernel::InverseFactorLevel,
-                (w[1] - w[0]) * len,
+                items,
                 &mut [
                     Arg::Int(len as i64),
                     Arg::Int(w[0] as i64),
@@ -272,21 +312,30 @@ impl<D: Device> DeviceFactor<D> {
                 ],
             )?;
         }
-        drop((order, depth));
-        let map = dev.upload_index(&idx(&map))?;
-        let mut row_values = dev.zeros(sr.len())?;
+        drop((order, parent));
+        let row_ptr = dev.upload_index(&idx(&rp))?;
+        let post = dev.upload_index(&idx(&post))?;
+        let first = dev.upload_index(&idx(&first))?;
+        let mut row_cols = dev.zeros_index(nnz)?;
+        let mut row_values = dev.zeros(nnz)?;
         dev.launch(
-            Kernel::GatherPerm,
-            sr.len(),
+            Kernel::InverseRows,
+            nnz,
             &mut [
-                Arg::Index(&map),
+                Arg::Int(n as i64),
+                Arg::Index(&row_ptr),
+                Arg::Index(&post),
+                Arg::Index(&first),
+                Arg::Index(&depth),
+                Arg::Index(&col_ptr),
                 Arg::In(&values),
+                Arg::IndexOut(&mut row_cols),
                 Arg::Out(&mut row_values),
             ],
         )?;
-        drop((col_ptr, map));
-        let cols_form = Form::new(dev, &sp, &sr, values)?;
-        let rows_form = Form::new(dev, &rp, &cols, row_values)?;
+        drop((row_ptr, post, first, depth, col_ptr));
+        let cols_form = Form::new(dev, &sp, rows, values)?;
+        let rows_form = Form::new(dev, &rp, row_cols, row_values)?;
         let partial = dev.zeros(BLOCK * cols_form.segments.max(rows_form.segments))?;
         Ok(Inverse {
             cols: cols_form,
@@ -611,6 +660,103 @@ mod tests {
                 assert_eq!((seg[a], seg[b]), (ptr[r], ptr[r + 1]));
             }
             assert!((a..b).all(|s| seg[s] < seg[s + 1] && seg[s + 1] - seg[s] <= 4));
+        }
+    }
+
+    /// The device's $S$ (Emulator) holds what the host patterns say: the column form's rows
+    /// are the elimination-tree paths, each row of the row form holds the transposed
+    /// pattern's columns (as a set: the postorder lists them) with the column form's value of
+    /// the same $(i,j)$, bitwise; on a chain (a postordered numbering), a grid under nested
+    /// dissection and the grid shuffled.
+    #[test]
+    fn the_device_built_inverse_factor_matches_the_host_patterns() {
+        use super::DeviceFactor;
+        use crate::gpu::emulator::Emulator;
+        use crate::gpu::factor::{transpose_pattern, SimplicialFactor};
+        use crate::linalg::ordering::nested_dissection;
+        use crate::linalg::CscMatrix;
+        let w = 7;
+        let id = |i: usize, j: usize| i * w + j;
+        let mut conn = vec![];
+        for i in 0..w {
+            for j in 0..w {
+                if i + 1 < w {
+                    conn.extend([id(i, j), id(i + 1, j)]);
+                }
+                if j + 1 < w {
+                    conn.extend([id(i, j), id(i, j + 1)]);
+                }
+            }
+        }
+        let ptr: Vec<usize> = (0..=conn.len() / 2).map(|e| 2 * e).collect();
+        let mut a = CscMatrix::pattern_from_elements(w * w, &conn, &ptr);
+        for e in conn.chunks(2) {
+            a.add(e[0], e[0], 1.0);
+            a.add(e[1], e[1], 1.0);
+            a.add(e[0], e[1], -1.0);
+            a.add(e[1], e[0], -1.0);
+        }
+        a.add_diagonal(&vec![0.1; w * w]);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        // a shuffled numbering (its elimination tree is not postordered)
+        let mut shuffled: Vec<usize> = (0..a.n).collect();
+        let mut state = 12345u64;
+        for k in (1..a.n).rev() {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            shuffled.swap(k, (state >> 33) as usize % (k + 1));
+        }
+        let mut unshuffled = vec![0; a.n];
+        for (k, &c) in shuffled.iter().enumerate() {
+            unshuffled[c] = k;
+        }
+        // the natural numbering of a 1-D chain is a postorder; the grid's orderings are not
+        let chain = {
+            let mut c = CscMatrix::pattern_from_elements(
+                9,
+                &(0..8).flat_map(|k| [k, k + 1]).collect::<Vec<_>>(),
+                &(0..=8).map(|e| 2 * e).collect::<Vec<_>>(),
+            );
+            for k in 0..8 {
+                c.add(k, k, 1.0);
+                c.add(k + 1, k + 1, 1.0);
+                c.add(k, k + 1, -1.0);
+                c.add(k + 1, k, -1.0);
+            }
+            c.add_diagonal(&[0.1; 9]);
+            c
+        };
+        let natural: Vec<usize> = (0..9).collect();
+        for (a, perm, iperm, postordered) in [
+            (&chain, &natural, &natural, true),
+            (&a, &p, &ip, false),
+            (&a, &shuffled, &unshuffled, false),
+        ] {
+            let f = SimplicialFactor::new(a, perm, iperm).unwrap();
+            let dev = Emulator;
+            let df = DeviceFactor::new(&dev, &f, usize::MAX).unwrap();
+            let inv = df.inverse.as_ref().expect("inverse factor built");
+            let (sp, sr) = f.inverse_pattern();
+            let (rp, cols, _) = transpose_pattern(f.n, &sp, &sr);
+            let want_rows: Vec<i64> = sr.iter().map(|&r| r as i64).collect();
+            assert_eq!(inv.cols.col, want_rows, "column form: the paths");
+            for i in 0..f.n {
+                let got = &inv.rows.col[rp[i]..rp[i + 1]];
+                let want: Vec<i64> = cols[rp[i]..rp[i + 1]].iter().map(|&c| c as i64).collect();
+                let (mut x, mut y) = (got.to_vec(), want.clone());
+                x.sort_unstable();
+                y.sort_unstable();
+                assert_eq!(x, y, "row {i}: the columns whose path passes it");
+                for (q, &j) in (rp[i]..rp[i + 1]).zip(got) {
+                    let j = j as usize;
+                    let at = (sp[j]..sp[j + 1]).find(|&k| sr[k] == i).unwrap();
+                    assert_eq!(inv.rows.val[q].to_bits(), inv.cols.val[at].to_bits());
+                }
+            }
+            let (post, ..) = f.postorder();
+            let identity = post.iter().enumerate().all(|(k, &c)| k == c);
+            assert_eq!(identity, postordered, "the numberings cover both cases");
         }
     }
 }
