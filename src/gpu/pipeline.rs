@@ -260,7 +260,7 @@ impl<D: Device> DeviceFactor<D> {
     /// depth for its index pattern and one for its values, one item per column and path
     /// position), and its row form (one item per entry, through a postorder). The host does
     /// only $O(n)$ work: the pointers, depths, parents and the postorder (on the 1M-tet box its
-    /// patterns, built on the host before 2026-11-27, took 40 s of one core here).
+    /// patterns, built on the host before 2026-11-27, took 38 s of one core here).
     fn build_inverse(&self, dev: &D, f: &SimplicialFactor) -> Result<Inverse<D>, GpuError> {
         let n = self.n;
         let ((level_ptr, by_depth), depth) = f.columns_by_depth();
