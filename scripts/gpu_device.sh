@@ -5,8 +5,13 @@
 # for everything), so every part has its own limit under one deadline (BUDGET seconds from
 # the start, default 540) and the script stops early, with diagnostics, when the smoke run
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
-# PARTS picks and orders the parts after the smoke run (default: all, in this order):
+# PARTS picks and orders the parts after the smoke run (default: these, in this order):
 #   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
+# Two more, not in the default: bigcpu (the 1M-tet box on the CPU, 2 threads, about 4 minutes)
+# and bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10).
+# Since 2026-11-27 (session 10) the next lease's order is
+#   PARTS="parity big bigdirect box56k" BUDGET=500
+# (the device build of S's patterns, the GMRES-only backward, parity of the new kernels).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
