@@ -69,20 +69,13 @@ fn main() {
 /// host built before (column pattern and its transpose with the value map).
 fn host_pattern_seconds(g: &SimplicialFactor) {
     use diffphd::gpu::factor::transpose_pattern;
-    use diffphd::gpu::pipeline::{segments, SEGMENT};
+    use diffphd::gpu::pipeline::{segments, InversePlan, SEGMENT};
     let t = Instant::now();
-    let ((_, _), depth) = g.columns_by_depth();
-    let (_, _, size) = g.postorder();
-    let mut sp = vec![0usize];
-    let mut rp = vec![0usize];
-    for j in 0..g.n {
-        sp.push(sp[j] + depth[j] + 1);
-        rp.push(rp[j] + size[j]);
-    }
+    let plan = InversePlan::new(g);
     let t_arrays = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let a = segments(&sp, SEGMENT);
-    let b = segments(&rp, SEGMENT);
+    let a = segments(&plan.col_ptr, SEGMENT);
+    let b = segments(&plan.row_ptr, SEGMENT);
     let t_seg = t.elapsed().as_secs_f64();
     println!(
         "host share of S's build now: per-column arrays {t_arrays:.2} s, segments {t_seg:.2} s ({} + {} segments)",

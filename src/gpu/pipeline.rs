@@ -214,6 +214,43 @@ pub struct DeviceFactor<D: Device> {
     pub path: SolvePath,
 }
 
+/// The host's part of building $S$ on the device ([`DeviceFactor`]), $O(n)$: the columns by
+/// elimination-tree depth (`level_ptr`, `by_depth`: the launch schedule) with their depths and
+/// parents (`-1` at a root), a postorder (`post`, `first`: row $i$'s columns are
+/// `post[first[i]..]`), and the pointers of the column form (path lengths) and of the row form
+/// (subtree sizes).
+pub struct InversePlan {
+    pub level_ptr: Vec<usize>,
+    pub by_depth: Vec<usize>,
+    pub depth: Vec<usize>,
+    pub parent: Vec<i64>,
+    pub post: Vec<usize>,
+    pub first: Vec<usize>,
+    pub col_ptr: Vec<usize>,
+    pub row_ptr: Vec<usize>,
+}
+
+impl InversePlan {
+    pub fn new(f: &SimplicialFactor) -> Self {
+        let ((level_ptr, by_depth), depth) = f.columns_by_depth();
+        let (post, first, size) = f.postorder();
+        InversePlan {
+            col_ptr: prefix_sums(depth.iter().map(|d| d + 1)),
+            row_ptr: prefix_sums(size.into_iter()),
+            parent: f
+                .parent
+                .iter()
+                .map(|&p| i64::try_from(p).unwrap_or(-1))
+                .collect(),
+            level_ptr,
+            by_depth,
+            depth,
+            post,
+            first,
+        }
+    }
+}
+
 impl<D: Device> DeviceFactor<D> {
     /// Upload `f`; build $S$ on the device when its bytes fit `budget_bytes`.
     pub fn new(dev: &D, f: &SimplicialFactor, budget_bytes: usize) -> Result<Self, GpuError> {
@@ -263,16 +300,17 @@ impl<D: Device> DeviceFactor<D> {
     /// patterns, built on the host before 2026-11-27, took 38 s of one core here).
     fn build_inverse(&self, dev: &D, f: &SimplicialFactor) -> Result<Inverse<D>, GpuError> {
         let n = self.n;
-        let ((level_ptr, by_depth), depth) = f.columns_by_depth();
-        let (post, first, size) = f.postorder();
-        let sp = prefix_sums(depth.iter().map(|d| d + 1));
-        let rp = prefix_sums(size.iter().copied());
+        let InversePlan {
+            level_ptr,
+            by_depth,
+            depth,
+            parent,
+            post,
+            first,
+            col_ptr: sp,
+            row_ptr: rp,
+        } = InversePlan::new(f);
         let nnz = sp[n];
-        let parent: Vec<i64> = f
-            .parent
-            .iter()
-            .map(|&p| i64::try_from(p).unwrap_or(-1))
-            .collect();
         let col_ptr = dev.upload_index(&idx(&sp))?;
         let order = dev.upload_index(&idx(&by_depth))?;
         let depth = dev.upload_index(&idx(&depth))?;
