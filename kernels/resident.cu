@@ -41,19 +41,17 @@ DPHD_KERNEL(dphd_diff_into)(DPHD_ITEM_PARAM long long n, long long off, const do
     ring[off + i] = a[i] - b[i];
 }
 
-// First pass of ||a - b||^2: item k sums (a[j] - b[j])^2 over its chunk in index order into
-// partial[off + k] (the host sums the partials in order; with b = 0 it is ||a||^2; several
-// norms share one buffer at different offsets and come back in one copy).
-DPHD_KERNEL(dphd_diff_sq_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
-                                  long long off, const double* a, const double* b,
-                                  double* partial)
+// First pass of ||a - b||^2: item k of the n items sums (a[j] - b[j])^2 over j = k, k + n,
+// k + 2n, ... < len in that order into partial[off + k] (strided, so a warp's loads are
+// coalesced; the host sums the n partials in order; with b = 0 it is ||a||^2; several norms
+// share one buffer at different offsets and come back in one copy).
+DPHD_KERNEL(dphd_diff_sq_partial)(DPHD_ITEM_PARAM long long n, long long len, long long off,
+                                  const double* a, const double* b, double* partial)
 {
     const long long k = DPHD_ITEM;
     if (k >= n) return;
-    const long long lo = k * chunk;
-    const long long hi = lo + chunk < len ? lo + chunk : len;
     double s = 0.0;
-    for (long long j = lo; j < hi; ++j) {
+    for (long long j = k; j < len; j += n) {
         const double d = a[j] - b[j];
         s += d * d;
     }
@@ -61,21 +59,20 @@ DPHD_KERNEL(dphd_diff_sq_partial)(DPHD_ITEM_PARAM long long n, long long len, lo
 }
 
 // First pass of q dot products a . B_c (a = A + a_off; B_c = B + c * len, c < q): item
-// (c, k) = c * chunks + k sums over chunk k in index order into partial[off + c * chunks + k].
-DPHD_KERNEL(dphd_dots_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
-                               long long chunks, long long a_off, long long off,
-                               const double* a, const double* b, double* partial)
+// (c, k) = c * chunks + k sums over j = k, k + chunks, ... < len in that order (strided, as
+// dphd_diff_sq_partial) into partial[off + c * chunks + k].
+DPHD_KERNEL(dphd_dots_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunks,
+                               long long a_off, long long off, const double* a,
+                               const double* b, double* partial)
 {
     const long long item = DPHD_ITEM;
     if (item >= n) return;
     const long long c = item / chunks;
     const long long k = item - c * chunks;
-    const long long lo = k * chunk;
-    const long long hi = lo + chunk < len ? lo + chunk : len;
     const double* av = a + a_off;
     const double* bv = b + c * len;
     double s = 0.0;
-    for (long long j = lo; j < hi; ++j) s += av[j] * bv[j];
+    for (long long j = k; j < len; j += chunks) s += av[j] * bv[j];
     partial[off + item] = s;
 }
 

@@ -35,18 +35,16 @@ DPHD_KERNEL(dphd_gather_perm)(DPHD_ITEM_PARAM long long n, const long long* map,
     dst[i] = src[map[i]];
 }
 
-// First pass of the deterministic two-pass dot product: item k sums x[j]*y[j] over the
-// chunk j in [k*chunk, min((k+1)*chunk, len)) in index order. The second pass sums the
-// partials in index order on the host (their number is len/chunk, small).
-DPHD_KERNEL(dphd_dot_partial)(DPHD_ITEM_PARAM long long n, long long len, long long chunk,
-                              const double* x, const double* y, double* partial)
+// First pass of the deterministic two-pass dot product: item k of the n items sums
+// x[j]*y[j] over j = k, k + n, k + 2n, ... < len in that order (strided: a warp's loads are
+// coalesced). The second pass sums the n partials in index order on the host.
+DPHD_KERNEL(dphd_dot_partial)(DPHD_ITEM_PARAM long long n, long long len, const double* x,
+                              const double* y, double* partial)
 {
     const long long k = DPHD_ITEM;
     if (k >= n) return;
-    const long long lo = k * chunk;
-    const long long hi = lo + chunk < len ? lo + chunk : len;
     double s = 0.0;
-    for (long long j = lo; j < hi; ++j) s += x[j] * y[j];
+    for (long long j = k; j < len; j += n) s += x[j] * y[j];
     partial[k] = s;
 }
 

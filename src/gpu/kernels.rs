@@ -156,7 +156,7 @@ kernel_table! {
     /// `dst[i] = src[map[i]]` (vector.cu).
     GatherPerm = dphd_gather_perm in "kernels/vector.cu" (map: Index, src: In, dst: Out);
     /// First pass of the deterministic dot product (vector.cu).
-    DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, chunk: Int, x: In, y: In, partial: Out);
+    DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, x: In, y: In, partial: Out);
     /// Segmented SpMV, first pass: one partial sum per row segment (sparse.cu, Eq. 33).
     SpmvSegments = dphd_spmv_segments in "kernels/sparse.cu" (seg: Index, col: Index, val: In, x: In, partial: Out);
     /// Segmented SpMV, second pass: each row's segment partials summed in order (sparse.cu).
@@ -216,10 +216,10 @@ kernel_table! {
     /// `ring[off + i] = a[i] - b[i]`: an Anderson history difference into its slot.
     DiffInto = dphd_diff_into in "kernels/resident.cu" (off: Int, a: In, b: In, ring: Out);
     /// First pass of `||a - b||^2` (chunk partials, at an offset of the output).
-    DiffSqPartial = dphd_diff_sq_partial in "kernels/resident.cu" (len: Int, chunk: Int, off: Int, a: In, b: In, partial: Out);
+    DiffSqPartial = dphd_diff_sq_partial in "kernels/resident.cu" (len: Int, off: Int, a: In, b: In, partial: Out);
     /// First pass of `q` dot products of one vector with a block of vectors (at an offset of
     /// the output).
-    DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunk: Int, chunks: Int, a_off: Int, off: Int, a: In, b: In, partial: Out);
+    DotsPartial = dphd_dots_partial in "kernels/resident.cu" (len: Int, chunks: Int, a_off: Int, off: Int, a: In, b: In, partial: Out);
     /// Anderson's mixed iterate (spec Eq. 21).
     AndersonMix = dphd_anderson_mix in "kernels/resident.cu" (m: Int, terms: In, dx: In, dg: In, x: In, g: In, out: Out);
     /// The spectral coefficients of $\Delta A$ at positions `x` (the linearization, local.cu).

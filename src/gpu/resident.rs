@@ -17,8 +17,20 @@ use super::system::{idx, DeviceSolve, GpuSystem};
 use super::GpuError;
 use crate::solver::offload::{MapNorms, ResidentStep};
 
-/// Entries per item of the first pass of a reduction (the host sums the partials in order).
-pub const CHUNK: usize = 1024;
+/// Entries per item of a reduction's first pass, at least: a vector of `n3` entries has
+/// [`partials`]`(n3)` partials, item $k$ summing entries $k, k+P, k+2P, \dots$ (strided, so
+/// a warp's loads are coalesced). Until 2026-11-27 each item summed a block of 1,024
+/// consecutive entries: an 8k-DoF vector had 8 threads.
+pub const ENTRIES_PER_ITEM: usize = 32;
+
+/// Partials of one reduction, at most: each comes back to the host and is summed there in
+/// order (51 dot products of the GMRES basis at 4,096 partials are 1.7 MB a copy).
+pub const MAX_PARTIALS: usize = 4096;
+
+/// The number $P$ of first-pass items (partials) of a reduction over `n3` entries.
+pub fn partials(n3: usize) -> usize {
+    n3.div_ceil(ENTRIES_PER_ITEM).clamp(1, MAX_PARTIALS)
+}
 
 /// The axes of one reduced system of the global solve, solved together
 /// ([`crate::gpu::system::AxisGroup`]): the composed gather and scatter maps on the device and
@@ -115,7 +127,7 @@ pub(crate) type DotsRequest<'a, D> = (
 impl<D: Device> Reducer<D> {
     /// Reductions over vectors of `n3` entries, at most `q` (and at least [`NORMS`]) at once.
     pub(crate) fn new(dev: &D, n3: usize, q: usize) -> Result<Self, GpuError> {
-        let chunks = n3.div_ceil(CHUNK).max(1);
+        let chunks = partials(n3);
         let capacity = q.max(NORMS);
         Ok(Reducer {
             n3,
@@ -159,7 +171,6 @@ impl<D: Device> Reducer<D> {
                 self.chunks,
                 &mut [
                     Arg::Int(self.n3 as i64),
-                    Arg::Int(CHUNK as i64),
                     Arg::Int((i * self.chunks) as i64),
                     Arg::In(*a),
                     Arg::In(*b),
@@ -189,7 +200,6 @@ impl<D: Device> Reducer<D> {
                 q * self.chunks,
                 &mut [
                     Arg::Int(self.n3 as i64),
-                    Arg::Int(CHUNK as i64),
                     Arg::Int(self.chunks as i64),
                     Arg::Int(a_off as i64),
                     Arg::Int((first * self.chunks) as i64),

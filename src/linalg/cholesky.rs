@@ -105,6 +105,19 @@ fn check_finite(a: &CscMatrix) -> Result<(), LinalgError> {
     Ok(())
 }
 
+/// Parallelism of a numeric factorization: the dense kernels of each supernode (its update
+/// from descendants, dense $LL^T$, panel solve) split over the caller's rayon pool
+/// (`--threads`). faer splits those by block shape, so every thread count gives the same
+/// bits (test `threaded_factorization_is_bitwise_sequential`). Until 2026-11-27 this was
+/// `Par::Seq`: the direct adjoint of a 1M-tet box (a 48 s factorization on an H100 host)
+/// used one of the machine's 16 cores.
+fn numeric_par() -> Par {
+    match rayon::current_num_threads() {
+        0 | 1 => Par::Seq,
+        t => Par::rayon(t),
+    }
+}
+
 /// Numeric $LL^T$ of `a` into `values` with the symbolic analysis `symbolic` (same pattern).
 fn numeric_llt(
     symbolic: &SymbolicCholesky<usize>,
@@ -113,8 +126,9 @@ fn numeric_llt(
 ) -> Result<(), LinalgError> {
     let n = a.n;
     let sym = SymbolicSparseColMatRef::new_checked(n, n, &a.col_ptr, None, &a.row_idx);
+    let par = numeric_par();
     let mut mem =
-        MemBuffer::new(symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()));
+        MemBuffer::new(symbolic.factorize_numeric_llt_scratch::<f64>(par, Default::default()));
     let mat = SparseColMatRef::new(sym, &a.values);
     symbolic
         .factorize_numeric_llt(
@@ -122,7 +136,7 @@ fn numeric_llt(
             mat,
             Side::Lower,
             LltRegularization::default(),
-            Par::Seq,
+            par,
             MemStack::new(&mut mem),
             Default::default(),
         )
@@ -370,6 +384,34 @@ mod tests {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         assert!(err2 < 1e-10);
+    }
+
+    /// The determinism contract of [`numeric_par`]: the factor's values are the same bits
+    /// with 1, 2, 3, 5 and 8 threads (a 24³ grid: its top separator is a dense 576-column
+    /// supernode, so the dense kernels do split).
+    #[test]
+    fn threaded_factorization_is_bitwise_sequential() {
+        let a = grid_laplacian(24, 0.5);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let symbolic = SymbolicFactor::analyze(&a, &p, &ip).unwrap();
+        let with = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            pool.install(|| SparseCholesky::numeric(&symbolic, &a).unwrap())
+        };
+        let seq = with(1);
+        assert!(seq.is_supernodal());
+        for t in [2, 3, 5, 8] {
+            let f = with(t);
+            let same = seq
+                .values
+                .iter()
+                .zip(&f.values)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{t} threads changed the factor's bits");
+        }
     }
 
     #[test]

@@ -203,6 +203,7 @@ impl Problem {
             gmres_restart: b.gmres_restart,
             method: b.method,
             direct_after: b.direct_after,
+            device_direct_after: b.device_direct_after,
         };
         let needs_tr = b.filter == crate::model::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);

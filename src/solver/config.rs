@@ -103,6 +103,9 @@ pub struct BackwardConfig {
     /// GMRES iterations after which a frame's adjoint is solved directly (0: never); see
     /// [`crate::model::BackwardSettings::direct_after`].
     pub direct_after: usize,
+    /// The accelerator's cap past `direct_after` (0: as on the CPU); see
+    /// [`crate::model::BackwardSettings::device_direct_after`].
+    pub device_direct_after: usize,
 }
 
 impl BackwardConfig {
@@ -119,6 +122,7 @@ impl BackwardConfig {
             gmres_restart: restart,
             method: AdjointMethod::Gmres,
             direct_after: 0,
+            device_direct_after: 0,
         }
     }
 }

@@ -365,7 +365,10 @@ fn adjoint_gmres_then_direct(
         max_iterations: cfg.max_iterations.min(cfg.direct_after),
         ..cfg.clone()
     };
-    let (z, st) = solve_adjoint(sim, lin, g, &capped, frame);
+    let (mut z, mut st) = solve_adjoint(sim, lin, g, &capped, frame);
+    if !st.converged && lin.device_step.is_some() {
+        continue_on_device(sim, lin, g, cfg, (&mut z, &mut st));
+    }
     if st.converged {
         sim.direct_streak.store(0, Relaxed);
         return Ok((z, st));
@@ -377,6 +380,72 @@ fn adjoint_gmres_then_direct(
     direct.gmres_iterations += st.gmres_iterations;
     direct.seconds += st.seconds;
     Ok((z, direct))
+}
+
+/// The relative residual at which GMRES stands in for the direct solve
+/// (`backward.device_direct_after`): on the 126k-tet box its gradient lands 1.0e-9 from the
+/// direct adjoint's (CPU, 650 iterations), on the 1M-tet box 4.5e-10 (H100, 641).
+pub const DIRECT_EQUIVALENT_TOL: f64 = 1e-10;
+
+/// Iterations GMRES needs from relative residual `now` to `target`, projected from the
+/// contraction per iteration between `before` (relative residual `iterations` earlier) and
+/// `now`; `None` when the residual did not fall.
+pub fn projected_iterations(before: f64, now: f64, iterations: usize, target: f64) -> Option<f64> {
+    if now <= target {
+        return Some(0.0);
+    }
+    let rate = (now / before).ln() / iterations.max(1) as f64;
+    (rate < 0.0 && rate.is_finite()).then(|| (target / now).ln() / rate)
+}
+
+/// Past `direct_after` on an accelerator (`backward.device_direct_after`): GMRES goes on from
+/// `z` toward [`DIRECT_EQUIVALENT_TOL`] in blocks of `direct_after` iterations (rounded up to
+/// whole restart cycles) while the last
+/// block's rate ([`projected_iterations`]) reaches it within `device_direct_after` iterations in
+/// all. Deterministic: the decision reads residuals only, never clocks. `st` gathers the
+/// blocks; the method reads `"…+device"` when they ran. Unconverged, the caller solves
+/// directly.
+fn continue_on_device(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    g: &[f64],
+    cfg: &BackwardConfig,
+    (z, st): (&mut Vec<f64>, &mut AdjointStats),
+) {
+    let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
+    // whole restart cycles: a block that ended mid-cycle would throw its Krylov space away
+    // (blocks of 5 with restart 50 stalled the CI bands' GMRES at 31 iterations)
+    let restart = cfg.gmres_restart.max(1);
+    let block = cfg.direct_after.max(1).div_ceil(restart) * restart;
+    let mut gf = g.to_vec();
+    sim.zero_prescribed(&mut gf);
+    let (mut before, mut since) = (1.0, st.iterations);
+    let method = st.method.clone();
+    while st.iterations < cfg.device_direct_after.min(cfg.max_iterations) {
+        let left = cfg.device_direct_after.min(cfg.max_iterations) - st.iterations;
+        match projected_iterations(before, st.relative_residual, since, target) {
+            Some(need) if need <= left as f64 => {}
+            _ => return,
+        }
+        let run = BackwardConfig {
+            rel_tol: target,
+            max_iterations: block.min(left),
+            ..cfg.clone()
+        };
+        let t0 = std::time::Instant::now();
+        let ks = super::backward::solve_gmres(sim, lin, &gf, z, &run);
+        (before, since) = (st.relative_residual, ks.iterations);
+        st.iterations += ks.iterations;
+        st.gmres_iterations += ks.iterations;
+        st.relative_residual = ks.relative_residual;
+        st.converged = ks.converged;
+        st.seconds += t0.elapsed().as_secs_f64();
+        st.method = format!("{method}+device");
+        st.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        if ks.converged || ks.iterations == 0 {
+            return;
+        }
+    }
 }
 
 /// $Kz=(A-\Delta A)z$ on all DoFs (unreduced).
@@ -443,5 +512,24 @@ fn chain_prescribed(sim: &Simulator, t: f64, dp: &[f64], out: &mut [f64]) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::projected_iterations;
+
+    /// A steady contraction of 10× per 50 iterations from 1e-2 needs 400 more to reach 1e-10;
+    /// a residual that did not fall projects nothing (the caller then solves directly).
+    #[test]
+    fn projection_reads_the_last_blocks_rate() {
+        let need = projected_iterations(1.0, 1e-3, 150, 1e-10).unwrap();
+        assert!((need - 350.0).abs() < 1e-9, "{need}");
+        let need = projected_iterations(1e-1, 1e-2, 50, 1e-10).unwrap();
+        assert!((need - 400.0).abs() < 1e-9, "{need}");
+        assert_eq!(projected_iterations(1e-2, 1e-11, 50, 1e-10), Some(0.0));
+        assert_eq!(projected_iterations(1e-2, 1e-2, 50, 1e-10), None);
+        assert_eq!(projected_iterations(1e-2, 2e-2, 50, 1e-10), None);
+        assert_eq!(projected_iterations(1e-2, f64::NAN, 50, 1e-10), None);
     }
 }
