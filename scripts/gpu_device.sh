@@ -7,7 +7,8 @@
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
 # PARTS picks and orders the parts after the smoke run (default: these, in this order):
 #   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
-# Two more, not in the default: bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes)
+# Three more, not in the default: ab56k (the 56k box's forward, this binary against a staged
+# diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes)
 # and bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10).
 # Since 2026-11-27 (session 10) the next lease's order is
 #   PARTS="parity big bigdirect box56k" BUDGET=500
@@ -111,6 +112,27 @@ part_bigdirect() {
         --out /tmp/big-gmres "${BIGSET[@]}" --set backward.direct_after=0 --set backward.max_iterations=3000 \
         --set backward.rel_tol=1e-10 2>&1 | tail -8
     cp /tmp/big-gmres/grad.json "$OUT/grad-big-gmres-$BACKEND.json" 2>/dev/null
+}
+# 7. A/B of the 56k box's forward: `simulate` (2 frames, 2 host threads) with this binary and
+# with .gpu/bin/diffphd-old.gz (another commit's, staged by hand), each twice, alternating;
+# per frame the PD and Newton-Krylov counts and the host's seconds, from log.json
+part_ab56k() {
+    local bins=("$D") f
+    [ -x /tmp/gpubin/diffphd-old ] && bins+=(/tmp/gpubin/diffphd-old)
+    for rep in 1 2; do for b in "${bins[@]}"; do
+        f=/tmp/ab-$(basename "$b")-$rep
+        timeout "$(limit 60)" "$b" simulate scenes/cantilever.toml --frames 2 --threads 2 --backend "$BACKEND" \
+            --quiet --out "$f" --overwrite --set 'body.0.mesh.cells=[64, 16, 16]' \
+            --set 'body.0.mesh.element="tet4"' --set 'body.0.mesh.dx=0.005' || echo "ab56k $b failed: $?"
+        python3 - "$f" "$(basename "$b") #$rep" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1] + "/log.json"))
+s = d["summary"]
+print(sys.argv[2], "total %.3f s, local %.3f, other %.3f" % (s["seconds_total"], s["seconds_local"], s["seconds_other"]))
+for fr in d["frames"]:
+    print("  frame", fr["frame"], "PD it.", fr["iterations"], "residual", fr.get("residual"), "other %.3f s" % fr["seconds_other"])
+PY
+    done; done
 }
 for p in $PARTS; do
     [ "$(left)" -gt 20 ] || { echo "deadline: skipping $p and after"; break; }

@@ -11,8 +11,9 @@ use super::simulator::{norm, Simulator};
 /// needs 1–3 from the dual gate at its default tolerance.
 pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 
-/// The Newton–Krylov phase gives up when $\|F\|$ has not halved over this many steps
-/// (converging frames need ≤ 5 steps in all; the Plant's buckling frames crawled for 30).
+/// The Newton–Krylov phase gives up when the best $\|F\|$ has not halved over this many
+/// steps ([`stalled`]; converging frames need ≤ 5 steps in all, the Plant's buckling frames
+/// crawled for 30).
 pub const STALL_STEPS: usize = 6;
 
 /// Outcome of [`Simulator::newton_krylov`].
@@ -97,8 +98,7 @@ impl Simulator<'_> {
         // ‖F‖ after each accepted step (for the stall test)
         let mut history = vec![rn];
         for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
-            let stalled =
-                history.len() > STALL_STEPS && rn > 0.5 * history[history.len() - 1 - STALL_STEPS];
+            let stalled = stalled(&history);
             if rn <= target || stalled {
                 break;
             }
@@ -217,6 +217,50 @@ impl Simulator<'_> {
     }
 }
 
+/// The stall test of the Newton–Krylov phase on the accepted steps' $\|F\|$ (`history`,
+/// the start first): the best of the last [`STALL_STEPS`] has not halved against the best
+/// before them. The line search accepts a step that lowers the PD energy or the merit
+/// $F^TA^{-1}F$, so $\|F\|$ itself may rise on the way down.
+fn stalled(history: &[f64]) -> bool {
+    let n = history.len();
+    if n <= STALL_STEPS {
+        return false;
+    }
+    let best = |h: &[f64]| h.iter().copied().fold(f64::INFINITY, f64::min);
+    best(&history[n - STALL_STEPS..]) > 0.5 * best(&history[..n - STALL_STEPS])
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stalled, STALL_STEPS};
+
+    /// On a monotone history the test is the plain one: $\|F\|$ now against
+    /// [`STALL_STEPS`] steps ago.
+    #[test]
+    fn monotone_histories_stall_as_before() {
+        let crawl: Vec<f64> = (0..=STALL_STEPS).map(|k| 1.0 - 0.05 * k as f64).collect();
+        assert!(stalled(&crawl));
+        let quadratic: Vec<f64> = (0..=STALL_STEPS).map(|k| 0.8f64.powi(k as i32)).collect();
+        assert!(!stalled(&quadratic));
+        assert!(!stalled(&crawl[..STALL_STEPS]), "too short to judge");
+    }
+
+    /// Regression (issue 15, 2026-11-27): frame 2 of the 64×16×16 tet4 cantilever box on the
+    /// device path accepted six steps by the energy's Armijo test while $\|F\|$ went
+    /// 34.3, 50.6, 5.05, 23.0, 1.53, 33.0 (the emulator's record; the start, not printed, is
+    /// taken here as 40). The old test compared the last value with the start and called it
+    /// a stall: the direct fallback then ran three host factorizations (H200, 2 host
+    /// threads: 6.5 s a frame against 0.67 on the H100 of session 10). With the best value
+    /// of the window the phase goes on and converges at step 11 (1.8e-8 ≤ 4.1e-8).
+    #[test]
+    fn a_non_monotone_residual_is_not_a_stall() {
+        let history = [40.0, 34.27, 50.60, 5.049, 22.99, 1.535, 32.97];
+        assert!(!stalled(&history));
+        let old = history[history.len() - 1] > 0.5 * history[0];
+        assert!(old, "the old test called this a stall");
+    }
 }
