@@ -33,6 +33,11 @@ for b, e in ev.items():
           f"forward {per(e):.3f} s/frame "
           f"({e['pd_iterations']} PD it.), backward {e['backward_seconds'] / frames:.3f} s/frame "
           f"({e['adjoint_iterations']} adjoint it.), loss {e['loss']:.12e}")
+    fr = e.get("frames", [])
+    if fr and "newton_krylov_steps" in fr[0]:
+        print(f"  per frame: Newton-Krylov steps {[f['newton_krylov_steps'] for f in fr]}, host other s "
+              f"{[round(f['seconds_other'], 2) for f in fr]}, direct fallback (factorizations) "
+              f"{[(f['frame'], f['newton'].get('factorizations')) for f in fr if f.get('newton')]}")
     for ph in ("forward_traffic", "backward_traffic"):
         t = e.get(ph)
         if t:

@@ -86,6 +86,15 @@ pub struct FrameDiagnostics {
     /// TR ratio ρ and blend α of the step (with `backward.filter = "trust_region"`).
     pub rho: Option<f64>,
     pub alpha: Option<f64>,
+    /// Host seconds of the step outside the local and global phases (the Newton–Krylov
+    /// phase, its direct fallback, the line searches' energies).
+    pub seconds_other: f64,
+    /// Newton–Krylov steps of the step (`mode = "accurate"`).
+    pub newton_krylov_steps: usize,
+    /// The direct fallback's Newton record where it ran (or the Newton method's): on the
+    /// device path this is host factorizations (issue 15: the 56k box's forward on an H200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newton: Option<crate::solver::stats::NewtonStats>,
     pub adjoint: Option<crate::solver::stats::AdjointStats>,
 }
 
@@ -324,6 +333,9 @@ impl Problem {
                     pd_converged: st.converged,
                     rho: st.tr.map(|r| r.rho),
                     alpha: st.tr.map(|r| r.alpha),
+                    seconds_other: st.time_other,
+                    newton_krylov_steps: st.polish_steps,
+                    newton: st.newton.clone(),
                     adjoint: None,
                 })
                 .collect(),
