@@ -10,9 +10,10 @@
 # Three more, not in the default: ab56k (the 56k box's forward, this binary against a staged
 # diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes)
 # and bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10).
-# Since 2026-11-27 (session 10) the next lease's order is
-#   PARTS="parity big bigdirect box56k" BUDGET=500
-# (the device build of S's patterns, the GMRES-only backward, parity of the new kernels).
+# Since 2026-11-27 (session 11) the next lease's order is
+#   PARTS="parity box56k armadillo big" BUDGET=400
+# (box56k's per-frame record names the frames whose forward falls back to host factorizations;
+# the armadillo's and the 1M box's backward with the device continuation of the adjoint).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
