@@ -51,9 +51,9 @@ pub struct BackwardSettings {
     /// The same frames on an accelerator (`--backend cuda` or `emulator`), whose GMRES iteration
     /// costs 10–20× less than on the CPU while the direct solve is the same host
     /// factorization: GMRES continues from its iterate past `direct_after`, now to the
-    /// direct solve's accuracy (relative residual $10^{-10}$), in blocks of `direct_after`
-    /// iterations for as long as the last block's rate projects convergence within this many
-    /// iterations in all; otherwise the frame is solved directly. H100, 1M-tet box:
+    /// direct solve's accuracy (relative residual $10^{-10}$), one restart cycle at a time
+    /// for as long as the last cycle's rate projects convergence within this many iterations
+    /// in all; otherwise the frame is solved directly. H100, 1M-tet box:
     /// 641 iterations, 12.3 s, instead of 150 and a 48 s factorization, gradient 4.5e-10
     /// from the direct adjoint's. `0`: as on the CPU. Default 2000.
     #[serde(default = "d_device_direct_after")]

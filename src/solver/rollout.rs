@@ -399,12 +399,11 @@ pub fn projected_iterations(before: f64, now: f64, iterations: usize, target: f6
 }
 
 /// Past `direct_after` on an accelerator (`backward.device_direct_after`): GMRES goes on from
-/// `z` toward [`DIRECT_EQUIVALENT_TOL`] in blocks of `direct_after` iterations (rounded up to
-/// whole restart cycles) while the last
-/// block's rate ([`projected_iterations`]) reaches it within `device_direct_after` iterations in
-/// all. Deterministic: the decision reads residuals only, never clocks. `st` gathers the
-/// blocks; the method reads `"…+device"` when they ran. Unconverged, the caller solves
-/// directly.
+/// `z` toward [`DIRECT_EQUIVALENT_TOL`] one restart cycle at a time while the last cycle's
+/// rate (the first time: the capped run's average, [`projected_iterations`]) reaches it
+/// within `device_direct_after` iterations in all. Deterministic: the decision reads
+/// residuals only, never clocks. `st` gathers the cycles; the method reads `"…+device"` when
+/// they ran. Unconverged, the caller solves directly.
 fn continue_on_device(
     sim: &Simulator,
     lin: &StepLinearization,
@@ -413,10 +412,11 @@ fn continue_on_device(
     (z, st): (&mut Vec<f64>, &mut AdjointStats),
 ) {
     let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
-    // whole restart cycles: a block that ended mid-cycle would throw its Krylov space away
-    // (blocks of 5 with restart 50 stalled the CI bands' GMRES at 31 iterations)
-    let restart = cfg.gmres_restart.max(1);
-    let block = cfg.direct_after.max(1).div_ceil(restart) * restart;
+    // one restart cycle at a time: a block that ended mid-cycle would throw its Krylov space
+    // away (blocks of 5 with restart 50 stalled the CI bands' GMRES at 31 iterations), and
+    // a longer one reacts late to stagnation (blocks of 150 cost the armadillo 150
+    // iterations before the factorization, cycles cost it 50; docs/BENCHMARKS.md session 11)
+    let block = cfg.gmres_restart.max(1);
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
     let (mut before, mut since) = (1.0, st.iterations);
