@@ -532,4 +532,34 @@ mod tests {
         assert_eq!(projected_iterations(1e-2, 2e-2, 50, 1e-10), None);
         assert_eq!(projected_iterations(1e-2, f64::NAN, 50, 1e-10), None);
     }
+
+    /// The continuation's decisions on GMRES residual histories traced on the CPU
+    /// (docs/BENCHMARKS.md, session 11; default cap 2000, restart 50): the armadillo's frame 2
+    /// goes on at 150 (the average rate since the start) and stops one cycle later (that
+    /// cycle's rate projects 2,660 more); the 126k-tet box projects within the cap at every
+    /// cycle until it converges.
+    #[test]
+    fn cycle_rates_stop_the_armadillo_and_not_the_box() {
+        let (cap, tol) = (2000.0, super::DIRECT_EQUIVALENT_TOL);
+        assert!(projected_iterations(1.0, 7.301e-3, 150, tol).unwrap() <= cap - 150.0);
+        assert!(projected_iterations(7.301e-3, 5.198e-3, 50, tol).unwrap() > cap - 200.0);
+        let long_box = [
+            (150, 3.559e-4),
+            (200, 1.066e-4),
+            (250, 2.833e-5),
+            (300, 1.153e-5),
+            (350, 2.803e-6),
+            (400, 1.106e-6),
+            (450, 1.630e-7),
+            (500, 5.073e-8),
+            (550, 4.707e-9),
+            (600, 8.682e-10),
+        ];
+        assert!(projected_iterations(1.0, long_box[0].1, 150, tol).unwrap() <= cap - 150.0);
+        for w in long_box.windows(2) {
+            let ((_, before), (done, now)) = (w[0], w[1]);
+            let need = projected_iterations(before, now, 50, tol).unwrap();
+            assert!(need <= cap - done as f64, "stopped at {done}: {need}");
+        }
+    }
 }
