@@ -421,8 +421,9 @@ fn continue_on_device(
     sim.zero_prescribed(&mut gf);
     let (mut before, mut since) = (1.0, st.iterations);
     let method = st.method.clone();
-    while st.iterations < cfg.device_direct_after.min(cfg.max_iterations) {
-        let left = cfg.device_direct_after.min(cfg.max_iterations) - st.iterations;
+    let cap = cfg.device_direct_after.min(cfg.max_iterations);
+    while st.iterations < cap {
+        let left = cap - st.iterations;
         match projected_iterations(before, st.relative_residual, since, target) {
             Some(need) if need <= left as f64 => {}
             _ => return,
