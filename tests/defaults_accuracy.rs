@@ -398,11 +398,13 @@ fn column_steps(sets: &[&str]) -> Vec<diffphd::solver::StepStats> {
 /// the corotated twist modes), and Anderson-PD then ran to its 5,000-iteration cap from
 /// there: state error 3.2e-2, gradient error 1.7, exit 3. Now a failed phase is finished
 /// by Newton with the direct solver on the same energy (`solver.direct_fallback`), logged
-/// as the frame's Newton record. On this column the first step takes that path and
-/// converges; without it the step runs into the 5,000-iteration cap.
+/// as the frame's Newton record. Since the trust-region phase (2026-11-27) this column's
+/// first step converges without it, so the phase is cut to one subproblem here to fail it;
+/// without the fallback the step then runs into the 5,000-iteration cap.
 #[test]
 fn a_failed_newton_krylov_phase_is_finished_by_the_direct_solver() {
-    let with = column_steps(&[]);
+    let cut = "solver.newton_krylov_max_steps=1";
+    let with = column_steps(&[cut]);
     let first = &with[0];
     let newton = first
         .newton
@@ -411,9 +413,42 @@ fn a_failed_newton_krylov_phase_is_finished_by_the_direct_solver() {
     assert!(first.converged && newton.converged, "{first:?}");
     assert!(first.residual.unwrap() <= 1e-8, "{first:?}");
     assert!(with.iter().all(|s| s.converged));
-    let without = column_steps(&["solver.direct_fallback=false"]);
+    let without = column_steps(&[cut, "solver.direct_fallback=false"]);
     assert!(without[0].newton.is_none());
     assert!(!without[0].converged, "PD alone: {:?}", without[0]);
+}
+
+/// Regression (issue 15, 2026-11-27): the Newton–Krylov phase's line search accepted steps
+/// on the PD energy's Armijo test while its stall test read $\|F\|$, which rises on the way
+/// down a non-convex step energy. The buckling column's frame 1 and the 8×2×2 twisted
+/// cantilever's frame 1 (‖F‖ 6.1, 61, 51, 83, 6.7, 91, 3.9 while the energy fell 0.216 →
+/// 0.102) were called stalls and finished by the direct fallback, and on the H200 the
+/// 64×16×16 box's forward fell back to host factorizations (1.7× instead of 13×). The
+/// trust-region phase on the energy converges on both without the fallback.
+#[test]
+fn non_convex_steps_converge_in_the_trust_region_phase() {
+    let column = column_steps(&[]);
+    let twisted = {
+        let problem = Problem::new(common::load(
+            &scene_at_defaults("cantilever.toml"),
+            &["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=2"],
+        ))
+        .expect("problem");
+        let model = problem.model_at(&problem.theta0());
+        let mut sim = Simulator::new(&model, &problem.ls.scene.solver).unwrap();
+        let (x, v) = (model.x0.clone(), model.v0.clone());
+        vec![sim.step(1, &x, &v).unwrap().1]
+    };
+    for (name, steps) in [("column", &column), ("twisted 8x2x2", &twisted)] {
+        let first = &steps[0];
+        assert!(first.converged, "{name}: {first:?}");
+        assert!(first.residual.unwrap() <= 1e-8, "{name}: {first:?}");
+        assert!(first.newton.is_none(), "{name}: fell back: {first:?}");
+        assert!(
+            first.polish_steps > 0,
+            "{name}: no Newton–Krylov steps: {first:?}"
+        );
+    }
 }
 
 /// Regression (issue 14, session 6): on a buckling step Anderson-PD can wander far from the

@@ -258,6 +258,12 @@ pub struct SolverSettings {
     /// Such frames log a `newton` record. See docs/NOTES.md "Accuracy of the defaults".
     #[serde(default = "d_true")]
     pub direct_fallback: bool,
+    /// `mode = "accurate"`: trust-region subproblems (accepted or not) of a step's
+    /// Newton–Krylov phase before it hands over to `direct_fallback`. Converging phases need
+    /// 3–25 (the Plant's buckling frames the most). See docs/NOTES.md "Accuracy of the
+    /// defaults".
+    #[serde(default = "d_nk_steps")]
+    pub newton_krylov_max_steps: usize,
     #[serde(default = "d_polish_tol")]
     pub polish_tol: f64,
     /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
@@ -300,6 +306,9 @@ pub enum SolverMode {
     Paper,
 }
 
+fn d_nk_steps() -> usize {
+    30
+}
 fn d_newton_maxit() -> usize {
     100
 }
@@ -417,6 +426,7 @@ impl Default for SolverSettings {
             on_nonconvergence: OnNonConvergence::Fail,
             newton_polish: 0,
             direct_fallback: true,
+            newton_krylov_max_steps: d_nk_steps(),
             polish_tol: d_polish_tol(),
             method: SolverMethod::Diffphd,
             newton_energy: NewtonEnergy::Pd,

@@ -567,6 +567,37 @@ pub fn solve_pcg(
     (st.iterations, st.converged, st.relative_residual)
 }
 
+/// The trust-region subproblem of the forward's Newton–Krylov phase: Steihaug–Toint CG
+/// ([`krylov::steihaug_in`]) on $K\delta=F$ preconditioned by $A^{-1}$, in the region
+/// $\|\delta\|_A\le$ `radius` (on the accelerator's vectors when it offers a Krylov space,
+/// as [`solve_pcg`]). `delta` is written.
+pub fn solve_steihaug(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    f: &[f64],
+    delta: &mut [f64],
+    radius: f64,
+    cfg: &BackwardConfig,
+) -> krylov::SteihaugStats {
+    let settings = krylov::PcgSettings {
+        rel_tol: cfg.rel_tol,
+        abs_tol: cfg.abs_tol,
+        max_iter: cfg.max_iterations,
+    };
+    match device_space(sim, lin) {
+        Some(mut space) => krylov::steihaug_in(space.as_mut(), f, delta, radius, &settings)
+            .unwrap_or_else(|_| krylov::SteihaugStats {
+                krylov: device_failed(delta),
+                ..Default::default()
+            }),
+        None => {
+            let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
+            let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
+            krylov::steihaug(&mut op, &mut pre, f, delta, radius, &settings)
+        }
+    }
+}
+
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
 pub(crate) fn global_step(
     sim: &Simulator,

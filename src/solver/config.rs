@@ -24,6 +24,8 @@ pub struct SolverConfig {
     pub polish_tol: f64,
     /// `[solver] direct_fallback`: Newton with a direct solver where Newton–Krylov fails.
     pub direct_fallback: bool,
+    /// `[solver] newton_krylov_max_steps`: subproblems of a Newton–Krylov phase at most.
+    pub newton_krylov_max_steps: usize,
     /// `[solver] method` (issue 7 baselines).
     pub method: SolverMethod,
     /// Settings of `method = "newton"`.
@@ -67,6 +69,7 @@ impl SolverConfig {
             newton_polish: s.newton_polish,
             polish_tol: s.polish_tol,
             direct_fallback: s.direct_fallback,
+            newton_krylov_max_steps: s.newton_krylov_max_steps,
             method: s.method,
             newton: NewtonConfig {
                 energy: s.newton_energy,

@@ -7,11 +7,18 @@ use super::config::BackwardConfig;
 use super::forward::StepRhs;
 use super::simulator::{norm, Simulator};
 
-/// Newton–Krylov steps per PD step at most (`mode = "accurate"`); quadratic convergence
-/// needs 1–3 from the dual gate at its default tolerance.
+/// Newton–Krylov steps per PD step at most in the line-search phase (muscles,
+/// attachments); the trust-region phase's cap is `[solver] newton_krylov_max_steps`.
 pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 
-/// The Newton–Krylov phase gives up when the best $\|F\|$ has not halved over this many
+/// The trust-region phase's first region, as a multiple of the PD step's length
+/// $\|A^{-1}F\|_A=(F^TA^{-1}F)^{1/2}$ at its start. Newton steps from the dual gate are
+/// hundreds of PD steps long; measured on the Plant's first 60 frames (2026-11-27): 1,000
+/// and 100 took the same time (409 and 426 subproblems), 10 made the 8×2×2 cantilever's
+/// frame 1 grow its region for seven steps.
+pub const FIRST_RADIUS: f64 = 1e3;
+
+/// The line-search phase (muscles, attachments) gives up when the best $\|F\|$ has not halved over this many
 /// steps ([`stalled`]; converging frames need ≤ 5 steps in all, the Plant's buckling frames
 /// crawled for 30).
 pub const STALL_STEPS: usize = 6;
@@ -61,21 +68,38 @@ impl Simulator<'_> {
         (steps, rel)
     }
 
-    /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`:
-    /// $K\delta=F(x)$ solved by CG preconditioned with the persistent factor ($A^{-1}$;
-    /// [`Simulator::newton_direction`]) to an Eisenstat–Walker-like forcing tolerance, then a
-    /// backtracking line search
-    /// (Armijo on the PD energy where it is the whole objective, else on $F^TA^{-1}F$; `x`
-    /// never gets worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are
-    /// taken, and the projected one ([`super::backward::StepLinearization::projected`],
-    /// $K\succeq M/h^2$) after a damped step, a direction that climbs the energy or a failed
-    /// line search. Stops at $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps,
-    /// when neither Jacobian gives a step, or when $\|F\|$ has not halved over
-    /// [`STALL_STEPS`] steps (a non-convex step: the caller's direct fallback takes over).
+    /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`,
+    /// towards $\|F\|\le$ `target`. Where the PD energy is the whole objective (`energy` =
+    /// the step's inertial target $y$ and start $x_t$) they are trust-region steps on it
+    /// ([`Simulator::newton_trust_region`]); otherwise (muscles, compliant attachments) the
+    /// line search of [`Simulator::newton_line_search`] on the merit $F^TA^{-1}F$. Either
+    /// leaves `x` at its last accepted iterate, which is never worse than the start; a phase
+    /// that does not converge hands over to the caller's direct fallback.
     pub(super) fn newton_krylov(
         &mut self,
         rhs: &StepRhs,
         energy: Option<(&[f64], &[f64])>,
+        x: &mut Vec<f64>,
+        target: f64,
+    ) -> KrylovOutcome {
+        match energy {
+            Some(energy) => self.newton_trust_region(rhs, energy, x, target),
+            None => self.newton_line_search(rhs, x, target),
+        }
+    }
+
+    /// Newton–Krylov steps where the PD energy is not the objective (muscles, compliant
+    /// attachments): $K\delta=F(x)$ solved by CG preconditioned with the persistent factor
+    /// ($A^{-1}$; [`Simulator::newton_direction`]) to an Eisenstat–Walker-like forcing
+    /// tolerance, then a backtracking line search on the merit $F^TA^{-1}F$ (`x` never gets
+    /// worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are taken, and the
+    /// projected one ([`super::backward::StepLinearization::projected`], $K\succeq M/h^2$)
+    /// after a damped step, on negative curvature or after a failed line search. Stops at
+    /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps, when neither Jacobian
+    /// gives a step, or when $\|F\|$ has not halved over [`STALL_STEPS`] steps.
+    fn newton_line_search(
+        &mut self,
+        rhs: &StepRhs,
         x: &mut Vec<f64>,
         target: f64,
     ) -> KrylovOutcome {
@@ -93,8 +117,6 @@ impl Simulator<'_> {
         let mut exact = true;
         let mut switched = false;
         out.residual = rn;
-        // the PD energy at `x`, carried over from the accepted trial point of the line search
-        let mut e_x: Option<f64> = None;
         // ‖F‖ after each accepted step (for the stall test)
         let mut history = vec![rn];
         for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
@@ -102,10 +124,7 @@ impl Simulator<'_> {
                 break;
             }
             let lin = super::backward::StepLinearization::for_newton(self, x, !exact);
-            let eta = (0.5 * target / rn)
-                .max((rn / r_start).min(0.1))
-                .clamp(1e-6, 0.1);
-            let cfg = BackwardConfig::gmres(eta, 400, 60, self.config.gamma_max);
+            let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let Some(delta) =
                 self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)
             else {
@@ -119,41 +138,19 @@ impl Simulator<'_> {
             // merit: F·A⁻¹F (the A-norm of the PD step A⁻¹F; the plain ‖F‖ is dominated by
             // the stiffest elements and stalls the line search on high-contrast meshes)
             let merit0 = self.merit(&r);
-            let e0 = energy.map(|(y, x_t)| {
-                *e_x.get_or_insert_with(|| super::trust_region::pd_energy(self, x, y, x_t))
-            });
-            let slope = dot(&r, &delta);
             let mut alpha = 1.0;
             let mut accepted = false;
-            // the exact Jacobian is indefinite where the energy is not convex: a direction
-            // that climbs the energy is not searched (the projected one is tried instead)
-            let climbs = exact && energy.is_some() && slope <= 0.0;
-            for _ in 0..if climbs { 0 } else { 7 } {
+            for _ in 0..7 {
                 let mut trial: Vec<f64> =
                     x.iter().zip(&delta).map(|(a, d)| a + alpha * d).collect();
                 self.impose_prescribed(&mut trial, &rhs.xd);
                 if let Ok((r2, _)) = self.pd_residual(rhs, &trial) {
                     let rn2 = norm(&r2);
                     let merit2 = self.merit(&r2);
-                    // Armijo on the PD energy (∇E = −F) where it is the whole objective
-                    let mut e_trial = None;
-                    let armijo = match (energy, e0) {
-                        // only while the predicted decrease is above the energy's round-off
-                        (Some((y, x_t)), Some(e0)) if slope > 1e3 * f64::EPSILON * e0.abs() => {
-                            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t);
-                            e_trial = Some(e2);
-                            e2 <= e0 - 1e-4 * alpha * slope
-                        }
-                        _ => false,
-                    };
-                    if armijo
-                        || merit2 < (1.0 - 1e-4 * alpha) * merit0
-                        || (rn2 <= target && rn2 < rn)
-                    {
+                    if merit2 < (1.0 - 1e-4 * alpha) * merit0 || (rn2 <= target && rn2 < rn) {
                         *x = trial;
                         r = r2;
                         rn = rn2;
-                        e_x = e_trial;
                         accepted = true;
                         break;
                     }
@@ -176,6 +173,87 @@ impl Simulator<'_> {
             out.steps += 1;
             out.residual = rn;
             history.push(rn);
+        }
+        out.converged = rn <= target;
+        out
+    }
+
+    /// Trust-region Newton–Krylov steps on the step's PD energy $\mathcal E_{PD}$
+    /// ($\nabla\mathcal E_{PD}=-F$, Hessian $K=A-\Delta A(x)$, exact): each step minimizes the
+    /// quadratic model $m(\delta)=-F^T\delta+\tfrac12\delta^TK\delta$ over
+    /// $\|\delta\|_A\le\Delta$ by Steihaug–Toint CG preconditioned with $A^{-1}$
+    /// ([`super::backward::solve_steihaug`]; negative curvature is followed to the boundary),
+    /// and is accepted when the energy's actual decrease is more than [`ACCEPT_RATIO`] of the
+    /// model's ($\rho$); the region follows [`next_radius`], starting at [`FIRST_RADIUS`] PD
+    /// steps. Where the model's decrease is below the energy's round-off, a step is accepted
+    /// when it lowers $\|F\|$. `(y, x_t)` are the step's inertial target and start. Stops at
+    /// $\|F\|\le$ `target` or after `[solver] newton_krylov_max_steps` subproblems (accepted or
+    /// not). There is no stall test: the energy falls at every accepted step, and $\|F\|$
+    /// may rise on the way down (measured on the Plant, 200 frames: 3 frames reach the cap
+    /// and go to the direct fallback, against 26 stalls of the line search it replaced).
+    fn newton_trust_region(
+        &mut self,
+        rhs: &StepRhs,
+        (y, x_t): (&[f64], &[f64]),
+        x: &mut Vec<f64>,
+        target: f64,
+    ) -> KrylovOutcome {
+        let mut out = KrylovOutcome {
+            converged: false,
+            steps: 0,
+            gmres_iterations: 0,
+            residual: f64::INFINITY,
+        };
+        let Ok((mut r, _)) = self.pd_residual(rhs, x) else {
+            return out;
+        };
+        let mut rn = norm(&r);
+        let r_start = rn.max(f64::MIN_POSITIVE);
+        out.residual = rn;
+        let mut e_x = super::trust_region::pd_energy(self, x, y, x_t);
+        // the first region: a multiple of the PD step's length ‖A⁻¹F‖_A = (FᵀA⁻¹F)^½
+        let mut radius = FIRST_RADIUS * self.merit(&r).sqrt();
+        let mut lin_cache = None;
+        for _ in 0..self.config.newton_krylov_max_steps {
+            if rn <= target || radius.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                break;
+            }
+            let lin = lin_cache.get_or_insert_with(|| {
+                super::backward::StepLinearization::for_newton(self, x, false)
+            });
+            let cfg = forcing(target, rn, r_start, self.config.gamma_max);
+            let mut delta = vec![0.0; x.len()];
+            let st = super::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg);
+            out.gmres_iterations += st.krylov.iterations;
+            if !delta.iter().all(|v| v.is_finite()) {
+                break;
+            }
+            let mut trial: Vec<f64> = x.iter().zip(&delta).map(|(a, d)| a + d).collect();
+            self.impose_prescribed(&mut trial, &rhs.xd);
+            let Ok((r2, _)) = self.pd_residual(rhs, &trial) else {
+                radius = 0.25 * st.norm;
+                continue;
+            };
+            let rn2 = norm(&r2);
+            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t);
+            let pred = st.model_decrease;
+            let roundoff = pred <= 1e3 * f64::EPSILON * e_x.abs();
+            // below the round-off the energy cannot judge the step: ‖F‖ does (ρ = 1 or 0)
+            let rho = match (roundoff, rn2 < rn) {
+                (false, _) => (e_x - e2) / pred,
+                (true, lower) => f64::from(u8::from(lower)),
+            };
+            let accept = rho > ACCEPT_RATIO;
+            radius = next_radius(radius, rho, &st);
+            if accept {
+                *x = trial;
+                r = r2;
+                rn = rn2;
+                e_x = e2;
+                out.steps += 1;
+                out.residual = rn;
+                lin_cache = None;
+            }
         }
         out.converged = rn <= target;
         out
@@ -212,7 +290,7 @@ impl Simulator<'_> {
     fn merit(&self, f: &[f64]) -> f64 {
         let mut w = vec![0.0; f.len()];
         super::backward::solve_a(self, f, &mut w);
-        dot(f, &w)
+        f.iter().zip(&w).map(|(a, b)| a * b).sum()
     }
 }
 
@@ -229,8 +307,32 @@ fn stalled(history: &[f64]) -> bool {
     best(&history[n - STALL_STEPS..]) > 0.5 * best(&history[..n - STALL_STEPS])
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// A trust-region step is accepted when the energy falls by more than this fraction of the
+/// model's prediction ($\rho$).
+const ACCEPT_RATIO: f64 = 1e-4;
+
+/// The next trust region (Nocedal & Wright Alg. 4.1 in the $A$-norm): a quarter of the
+/// step's length when $\rho<\tfrac14$ (or not a number: a non-finite energy), twice the
+/// radius when $\rho>\tfrac34$ and the step reached the boundary, else unchanged.
+fn next_radius(radius: f64, rho: f64, step: &crate::linalg::krylov::SteihaugStats) -> f64 {
+    if rho.is_nan() || rho < 0.25 {
+        0.25 * step.norm
+    } else if rho > 0.75 && step.boundary {
+        2.0 * radius
+    } else {
+        radius
+    }
+}
+
+/// The Krylov settings of one Newton–Krylov step at $\|F\|$ = `rn` (the phase started at
+/// `r_start`): an Eisenstat–Walker-like forcing tolerance
+/// $\eta=\mathrm{clamp}(\max(\tfrac12\,\mathrm{target}/\|F\|,\ \min(\|F\|/\|F_0\|,0.1)),10^{-6},0.1)$,
+/// at most 400 iterations.
+fn forcing(target: f64, rn: f64, r_start: f64, gamma_max: f64) -> BackwardConfig {
+    let eta = (0.5 * target / rn)
+        .max((rn / r_start).min(0.1))
+        .clamp(1e-6, 0.1);
+    BackwardConfig::gmres(eta, 400, 60, gamma_max)
 }
 
 #[cfg(test)]
