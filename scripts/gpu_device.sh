@@ -14,6 +14,9 @@
 #   PARTS="parity box56k armadillo big" BUDGET=400
 # (box56k's per-frame record names the frames whose forward falls back to host factorizations;
 # the armadillo's and the 1M box's backward with the device continuation of the adjoint).
+# Session 12 made the forward's Newton-Krylov phase a trust-region method (no stall test):
+# box56k should show no `frames[].newton` record, and its forward ratio should be back near
+# the H100's 13x. Restage first (scripts/gpu_stage.sh): .gpu/ predates it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
