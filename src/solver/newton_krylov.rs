@@ -18,9 +18,9 @@ pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 /// frame 1 grow its region for seven steps.
 pub const FIRST_RADIUS: f64 = 1e3;
 
-/// The line-search phase (muscles, attachments) gives up when the best $\|F\|$ has not halved over this many
-/// steps ([`stalled`]; converging frames need ≤ 5 steps in all, the Plant's buckling frames
-/// crawled for 30).
+/// The line-search phase (muscles, attachments) gives up when the best $\|F\|$ has not
+/// halved over this many steps ([`stalled`]; converging frames needed ≤ 5 steps in all, the
+/// Plant's buckling frames crawled for 30 before the trust region took over there).
 pub const STALL_STEPS: usize = 6;
 
 /// Outcome of [`Simulator::newton_krylov`].
@@ -30,6 +30,18 @@ pub(super) struct KrylovOutcome {
     pub(super) gmres_iterations: usize,
     /// Final $\|b(x)-Ax\|$ on the free DoFs.
     pub(super) residual: f64,
+}
+
+impl KrylovOutcome {
+    /// A phase that has taken no step from $\|F\|$ = `residual`.
+    fn at(residual: f64) -> Self {
+        KrylovOutcome {
+            converged: false,
+            steps: 0,
+            gmres_iterations: 0,
+            residual,
+        }
+    }
 }
 
 impl Simulator<'_> {
@@ -82,9 +94,12 @@ impl Simulator<'_> {
         x: &mut Vec<f64>,
         target: f64,
     ) -> KrylovOutcome {
+        let Ok((r, _)) = self.pd_residual(rhs, x) else {
+            return KrylovOutcome::at(f64::INFINITY);
+        };
         match energy {
-            Some(energy) => self.newton_trust_region(rhs, energy, x, target),
-            None => self.newton_line_search(rhs, x, target),
+            Some(energy) => self.newton_trust_region(rhs, energy, x, r, target),
+            None => self.newton_line_search(rhs, x, r, target),
         }
     }
 
@@ -96,27 +111,19 @@ impl Simulator<'_> {
     /// projected one ([`super::backward::StepLinearization::projected`], $K\succeq M/h^2$)
     /// after a damped step, on negative curvature or after a failed line search. Stops at
     /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps, when neither Jacobian
-    /// gives a step, or when $\|F\|$ has not halved over [`STALL_STEPS`] steps.
+    /// gives a step, or when $\|F\|$ has not halved over [`STALL_STEPS`] steps. `r` is $F(x)$.
     fn newton_line_search(
         &mut self,
         rhs: &StepRhs,
         x: &mut Vec<f64>,
+        mut r: Vec<f64>,
         target: f64,
     ) -> KrylovOutcome {
-        let mut out = KrylovOutcome {
-            converged: false,
-            steps: 0,
-            gmres_iterations: 0,
-            residual: f64::INFINITY,
-        };
-        let Ok((mut r, _)) = self.pd_residual(rhs, x) else {
-            return out;
-        };
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
+        let mut out = KrylovOutcome::at(rn);
         let mut exact = true;
         let mut switched = false;
-        out.residual = rn;
         // ‖F‖ after each accepted step (for the stall test)
         let mut history = vec![rn];
         for _ in 0..MAX_NEWTON_KRYLOV_STEPS {
@@ -186,30 +193,23 @@ impl Simulator<'_> {
     /// and is accepted when the energy's actual decrease is more than [`ACCEPT_RATIO`] of the
     /// model's ($\rho$); the region follows [`next_radius`], starting at [`FIRST_RADIUS`] PD
     /// steps. Where the model's decrease is below the energy's round-off, a step is accepted
-    /// when it lowers $\|F\|$. `(y, x_t)` are the step's inertial target and start. Stops at
-    /// $\|F\|\le$ `target` or after `[solver] newton_krylov_max_steps` subproblems (accepted or
-    /// not). There is no stall test: the energy falls at every accepted step, and $\|F\|$
-    /// may rise on the way down (measured on the Plant, 200 frames: 3 frames reach the cap
-    /// and go to the direct fallback, against 26 stalls of the line search it replaced).
+    /// when it lowers $\|F\|$. `(y, x_t)` are the step's inertial target and start, `r` is
+    /// $F(x)$. Stops at $\|F\|\le$ `target` or after `[solver] newton_krylov_max_steps`
+    /// subproblems (accepted or not). There is no stall test: the energy falls at every
+    /// accepted step, and $\|F\|$ may rise on the way down (measured on the Plant, 200 frames:
+    /// 3 frames reach the cap and go to the direct fallback, against 26 stalls of the line
+    /// search it replaced).
     fn newton_trust_region(
         &mut self,
         rhs: &StepRhs,
         (y, x_t): (&[f64], &[f64]),
         x: &mut Vec<f64>,
+        mut r: Vec<f64>,
         target: f64,
     ) -> KrylovOutcome {
-        let mut out = KrylovOutcome {
-            converged: false,
-            steps: 0,
-            gmres_iterations: 0,
-            residual: f64::INFINITY,
-        };
-        let Ok((mut r, _)) = self.pd_residual(rhs, x) else {
-            return out;
-        };
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
-        out.residual = rn;
+        let mut out = KrylovOutcome::at(rn);
         let mut e_x = super::trust_region::pd_energy(self, x, y, x_t);
         // the first region: a multiple of the PD step's length ‖A⁻¹F‖_A = (FᵀA⁻¹F)^½
         let mut radius = FIRST_RADIUS * self.merit(&r).sqrt();
