@@ -538,6 +538,15 @@ fn adjoint_fixed_point(
     z
 }
 
+/// The CG stopping rule of a [`BackwardConfig`] (its tolerances and iteration cap).
+fn pcg_settings(cfg: &BackwardConfig) -> krylov::PcgSettings {
+    krylov::PcgSettings {
+        rel_tol: cfg.rel_tol,
+        abs_tol: cfg.abs_tol,
+        max_iter: cfg.max_iterations,
+    }
+}
+
 /// PCG on $Kz=g$ (free DoFs, $z_D=0$) preconditioned by $A^{-1}$ (the persistent factor),
 /// from `z` ([`krylov::pcg_in`]; on the accelerator's vectors when it offers a Krylov space,
 /// as [`solve_gmres`]). Stops at $\|g-Kz\|\le\epsilon_r\|g\|+\epsilon_a$, on negative curvature or
@@ -549,11 +558,7 @@ pub fn solve_pcg(
     z: &mut [f64],
     cfg: &BackwardConfig,
 ) -> (usize, bool, f64) {
-    let settings = krylov::PcgSettings {
-        rel_tol: cfg.rel_tol,
-        abs_tol: cfg.abs_tol,
-        max_iter: cfg.max_iterations,
-    };
+    let settings = pcg_settings(cfg);
     let st = match device_space(sim, lin) {
         Some(mut space) => {
             krylov::pcg_in(space.as_mut(), gf, z, &settings).unwrap_or_else(|_| device_failed(z))
@@ -579,11 +584,7 @@ pub fn solve_steihaug(
     radius: f64,
     cfg: &BackwardConfig,
 ) -> krylov::SteihaugStats {
-    let settings = krylov::PcgSettings {
-        rel_tol: cfg.rel_tol,
-        abs_tol: cfg.abs_tol,
-        max_iter: cfg.max_iterations,
-    };
+    let settings = pcg_settings(cfg);
     match device_space(sim, lin) {
         Some(mut space) => krylov::steihaug_in(space.as_mut(), f, delta, radius, &settings)
             .unwrap_or_else(|_| krylov::SteihaugStats {
