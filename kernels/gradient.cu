@@ -1,6 +1,64 @@
 // gradient.cu: the per-sample material parameter gradients of one backward step (spec §7.5,
 // Eq. 38: dL/dtheta = -z^T dR/dtheta) and their deterministic reductions.
 #include "device.h"
+#include "material.h"
+
+// Item s: the law's parameter gradient of the sample as a linear map of Zh
+// (material::Material::param_gradient_linear, spec §7.5), at positions x (the step's end):
+// F_s and its signed SVD as in dphd_linearize, then with pc[6s..6s+6) = (1/E_e, dwa/dnu,
+// dwb/dnu, dmu/dnu, dlambda/dnu, dk/dnu) (the PD weights' and the NH body means'
+// nu-derivatives, constant over a rollout):
+//   kind 0 (corotated + volume), R = U V^T, D = U diag(sigma*) V^T (volume projection):
+//     GE = -(wa (F - R) + wb (F - D)) / E,   Gnu = -(dwa (F - R) + dwb (F - D));
+//   kind 1 (Neo-Hookean), P = U diag(sigma*) V^T (cold-started prox), W its stretch Jacobian
+//     filtered with alpha (the backward's filter), dsigma*/dtheta = -(W / k) dg/dtheta with
+//     dg_i/dmu = s_i - 1/s_i, dg_i/dlambda = ln J* / s_i, dg_i/dk = s_i - sigma_i (s = sigma*):
+//     GE = -wa (F - P) / E,   Gnu = wa U diag(ds) V^T - dwa (F - P),
+//     ds = dsigma*/dmu dmu/dnu + dsigma*/dlambda dlambda/dnu + dsigma*/dk dk/dnu.
+// ge, gnu: 9 per sample, row-major (what dphd_param_gradient_samples contracts with Zh).
+DPHD_KERNEL(dphd_param_maps)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                             const long long* nodes, const double* grads, const double* rest,
+                             const double* x, const long long* kind, const double* wa,
+                             const double* wb, const double* nh, const double* pc, double alpha,
+                             double* ge, double* gnu)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double f[9];
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
+    double u[9], sig[3], v[9], st[3];
+    dphd_svd3(f, u, sig, v);
+    const double* c = pc + 6 * s;
+    if (kind[s] == 1) {
+        const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
+        double w[9], p[9], dp[9], g[3], ds[3];
+        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
+        dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w);
+        dphd_compose(u, st, v, p);
+        const double lj = log(st[0]) + log(st[1]) + log(st[2]);
+        for (int i = 0; i < 3; ++i)
+            g[i] = (st[i] - 1.0 / st[i]) * c[3] + (lj / st[i]) * c[4] + (st[i] - sig[i]) * c[5];
+        for (int i = 0; i < 3; ++i)
+            ds[i] = -(w[3 * i] * g[0] + w[3 * i + 1] * g[1] + w[3 * i + 2] * g[2]) / kk;
+        dphd_compose(u, ds, v, dp);
+        for (int k = 0; k < 9; ++k) {
+            const double r = f[k] - p[k];
+            ge[9 * s + k] = -(r * (wa[s] * c[0]));
+            gnu[9 * s + k] = dp[k] * wa[s] - r * c[1];
+        }
+        return;
+    }
+    const double one[3] = {1.0, 1.0, 1.0};
+    double rot[9], dm[9];
+    dphd_compose(u, one, v, rot);
+    dphd_project_stretches(sig, st);
+    dphd_compose(u, st, v, dm);
+    for (int k = 0; k < 9; ++k) {
+        const double r0 = f[k] - rot[k], r1 = f[k] - dm[k];
+        ge[9 * s + k] = -(r0 * (wa[s] * c[0]) + r1 * (wb[s] * c[0]));
+        gnu[9 * s + k] = -(r0 * c[1] + r1 * c[2]);
+    }
+}
 
 // Item s: Zh = sum_k z_{n_k} g_k^T and Vs = sum_k vel_{n_k} g_k^T over the sample's entries
 // [sptr[s], sptr[s+1]) (node nodes[k], rest gradient grads[3k..3k+3)), l = -Zh:Vs; then

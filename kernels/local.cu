@@ -47,12 +47,14 @@ DPHD_KERNEL(dphd_local_step)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 //   kind 1 (Neo-Hookean): sigma* the prox stretches (cold start), W the stretch Jacobian
 //     filtered with `alpha`; [U, V, wa W, wa M, wa N].
 // With cap[s] > 0 (the projected Jacobian) the map's eigenvalues are capped at cap[s]
-// (dphd_cap_spectral).
+// (dphd_cap_spectral). flag[s] = 1 where the filter changed an eigenvalue of the NH stretch
+// Hessian (material::Linearization::filtered), else 0.
 DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
                             const long long* nodes, const double* grads, const double* rest,
                             const double* x, const long long* kind, const double* wa,
                             const double* wb, const double* nh, double alpha, const double* cap,
-                            double* cu, double* cv, double* cw, double* cm, double* cn)
+                            double* cu, double* cv, double* cw, double* cm, double* cn,
+                            double* flag)
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
@@ -60,10 +62,11 @@ DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
     dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
     double u[9], sig[3], v[9], st[3], w[9], m[9], nn[9];
     dphd_svd3(f, u, sig, v);
+    flag[s] = 0.0;
     if (kind[s] == 1) {
         const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
         dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
-        dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w);
+        if (dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w)) flag[s] = 1.0;
         dphd_pair_coefficients(sig, st, w, m, nn);
         for (int k = 0; k < 9; ++k) { w[k] *= wa[s]; m[k] *= wa[s]; nn[k] *= wa[s]; }
     } else {
@@ -87,6 +90,46 @@ DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
         cm[9 * s + k] = m[k];
         cn[9 * s + k] = nn[k];
     }
+}
+
+// Item s: the sample's PD energy at x (the bracket of solver::trust_region::pd_energy,
+// material::Material::pd_energy), from F_s's signed SVD F = U diag(sigma) V^T, in stretch space
+// (F - U diag(t) V^T = U diag(sigma - t) V^T):
+//   kind 0 (corotated + volume): wa/2 |sigma - 1|^2 + wb/2 |sigma - sigma*|^2 (R = U V^T,
+//     sigma* the volume projection's stretches);
+//   kind 1 (Neo-Hookean): wa/2 |sigma - sigma*|^2 + wa/k psi(sigma*), sigma* the cold-started
+//     prox, psi(s) = mu/2 (|s|^2 - 3) - mu ln J + lambda/2 (ln J)^2 (infinite unless s > 0).
+// e: one per sample (summed by dphd_sum_partial, then in order on the host).
+DPHD_KERNEL(dphd_pd_energy)(DPHD_ITEM_PARAM long long n, const long long* sptr,
+                            const long long* nodes, const double* grads, const double* rest,
+                            const double* x, const long long* kind, const double* wa,
+                            const double* wb, const double* nh, double* e)
+{
+    const long long s = DPHD_ITEM;
+    if (s >= n) return;
+    double f[9];
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
+    double u[9], sig[3], v[9], st[3];
+    dphd_svd3(f, u, sig, v);
+    if (kind[s] == 1) {
+        const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
+        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
+        double lj, d2 = 0.0;
+        for (int i = 0; i < 3; ++i) d2 += (sig[i] - st[i]) * (sig[i] - st[i]);
+        const double psi = dphd_log_j(st, &lj)
+            ? 0.5 * mu * (st[0] * st[0] + st[1] * st[1] + st[2] * st[2] - 3.0) - mu * lj
+                  + 0.5 * lambda * lj * lj
+            : 1.0 / 0.0;
+        e[s] = 0.5 * wa[s] * d2 + wa[s] / kk * psi;
+        return;
+    }
+    dphd_project_stretches(sig, st);
+    double r2 = 0.0, d2 = 0.0;
+    for (int i = 0; i < 3; ++i) {
+        r2 += (sig[i] - 1.0) * (sig[i] - 1.0);
+        d2 += (sig[i] - st[i]) * (sig[i] - st[i]);
+    }
+    e[s] = 0.5 * wa[s] * r2 + 0.5 * wb[s] * d2;
 }
 
 // Item = node i: bp[3i + r] = sum over incidences t in [iptr[i], iptr[i+1]) of

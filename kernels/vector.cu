@@ -48,6 +48,19 @@ DPHD_KERNEL(dphd_dot_partial)(DPHD_ITEM_PARAM long long n, long long len, const 
     partial[k] = s;
 }
 
+// First pass of a deterministic two-pass sum: item k of the n items sums x[j] over
+// j = k, k + n, k + 2n, ... < len in that order (strided, as dphd_dot_partial); the host sums
+// the n partials in index order.
+DPHD_KERNEL(dphd_sum_partial)(DPHD_ITEM_PARAM long long n, long long len, const double* x,
+                              double* partial)
+{
+    const long long k = DPHD_ITEM;
+    if (k >= n) return;
+    double s = 0.0;
+    for (long long j = k; j < len; j += n) s += x[j];
+    partial[k] = s;
+}
+
 // dst[to[i]] = src[from[i]]   (a permutation composed with a scatter: the global solve's
 // block back to the node-major vector; `to` injective, so no two items write one entry)
 DPHD_KERNEL(dphd_permute_into)(DPHD_ITEM_PARAM long long n, const long long* from,

@@ -16,7 +16,10 @@
 # the armadillo's and the 1M box's backward with the device continuation of the adjoint).
 # Session 12 made the forward's Newton-Krylov phase a trust-region method (no stall test):
 # box56k should show no `frames[].newton` record, and its forward ratio should be back near
-# the H100's 13x. Restage first (scripts/gpu_stage.sh): .gpu/ predates it.
+# the H100's 13x. Session 13 moved the backward's linearization and material maps and the
+# trust region's energy onto the device: box56k's 2-thread backward ratio (9.7x at session
+# 11) should move toward its 16-thread one (18x). Restage first (scripts/gpu_stage.sh):
+# .gpu/ predates both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)

@@ -24,6 +24,7 @@ on_every_device! {
     multi_rhs_system_solves_match_global_system => multi_rhs_system_solves_match_global_system_on;
     muscle_local_step_matches_the_cpu_path => muscle_local_step_matches_the_cpu_path_on;
     muscle_adjoint_product_matches_the_cpu_linearization => muscle_adjoint_product_matches_the_cpu_linearization_on;
+    trust_region_energy_matches_the_cpu_energy => trust_region_energy_matches_the_cpu_energy_on;
 }
 use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::linalg::{ordering, SparseCholesky};
@@ -232,6 +233,55 @@ fn with_product<D: Device + Clone>(
     body(&m, &sim, &step, &mut prod);
 }
 
+/// The trust region's objective `trust_region::pd_energy` with the material part on the
+/// device (`Offload::material_energy`: `dphd_pd_energy` per sample, two-pass sum) against the
+/// host's, hex and tet, corotated and Neo-Hookean, mild to violent deformations (an infinite
+/// energy must be infinite on both sides). The material part is most of the objective here
+/// (asserted), so a device sum that dropped samples would fail.
+/// Measured 2026-11-27: ≤ 4.4e-16 relative (see the printed lines).
+fn trust_region_energy_matches_the_cpu_energy_on<D: Device + Clone + 'static>(dev: &D) {
+    use diffphd::gpu::offload::DeviceOffload;
+    use diffphd::solver::trust_region::pd_energy;
+    for (element, material) in [
+        ("hex8", "corotated"),
+        ("tet4", "corotated"),
+        ("hex8", "neohookean"),
+        ("tet4", "neohookean"),
+    ] {
+        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+        let ls = common::load(&text, &[]);
+        let m = Model::from_scene(&ls).unwrap();
+        let cpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        let mut gpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
+        gpu.offload = Some(Box::new(
+            DeviceOffload::new(dev.clone(), &gpu, usize::MAX).unwrap(),
+        ));
+        for (amp, seed) in [(0.002, 3u64), (0.05, 4), (0.5, 5)] {
+            let x = deformed(&m, amp, seed);
+            let x_t = deformed(&m, 0.5 * amp, seed + 10);
+            let y = deformed(&m, 0.5 * amp, seed + 20);
+            let (ec, eg) = (pd_energy(&cpu, &x, &y, &x_t), pd_energy(&gpu, &x, &y, &x_t));
+            assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
+            // the material part alone: the same states with x as the target and start
+            let em = pd_energy(&cpu, &x, &x, &x);
+            let e = if ec.is_infinite() {
+                assert_eq!(eg, ec, "{material} {element} amp {amp}");
+                0.0
+            } else {
+                assert!(
+                    em > 0.5 * ec,
+                    "{material} {element} amp {amp}: material {em} of {ec}"
+                );
+                (eg - ec).abs() / ec.abs()
+            };
+            eprintln!(
+                "{material} {element} amp {amp}: energy cpu {ec:.6e} device {eg:.6e}, rel {e:.1e}"
+            );
+            assert!(e <= 1e-12, "{material} {element} amp {amp}: {e:e}");
+        }
+    }
+}
+
 /// ‖ΔA·z on the device − `lin.apply`‖ / ‖`lin.apply`‖ for a noise vector `z` of `seed`.
 fn product_error<D: Device>(
     dev: &D,
@@ -278,7 +328,11 @@ fn device_linearization_matches_the_cpu_linearization_on<D: Device + Clone>(dev:
                     };
                     filtered += lin.filtered_samples;
                     let alpha = if projected { 0.5 } else { 0.0 };
-                    prod.set_step_at(dev, step, &x, (alpha, projected)).unwrap();
+                    let counted = prod.set_step_at(dev, step, &x, (alpha, projected)).unwrap();
+                    assert_eq!(
+                        counted, lin.filtered_samples,
+                        "filtered samples on the device"
+                    );
                     let e = product_error(dev, m, (step, prod), &lin, seed);
                     eprintln!(
                         "{material} {element} amp {amp} projected {projected}: ΔA·z rel {e:.1e} ({} filtered samples)",
@@ -358,10 +412,11 @@ struct Calls {
     params: std::sync::atomic::AtomicUsize,
     krylov: std::sync::atomic::AtomicUsize,
     linearized: std::sync::atomic::AtomicUsize,
+    energies: std::sync::atomic::AtomicUsize,
 }
 
 impl Calls {
-    fn get(&self) -> [usize; 8] {
+    fn get(&self) -> [usize; 9] {
         use std::sync::atomic::Ordering::Relaxed;
         [
             self.local.load(Relaxed),
@@ -372,6 +427,7 @@ impl Calls {
             self.params.load(Relaxed),
             self.krylov.load(Relaxed),
             self.linearized.load(Relaxed),
+            self.energies.load(Relaxed),
         ]
     }
 }
@@ -405,9 +461,13 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
         x: &[f64],
         filter: (f64, bool),
         muscle: &diffphd::solver::offload::MuscleStep,
-    ) -> Option<Result<u64, String>> {
+    ) -> Option<Result<diffphd::solver::offload::DeviceLinearization, String>> {
         bump(&self.calls.linearized);
         self.inner.linearize_step(x, filter, muscle)
+    }
+    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, String>> {
+        bump(&self.calls.energies);
+        self.inner.material_energy(x)
     }
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
         bump(&self.calls.products);
@@ -461,7 +521,8 @@ fn gradient_vector(g: &diffphd::solver::gradient::Gradients) -> Vec<f64> {
 /// E/ν/β0 accumulation; the calls are counted — against the CPU path, forward under
 /// [`CONVERGED`], adjoint to `backward.rel_tol = 1e-10`. Returns (worst state difference
 /// relative to the rollout's max displacement, gradient relative difference
-/// ‖g_dev − g_cpu‖/‖g_cpu‖ over every class, E-per-element relative difference).
+/// ‖g_dev − g_cpu‖/‖g_cpu‖ over every class, E-per-element relative difference, samples the
+/// backward filter changed over all frames — asserted equal to the CPU's frame by frame).
 /// Measured 2026-11-25: cantilever (8×2×2, 4 frames) states 1.0e-12, gradient 6.2e-13;
 /// NH bands (2×2×12 tets, 4 frames, twist magnitude 20: at the scene's magnitude 2 the motion
 /// is 1.9e-3 m and round-off of the positions alone is 4e-10 of it) states 3.5e-11, gradient
@@ -470,7 +531,7 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
     dev: &D,
     scene_file: &str,
     sets: &[&str],
-) -> (f64, f64, f64) {
+) -> (f64, f64, f64, usize) {
     use diffphd::gpu::offload::DeviceOffload;
     use diffphd::solver::rollout;
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -508,7 +569,7 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
         .zip(forward_calls)
         .map(|(a, b)| a - b)
         .collect();
-    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params, Krylov spaces, device linearizations] {forward_calls:?}, backward {backward_calls:?}");
+    eprintln!("{scene_file}: device calls forward [local, solve, ΔA plans, ΔA·z, A⁻¹, params, Krylov spaces, device linearizations, energies] {forward_calls:?}, backward {backward_calls:?}");
     // the forward ran on the device (local step, solve; each Newton–Krylov or polish
     // linearization's solves on device vectors); the backward's parameter sums too, one plan
     // and one parameter sum per frame, and every frame's adjoint (no contact rows: GMRES) on
@@ -520,7 +581,15 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
     assert_eq!(forward_calls[2], 0, "host-planned ΔA in the forward");
     assert!(forward_calls[6] >= forward_calls[7]);
     assert!(forward_calls[6] == 0 || forward_calls[7] > 0);
-    assert_eq!(backward_calls[2], m.frames, "one ΔA plan per backward step");
+    // ... and the trust region's energies at its trial points too
+    assert!(forward_calls[7] == 0 || forward_calls[8] > 0);
+    // ... and so are the backward's: one device linearization per step (the material maps
+    // of the parameter gradients at x_{t+1} too), no host coefficients
+    assert_eq!(backward_calls[2], 0, "host-planned ΔA in the backward");
+    assert_eq!(
+        backward_calls[7], m.frames,
+        "one device linearization per backward step"
+    );
     assert_eq!(backward_calls[5], m.frames, "one parameter sum per step");
     let contact_frames = ro_c.steps.iter().filter(|s| s.contact.is_some()).count();
     if direct {
@@ -541,6 +610,15 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
         assert!(
             br.nonconverged().is_empty(),
             "{side}: adjoint not converged"
+        );
+        // the backward filter's count per frame (device: counted on the device)
+        let filtered = |b: &rollout::BackwardResult| -> Vec<usize> {
+            b.adjoint.iter().map(|a| a.filtered_samples).collect()
+        };
+        assert_eq!(
+            filtered(br),
+            filtered(&br_c),
+            "{side}: filtered samples per frame"
         );
         if direct {
             let methods: Vec<&str> = br.adjoint.iter().map(|a| a.method.as_str()).collect();
@@ -585,7 +663,8 @@ fn forward_backward_parity<D: Device + Clone + 'static>(
         "{scene_file}: states {state:.2e} of the motion ({max_disp:.3e}), gradient {grad:.2e}, dL/dE_e {youngs:.2e}, dL/dnu {:.2e}",
         rel(&br_g.grads.nu, &br_c.grads.nu)
     );
-    (state, grad, youngs)
+    let filtered = br_g.adjoint.iter().map(|a| a.filtered_samples).sum();
+    (state, grad, youngs, filtered)
 }
 
 fn gradients_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
@@ -598,17 +677,18 @@ fn gradients_cantilever_on<D: Device + Clone + 'static>(dev: &D) {
 }
 
 /// [`forward_backward_parity`] within the issue-15 bounds: states ≤ 1e-10 of the motion,
-/// gradient and dL/dE_e ≤ 1e-8 relative.
+/// gradient and dL/dE_e ≤ 1e-8 relative. Returns the filtered samples of all frames.
 fn assert_forward_backward_parity<D: Device + Clone + 'static>(
     dev: &D,
     name: &str,
     scene_file: &str,
     sets: &[&str],
-) {
-    let (state, grad, youngs) = forward_backward_parity(dev, scene_file, sets);
+) -> usize {
+    let (state, grad, youngs, filtered) = forward_backward_parity(dev, scene_file, sets);
     assert!(state <= 1e-10, "{name} states differ by {state:e}");
     assert!(grad <= 1e-8, "{name} gradient differs by {grad:e}");
     assert!(youngs <= 1e-8, "{name} dL/dE_e differs by {youngs:e}");
+    filtered
 }
 
 fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
@@ -622,6 +702,28 @@ fn gradients_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
             "body.0.force.0.twist.magnitude=20.0",
         ],
     );
+}
+
+/// The NH bands with the backward's clamp filter (`backward.filter = "clamp"`), released
+/// from a 1.8× expansion at ν = 0.49 so that the filter acts (21 samples over the 4 frames on
+/// the CPU, measured 2026-11-27; the twist alone filters none): the device linearizes each
+/// step with the filter and computes the ν maps through the filtered stretch Jacobian; the
+/// same filtered gradient as the CPU's and the same filtered samples per frame.
+fn gradients_twist_bands_clamp_on<D: Device + Clone + 'static>(dev: &D) {
+    let filtered = assert_forward_backward_parity(
+        dev,
+        "NH bands, clamp filter",
+        "scenes/twist_bands_tet.toml",
+        &[
+            "body.0.mesh.cells=[2, 2, 12]",
+            "simulation.frames=4",
+            "body.0.force.0.twist.magnitude=20.0",
+            "body.0.initial.scale=1.8",
+            "body.0.material.poisson_ratio=0.49",
+            "backward.filter=\"clamp\"",
+        ],
+    );
+    assert!(filtered > 0, "the clamp filter changed no sample");
 }
 
 /// Regression (H100 run, 2026-11-27: the armadillo's device adjoint ran GMRES to its cap,
@@ -698,6 +800,10 @@ mod gradients {
         super::gradients_twist_bands_on(&super::Emulator);
     }
     #[test]
+    fn twist_bands_with_the_clamp_filter_match_the_cpu_path() {
+        super::gradients_twist_bands_clamp_on(&super::Emulator);
+    }
+    #[test]
     fn direct_adjoint_fallback_matches_the_cpu_path() {
         super::gradients_direct_fallback_on(&super::Emulator);
     }
@@ -729,6 +835,14 @@ mod gradients_cuda {
         on(super::gradients_twist_bands_on);
     }
     #[test]
+    fn twist_bands_with_the_clamp_filter_match_the_cpu_path() {
+        on(super::gradients_twist_bands_clamp_on);
+    }
+    #[test]
+    fn param_gradients_match_the_cpu_path() {
+        on(super::param_gradients_match_the_cpu_path_on);
+    }
+    #[test]
     fn direct_adjoint_fallback_matches_the_cpu_path() {
         on(super::gradients_direct_fallback_on);
     }
@@ -739,7 +853,9 @@ mod gradients_cuda {
 }
 
 /// The per-element E and per-body ν, β0 gradients of one step on the device (kernels/gradient.cu:
-/// per-sample contractions, segment sums, two-pass body sums) vs `accumulate_step` on the CPU,
+/// the material maps at $x_{t+1}$ from a device linearization with each backward filter,
+/// per-sample contractions, segment sums, two-pass body sums; the filtered-sample count) vs
+/// `accumulate_step` on the CPU,
 /// same states and adjoint: corotated hex with a stiff region and stiffness damping, and
 /// Neo-Hookean tet, deformed states.
 fn param_gradients_match_the_cpu_path_on<D: Device + Clone + 'static>(dev: &D) {
@@ -766,33 +882,35 @@ fn param_gradients_match_the_cpu_path_on<D: Device + Clone + 'static>(dev: &D) {
             v_t: &v_t,
             x_next: &x_next,
         };
-        let (mut gc, mut gg) = (Gradients::zeros(&cpu), Gradients::zeros(&gpu));
-        accumulate_step(
-            &cpu,
-            &StepLinearization::new(&cpu, &x_next, 0.0),
-            step,
-            &z,
-            &mut gc,
-        );
-        accumulate_step(
-            &gpu,
-            &StepLinearization::new(&gpu, &x_next, 0.0),
-            step,
-            &z,
-            &mut gg,
-        );
-        assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
-        let (ee, en, eb) = (
-            rel(&gg.youngs, &gc.youngs),
-            rel(&gg.nu, &gc.nu),
-            rel(&gg.beta0, &gc.beta0),
-        );
-        eprintln!("{material} {element}: dL/dE_e {ee:.1e}, dL/dnu {en:.1e}, dL/dbeta0 {eb:.1e} (nu {:?} vs {:?})", gg.nu, gc.nu);
-        assert!(gc.youngs.iter().any(|v| *v != 0.0) && gc.beta0[0] != 0.0);
-        assert!(
-            ee < 1e-12 && en < 1e-12 && eb < 1e-12,
-            "{material}: {ee:e} {en:e} {eb:e}"
-        );
+        // the backward's filters: none, clamp, abs (the NH maps of ν differentiate the prox
+        // through the filtered stretch Jacobian)
+        for alpha in [0.0, 0.5, 1.0] {
+            let (mut gc, mut gg) = (Gradients::zeros(&cpu), Gradients::zeros(&gpu));
+            let lin_c = StepLinearization::new(&cpu, &x_next, alpha);
+            accumulate_step(&cpu, &lin_c, step, &z, &mut gc);
+            // linearized on the device, the material maps at x_{t+1} the device's own
+            let lin_g = StepLinearization::for_adjoint(&gpu, &x_next, alpha);
+            accumulate_step(&gpu, &lin_g, step, &z, &mut gg);
+            assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
+            let (ee, en, eb) = (
+                rel(&gg.youngs, &gc.youngs),
+                rel(&gg.nu, &gc.nu),
+                rel(&gg.beta0, &gc.beta0),
+            );
+            let filtered = (lin_c.filtered_samples, lin_g.filtered_samples);
+            eprintln!("{material} {element} alpha {alpha}: dL/dE_e {ee:.1e}, dL/dnu {en:.1e}, dL/dbeta0 {eb:.1e} (nu {:?} vs {:?}), filtered samples {filtered:?}", gg.nu, gc.nu);
+            assert!(gc.youngs.iter().any(|v| *v != 0.0) && gc.beta0[0] != 0.0);
+            assert!(
+                ee < 1e-12 && en < 1e-12 && eb < 1e-12,
+                "{material} alpha {alpha}: {ee:e} {en:e} {eb:e}"
+            );
+            assert_eq!(filtered.0, filtered.1, "filtered samples, cpu vs device");
+            // the filter has something to change on the NH block (else the test of the
+            // filtered maps and counts could not fail)
+            if material == "neohookean" && alpha > 0.0 {
+                assert!(filtered.0 > 0);
+            }
+        }
     }
 }
 

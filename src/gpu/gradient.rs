@@ -1,6 +1,6 @@
 //! The backward's per-step parameter-gradient reductions on a device (spec §7.5): the
-//! $z$-dependent half of `solver::gradient::accumulate_step`. Material terms: $\hat Z_s=G_sz$,
-//! $G_sv$, their contractions with the law's linear maps ([`crate::solver::offload::ParamStep`]),
+//! $z$-dependent half of `solver::gradient::accumulate_step`. Material terms: the law's linear
+//! maps at $x_{t+1}$ (`dphd_param_maps`), $\hat Z_s=G_sz$, $G_sv$ and their contractions,
 //! summed per element (a segment gather over each element's samples) and per body. Nodal
 //! terms (density, mass damping, gravity) per node, force-group scales per loaded node, muscle
 //! activations per fibre, each summed per group. Every per-group sum is two passes (chunk sums
@@ -12,6 +12,7 @@ use super::kernels::Kernel;
 use super::local::{DeviceAdjointProduct, DeviceLocalStep, MuscleArrays};
 use super::GpuError;
 use crate::model::{Derived, Model};
+use crate::solver::gradient::ParamConstants;
 use crate::solver::offload::{ParamStep, ParamSums};
 
 /// Items per chunk of the first pass of a per-group sum (samples of a body, nodes of a body
@@ -111,9 +112,13 @@ pub struct DeviceParamGradient<D: Device> {
     bodies: ChunkedSum<D>,
     z: D::Real,
     vel: D::Real,
+    /// The step's end $x_{t+1}$ (the material maps' and the nodal terms' positions).
+    x_next: D::Real,
+    /// Per-sample constants of the maps and of $\ell_s$ ([`ParamConstants`]), uploaded once.
+    pc: D::Real,
+    a: D::Real,
     ge: D::Real,
     gnu: D::Real,
-    a: D::Real,
     out: D::Real,
     elem_sum: D::Real,
     nodal: NodalTerms<D>,
@@ -123,8 +128,10 @@ pub struct DeviceParamGradient<D: Device> {
 
 impl<D: Device> DeviceParamGradient<D> {
     /// Segment lists for `model`'s elements, bodies, nodes, force groups and muscle groups;
-    /// the per-node data of `derived` (masses, $\alpha_i$); buffers for one step.
+    /// the per-node data of `derived` (masses, $\alpha_i$) and the per-sample constants of
+    /// the material maps ([`ParamConstants`]); buffers for one step.
     pub fn new(dev: &D, model: &Model, derived: &Derived) -> Result<Self, GpuError> {
+        let constants = ParamConstants::new(model, derived);
         let ns = model.num_samples();
         let ne = model.num_elements();
         let nb = model.bodies.len();
@@ -139,9 +146,11 @@ impl<D: Device> DeviceParamGradient<D> {
             bodies: ChunkedSum::new(dev, &lists(nb, ns, body_of))?,
             z: dev.zeros(3 * nn)?,
             vel: dev.zeros(3 * nn)?,
+            x_next: dev.zeros(3 * nn)?,
+            pc: dev.upload(&constants.maps)?,
+            a: dev.upload(&constants.a)?,
             ge: dev.zeros(9 * ns)?,
             gnu: dev.zeros(9 * ns)?,
-            a: dev.zeros(3 * ns)?,
             out: dev.zeros(3 * ns)?,
             elem_sum: dev.zeros(ne)?,
             nodal: NodalTerms::new(dev, model, derived)?,
@@ -161,15 +170,18 @@ impl<D: Device> DeviceParamGradient<D> {
         step: &ParamStep,
     ) -> Result<ParamSums, GpuError> {
         dev.write(&mut self.z, step.z)?;
+        dev.write(&mut self.x_next, step.x_next)?;
         let mut sums = self.material(dev, local, step)?;
-        self.nodal.run(dev, &self.z, step, &mut sums)?;
+        self.nodal
+            .run(dev, (&self.z, &self.x_next), step, &mut sums)?;
         sums.force_scale = self.forces.run(dev, &self.z, step.force_profile)?;
         sums.muscle = self.muscles.run(dev, local, product, &self.z)?;
         Ok(sums)
     }
 
-    /// The per-element E and per-body ν, β0 sums of the step's sample gradients
-    /// (`dphd_param_gradient_samples`, then segment sums).
+    /// The per-element E and per-body ν, β0 sums of the step's sample gradients: the maps
+    /// at $x_{t+1}$ (`dphd_param_maps`), their contraction (`dphd_param_gradient_samples`),
+    /// then segment sums.
     fn material(
         &mut self,
         dev: &D,
@@ -177,9 +189,12 @@ impl<D: Device> DeviceParamGradient<D> {
         step: &ParamStep,
     ) -> Result<ParamSums, GpuError> {
         dev.write(&mut self.vel, step.vel)?;
-        dev.write(&mut self.ge, step.ge)?;
-        dev.write(&mut self.gnu, step.gnu)?;
-        dev.write(&mut self.a, step.a)?;
+        local.param_maps(
+            dev,
+            (&self.x_next, step.alpha),
+            &self.pc,
+            (&mut self.ge, &mut self.gnu),
+        )?;
         dev.launch(
             Kernel::ParamGradientSamples,
             self.ns,
@@ -228,7 +243,6 @@ struct NodalTerms<D: Device> {
     alpha: D::Real,
     rho: D::Real,
     x_t: D::Real,
-    x_next: D::Real,
     v_t: D::Real,
     out: D::Real,
     bodies: ChunkedSum<D>,
@@ -250,7 +264,6 @@ impl<D: Device> NodalTerms<D> {
             alpha: dev.upload(&derived.node_alpha)?,
             rho: dev.upload(&rho)?,
             x_t: dev.zeros(3 * nn)?,
-            x_next: dev.zeros(3 * nn)?,
             v_t: dev.zeros(3 * nn)?,
             out: dev.zeros(5 * nn)?,
             bodies: ChunkedSum::new(dev, &lists(model.bodies.len(), nn, body_of))?,
@@ -258,16 +271,16 @@ impl<D: Device> NodalTerms<D> {
         })
     }
 
-    /// The step's per-body $d\rho$, $d\alpha$ and $dg$ into `sums`.
+    /// The step's per-body $d\rho$, $d\alpha$ and $dg$ into `sums` (`x_next` on the device
+    /// already).
     fn run(
         &mut self,
         dev: &D,
-        z: &D::Real,
+        (z, x_next): (&D::Real, &D::Real),
         step: &ParamStep,
         sums: &mut ParamSums,
     ) -> Result<(), GpuError> {
         dev.write(&mut self.x_t, step.x_t)?;
-        dev.write(&mut self.x_next, step.x_next)?;
         dev.write(&mut self.v_t, step.v_t)?;
         let [g0, g1, g2] = self.gravity;
         dev.launch(
@@ -283,7 +296,7 @@ impl<D: Device> NodalTerms<D> {
                 Arg::In(&self.rho),
                 Arg::In(z),
                 Arg::In(&self.x_t),
-                Arg::In(&self.x_next),
+                Arg::In(x_next),
                 Arg::In(&self.v_t),
                 Arg::Out(&mut self.out),
             ],

@@ -182,6 +182,9 @@ kernel_table! {
     SpectralApply = dphd_spectral_apply in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, cu: In, cv: In, cw: In, cm: In, cn: In, z: In, dp: Out);
     /// Per-sample material parameter gradients of a backward step (gradient.cu, spec §7.5).
     ParamGradientSamples = dphd_param_gradient_samples in "kernels/gradient.cu" (sptr: Index, nodes: Index, grads: In, z: In, vel: In, ge: In, gnu: In, a: In, out: Out);
+    /// The law's parameter-gradient maps $(G^E_s, G^\nu_s)$ per sample at positions `x`
+    /// (gradient.cu, spec §7.5; `Material::param_gradient_linear`).
+    ParamMaps = dphd_param_maps in "kernels/gradient.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, pc: In, alpha: Real, ge: Out, gnu: Out);
     /// Segment sums through an index list (gradient.cu): per-element sums, per-body first pass.
     SegmentSum = dphd_segment_sum in "kernels/gradient.cu" (stride: Int, comp: Int, ptr: Index, idx: Index, src: In, dst: Out);
     // --- multi-RHS solves (contact Delassus columns) and muscles ---
@@ -223,13 +226,18 @@ kernel_table! {
     /// Anderson's mixed iterate (spec Eq. 21).
     AndersonMix = dphd_anderson_mix in "kernels/resident.cu" (m: Int, terms: In, dx: In, dg: In, x: In, g: In, out: Out);
     /// The spectral coefficients of $\Delta A$ at positions `x` (the linearization, local.cu).
-    Linearize = dphd_linearize in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, alpha: Real, cap: In, cu: Out, cv: Out, cw: Out, cm: Out, cn: Out);
+    Linearize = dphd_linearize in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, alpha: Real, cap: In, cu: Out, cv: Out, cw: Out, cm: Out, cn: Out, flag: Out);
     /// First pass of the segmented SpMV on a row-interleaved block of `k` columns.
     SpmvSegmentsMulti = dphd_spmv_segments_multi in "kernels/sparse.cu" (k: Int, seg: Index, col: Index, val: In, x: In, partial: Out);
     /// Second pass of the block form: sums of the segments of each row and column.
     SumSegmentsMulti = dphd_sum_segments_multi in "kernels/sparse.cu" (k: Int, rseg: Index, partial: In, y: Out);
     /// `dst[to[i]] = src[from[i]]`.
     PermuteInto = dphd_permute_into in "kernels/vector.cu" (from: Index, to: Index, src: In, dst: Out);
+    /// The PD energy of each sample at positions `x` (local.cu; the material part of the
+    /// trust region's objective, `solver::trust_region::pd_energy`).
+    PdEnergy = dphd_pd_energy in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, e: Out);
+    /// First pass of the deterministic sum (vector.cu).
+    SumPartial = dphd_sum_partial in "kernels/vector.cu" (len: Int, x: In, partial: Out);
     /// `w -= V h` for a block `V` of `q` vectors (classical Gram–Schmidt's update).
     SubtractBlock = dphd_subtract_block in "kernels/resident.cu" (q: Int, h: In, v: In, w: Out);
 }

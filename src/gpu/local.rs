@@ -313,12 +313,15 @@ impl<D: Device> DeviceLocalStep<D> {
     /// filter `alpha`, or with `projected` its `projected` Jacobian's (each sample's map capped
     /// at its weight in $A$). Muscle fibres are not included
     /// ([`DeviceAdjointProduct::set_muscles`]).
+    ///
+    /// `flag` (one per sample) gets 1 where the filter changed the sample's NH stretch
+    /// Jacobian (`material::Linearization::filtered`), else 0.
     pub fn linearize(
         &self,
         dev: &D,
         x: &D::Real,
         (alpha, projected): (f64, bool),
-        coef: &mut [D::Real; 5],
+        (coef, flag): (&mut [D::Real; 5], &mut D::Real),
     ) -> Result<(), GpuError> {
         let [cu, cv, cw, cm, cn] = coef;
         dev.launch(
@@ -341,6 +344,67 @@ impl<D: Device> DeviceLocalStep<D> {
                 Arg::Out(cw),
                 Arg::Out(cm),
                 Arg::Out(cn),
+                Arg::Out(flag),
+            ],
+        )
+    }
+
+    /// Every sample's PD energy at positions `x` (device, node-major) into `e` (one per
+    /// sample; `dphd_pd_energy`): the material part of the trust region's objective
+    /// (`solver::trust_region::pd_energy`).
+    pub fn pd_energy(&self, dev: &D, x: &D::Real, e: &mut D::Real) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::PdEnergy,
+            self.ns,
+            &mut [
+                Arg::Index(&self.sample_ptr),
+                Arg::Index(&self.nodes),
+                Arg::In(&self.grads),
+                Arg::In(&self.rest),
+                Arg::In(x),
+                Arg::Index(&self.kind),
+                Arg::In(&self.wa),
+                Arg::In(&self.wb),
+                Arg::In(&self.nh),
+                Arg::Out(e),
+            ],
+        )
+    }
+
+    /// The number of samples.
+    pub fn num_samples(&self) -> usize {
+        self.ns
+    }
+
+    /// The law's parameter-gradient maps $(G^E_s,G^\nu_s)$ of every sample at positions `x`
+    /// (device, node-major) into `ge`, `gnu` (9 per sample, row-major; `dphd_param_maps`,
+    /// spec §7.5): `Material::param_gradient_linear` with the NH stretch Jacobian filtered
+    /// by `alpha`, from the per-sample constants `pc` (6 per sample,
+    /// `solver::gradient::ParamConstants::maps`).
+    pub fn param_maps(
+        &self,
+        dev: &D,
+        (x, alpha): (&D::Real, f64),
+        pc: &D::Real,
+        (ge, gnu): (&mut D::Real, &mut D::Real),
+    ) -> Result<(), GpuError> {
+        dev.launch(
+            Kernel::ParamMaps,
+            self.ns,
+            &mut [
+                Arg::Index(&self.sample_ptr),
+                Arg::Index(&self.nodes),
+                Arg::In(&self.grads),
+                Arg::In(&self.rest),
+                Arg::In(x),
+                Arg::Index(&self.kind),
+                Arg::In(&self.wa),
+                Arg::In(&self.wb),
+                Arg::In(&self.nh),
+                Arg::In(pc),
+                Arg::Real(alpha),
+                Arg::Out(ge),
+                Arg::Out(gnu),
             ],
         )
     }
@@ -463,6 +527,10 @@ impl<D: Device> DeviceLocalStep<D> {
 pub struct DeviceAdjointProduct<D: Device> {
     ns: usize,
     coef: [D::Real; 5],
+    /// Per sample: 1 where the last device linearization's filter changed it.
+    flag: D::Real,
+    /// First-pass partials of the count of `flag`.
+    flag_partial: D::Real,
     z: D::Real,
     dp: D::Real,
     out: D::Real,
@@ -483,6 +551,8 @@ impl<D: Device> DeviceAdjointProduct<D> {
                 dev.zeros(9 * ns)?,
                 dev.zeros(9 * ns)?,
             ],
+            flag: dev.zeros(ns)?,
+            flag_partial: dev.zeros(super::resident::partials(ns))?,
             z: dev.zeros(3 * nn)?,
             dp: dev.zeros(9 * ns)?,
             out: dev.zeros(3 * nn)?,
@@ -491,16 +561,35 @@ impl<D: Device> DeviceAdjointProduct<D> {
     }
 
     /// The step's coefficients computed on the device at positions `x`
-    /// ([`DeviceLocalStep::linearize`]): nothing but `x` crosses.
+    /// ([`DeviceLocalStep::linearize`]): nothing but `x` crosses. Returns the number of
+    /// samples whose NH stretch Jacobian the filter changed (0 without a filter, `alpha = 0`,
+    /// where nothing is counted).
     pub fn set_step_at(
         &mut self,
         dev: &D,
         step: &DeviceLocalStep<D>,
         x: &[f64],
         filter: (f64, bool),
-    ) -> Result<(), GpuError> {
+    ) -> Result<usize, GpuError> {
         dev.write(&mut self.z, x)?;
-        step.linearize(dev, &self.z, filter, &mut self.coef)
+        step.linearize(dev, &self.z, filter, (&mut self.coef, &mut self.flag))?;
+        if filter.0 == 0.0 {
+            return Ok(0);
+        }
+        // two passes: strided partials of sum(flag^2) on the device, their sum here
+        let parts = super::resident::partials(self.ns);
+        dev.launch(
+            Kernel::DotPartial,
+            parts,
+            &mut [
+                Arg::Int(self.ns as i64),
+                Arg::In(&self.flag),
+                Arg::In(&self.flag),
+                Arg::Out(&mut self.flag_partial),
+            ],
+        )?;
+        let p = dev.download_prefix(&self.flag_partial, parts)?;
+        Ok(p.iter().sum::<f64>().round() as usize)
     }
 
     /// Upload the step's coefficients: `coef[s] = [U, V, W, M, N]` (nalgebra matrices).

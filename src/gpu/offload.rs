@@ -8,8 +8,9 @@
 //! The Krylov methods' vectors live on the device too ([`Offload::krylov_space`],
 //! `gpu::krylov`); the small dense contact block stays on the host (docs/gpu.md).
 
-use super::device::Device;
+use super::device::{Arg, Device};
 use super::gradient::DeviceParamGradient;
+use super::kernels::Kernel;
 use super::krylov::{DeviceKrylov, KrylovBuffers};
 use super::local::{unsupported, DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
@@ -21,7 +22,8 @@ use crate::linalg::LinearSolver;
 use crate::model::muscle::MuscleGroup;
 use crate::solver::anderson::AndersonStore;
 use crate::solver::offload::{
-    MapNorms, MuscleStep, Offload, ParamStep, ParamSums, ResidentPd, ResidentStep,
+    DeviceLinearization, MapNorms, MuscleStep, Offload, ParamStep, ParamSums, ResidentPd,
+    ResidentStep,
 };
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
@@ -57,6 +59,8 @@ pub struct DeviceOffload<D: Device> {
     resident: Option<Resident<D>>,
     /// The Krylov methods' vectors ([`Offload::krylov_space`]).
     krylov: Mutex<KrylovBuffers<D>>,
+    /// Positions, per-sample energies and partials of [`Offload::material_energy`].
+    energy: Mutex<EnergyBuffers<D>>,
     /// First failure of a `&self` stage, for [`Offload::take_error`].
     error: Mutex<Option<String>>,
 }
@@ -67,6 +71,45 @@ struct Backward<D: Device> {
     product: DeviceAdjointProduct<D>,
     step: u64,
     params: DeviceParamGradient<D>,
+}
+
+/// The buffers of [`Offload::material_energy`]: positions (`3n`), one energy per sample, and
+/// the first pass's partials.
+struct EnergyBuffers<D: Device> {
+    x: D::Real,
+    e: D::Real,
+    partial: D::Real,
+}
+
+impl<D: Device> EnergyBuffers<D> {
+    fn new(dev: &D, nn: usize, ns: usize) -> Result<Self, GpuError> {
+        Ok(EnergyBuffers {
+            x: dev.zeros(3 * nn)?,
+            e: dev.zeros(ns)?,
+            partial: dev.zeros(super::resident::partials(ns))?,
+        })
+    }
+
+    /// $\sum_s e_s(x)$: `dphd_pd_energy` per sample, `dphd_sum_partial`'s strided partials,
+    /// their sum in order here.
+    fn sum(&mut self, dev: &D, local: &DeviceLocalStep<D>, x: &[f64]) -> Result<f64, GpuError> {
+        dev.write(&mut self.x, x)?;
+        local.pd_energy(dev, &self.x, &mut self.e)?;
+        let (ns, parts) = (
+            local.num_samples(),
+            super::resident::partials(local.num_samples()),
+        );
+        dev.launch(
+            Kernel::SumPartial,
+            parts,
+            &mut [
+                Arg::Int(ns as i64),
+                Arg::In(&self.e),
+                Arg::Out(&mut self.partial),
+            ],
+        )?;
+        Ok(dev.download(&self.partial)?.iter().sum())
+    }
 }
 
 /// Lock, recovering from a poisoned mutex (the state is overwritten by every use).
@@ -102,8 +145,11 @@ impl<D: Device + Clone> DeviceOffload<D> {
                 .map_err(|e| e.to_string())?,
         };
         let krylov = KrylovBuffers::new(&dev, &system).map_err(|e| e.to_string())?;
+        let energy = EnergyBuffers::new(&dev, model.num_nodes(), model.num_samples())
+            .map_err(|e| e.to_string())?;
         Ok(DeviceOffload {
             krylov: Mutex::new(krylov),
+            energy: Mutex::new(energy),
             dev,
             local,
             system,
@@ -216,15 +262,27 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         x: &[f64],
         filter: (f64, bool),
         muscle: &MuscleStep,
-    ) -> Option<Result<u64, String>> {
+    ) -> Option<Result<DeviceLinearization, String>> {
         let mut guard = lock(&self.backward);
         let b = &mut *guard;
         b.step += 1;
-        let step = b.step;
+        let token = b.step;
         let r = b
             .product
             .set_step_at(&self.dev, &self.local, x, filter)
-            .and_then(|_| b.product.set_muscles(&self.dev, muscle).map(|_| step));
+            .and_then(|filtered_samples| {
+                b.product
+                    .set_muscles(&self.dev, muscle)
+                    .map(|_| DeviceLinearization {
+                        token,
+                        filtered_samples,
+                    })
+            });
+        Some(self.kept(r))
+    }
+
+    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, String>> {
+        let r = lock(&self.energy).sum(&self.dev, &self.local, x);
         Some(self.kept(r))
     }
 

@@ -46,8 +46,10 @@ pub struct StepLinearization<'s> {
     /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
     pub(super) device_step: Option<u64>,
     /// Whether the host holds the samples' linearizations (`false`: computed on the
-    /// accelerator only, [`StepLinearization::for_newton`]).
+    /// accelerator only, [`StepLinearization::for_newton`], [`StepLinearization::for_adjoint`]).
     host: bool,
+    /// The Hessian filter's $\alpha$ (`HessianFilter::Blend`; 0: none) it was built with.
+    pub alpha: f64,
 }
 
 impl<'s> StepLinearization<'s> {
@@ -107,45 +109,59 @@ impl<'s> StepLinearization<'s> {
             products: std::sync::Mutex::new(Vec::new()),
             device_step,
             host: true,
+            alpha,
         }
     }
 
     /// The Newton–Krylov phase's Jacobian at `x`: [`StepLinearization::new`] (exact, no
     /// filter) or, with `projected`, [`StepLinearization::projected`]; computed on the
-    /// accelerator when the simulator has one that offers it
-    /// ([`crate::solver::offload::Offload::linearize_step`]: the coefficients never leave the
-    /// device, and the host keeps only the muscle fibres), else on the host. The phase only
-    /// applies it ($\Delta A\,v$ through the accelerator), so the host's per-sample table is
-    /// not needed there; [`StepLinearization::apply`] of a device-only linearization gives NaN.
+    /// accelerator when the simulator has one that offers it ([`Self::on_device`]), else on
+    /// the host.
     pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Self {
-        let host = || {
+        let alpha = if projected { 0.5 } else { 0.0 };
+        Self::on_device(sim, x, (alpha, projected)).unwrap_or_else(|| {
             if projected {
                 Self::projected(sim, x)
             } else {
                 Self::new(sim, x, 0.0)
             }
-        };
-        let Some(off) = sim.offload.as_ref() else {
-            return host();
-        };
+        })
+    }
+
+    /// The backward step's linearization at $x_{t+1}$ with the Hessian filter `alpha`:
+    /// [`StepLinearization::new`], computed on the accelerator when the simulator has one
+    /// that offers it ([`Self::on_device`]; the parameter gradients' material maps are the
+    /// accelerator's too, [`crate::solver::gradient::ParamConstants`]), else on the host.
+    pub fn for_adjoint(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
+        Self::on_device(sim, x, (alpha, false)).unwrap_or_else(|| Self::new(sim, x, alpha))
+    }
+
+    /// The linearization at `x` computed on the accelerator
+    /// ([`crate::solver::offload::Offload::linearize_step`] with `(alpha, projected)`): the
+    /// coefficients never leave the device, and the host keeps only the muscle fibres and
+    /// the count of filtered samples. The solvers only apply it ($\Delta A\,v$ through the
+    /// accelerator), so the host's per-sample table is not needed;
+    /// [`StepLinearization::apply`] of a device-only linearization gives NaN. `None` without
+    /// an accelerator or where it does not offer it; a device failure gives a linearization
+    /// without a token (its products are NaN, and the failure is reported at the step's end).
+    fn on_device(sim: &Simulator, x: &[f64], (alpha, projected): (f64, bool)) -> Option<Self> {
+        let off = sim.offload.as_ref()?;
         let muscle = super::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
-        let alpha = if projected { 0.5 } else { 0.0 };
         let planned = with_fibres(&muscle, |fibres| {
             off.linearize_step(x, (alpha, projected), fibres)
-        });
-        let Some(token) = planned else {
-            return host();
-        };
-        StepLinearization {
+        })?;
+        let planned = planned.ok();
+        Some(StepLinearization {
             samples: Vec::new(),
             spectral: Vec::new(),
             muscle,
-            filtered_samples: 0,
+            filtered_samples: planned.map_or(0, |p| p.filtered_samples),
             contact: None,
             products: std::sync::Mutex::new(Vec::new()),
-            device_step: token.ok(),
+            device_step: planned.map(|p| p.token),
             host: false,
-        }
+            alpha,
+        })
     }
 
     /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the

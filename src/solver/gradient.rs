@@ -15,7 +15,7 @@ use super::backward::StepLinearization;
 use super::offload::{Offload, ParamStep};
 use super::simulator::Simulator;
 use crate::material::law::NhParams;
-use crate::material::{frob, lame_dnu, Matrix3, ParamInput};
+use crate::material::{frob, lame_dnu, ParamInput};
 use crate::model::StiffnessScaling;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
@@ -115,13 +115,13 @@ pub fn accumulate_step(
             grads.attachment_offset[g][c] += dt[c];
         }
     }
+    if let Some(off) = sim.offload.as_ref() {
+        device_terms(sim, off.as_ref(), lin, (step, z, &vel), grads);
+        return;
+    }
     let body_dnu: Vec<_> = (0..model.bodies.len())
         .map(|b| model.body_means_dnu(&model.params, b))
         .collect();
-    if let Some(off) = sim.offload.as_ref() {
-        device_terms(sim, off.as_ref(), lin, (step, z, &vel, &body_dnu), grads);
-        return;
-    }
     host_nodal_terms(sim, step, z, &vel, grads);
     lin.muscle
         .activation_gradient(model, z, &mut grads.muscle_activation);
@@ -235,59 +235,64 @@ fn host_material_terms(
     }
 }
 
-/// The law's parameter gradient of every sample as a linear map of $(\hat Z_s,\ell_s)$
-/// ([`crate::material::MaterialModel::param_gradient_linear`], with the $E$ part of
-/// $\beta_ew_s$ and the $\beta_0$ term added to its $\ell_s$ coefficients): $(G^E, G^\nu, a)$,
-/// row-major, for [`ParamStep`].
-fn material_maps(
-    sim: &Simulator,
-    lin: &StepLinearization,
-    body_dnu: &[NhParams],
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let model = sim.model;
-    let d = &sim.derived;
-    let p = &model.params;
-    let ns = model.num_samples();
-    let zero = Matrix3::zeros();
-    let mut ge = Vec::with_capacity(9 * ns);
-    let mut gnu = Vec::with_capacity(9 * ns);
-    let mut a = Vec::with_capacity(3 * ns);
-    // row-major (the kernels' layout)
-    let row_major = |m: Matrix3<f64>| m.transpose().as_slice().to_vec();
-    for s in 0..ns {
-        let e = model.samples.elem[s];
-        let b = model.elem_body[e];
-        let w = d.w_total(s);
-        let ee = p.youngs[e];
-        let body = &model.bodies[b];
-        let (s_e, c_beta) = match body.stiffness_scaling {
-            StiffnessScaling::Amplified => (ee / body.e_ref, 2.0),
-            StiffnessScaling::Uniform => (1.0, 1.0),
+/// The per-sample constants of the accelerator's parameter-gradient maps over a rollout
+/// (the parameters and PD weights are fixed while an offload lives): what
+/// [`crate::material::MaterialModel::param_gradient_linear`] reads besides the sample's
+/// linearization, so that the device computes $(G^E_s,G^\nu_s)$ at $x_{t+1}$ itself
+/// (`dphd_param_maps`, docs/gpu.md "Gradient terms").
+pub struct ParamConstants {
+    /// Per sample, 6: $1/E_e$; $\partial w_{a,b}/\partial\nu$ (the law's PD weights at the
+    /// Lamé $\nu$-derivatives); $\partial(\bar\mu,\bar\lambda,\bar k)/\partial\nu$ of the body
+    /// means (Neo-Hookean; zeros for corotated).
+    pub maps: Vec<f64>,
+    /// Per sample, 3: the coefficients $(a^E_s,a^\nu_s,a^\beta_s)$ of
+    /// $\ell_s=\partial\mathcal L/\partial(\beta_ew_s)$: the $E$ part of $\beta_ew_s$
+    /// ($c_\beta\beta_ew_s/E_e$, $c_\beta=2$ amplified, 1 uniform), $\beta_e\sum_k\partial
+    /// w_k/\partial\nu$ (the law's $a^\nu$), and $s_ew_s$ for $\beta_0$.
+    pub a: Vec<f64>,
+}
+
+impl ParamConstants {
+    /// The constants of every sample of `model` with PD weights and body means `d`.
+    pub fn new(model: &crate::model::Model, d: &crate::model::Derived) -> Self {
+        let p = &model.params;
+        let ns = model.num_samples();
+        let body_dnu: Vec<NhParams> = (0..model.bodies.len())
+            .map(|b| model.body_means_dnu(p, b))
+            .collect();
+        let mut c = ParamConstants {
+            maps: Vec::with_capacity(6 * ns),
+            a: Vec::with_capacity(3 * ns),
         };
-        let lm = body.model.param_gradient_linear(
-            lin.sample(s),
-            &ParamInput {
-                zh: &zero,
-                youngs: ee,
-                dlame_dnu: lame_dnu(ee, p.nu[b]),
-                vol: model.samples.vol[s],
-                fit_range: body.fit_range,
-                beta: d.beta[e],
-                dl_dbw: 0.0,
-                body: &d.nh[b],
-                body_dnu: &body_dnu[b],
-            },
-        );
-        ge.extend(row_major(lm.ge));
-        gnu.extend(row_major(lm.gnu));
-        a.extend([lm.ae + c_beta * d.beta[e] * w / ee, lm.anu, s_e * w]);
+        for s in 0..ns {
+            let e = model.samples.elem[s];
+            let b = model.elem_body[e];
+            let body = &model.bodies[b];
+            let (ee, w) = (p.youngs[e], d.w_total(s));
+            let (s_e, c_beta) = match body.stiffness_scaling {
+                StiffnessScaling::Amplified => (ee / body.e_ref, 2.0),
+                StiffnessScaling::Uniform => (1.0, 1.0),
+            };
+            let (dmu, dla) = lame_dnu(ee, p.nu[b]);
+            let [dwa, dwb] = body
+                .model
+                .pd_weights(dmu, dla, model.samples.vol[s], body.fit_range);
+            let dn = &body_dnu[b];
+            c.maps.extend([1.0 / ee, dwa, dwb, dn.mu, dn.lambda, dn.k]);
+            c.a.extend([
+                c_beta * d.beta[e] * w / ee,
+                d.beta[e] * (dwa + dwb),
+                s_e * w,
+            ]);
+        }
+        c
     }
-    (ge, gnu, a)
 }
 
 /// The per-step reductions of [`accumulate_step`] through the accelerator
-/// ([`Offload::param_gradients`]): the material maps ([`material_maps`]) and the force
-/// profiles at the step's start here; the contractions with $z$ and the sums per element,
+/// ([`Offload::param_gradients`]): the force profiles at the step's start here; the
+/// material maps at $x_{t+1}$ (from [`ParamConstants`], uploaded with the offload), the
+/// contractions with $z$ and the sums per element,
 /// body, force group and muscle group there (the nodal and muscle terms of
 /// [`host_nodal_terms`] and [`crate::solver::muscle::MuscleLin::activation_gradient`]); the
 /// knot chain rule of the activations here. A device failure (or a step without a device
@@ -297,14 +302,13 @@ fn device_terms(
     sim: &Simulator,
     off: &(dyn Offload + Send + Sync + '_),
     lin: &StepLinearization,
-    (states, z, vel, body_dnu): (StepStates, &[f64], &[f64], &[NhParams]),
+    (states, z, vel): (StepStates, &[f64], &[f64]),
     grads: &mut Gradients,
 ) {
     let Some(token) = lin.device_step else {
         return;
     };
     let model = sim.model;
-    let (ge, gnu, a) = material_maps(sim, lin, body_dnu);
     let t_start = (states.frame - 1) as f64 * model.h;
     let force_profile: Vec<f64> = model
         .forces
@@ -315,9 +319,7 @@ fn device_terms(
         token,
         z,
         vel,
-        ge: &ge,
-        gnu: &gnu,
-        a: &a,
+        alpha: lin.alpha,
         x_t: states.x_t,
         v_t: states.v_t,
         x_next: states.x_next,

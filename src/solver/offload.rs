@@ -44,14 +44,21 @@ pub trait Offload {
     /// the Hessian filter `alpha`, or, with `projected`, as `StepLinearization::projected`
     /// (each sample's map capped at its weight in $A$), and the muscle fibres `muscle`.
     /// `None` where the accelerator does not offer it (the caller computes the coefficients
-    /// on the host and calls [`Offload::adjoint_step`]). The Newton–Krylov phase's Jacobians:
-    /// only `x` crosses instead of $45$ numbers per sample.
+    /// on the host and calls [`Offload::adjoint_step`]). The Newton–Krylov phase's Jacobians
+    /// and the backward's steps: only `x` crosses instead of $45$ numbers per sample.
     fn linearize_step(
         &self,
         _x: &[f64],
         _filter: (f64, bool),
         _muscle: &MuscleStep,
-    ) -> Option<Result<u64, String>> {
+    ) -> Option<Result<DeviceLinearization, String>> {
+        None
+    }
+    /// $\sum_s$ of the samples' PD energies at positions `x` (the material part of the trust
+    /// region's objective, `solver::trust_region::pd_energy`; muscles not included), on the
+    /// accelerator. `None` where it does not offer it (the host computes it). A failure is
+    /// kept for [`Offload::take_error`].
+    fn material_energy(&self, _x: &[f64]) -> Option<Result<f64, String>> {
         None
     }
     /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
@@ -289,18 +296,27 @@ pub struct ParamStep<'a> {
     pub z: &'a [f64],
     /// The step's velocity $(x_{t+1}-x_t)/h$ (node-major).
     pub vel: &'a [f64],
-    /// $G^E_s$, 9 per sample, row-major.
-    pub ge: &'a [f64],
-    /// $G^\nu_s$, 9 per sample, row-major.
-    pub gnu: &'a [f64],
-    /// $(a^E_s,a^\nu_s,a^\beta_s)$, 3 per sample.
-    pub a: &'a [f64],
+    /// The backward's Hessian filter of the step (`HessianFilter::Blend`'s $\alpha$; 0 for
+    /// none): the NH maps $G^\nu_s$ differentiate the prox through the filtered stretch
+    /// Jacobian, as `Material::param_gradient_linear` does. The maps themselves are the
+    /// accelerator's, at `x_next` (`solver::gradient::ParamConstants`).
+    pub alpha: f64,
     /// The step's start $x_t$, $v_t$ and end $x_{t+1}$ (node-major).
     pub x_t: &'a [f64],
     pub v_t: &'a [f64],
     pub x_next: &'a [f64],
     /// $\sigma_g(t)$: each force group's profile at the step's start.
     pub force_profile: &'a [f64],
+}
+
+/// A linearization planned on the accelerator ([`Offload::linearize_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLinearization {
+    /// The token naming it for [`Offload::adjoint_product`], [`Offload::krylov_space`] and
+    /// [`Offload::param_gradients`].
+    pub token: u64,
+    /// Samples whose NH stretch Jacobian the Hessian filter changed (0 without a filter).
+    pub filtered_samples: usize,
 }
 
 /// Sums of [`Offload::param_gradients`].

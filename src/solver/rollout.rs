@@ -176,7 +176,7 @@ pub fn backward(
             let sim_ref: &Simulator = sim;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
             let alpha = filter_alpha(cfg, &ro.steps[t]);
-            let lin = StepLinearization::new(sim_ref, x_next, alpha)
+            let lin = StepLinearization::for_adjoint(sim_ref, x_next, alpha)
                 .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
             let (z, mut st) = method_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?;
             st.alpha = alpha;

@@ -42,6 +42,18 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
             e += dx[3 * i + k] * t[i] / (2.0 * h);
         }
     }
+    e + material_energy(sim, x)
+}
+
+/// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ at `x`: on the accelerator when the
+/// simulator has one that offers it ([`crate::solver::offload::Offload::material_energy`];
+/// a failure gives NaN, which rejects the trial point, and is reported at the step's end),
+/// else on the host.
+fn material_energy(sim: &Simulator, x: &[f64]) -> f64 {
+    if let Some(r) = sim.offload.as_ref().and_then(|o| o.material_energy(x)) {
+        return r.unwrap_or(f64::NAN);
+    }
+    let model = sim.model;
     // per-block sums in parallel, added in block order (the same total for any thread count)
     let mut blocks = Vec::new();
     (0..model.num_samples().div_ceil(LANES))
@@ -49,7 +61,7 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
         .with_min_len(CHUNK / LANES)
         .map(|b| block_energy(sim, x, b * LANES))
         .collect_into_vec(&mut blocks);
-    e + blocks.iter().sum::<f64>()
+    blocks.iter().sum::<f64>()
 }
 
 /// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ over the samples `s0 ..` (at most
