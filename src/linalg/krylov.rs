@@ -25,6 +25,11 @@ pub struct KrylovStats {
     /// Final $\|b-Kx\|/\|b\|$ (GMRES: the true residual, recomputed at each restart and at
     /// exit; CG: the recurrence's residual).
     pub relative_residual: f64,
+    /// GMRES: the iterations done and the true relative residual at the start of its last
+    /// restart cycle, so that a caller can read the last cycle's contraction rate (the
+    /// device continuation of the adjoint, `solver::rollout`); `None` for the other methods.
+    #[serde(skip)]
+    pub last_cycle: Option<(usize, f64)>,
 }
 
 /// Outcome of a GMRES solve.
@@ -270,6 +275,7 @@ pub fn gmres_in<S: KrylovSpace + ?Sized>(
         if stats.iterations >= settings.max_iter || !beta.is_finite() {
             break;
         }
+        stats.last_cycle = Some((stats.iterations, stats.relative_residual));
         space.divide(GmresSlots::R, beta, s.v(0))?;
         let cycle = arnoldi(space, &s, (beta, target), settings, &mut stats)?;
         // x += Z y
@@ -448,6 +454,7 @@ pub fn pcg_in<S: KrylovSpace + ?Sized>(
         iterations: it,
         converged,
         relative_residual: rn / bnorm,
+        last_cycle: None,
     })
 }
 
@@ -553,6 +560,7 @@ pub fn steihaug_in<S: KrylovSpace + ?Sized>(
         iterations: it,
         converged,
         relative_residual: d[2].sqrt() / bnorm,
+        last_cycle: None,
     };
     Ok(out)
 }
@@ -629,6 +637,34 @@ mod tests {
             .map(|(a, c)| (a - c).abs())
             .fold(0.0, f64::max);
         assert!(err < 1e-9, "error {err}");
+    }
+
+    /// `last_cycle` is the start of GMRES's last restart cycle: capped at 25 iterations with
+    /// restart 10 it started at iteration 20, at the true residual of a run capped at 20
+    /// (the same iterates: restarts recompute it), above the final one.
+    #[test]
+    fn gmres_reports_its_last_cycle() {
+        let n = 60;
+        let (mut op, mut pre) = system(n, 0.0);
+        let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
+        let run = |max_iter: usize,
+                   op: &mut dyn FnMut(&[f64], &mut [f64]),
+                   pre: &mut dyn FnMut(&[f64], &mut [f64])| {
+            let mut x = vec![0.0; n];
+            let settings = GmresSettings {
+                restart: 10,
+                rel_tol: 1e-14,
+                abs_tol: 0.0,
+                max_iter,
+            };
+            gmres(op, pre, &b, &mut x, &settings)
+        };
+        let st20 = run(20, &mut op, &mut pre);
+        let st25 = run(25, &mut op, &mut pre);
+        assert!(!st25.converged && st25.iterations == 25, "{st25:?}");
+        assert_eq!(st25.last_cycle, Some((20, st20.relative_residual)));
+        assert!(st25.relative_residual < st20.relative_residual);
+        assert_eq!(st20.last_cycle.map(|c| c.0), Some(10));
     }
 
     /// $x^TKy$-style helpers of the trust-region tests on a symmetric tridiagonal $K$ with
@@ -1004,6 +1040,7 @@ mod tests {
                 iterations,
                 converged,
                 relative_residual: rn / gnorm,
+                last_cycle: None,
             };
             loop {
                 let rn = norm(&r);

@@ -359,6 +359,7 @@ fn device_failed(z: &mut [f64]) -> KrylovStats {
         iterations: 0,
         converged: false,
         relative_residual: f64::NAN,
+        last_cycle: None,
     }
 }
 
@@ -461,6 +462,7 @@ fn adjoint_gmres(
     stats.iterations = st.iterations;
     stats.converged = st.converged;
     stats.relative_residual = st.relative_residual;
+    stats.last_cycle = st.last_cycle;
     z
 }
 

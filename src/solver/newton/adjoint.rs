@@ -120,6 +120,7 @@ pub fn solve_adjoint(
             "newton_direct_shifted+gmres".into()
         },
         gmres_iterations,
+        last_cycle: None,
     };
     Ok((z, stats))
 }
