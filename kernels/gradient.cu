@@ -24,15 +24,12 @@ DPHD_KERNEL(dphd_param_maps)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
-    double f[9];
-    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
-    double u[9], sig[3], v[9], st[3];
-    dphd_svd3(f, u, sig, v);
+    double f[9], u[9], sig[3], v[9], st[3];
+    dphd_sample_stretches(s, sptr, nodes, grads, rest, x, kind, nh, f, u, sig, v, st);
     const double* c = pc + 6 * s;
     if (kind[s] == 1) {
         const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
         double w[9], p[9], dp[9], g[3], ds[3];
-        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
         dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w);
         dphd_compose(u, st, v, p);
         const double lj = log(st[0]) + log(st[1]) + log(st[2]);
@@ -51,7 +48,6 @@ DPHD_KERNEL(dphd_param_maps)(DPHD_ITEM_PARAM long long n, const long long* sptr,
     const double one[3] = {1.0, 1.0, 1.0};
     double rot[9], dm[9];
     dphd_compose(u, one, v, rot);
-    dphd_project_stretches(sig, st);
     dphd_compose(u, st, v, dm);
     for (int k = 0; k < 9; ++k) {
         const double r0 = f[k] - rot[k], r1 = f[k] - dm[k];

@@ -58,21 +58,17 @@ DPHD_KERNEL(dphd_linearize)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
-    double f[9];
-    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
-    double u[9], sig[3], v[9], st[3], w[9], m[9], nn[9];
-    dphd_svd3(f, u, sig, v);
+    double f[9], u[9], sig[3], v[9], st[3], w[9], m[9], nn[9];
+    dphd_sample_stretches(s, sptr, nodes, grads, rest, x, kind, nh, f, u, sig, v, st);
     flag[s] = 0.0;
     if (kind[s] == 1) {
         const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
-        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
         if (dphd_nh_stretch_jacobian(mu, lambda, kk, st, alpha, w)) flag[s] = 1.0;
         dphd_pair_coefficients(sig, st, w, m, nn);
         for (int k = 0; k < 9; ++k) { w[k] *= wa[s]; m[k] *= wa[s]; nn[k] *= wa[s]; }
     } else {
         const double one[3] = {1.0, 1.0, 1.0}, zero[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         double mc[9], nc[9];
-        dphd_project_stretches(sig, st);
         dphd_volume_stretch_jacobian(sig, st, w);
         dphd_pair_coefficients(sig, one, zero, mc, nc);
         dphd_pair_coefficients(sig, st, w, m, nn);
@@ -107,13 +103,10 @@ DPHD_KERNEL(dphd_pd_energy)(DPHD_ITEM_PARAM long long n, const long long* sptr,
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
-    double f[9];
-    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
-    double u[9], sig[3], v[9], st[3];
-    dphd_svd3(f, u, sig, v);
+    double f[9], u[9], sig[3], v[9], st[3];
+    dphd_sample_stretches(s, sptr, nodes, grads, rest, x, kind, nh, f, u, sig, v, st);
     if (kind[s] == 1) {
         const double mu = nh[3 * s], lambda = nh[3 * s + 1], kk = nh[3 * s + 2];
-        dphd_nh_prox_stretch(mu, lambda, kk, sig, sig, false, st);
         double lj, d2 = 0.0;
         for (int i = 0; i < 3; ++i) d2 += (sig[i] - st[i]) * (sig[i] - st[i]);
         const double psi = dphd_log_j(st, &lj)
@@ -123,7 +116,6 @@ DPHD_KERNEL(dphd_pd_energy)(DPHD_ITEM_PARAM long long n, const long long* sptr,
         e[s] = 0.5 * wa[s] * d2 + wa[s] / kk * psi;
         return;
     }
-    dphd_project_stretches(sig, st);
     double r2 = 0.0, d2 = 0.0;
     for (int i = 0; i < 3; ++i) {
         r2 += (sig[i] - 1.0) * (sig[i] - 1.0);

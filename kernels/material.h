@@ -681,4 +681,21 @@ DPHD_FN void dphd_cap_spectral(double cap, double* w, double* m, double* n)
             w[3 * i + j] = q[3 * i] * l[0] * q[3 * j] + q[3 * i + 1] * l[1] * q[3 * j + 1] + q[3 * i + 2] * l[2] * q[3 * j + 2];
 }
 
+// The common start of the per-sample kernels of the laws (dphd_linearize, dphd_pd_energy,
+// dphd_param_maps): F_s (dphd_sample_f), its signed SVD F = U diag(sig) V^T, and the
+// sample's projected stretches st: for kind 1 (Neo-Hookean) the prox stretches with body
+// means nh[3s..3s+3) = (mu, lambda, k), cold-started; for kind 0 the volume projection's.
+DPHD_FN void dphd_sample_stretches(long long s, const long long* sptr, const long long* nodes,
+                                   const double* grads, const double* rest, const double* x,
+                                   const long long* kind, const double* nh, double* f,
+                                   double* u, double* sig, double* v, double* st)
+{
+    dphd_sample_f(s, sptr, nodes, grads, rest, x, f);
+    dphd_svd3(f, u, sig, v);
+    if (kind[s] == 1)
+        dphd_nh_prox_stretch(nh[3 * s], nh[3 * s + 1], nh[3 * s + 2], sig, sig, false, st);
+    else
+        dphd_project_stretches(sig, st);
+}
+
 #endif

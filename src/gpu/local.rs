@@ -324,51 +324,46 @@ impl<D: Device> DeviceLocalStep<D> {
         (coef, flag): (&mut [D::Real; 5], &mut D::Real),
     ) -> Result<(), GpuError> {
         let [cu, cv, cw, cm, cn] = coef;
-        dev.launch(
-            Kernel::Linearize,
-            self.ns,
-            &mut [
-                Arg::Index(&self.sample_ptr),
-                Arg::Index(&self.nodes),
-                Arg::In(&self.grads),
-                Arg::In(&self.rest),
-                Arg::In(x),
-                Arg::Index(&self.kind),
-                Arg::In(&self.wa),
-                Arg::In(&self.wb),
-                Arg::In(&self.nh),
-                Arg::Real(alpha),
-                Arg::In(if projected { &self.cap } else { &self.no_cap }),
-                Arg::Out(cu),
-                Arg::Out(cv),
-                Arg::Out(cw),
-                Arg::Out(cm),
-                Arg::Out(cn),
-                Arg::Out(flag),
-            ],
-        )
+        let mut args = self.sample_args(x);
+        args.extend([
+            Arg::Real(alpha),
+            Arg::In(if projected { &self.cap } else { &self.no_cap }),
+            Arg::Out(cu),
+            Arg::Out(cv),
+            Arg::Out(cw),
+            Arg::Out(cm),
+            Arg::Out(cn),
+            Arg::Out(flag),
+        ]);
+        dev.launch(Kernel::Linearize, self.ns, &mut args)
+    }
+
+    /// The arguments the per-sample kernels of the material laws start with
+    /// (`dphd_linearize`, `dphd_pd_energy`, `dphd_param_maps`): the samples' entries, rest
+    /// gradients and positions `x`, then each sample's law, PD weights and NH body means.
+    /// (`dphd_local_step` starts with them too, but writes buffers of this struct, so
+    /// [`DeviceLocalStep::compute`] lists them itself.)
+    fn sample_args<'a>(&'a self, x: &'a D::Real) -> Vec<Arg<'a, D>> {
+        vec![
+            Arg::Index(&self.sample_ptr),
+            Arg::Index(&self.nodes),
+            Arg::In(&self.grads),
+            Arg::In(&self.rest),
+            Arg::In(x),
+            Arg::Index(&self.kind),
+            Arg::In(&self.wa),
+            Arg::In(&self.wb),
+            Arg::In(&self.nh),
+        ]
     }
 
     /// Every sample's PD energy at positions `x` (device, node-major) into `e` (one per
     /// sample; `dphd_pd_energy`): the material part of the trust region's objective
     /// (`solver::trust_region::pd_energy`).
     pub fn pd_energy(&self, dev: &D, x: &D::Real, e: &mut D::Real) -> Result<(), GpuError> {
-        dev.launch(
-            Kernel::PdEnergy,
-            self.ns,
-            &mut [
-                Arg::Index(&self.sample_ptr),
-                Arg::Index(&self.nodes),
-                Arg::In(&self.grads),
-                Arg::In(&self.rest),
-                Arg::In(x),
-                Arg::Index(&self.kind),
-                Arg::In(&self.wa),
-                Arg::In(&self.wb),
-                Arg::In(&self.nh),
-                Arg::Out(e),
-            ],
-        )
+        let mut args = self.sample_args(x);
+        args.push(Arg::Out(e));
+        dev.launch(Kernel::PdEnergy, self.ns, &mut args)
     }
 
     /// The number of samples.
@@ -388,25 +383,9 @@ impl<D: Device> DeviceLocalStep<D> {
         pc: &D::Real,
         (ge, gnu): (&mut D::Real, &mut D::Real),
     ) -> Result<(), GpuError> {
-        dev.launch(
-            Kernel::ParamMaps,
-            self.ns,
-            &mut [
-                Arg::Index(&self.sample_ptr),
-                Arg::Index(&self.nodes),
-                Arg::In(&self.grads),
-                Arg::In(&self.rest),
-                Arg::In(x),
-                Arg::Index(&self.kind),
-                Arg::In(&self.wa),
-                Arg::In(&self.wb),
-                Arg::In(&self.nh),
-                Arg::In(pc),
-                Arg::Real(alpha),
-                Arg::Out(ge),
-                Arg::Out(gnu),
-            ],
-        )
+        let mut args = self.sample_args(x);
+        args.extend([Arg::In(pc), Arg::Real(alpha), Arg::Out(ge), Arg::Out(gnu)]);
+        dev.launch(Kernel::ParamMaps, self.ns, &mut args)
     }
 
     /// Muscle activations per group (e.g. [`activations`] at the step's time); a no-op for a
