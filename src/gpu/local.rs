@@ -531,7 +531,7 @@ impl<D: Device> DeviceAdjointProduct<D> {
                 dev.zeros(9 * ns)?,
             ],
             flag: dev.zeros(ns)?,
-            flag_partial: dev.zeros(super::resident::partials(ns))?,
+            flag_partial: dev.zeros(super::reduce::partials(ns))?,
             z: dev.zeros(3 * nn)?,
             dp: dev.zeros(9 * ns)?,
             out: dev.zeros(3 * nn)?,
@@ -555,20 +555,8 @@ impl<D: Device> DeviceAdjointProduct<D> {
         if filter.0 == 0.0 {
             return Ok(0);
         }
-        // two passes: strided partials of sum(flag^2) on the device, their sum here
-        let parts = super::resident::partials(self.ns);
-        dev.launch(
-            Kernel::DotPartial,
-            parts,
-            &mut [
-                Arg::Int(self.ns as i64),
-                Arg::In(&self.flag),
-                Arg::In(&self.flag),
-                Arg::Out(&mut self.flag_partial),
-            ],
-        )?;
-        let p = dev.download_prefix(&self.flag_partial, parts)?;
-        Ok(p.iter().sum::<f64>().round() as usize)
+        let count = super::reduce::sum(dev, (&self.flag, self.ns), &mut self.flag_partial)?;
+        Ok(count.round() as usize)
     }
 
     /// Upload the step's coefficients: `coef[s] = [U, V, W, M, N]` (nalgebra matrices).

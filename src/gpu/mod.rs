@@ -16,6 +16,7 @@ pub mod local;
 pub mod nvrtc;
 pub mod offload;
 pub mod pipeline;
+pub mod reduce;
 pub mod resident;
 pub mod system;
 

@@ -8,9 +8,8 @@
 //! The Krylov methods' vectors live on the device too ([`Offload::krylov_space`],
 //! `gpu::krylov`); the small dense contact block stays on the host (docs/gpu.md).
 
-use super::device::{Arg, Device};
+use super::device::Device;
 use super::gradient::DeviceParamGradient;
-use super::kernels::Kernel;
 use super::krylov::{DeviceKrylov, KrylovBuffers};
 use super::local::{unsupported, DeviceAdjointProduct, DeviceLocalStep, LocalArrays};
 use super::pipeline::SolvePath;
@@ -86,29 +85,16 @@ impl<D: Device> EnergyBuffers<D> {
         Ok(EnergyBuffers {
             x: dev.zeros(3 * nn)?,
             e: dev.zeros(ns)?,
-            partial: dev.zeros(super::resident::partials(ns))?,
+            partial: dev.zeros(super::reduce::partials(ns))?,
         })
     }
 
-    /// $\sum_s e_s(x)$: `dphd_pd_energy` per sample, `dphd_sum_partial`'s strided partials,
-    /// their sum in order here.
+    /// $\sum_s e_s(x)$: `dphd_pd_energy` per sample, then the two-pass sum of
+    /// [`super::reduce::sum`].
     fn sum(&mut self, dev: &D, local: &DeviceLocalStep<D>, x: &[f64]) -> Result<f64, GpuError> {
         dev.write(&mut self.x, x)?;
         local.pd_energy(dev, &self.x, &mut self.e)?;
-        let (ns, parts) = (
-            local.num_samples(),
-            super::resident::partials(local.num_samples()),
-        );
-        dev.launch(
-            Kernel::SumPartial,
-            parts,
-            &mut [
-                Arg::Int(ns as i64),
-                Arg::In(&self.e),
-                Arg::Out(&mut self.partial),
-            ],
-        )?;
-        Ok(dev.download(&self.partial)?.iter().sum())
+        super::reduce::sum(dev, (&self.e, local.num_samples()), &mut self.partial)
     }
 }
 

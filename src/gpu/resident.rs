@@ -17,20 +17,7 @@ use super::system::{idx, DeviceSolve, GpuSystem};
 use super::GpuError;
 use crate::solver::offload::{MapNorms, ResidentStep};
 
-/// Entries per item of a reduction's first pass, at least: a vector of `n3` entries has
-/// [`partials`]`(n3)` partials, item $k$ summing entries $k, k+P, k+2P, \dots$ (strided, so
-/// a warp's loads are coalesced). Until 2026-11-27 each item summed a block of 1,024
-/// consecutive entries: an 8k-DoF vector had 8 threads.
-pub const ENTRIES_PER_ITEM: usize = 32;
-
-/// Partials of one reduction, at most: each comes back to the host and is summed there in
-/// order (51 dot products of the GMRES basis at 4,096 partials are 1.7 MB a copy).
-pub const MAX_PARTIALS: usize = 4096;
-
-/// The number $P$ of first-pass items (partials) of a reduction over `n3` entries.
-pub fn partials(n3: usize) -> usize {
-    n3.div_ceil(ENTRIES_PER_ITEM).clamp(1, MAX_PARTIALS)
-}
+pub use super::reduce::{partials, ENTRIES_PER_ITEM, MAX_PARTIALS};
 
 /// The axes of one reduced system of the global solve, solved together
 /// ([`crate::gpu::system::AxisGroup`]): the composed gather and scatter maps on the device and
