@@ -115,7 +115,7 @@ impl<'s> StepLinearization<'s> {
 
     /// The Newton–Krylov phase's Jacobian at `x`: [`StepLinearization::new`] (exact, no
     /// filter) or, with `projected`, [`StepLinearization::projected`]; computed on the
-    /// accelerator when the simulator has one that offers it ([`Self::on_device`]), else on
+    /// accelerator when the simulator has one that offers it (`on_device`), else on
     /// the host.
     pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Self {
         let alpha = if projected { 0.5 } else { 0.0 };
@@ -130,7 +130,7 @@ impl<'s> StepLinearization<'s> {
 
     /// The backward step's linearization at $x_{t+1}$ with the Hessian filter `alpha`:
     /// [`StepLinearization::new`], computed on the accelerator when the simulator has one
-    /// that offers it ([`Self::on_device`]; the parameter gradients' material maps are the
+    /// that offers it (`on_device`; the parameter gradients' material maps are the
     /// accelerator's too, [`crate::solver::gradient::ParamConstants`]), else on the host.
     pub fn for_adjoint(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
         Self::on_device(sim, x, (alpha, false)).unwrap_or_else(|| Self::new(sim, x, alpha))

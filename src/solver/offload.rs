@@ -282,15 +282,17 @@ pub struct MuscleStep<'a> {
 /// $$dE_s=\hat Z_s:G^E_s+a^E_s\ell_s,\quad d\nu_s=\hat Z_s:G^\nu_s+a^\nu_s\ell_s,\quad
 /// d\beta_s=a^\beta_s\ell_s,$$
 /// the law's parameter gradient written as a linear map of $(\hat Z_s,\ell_s)$
-/// ([`crate::material::MaterialModel::param_gradient_linear`]). Nodal terms, per node $i$ of
+/// ([`crate::material::MaterialModel::param_gradient_linear`]; the accelerator evaluates the
+/// maps at `x_next` itself, from `solver::gradient::ParamConstants`). Nodal terms, per node $i$ of
 /// body $b$ with $r_i=(x_{t+1}-x_t-hv_t)/h^2+\alpha_iv-g$ (per component):
 /// $d\rho_b\mathrel{+}=-(z_i\cdot r_i)\,m_i/\rho_b$, $d\alpha_b\mathrel{+}=-m_i\,z_i\cdot v_i$,
 /// $dg\mathrel{+}=m_iz_i$ (masses, $\alpha_i$, $\rho_b$ and $g$ are the accelerator's from
 /// its model). Force groups: $ds_g=\sigma_g(t)\sum_{k\in g}f_k\cdot z_{i_k}$. Muscles:
 /// $da_g=\sum_{s\in g}w_m(\hat Z_s\mathsf m)\cdot n_s$ with the fibres of
-/// [`Offload::adjoint_step`] `token`.
+/// [`Offload::adjoint_step`] (or [`Offload::linearize_step`]) `token`.
 pub struct ParamStep<'a> {
-    /// The [`Offload::adjoint_step`] token of this step (its muscle linearization).
+    /// The token of this step's plan ([`Offload::adjoint_step`] or
+    /// [`Offload::linearize_step`]: its muscle linearization).
     pub token: u64,
     /// The step's adjoint $z$ (node-major).
     pub z: &'a [f64],
