@@ -61,6 +61,20 @@ DPHD_KERNEL(dphd_sum_partial)(DPHD_ITEM_PARAM long long n, long long len, const 
     partial[k] = s;
 }
 
+// The second pass of a block of reductions on the device: out[g] = the sum of the `chunks`
+// partials partial[g * chunks .. (g + 1) * chunks) in order, the host's in-order sum of the
+// same partials bit for bit (chunks >= 1). Only `n` numbers then cross instead of n * chunks.
+DPHD_KERNEL(dphd_sum_groups)(DPHD_ITEM_PARAM long long n, long long chunks, const double* partial,
+                             double* out)
+{
+    const long long g = DPHD_ITEM;
+    if (g >= n) return;
+    const double* p = partial + g * chunks;
+    double s = p[0];
+    for (long long k = 1; k < chunks; ++k) s += p[k];
+    out[g] = s;
+}
+
 // dst[to[i]] = src[from[i]]   (a permutation composed with a scatter: the global solve's
 // block back to the node-major vector; `to` injective, so no two items write one entry)
 DPHD_KERNEL(dphd_permute_into)(DPHD_ITEM_PARAM long long n, const long long* from,

@@ -946,6 +946,71 @@ fn grad_cli_on_the_emulator_matches_the_cpu_gradient() {
     assert!((l_dev - l_cpu).abs() <= 1e-10 * l_cpu.abs());
 }
 
+/// Per frame, the adjoint's (method, iterations) in a grad.json.
+fn adjoint_runs(json: &serde_json::Value) -> Vec<(String, u64)> {
+    json["evaluation"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let a = &f["adjoint"];
+            (
+                a["method"].as_str().unwrap().to_string(),
+                a["iterations"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Session 14: on an accelerator, a frame that may fall back to the direct solve runs one
+/// GMRES (restart `backward.device_gmres_restart`, default 300) under a monitor instead of
+/// a run capped at `direct_after` and restarted there, so the Krylov space built before
+/// the cap is kept past it. With `direct_after` = 5 every frame's device iterations are
+/// those of the CPU path's uncapped GMRES at restart 300 to 1e-10 (±2 %: CGS2 against
+/// MGS2), and fewer than when the device restarts at the cap (`device_gmres_restart` = 5).
+#[test]
+fn device_adjoint_keeps_its_krylov_space_past_the_cap() {
+    let text = std::fs::read_to_string(common::repo().join("scenes/cantilever.toml")).unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        ["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=3"]
+            .iter()
+            .chain(CONVERGED)
+            .chain(extra)
+            .flat_map(|s| ["--set".to_string(), s.to_string()])
+            .collect()
+    };
+    let cpu = adjoint_runs(&common::gpu::grad_cli_json(
+        &text,
+        &args(&[
+            "backward.direct_after=0",
+            "backward.gmres_restart=300",
+            "backward.rel_tol=1e-10",
+            "backward.abs_tol=0",
+        ]),
+        "cpu",
+    ));
+    let long = adjoint_runs(&common::gpu::grad_cli_json(
+        &text,
+        &args(&["backward.direct_after=5", "backward.abs_tol=0"]),
+        "emulator",
+    ));
+    let short = adjoint_runs(&common::gpu::grad_cli_json(
+        &text,
+        &args(&[
+            "backward.direct_after=5",
+            "backward.abs_tol=0",
+            "backward.device_gmres_restart=5",
+        ]),
+        "emulator",
+    ));
+    eprintln!("adjoint (method, iterations): cpu {cpu:?}, device {long:?}, device restarting at the cap {short:?}");
+    for ((c, l), s) in cpu.iter().zip(&long).zip(&short) {
+        assert_eq!(l.0, "woodbury+device", "{long:?}");
+        assert!(l.1.abs_diff(c.1) <= 1 + c.1 / 50, "{long:?} vs {cpu:?}");
+        assert!(s.1 > l.1 || s.0.ends_with("direct"), "{short:?} vs {long:?}");
+    }
+}
+
 /// An accelerator whose ΔA·z fails (as a device error would): the failure is kept and
 /// reported, the failed product returns NaN so the iteration using it stops.
 struct FailingProduct<O> {

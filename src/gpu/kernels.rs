@@ -238,6 +238,8 @@ kernel_table! {
     PdEnergy = dphd_pd_energy in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, e: Out);
     /// First pass of the deterministic sum (vector.cu).
     SumPartial = dphd_sum_partial in "kernels/vector.cu" (len: Int, x: In, partial: Out);
+    /// Second pass of a block of reductions: each group of `chunks` partials summed in order.
+    SumGroups = dphd_sum_groups in "kernels/vector.cu" (chunks: Int, partial: In, out: Out);
     /// `w -= V h` for a block `V` of `q` vectors (classical Gram–Schmidt's update).
     SubtractBlock = dphd_subtract_block in "kernels/resident.cu" (q: Int, h: In, v: In, w: Out);
 }

@@ -108,9 +108,12 @@ impl<D: Device> KrylovBuffers<D> {
     fn fill_block(&mut self, dev: &D, basis: &[usize]) -> Result<(), GpuError> {
         let n3 = self.n3;
         if self.block.as_ref().is_none_or(|b| b.cap < basis.len()) {
+            // doubling, but no further than GMRES's basis can grow (its slots are the
+            // basis, the directions and four more): restart 300 takes 302 vectors, not 512
+            let most = self.slots.len() / 2;
             let cap = basis
                 .len()
-                .max(self.block.as_ref().map_or(0, |b| 2 * b.cap));
+                .max(self.block.as_ref().map_or(0, |b| (2 * b.cap).min(most)));
             self.block = Some(Block::new(dev, n3, cap)?);
         }
         let block = self.block.as_mut().expect("just built");

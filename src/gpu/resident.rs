@@ -90,15 +90,27 @@ pub(crate) fn solve_free<D: Device>(
 }
 
 /// The deterministic two-pass reductions: chunk partials on the device, summed in order on
-/// the host. Several reductions write one buffer at their own offsets and come back in one
-/// copy: each copy is a round trip that stalls the launch queue (docs/gpu.md "Profiling").
+/// the host, or, from [`DEVICE_SUM_FROM`] partials on, on the device (`dphd_sum_groups`,
+/// the same order and bits) so that only the sums cross. Several reductions write one
+/// buffer at their own offsets and come back in one copy: each copy is a round trip that
+/// stalls the launch queue (docs/gpu.md "Profiling").
 pub(crate) struct Reducer<D: Device> {
     n3: usize,
     chunks: usize,
     /// Reductions (norms or dot products) one copy holds.
     capacity: usize,
     partial: D::Real,
+    /// The device's second pass: one sum per reduction.
+    sums: D::Real,
+    /// Partials from which the second pass runs on the device ([`DEVICE_SUM_FROM`]).
+    device_sum_from: usize,
 }
+
+/// Partials (256 KiB) from which a copy of reductions is summed on the device first: a
+/// 300-vector Gram–Schmidt pass over the 1M-tet box's 557k-entry vectors writes 4,096
+/// partials per dot product, 9.8 MB a copy, against 2.4 kB of sums; below this the copy is
+/// small and the extra launch not worth it.
+pub(crate) const DEVICE_SUM_FROM: usize = 32 * 1024;
 
 /// Norms one [`Reducer`] returns together at least (the PD map's eight).
 pub(crate) const NORMS: usize = 8;
@@ -121,7 +133,16 @@ impl<D: Device> Reducer<D> {
             chunks,
             capacity,
             partial: dev.zeros(capacity * chunks)?,
+            sums: dev.zeros(capacity)?,
+            device_sum_from: DEVICE_SUM_FROM,
         })
+    }
+
+    /// The second pass on the device from `partials` partials on (tests force both paths).
+    #[cfg(test)]
+    pub(crate) fn with_device_sum_from(mut self, partials: usize) -> Self {
+        self.device_sum_from = partials;
+        self
     }
 
     fn check(&self, count: usize) -> Result<(), GpuError> {
@@ -137,7 +158,19 @@ impl<D: Device> Reducer<D> {
 
     /// The sums of the first `count` groups of chunk partials, in order, after one copy (of
     /// those groups only).
-    fn sums(&self, dev: &D, count: usize) -> Result<Vec<f64>, GpuError> {
+    fn sums(&mut self, dev: &D, count: usize) -> Result<Vec<f64>, GpuError> {
+        if count > 0 && count * self.chunks >= self.device_sum_from {
+            dev.launch(
+                Kernel::SumGroups,
+                count,
+                &mut [
+                    Arg::Int(self.chunks as i64),
+                    Arg::In(&self.partial),
+                    Arg::Out(&mut self.sums),
+                ],
+            )?;
+            return dev.download_prefix(&self.sums, count);
+        }
         let p = dev.download_prefix(&self.partial, count * self.chunks)?;
         Ok(p.chunks(self.chunks)
             .take(count)
@@ -587,5 +620,41 @@ mod tests {
             sys.try_solve(&q, None, &mut want).unwrap();
             assert_eq!(got, want, "z clamped apart: {z_extra}");
         }
+    }
+
+    /// The device's second pass (`dphd_sum_groups`) returns the host's in-order sums bit for
+    /// bit, for norms and for blocks of dot products, one copy of `count` numbers instead of
+    /// `count` × partials.
+    #[test]
+    fn device_second_pass_equals_the_host_sums_bitwise() {
+        let dev = crate::gpu::Counted::new(Emulator);
+        let n3 = 5_000;
+        let q = 40;
+        let noise = |k: usize| -> Vec<f64> {
+            (0..k)
+                .map(|i| ((i * 7919 + 13) % 1009) as f64 / 1009.0 - 0.37)
+                .collect()
+        };
+        let a = dev.upload(&noise(n3)).unwrap();
+        let b = dev
+            .upload(&noise(q * n3)[..].iter().rev().copied().collect::<Vec<_>>())
+            .unwrap();
+        let run = |from: usize| {
+            let mut red = Reducer::new(&dev, n3, q)
+                .unwrap()
+                .with_device_sum_from(from);
+            let before = dev.traffic().unwrap();
+            let dots = red.dots(&dev, (&a, 0), &b, q).unwrap();
+            let dists = red.dists(&dev, &[(&a, &b), (&b, &a)]).unwrap();
+            let after = dev.traffic().unwrap();
+            (dots, dists, after.download_bytes - before.download_bytes)
+        };
+        let (host_dots, host_dists, host_bytes) = run(usize::MAX);
+        let (dev_dots, dev_dists, dev_bytes) = run(0);
+        assert_eq!(host_dots, dev_dots);
+        assert_eq!(host_dists, dev_dists);
+        let parts = crate::gpu::reduce::partials(n3);
+        assert_eq!(host_bytes, ((q + 2) * parts * 8) as u64);
+        assert_eq!(dev_bytes, ((q + 2) * 8) as u64);
     }
 }

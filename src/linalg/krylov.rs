@@ -25,11 +25,6 @@ pub struct KrylovStats {
     /// Final $\|b-Kx\|/\|b\|$ (GMRES: the true residual, recomputed at each restart and at
     /// exit; CG: the recurrence's residual).
     pub relative_residual: f64,
-    /// GMRES: the iterations done and the true relative residual at the start of its last
-    /// restart cycle, so that a caller can read the last cycle's contraction rate (the
-    /// device continuation of the adjoint, `solver::rollout`); `None` for the other methods.
-    #[serde(skip)]
-    pub last_cycle: Option<(usize, f64)>,
 }
 
 /// Outcome of a GMRES solve.
@@ -248,6 +243,23 @@ pub fn gmres_in<S: KrylovSpace + ?Sized>(
     x: &mut [f64],
     settings: &GmresSettings,
 ) -> Result<GmresStats, S::Error> {
+    gmres_monitored(space, b, x, settings, &mut |_, _| true)
+}
+
+/// [`gmres_in`] with a monitor: after every Arnoldi step `monitor(iterations, estimate)`
+/// reads the rotated residual $|g_{j+1}|/\|b\|$ (the relative residual of the cycle's
+/// least-squares iterate, exact in exact arithmetic for right preconditioning) and returns
+/// whether to go on. `false` ends the solve as the cap does: the cycle's iterate is formed,
+/// the true residual recomputed, and `converged` says whether it met the tolerance. Lets a
+/// caller run one long cycle under a policy (the device adjoint's continuation,
+/// `solver::rollout`) instead of capped solves that each throw the Krylov space away.
+pub fn gmres_monitored<S: KrylovSpace + ?Sized>(
+    space: &mut S,
+    b: &[f64],
+    x: &mut [f64],
+    settings: &GmresSettings,
+    monitor: &mut dyn FnMut(usize, f64) -> bool,
+) -> Result<GmresStats, S::Error> {
     let s = GmresSlots {
         m: settings.restart,
     };
@@ -262,6 +274,7 @@ pub fn gmres_in<S: KrylovSpace + ?Sized>(
         return Ok(stats);
     }
     space.upload(GmresSlots::X, x)?;
+    let mut stopped = false;
     loop {
         // r = b - K x
         space.op(GmresSlots::X, GmresSlots::R)?;
@@ -272,12 +285,19 @@ pub fn gmres_in<S: KrylovSpace + ?Sized>(
             stats.converged = true;
             break;
         }
-        if stats.iterations >= settings.max_iter || !beta.is_finite() {
+        if stopped || stats.iterations >= settings.max_iter || !beta.is_finite() {
             break;
         }
-        stats.last_cycle = Some((stats.iterations, stats.relative_residual));
         space.divide(GmresSlots::R, beta, s.v(0))?;
-        let cycle = arnoldi(space, &s, (beta, target), settings, &mut stats)?;
+        let cycle = arnoldi(
+            space,
+            &s,
+            (beta, target, bnorm),
+            settings,
+            &mut stats,
+            monitor,
+        )?;
+        stopped = cycle.stopped;
         // x += Z y
         for (k, yk) in cycle.solve().iter().enumerate() {
             space.axpby(*yk, s.z(k), 1.0, GmresSlots::X)?;
@@ -296,6 +316,8 @@ struct Cycle {
     h: Vec<Vec<f64>>,
     g: Vec<f64>,
     k: usize,
+    /// The monitor ended the solve.
+    stopped: bool,
 }
 
 impl Cycle {
@@ -317,13 +339,14 @@ impl Cycle {
 /// The Arnoldi steps of one cycle from $v_0$ (in its slot), with $\|r\|=$ `beta`: each step
 /// $z_j=M^{-1}v_j$, $w=Kz_j$, two passes of Gram–Schmidt against $v_0..v_j$, the
 /// previous rotations and a new one; stops when the rotated residual reaches half the
-/// target, at the cap, at breakdown or after $m$ steps.
+/// target, at the cap, at breakdown, after $m$ steps or when `monitor` says stop.
 fn arnoldi<S: KrylovSpace + ?Sized>(
     space: &mut S,
     s: &GmresSlots,
-    (beta, target): (f64, f64),
+    (beta, target, bnorm): (f64, f64, f64),
     settings: &GmresSettings,
     stats: &mut GmresStats,
+    monitor: &mut dyn FnMut(usize, f64) -> bool,
 ) -> Result<Cycle, S::Error> {
     let m = s.m;
     let mut h = vec![vec![0.0; m]; m + 1];
@@ -366,11 +389,24 @@ fn arnoldi<S: KrylovSpace + ?Sized>(
         if g[j + 1].abs() <= 0.5 * target || stats.iterations >= settings.max_iter || wn == 0.0 {
             break;
         }
+        if !monitor(stats.iterations, g[j + 1].abs() / bnorm) {
+            return Ok(Cycle {
+                h,
+                g,
+                k: k_used,
+                stopped: true,
+            });
+        }
         if j + 1 < m {
             space.divide(GmresSlots::W, wn, s.v(j + 1))?;
         }
     }
-    Ok(Cycle { h, g, k: k_used })
+    Ok(Cycle {
+        h,
+        g,
+        k: k_used,
+        stopped: false,
+    })
 }
 
 /// Stopping rule of [`pcg`].
@@ -454,7 +490,6 @@ pub fn pcg_in<S: KrylovSpace + ?Sized>(
         iterations: it,
         converged,
         relative_residual: rn / bnorm,
-        last_cycle: None,
     })
 }
 
@@ -560,7 +595,6 @@ pub fn steihaug_in<S: KrylovSpace + ?Sized>(
         iterations: it,
         converged,
         relative_residual: d[2].sqrt() / bnorm,
-        last_cycle: None,
     };
     Ok(out)
 }
@@ -639,32 +673,60 @@ mod tests {
         assert!(err < 1e-9, "error {err}");
     }
 
-    /// `last_cycle` is the start of GMRES's last restart cycle: capped at 25 iterations with
-    /// restart 10 it started at iteration 20, at the true residual of a run capped at 20
-    /// (the same iterates: restarts recompute it), above the final one.
+    /// [`gmres_monitored`]: a monitor that always goes on changes nothing (bitwise); one
+    /// that says stop after 25 iterations (restart 10) ends the solve as `max_iter` = 25
+    /// does, bitwise; the estimates it reads are the true residuals of runs capped there.
     #[test]
-    fn gmres_reports_its_last_cycle() {
+    fn a_monitor_stop_is_the_cap() {
         let n = 60;
         let (mut op, mut pre) = system(n, 0.0);
         let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
-        let run = |max_iter: usize,
-                   op: &mut dyn FnMut(&[f64], &mut [f64]),
-                   pre: &mut dyn FnMut(&[f64], &mut [f64])| {
-            let mut x = vec![0.0; n];
-            let settings = GmresSettings {
-                restart: 10,
-                rel_tol: 1e-14,
-                abs_tol: 0.0,
-                max_iter,
-            };
-            gmres(op, pre, &b, &mut x, &settings)
+        let settings = |max_iter| GmresSettings {
+            restart: 10,
+            rel_tol: 1e-14,
+            abs_tol: 0.0,
+            max_iter,
         };
-        let st20 = run(20, &mut op, &mut pre);
-        let st25 = run(25, &mut op, &mut pre);
-        assert!(!st25.converged && st25.iterations == 25, "{st25:?}");
-        assert_eq!(st25.last_cycle, Some((20, st20.relative_residual)));
-        assert!(st25.relative_residual < st20.relative_residual);
-        assert_eq!(st20.last_cycle.map(|c| c.0), Some(10));
+        let solve = |max_iter: usize,
+                     monitor: &mut dyn FnMut(usize, f64) -> bool,
+                     op: &mut dyn FnMut(&[f64], &mut [f64]),
+                     pre: &mut dyn FnMut(&[f64], &mut [f64])| {
+            let mut x = vec![0.0; n];
+            let mut space = HostSpace::new(n, op, pre);
+            let st = infallible(gmres_monitored(
+                &mut space,
+                &b,
+                &mut x,
+                &settings(max_iter),
+                monitor,
+            ));
+            (x, st)
+        };
+        let (x_plain, st_plain) = solve(200, &mut |_, _| true, &mut op, &mut pre);
+        let mut x = vec![0.0; n];
+        let st = gmres(&mut op, &mut pre, &b, &mut x, &settings(200));
+        assert_eq!((x, st.iterations), (x_plain, st_plain.iterations));
+        assert!(st.iterations > 25, "{st:?}");
+
+        let mut seen = Vec::new();
+        let mut stop_at_25 = |it: usize, est: f64| {
+            seen.push((it, est));
+            it < 25
+        };
+        let (x_stop, st_stop) = solve(200, &mut stop_at_25, &mut op, &mut pre);
+        let (x_cap, st_cap) = solve(25, &mut |_, _| true, &mut op, &mut pre);
+        assert_eq!(x_stop, x_cap);
+        assert_eq!(st_stop.iterations, 25);
+        assert!(!st_stop.converged);
+        assert_eq!(st_stop.relative_residual, st_cap.relative_residual);
+        assert_eq!(seen.len(), 25);
+        assert!(seen.iter().enumerate().all(|(i, &(it, _))| it == i + 1));
+        let est = seen[24].1;
+        assert!(
+            (est - st_cap.relative_residual).abs() <= 1e-8 * st_cap.relative_residual,
+            "estimate {est:e} vs true {:e}",
+            st_cap.relative_residual
+        );
     }
 
     /// $x^TKy$-style helpers of the trust-region tests on a symmetric tridiagonal $K$ with
@@ -1040,7 +1102,6 @@ mod tests {
                 iterations,
                 converged,
                 relative_residual: rn / gnorm,
-                last_cycle: None,
             };
             loop {
                 let rn = norm(&r);

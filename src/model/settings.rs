@@ -50,14 +50,26 @@ pub struct BackwardSettings {
     pub direct_after: usize,
     /// The same frames on an accelerator (`--backend cuda` or `emulator`), whose GMRES iteration
     /// costs 10–20× less than on the CPU while the direct solve is the same host
-    /// factorization: GMRES continues from its iterate past `direct_after`, now to the
-    /// direct solve's accuracy (relative residual $10^{-10}$), one restart cycle at a time
-    /// for as long as the last cycle's rate projects convergence within this many iterations
-    /// in all; otherwise the frame is solved directly. H100, 1M-tet box:
+    /// factorization: one GMRES run of at most this many iterations, restarted every
+    /// `device_gmres_restart`, toward the direct solve's accuracy (relative residual
+    /// $10^{-10}$). Up to `direct_after` iterations it stops at `rel_tol` as the CPU path
+    /// does; from there, every 50 iterations, it goes on while the last 50 iterations' rate
+    /// projects convergence within this many in all; otherwise the frame is solved directly
+    /// (`solver::rollout::DevicePolicy`). H100, 1M-tet box at restart 50 (session 11):
     /// 641 iterations, 12.3 s, instead of 150 and a 48 s factorization, gradient 4.5e-10
     /// from the direct adjoint's. `0`: as on the CPU. Default 2000.
     #[serde(default = "d_device_direct_after")]
     pub device_direct_after: usize,
+    /// The restart length of those frames' GMRES on an accelerator: one run of up to
+    /// `device_direct_after` iterations restarted every this many, instead of GMRES
+    /// (`gmres_restart`) capped at `direct_after` and continued cycle by cycle. A basis vector
+    /// costs the device a few vector passes against two SpMVs over the inverse factor per
+    /// iteration, while restarts throw away the spectrum GMRES has found: on the CPU path, to
+    /// relative residual 1e-10, the 126k-tet box took 650 iterations at restart 50 and 224 at
+    /// 300, the armadillo's two frames 1,700 and 1,650 at 50, 283 and 287 at 300.
+    /// Device memory: $(3m+4)\cdot3n\cdot8$ bytes (4 GB at 300 on the 1M-tet box). Default 300.
+    #[serde(default = "d_device_restart")]
+    pub device_gmres_restart: usize,
     /// Keep every K-th state of the forward and recompute the others in the backward
     /// (1 = keep all; memory per kept frame 48n bytes).
     #[serde(default = "d_one_usize")]
@@ -78,6 +90,9 @@ fn d_direct_after() -> usize {
 fn d_device_direct_after() -> usize {
     2000
 }
+fn d_device_restart() -> usize {
+    300
+}
 fn d_adjoint_rel() -> f64 {
     1e-6
 }
@@ -92,6 +107,7 @@ impl Default for BackwardSettings {
             gmres_restart: d_restart(),
             direct_after: d_direct_after(),
             device_direct_after: d_device_direct_after(),
+            device_gmres_restart: d_device_restart(),
             checkpoint_every: 1,
             method: Default::default(),
         }

@@ -213,6 +213,7 @@ impl Problem {
             method: b.method,
             direct_after: b.direct_after,
             device_direct_after: b.device_direct_after,
+            device_gmres_restart: b.device_gmres_restart,
         };
         let needs_tr = b.filter == crate::model::HessianFilterMode::TrustRegion;
         let ls_checkpoint = b.checkpoint_every.max(1);

@@ -90,6 +90,12 @@ impl Scene {
                 "expected at least 1".into(),
             ));
         }
+        if b.device_gmres_restart == 0 {
+            return Err((
+                "backward.device_gmres_restart".into(),
+                "expected at least 1".into(),
+            ));
+        }
         if b.checkpoint_every == 0 {
             return Err((
                 "backward.checkpoint_every".into(),

@@ -359,7 +359,6 @@ fn device_failed(z: &mut [f64]) -> KrylovStats {
         iterations: 0,
         converged: false,
         relative_residual: f64::NAN,
-        last_cycle: None,
     }
 }
 
@@ -373,6 +372,19 @@ pub fn solve_gmres(
     z: &mut [f64],
     cfg: &BackwardConfig,
 ) -> KrylovStats {
+    solve_gmres_monitored(sim, lin, g, z, cfg, &mut |_, _| true)
+}
+
+/// [`solve_gmres`] under a monitor ([`krylov::gmres_monitored`]: after each iteration
+/// `monitor(iterations, estimated relative residual)` says whether to go on).
+pub fn solve_gmres_monitored(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    g: &[f64],
+    z: &mut [f64],
+    cfg: &BackwardConfig,
+    monitor: &mut dyn FnMut(usize, f64) -> bool,
+) -> KrylovStats {
     let settings = krylov::GmresSettings {
         restart: cfg.gmres_restart,
         rel_tol: cfg.rel_tol,
@@ -380,12 +392,16 @@ pub fn solve_gmres(
         max_iter: cfg.max_iterations,
     };
     if let Some(mut space) = device_space(sim, lin) {
-        return krylov::gmres_in(space.as_mut(), g, z, &settings)
+        return krylov::gmres_monitored(space.as_mut(), g, z, &settings, monitor)
             .unwrap_or_else(|_| device_failed(z));
     }
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-    krylov::gmres(&mut op, &mut pre, g, z, &settings)
+    let mut space = krylov::HostSpace::new(g.len(), &mut op, &mut pre);
+    match krylov::gmres_monitored(&mut space, g, z, &settings, monitor) {
+        Ok(st) => st,
+        Err(e) => match e {},
+    }
 }
 
 /// Fixed-point adjoint iterations without halving the residual before GMRES takes over
@@ -462,7 +478,6 @@ fn adjoint_gmres(
     stats.iterations = st.iterations;
     stats.converged = st.converged;
     stats.relative_residual = st.relative_residual;
-    stats.last_cycle = st.last_cycle;
     z
 }
 

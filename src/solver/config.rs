@@ -109,6 +109,9 @@ pub struct BackwardConfig {
     /// The accelerator's cap past `direct_after` (0: as on the CPU); see
     /// [`crate::model::BackwardSettings::device_direct_after`].
     pub device_direct_after: usize,
+    /// The accelerator's restart length of those frames' GMRES; see
+    /// [`crate::model::BackwardSettings::device_gmres_restart`].
+    pub device_gmres_restart: usize,
 }
 
 impl BackwardConfig {
@@ -126,6 +129,7 @@ impl BackwardConfig {
             method: AdjointMethod::Gmres,
             direct_after: 0,
             device_direct_after: 0,
+            device_gmres_restart: restart,
         }
     }
 }

@@ -361,14 +361,15 @@ fn adjoint_gmres_then_direct(
         direct.method = "direct".into();
         return Ok((z, direct));
     }
-    let capped = BackwardConfig {
-        max_iterations: cfg.max_iterations.min(cfg.direct_after),
-        ..cfg.clone()
+    let (z, st) = if lin.device_step.is_some() && device_cap(cfg) > cfg.direct_after {
+        device_adjoint(sim, lin, g, cfg, frame)
+    } else {
+        let capped = BackwardConfig {
+            max_iterations: cfg.max_iterations.min(cfg.direct_after),
+            ..cfg.clone()
+        };
+        solve_adjoint(sim, lin, g, &capped, frame)
     };
-    let (mut z, mut st) = solve_adjoint(sim, lin, g, &capped, frame);
-    if !st.converged && lin.device_step.is_some() {
-        continue_on_device(sim, lin, g, cfg, (&mut z, &mut st));
-    }
     if st.converged {
         sim.direct_streak.store(0, Relaxed);
         return Ok((z, st));
@@ -398,68 +399,119 @@ pub fn projected_iterations(before: f64, now: f64, iterations: usize, target: f6
     (rate < 0.0 && rate.is_finite()).then(|| (target / now).ln() / rate)
 }
 
-/// The window of the continuation's first projection ([`projected_iterations`]): the capped
-/// run's last restart cycle, `(relative residual at its start, its iterations)`, where GMRES
-/// reports one; else the whole run from residual 1. The last cycle's rate is the one GMRES
-/// goes on at: the armadillo's frame 2 (docs/BENCHMARKS.md, session 11) contracted by
-/// 7.3e-3 in its first 150 iterations, a rate that projects convergence within the cap,
-/// but by 0.73 in the last 50, which does not (its continuation ran one wasted cycle).
-fn first_rate_window(st: &AdjointStats) -> (f64, usize) {
-    match st.last_cycle {
-        Some((start, res)) if start < st.iterations && res > 0.0 => (res, st.iterations - start),
-        _ => (1.0, st.iterations),
+/// Iterations between the continuation's projections, and the window each reads its rate
+/// from: the CPU path's restart cycle, whose rates were traced (docs/BENCHMARKS.md,
+/// session 11).
+pub const RATE_WINDOW: usize = 50;
+
+/// The accelerator's cap on a frame's GMRES iterations (`backward.device_direct_after`,
+/// within `max_iterations`).
+fn device_cap(cfg: &BackwardConfig) -> usize {
+    cfg.device_direct_after.min(cfg.max_iterations)
+}
+
+/// When the device's adjoint GMRES of one frame goes on ([`device_adjoint`]), read after
+/// every iteration from its estimated relative residual $\rho_k$ (`history[k]`, $\rho_0=1$).
+/// Up to `direct_after` iterations it is the CPU path's solve: stop once
+/// $\rho_k\le\tfrac12\epsilon$ ($\epsilon$ = `backward.rel_tol` + `abs_tol`/‖g‖, GMRES's own
+/// test). From `direct_after` on, every [`RATE_WINDOW`] iterations, go on only while the
+/// last window's rate projects [`DIRECT_EQUIVALENT_TOL`] within the cap
+/// ([`projected_iterations`]); otherwise the caller solves the frame directly. Reads
+/// residuals, never clocks: deterministic.
+pub struct DevicePolicy {
+    normal: f64,
+    direct_after: usize,
+    cap: usize,
+    history: Vec<f64>,
+}
+
+impl DevicePolicy {
+    pub fn new(normal: f64, direct_after: usize, cap: usize) -> Self {
+        DevicePolicy {
+            normal,
+            direct_after,
+            cap,
+            history: vec![1.0],
+        }
+    }
+
+    /// Whether GMRES goes on after iteration `k` with estimate `rho`.
+    pub fn go_on(&mut self, k: usize, rho: f64) -> bool {
+        self.history.resize(k, rho);
+        self.history.push(rho);
+        if k <= self.direct_after && rho <= 0.5 * self.normal {
+            return false;
+        }
+        if k < self.direct_after || !(k - self.direct_after).is_multiple_of(RATE_WINDOW) {
+            return true;
+        }
+        let w = RATE_WINDOW.min(k);
+        let need = projected_iterations(self.history[k - w], rho, w, DIRECT_EQUIVALENT_TOL);
+        matches!(need, Some(n) if n <= self.cap.saturating_sub(k) as f64)
     }
 }
 
-/// Past `direct_after` on an accelerator (`backward.device_direct_after`): GMRES goes on from
-/// `z` toward [`DIRECT_EQUIVALENT_TOL`] one restart cycle at a time while the last cycle's
-/// rate (the first time: the capped run's last cycle, [`first_rate_window`]) reaches it
-/// within `device_direct_after` iterations in all. Deterministic: the decision reads
-/// residuals only, never clocks. `st` gathers the cycles; the method reads `"…+device"` when
-/// they ran. Unconverged, the caller solves directly.
-fn continue_on_device(
+/// On an accelerator, a frame that may fall back to the direct solve: one GMRES run (restart
+/// `backward.device_gmres_restart`, toward [`DIRECT_EQUIVALENT_TOL`], at most
+/// `device_direct_after` iterations) under [`DevicePolicy`], so that the Krylov space
+/// GMRES built before `direct_after` is kept past it. Converged when it stopped by
+/// `direct_after` within `rel_tol` (the method reads `woodbury` or `gmres`, as on the CPU) or
+/// later within [`DIRECT_EQUIVALENT_TOL`] (`…+device`); unconverged, the caller solves
+/// directly. With the device restart equal to `gmres_restart` and `direct_after` a multiple
+/// of it, its iterates are those of a capped run continued cycle by cycle (the policy of
+/// sessions 11–13).
+fn device_adjoint(
     sim: &Simulator,
     lin: &StepLinearization,
     g: &[f64],
     cfg: &BackwardConfig,
-    (z, st): (&mut Vec<f64>, &mut AdjointStats),
-) {
-    let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
-    // one restart cycle at a time: a block that ended mid-cycle would throw its Krylov space
-    // away (blocks of 5 with restart 50 stalled the CI bands' GMRES at 31 iterations), and
-    // a longer one reacts late to stagnation (blocks of 150 cost the armadillo 150
-    // iterations before the factorization, cycles cost it 50; docs/BENCHMARKS.md session 11)
-    let block = cfg.gmres_restart.max(1);
+    frame: usize,
+) -> (Vec<f64>, AdjointStats) {
+    let t0 = std::time::Instant::now();
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let (mut before, mut since) = first_rate_window(st);
-    let method = st.method.clone();
-    let cap = cfg.device_direct_after.min(cfg.max_iterations);
-    while st.iterations < cap {
-        let left = cap - st.iterations;
-        match projected_iterations(before, st.relative_residual, since, target) {
-            Some(need) if need <= left as f64 => {}
-            _ => return,
-        }
-        let run = BackwardConfig {
-            rel_tol: target,
-            max_iterations: block.min(left),
-            ..cfg.clone()
+    let gnorm = gf.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
+    let normal = cfg.rel_tol
+        + if gnorm > 0.0 {
+            cfg.abs_tol / gnorm
+        } else {
+            0.0
         };
-        let t0 = std::time::Instant::now();
-        let ks = super::backward::solve_gmres(sim, lin, &gf, z, &run);
-        (before, since) = (st.relative_residual, ks.iterations);
-        st.iterations += ks.iterations;
-        st.gmres_iterations += ks.iterations;
-        st.relative_residual = ks.relative_residual;
-        st.converged = ks.converged;
-        st.seconds += t0.elapsed().as_secs_f64();
-        st.method = format!("{method}+device");
-        st.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        if ks.converged || ks.iterations == 0 {
-            return;
-        }
-    }
+    let run = BackwardConfig {
+        rel_tol: target,
+        max_iterations: device_cap(cfg),
+        gmres_restart: cfg.device_gmres_restart.max(1),
+        ..cfg.clone()
+    };
+    let mut policy = DevicePolicy::new(normal, cfg.direct_after, run.max_iterations);
+    let mut z = vec![0.0; gf.len()];
+    let ks = super::backward::solve_gmres_monitored(sim, lin, &gf, &mut z, &run, &mut |k, rho| {
+        policy.go_on(k, rho)
+    });
+    let within_cap = ks.iterations <= cfg.direct_after;
+    let base = if cfg.method == crate::model::AdjointMethod::Woodbury {
+        "woodbury"
+    } else {
+        "gmres"
+    };
+    let st = AdjointStats {
+        frame,
+        method: if within_cap {
+            base.to_string()
+        } else {
+            format!("{base}+device")
+        },
+        iterations: ks.iterations,
+        gmres_iterations: ks.iterations,
+        converged: ks.converged || (within_cap && ks.relative_residual <= normal),
+        relative_residual: ks.relative_residual,
+        max_abs_z: z.iter().map(|v| v.abs()).fold(0.0, f64::max),
+        filtered_samples: lin.filtered_samples,
+        seconds: t0.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    (z, st)
 }
 
 /// $Kz=(A-\Delta A)z$ on all DoFs (unreduced).
@@ -547,39 +599,53 @@ mod tests {
         assert_eq!(projected_iterations(1e-2, f64::NAN, 50, 1e-10), None);
     }
 
-    /// The capped run's first projection from `st` ([`super::first_rate_window`]).
-    fn first_need(last_cycle: Option<(usize, f64)>, iterations: usize, now: f64) -> Option<f64> {
-        let st = crate::solver::stats::AdjointStats {
-            iterations,
-            relative_residual: now,
-            last_cycle,
-            ..Default::default()
-        };
-        let (before, since) = super::first_rate_window(&st);
-        projected_iterations(before, now, since, super::DIRECT_EQUIVALENT_TOL)
+    /// Where [`super::DevicePolicy`] stops a GMRES run whose estimates interpolate
+    /// `points` (iteration, relative residual) log-linearly; `None` when it goes on through
+    /// the last point. Cap 2000, `direct_after` 150, `rel_tol` 1e-6 (the defaults).
+    fn stop_of(points: &[(usize, f64)]) -> Option<usize> {
+        let mut policy = super::DevicePolicy::new(1e-6, 150, 2000);
+        for w in points.windows(2) {
+            let ((k0, r0), (k1, r1)) = (w[0], w[1]);
+            for k in k0 + 1..=k1 {
+                let t = (k - k0) as f64 / (k1 - k0) as f64;
+                let rho = (r0.ln() + t * (r1.ln() - r0.ln())).exp();
+                if !policy.go_on(k, rho) {
+                    return Some(k);
+                }
+            }
+        }
+        None
     }
 
-    /// The continuation's decisions on GMRES residual histories traced on the CPU
-    /// (docs/BENCHMARKS.md, session 11; default cap 2000, restart 50, capped run 150). Named
-    /// regression: the armadillo's frame 2 went on at 150 (the average rate since the start
-    /// projects within the cap) and stopped one cycle later; the capped run's own last cycle
-    /// (1.0e-2 → 7.3e-3) projects 2,879 more, so it now stops at once. Its frame 1 still
-    /// goes on one cycle (its last capped cycle projects 1,478), as before. The 126k-tet box
-    /// projects within the cap at every cycle until it converges.
+    /// The policy's decisions on GMRES residual histories traced on the CPU path at restart
+    /// 50 (docs/BENCHMARKS.md, session 11), where its windows are the restart cycles. Named
+    /// regression: the armadillo's frame 2 went on at 150 and stopped one cycle later (the
+    /// average rate since the start projected within the cap; its last 50 iterations,
+    /// 1.0e-2 → 7.3e-3, project 2,879 more), so it now stops at 150. Its frame 1 goes on one
+    /// window and stops at 200. The 126k-tet box goes on until it converges. A run that
+    /// reaches half of `rel_tol` before `direct_after` stops there, as GMRES would.
     #[test]
-    fn cycle_rates_stop_the_armadillo_and_not_the_box() {
-        let (cap, tol) = (2000.0, super::DIRECT_EQUIVALENT_TOL);
-        // without a last cycle (not GMRES): the run's average, as before
-        assert!(first_need(None, 150, 7.301e-3).unwrap() <= cap - 150.0);
-        // armadillo frame 2: stops at the cap of the capped run
-        assert!(first_need(Some((100, 1.0e-2)), 150, 7.301e-3).unwrap() > cap - 150.0);
-        // armadillo frame 1: one more cycle, then that cycle's rate stops it
-        assert!(first_need(Some((100, 6.6e-3)), 150, 3.7e-3).unwrap() <= cap - 150.0);
-        assert!(projected_iterations(3.7e-3, 2.5e-3, 50, tol).unwrap() > cap - 200.0);
-        assert!(projected_iterations(7.301e-3, 5.198e-3, 50, tol).unwrap() > cap - 200.0);
-        // the box goes on from its capped run's last cycle too
-        assert!(first_need(Some((100, 1.4e-3)), 150, 3.559e-4).unwrap() <= cap - 150.0);
+    fn window_rates_stop_the_armadillo_and_not_the_box() {
+        let frame2 = [
+            (0, 1.0),
+            (50, 3.2e-2),
+            (100, 1.0e-2),
+            (150, 7.301e-3),
+            (200, 5.198e-3),
+        ];
+        assert_eq!(stop_of(&frame2), Some(150));
+        let frame1 = [
+            (0, 1.0),
+            (50, 1.7e-2),
+            (100, 6.6e-3),
+            (150, 3.7e-3),
+            (200, 2.5e-3),
+        ];
+        assert_eq!(stop_of(&frame1), Some(200));
         let long_box = [
+            (0, 1.0),
+            (50, 6.3e-3),
+            (100, 1.4e-3),
             (150, 3.559e-4),
             (200, 1.066e-4),
             (250, 2.833e-5),
@@ -590,12 +656,11 @@ mod tests {
             (500, 5.073e-8),
             (550, 4.707e-9),
             (600, 8.682e-10),
+            (650, 1.1e-10),
         ];
-        assert!(projected_iterations(1.0, long_box[0].1, 150, tol).unwrap() <= cap - 150.0);
-        for w in long_box.windows(2) {
-            let ((_, before), (done, now)) = (w[0], w[1]);
-            let need = projected_iterations(before, now, 50, tol).unwrap();
-            assert!(need <= cap - done as f64, "stopped at {done}: {need}");
-        }
+        assert_eq!(stop_of(&long_box), None);
+        assert_eq!(stop_of(&[(0, 1.0), (100, 1e-7)]), Some(91)); // 10^(-7k/100) <= 5e-7
+                                                                 // past `direct_after`, reaching `rel_tol` is not enough: the target is 1e-10
+        assert_eq!(stop_of(&[(0, 1.0), (150, 1e-5), (200, 1e-7)]), None);
     }
 }

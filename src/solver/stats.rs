@@ -92,9 +92,4 @@ pub struct AdjointStats {
     /// its cap and GMRES (preconditioned by $A^{-1}$) finished the solve.
     pub method: String,
     pub gmres_iterations: usize,
-    /// GMRES alone (`gmres`/`woodbury` without contact): iterations and relative residual at
-    /// the start of its last restart cycle (`linalg::krylov::KrylovStats::last_cycle`), for
-    /// the device continuation's first projection (`solver::rollout`). Not written out.
-    #[serde(skip)]
-    pub last_cycle: Option<(usize, f64)>,
 }

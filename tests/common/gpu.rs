@@ -135,6 +135,18 @@ pub const CONVERGED: &[&str] = &[
 /// `diffphd grad` on the scene text `text` with `args` (e.g. `--set` pairs) and
 /// `--backend backend`: exit 0, the backend recorded in `grad.json`, and its (gradient, loss).
 pub fn grad_cli(text: &str, args: &[String], backend: &str) -> (Vec<f64>, f64) {
+    let json = grad_cli_json(text, args, backend);
+    let g: Vec<f64> = json["evaluation"]["gradient"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    (g, json["evaluation"]["loss"].as_f64().unwrap())
+}
+
+/// `diffphd grad` of `text` with `args` on `backend`: its grad.json.
+pub fn grad_cli_json(text: &str, args: &[String], backend: &str) -> serde_json::Value {
     let mut a = args.to_vec();
     a.extend(["--backend".to_string(), backend.to_string()]);
     let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
@@ -143,11 +155,5 @@ pub fn grad_cli(text: &str, args: &[String], backend: &str) -> (Vec<f64>, f64) {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(r.out().join("grad.json")).unwrap()).unwrap();
     assert_eq!(json["backend"], backend, "{json}");
-    let g: Vec<f64> = json["evaluation"]["gradient"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    (g, json["evaluation"]["loss"].as_f64().unwrap())
+    json
 }

@@ -120,7 +120,6 @@ pub fn solve_adjoint(
             "newton_direct_shifted+gmres".into()
         },
         gmres_iterations,
-        last_cycle: None,
     };
     Ok((z, stats))
 }

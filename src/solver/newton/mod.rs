@@ -709,6 +709,7 @@ mod tests {
             method: crate::model::AdjointMethod::FixedPoint,
             direct_after: 0,
             device_direct_after: 0,
+            device_gmres_restart: 50,
         };
         let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();
