@@ -69,7 +69,7 @@ fn main() {
 /// host built before (column pattern and its transpose with the value map).
 fn host_pattern_seconds(g: &SimplicialFactor) {
     use diffphd::gpu::factor::transpose_pattern;
-    use diffphd::gpu::pipeline::{segments, InversePlan, SEGMENT};
+    use diffphd::gpu::pipeline::{segments, sliced_len, InversePlan, SEGMENT};
     let t = Instant::now();
     let plan = InversePlan::new(g);
     let t_arrays = t.elapsed().as_secs_f64();
@@ -77,10 +77,12 @@ fn host_pattern_seconds(g: &SimplicialFactor) {
     let a = segments(&plan.col_ptr, SEGMENT);
     let b = segments(&plan.row_ptr, SEGMENT);
     let t_seg = t.elapsed().as_secs_f64();
+    let slots = sliced_len(a.1.len() - 1) + sliced_len(b.1.len() - 1);
     println!(
-        "host share of S's build now: per-column arrays {t_arrays:.2} s, segments {t_seg:.2} s ({} + {} segments)",
+        "host share of S's build now: per-column arrays {t_arrays:.2} s, segments {t_seg:.2} s ({} + {} segments; sliced slots {slots}, {:.2}% over 2 nnz(S))",
         a.1.len() - 1,
-        b.1.len() - 1
+        b.1.len() - 1,
+        100.0 * (slots as f64 / (2 * plan.col_ptr[g.n]) as f64 - 1.0)
     );
     let t = Instant::now();
     let (sp, sr) = g.inverse_pattern();

@@ -3,19 +3,45 @@
 // gather over one row, so no two items write the same entry.
 #include "device.h"
 
+// The inverse factor's two forms are stored SLICED (since session 14): the rows are cut into
+// segments of at most DPHD_SLICE entries (gpu::pipeline::SEGMENT; segment s of a form is
+// entries [seg[s], seg[s+1]) of the CSR order, row r's segments are [rseg[r], rseg[r+1])),
+// and entry p of segment s is stored at ((s / 32) * 32 + p) * 32 + s % 32: the 32 segments of
+// a group side by side, so the 32 threads of a warp that read entry p of 32 consecutive
+// segments read 256 contiguous bytes (one thread per CSR segment read addresses 256 bytes
+// apart). Padding slots (past a segment's length) are zero and never read. The arithmetic
+// and its order per segment are those of the CSR form.
+#define DPHD_SLICE 32
+
+// The sliced position of entry p of segment s.
+DPHD_FN long long dphd_sliced(long long s, long long p)
+{
+    return ((s / DPHD_SLICE) * DPHD_SLICE + p) * DPHD_SLICE + s % DPHD_SLICE;
+}
+
+// The sliced position of entry `off` of row r (its CSR position minus the row's start).
+DPHD_FN long long dphd_sliced_at(const long long* rseg, long long r, long long off)
+{
+    return dphd_sliced(rseg[r] + off / DPHD_SLICE, off % DPHD_SLICE);
+}
+
 // Segmented SpMV, first pass (the explicit inverse factor's rows hold up to n entries: one
 // thread per row left the GPU waiting on its longest rows). Every row's entries are cut into
 // consecutive segments of at most gpu::pipeline::SEGMENT entries (cut on the host);
 // segment s is [seg[s], seg[s+1]) and its item writes partial[s] = sum of val[k] x[col[k]]
-// in entry order.
+// in entry order, val and col sliced (above).
 DPHD_KERNEL(dphd_spmv_segments)(DPHD_ITEM_PARAM long long n, const long long* seg,
                                 const long long* col, const double* val, const double* x,
                                 double* partial)
 {
     const long long s = DPHD_ITEM;
     if (s >= n) return;
+    const long long len = seg[s + 1] - seg[s];
     double acc = 0.0;
-    for (long long k = seg[s]; k < seg[s + 1]; ++k) acc += val[k] * x[col[k]];
+    for (long long p = 0; p < len; ++p) {
+        const long long k = dphd_sliced(s, p);
+        acc += val[k] * x[col[k]];
+    }
     partial[s] = acc;
 }
 
@@ -33,7 +59,8 @@ DPHD_KERNEL(dphd_sum_segments)(DPHD_ITEM_PARAM long long n, const long long* rse
 
 // Segmented SpMV of a row-interleaved block of k columns (the three axes of the global
 // solve at once), first pass: item t = s * k + c sums segment s of column c, partial[t] =
-// sum of val[p] x[col[p] * k + c] in entry order (dphd_spmv_segments' arithmetic per column).
+// sum of val[p] x[col[p] * k + c] in entry order (dphd_spmv_segments' arithmetic per column;
+// sliced).
 DPHD_KERNEL(dphd_spmv_segments_multi)(DPHD_ITEM_PARAM long long n, long long k,
                                       const long long* seg, const long long* col,
                                       const double* val, const double* x, double* partial)
@@ -42,8 +69,12 @@ DPHD_KERNEL(dphd_spmv_segments_multi)(DPHD_ITEM_PARAM long long n, long long k,
     if (t >= n) return;
     const long long s = t / k;
     const long long c = t - s * k;
+    const long long len = seg[s + 1] - seg[s];
     double acc = 0.0;
-    for (long long p = seg[s]; p < seg[s + 1]; ++p) acc += val[p] * x[col[p] * k + c];
+    for (long long p = 0; p < len; ++p) {
+        const long long e = dphd_sliced(s, p);
+        acc += val[e] * x[col[e] * k + c];
+    }
     partial[t] = acc;
 }
 
@@ -102,12 +133,12 @@ DPHD_KERNEL(dphd_trisolve_upper_level)(DPHD_ITEM_PARAM long long n, long long of
 // where s_k[.] are column k's stored values (computed by an earlier launch: k is shallower).
 // The columns of this launch are cols[offset .. offset + n / len), all at the depth len - 1,
 // so each has len entries: item t is column t / len, position t % len.
-// L is CSC with the diagonal entry FIRST in each column; S is CSC with column j stored at
-// sval[sptr[j] ..] along j's path (ascending rows).
+// L is CSC with the diagonal entry FIRST in each column; S is CSC with column j's path
+// (ascending rows) sliced: position p of column j at dphd_sliced_at(cseg, j, p).
 DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long len, long long offset,
                                        const long long* cols, const long long* depth,
                                        const long long* lptr, const long long* lrow,
-                                       const double* lval, const long long* sptr, double* sval)
+                                       const double* lval, const long long* cseg, double* sval)
 {
     const long long t = DPHD_ITEM;
     if (t >= n) return;
@@ -118,9 +149,9 @@ DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long le
     for (long long q = lptr[j] + 1; q < lptr[j + 1]; ++q) {
         const long long k = lrow[q];
         const long long qk = depth[j] - depth[k];
-        if (p >= qk) acc -= lval[q] * sval[sptr[k] + (p - qk)];
+        if (p >= qk) acc -= lval[q] * sval[dphd_sliced_at(cseg, k, p - qk)];
     }
-    sval[sptr[j] + p] = acc / lval[lptr[j]];
+    sval[dphd_sliced_at(cseg, j, p)] = acc / lval[lptr[j]];
 }
 
 // The index pattern of S (CSC), built on the device alongside its values, one depth per launch
@@ -129,26 +160,28 @@ DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long le
 // its parent's path (computed by an earlier launch: the parent is shallower).
 DPHD_KERNEL(dphd_inverse_pattern_level)(DPHD_ITEM_PARAM long long n, long long len, long long offset,
                                          const long long* cols, const long long* parent,
-                                         const long long* sptr, long long* srow)
+                                         const long long* cseg, long long* srow)
 {
     const long long t = DPHD_ITEM;
     if (t >= n) return;
     const long long c = t / len;
     const long long p = t - c * len;
     const long long j = cols[offset + c];
-    srow[sptr[j] + p] = p == 0 ? j : srow[sptr[parent[j]] + p - 1];
+    srow[dphd_sliced_at(cseg, j, p)] = p == 0 ? j : srow[dphd_sliced_at(cseg, parent[j], p - 1)];
 }
 
 // The row form of S (CSR) from its CSC values, one item per stored entry (n = nnz(S)): row i of
 // S holds the columns whose path passes i, i.e. i's elimination-tree descendants (i included),
 // which a postorder lists contiguously: post[first[i] .. first[i] + rptr[i+1] - rptr[i]).
 // Entry (i, j) sits at position depth[j] - depth[i] of column j's path. The row of entry q is
-// found by bisection of rptr (every row holds its diagonal, so none is empty).
+// found by bisection of rptr (every row holds its diagonal, so none is empty). Both forms
+// sliced: the row form's entry q at dphd_sliced_at(rseg, i, q - rptr[i]), the column form's
+// through cseg.
 DPHD_KERNEL(dphd_inverse_rows)(DPHD_ITEM_PARAM long long n, long long rows,
-                               const long long* rptr, const long long* post,
-                               const long long* first, const long long* depth,
-                               const long long* sptr, const double* sval, long long* rcol,
-                               double* rval)
+                               const long long* rptr, const long long* rseg,
+                               const long long* post, const long long* first,
+                               const long long* depth, const long long* cseg,
+                               const double* sval, long long* rcol, double* rval)
 {
     const long long q = DPHD_ITEM;
     if (q >= n) return;
@@ -159,8 +192,9 @@ DPHD_KERNEL(dphd_inverse_rows)(DPHD_ITEM_PARAM long long n, long long rows,
     }
     const long long i = lo;
     const long long j = post[first[i] + (q - rptr[i])];
-    rcol[q] = j;
-    rval[q] = sval[sptr[j] + depth[j] - depth[i]];
+    const long long at = dphd_sliced_at(rseg, i, q - rptr[i]);
+    rcol[at] = j;
+    rval[at] = sval[dphd_sliced_at(cseg, j, depth[j] - depth[i])];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,7 +245,11 @@ DPHD_KERNEL(dphd_spmv_segmented_multi)(DPHD_ITEM_PARAM long long n, long long k,
     double acc = 0.0;
     for (long long s = rseg[r]; s < rseg[r + 1]; ++s) {
         double part = 0.0;
-        for (long long p = seg[s]; p < seg[s + 1]; ++p) part += val[p] * x[col[p] * k + c];
+        const long long len = seg[s + 1] - seg[s];
+        for (long long p = 0; p < len; ++p) {
+            const long long e = dphd_sliced(s, p);
+            part += val[e] * x[col[e] * k + c];
+        }
         acc += part;
     }
     y[t] = acc;

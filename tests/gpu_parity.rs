@@ -1007,7 +1007,10 @@ fn device_adjoint_keeps_its_krylov_space_past_the_cap() {
     for ((c, l), s) in cpu.iter().zip(&long).zip(&short) {
         assert_eq!(l.0, "woodbury+device", "{long:?}");
         assert!(l.1.abs_diff(c.1) <= 1 + c.1 / 50, "{long:?} vs {cpu:?}");
-        assert!(s.1 > l.1 || s.0.ends_with("direct"), "{short:?} vs {long:?}");
+        assert!(
+            s.1 > l.1 || s.0.ends_with("direct"),
+            "{short:?} vs {long:?}"
+        );
     }
 }
 

@@ -167,13 +167,13 @@ kernel_table! {
     TrisolveUpperLevel = dphd_trisolve_upper_level in "kernels/sparse.cu" (offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// One elimination-tree depth of the sparse inverse factor `S = L^{-1}`, one item per
     /// (column, path position) (sparse.cu, spec Eq. 32).
-    InverseFactorLevel = dphd_inverse_factor_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, depth: Index, lptr: Index, lrow: Index, lval: In, sptr: Index, sval: Out);
+    InverseFactorLevel = dphd_inverse_factor_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, depth: Index, lptr: Index, lrow: Index, lval: In, cseg: Index, sval: Out);
     /// One elimination-tree depth of the index pattern of `S` (its paths), same schedule
     /// (sparse.cu).
-    InversePatternLevel = dphd_inverse_pattern_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, parent: Index, sptr: Index, srow: IndexOut);
+    InversePatternLevel = dphd_inverse_pattern_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, parent: Index, cseg: Index, srow: IndexOut);
     /// The row form of `S` (columns and values) from its column form, one item per entry,
     /// through a postorder of the elimination tree (sparse.cu).
-    InverseRows = dphd_inverse_rows in "kernels/sparse.cu" (rows: Int, rptr: Index, post: Index, first: Index, depth: Index, sptr: Index, sval: In, rcol: IndexOut, rval: Out);
+    InverseRows = dphd_inverse_rows in "kernels/sparse.cu" (rows: Int, rptr: Index, rseg: Index, post: Index, first: Index, depth: Index, cseg: Index, sval: In, rcol: IndexOut, rval: Out);
     /// Local step per sample: corotated + volume or Neo-Hookean prox (local.cu, spec §3).
     LocalStep = dphd_local_step in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, warm: Out, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).

@@ -29,16 +29,29 @@ pub enum SolvePath {
     Triangular { nnz_s: usize, budget_bytes: usize },
 }
 
-/// Bytes the explicit inverse factor needs on the device: values twice (S and its row form)
-/// plus both index patterns, plus the segments of both forms and their partial sums for a
-/// block of [`BLOCK`] columns (at most `nnz_s / SEGMENT + n` segments per form), plus the
-/// build's per-column arrays (its schedule, depths, parents, postorder: `8n` each).
+/// Bytes the explicit inverse factor needs on the device: values and index patterns of both
+/// forms (S and its row form), sliced ([`sliced_len`]: at most `nnz_s / SEGMENT + n + 1`
+/// segments per form, rounded up to whole groups of [`SEGMENT`] segments of [`SEGMENT`]
+/// slots), plus the segments of both forms and their partial sums for a block of [`BLOCK`]
+/// columns, plus the build's per-column arrays (its schedule, depths, parents, postorder:
+/// `8n` each).
 pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
     let segs = nnz_s / SEGMENT + n + 1;
-    nnz_s * (8 + 8 + 8 + 8)
-        + 2 * (n + 1) * 8
-        + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8
-        + 5 * n * 8
+    let slots = segs.div_ceil(SEGMENT) * SEGMENT * SEGMENT;
+    2 * slots * (8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8 + 5 * n * 8
+}
+
+/// The sliced slot of entry `off` of a row whose segments start at segment `first_segment`
+/// (sparse.cu `dphd_sliced_at`): entry $p$ of segment $s$ at $(32\lfloor s/32\rfloor+p)\cdot32+s\bmod32$.
+pub fn sliced_slot(first_segment: usize, off: usize) -> usize {
+    let (s, p) = (first_segment + off / SEGMENT, off % SEGMENT);
+    ((s / SEGMENT) * SEGMENT + p) * SEGMENT + s % SEGMENT
+}
+
+/// Slots of a sliced form with `segments` segments (sparse.cu `dphd_sliced`): whole groups of
+/// [`SEGMENT`] segments, each segment [`SEGMENT`] slots.
+pub fn sliced_len(segments: usize) -> usize {
+    segments.div_ceil(SEGMENT) * SEGMENT * SEGMENT
 }
 
 /// Columns one block solve on device vectors takes at most ([`DeviceFactor::solve_block_device`]):
@@ -48,7 +61,8 @@ pub const BLOCK: usize = 3;
 /// Entries per segment of the segmented SpMV (sparse.cu `dphd_spmv_segments`): rows of $S$
 /// hold up to $n$ entries (the root's row: every column), so a thread per row serialised the
 /// product on the longest rows (measured on an H100, 2026-11-27, 56k-DoF tet box: 5.4 ms per
-/// one-axis solve, slower than the CPU's 4.3 ms).
+/// one-axis solve, slower than the CPU's 4.3 ms). Also the slice width of the sliced layout
+/// (sparse.cu `DPHD_SLICE`): 32 segments side by side, a warp's worth.
 pub const SEGMENT: usize = 32;
 
 /// Cut the rows of a CSR pattern (`ptr`) into segments of at most `chunk` entries:
@@ -70,7 +84,8 @@ pub fn segments(ptr: &[usize], chunk: usize) -> (Vec<usize>, Vec<usize>) {
     (rseg, seg)
 }
 
-/// One form of $S$ (CSR: its column indices and values) with its segments.
+/// One form of $S$ (CSR cut into segments: its column indices and values, sliced as
+/// sparse.cu `dphd_sliced` lays them out) with its segments.
 struct Form<D: Device> {
     col: D::Index,
     val: D::Real,
@@ -80,12 +95,14 @@ struct Form<D: Device> {
 }
 
 impl<D: Device> Form<D> {
-    /// The form with pointers `ptr` (host) and its column indices and values on the device.
-    fn new(dev: &D, ptr: &[usize], col: D::Index, val: D::Real) -> Result<Self, GpuError> {
+    /// The segments of a form with pointers `ptr` (host) on the device, and zeroed sliced
+    /// column indices and values for the build to fill.
+    fn new(dev: &D, ptr: &[usize]) -> Result<Self, GpuError> {
         let (rseg, seg) = segments(ptr, SEGMENT);
+        let slots = sliced_len(seg.len() - 1);
         Ok(Form {
-            col,
-            val,
+            col: dev.zeros_index(slots)?,
+            val: dev.zeros(slots)?,
             rseg: dev.upload_index(&idx(&rseg))?,
             seg: dev.upload_index(&idx(&seg))?,
             segments: seg.len() - 1,
@@ -311,12 +328,10 @@ impl<D: Device> DeviceFactor<D> {
             row_ptr: rp,
         } = InversePlan::new(f);
         let nnz = sp[n];
-        let col_ptr = dev.upload_index(&idx(&sp))?;
+        let mut cols_form = Form::new(dev, &sp)?;
         let order = dev.upload_index(&idx(&by_depth))?;
         let depth = dev.upload_index(&idx(&depth))?;
         let parent = dev.upload_index(&parent)?;
-        let mut rows = dev.zeros_index(nnz)?;
-        let mut values = dev.zeros(nnz)?;
         // top down along the elimination tree: one depth per launch (a column's path and
         // values read its parent's and its ancestors', which are shallower)
         for (d, w) in level_ptr.windows(2).enumerate() {
@@ -330,8 +345,8 @@ impl<D: Device> DeviceFactor<D> {
                     Arg::Int(w[0] as i64),
                     Arg::Index(&order),
                     Arg::Index(&parent),
-                    Arg::Index(&col_ptr),
-                    Arg::IndexOut(&mut rows),
+                    Arg::Index(&cols_form.rseg),
+                    Arg::IndexOut(&mut cols_form.col),
                 ],
             )?;
             dev.launch(
@@ -345,8 +360,8 @@ impl<D: Device> DeviceFactor<D> {
                     Arg::Index(&self.upper_ptr),
                     Arg::Index(&self.upper_col),
                     Arg::In(&self.upper_val),
-                    Arg::Index(&col_ptr),
-                    Arg::Out(&mut values),
+                    Arg::Index(&cols_form.rseg),
+                    Arg::Out(&mut cols_form.val),
                 ],
             )?;
         }
@@ -354,26 +369,24 @@ impl<D: Device> DeviceFactor<D> {
         let row_ptr = dev.upload_index(&idx(&rp))?;
         let post = dev.upload_index(&idx(&post))?;
         let first = dev.upload_index(&idx(&first))?;
-        let mut row_cols = dev.zeros_index(nnz)?;
-        let mut row_values = dev.zeros(nnz)?;
+        let mut rows_form = Form::new(dev, &rp)?;
         dev.launch(
             Kernel::InverseRows,
             nnz,
             &mut [
                 Arg::Int(n as i64),
                 Arg::Index(&row_ptr),
+                Arg::Index(&rows_form.rseg),
                 Arg::Index(&post),
                 Arg::Index(&first),
                 Arg::Index(&depth),
-                Arg::Index(&col_ptr),
-                Arg::In(&values),
-                Arg::IndexOut(&mut row_cols),
-                Arg::Out(&mut row_values),
+                Arg::Index(&cols_form.rseg),
+                Arg::In(&cols_form.val),
+                Arg::IndexOut(&mut rows_form.col),
+                Arg::Out(&mut rows_form.val),
             ],
         )?;
-        drop((row_ptr, post, first, depth, col_ptr));
-        let cols_form = Form::new(dev, &sp, rows, values)?;
-        let rows_form = Form::new(dev, &rp, row_cols, row_values)?;
+        drop((row_ptr, post, first, depth));
         let partial = dev.zeros(BLOCK * cols_form.segments.max(rows_form.segments))?;
         Ok(Inverse {
             cols: cols_form,
@@ -682,7 +695,7 @@ impl<D: Device> LevelSolve<'_, D> {
 
 #[cfg(test)]
 mod tests {
-    use super::segments;
+    use super::{segments, sliced_len, sliced_slot, SEGMENT};
 
     /// The segments partition every row's entries in order, none longer than the chunk and
     /// none empty; an empty row has none.
@@ -778,9 +791,11 @@ mod tests {
             let (sp, sr) = f.inverse_pattern();
             let (rp, cols, _) = transpose_pattern(f.n, &sp, &sr);
             let want_rows: Vec<i64> = sr.iter().map(|&r| r as i64).collect();
-            assert_eq!(inv.cols.col, want_rows, "column form: the paths");
+            let (col_csr, col_val) = unsliced(&sp, &inv.cols.col, &inv.cols.val);
+            let (row_csr, row_val) = unsliced(&rp, &inv.rows.col, &inv.rows.val);
+            assert_eq!(col_csr, want_rows, "column form: the paths");
             for i in 0..f.n {
-                let got = &inv.rows.col[rp[i]..rp[i + 1]];
+                let got = &row_csr[rp[i]..rp[i + 1]];
                 let want: Vec<i64> = cols[rp[i]..rp[i + 1]].iter().map(|&c| c as i64).collect();
                 let (mut x, mut y) = (got.to_vec(), want.clone());
                 x.sort_unstable();
@@ -789,12 +804,52 @@ mod tests {
                 for (q, &j) in (rp[i]..rp[i + 1]).zip(got) {
                     let j = j as usize;
                     let at = (sp[j]..sp[j + 1]).find(|&k| sr[k] == i).unwrap();
-                    assert_eq!(inv.rows.val[q].to_bits(), inv.cols.val[at].to_bits());
+                    assert_eq!(row_val[q].to_bits(), col_val[at].to_bits());
                 }
             }
             let (post, ..) = f.postorder();
             let identity = post.iter().enumerate().all(|(k, &c)| k == c);
             assert_eq!(identity, postordered, "the numberings cover both cases");
         }
+    }
+
+    /// A sliced form (`col`, `val` on the emulator, rows `ptr`) back in CSR order; every slot
+    /// not an entry's is still zero.
+    fn unsliced(ptr: &[usize], col: &[i64], val: &[f64]) -> (Vec<i64>, Vec<f64>) {
+        let (rseg, seg) = segments(ptr, SEGMENT);
+        assert_eq!(col.len(), sliced_len(seg.len() - 1));
+        let mut used = vec![false; col.len()];
+        let (mut c, mut v) = (vec![], vec![]);
+        for r in 0..ptr.len() - 1 {
+            for off in 0..ptr[r + 1] - ptr[r] {
+                let at = sliced_slot(rseg[r], off);
+                used[at] = true;
+                c.push(col[at]);
+                v.push(val[at]);
+            }
+        }
+        let padding = used.iter().zip(col.iter().zip(val)).filter(|(u, _)| !**u);
+        assert!(padding.into_iter().all(|(_, (&c, &v))| c == 0 && v == 0.0));
+        (c, v)
+    }
+
+    /// The sliced layout puts entry $p$ of the 32 segments of a group side by side (a warp's
+    /// loads of one entry are contiguous) and is a bijection onto the group's slots.
+    #[test]
+    fn sliced_slots_put_a_groups_segments_side_by_side() {
+        assert_eq!(sliced_slot(0, 0), 0);
+        assert_eq!(sliced_slot(1, 0), 1);
+        assert_eq!(sliced_slot(0, 1), 32);
+        assert_eq!(sliced_slot(0, 32), 1); // entry 32 of a row is entry 0 of its next segment
+        assert_eq!(sliced_slot(32, 0), 1024);
+        let mut seen = vec![false; sliced_len(64)];
+        for s in 0..64 {
+            for p in 0..SEGMENT {
+                let at = sliced_slot(s, p);
+                assert!(!seen[at]);
+                seen[at] = true;
+            }
+        }
+        assert!(seen.iter().all(|&b| b));
     }
 }
