@@ -179,7 +179,7 @@ impl KrylovSpace for HostSpace<'_> {
 }
 
 /// The result of a method on a [`HostSpace`], which cannot fail.
-fn infallible<T>(r: Result<T, std::convert::Infallible>) -> T {
+pub(crate) fn infallible<T>(r: Result<T, std::convert::Infallible>) -> T {
     match r {
         Ok(v) => v,
         Err(e) => match e {},

@@ -398,10 +398,9 @@ pub fn solve_gmres_monitored(
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
     let mut space = krylov::HostSpace::new(g.len(), &mut op, &mut pre);
-    match krylov::gmres_monitored(&mut space, g, z, &settings, monitor) {
-        Ok(st) => st,
-        Err(e) => match e {},
-    }
+    krylov::infallible(krylov::gmres_monitored(
+        &mut space, g, z, &settings, monitor,
+    ))
 }
 
 /// Fixed-point adjoint iterations without halving the residual before GMRES takes over
