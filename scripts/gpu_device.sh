@@ -21,8 +21,9 @@
 # 11) should move toward its 16-thread one (18x). Session 14 made each adjoint frame that
 # may fall back to the direct solve one GMRES run at restart 300 (backward.device_gmres_restart)
 # under a monitor: the armadillo should read `woodbury+device` on both frames (about 285
-# device iterations each, no host factorization) and the 1M box's backward about 230
-# iterations instead of 641 (the 126k-tet box on the CPU: 650 at restart 50, 224 at 300).
+# device iterations each, no host factorization), box56k's backward 84 + 83 iterations
+# instead of 109 + 124 (emulator), and the 1M box's backward about 230 iterations instead
+# of 641 (the 126k-tet box on the CPU: 650 at restart 50, 224 at 300).
 # Restage first (scripts/gpu_stage.sh): .gpu/ predates all three.
 set -uo pipefail
 cd "$(dirname "$0")/.."
