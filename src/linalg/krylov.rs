@@ -354,6 +354,7 @@ fn arnoldi<S: KrylovSpace + ?Sized>(
     let mut g = vec![0.0; m + 1];
     g[0] = beta;
     let mut k_used = 0;
+    let mut stopped = false;
     for j in 0..m {
         space.precond(s.v(j), s.z(j))?;
         space.op(s.z(j), GmresSlots::W)?;
@@ -390,12 +391,8 @@ fn arnoldi<S: KrylovSpace + ?Sized>(
             break;
         }
         if !monitor(stats.iterations, g[j + 1].abs() / bnorm) {
-            return Ok(Cycle {
-                h,
-                g,
-                k: k_used,
-                stopped: true,
-            });
+            stopped = true;
+            break;
         }
         if j + 1 < m {
             space.divide(GmresSlots::W, wn, s.v(j + 1))?;
@@ -405,7 +402,7 @@ fn arnoldi<S: KrylovSpace + ?Sized>(
         h,
         g,
         k: k_used,
-        stopped: false,
+        stopped,
     })
 }
 

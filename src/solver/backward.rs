@@ -457,6 +457,16 @@ pub fn solve_adjoint(
     (z, stats)
 }
 
+/// The log's name of the $A^{-1}$-preconditioned GMRES adjoint: `woodbury` (without contact
+/// rows, GMRES with $A^{-1}$) or `gmres`.
+pub(super) fn gmres_method(cfg: &BackwardConfig) -> &'static str {
+    if cfg.method == AdjointMethod::Woodbury {
+        "woodbury"
+    } else {
+        "gmres"
+    }
+}
+
 /// `adjoint = "gmres"` (and `"woodbury"` without contact): GMRES on $Kz=g$ preconditioned by
 /// $A^{-1}$ from $z=0$ ([`solve_gmres`]).
 fn adjoint_gmres(
@@ -468,11 +478,7 @@ fn adjoint_gmres(
 ) -> Vec<f64> {
     let mut z = vec![0.0; gf.len()];
     let st = solve_gmres(sim, lin, gf, &mut z, cfg);
-    stats.method = if cfg.method == AdjointMethod::Woodbury {
-        "woodbury".into()
-    } else {
-        "gmres".into()
-    };
+    stats.method = gmres_method(cfg).into();
     stats.gmres_iterations = st.iterations;
     stats.iterations = st.iterations;
     stats.converged = st.converged;

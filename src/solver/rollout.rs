@@ -470,7 +470,7 @@ fn device_adjoint(
     let t0 = std::time::Instant::now();
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let gnorm = gf.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let gnorm = super::simulator::norm(&gf);
     let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
     let normal = cfg.rel_tol
         + if gnorm > 0.0 {
@@ -490,11 +490,7 @@ fn device_adjoint(
         policy.go_on(k, rho)
     });
     let within_cap = ks.iterations <= cfg.direct_after;
-    let base = if cfg.method == crate::model::AdjointMethod::Woodbury {
-        "woodbury"
-    } else {
-        "gmres"
-    };
+    let base = super::backward::gmres_method(cfg);
     let st = AdjointStats {
         frame,
         method: if within_cap {
