@@ -10,21 +10,14 @@
 # Three more, not in the default: ab56k (the 56k box's forward, this binary against a staged
 # diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes)
 # and bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10).
-# Since 2026-11-27 (session 11) the next lease's order is
-#   PARTS="parity box56k armadillo big" BUDGET=400
-# (box56k's per-frame record names the frames whose forward falls back to host factorizations;
-# the armadillo's and the 1M box's backward with the device continuation of the adjoint).
-# Session 12 made the forward's Newton-Krylov phase a trust-region method (no stall test):
-# box56k should show no `frames[].newton` record, and its forward ratio should be back near
-# the H100's 13x. Session 13 moved the backward's linearization and material maps and the
-# trust region's energy onto the device: box56k's 2-thread backward ratio (9.7x at session
-# 11) should move toward its 16-thread one (18x). Session 14 made each adjoint frame that
-# may fall back to the direct solve one GMRES run at restart 300 (backward.device_gmres_restart)
-# under a monitor: the armadillo should read `woodbury+device` on both frames (about 285
-# device iterations each, no host factorization), box56k's backward 84 + 83 iterations
-# instead of 109 + 124 (emulator), and the 1M box's backward about 230 iterations instead
-# of 641 (the 126k-tet box on the CPU: 650 at restart 50, 224 at 300).
-# Restage first (scripts/gpu_stage.sh): .gpu/ predates all three.
+# The fourth lease (session 15, H100, commit 7c09676) ran
+#   PARTS="parity box56k armadillo big ops" BUDGET=400   (147 s)
+# then, on the warm machine, the 1M box's CPU baseline (PARTS="bigcpu", about 265 s) and a
+# part of its own passed in by `part_NAME() { ...; }; export -f part_NAME; PARTS="NAME"`
+# (the script's variables D, BIGSET, OUT and limit are visible to it). Measured there:
+# box56k 36x / 50x, armadillo 34x / 14.5x, the 1M box 28x / 35x (219 adjoint iterations,
+# 22.7 GiB), cantilever_diffpd 11x / 12x (docs/BENCHMARKS.md "GPU: the fourth lease").
+# Restage first (scripts/gpu_stage.sh) whenever the code has changed since .gpu/commit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)

@@ -30,7 +30,8 @@ on_every_device! {
 /// tight gate alone, rel_tol 1e-12, measured 2026-11-24: cantilever 4.6e-9, NH bands 7.7e-7).
 /// So the cantilever and the NH bands run under [`CONVERGED`] (force balance, then Newton
 /// polish to round-off), measured 2026-11-25: cantilever (6 frames) 1.9e-12, NH bands
-/// (5 frames, twist magnitude 20) 3.2e-11; bound 1e-10. The bouncing ball runs the accurate
+/// (5 frames, twist magnitude 20) 3.2e-11; bound 1e-10 (1e-9 on a CUDA device:
+/// [`rollout_twist_bands_on`]). The bouncing ball runs the accurate
 /// mode's force-balance test tight (`residual_tol` 1e-13): 4.1e-12 (bound 1e-10,
 /// [`rollout_bouncing_ball_on`]).
 fn rollout_parity<D: Device + Clone + 'static>(
@@ -301,7 +302,19 @@ fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// NH twist bands (2×2×12, twist magnitude 20), 5 frames under [`CONVERGED`]. Both rollouts
+/// end every frame at a relative force residual of 1e-15 to 5e-15 (the polish's round-off
+/// floor), so their states differ by that round-off times the frame's conditioning, and
+/// frame 5's is the worst: the difference grows 7–17× from frame 4 there on either device
+/// (the polish's residual 5.5e-15 of ‖b‖ against 1.06e-12 to 3.1e-12 of state). The emulator
+/// runs the kernels' arithmetic op for op as the CPU does (host C++ with `-ffp-contract=off`):
+/// 3.6e-11, under the 1e-10 (CI). NVRTC contracts multiply–adds into fused ones (its
+/// default `--fmad=true`), which rounds differently at every contraction: H100 1.06e-10
+/// (2026-11-27, the same to three digits in three runs; frames 1–4 within 1.9e-13 absolute,
+/// as the emulator's). So a CUDA device is held to 1e-9, the emulator to 1e-10.
 fn rollout_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
+    let fused_multiply_adds = std::any::TypeId::of::<D>() != std::any::TypeId::of::<Emulator>();
+    let bound = if fused_multiply_adds { 1e-9 } else { 1e-10 };
     let sets = [
         &[
             "body.0.mesh.cells=[2, 2, 12]",
@@ -310,7 +323,7 @@ fn rollout_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
         CONVERGED,
     ]
     .concat();
-    rollout_parity(dev, "scenes/twist_bands_tet.toml", &sets, 5, 1e-10);
+    rollout_parity(dev, "scenes/twist_bands_tet.toml", &sets, 5, bound);
 }
 
 /// Bouncing ball through its impact with every contact-side solve on the device factor:
