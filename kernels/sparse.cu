@@ -1,6 +1,7 @@
 // sparse.cu: sparse matrix kernels of the global solve (spec §5.3, Eqs. 32-33).
-// Matrices are CSR (row pointer, column index, value; 64-bit indices). Every kernel is a
-// gather over one row, so no two items write the same entry.
+// Matrices are CSR (row pointer, column index, value; 64-bit indices, except the inverse
+// factor's column indices: 32-bit, a quarter of the bytes its SpMVs read, since session 15).
+// Every kernel is a gather over one row, so no two items write the same entry.
 #include "device.h"
 
 // The inverse factor's two forms are stored SLICED (since session 14): the rows are cut into
@@ -31,7 +32,7 @@ DPHD_FN long long dphd_sliced_at(const long long* rseg, long long r, long long o
 // segment s is [seg[s], seg[s+1]) and its item writes partial[s] = sum of val[k] x[col[k]]
 // in entry order, val and col sliced (above).
 DPHD_KERNEL(dphd_spmv_segments)(DPHD_ITEM_PARAM long long n, const long long* seg,
-                                const long long* col, const double* val, const double* x,
+                                const int* col, const double* val, const double* x,
                                 double* partial)
 {
     const long long s = DPHD_ITEM;
@@ -62,7 +63,7 @@ DPHD_KERNEL(dphd_sum_segments)(DPHD_ITEM_PARAM long long n, const long long* rse
 // sum of val[p] x[col[p] * k + c] in entry order (dphd_spmv_segments' arithmetic per column;
 // sliced).
 DPHD_KERNEL(dphd_spmv_segments_multi)(DPHD_ITEM_PARAM long long n, long long k,
-                                      const long long* seg, const long long* col,
+                                      const long long* seg, const int* col,
                                       const double* val, const double* x, double* partial)
 {
     const long long t = DPHD_ITEM;
@@ -160,14 +161,14 @@ DPHD_KERNEL(dphd_inverse_factor_level)(DPHD_ITEM_PARAM long long n, long long le
 // its parent's path (computed by an earlier launch: the parent is shallower).
 DPHD_KERNEL(dphd_inverse_pattern_level)(DPHD_ITEM_PARAM long long n, long long len, long long offset,
                                          const long long* cols, const long long* parent,
-                                         const long long* cseg, long long* srow)
+                                         const long long* cseg, int* srow)
 {
     const long long t = DPHD_ITEM;
     if (t >= n) return;
     const long long c = t / len;
     const long long p = t - c * len;
     const long long j = cols[offset + c];
-    srow[dphd_sliced_at(cseg, j, p)] = p == 0 ? j : srow[dphd_sliced_at(cseg, parent[j], p - 1)];
+    srow[dphd_sliced_at(cseg, j, p)] = p == 0 ? (int)j : srow[dphd_sliced_at(cseg, parent[j], p - 1)];
 }
 
 // The row form of S (CSR) from its CSC values, one item per stored entry (n = nnz(S)): row i of
@@ -181,7 +182,7 @@ DPHD_KERNEL(dphd_inverse_rows)(DPHD_ITEM_PARAM long long n, long long rows,
                                const long long* rptr, const long long* rseg,
                                const long long* post, const long long* first,
                                const long long* depth, const long long* cseg,
-                               const double* sval, long long* rcol, double* rval)
+                               const double* sval, int* rcol, double* rval)
 {
     const long long q = DPHD_ITEM;
     if (q >= n) return;
@@ -193,7 +194,7 @@ DPHD_KERNEL(dphd_inverse_rows)(DPHD_ITEM_PARAM long long n, long long rows,
     const long long i = lo;
     const long long j = post[first[i] + (q - rptr[i])];
     const long long at = dphd_sliced_at(rseg, i, q - rptr[i]);
-    rcol[at] = j;
+    rcol[at] = (int)j;
     rval[at] = sval[dphd_sliced_at(cseg, j, depth[j] - depth[i])];
 }
 
@@ -235,7 +236,7 @@ DPHD_KERNEL(dphd_spmv_csr_multi)(DPHD_ITEM_PARAM long long n, long long k, const
 // dphd_sum_segments on that column, so each column equals the single-RHS product bitwise.
 DPHD_KERNEL(dphd_spmv_segmented_multi)(DPHD_ITEM_PARAM long long n, long long k,
                                        const long long* rseg, const long long* seg,
-                                       const long long* col, const double* val,
+                                       const int* col, const double* val,
                                        const double* x, double* y)
 {
     const long long t = DPHD_ITEM;

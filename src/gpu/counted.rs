@@ -75,6 +75,7 @@ impl<D: Device> Counted<D> {
 impl<D: Device> Device for Counted<D> {
     type Real = D::Real;
     type Index = D::Index;
+    type Index32 = D::Index32;
 
     fn name(&self) -> String {
         self.inner.name()
@@ -91,9 +92,9 @@ impl<D: Device> Device for Counted<D> {
         let t = Instant::now();
         self.uploaded(0, t, self.inner.zeros(n))
     }
-    fn zeros_index(&self, n: usize) -> Result<D::Index, GpuError> {
+    fn zeros_index32(&self, n: usize) -> Result<D::Index32, GpuError> {
         let t = Instant::now();
-        self.uploaded(0, t, self.inner.zeros_index(n))
+        self.uploaded(0, t, self.inner.zeros_index32(n))
     }
     fn write(&self, dst: &mut D::Real, v: &[f64]) -> Result<(), GpuError> {
         let t = Instant::now();
@@ -123,7 +124,8 @@ impl<D: Device> Device for Counted<D> {
                 Arg::In(b) => Arg::In(&**b),
                 Arg::Out(b) => Arg::Out(&mut **b),
                 Arg::Index(b) => Arg::Index(&**b),
-                Arg::IndexOut(b) => Arg::IndexOut(&mut **b),
+                Arg::Index32(b) => Arg::Index32(&**b),
+                Arg::Index32Out(b) => Arg::Index32Out(&mut **b),
             })
             .collect();
         let r = self.inner.launch(k, n, &mut inner);

@@ -108,6 +108,7 @@ impl Cuda {
 impl Device for Cuda {
     type Real = CudaSlice<f64>;
     type Index = CudaSlice<i64>;
+    type Index32 = CudaSlice<i32>;
 
     fn name(&self) -> String {
         self.ctx.name().unwrap_or_else(|_| "CUDA device".into())
@@ -127,8 +128,8 @@ impl Device for Cuda {
     fn zeros(&self, n: usize) -> Result<CudaSlice<f64>, GpuError> {
         self.stream.alloc_zeros::<f64>(n.max(1)).map_err(err)
     }
-    fn zeros_index(&self, n: usize) -> Result<CudaSlice<i64>, GpuError> {
-        self.stream.alloc_zeros::<i64>(n.max(1)).map_err(err)
+    fn zeros_index32(&self, n: usize) -> Result<CudaSlice<i32>, GpuError> {
+        self.stream.alloc_zeros::<i32>(n.max(1)).map_err(err)
     }
     fn write(&self, dst: &mut CudaSlice<f64>, v: &[f64]) -> Result<(), GpuError> {
         if dst.len() != v.len().max(1) {
@@ -178,7 +179,8 @@ impl Device for Cuda {
                 Arg::In(s) => b.arg(&**s),
                 Arg::Out(s) => b.arg(&mut **s),
                 Arg::Index(s) => b.arg(&**s),
-                Arg::IndexOut(s) => b.arg(&mut **s),
+                Arg::Index32(s) => b.arg(&**s),
+                Arg::Index32Out(s) => b.arg(&mut **s),
             };
         }
         // `n as u32` would wrap at 2^32 items (an inverse factor of 4.3G entries): count the

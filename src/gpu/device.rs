@@ -17,8 +17,10 @@ pub enum Arg<'a, D: Device + ?Sized> {
     Out(&'a mut D::Real),
     /// `const long long*`.
     Index(&'a D::Index),
-    /// `long long*` (written: index patterns built on the device).
-    IndexOut(&'a mut D::Index),
+    /// `const int*`.
+    Index32(&'a D::Index32),
+    /// `int*` (written: the inverse factor's index patterns, built on the device).
+    Index32Out(&'a mut D::Index32),
 }
 
 /// A compute device: persistent buffers and kernel launches of `n` independent items.
@@ -27,6 +29,9 @@ pub trait Device: Send + Sync {
     type Real: Send + Sync;
     /// A device buffer of `i64`.
     type Index: Send + Sync;
+    /// A device buffer of `i32` (indices below 2^31 where a buffer is large: the inverse
+    /// factor's columns).
+    type Index32: Send + Sync;
     /// Human-readable device name (for logs).
     fn name(&self) -> String;
     /// Copy host data into a new device buffer.
@@ -35,8 +40,8 @@ pub trait Device: Send + Sync {
     fn upload_index(&self, v: &[i64]) -> Result<Self::Index, GpuError>;
     /// A zeroed buffer of `n` values.
     fn zeros(&self, n: usize) -> Result<Self::Real, GpuError>;
-    /// A zeroed index buffer of `n` entries (for kernels that write indices).
-    fn zeros_index(&self, n: usize) -> Result<Self::Index, GpuError>;
+    /// A zeroed 32-bit index buffer of `n` entries (for kernels that write indices).
+    fn zeros_index32(&self, n: usize) -> Result<Self::Index32, GpuError>;
     /// Overwrite a buffer from the host (same length).
     fn write(&self, dst: &mut Self::Real, v: &[f64]) -> Result<(), GpuError>;
     /// Copy a buffer back to the host.
@@ -90,7 +95,8 @@ pub(crate) fn check_args<D: Device + ?Sized>(
                 | (Kind::In, Arg::In(_))
                 | (Kind::Out, Arg::Out(_))
                 | (Kind::Index, Arg::Index(_))
-                | (Kind::IndexOut, Arg::IndexOut(_))
+                | (Kind::Index32, Arg::Index32(_))
+                | (Kind::Index32Out, Arg::Index32Out(_))
         );
         if !ok {
             return Err(GpuError::Arguments {

@@ -13,6 +13,7 @@ pub struct Emulator;
 impl Device for Emulator {
     type Real = Vec<f64>;
     type Index = Vec<i64>;
+    type Index32 = Vec<i32>;
 
     fn name(&self) -> String {
         "host emulator (kernels/*.cu compiled as C++)".into()
@@ -26,7 +27,7 @@ impl Device for Emulator {
     fn zeros(&self, n: usize) -> Result<Vec<f64>, GpuError> {
         Ok(vec![0.0; n])
     }
-    fn zeros_index(&self, n: usize) -> Result<Vec<i64>, GpuError> {
+    fn zeros_index32(&self, n: usize) -> Result<Vec<i32>, GpuError> {
         Ok(vec![0; n])
     }
     fn write(&self, dst: &mut Vec<f64>, v: &[f64]) -> Result<(), GpuError> {
@@ -58,7 +59,8 @@ impl Device for Emulator {
                 Arg::In(b) => HostArg::In(b.as_ptr()),
                 Arg::Out(b) => HostArg::Out(b.as_mut_ptr()),
                 Arg::Index(b) => HostArg::Index(b.as_ptr()),
-                Arg::IndexOut(b) => HostArg::IndexOut(b.as_mut_ptr()),
+                Arg::Index32(b) => HostArg::Index32(b.as_ptr()),
+                Arg::Index32Out(b) => HostArg::Index32Out(b.as_mut_ptr()),
             })
             .collect();
         host::run(k, n, &raw)

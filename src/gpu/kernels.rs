@@ -37,8 +37,10 @@ pub enum Kind {
     Out,
     /// `const long long*`.
     Index,
-    /// `long long*` (written).
-    IndexOut,
+    /// `const int*`: 32-bit indices (the inverse factor's columns, 4 bytes an entry less).
+    Index32,
+    /// `int*` (written: the inverse factor's index patterns, built on the device).
+    Index32Out,
 }
 
 use super::GpuError;
@@ -50,7 +52,8 @@ pub(crate) enum HostArg {
     In(*const f64),
     Out(*mut f64),
     Index(*const i64),
-    IndexOut(*mut i64),
+    Index32(*const i32),
+    Index32Out(*mut i32),
 }
 
 /// Conversion of a [`HostArg`] to the typed parameter of a host kernel.
@@ -82,7 +85,8 @@ take!(f64, Real);
 take!(*const f64, In);
 take!(*mut f64, Out);
 take!(*const i64, Index);
-take!(*mut i64, IndexOut);
+take!(*const i32, Index32);
+take!(*mut i32, Index32Out);
 
 macro_rules! kernel_table {
     ($( $(#[$doc:meta])* $name:ident = $sym:ident in $file:literal ( $($arg:ident : $kind:ident),* ); )*) => {
@@ -119,7 +123,8 @@ macro_rules! kernel_table {
                 pub type In = *const f64;
                 pub type Out = *mut f64;
                 pub type Index = *const i64;
-                pub type IndexOut = *mut i64;
+                pub type Index32 = *const i32;
+                pub type Index32Out = *mut i32;
             }
             extern "C" {
                 $( fn $sym(item: i64, n: i64, $($arg: kinds::$kind),*); )*
@@ -158,7 +163,7 @@ kernel_table! {
     /// First pass of the deterministic dot product (vector.cu).
     DotPartial = dphd_dot_partial in "kernels/vector.cu" (len: Int, x: In, y: In, partial: Out);
     /// Segmented SpMV, first pass: one partial sum per row segment (sparse.cu, Eq. 33).
-    SpmvSegments = dphd_spmv_segments in "kernels/sparse.cu" (seg: Index, col: Index, val: In, x: In, partial: Out);
+    SpmvSegments = dphd_spmv_segments in "kernels/sparse.cu" (seg: Index, col: Index32, val: In, x: In, partial: Out);
     /// Segmented SpMV, second pass: each row's segment partials summed in order (sparse.cu).
     SumSegments = dphd_sum_segments in "kernels/sparse.cu" (rseg: Index, partial: In, y: Out);
     /// One level of `L x = b`, diagonal last (sparse.cu).
@@ -170,10 +175,10 @@ kernel_table! {
     InverseFactorLevel = dphd_inverse_factor_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, depth: Index, lptr: Index, lrow: Index, lval: In, cseg: Index, sval: Out);
     /// One elimination-tree depth of the index pattern of `S` (its paths), same schedule
     /// (sparse.cu).
-    InversePatternLevel = dphd_inverse_pattern_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, parent: Index, cseg: Index, srow: IndexOut);
+    InversePatternLevel = dphd_inverse_pattern_level in "kernels/sparse.cu" (len: Int, offset: Int, cols: Index, parent: Index, cseg: Index, srow: Index32Out);
     /// The row form of `S` (columns and values) from its column form, one item per entry,
     /// through a postorder of the elimination tree (sparse.cu).
-    InverseRows = dphd_inverse_rows in "kernels/sparse.cu" (rows: Int, rptr: Index, rseg: Index, post: Index, first: Index, depth: Index, cseg: Index, sval: In, rcol: IndexOut, rval: Out);
+    InverseRows = dphd_inverse_rows in "kernels/sparse.cu" (rows: Int, rptr: Index, rseg: Index, post: Index, first: Index, depth: Index, cseg: Index, sval: In, rcol: Index32Out, rval: Out);
     /// Local step per sample: corotated + volume or Neo-Hookean prox (local.cu, spec §3).
     LocalStep = dphd_local_step in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, warm: Out, q: Out);
     /// Right-hand-side gather `b_p = sum G^T vec Q` (local.cu).
@@ -193,7 +198,7 @@ kernel_table! {
     /// CSR SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
     SpmvCsrMulti = dphd_spmv_csr_multi in "kernels/sparse.cu" (k: Int, ptr: Index, col: Index, val: In, x: In, y: Out);
     /// Segmented SpMV on a row-interleaved block of k vectors (sparse.cu, Eq. 33).
-    SpmvSegmentedMulti = dphd_spmv_segmented_multi in "kernels/sparse.cu" (k: Int, rseg: Index, seg: Index, col: Index, val: In, x: In, y: Out);
+    SpmvSegmentedMulti = dphd_spmv_segmented_multi in "kernels/sparse.cu" (k: Int, rseg: Index, seg: Index, col: Index32, val: In, x: In, y: Out);
     /// One level of `L X = B` for k columns, diagonal last (sparse.cu).
     TrisolveLowerLevelMulti = dphd_trisolve_lower_level_multi in "kernels/sparse.cu" (k: Int, offset: Int, rows: Index, ptr: Index, col: Index, val: In, x: Out);
     /// One level of `L^T X = B` for k columns, diagonal first (sparse.cu).
@@ -228,7 +233,7 @@ kernel_table! {
     /// The spectral coefficients of $\Delta A$ at positions `x` (the linearization, local.cu).
     Linearize = dphd_linearize in "kernels/local.cu" (sptr: Index, nodes: Index, grads: In, rest: In, x: In, kind: Index, wa: In, wb: In, nh: In, alpha: Real, cap: In, cu: Out, cv: Out, cw: Out, cm: Out, cn: Out, flag: Out);
     /// First pass of the segmented SpMV on a row-interleaved block of `k` columns.
-    SpmvSegmentsMulti = dphd_spmv_segments_multi in "kernels/sparse.cu" (k: Int, seg: Index, col: Index, val: In, x: In, partial: Out);
+    SpmvSegmentsMulti = dphd_spmv_segments_multi in "kernels/sparse.cu" (k: Int, seg: Index, col: Index32, val: In, x: In, partial: Out);
     /// Second pass of the block form: sums of the segments of each row and column.
     SumSegmentsMulti = dphd_sum_segments_multi in "kernels/sparse.cu" (k: Int, rseg: Index, partial: In, y: Out);
     /// `dst[to[i]] = src[from[i]]`.

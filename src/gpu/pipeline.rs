@@ -29,8 +29,9 @@ pub enum SolvePath {
     Triangular { nnz_s: usize, budget_bytes: usize },
 }
 
-/// Bytes the explicit inverse factor needs on the device: values and index patterns of both
-/// forms (S and its row form), sliced ([`sliced_len`]: at most `nnz_s / SEGMENT + n + 1`
+/// Bytes the explicit inverse factor needs on the device: values (8 bytes) and 32-bit column
+/// indices (4 bytes) of both forms (S and its row form), sliced ([`sliced_len`]: at most
+/// `nnz_s / SEGMENT + n + 1`
 /// segments per form, rounded up to whole groups of [`SEGMENT`] segments of [`SEGMENT`]
 /// slots), plus the segments of both forms and their partial sums for a block of [`BLOCK`]
 /// columns, plus the build's per-column arrays (its schedule, depths, parents, postorder:
@@ -38,7 +39,7 @@ pub enum SolvePath {
 pub fn inverse_factor_bytes(nnz_s: usize, n: usize) -> usize {
     let segs = nnz_s / SEGMENT + n + 1;
     let slots = segs.div_ceil(SEGMENT) * SEGMENT * SEGMENT;
-    2 * slots * (8 + 8) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8 + 5 * n * 8
+    2 * slots * (8 + 4) + 2 * (n + 1) * 8 + (2 * segs + 2 * (n + 1) + BLOCK * segs) * 8 + 5 * n * 8
 }
 
 /// The sliced slot of entry `off` of a row whose segments start at segment `first_segment`
@@ -87,7 +88,7 @@ pub fn segments(ptr: &[usize], chunk: usize) -> (Vec<usize>, Vec<usize>) {
 /// One form of $S$ (CSR cut into segments: its column indices and values, sliced as
 /// sparse.cu `dphd_sliced` lays them out) with its segments.
 struct Form<D: Device> {
-    col: D::Index,
+    col: D::Index32,
     val: D::Real,
     rseg: D::Index,
     seg: D::Index,
@@ -101,7 +102,7 @@ impl<D: Device> Form<D> {
         let (rseg, seg) = segments(ptr, SEGMENT);
         let slots = sliced_len(seg.len() - 1);
         Ok(Form {
-            col: dev.zeros_index(slots)?,
+            col: dev.zeros_index32(slots)?,
             val: dev.zeros(slots)?,
             rseg: dev.upload_index(&idx(&rseg))?,
             seg: dev.upload_index(&idx(&seg))?,
@@ -123,7 +124,7 @@ impl<D: Device> Form<D> {
             self.segments,
             &mut [
                 Arg::Index(&self.seg),
-                Arg::Index(&self.col),
+                Arg::Index32(&self.col),
                 Arg::In(&self.val),
                 Arg::In(x),
                 Arg::Out(partial),
@@ -152,7 +153,7 @@ impl<D: Device> Form<D> {
             &mut [
                 Arg::Int(k as i64),
                 Arg::Index(&self.seg),
-                Arg::Index(&self.col),
+                Arg::Index32(&self.col),
                 Arg::In(&self.val),
                 Arg::In(x),
                 Arg::Out(partial),
@@ -188,7 +189,7 @@ impl<D: Device> Form<D> {
                 Arg::Int(k as i64),
                 Arg::Index(&self.rseg),
                 Arg::Index(&self.seg),
-                Arg::Index(&self.col),
+                Arg::Index32(&self.col),
                 Arg::In(&self.val),
                 Arg::In(x),
                 Arg::Out(y),
@@ -303,7 +304,8 @@ impl<D: Device> DeviceFactor<D> {
                 budget_bytes,
             },
         };
-        if bytes <= budget_bytes {
+        // the forms' column indices are 32-bit: rows of S beyond 2^31 take the triangular path
+        if bytes <= budget_bytes && n <= i32::MAX as usize {
             me.inverse = Some(me.build_inverse(dev, f)?);
             me.path = SolvePath::InverseFactor { nnz_s, bytes };
         }
@@ -346,7 +348,7 @@ impl<D: Device> DeviceFactor<D> {
                     Arg::Index(&order),
                     Arg::Index(&parent),
                     Arg::Index(&cols_form.rseg),
-                    Arg::IndexOut(&mut cols_form.col),
+                    Arg::Index32Out(&mut cols_form.col),
                 ],
             )?;
             dev.launch(
@@ -382,7 +384,7 @@ impl<D: Device> DeviceFactor<D> {
                 Arg::Index(&depth),
                 Arg::Index(&cols_form.rseg),
                 Arg::In(&cols_form.val),
-                Arg::IndexOut(&mut rows_form.col),
+                Arg::Index32Out(&mut rows_form.col),
                 Arg::Out(&mut rows_form.val),
             ],
         )?;
@@ -815,7 +817,7 @@ mod tests {
 
     /// A sliced form (`col`, `val` on the emulator, rows `ptr`) back in CSR order; every slot
     /// not an entry's is still zero.
-    fn unsliced(ptr: &[usize], col: &[i64], val: &[f64]) -> (Vec<i64>, Vec<f64>) {
+    fn unsliced(ptr: &[usize], col: &[i32], val: &[f64]) -> (Vec<i64>, Vec<f64>) {
         let (rseg, seg) = segments(ptr, SEGMENT);
         assert_eq!(col.len(), sliced_len(seg.len() - 1));
         let mut used = vec![false; col.len()];
@@ -824,7 +826,7 @@ mod tests {
             for off in 0..ptr[r + 1] - ptr[r] {
                 let at = sliced_slot(rseg[r], off);
                 used[at] = true;
-                c.push(col[at]);
+                c.push(i64::from(col[at]));
                 v.push(val[at]);
             }
         }
