@@ -7,9 +7,10 @@
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
 # PARTS picks and orders the parts after the smoke run (default: these, in this order):
 #   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
-# Three more, not in the default: ab56k (the 56k box's forward, this binary against a staged
-# diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes)
-# and bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10).
+# Four more, not in the default: ab56k (the 56k box's forward, this binary against a staged
+# diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes),
+# bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10) and ncu (Nsight
+# Compute of the 1M box's solve kernels, about 45 s).
 # The fourth lease (session 15, H100, commit 7c09676) ran
 #   PARTS="parity box56k armadillo big ops" BUDGET=400   (147 s)
 # then, on the warm machine, the 1M box's CPU baseline (PARTS="bigcpu", about 265 s) and a
@@ -17,6 +18,9 @@
 # (the script's variables D, BIGSET, OUT and limit are visible to it). Measured there:
 # box56k 36x / 50x, armadillo 34x / 14.5x, the 1M box 28x / 35x (219 adjoint iterations,
 # 22.7 GiB), cantilever_diffpd 11x / 12x (docs/BENCHMARKS.md "GPU: the fourth lease").
+# Since then (7e0b4af) S's column indices are 32-bit: the next lease's `ops`, `big` and `ncu`
+# parts measure the solve against 0.377 ms (one axis, 56k box), 2.54 s (the 1M box's
+# backward, 219 iterations) and 3.96 + 4.16 ms (its two SpMVs).
 # Restage first (scripts/gpu_stage.sh) whenever the code has changed since .gpu/commit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -138,6 +142,20 @@ for fr in d["frames"]:
     print("  frame", fr["frame"], "PD it.", fr["iterations"], "residual", fr.get("residual"), "other %.3f s" % fr["seconds_other"])
 PY
     done; done
+}
+# 8. Nsight Compute of the 1M box's solve: 15 launches of the SpMV, its second pass and the
+# reductions (after skipping 300, in the forward's PD iterations, whose three-axis block solve
+# is the adjoint's), duration and DRAM throughput each (session 15: SpMVs 3.96 + 4.16 ms at
+# 60-63 % of the DRAM peak with 64-bit column indices); the full report in $OUT/ncu.txt
+part_ncu() {
+    local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    echo "## ncu ($ncu), $(left) s left"
+    timeout "$(limit 140)" "$ncu" --clock-control none \
+        -k regex:'dphd_spmv_segments_multi|dphd_sum_segments_multi|dphd_dots_partial|dphd_sum_groups' \
+        --launch-skip 300 --launch-count 15 --section SpeedOfLight \
+        $D grad scenes/cantilever.toml --frames 1 --backend "$BACKEND" --threads 16 --overwrite \
+        --out /tmp/bigncu "${BIGSET[@]}" > "$OUT/ncu.txt" 2>&1 || echo "ncu failed: $?"
+    grep -E "  dphd_|Duration|DRAM Throughput" "$OUT/ncu.txt" | head -60
 }
 for p in $PARTS; do
     [ "$(left)" -gt 20 ] || { echo "deadline: skipping $p and after"; break; }
