@@ -58,3 +58,48 @@ if "cpu" in ev and dev in ev:
     print(f"{name}: gradient {dev} vs cpu {num / den:.2e} relative")
 PY
 }
+
+# `newton NAME SCENE FRAMES [--set ...]`: the Newton oracle (`--solver newton`, its default
+# newton_tol 1e-10; the frontier benchmarks' oracle) and Newton at newton_tol 1e-6 on the CPU
+# (2 threads), then every `grad.json` that `bench NAME` left in /tmp/bench-NAME-* against the
+# oracle: gradient error ||g - g*|| / ||g*|| and seconds per frame (forward + backward, the
+# one-time setups apart), with each run's speed-up over the two Newton runs. Run it after
+# `bench NAME` in the same call (same machine) for the paper's claim: gradients as accurate as
+# the oracle's at a speed-up over Newton.
+newton() { # name scene frames [--set ...]
+    local name=$1 scene=$2 frames=$3 tol; shift 3
+    for tol in 1e-10 1e-6; do
+        timeout "$(limit 300)" $D grad "$scene" --frames "$frames" --threads 2 --backend cpu --solver newton \
+            --quiet --out "/tmp/newton-$name-$tol" --overwrite --set "solver.newton_tol=$tol" "$@" \
+            || echo "$name newton $tol failed: $?"
+        cp "/tmp/newton-$name-$tol/grad.json" "$OUT/grad-$name-newton-$tol.json" 2>/dev/null
+    done
+    python3 - "$name" "$frames" <<'PY'
+import glob, json, math, os, sys
+name, frames = sys.argv[1], int(sys.argv[2])
+def ev(path):
+    try:
+        return json.load(open(path))["evaluation"]
+    except Exception as e:
+        print(f"{name}: no {path} ({e})")
+oracle = ev(f"/tmp/newton-{name}-1e-10/grad.json")
+if oracle is None:
+    sys.exit(0)
+flat = lambda g: [v for x in (g if isinstance(g, list) else g.values()) for v in (x if isinstance(x, list) else [x])]
+gs = flat(oracle["gradient"])
+norm = math.sqrt(sum(v * v for v in gs)) or 1.0
+per = lambda e: ((e["forward_seconds"] - e["setup_seconds"] - e.get("accelerator_setup_seconds", 0.0))
+                 + e["backward_seconds"]) / frames
+runs = {"newton 1e-10 (oracle)": oracle, "newton 1e-6": ev(f"/tmp/newton-{name}-1e-6/grad.json")}
+for d in sorted(glob.glob(f"/tmp/bench-{name}-*/grad.json")):
+    runs[os.path.basename(os.path.dirname(d))[len(f"bench-{name}-"):]] = ev(d)
+base = {k: per(v) for k, v in runs.items() if k.startswith("newton") and v}
+for k, e in runs.items():
+    if not e:
+        continue
+    g = flat(e["gradient"])
+    err = math.sqrt(sum((a - b) ** 2 for a, b in zip(g, gs))) / norm
+    ups = ", ".join(f"{b / per(e):.1f}x over {n}" for n, b in base.items())
+    print(f"{name} {k}: {per(e):.3f} s/frame (forward + backward, setups apart), gradient error {err:.1e}; {ups}")
+PY
+}

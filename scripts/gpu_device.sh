@@ -7,10 +7,11 @@
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
 # PARTS picks and orders the parts after the smoke run (default: these, in this order):
 #   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
-# Four more, not in the default: ab56k (the 56k box's forward, this binary against a staged
+# Five more, not in the default: ab56k (the 56k box's forward, this binary against a staged
 # diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes),
-# bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10) and ncu (Nsight
-# Compute of the 1M box's solve kernels, about 45 s).
+# bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10), ncu (Nsight
+# Compute of the 1M box's solve kernels, about 45 s) and newton (Newton on the CPU, the oracle
+# and newton_tol 1e-6, against the bench parts run before it in the same call).
 # The fourth lease (session 15, H100, commit 7c09676) ran
 #   PARTS="parity box56k armadillo big ops" BUDGET=400   (147 s)
 # then, on the warm machine, the 1M box's CPU baseline (PARTS="bigcpu", about 265 s) and a
@@ -18,6 +19,7 @@
 # (the script's variables D, BIGSET, OUT and limit are visible to it). Measured there:
 # box56k 36x / 50x, armadillo 34x / 14.5x, the 1M box 28x / 35x (219 adjoint iterations,
 # 22.7 GiB), cantilever_diffpd 11x / 12x (docs/BENCHMARKS.md "GPU: the fourth lease").
+# Suggested next order: PARTS="parity cantilever armadillo box56k newton big ops ncu".
 # Since then (7e0b4af) S's column indices are 32-bit: the next lease's `ops`, `big` and `ncu`
 # parts measure the solve against 0.377 ms (one axis, 56k box), 2.54 s (the 1M box's
 # backward, 219 iterations) and 3.96 + 4.16 ms (its two SpMVs).
@@ -142,6 +144,16 @@ for fr in d["frames"]:
     print("  frame", fr["frame"], "PD it.", fr["iterations"], "residual", fr.get("residual"), "other %.3f s" % fr["seconds_other"])
 PY
     done; done
+}
+# 9. the paper's comparison on one machine: Newton (the oracle, newton_tol 1e-10, and 1e-6) on
+# the CPU against the `bench` runs of this call (run `armadillo`, `cantilever`, `box56k` first):
+# gradient error against the oracle and seconds per frame (scripts/gpu_bench_lib.sh `newton`)
+part_newton() {
+    [ -d /tmp/bench-cantilever_diffpd-cpu ] && newton cantilever_diffpd scenes/cantilever_diffpd.toml 10
+    [ -d /tmp/bench-armadillo-cpu ] && newton armadillo scenes/armadillo_twist.toml 2
+    [ -d /tmp/bench-box56k-cpu ] && newton box56k scenes/cantilever.toml 2 --set 'body.0.mesh.cells=[64, 16, 16]' \
+        --set 'body.0.mesh.element="tet4"' --set 'body.0.mesh.dx=0.005'
+    return 0
 }
 # 8. Nsight Compute of the 1M box's solve: 15 launches of the SpMV, its second pass and the
 # reductions (after skipping 300, in the forward's PD iterations, whose three-axis block solve
