@@ -39,6 +39,35 @@ run sim_cantilever_newton simulate scenes/cantilever.toml --frames 2 --solver ne
 run sim_cantilever_diffpd simulate scenes/cantilever_diffpd.toml --frames 2
 run sim_ball_diffpd_glue simulate scenes/bouncing_ball.toml --solver diffpd --frames 30
 run grad_sysid_ball_diffpd grad scenes/sysid_bouncing_ball.toml --solver diffpd --frames 20
+# Extended for the library reshaping (issue 34): contact scenes, muscles, checkpointing, the
+# emulator backend, two threads, a resumed optimization and a two-run sweep.
+run sim_napkin simulate scenes/napkin.toml --frames 22
+run sim_stack simulate scenes/stack.toml --frames 6
+run sim_strike simulate scenes/strike.toml --frames 6
+run grad_routing_tendon grad scenes/routing_tendon.toml --frames 4
+run grad_cantilever_checkpoint grad scenes/cantilever.toml --frames 6 \
+  --set backward.checkpoint_every=3 \
+  --set 'loss.term=[{type="random_linear", seed=2}]' \
+  --set 'parameter=[{kind="youngs_modulus", log=true}]'
+run grad_cantilever_diffpd_emulator grad scenes/cantilever_diffpd.toml --frames 2 --backend emulator \
+  --set 'loss.term=[{type="random_linear", seed=3}]' \
+  --set 'parameter=[{kind="youngs_modulus", log=true}]'
+"$BIN" simulate scenes/twist_bands_tet.toml --frames 4 --out "$out/sim_twist_bands_2threads" --threads 2 --quiet
+run opt_resume_cantilever optimize scenes/sysid_cantilever.toml --frames 5 --max-iterations 2
+run opt_resume_cantilever optimize scenes/sysid_cantilever.toml --frames 5 --max-iterations 4 --resume
+sweep=$(mktemp --suffix=.sweep.toml)
+cat > "$sweep" <<SWEEP
+scene = "$PWD/scenes/sysid_cantilever.toml"
+command = "grad"
+set = ["simulation.frames=3"]
+threads_per_run = 1
+[[axis]]
+key = "body.0.material.poisson_ratio"
+name = "nu"
+values = [0.35, 0.4]
+SWEEP
+"$BIN" sweep run "$sweep" --out "$out/sweep_two_runs" --jobs 1 --quiet
+rm -f "$sweep"
 
 [ "$mode" = record ] && { echo "baseline recorded in $out"; exit 0; }
 
