@@ -10,7 +10,6 @@
 // the equations; iterator rewrites would obscure them.
 #![allow(clippy::needless_range_loop)]
 
-pub mod cli;
 pub mod contact;
 pub mod gpu;
 pub mod io;
@@ -19,6 +18,7 @@ pub mod material;
 pub mod mesh;
 pub mod model;
 pub mod optimize;
+pub mod output;
 pub mod scene;
 pub mod solver;
 pub mod sweep;

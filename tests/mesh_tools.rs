@@ -264,7 +264,7 @@ density = 1000.0
 }
 
 fn repo() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).to_path_buf()
 }
 
 /// Issue 6, "what it must show" 2: the scanned bunny (meshes/bunny.obj, from the npm package
@@ -471,7 +471,8 @@ fn voxelize_refuses_absurd_dx() {
 #[test]
 fn box_generator_refuses_absurd_cells() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/cantilever.toml");
+    let scene =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("scenes/cantilever.toml");
     for cells in [
         "[1000000,1000000,1000000]",
         "[9223372036854775807,4,1]",

@@ -4,6 +4,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) {
-        let _ = diffphd::cli::plot::svg(&v);
+        let _ = diffphd_cli::plot::svg(&v);
     }
 });

@@ -18,7 +18,7 @@ pub fn bin() -> String {
 pub fn repo() -> PathBuf {
     std::env::var_os("DIFFPHD_REPO")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
 }
 
 /// Outcome of one CLI run.

@@ -7,7 +7,6 @@
 //! frames; `"warn"` reports them and exits 0).
 
 pub mod doctor;
-pub mod frames;
 pub mod grad;
 pub mod gradcheck;
 pub mod log;
@@ -62,7 +61,7 @@ pub struct RunArgs {
     pub max_memory: Option<u64>,
     /// Solver method (overrides `solver.method`): diffphd, diffpd or newton.
     #[arg(long)]
-    pub solver: Option<crate::scene::SolverMethod>,
+    pub solver: Option<diffphd::scene::SolverMethod>,
     /// Replace the output of another run in the output directory (its diffphd files,
     /// stale frames included, are removed first). Without it such a directory is refused.
     #[arg(long)]
@@ -148,13 +147,13 @@ pub const EXIT_NOT_CONVERGED: i32 = 3;
 impl Failure {
     /// A solver error as a failure: [`EXIT_NOT_CONVERGED`] for a step that missed its test
     /// under `on_nonconvergence = "error"`, 1 otherwise.
-    pub fn solver(e: crate::solver::SolverError, context: String) -> Self {
+    pub fn solver(e: diffphd::solver::SolverError, context: String) -> Self {
         let code = match e {
-            crate::solver::SolverError::NotConverged { .. }
-            | crate::solver::SolverError::ContactTimeLimit { .. } => EXIT_NOT_CONVERGED,
+            diffphd::solver::SolverError::NotConverged { .. }
+            | diffphd::solver::SolverError::ContactTimeLimit { .. } => EXIT_NOT_CONVERGED,
             // a start inside an obstacle or another body is bad input, whichever command
-            crate::solver::SolverError::InitialPenetration(_)
-            | crate::solver::SolverError::InitialOverlap(_) => 2,
+            diffphd::solver::SolverError::InitialPenetration(_)
+            | diffphd::solver::SolverError::InitialOverlap(_) => 2,
             _ => 1,
         };
         Failure {
@@ -192,7 +191,7 @@ pub fn main() -> i32 {
             if cli {
                 print!("{}", reference::markdown());
             } else {
-                print!("{}", crate::scene::json_schema());
+                print!("{}", diffphd::scene::json_schema());
             }
             Ok(())
         }
@@ -223,28 +222,28 @@ fn dry_run(command: &str, args: &RunArgs) -> Result<(), Failure> {
 }
 
 /// The output directory of a run: `--out`, else the scene's `output.directory`.
-pub fn output_dir(args: &RunArgs, ls: &crate::scene::LoadedScene) -> PathBuf {
+pub fn output_dir(args: &RunArgs, ls: &diffphd::scene::LoadedScene) -> PathBuf {
     args.out
         .clone()
         .unwrap_or_else(|| PathBuf::from(&ls.scene.output.directory))
 }
 
-/// Create and claim the output directory of a run (`crate::io::outdir`): refuses, with exit
+/// Create and claim the output directory of a run (`diffphd::io::outdir`): refuses, with exit
 /// code 2, a directory holding another run's output unless `--overwrite`.
 pub fn claim_output(
     command: &str,
     args: &RunArgs,
-    ls: &crate::scene::LoadedScene,
+    ls: &diffphd::scene::LoadedScene,
 ) -> Result<PathBuf, Failure> {
     let out = output_dir(args, ls);
-    let me = crate::io::outdir::RunMarker {
+    let me = diffphd::io::outdir::RunMarker {
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),
         overrides: simulate::effective_sets(args),
         commands: vec![command.to_string()],
-        diffphd_version: crate::io::VERSION.to_string(),
+        diffphd_version: diffphd::io::VERSION.to_string(),
     };
-    let removed = crate::io::outdir::claim(&out, &me, args.overwrite).map_err(Failure::input)?;
+    let removed = diffphd::io::outdir::claim(&out, &me, args.overwrite).map_err(Failure::input)?;
     if !removed.is_empty() && !args.quiet {
         eprintln!(
             "--overwrite: removed {} file(s) of an earlier run from {}",
@@ -259,14 +258,14 @@ pub fn claim_output(
 /// scene hash, every override, threads and backend.
 pub fn provenance(
     command: &str,
-    ls: &crate::scene::LoadedScene,
+    ls: &diffphd::scene::LoadedScene,
     sets: &[String],
     threads: usize,
-    backend: crate::gpu::Backend,
+    backend: diffphd::gpu::Backend,
 ) -> serde_json::Value {
     serde_json::json!({
-        "diffphd_version": crate::io::VERSION,
-        "git_commit": crate::io::git_commit(),
+        "diffphd_version": diffphd::io::VERSION,
+        "git_commit": diffphd::io::git_commit(),
         "command": command,
         "scene": ls.path.display().to_string(),
         "scene_hash": ls.hash,

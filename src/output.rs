@@ -1,10 +1,9 @@
-//! The command line's bridge from the simulation model to the frame writer of
+//! The library's bridge from the simulation model to the frame writer of
 //! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
 //! [`FrameLayout`] (with the per-element strain-energy density and von Mises stress of
 //! [`crate::solver::cell_fields`] as per-frame cell arrays) and the scene's `[output] format` a
-//! [`FrameFiles`].
+//! [`FrameFiles`]. The CLI and the Python package write frames through it.
 
-pub use crate::io::frames::FrameWriter;
 use crate::io::frames::{CellFields, FrameBody, FrameFiles, FrameLayout};
 use crate::mesh::vtk::vtk_cell_type;
 use crate::mesh::{ElementKind, HEX_VTK_TO_LEX};

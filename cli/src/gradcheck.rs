@@ -2,9 +2,9 @@
 //! `[[parameter]]`s against central finite differences.
 
 use super::{Failure, RunArgs};
-use crate::optimize::gradcheck::{self, Options};
-use crate::optimize::problem::Problem;
 use anyhow::Context;
+use diffphd::optimize::gradcheck::{self, Options};
+use diffphd::optimize::problem::Problem;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -100,7 +100,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
         value.as_object_mut().expect("object").extend(fields);
     }
     let json = serde_json::to_string_pretty(&value).expect("report serializes");
-    crate::io::write_atomic(&out.join("gradcheck.json"), json.as_bytes())
+    diffphd::io::write_atomic(&out.join("gradcheck.json"), json.as_bytes())
         .with_context(|| "cannot write gradcheck.json")
         .map_err(Failure::input)?;
     if !args.run.quiet {

@@ -3,8 +3,8 @@
 //! (`grad.json`). No finite differences.
 
 use super::{Failure, RunArgs};
-use crate::optimize::problem::Problem;
 use anyhow::Context;
+use diffphd::optimize::problem::Problem;
 use std::path::PathBuf;
 
 /// Arguments of `diffphd grad`.
@@ -69,7 +69,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
             }),
         );
     }
-    crate::io::write_atomic(
+    diffphd::io::write_atomic(
         &out.join("grad.json"),
         serde_json::to_string_pretty(&json)
             .expect("json")
@@ -117,7 +117,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         )));
     }
     if !ev.nonconverged_forward_frames.is_empty()
-        && problem.ls.scene.solver.on_nonconvergence == crate::model::OnNonConvergence::Fail
+        && problem.ls.scene.solver.on_nonconvergence == diffphd::model::OnNonConvergence::Fail
     {
         let cap = ev
             .contact_time_limit

@@ -23,7 +23,7 @@ fn line(what: &str, r: &Result<String, String>) {
 
 pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
     let threads = std::thread::available_parallelism().map_or(1, |v| v.get());
-    let rep = crate::gpu::doctor();
+    let rep = diffphd::gpu::doctor();
     if args.json {
         let v = serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -60,7 +60,7 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
     }
     if let Some(arch) = &args.compile {
         let nv =
-            crate::gpu::nvrtc::Nvrtc::load().map_err(|e| Failure::input(anyhow::anyhow!(e)))?;
+            diffphd::gpu::nvrtc::Nvrtc::load().map_err(|e| Failure::input(anyhow::anyhow!(e)))?;
         let mut bad = 0;
         for c in nv.compile_all(arch) {
             match c.result {

@@ -9,14 +9,14 @@
 //! validation the simulation uses, plus reports, surfaces and voxelization that only it uses.
 
 use super::Failure;
-use crate::mesh::info::{mesh_info, MeshInfo};
-use crate::mesh::readers::read_mesh_with_source;
-use crate::mesh::trisurf::{read_surface, write_surface, SurfaceFormat};
-use crate::mesh::validate::{remove_unreferenced_nodes, validate_and_fix};
-use crate::mesh::voxelize::{voxelize, VoxelizeOptions};
-use crate::mesh::writers::{output_paths, write_mesh, write_mesh_msh, MshVersion};
-use crate::mesh::{shapes, MeshFormat};
 use anyhow::anyhow;
+use diffphd::mesh::info::{mesh_info, MeshInfo};
+use diffphd::mesh::readers::read_mesh_with_source;
+use diffphd::mesh::trisurf::{read_surface, write_surface, SurfaceFormat};
+use diffphd::mesh::validate::{remove_unreferenced_nodes, validate_and_fix};
+use diffphd::mesh::voxelize::{voxelize, VoxelizeOptions};
+use diffphd::mesh::writers::{output_paths, write_mesh, write_mesh_msh, MshVersion};
+use diffphd::mesh::{shapes, MeshFormat};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand, Debug)]
@@ -216,7 +216,7 @@ fn default_voxel_path(surface: &Path, tets: bool) -> PathBuf {
     surface.with_file_name(format!("{stem}_{suffix}.vtk"))
 }
 
-fn load(file: &Path) -> Result<(crate::mesh::Mesh, MeshInfo), Failure> {
+fn load(file: &Path) -> Result<(diffphd::mesh::Mesh, MeshInfo), Failure> {
     if SurfaceFormat::from_path(file).is_some() {
         return Err(Failure::input(anyhow!(
             "{}: a triangle surface, not a volume mesh; use `diffphd mesh voxelize`",

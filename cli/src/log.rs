@@ -15,7 +15,7 @@ pub struct RunHeader {
     pub scene_hash: String,
     pub overrides: Vec<String>,
     pub threads: usize,
-    pub backend: crate::gpu::Backend,
+    pub backend: diffphd::gpu::Backend,
     pub nodes: usize,
     pub elements: usize,
     pub samples: usize,
@@ -24,7 +24,7 @@ pub struct RunHeader {
     pub heterogeneous: bool,
     pub anderson_window: usize,
     /// `solver.gate_reference` of the run: what the position gate is relative to.
-    pub gate_reference: crate::model::GateReference,
+    pub gate_reference: diffphd::model::GateReference,
     /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
     pub solver_method: String,
     /// Assembly + ordering + factorization time (s).
@@ -84,7 +84,7 @@ pub struct FrameRecord {
     /// Contact statistics (scenes with obstacles): active contacts, max penetration,
     /// complementarity residual, timings.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub contact: Option<crate::contact::ContactStats>,
+    pub contact: Option<diffphd::contact::ContactStats>,
     /// Newton statistics (`solver.method = "newton"`): iterations, line-search halvings,
     /// projected elements, regularisations.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -166,7 +166,7 @@ pub struct Summary {
     pub seconds_contact: f64,
     /// The device's launches and copies over the frames (GPU backends; the setup excluded).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub device_traffic: Option<crate::solver::offload::DeviceTraffic>,
+    pub device_traffic: Option<diffphd::solver::offload::DeviceTraffic>,
 }
 
 impl RunLog {

@@ -7,11 +7,11 @@
 //! point; a second signal exits at once, leaving the last complete `optimize.json`).
 
 use super::{Failure, RunArgs};
-use crate::optimize::lbfgs::{self, EvalRecord, OptimizeLog, Resume, Status};
-use crate::optimize::problem::Problem;
-use crate::optimize::writeback;
-use crate::solver::{rollout, Simulator};
 use anyhow::Context;
+use diffphd::optimize::lbfgs::{self, EvalRecord, OptimizeLog, Resume, Status};
+use diffphd::optimize::problem::Problem;
+use diffphd::optimize::writeback;
+use diffphd::solver::{rollout, Simulator};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,7 @@ pub struct Outcome {
 
 fn write_json(path: &Path, log: &OptimizeLog) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(log).expect("log serializes");
-    crate::io::write_atomic(path, text.as_bytes())
+    diffphd::io::write_atomic(path, text.as_bytes())
 }
 
 /// The run arguments with `--max-iterations`/`--max-evaluations` turned into `--set`s.
@@ -159,7 +159,7 @@ fn header(
     problem: &Problem,
     run: &super::RunArgs,
     threads: usize,
-    backend: crate::gpu::Backend,
+    backend: diffphd::gpu::Backend,
     replayed: usize,
 ) -> serde_json::Value {
     let mut header = super::provenance(
@@ -317,8 +317,8 @@ fn write_outputs(
     ));
     text.push_str(&format!(
         "# diffphd {} (git {}); source scene hash {}\n",
-        crate::io::VERSION,
-        crate::io::git_commit().unwrap_or("unknown"),
+        diffphd::io::VERSION,
+        diffphd::io::git_commit().unwrap_or("unknown"),
         problem.ls.hash
     ));
     text.push_str("# Optimized parameters (user units):\n");
@@ -343,7 +343,7 @@ fn write_outputs(
         if wb.exact { "yes" } else { "NO (see notes)" }
     ));
     text.push_str(&wb.toml);
-    crate::io::write_atomic(&out.join("optimized.toml"), text.as_bytes())
+    diffphd::io::write_atomic(&out.join("optimized.toml"), text.as_bytes())
         .with_context(|| format!("cannot write {}", out.join("optimized.toml").display()))?;
     if !problem.ls.scene.output.frames {
         return Ok(());
@@ -357,7 +357,7 @@ fn write_outputs(
     let model = problem.model_at(&theta);
     let ro = Simulator::new(&model, &problem.ls.scene.solver).and_then(|mut sim| {
         if let Some(attach) = &problem.accelerate {
-            attach(&mut sim).map_err(crate::solver::SolverError::Accelerator)?;
+            attach(&mut sim).map_err(diffphd::solver::SolverError::Accelerator)?;
         }
         rollout::forward(&mut sim, model.frames, 1, &problem.loss)
     });
@@ -368,7 +368,8 @@ fn write_outputs(
             return Ok(());
         }
     };
-    let mut frames_out = super::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
+    let mut frames_out =
+        diffphd::io::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
         if let Some(what) = super::simulate::unrepresentable_state(&model, x, v, None) {

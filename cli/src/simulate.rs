@@ -1,16 +1,16 @@
 //! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`super::frames`])
 //! and `log.json`.
 
-use super::frames::FrameWriter;
 use super::{BackendArg, Failure, RunArgs};
-use crate::cli::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
-use crate::gpu::Backend;
-use crate::io::write_atomic;
-use crate::model::OnNonConvergence;
-use crate::optimize::problem::Problem;
-use crate::scene::{self, LoadedScene};
-use crate::solver::{Model, Simulator, SolverError, StepStats};
+use crate::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use anyhow::Context;
+use diffphd::gpu::Backend;
+use diffphd::io::frames::FrameWriter;
+use diffphd::io::write_atomic;
+use diffphd::model::OnNonConvergence;
+use diffphd::optimize::problem::Problem;
+use diffphd::scene::{self, LoadedScene};
+use diffphd::solver::{Model, Simulator, SolverError, StepStats};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -46,7 +46,7 @@ pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
     match b {
         BackendArg::Cpu => Ok(Backend::Cpu),
         BackendArg::Emulator => Ok(Backend::Emulator),
-        BackendArg::Cuda => match crate::gpu::cuda_status() {
+        BackendArg::Cuda => match diffphd::gpu::cuda_status() {
             Err(why) => Err(Failure::input(anyhow::anyhow!(
                 "--backend cuda requested but CUDA is unavailable: {why}"
             ))),
@@ -59,18 +59,18 @@ pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
 /// whatever `gpu::local::unsupported` lists (nothing today).
 fn check_gpu_model(
     model: &Model,
-    method: crate::model::SolverMethod,
+    method: diffphd::model::SolverMethod,
     backend: Backend,
 ) -> Result<(), Failure> {
     if backend == Backend::Cpu {
         return Ok(());
     }
-    if method != crate::model::SolverMethod::Diffphd {
+    if method != diffphd::model::SolverMethod::Diffphd {
         return Err(Failure::input(anyhow::anyhow!(
             "--backend {backend:?}: the GPU path runs the PD method only (solver.method = \"diffphd\")"
         )));
     }
-    if let Some(why) = crate::gpu::local::unsupported(model) {
+    if let Some(why) = diffphd::gpu::local::unsupported(model) {
         return Err(Failure::input(anyhow::anyhow!(
             "--backend {backend:?}: {why}"
         )));
@@ -82,19 +82,19 @@ fn check_gpu_model(
 fn device_offload(
     sim: &Simulator,
     backend: Backend,
-) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, String> {
-    use crate::gpu::offload::{inverse_budget, DeviceOffload};
-    use crate::gpu::Counted;
+) -> Result<Option<Box<dyn diffphd::solver::offload::Offload + Send + Sync>>, String> {
+    use diffphd::gpu::offload::{inverse_budget, DeviceOffload};
+    use diffphd::gpu::Counted;
     Ok(match backend {
         Backend::Cpu => None,
         Backend::Emulator => {
-            let dev = Counted::new(crate::gpu::Emulator);
+            let dev = Counted::new(diffphd::gpu::Emulator);
             let budget = inverse_budget(&dev);
             Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let dev = Counted::new(crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
+            let dev = Counted::new(diffphd::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
             let budget = inverse_budget(&dev);
             Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
@@ -158,7 +158,7 @@ pub fn unrepresentable_state(
     v: &[f64],
     fc: Option<&[f64]>,
 ) -> Option<String> {
-    let bad = |a: f64| !(a.is_finite() && a.abs() <= crate::scene::MAX_MAGNITUDE);
+    let bad = |a: f64| !(a.is_finite() && a.abs() <= diffphd::scene::MAX_MAGNITUDE);
     let fields = [
         ("position", Some(x)),
         ("velocity", Some(v)),
@@ -392,8 +392,8 @@ fn run_header(
 ) -> RunHeader {
     let model = sim.model;
     RunHeader {
-        diffphd_version: crate::io::VERSION.into(),
-        git_commit: crate::io::git_commit().map(String::from),
+        diffphd_version: diffphd::io::VERSION.into(),
+        git_commit: diffphd::io::git_commit().map(String::from),
         command: "simulate".into(),
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),
@@ -449,13 +449,11 @@ fn frame_record(
         anderson_guard_firings: stats.anderson_guard_firings,
         polish: (sim.config.newton_polish > 0)
             .then_some((stats.polish_steps, stats.polish_residual)),
-        residual: stats
-            .residual
-            .map(|relative| crate::cli::log::ResidualRecord {
-                relative,
-                newton_krylov_steps: stats.polish_steps,
-                gmres_iterations: stats.polish_gmres_iterations,
-            }),
+        residual: stats.residual.map(|relative| crate::log::ResidualRecord {
+            relative,
+            newton_krylov_steps: stats.polish_steps,
+            gmres_iterations: stats.polish_gmres_iterations,
+        }),
         seconds_local: stats.time_local,
         seconds_global: stats.time_global,
         seconds_other: stats.time_other,
@@ -485,7 +483,7 @@ impl FrameOutput {
             writer: FrameWriter::new(model, ls.scene.output.format),
             write_frames: ls.scene.output.frames,
             every: ls.scene.output.every,
-            has_obstacles: crate::contact::enabled(model),
+            has_obstacles: diffphd::contact::enabled(model),
             zero_force: vec![0.0; model.x0.len()],
             nodes: model.num_nodes(),
         }
@@ -656,8 +654,8 @@ fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
 }
 
 /// The log record of a step's Newton statistics.
-fn newton_record(n: &crate::solver::stats::NewtonStats) -> crate::cli::log::NewtonRecord {
-    crate::cli::log::NewtonRecord {
+fn newton_record(n: &diffphd::solver::stats::NewtonStats) -> crate::log::NewtonRecord {
+    crate::log::NewtonRecord {
         iterations: n.iterations,
         converged: n.converged,
         relative_gradient: n.relative_gradient,

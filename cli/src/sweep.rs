@@ -8,10 +8,10 @@
 //! `2` bad sweep file, arguments or output directory.
 
 use super::Failure;
-use crate::sweep::collect::{self, Metric, RunStatus, STATUS_FILE, TABLE_FILE};
-use crate::sweep::plan::{self, Plan, PlanTable};
-use crate::sweep::svg::{self, PlotSpec};
 use anyhow::Context;
+use diffphd::sweep::collect::{self, Metric, RunStatus, STATUS_FILE, TABLE_FILE};
+use diffphd::sweep::plan::{self, Plan, PlanTable};
+use diffphd::sweep::svg::{self, PlotSpec};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -136,7 +136,7 @@ pub fn run(cmd: &SweepCommand) -> Result<(), Failure> {
 
 /// Load and expand a sweep; the output directory (`--out` or the sweep's own).
 fn load(sweep: &Path, out: Option<&PathBuf>) -> Result<(Plan, PathBuf), Failure> {
-    let sw = crate::sweep::load(sweep).map_err(Failure::input)?;
+    let sw = diffphd::sweep::load(sweep).map_err(Failure::input)?;
     let dir = out.cloned().unwrap_or_else(|| sw.default_output());
     let plan = plan::expand(&sw).map_err(Failure::input)?;
     Ok((plan, dir))
@@ -169,7 +169,7 @@ fn write_tables(dir: &Path, table: &PlanTable, overwrite: bool) -> Result<(), Fa
     }
     let json = serde_json::to_string_pretty(table).expect("table serializes");
     for (name, text) in [(TABLE_FILE, json), ("runs.csv", plan::runs_csv(table))] {
-        crate::io::write_atomic(&dir.join(name), text.as_bytes())
+        diffphd::io::write_atomic(&dir.join(name), text.as_bytes())
             .with_context(|| format!("cannot write {}", dir.join(name).display()))
             .map_err(Failure::input)?;
     }
@@ -313,11 +313,11 @@ fn execute(ex: &Exec, id: usize) -> Result<Outcome, Failure> {
         seconds,
         command_line,
         error,
-        diffphd_version: crate::io::VERSION.into(),
-        git_commit: crate::io::git_commit().map(String::from),
+        diffphd_version: diffphd::io::VERSION.into(),
+        git_commit: diffphd::io::git_commit().map(String::from),
     };
     let text = serde_json::to_string_pretty(&st).expect("status serializes");
-    crate::io::write_atomic(&rd.join(STATUS_FILE), text.as_bytes())
+    diffphd::io::write_atomic(&rd.join(STATUS_FILE), text.as_bytes())
         .with_context(|| format!("cannot write {}", rd.join(STATUS_FILE).display()))
         .map_err(Failure::input)?;
     Ok(Outcome::Done(st))
@@ -510,7 +510,7 @@ fn sh(s: &str) -> String {
 /// What both emitters need: the sweep's absolute paths, its run count and the one-run command.
 struct Emit<'a> {
     a: &'a EmitArgs,
-    spec: &'a crate::sweep::SweepSpec,
+    spec: &'a diffphd::sweep::SweepSpec,
     command: &'static str,
     sweep: PathBuf,
     dir: PathBuf,
@@ -523,7 +523,7 @@ impl Emit<'_> {
     /// Write `name` into the sweep directory (executable when `exec`).
     fn write(&self, name: &str, text: &str, exec: bool) -> Result<PathBuf, Failure> {
         let p = self.dir.join(name);
-        crate::io::write_atomic(&p, text.as_bytes())
+        diffphd::io::write_atomic(&p, text.as_bytes())
             .with_context(|| format!("cannot write {}", p.display()))
             .map_err(Failure::input)?;
         #[cfg(unix)]
@@ -739,14 +739,14 @@ fn collect_cmd(a: &CollectArgs) -> Result<(), Failure> {
     }
     let results = collect::collect(&a.dir, &table, &metrics);
     let write = |name: &str, text: &str| -> Result<(), Failure> {
-        crate::io::write_atomic(&a.dir.join(name), text.as_bytes())
+        diffphd::io::write_atomic(&a.dir.join(name), text.as_bytes())
             .with_context(|| format!("cannot write {}", a.dir.join(name).display()))
             .map_err(Failure::input)
     };
     write("results.csv", &results.to_csv())?;
     let json = serde_json::json!({
-        "diffphd_version": crate::io::VERSION,
-        "git_commit": crate::io::git_commit(),
+        "diffphd_version": diffphd::io::VERSION,
+        "git_commit": diffphd::io::git_commit(),
         "sweep": table.sweep,
         "scene": table.scene,
         "command": table.command,

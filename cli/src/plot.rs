@@ -350,7 +350,7 @@ pub fn run(args: &PlotArgs) -> Result<(), Failure> {
     let svg = svg(&v)
         .with_context(|| args.input.display().to_string())
         .map_err(Failure::input)?;
-    crate::io::write_atomic(&args.output, svg.as_bytes())
+    diffphd::io::write_atomic(&args.output, svg.as_bytes())
         .with_context(|| format!("cannot write {}", args.output.display()))
         .map_err(Failure::input)
 }

@@ -16,9 +16,9 @@
 //! sizes themselves (the model is built from the mesh before this estimate).
 
 use super::Failure;
-use crate::linalg::SystemPlan;
-use crate::model::{AndersonWindow, Model, SolverSettings};
-use crate::optimize::problem::Problem;
+use diffphd::linalg::SystemPlan;
+use diffphd::model::{AndersonWindow, Model, SolverSettings};
+use diffphd::optimize::problem::Problem;
 
 /// Parse a byte count: `123`, `1e9`, `512K`, `64M`, `8G`, `1T` (binary multiples; `KiB`,
 /// `MB`, … are read the same).
