@@ -21,7 +21,13 @@ impl Rng {
 }
 
 fn params() -> LaggedParams {
-    LaggedParams { stiffness: 1.0e6, dissipation: 50.0, friction: 0.4, stiction_tolerance: 1.0e-4, sigma: 0.0 }
+    LaggedParams {
+        stiffness: 1.0e6,
+        dissipation: 50.0,
+        friction: 0.4,
+        stiction_tolerance: 1.0e-4,
+        sigma: 0.0,
+    }
 }
 
 /// Minimum over h = scale·10^-j, j = 2..=7 (six decades), of the central-difference error of
@@ -45,7 +51,10 @@ fn normal_impulse_matches_hunt_crossley_formula() {
     let v = -0.005;
     let expected = dt * (p.stiffness * 2.0e-4 - dt * p.stiffness * v) * (1.0 - p.dissipation * v);
     let got = c.impulse(&Vector3::new(0.0, 0.0, v)).z;
-    assert!((got - expected).abs() <= 1e-14 * expected, "{got} vs {expected}");
+    assert!(
+        (got - expected).abs() <= 1e-14 * expected,
+        "{got} vs {expected}"
+    );
     // Lagged n₀ = δt·k·x₀·(1 − d·v_n0).
     let n0 = dt * p.stiffness * 2.0e-4 * (1.0 + p.dissipation * 0.01);
     assert!((c.n0() - n0).abs() <= 1e-14 * n0);
@@ -72,7 +81,10 @@ fn friction_is_bounded_by_lagged_coulomb_and_opposes_slip() {
         // γ_t = −μ n₀ f(s/ε) t̂ with f(x) = x/√(1+x²).
         let x = s / p.stiction_tolerance;
         let expected = bound * x / (1.0 + x * x).sqrt();
-        assert!((gt - expected).abs() <= 1e-12 * expected, "{gt} vs {expected}");
+        assert!(
+            (gt - expected).abs() <= 1e-12 * expected,
+            "{gt} vs {expected}"
+        );
     }
 }
 
@@ -81,17 +93,30 @@ fn impulse_is_minus_the_gradient_of_the_cost() {
     let p = params();
     let mut rng = Rng(7);
     for _ in 0..50 {
-        let c = LaggedContact::new(&p, 1e-3, rng.range(-1e-3, -1e-5), rng.range(-0.02, 0.01), 0.0)
-            .unwrap();
+        let c = LaggedContact::new(
+            &p,
+            1e-3,
+            rng.range(-1e-3, -1e-5),
+            rng.range(-0.02, 0.01),
+            0.0,
+        )
+        .unwrap();
         // Inside the smooth region: v_n < v̂ − margin.
-        let vc = Vector3::new(rng.range(-5e-4, 5e-4), rng.range(-5e-4, 5e-4), rng.range(-0.03, 0.0));
+        let vc = Vector3::new(
+            rng.range(-5e-4, 5e-4),
+            rng.range(-5e-4, 5e-4),
+            rng.range(-0.03, 0.0),
+        );
         let gamma = c.impulse(&vc);
         for axis in 0..3 {
             let scale = if axis == 2 { 1e-2 } else { 1e-4 };
             let e = Vector3::ith(axis, 1.0);
             let f = |h: f64| c.cost(&(vc + e * h));
             let err = best_fd_error(&f, -gamma[axis], scale);
-            assert!(err < 1e-7, "axis {axis}: relative FD error {err:.2e} at vc = {vc:?}");
+            assert!(
+                err < 1e-7,
+                "axis {axis}: relative FD error {err:.2e} at vc = {vc:?}"
+            );
         }
     }
 }
@@ -101,9 +126,19 @@ fn hessian_is_the_derivative_of_minus_the_impulse() {
     let p = params();
     let mut rng = Rng(11);
     for _ in 0..50 {
-        let c = LaggedContact::new(&p, 1e-3, rng.range(-1e-3, -1e-5), rng.range(-0.02, 0.01), 0.0)
-            .unwrap();
-        let vc = Vector3::new(rng.range(-5e-4, 5e-4), rng.range(-5e-4, 5e-4), rng.range(-0.03, 0.0));
+        let c = LaggedContact::new(
+            &p,
+            1e-3,
+            rng.range(-1e-3, -1e-5),
+            rng.range(-0.02, 0.01),
+            0.0,
+        )
+        .unwrap();
+        let vc = Vector3::new(
+            rng.range(-5e-4, 5e-4),
+            rng.range(-5e-4, 5e-4),
+            rng.range(-0.03, 0.0),
+        );
         let g = c.hessian(&vc);
         for col in 0..3 {
             let scale = if col == 2 { 1e-2 } else { 1e-4 };
@@ -126,17 +161,37 @@ fn hessian_is_the_derivative_of_minus_the_impulse() {
 
 #[test]
 fn hessian_is_symmetric_psd_and_cost_is_convex_along_segments() {
-    let p = LaggedParams { sigma: 1e-3, ..params() };
+    let p = LaggedParams {
+        sigma: 1e-3,
+        ..params()
+    };
     let mut rng = Rng(3);
     for _ in 0..500 {
-        let c = LaggedContact::new(&p, 1e-3, rng.range(-1e-3, 1e-4), rng.range(-0.05, 0.05), rng.range(0.0, 10.0))
-            .unwrap();
-        let a = Vector3::new(rng.range(-1e-2, 1e-2), rng.range(-1e-2, 1e-2), rng.range(-0.1, 0.1));
-        let b = Vector3::new(rng.range(-1e-2, 1e-2), rng.range(-1e-2, 1e-2), rng.range(-0.1, 0.1));
+        let c = LaggedContact::new(
+            &p,
+            1e-3,
+            rng.range(-1e-3, 1e-4),
+            rng.range(-0.05, 0.05),
+            rng.range(0.0, 10.0),
+        )
+        .unwrap();
+        let a = Vector3::new(
+            rng.range(-1e-2, 1e-2),
+            rng.range(-1e-2, 1e-2),
+            rng.range(-0.1, 0.1),
+        );
+        let b = Vector3::new(
+            rng.range(-1e-2, 1e-2),
+            rng.range(-1e-2, 1e-2),
+            rng.range(-0.1, 0.1),
+        );
         let g: Matrix3<f64> = c.hessian(&a);
         assert!((g - g.transpose()).norm() <= 1e-15 * g.norm());
         let min_eig = SymmetricEigen::new(g).eigenvalues.min();
-        assert!(min_eig >= -1e-12 * g.norm(), "negative eigenvalue {min_eig:e}");
+        assert!(
+            min_eig >= -1e-12 * g.norm(),
+            "negative eigenvalue {min_eig:e}"
+        );
         // Convexity: ℓ(midpoint) ≤ mean of the ends.
         let mid = c.cost(&((a + b) * 0.5));
         let mean = 0.5 * (c.cost(&a) + c.cost(&b));
@@ -146,7 +201,11 @@ fn hessian_is_symmetric_psd_and_cost_is_convex_along_segments() {
 
 #[test]
 fn contact_frame_is_orthonormal_with_normal_last() {
-    for n in [Vector3::z(), -Vector3::x(), Vector3::new(0.3, -0.4, 0.86).normalize()] {
+    for n in [
+        Vector3::z(),
+        -Vector3::x(),
+        Vector3::new(0.3, -0.4, 0.86).normalize(),
+    ] {
         let r = contact_frame(&n);
         assert!((r.transpose() * r - Matrix3::identity()).norm() < 1e-14);
         assert!((r.column(2) - n).norm() < 1e-14);
@@ -156,10 +215,16 @@ fn contact_frame_is_orthonormal_with_normal_last() {
 
 #[test]
 fn invalid_parameters_are_named() {
-    let p = LaggedParams { stiffness: -1.0, ..params() };
+    let p = LaggedParams {
+        stiffness: -1.0,
+        ..params()
+    };
     assert!(matches!(
         LaggedContact::new(&p, 1e-3, 0.0, 0.0, 0.0),
-        Err(ContactError::InvalidParameter { name: "stiffness", .. })
+        Err(ContactError::InvalidParameter {
+            name: "stiffness",
+            ..
+        })
     ));
     assert!(matches!(
         LaggedContact::new(&params(), 0.0, 0.0, 0.0, 0.0),

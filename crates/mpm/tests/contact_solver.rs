@@ -3,7 +3,9 @@
 //! monotonicity, optimality of the returned impulses, and the scaled stopping test.
 
 use diffphd_mpm::contact::model::contact_frame;
-use diffphd_mpm::contact::{ContactError, GridContact, GridProblem, LaggedContact, LaggedParams, SolverOptions};
+use diffphd_mpm::contact::{
+    ContactError, GridContact, GridProblem, LaggedContact, LaggedParams, SolverOptions,
+};
 use nalgebra::Vector3;
 
 struct Rng(u64);
@@ -19,7 +21,12 @@ impl Rng {
         a + (b - a) * self.next()
     }
     fn unit(&mut self) -> Vector3<f64> {
-        Vector3::new(self.range(-1.0, 1.0), self.range(-1.0, 1.0), self.range(-1.0, 1.0)).normalize()
+        Vector3::new(
+            self.range(-1.0, 1.0),
+            self.range(-1.0, 1.0),
+            self.range(-1.0, 1.0),
+        )
+        .normalize()
     }
 }
 
@@ -32,7 +39,11 @@ fn bspline_stencil(x: [f64; 3], dims: [usize; 3]) -> Vec<(usize, f64)> {
         let b = (x[a] - 0.5).floor();
         base[a] = b as usize;
         let f = x[a] - b;
-        w[a] = [0.5 * (1.5 - f).powi(2), 0.75 - (f - 1.0).powi(2), 0.5 * (f - 0.5).powi(2)];
+        w[a] = [
+            0.5 * (1.5 - f).powi(2),
+            0.75 - (f - 1.0).powi(2),
+            0.5 * (f - 0.5).powi(2),
+        ];
     }
     let mut out = Vec::with_capacity(27);
     for i in 0..3 {
@@ -40,7 +51,10 @@ fn bspline_stencil(x: [f64; 3], dims: [usize; 3]) -> Vec<(usize, f64)> {
             for k in 0..3 {
                 let g = [base[0] + i, base[1] + j, base[2] + k];
                 if g[0] < dims[0] && g[1] < dims[1] && g[2] < dims[2] {
-                    out.push((g[0] + dims[0] * (g[1] + dims[1] * g[2]), w[0][i] * w[1][j] * w[2][k]));
+                    out.push((
+                        g[0] + dims[0] * (g[1] + dims[1] * g[2]),
+                        w[0][i] * w[1][j] * w[2][k],
+                    ));
                 }
             }
         }
@@ -57,16 +71,28 @@ fn random_problem_with(seed: u64, contacts: usize, base: LaggedParams) -> GridPr
     let dims = [5, 5, 4];
     let nodes = dims[0] * dims[1] * dims[2];
     let dt = 1.0e-4;
-    let mass: Vec<Vector3<f64>> = (0..nodes).map(|_| Vector3::repeat(rng.range(0.2e-3, 2.0e-3))).collect();
-    let v_star = (0..nodes).map(|_| rng.unit() * rng.range(0.0, 1.0)).collect();
+    let mass: Vec<Vector3<f64>> = (0..nodes)
+        .map(|_| Vector3::repeat(rng.range(0.2e-3, 2.0e-3)))
+        .collect();
+    let v_star = (0..nodes)
+        .map(|_| rng.unit() * rng.range(0.0, 1.0))
+        .collect();
     let contacts = (0..contacts)
         .map(|_| {
-            let x = [rng.range(1.0, 3.49), rng.range(1.0, 3.49), rng.range(1.0, 2.49)];
+            let x = [
+                rng.range(1.0, 3.49),
+                rng.range(1.0, 3.49),
+                rng.range(1.0, 2.49),
+            ];
             let stencil = bspline_stencil(x, dims);
-            let params = LaggedParams { friction: rng.range(0.1, 1.0), ..base };
+            let params = LaggedParams {
+                friction: rng.range(0.1, 1.0),
+                ..base
+            };
             let w: f64 = stencil.iter().map(|&(k, w)| w * w / mass[k].x).sum();
             let model =
-                LaggedContact::new(&params, dt, rng.range(-1e-3, 0.0), rng.range(-0.5, 0.1), w).unwrap();
+                LaggedContact::new(&params, dt, rng.range(-1e-3, 0.0), rng.range(-0.5, 0.1), w)
+                    .unwrap();
             GridContact {
                 nodes: stencil,
                 frame: contact_frame(&rng.unit()),
@@ -77,7 +103,11 @@ fn random_problem_with(seed: u64, contacts: usize, base: LaggedParams) -> GridPr
             }
         })
         .collect();
-    GridProblem { mass, v_star, contacts }
+    GridProblem {
+        mass,
+        v_star,
+        contacts,
+    }
 }
 
 /// The regime of the tight-tolerance tests: k = 1e4 N/m, d = 10 s/m, v_s = 1e-2 m/s, σ = 1e-3.
@@ -96,7 +126,11 @@ fn random_problem(seed: u64, nodes: usize, contacts: usize) -> GridProblem {
 }
 
 fn tight() -> SolverOptions {
-    SolverOptions { rel_tol: 1e-10, max_iterations: 20_000, ..SolverOptions::default() }
+    SolverOptions {
+        rel_tol: 1e-10,
+        max_iterations: 20_000,
+        ..SolverOptions::default()
+    }
 }
 
 #[test]
@@ -104,7 +138,11 @@ fn quasi_newton_agrees_with_full_newton_at_tight_tolerance() {
     for seed in 0..3 {
         let problem = random_problem(seed, 100, 30);
         let qn = problem.solve_quasi_newton(None, &tight()).unwrap();
-        let newton = problem.to_dense().unwrap().solve_newton(None, &tight()).unwrap();
+        let newton = problem
+            .to_dense()
+            .unwrap()
+            .solve_newton(None, &tight())
+            .unwrap();
         let vmax = qn.v.iter().map(|v| v.amax()).fold(0.0, f64::max);
         let mut err = 0.0f64;
         for k in 0..problem.num_nodes() {
@@ -116,7 +154,10 @@ fn quasi_newton_agrees_with_full_newton_at_tight_tolerance() {
             "seed {seed}: QN {} its, Newton {} its, max |v_qn − v_newton| = {err:.3e}",
             qn.stats.iterations, newton.stats.iterations
         );
-        assert!(err <= 1e-8 * vmax.max(1.0), "seed {seed}: max |v_qn − v_newton| = {err:.3e}");
+        assert!(
+            err <= 1e-8 * vmax.max(1.0),
+            "seed {seed}: max |v_qn − v_newton| = {err:.3e}"
+        );
         // Impulses agree as well (relative to the largest one).
         let gmax = newton.impulses.iter().map(|g| g.amax()).fold(0.0, f64::max);
         assert!(gmax > 0.0, "the problem must have active contacts");
@@ -126,8 +167,14 @@ fn quasi_newton_agrees_with_full_newton_at_tight_tolerance() {
             .zip(&newton.impulses)
             .map(|(a, b)| (a - b).amax())
             .fold(0.0, f64::max);
-        assert!(gerr <= 1e-6 * gmax, "seed {seed}: impulse mismatch {gerr:.3e} of {gmax:.3e}");
-        assert!(qn.stats.iterations > newton.stats.iterations, "QN is linear, Newton quadratic");
+        assert!(
+            gerr <= 1e-6 * gmax,
+            "seed {seed}: impulse mismatch {gerr:.3e} of {gmax:.3e}"
+        );
+        assert!(
+            qn.stats.iterations > newton.stats.iterations,
+            "QN is linear, Newton quadratic"
+        );
     }
 }
 
@@ -139,9 +186,17 @@ fn quasi_newton_objective_never_increases() {
         let obj = &qn.stats.objective;
         assert!(obj.len() > 2);
         for w in obj.windows(2) {
-            assert!(w[1] <= w[0] + 1e-14 * w[0].abs(), "objective rose: {} -> {}", w[0], w[1]);
+            assert!(
+                w[1] <= w[0] + 1e-14 * w[0].abs(),
+                "objective rose: {} -> {}",
+                w[0],
+                w[1]
+            );
         }
-        assert!(obj.last().unwrap() < &obj[0], "the solve must make progress");
+        assert!(
+            obj.last().unwrap() < &obj[0],
+            "the solve must make progress"
+        );
     }
 }
 
@@ -157,26 +212,41 @@ fn solution_satisfies_momentum_balance_with_the_returned_impulses() {
     let wrench = sol.body_wrenches(&problem, 1)[0];
     let scale = sol.impulses.iter().map(|g| g.norm()).sum::<f64>();
     // Stencil weights sum to 1, so Σ_k (Jᵀγ)_k = Σ_c R_c γ_c.
-    assert!((momentum + wrench.force).norm() <= 1e-8 * scale, "{momentum:?} vs {:?}", wrench.force);
+    assert!(
+        (momentum + wrench.force).norm() <= 1e-8 * scale,
+        "{momentum:?} vs {:?}",
+        wrench.force
+    );
 }
 
 #[test]
 fn default_tolerance_converges_in_few_iterations_and_is_close() {
     let problem = random_problem(5, 100, 30);
-    let loose = problem.solve_quasi_newton(None, &SolverOptions::default()).unwrap();
+    let loose = problem
+        .solve_quasi_newton(None, &SolverOptions::default())
+        .unwrap();
     let exact = problem.solve_quasi_newton(None, &tight()).unwrap();
     assert!(loose.stats.iterations < exact.stats.iterations);
     assert!(loose.stats.residual < loose.stats.tolerance);
     // Objective gap is small relative to the total decrease.
-    let (f0, fl, fe) = (exact.stats.objective[0], problem.objective(&loose.v), problem.objective(&exact.v));
+    let (f0, fl, fe) = (
+        exact.stats.objective[0],
+        problem.objective(&loose.v),
+        problem.objective(&exact.v),
+    );
     assert!(fl >= fe - 1e-14 * fe.abs());
-    assert!((fl - fe) <= 0.05 * (f0 - fe), "loose solve too far from optimum");
+    assert!(
+        (fl - fe) <= 0.05 * (f0 - fe),
+        "loose solve too far from optimum"
+    );
 }
 
 #[test]
 fn no_contacts_returns_free_motion_and_bad_input_is_named() {
     let mut problem = random_problem(1, 100, 0);
-    let sol = problem.solve_quasi_newton(None, &SolverOptions::default()).unwrap();
+    let sol = problem
+        .solve_quasi_newton(None, &SolverOptions::default())
+        .unwrap();
     assert_eq!(sol.v, problem.v_star);
     assert_eq!(sol.stats.iterations, 0);
     problem.mass[3].y = 0.0;
@@ -188,6 +258,10 @@ fn no_contacts_returns_free_motion_and_bad_input_is_named() {
     problem.contacts[2].nodes[0].0 = 199;
     assert!(matches!(
         problem.solve_quasi_newton(None, &SolverOptions::default()),
-        Err(ContactError::NodeOutOfRange { contact: 2, node: 199, num_nodes: 100 })
+        Err(ContactError::NodeOutOfRange {
+            contact: 2,
+            node: 199,
+            num_nodes: 100
+        })
     ));
 }

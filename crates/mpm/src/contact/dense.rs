@@ -73,10 +73,18 @@ impl GridProblem {
                     let mut block = jacobian.fixed_view_mut::<3, 3>(0, 3 * k);
                     block += rt * w;
                 }
-                DenseContact { jacobian, bias: c.bias, model: c.model }
+                DenseContact {
+                    jacobian,
+                    bias: c.bias,
+                    model: c.model,
+                }
             })
             .collect();
-        Ok(DenseProblem { mass, v_star, contacts })
+        Ok(DenseProblem {
+            mass,
+            v_star,
+            contacts,
+        })
     }
 }
 
@@ -118,7 +126,11 @@ impl DenseProblem {
     pub fn objective(&self, v: &DVector<f64>) -> f64 {
         let dv = v - &self.v_star;
         0.5 * dv.dot(&(&self.mass * &dv))
-            + self.contacts.iter().map(|c| c.model.cost(&(&c.jacobian * v - c.bias))).sum::<f64>()
+            + self
+                .contacts
+                .iter()
+                .map(|c| c.model.cost(&(&c.jacobian * v - c.bias)))
+                .sum::<f64>()
     }
 
     /// Full Newton from `v0` (v* when `None`); see the module doc.
@@ -141,12 +153,22 @@ impl DenseProblem {
             None => self.v_star.clone(),
         };
         let dscale = DVector::from_fn(n, |i, _| 1.0 / self.mass[(i, i)].sqrt());
-        let mut stats = SolveStats { objective: vec![self.objective(&v)], ..Default::default() };
+        let mut stats = SolveStats {
+            objective: vec![self.objective(&v)],
+            ..Default::default()
+        };
         loop {
-            let vc: Vec<Vector3<f64>> =
-                self.contacts.iter().map(|c| &c.jacobian * &v - c.bias).collect();
-            let gamma: Vec<Vector3<f64>> =
-                self.contacts.iter().zip(&vc).map(|(c, x)| c.model.impulse(x)).collect();
+            let vc: Vec<Vector3<f64>> = self
+                .contacts
+                .iter()
+                .map(|c| &c.jacobian * &v - c.bias)
+                .collect();
+            let gamma: Vec<Vector3<f64>> = self
+                .contacts
+                .iter()
+                .zip(&vc)
+                .map(|(c, x)| c.model.impulse(x))
+                .collect();
             let mut jt_gamma = DVector::zeros(n);
             for (c, g) in self.contacts.iter().zip(&gamma) {
                 jt_gamma += c.jacobian.tr_mul(g);
@@ -159,7 +181,11 @@ impl DenseProblem {
             stats.residual = residual;
             stats.tolerance = tolerance;
             if residual < tolerance {
-                return Ok(DenseSolution { v, impulses: gamma, stats });
+                return Ok(DenseSolution {
+                    v,
+                    impulses: gamma,
+                    stats,
+                });
             }
             if stats.iterations >= opts.max_iterations {
                 return Err(ContactError::NotConverged {
@@ -174,7 +200,9 @@ impl DenseProblem {
                 let gj = c.model.hessian(x) * &c.jacobian;
                 h += c.jacobian.tr_mul(&gj);
             }
-            let chol = h.cholesky().ok_or(ContactError::NotPositiveDefinite { node: 0 })?;
+            let chol = h
+                .cholesky()
+                .ok_or(ContactError::NotPositiveDefinite { node: 0 })?;
             let dv = -chol.solve(&grad);
             let alpha = self.line_search(&vc, &gamma, &dv, grad.dot(&dv), opts);
             if alpha == 0.0 {
@@ -212,7 +240,12 @@ impl DenseProblem {
             }
             (d, dd)
         };
-        exact_line_search(dphi, dphi0, opts.line_search_rel_tol, opts.line_search_max_iterations)
-            .alpha
+        exact_line_search(
+            dphi,
+            dphi0,
+            opts.line_search_rel_tol,
+            opts.line_search_max_iterations,
+        )
+        .alpha
     }
 }

@@ -147,7 +147,11 @@ impl GridProblem {
         for (contact, c) in self.contacts.iter().enumerate() {
             for &(node, _) in &c.nodes {
                 if node >= n {
-                    return Err(ContactError::NodeOutOfRange { contact, node, num_nodes: n });
+                    return Err(ContactError::NodeOutOfRange {
+                        contact,
+                        node,
+                        num_nodes: n,
+                    });
                 }
             }
         }
@@ -156,7 +160,10 @@ impl GridProblem {
 
     /// v_c = R_cᵀ Σ w_ck v_k − b_c for every contact.
     pub fn contact_velocities(&self, v: &[Vector3<f64>]) -> Vec<Vector3<f64>> {
-        self.contacts.iter().map(|c| c.frame.tr_mul(&gather(&c.nodes, v)) - c.bias).collect()
+        self.contacts
+            .iter()
+            .map(|c| c.frame.tr_mul(&gather(&c.nodes, v)) - c.bias)
+            .collect()
     }
 
     /// ℓ_p(v).
@@ -171,7 +178,12 @@ impl GridProblem {
             let dv = v[k] - self.v_star[k];
             e += 0.5 * dv.component_mul(&self.mass[k]).dot(&dv);
         }
-        e + self.contacts.iter().zip(vc).map(|(c, vc)| c.model.cost(vc)).sum::<f64>()
+        e + self
+            .contacts
+            .iter()
+            .zip(vc)
+            .map(|(c, vc)| c.model.cost(vc))
+            .sum::<f64>()
     }
 
     /// ∇ℓ_p(v) = M(v − v*) − Σ_c J_cᵀ γ_c, together with Jᵀγ (world, per node) and γ per contact.
@@ -181,8 +193,12 @@ impl GridProblem {
         v: &[Vector3<f64>],
     ) -> (Vec<Vector3<f64>>, Vec<Vector3<f64>>, Vec<Vector3<f64>>) {
         let vc = self.contact_velocities(v);
-        let gamma: Vec<Vector3<f64>> =
-            self.contacts.iter().zip(&vc).map(|(c, vc)| c.model.impulse(vc)).collect();
+        let gamma: Vec<Vector3<f64>> = self
+            .contacts
+            .iter()
+            .zip(&vc)
+            .map(|(c, vc)| c.model.impulse(vc))
+            .collect();
         let mut jt_gamma = vec![Vector3::zeros(); v.len()];
         for (c, g) in self.contacts.iter().zip(&gamma) {
             scatter(&c.nodes, &(c.frame * g), &mut jt_gamma);
@@ -210,7 +226,10 @@ impl GridProblem {
                 j2 += jt_gamma[k][i] * jt_gamma[k][i] / m;
             }
         }
-        (r2.sqrt(), opts.abs_tol + opts.rel_tol * p2.sqrt().max(j2.sqrt()))
+        (
+            r2.sqrt(),
+            opts.abs_tol + opts.rel_tol * p2.sqrt().max(j2.sqrt()),
+        )
     }
 
     /// Solves by the block-diagonal quasi-Newton method (module doc), starting from `v0`
@@ -234,7 +253,10 @@ impl GridProblem {
             Some(v0) => v0.to_vec(),
             None => self.v_star.clone(),
         };
-        let mut stats = SolveStats { objective: vec![self.objective(&v)], ..Default::default() };
+        let mut stats = SolveStats {
+            objective: vec![self.objective(&v)],
+            ..Default::default()
+        };
         let mut dv = vec![Vector3::zeros(); n];
         let mut blocks = vec![Matrix3::zeros(); n];
         loop {
@@ -244,7 +266,11 @@ impl GridProblem {
             stats.residual = residual;
             stats.tolerance = tolerance;
             if residual < tolerance {
-                return Ok(Solution { v, impulses: gamma, stats });
+                return Ok(Solution {
+                    v,
+                    impulses: gamma,
+                    stats,
+                });
             }
             if stats.iterations >= opts.max_iterations {
                 return Err(ContactError::NotConverged {
@@ -302,11 +328,22 @@ impl GridProblem {
         dphi0: f64,
         opts: &SolverOptions,
     ) -> f64 {
-        let a: f64 = dv.iter().zip(&self.mass).map(|(d, m)| d.component_mul(m).dot(d)).sum();
-        let dvc: Vec<Vector3<f64>> =
-            self.contacts.iter().map(|c| c.frame.tr_mul(&gather(&c.nodes, dv))).collect();
-        let gamma0: Vec<Vector3<f64>> =
-            self.contacts.iter().zip(vc).map(|(c, x)| c.model.impulse(x)).collect();
+        let a: f64 = dv
+            .iter()
+            .zip(&self.mass)
+            .map(|(d, m)| d.component_mul(m).dot(d))
+            .sum();
+        let dvc: Vec<Vector3<f64>> = self
+            .contacts
+            .iter()
+            .map(|c| c.frame.tr_mul(&gather(&c.nodes, dv)))
+            .collect();
+        let gamma0: Vec<Vector3<f64>> = self
+            .contacts
+            .iter()
+            .zip(vc)
+            .map(|(c, x)| c.model.impulse(x))
+            .collect();
         let dphi = |alpha: f64| {
             let (mut d, mut dd) = (dphi0 + alpha * a, a);
             for (((c, vc), dvc), g0) in self.contacts.iter().zip(vc).zip(&dvc).zip(&gamma0) {
@@ -316,8 +353,13 @@ impl GridProblem {
             }
             (d, dd)
         };
-        exact_line_search(dphi, dphi0, opts.line_search_rel_tol, opts.line_search_max_iterations)
-            .alpha
+        exact_line_search(
+            dphi,
+            dphi0,
+            opts.line_search_rel_tol,
+            opts.line_search_max_iterations,
+        )
+        .alpha
     }
 }
 
@@ -330,7 +372,10 @@ impl Solution {
         for (c, g) in problem.contacts.iter().zip(&self.impulses) {
             if let Some(b) = c.body.filter(|&b| b < num_bodies) {
                 let f = -(c.frame * g);
-                out[b] += Wrench { force: f, torque: c.lever.cross(&f) };
+                out[b] += Wrench {
+                    force: f,
+                    torque: c.lever.cross(&f),
+                };
             }
         }
         out
@@ -339,7 +384,9 @@ impl Solution {
 
 /// Σ_k w_k v_k over a stencil.
 fn gather(nodes: &[(usize, f64)], v: &[Vector3<f64>]) -> Vector3<f64> {
-    nodes.iter().fold(Vector3::zeros(), |acc, &(k, w)| acc + v[k] * w)
+    nodes
+        .iter()
+        .fold(Vector3::zeros(), |acc, &(k, w)| acc + v[k] * w)
 }
 
 /// out_k += w_k f over a stencil.

@@ -27,7 +27,11 @@ pub fn exact_line_search(
     max_iterations: usize,
 ) -> LineSearchResult {
     if dphi0 >= 0.0 || !dphi0.is_finite() {
-        return LineSearchResult { alpha: 0.0, alpha_lo: 0.0, evaluations: 0 };
+        return LineSearchResult {
+            alpha: 0.0,
+            alpha_lo: 0.0,
+            evaluations: 0,
+        };
     }
     let tol = rel_tol * dphi0.abs();
     let mut evaluations = 0;
@@ -38,24 +42,40 @@ pub fn exact_line_search(
     // Bracket the root of φ′.
     while d < 0.0 {
         if d.abs() <= tol {
-            return LineSearchResult { alpha: hi, alpha_lo: lo, evaluations };
+            return LineSearchResult {
+                alpha: hi,
+                alpha_lo: lo,
+                evaluations,
+            };
         }
         lo = hi;
         hi *= 2.0;
         (d, dd) = dphi(hi);
         evaluations += 1;
         if evaluations > 200 {
-            return LineSearchResult { alpha: lo, alpha_lo: lo, evaluations };
+            return LineSearchResult {
+                alpha: lo,
+                alpha_lo: lo,
+                evaluations,
+            };
         }
     }
     if d.abs() <= tol {
-        return LineSearchResult { alpha: hi, alpha_lo: lo, evaluations };
+        return LineSearchResult {
+            alpha: hi,
+            alpha_lo: lo,
+            evaluations,
+        };
     }
     // Safeguarded Newton from the upper end (φ′(hi) > 0).
     let mut alpha = hi;
     for _ in 0..max_iterations {
         let newton = if dd > 0.0 { alpha - d / dd } else { f64::NAN };
-        alpha = if newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
+        alpha = if newton > lo && newton < hi {
+            newton
+        } else {
+            0.5 * (lo + hi)
+        };
         (d, dd) = dphi(alpha);
         evaluations += 1;
         if d.abs() <= tol {
@@ -72,5 +92,9 @@ pub fn exact_line_search(
             break;
         }
     }
-    LineSearchResult { alpha, alpha_lo: lo, evaluations }
+    LineSearchResult {
+        alpha,
+        alpha_lo: lo,
+        evaluations,
+    }
 }

@@ -13,13 +13,13 @@
 //! - [`coupling`]: the asynchronous time-splitting driver (seed Eq. 3–4) over a minimal
 //!   [`coupling::GridContactProblem`] interface to an MPM substepper.
 
-// pub mod coupling;
+pub mod coupling;
 pub mod dense;
 pub mod grid;
 pub mod line_search;
 pub mod model;
 
-// pub use coupling::{coupled_step, CoupledStepReport, GridContactProblem};
+pub use coupling::{coupled_step, CoupledStepReport, GridContactProblem};
 pub use dense::{DenseContact, DenseProblem};
 pub use grid::{GridContact, GridProblem, Solution, SolverOptions, Wrench};
 pub use model::{LaggedContact, LaggedParams};

@@ -72,20 +72,44 @@ impl LaggedParams {
     /// Checks every field's domain; the error names the first bad field.
     pub fn validate(&self) -> Result<(), ContactError> {
         let checks: [(&'static str, f64, bool, &'static str); 5] = [
-            ("stiffness", self.stiffness, self.stiffness > 0.0, "must be positive and finite"),
-            ("dissipation", self.dissipation, self.dissipation >= 0.0, "must be non-negative and finite"),
-            ("friction", self.friction, self.friction >= 0.0, "must be non-negative and finite"),
+            (
+                "stiffness",
+                self.stiffness,
+                self.stiffness > 0.0,
+                "must be positive and finite",
+            ),
+            (
+                "dissipation",
+                self.dissipation,
+                self.dissipation >= 0.0,
+                "must be non-negative and finite",
+            ),
+            (
+                "friction",
+                self.friction,
+                self.friction >= 0.0,
+                "must be non-negative and finite",
+            ),
             (
                 "stiction_tolerance",
                 self.stiction_tolerance,
                 self.stiction_tolerance > 0.0,
                 "must be positive and finite",
             ),
-            ("sigma", self.sigma, self.sigma >= 0.0, "must be non-negative and finite"),
+            (
+                "sigma",
+                self.sigma,
+                self.sigma >= 0.0,
+                "must be non-negative and finite",
+            ),
         ];
         for (name, value, ok, reason) in checks {
             if !ok || !value.is_finite() {
-                return Err(ContactError::InvalidParameter { name, value, reason });
+                return Err(ContactError::InvalidParameter {
+                    name,
+                    value,
+                    reason,
+                });
             }
         }
         Ok(())
@@ -126,7 +150,11 @@ impl LaggedContact {
         }
         for (name, value) in [("phi0", phi0), ("vn0", vn0), ("delassus", delassus)] {
             if !value.is_finite() {
-                return Err(ContactError::InvalidParameter { name, value, reason: "must be finite" });
+                return Err(ContactError::InvalidParameter {
+                    name,
+                    value,
+                    reason: "must be finite",
+                });
             }
         }
         let fe0 = -params.stiffness * phi0;
@@ -134,7 +162,15 @@ impl LaggedContact {
         let eps = params
             .stiction_tolerance
             .max(params.friction * params.sigma * delassus.max(0.0) * n0);
-        Ok(Self { k: params.stiffness, d: params.dissipation, mu: params.friction, dt, fe0, n0, eps })
+        Ok(Self {
+            k: params.stiffness,
+            d: params.dissipation,
+            mu: params.friction,
+            dt,
+            fe0,
+            n0,
+            eps,
+        })
     }
 
     /// The lagged normal impulse n₀ that bounds friction.
@@ -150,7 +186,11 @@ impl LaggedContact {
     /// v̂ = min(f_e0/(δt·k), 1/d): the normal velocity above which n(v) = 0.
     fn v_hat(&self) -> f64 {
         let vx = self.fe0 / (self.dt * self.k);
-        let vd = if self.d > 0.0 { 1.0 / self.d } else { f64::INFINITY };
+        let vd = if self.d > 0.0 {
+            1.0 / self.d
+        } else {
+            f64::INFINITY
+        };
         vx.min(vd)
     }
 

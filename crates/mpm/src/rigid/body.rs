@@ -80,11 +80,16 @@ impl Profile {
         match self {
             Profile::Constant(c) => *c,
             Profile::Linear { start, rate } => start + rate * t,
-            Profile::Sine { offset, amplitude, frequency, phase } => {
-                offset + amplitude * (2.0 * std::f64::consts::PI * frequency * t + phase).sin()
-            }
+            Profile::Sine {
+                offset,
+                amplitude,
+                frequency,
+                phase,
+            } => offset + amplitude * (2.0 * std::f64::consts::PI * frequency * t + phase).sin(),
             Profile::Keyframes(k) => {
-                let Some(&(t0, v0)) = k.first() else { return 0.0 };
+                let Some(&(t0, v0)) = k.first() else {
+                    return 0.0;
+                };
                 if t <= t0 {
                     return v0;
                 }
@@ -225,13 +230,18 @@ impl RigidBody {
     /// Kinetic energy ½m|v|² + ½ωᵀI_wω.
     pub fn kinetic_energy(&self) -> f64 {
         0.5 * self.mass * self.velocity.norm_squared()
-            + 0.5 * self.angular_velocity.dot(&(self.inertia_world() * self.angular_velocity))
+            + 0.5
+                * self
+                    .angular_velocity
+                    .dot(&(self.inertia_world() * self.angular_velocity))
     }
 
     /// Signed distance and outward unit normal of the shape at world point `p`.
     pub fn sdf(&self, p: &Vector3<f64>) -> (f64, Vector3<f64>) {
         let shape_pose = self.shape_pose();
-        let (phi, n) = self.shape.sdf(&shape_pose.inverse_transform_point(&(*p).into()).coords);
+        let (phi, n) = self
+            .shape
+            .sdf(&shape_pose.inverse_transform_point(&(*p).into()).coords);
         (phi, shape_pose.rotation * n)
     }
 
@@ -264,7 +274,13 @@ impl RigidBody {
             let l = self.angular_momentum();
             let mut r = self.pose.rotation;
             let mut pi = r.inverse() * l;
-            for (axis, tau) in [(0, 0.5 * h), (1, 0.5 * h), (2, h), (1, 0.5 * h), (0, 0.5 * h)] {
+            for (axis, tau) in [
+                (0, 0.5 * h),
+                (1, 0.5 * h),
+                (2, h),
+                (1, 0.5 * h),
+                (0, 0.5 * h),
+            ] {
                 let e = Vector3::ith_axis(axis);
                 let theta = tau * pi[axis] / self.inertia[axis];
                 pi = UnitQuaternion::from_axis_angle(&e, -theta) * pi;

@@ -35,11 +35,17 @@ impl TriMesh {
     /// Validates and builds: indices in range, no degenerate triangle, every directed edge
     /// a→b used once with its opposite b→a present (closed, consistently oriented, manifold),
     /// positive enclosed volume. The error names the first offending triangle or edge.
-    pub fn new(vertices: Vec<Vector3<f64>>, triangles: Vec<[usize; 3]>) -> Result<Self, RigidError> {
+    pub fn new(
+        vertices: Vec<Vector3<f64>>,
+        triangles: Vec<[usize; 3]>,
+    ) -> Result<Self, RigidError> {
         for v in &vertices {
             for &x in v.iter() {
                 if !x.is_finite() {
-                    return Err(RigidError::InvalidValue { what: "mesh vertex coordinate", value: x });
+                    return Err(RigidError::InvalidValue {
+                        what: "mesh vertex coordinate",
+                        value: x,
+                    });
                 }
             }
         }
@@ -48,17 +54,27 @@ impl TriMesh {
         for (t, tri) in triangles.iter().enumerate() {
             for &vertex in tri {
                 if vertex >= n {
-                    return Err(RigidError::VertexOutOfRange { triangle: t, vertex, num_vertices: n });
+                    return Err(RigidError::VertexOutOfRange {
+                        triangle: t,
+                        vertex,
+                        num_vertices: n,
+                    });
                 }
             }
             let [a, b, c] = *tri;
-            let area2 = (vertices[b] - vertices[a]).cross(&(vertices[c] - vertices[a])).norm();
+            let area2 = (vertices[b] - vertices[a])
+                .cross(&(vertices[c] - vertices[a]))
+                .norm();
             if a == b || b == c || a == c || area2 == 0.0 {
                 return Err(RigidError::DegenerateTriangle { triangle: t });
             }
             for (p, q) in [(a, b), (b, c), (c, a)] {
                 if directed.insert((p, q), t).is_some() {
-                    return Err(RigidError::NonManifoldEdge { a: p, b: q, triangle: t });
+                    return Err(RigidError::NonManifoldEdge {
+                        a: p,
+                        b: q,
+                        triangle: t,
+                    });
                 }
             }
         }
@@ -66,11 +82,18 @@ impl TriMesh {
             let [a, b, c] = *tri;
             for (p, q) in [(a, b), (b, c), (c, a)] {
                 if !directed.contains_key(&(q, p)) {
-                    return Err(RigidError::OpenEdge { a: p, b: q, triangle: t });
+                    return Err(RigidError::OpenEdge {
+                        a: p,
+                        b: q,
+                        triangle: t,
+                    });
                 }
             }
         }
-        let mesh = Self { vertices, triangles };
+        let mesh = Self {
+            vertices,
+            triangles,
+        };
         let volume = mesh.integrals().0;
         if volume.is_nan() || volume <= 0.0 {
             return Err(RigidError::NonPositiveVolume { volume });
@@ -97,8 +120,9 @@ impl TriMesh {
             let s = a + b + c;
             vol += det / 6.0;
             first += s * (det / 24.0);
-            second += (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose())
-                * (det / 120.0);
+            second +=
+                (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose())
+                    * (det / 120.0);
         }
         (vol, first, second)
     }
@@ -123,7 +147,11 @@ impl TriMesh {
         let face_normal = (self.vertices[j] - self.vertices[i])
             .cross(&(self.vertices[k] - self.vertices[i]))
             .normalize();
-        let normal = if d > 1e-12 * (1.0 + p.norm()) { (p - best.1) * (sign / d) } else { face_normal };
+        let normal = if d > 1e-12 * (1.0 + p.norm()) {
+            (p - best.1) * (sign / d)
+        } else {
+            face_normal
+        };
         (sign * d, normal)
     }
 }
@@ -189,12 +217,18 @@ pub fn box_mesh(h: &Vector3<f64>) -> Result<TriMesh, RigidError> {
         })
         .collect();
     let t = vec![
-        [0, 2, 1], [1, 2, 3], // z-
-        [4, 5, 6], [5, 7, 6], // z+
-        [0, 1, 4], [1, 5, 4], // y-
-        [2, 6, 3], [3, 6, 7], // y+
-        [0, 4, 2], [2, 4, 6], // x-
-        [1, 3, 5], [3, 7, 5], // x+
+        [0, 2, 1],
+        [1, 2, 3], // z-
+        [4, 5, 6],
+        [5, 7, 6], // z+
+        [0, 1, 4],
+        [1, 5, 4], // y-
+        [2, 6, 3],
+        [3, 6, 7], // y+
+        [0, 4, 2],
+        [2, 4, 6], // x-
+        [1, 3, 5],
+        [3, 7, 5], // x+
     ];
     TriMesh::new(v, t)
 }

@@ -78,7 +78,9 @@ pub enum RigidError {
         volume: f64,
     },
     /// A keyframe profile is empty or its times are not strictly increasing.
-    #[error("body {body} DoF {dof}: keyframe profile is empty or its times are not strictly increasing")]
+    #[error(
+        "body {body} DoF {dof}: keyframe profile is empty or its times are not strictly increasing"
+    )]
     InvalidProfile {
         /// Body index.
         body: usize,

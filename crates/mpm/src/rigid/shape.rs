@@ -73,15 +73,21 @@ impl Shape {
     /// Checks the dimensions (meshes are validated at construction).
     pub fn validate(&self) -> Result<(), RigidError> {
         match self {
-            Shape::Box { half_extents } => {
-                half_extents.iter().try_for_each(|&h| positive("box half extent", h))
-            }
+            Shape::Box { half_extents } => half_extents
+                .iter()
+                .try_for_each(|&h| positive("box half extent", h)),
             Shape::Sphere { radius } => positive("sphere radius", *radius),
-            Shape::Capsule { radius, half_length } => {
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => {
                 positive("capsule radius", *radius)?;
                 positive("capsule half length", *half_length)
             }
-            Shape::Cylinder { radius, half_length } => {
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
                 positive("cylinder radius", *radius)?;
                 positive("cylinder half length", *half_length)
             }
@@ -122,14 +128,20 @@ impl Shape {
                 let v = 4.0 / 3.0 * pi * r.powi(3);
                 diag(v, Vector3::repeat(0.4 * density * v * r * r))
             }
-            Shape::Cylinder { radius: r, half_length: l } => {
+            Shape::Cylinder {
+                radius: r,
+                half_length: l,
+            } => {
                 let h = 2.0 * l;
                 let v = pi * r * r * h;
                 let m = density * v;
                 let ixx = m * (3.0 * r * r + h * h) / 12.0;
                 diag(v, Vector3::new(ixx, ixx, 0.5 * m * r * r))
             }
-            Shape::Capsule { radius: r, half_length: l } => {
+            Shape::Capsule {
+                radius: r,
+                half_length: l,
+            } => {
                 let h = 2.0 * l;
                 let (vc, vs) = (pi * r * r * h, 4.0 / 3.0 * pi * r.powi(3));
                 let (mc, ms) = (density * vc, density * vs);
@@ -145,7 +157,12 @@ impl Shape {
                 let m = density * v;
                 let about_origin = Matrix3::identity() * c.trace() - c;
                 let shift = (Matrix3::identity() * com.norm_squared() - com * com.transpose()) * m;
-                MassProperties { volume: v, mass: m, com, inertia: about_origin - shift }
+                MassProperties {
+                    volume: v,
+                    mass: m,
+                    com,
+                    inertia: about_origin - shift,
+                }
             }
         })
     }
@@ -170,16 +187,26 @@ impl Shape {
                     (q[axis], Vector3::ith(axis, sgn[axis]))
                 }
             }
-            Shape::Capsule { radius, half_length } => {
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => {
                 let c = Vector3::new(0.0, 0.0, p.z.clamp(-half_length, *half_length));
                 let d = p - c;
                 let len = d.norm();
                 let n = if len > 0.0 { d / len } else { Vector3::x() };
                 (len - radius, n)
             }
-            Shape::Cylinder { radius, half_length } => {
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
                 let rho = (p.x * p.x + p.y * p.y).sqrt();
-                let u = if rho > 0.0 { Vector3::new(p.x / rho, p.y / rho, 0.0) } else { Vector3::x() };
+                let u = if rho > 0.0 {
+                    Vector3::new(p.x / rho, p.y / rho, 0.0)
+                } else {
+                    Vector3::x()
+                };
                 let sz = if p.z < 0.0 { -1.0 } else { 1.0 };
                 let (dr, dz) = (rho - radius, p.z.abs() - half_length);
                 if dr > 0.0 || dz > 0.0 {
@@ -213,16 +240,30 @@ impl Shape {
                 })
                 .collect(),
             Shape::Sphere { radius } => vec![-n * *radius],
-            Shape::Capsule { radius, half_length } => vec![
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => vec![
                 Vector3::new(0.0, 0.0, *half_length) - n * *radius,
                 Vector3::new(0.0, 0.0, -half_length) - n * *radius,
             ],
-            Shape::Cylinder { radius, half_length } => {
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
                 let radial = Vector3::new(n.x, n.y, 0.0);
-                let d = if radial.norm() > 1e-9 { -radial.normalize() } else { Vector3::x() };
+                let d = if radial.norm() > 1e-9 {
+                    -radial.normalize()
+                } else {
+                    Vector3::x()
+                };
                 let mut out = Vec::with_capacity(6);
                 for z in [-half_length, *half_length] {
-                    for angle in [0.0, 2.0 * std::f64::consts::FRAC_PI_3, -2.0 * std::f64::consts::FRAC_PI_3] {
+                    for angle in [
+                        0.0,
+                        2.0 * std::f64::consts::FRAC_PI_3,
+                        -2.0 * std::f64::consts::FRAC_PI_3,
+                    ] {
                         let r = Rotation3::from_axis_angle(&Vector3::z_axis(), angle);
                         out.push(r * d * *radius + Vector3::new(0.0, 0.0, z));
                     }
@@ -249,9 +290,19 @@ impl Shape {
         match self {
             Shape::Box { half_extents } => half_extents.norm() + c,
             Shape::Sphere { radius } => radius + c,
-            Shape::Capsule { radius, half_length } => radius + half_length + c,
-            Shape::Cylinder { radius, half_length } => (radius * radius + half_length * half_length).sqrt() + c,
-            Shape::Mesh(mesh) => mesh.vertices().iter().map(|v| (v - centre).norm()).fold(0.0, f64::max),
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => radius + half_length + c,
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => (radius * radius + half_length * half_length).sqrt() + c,
+            Shape::Mesh(mesh) => mesh
+                .vertices()
+                .iter()
+                .map(|v| (v - centre).norm())
+                .fold(0.0, f64::max),
         }
     }
 }

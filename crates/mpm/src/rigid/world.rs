@@ -41,13 +41,24 @@ pub struct HalfSpace {
 
 impl HalfSpace {
     /// The half-space below the plane through `point` with outward `normal` (normalised).
-    pub fn new(normal: Vector3<f64>, point: Vector3<f64>, contact: LaggedParams) -> Result<Self, RigidError> {
+    pub fn new(
+        normal: Vector3<f64>,
+        point: Vector3<f64>,
+        contact: LaggedParams,
+    ) -> Result<Self, RigidError> {
         let len = normal.norm();
         if !(len > 0.0 && len.is_finite()) {
-            return Err(RigidError::InvalidValue { what: "half-space normal length", value: len });
+            return Err(RigidError::InvalidValue {
+                what: "half-space normal length",
+                value: len,
+            });
         }
         let n = normal / len;
-        Ok(Self { normal: n, offset: n.dot(&point), contact })
+        Ok(Self {
+            normal: n,
+            offset: n.dot(&point),
+            contact,
+        })
     }
 
     /// Signed distance n̂·p − offset.
@@ -112,7 +123,11 @@ impl Default for RigidWorld {
             gravity: Vector3::new(0.0, 0.0, -9.81),
             rigid_rigid_contact: true,
             excluded_pairs: Vec::new(),
-            solver: SolverOptions { rel_tol: 1e-8, max_iterations: 200, ..SolverOptions::default() },
+            solver: SolverOptions {
+                rel_tol: 1e-8,
+                max_iterations: 200,
+                ..SolverOptions::default()
+            },
             time: 0.0,
         }
     }
@@ -121,26 +136,36 @@ impl Default for RigidWorld {
 /// Drake's point-contact parameter combination (module doc).
 pub fn combine(a: &LaggedParams, b: &LaggedParams) -> LaggedParams {
     let k = a.stiffness * b.stiffness / (a.stiffness + b.stiffness);
-    let d = (b.stiffness * a.dissipation + a.stiffness * b.dissipation) / (a.stiffness + b.stiffness);
+    let d =
+        (b.stiffness * a.dissipation + a.stiffness * b.dissipation) / (a.stiffness + b.stiffness);
     let mu = if a.friction + b.friction > 0.0 {
         2.0 * a.friction * b.friction / (a.friction + b.friction)
     } else {
         0.0
     };
-    LaggedParams { stiffness: k, dissipation: d, friction: mu, ..*a }
+    LaggedParams {
+        stiffness: k,
+        dissipation: d,
+        friction: mu,
+        ..*a
+    }
 }
 
 /// J_b = [I, −[r]×]: maps (v, ω) to the velocity of the point at lever r.
 fn point_jacobian(r: &Vector3<f64>) -> nalgebra::Matrix3x6<f64> {
     let mut j = nalgebra::Matrix3x6::zeros();
-    j.fixed_view_mut::<3, 3>(0, 0).copy_from(&Matrix3::identity());
-    j.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-r.cross_matrix()));
+    j.fixed_view_mut::<3, 3>(0, 0)
+        .copy_from(&Matrix3::identity());
+    j.fixed_view_mut::<3, 3>(0, 3)
+        .copy_from(&(-r.cross_matrix()));
     j
 }
 
 impl RigidWorld {
     fn pair_excluded(&self, i: usize, j: usize) -> bool {
-        self.excluded_pairs.iter().any(|&(a, b)| (a, b) == (i, j) || (a, b) == (j, i))
+        self.excluded_pairs
+            .iter()
+            .any(|&(a, b)| (a, b) == (i, j) || (a, b) == (j, i))
     }
 
     /// Contacts at the current poses (step start); impulses zero.
@@ -191,7 +216,15 @@ impl RigidWorld {
                     let (phi, n) = self.bodies[o].sdf(&c);
                     let phi = phi - r;
                     if phi < 0.0 {
-                        out.push(make(s, Some(o), None, c - n * (r + 0.5 * phi), n, phi, params));
+                        out.push(make(
+                            s,
+                            Some(o),
+                            None,
+                            c - n * (r + 0.5 * phi),
+                            n,
+                            phi,
+                            params,
+                        ));
                     }
                     continue;
                 }
@@ -205,8 +238,14 @@ impl RigidWorld {
                         ),
                     });
                 };
-                let (ri, rj) = (bi.shape.bounding_radius(&Vector3::zeros()), bj.shape.bounding_radius(&Vector3::zeros()));
-                let (ci, cj) = (bi.shape_pose().translation.vector, bj.shape_pose().translation.vector);
+                let (ri, rj) = (
+                    bi.shape.bounding_radius(&Vector3::zeros()),
+                    bj.shape.bounding_radius(&Vector3::zeros()),
+                );
+                let (ci, cj) = (
+                    bi.shape_pose().translation.vector,
+                    bj.shape_pose().translation.vector,
+                );
                 if (ci - cj).norm() > ri + rj {
                     continue;
                 }
@@ -228,11 +267,17 @@ impl RigidWorld {
     /// Advances by `h` with `external` impulses per body (empty slice: none). See the module doc.
     pub fn step(&mut self, h: f64, external: &[Wrench]) -> Result<RigidStepReport, RigidError> {
         if !(h > 0.0 && h.is_finite()) {
-            return Err(RigidError::InvalidValue { what: "time step", value: h });
+            return Err(RigidError::InvalidValue {
+                what: "time step",
+                value: h,
+            });
         }
         let nb = self.bodies.len();
         if !external.is_empty() && external.len() != nb {
-            return Err(RigidError::WrenchCount { got: external.len(), expected: nb });
+            return Err(RigidError::WrenchCount {
+                got: external.len(),
+                expected: nb,
+            });
         }
         for (b, body) in self.bodies.iter().enumerate() {
             body.validate_drives(b)?;
@@ -265,7 +310,8 @@ impl RigidWorld {
             u.fixed_rows_mut::<3>(0).copy_from(&v_free);
             u.fixed_rows_mut::<3>(3).copy_from(&w_free);
             let mut mb = Matrix6::zeros();
-            mb.fixed_view_mut::<3, 3>(0, 0).copy_from(&(Matrix3::identity() * m));
+            mb.fixed_view_mut::<3, 3>(0, 0)
+                .copy_from(&(Matrix3::identity() * m));
             mb.fixed_view_mut::<3, 3>(3, 3).copy_from(&iw);
             // Prescribed values and the shift of the dynamic targets.
             let mut value = u;
@@ -360,10 +406,18 @@ impl RigidWorld {
             let w_rms = w.diagonal().norm() / 3f64.sqrt();
             let delassus = (0.5 * (w[(0, 0)] + w[(1, 1)])).max(w_rms);
             let model = LaggedContact::new(&c.params, h, c.phi0, vn0, delassus)?;
-            dense_contacts.push(DenseContact { jacobian: jac, bias, model });
+            dense_contacts.push(DenseContact {
+                jacobian: jac,
+                bias,
+                model,
+            });
             frames.push(frame);
         }
-        let problem = DenseProblem { mass, v_star, contacts: dense_contacts };
+        let problem = DenseProblem {
+            mass,
+            v_star,
+            contacts: dense_contacts,
+        };
         let solution = problem.solve_newton(None, &self.solver)?;
 
         // 3. Write back velocities, report impulses, 4. drift.
@@ -385,6 +439,9 @@ impl RigidWorld {
             body.drift(h);
         }
         self.time = t1;
-        Ok(RigidStepReport { contacts, iterations: solution.stats.iterations })
+        Ok(RigidStepReport {
+            contacts,
+            iterations: solution.stats.iterations,
+        })
     }
 }
