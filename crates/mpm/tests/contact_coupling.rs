@@ -222,3 +222,81 @@ fn ground_carries_the_rigid_body_and_the_particles_on_it() {
     assert!(grid.v.iter().all(|v| v.norm() < 1e-4));
     assert!(world.bodies[0].velocity.norm() < 1e-4);
 }
+
+/// The seed's panel test (Fig. 2) on a point mass: two panels, each force-driven with 10 N
+/// along x towards a 100 g particle held against gravity by friction (μ = 1, so 2·μ·10 N
+/// ≫ m g). Panels: all other DoFs prescribed at rest. Analytic steady state: normal force
+/// 10 N per panel, vertical friction m g/2 per panel, lateral (y) friction 0.
+#[test]
+fn panels_pressing_with_ten_newtons_hold_a_particle_by_friction() {
+    use diffphd_mpm::rigid::{Drive, Profile};
+    let params = LaggedParams {
+        friction: 1.0,
+        ..LaggedParams::default()
+    };
+    let half = Vector3::new(0.01, 0.05, 0.05);
+    let panel = |x: f64, push: f64| {
+        let mut b = RigidBody::new(
+            Shape::Box { half_extents: half },
+            1000.0,
+            Isometry3::translation(x, 0.0, 0.0),
+        )
+        .unwrap();
+        b.contact = params;
+        b.drives = [
+            Drive::Force(Profile::Constant(push)),
+            Drive::Velocity(Profile::Constant(0.0)),
+            Drive::Velocity(Profile::Constant(0.0)),
+            Drive::Velocity(Profile::Constant(0.0)),
+            Drive::Velocity(Profile::Constant(0.0)),
+            Drive::Velocity(Profile::Constant(0.0)),
+        ];
+        b
+    };
+    // Panel faces at x = ∓1e-5: the particle at the origin starts slightly inside both.
+    let mut world = RigidWorld {
+        bodies: vec![panel(-0.01 + 1e-5, 10.0), panel(0.01 - 1e-5, -10.0)],
+        rigid_rigid_contact: false,
+        ..RigidWorld::default()
+    };
+    let m = 0.1;
+    let mut grid = PointGrid::new(
+        vec![Vector3::zeros()],
+        vec![Vector3::zeros()],
+        m,
+        world.gravity,
+    );
+    let dt = 1e-4;
+    let mut rep = Default::default();
+    for _ in 0..3000 {
+        rep = coupled_step(&mut world, &mut grid, dt, 1, &SolverOptions::default()).unwrap();
+    }
+    for (b, sign) in [(0, -1.0), (1, 1.0)] {
+        let f = rep.body_impulses[b].force / dt;
+        eprintln!("panel {b}: force on panel {f:?} N");
+        assert!(
+            (f.x - sign * 10.0).abs() < 1e-3 * 10.0,
+            "panel {b} normal force {f:?}"
+        );
+        assert!(
+            (f.z + m * 9.81 / 2.0).abs() < 1e-3 * m * 9.81,
+            "panel {b} vertical friction {f:?}"
+        );
+        assert!(f.y.abs() < 1e-9, "panel {b} lateral friction {f:?}");
+    }
+    eprintln!("particle x {:?} v {:?}", grid.x[0], grid.v[0]);
+    // Held: the particle only creeps at the regularised-stiction speed
+    // v = v_s·r/√(1 − r²), r = (m g/2)/(μ·10 N), v_s = 1e-4 m/s (σ-term below v_s).
+    let r = m * 9.81 / 2.0 / (params.friction * 10.0);
+    let creep = 1e-4 * r / (1.0 - r * r).sqrt();
+    assert!(
+        (grid.v[0].z + creep).abs() < 0.01 * creep,
+        "particle velocity {:?}, creep {creep:e}",
+        grid.v[0]
+    );
+    assert!(
+        grid.x[0].z.abs() < 1e-4,
+        "particle drifted to {:?}",
+        grid.x[0]
+    );
+}
