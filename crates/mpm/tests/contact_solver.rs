@@ -265,3 +265,25 @@ fn no_contacts_returns_free_motion_and_bad_input_is_named() {
         })
     ));
 }
+
+#[test]
+fn exact_line_search_finds_the_root_of_a_convex_derivative() {
+    use diffphd_mpm::contact::line_search::exact_line_search;
+    // φ(α) = (α − 3)² + 0.1·e^α: root of φ′ = 2(α − 3) + 0.1e^α beyond the first bracket [0, 1].
+    let dphi = |a: f64| (2.0 * (a - 3.0) + 0.1 * a.exp(), 2.0 + 0.1 * a.exp());
+    let r = exact_line_search(dphi, dphi(0.0).0, 1e-14, 100);
+    assert!(dphi(r.alpha).0.abs() < 1e-12, "φ′(α) = {}", dphi(r.alpha).0);
+    assert!(r.alpha > 2.0 && r.evaluations < 20);
+    // Kinked φ′ (φ″ jumps at α = 0.4): Newton overshoots, bisection keeps the bracket.
+    let kinked = |a: f64| {
+        if a < 0.4 {
+            (10.0 * (a - 0.4) - 0.01, 10.0)
+        } else {
+            (0.1 * (a - 0.4) - 0.01, 0.1)
+        }
+    };
+    let r = exact_line_search(kinked, kinked(0.0).0, 1e-12, 200);
+    assert!((r.alpha - 0.5).abs() < 1e-9, "α = {}", r.alpha);
+    // No descent: α = 0.
+    assert_eq!(exact_line_search(dphi, 1.0, 1e-12, 10).alpha, 0.0);
+}
