@@ -300,3 +300,108 @@ fn panels_pressing_with_ten_newtons_hold_a_particle_by_friction() {
         grid.x[0]
     );
 }
+
+/// The point grid with an inactive (zero-mass) node before every active one: node 2p + 1
+/// carries particle p. Exercises the active-node compaction of the driver.
+struct SparseGrid {
+    inner: PointGrid,
+    m: Vec<f64>,
+    v_star: Vec<Vector3<f64>>,
+    bad_stencil: bool,
+}
+
+impl GridContactProblem for SparseGrid {
+    fn free_motion(&mut self, h: f64) {
+        self.inner.free_motion(h);
+        self.v_star = vec![Vector3::zeros(); 2 * self.inner.x.len()];
+        for (p, v) in self.inner.v_star.iter().enumerate() {
+            self.v_star[2 * p + 1] = *v;
+        }
+    }
+    fn node_masses(&self) -> &[f64] {
+        &self.m
+    }
+    fn free_velocities(&self) -> &[Vector3<f64>] {
+        &self.v_star
+    }
+    fn num_particles(&self) -> usize {
+        self.inner.x.len()
+    }
+    fn particle_position(&self, p: usize) -> Vector3<f64> {
+        self.inner.x[p]
+    }
+    fn particle_velocity(&self, p: usize) -> Vector3<f64> {
+        self.inner.v[p]
+    }
+    fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>) {
+        out.push((2 * p + 1, 1.0));
+        out.push((2 * p, if self.bad_stencil { 0.5 } else { 0.0 }));
+    }
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+        assert!(
+            v.iter().step_by(2).all(|v| *v == Vector3::zeros()),
+            "inactive nodes must pass through"
+        );
+        let dense: Vec<Vector3<f64>> = v.iter().skip(1).step_by(2).copied().collect();
+        self.inner.finish_substep(&dense, h);
+    }
+}
+
+#[test]
+fn inactive_nodes_are_passed_through_and_bad_stencils_are_named() {
+    let params = LaggedParams {
+        stiffness: 1e3,
+        dissipation: 20.0,
+        ..LaggedParams::default()
+    };
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let xs = vec![Vector3::new(0.0, 0.0, -1e-4), Vector3::new(0.1, 0.0, 0.002)];
+    let vs = vec![Vector3::new(0.1, 0.0, -0.1), Vector3::zeros()];
+    let mut world_a = RigidWorld {
+        planes: vec![ground],
+        ..RigidWorld::default()
+    };
+    let mut world_b = world_a.clone();
+    let mut dense = PointGrid::new(xs.clone(), vs.clone(), 1e-3, world_a.gravity);
+    let mut sparse = SparseGrid {
+        inner: PointGrid::new(xs, vs, 1e-3, world_b.gravity),
+        m: (0..4)
+            .map(|k| if k % 2 == 1 { 1e-3 } else { 0.0 })
+            .collect(),
+        v_star: Vec::new(),
+        bad_stencil: false,
+    };
+    for _ in 0..50 {
+        coupled_step(&mut world_a, &mut dense, 1e-3, 2, &SolverOptions::default()).unwrap();
+        coupled_step(
+            &mut world_b,
+            &mut sparse,
+            1e-3,
+            2,
+            &SolverOptions::default(),
+        )
+        .unwrap();
+    }
+    assert_eq!(dense.x, sparse.inner.x);
+    assert_eq!(dense.v, sparse.inner.v);
+    assert!(dense.x[0].z > -1e-4, "the ground pushed the particle out");
+    sparse.bad_stencil = true;
+    let err = coupled_step(
+        &mut world_b,
+        &mut sparse,
+        1e-3,
+        2,
+        &SolverOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            diffphd_mpm::contact::coupling::CouplingError::BadStencil {
+                particle: 0,
+                node: 0
+            }
+        ),
+        "{err}"
+    );
+}

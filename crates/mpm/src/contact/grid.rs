@@ -192,11 +192,20 @@ impl GridProblem {
         &self,
         v: &[Vector3<f64>],
     ) -> (Vec<Vector3<f64>>, Vec<Vector3<f64>>, Vec<Vector3<f64>>) {
-        let vc = self.contact_velocities(v);
+        self.gradient_with(v, &self.contact_velocities(v))
+    }
+
+    /// [`Self::gradient`] with the contact velocities v_c(v) already known.
+    #[allow(clippy::type_complexity)]
+    fn gradient_with(
+        &self,
+        v: &[Vector3<f64>],
+        vc: &[Vector3<f64>],
+    ) -> (Vec<Vector3<f64>>, Vec<Vector3<f64>>, Vec<Vector3<f64>>) {
         let gamma: Vec<Vector3<f64>> = self
             .contacts
             .iter()
-            .zip(&vc)
+            .zip(vc)
             .map(|(c, vc)| c.model.impulse(vc))
             .collect();
         let mut jt_gamma = vec![Vector3::zeros(); v.len()];
@@ -261,7 +270,7 @@ impl GridProblem {
         let mut blocks = vec![Matrix3::zeros(); n];
         loop {
             let vc = self.contact_velocities(&v);
-            let (grad, jt_gamma, gamma) = self.gradient(&v);
+            let (grad, jt_gamma, gamma) = self.gradient_with(&v, &vc);
             let (residual, tolerance) = self.stopping_test(&v, &grad, &jt_gamma, opts);
             stats.residual = residual;
             stats.tolerance = tolerance;
