@@ -17,7 +17,7 @@ use super::line_search::exact_line_search;
 use super::model::LaggedContact;
 use super::ContactError;
 
-/// One contact of a dense problem: v_c = J v − b (3 rows, contact frame [t₁, t₂, n]).
+/// One contact of a dense problem: v_c = J v − b (3 rows, contact frame \[t₁, t₂, n\]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DenseContact {
     /// The 3×n contact Jacobian.

@@ -6,7 +6,7 @@
 //!
 //! with M_k = diag(m_k) the lumped node mass (3 values per node), the contact's stencil
 //! {(k, w_ck)} (for MPM the B-spline weights from the contact particle to its grid nodes,
-//! so J_c = R_cᵀ[… w_ck·I …]), R_c = [t₁ t₂ n̂] the contact frame and b_c the rigid bias
+//! so J_c = R_cᵀ\[… w_ck·I …\]), R_c = \[t₁ t₂ n̂\] the contact frame and b_c the rigid bias
 //! velocity in the contact frame (the rigid point velocity, b_c = R_cᵀ J_r v_r, so v_c is the
 //! particle's velocity relative to the rigid body). γ_c = −∂ℓ_c/∂v_c is the impulse *on the
 //! grid side*; the rigid body receives −R_c γ_c at the contact point.
@@ -31,7 +31,7 @@ use super::ContactError;
 pub struct GridContact {
     /// Stencil (node index, weight w_ck): the contact point's velocity is Σ w_ck v_k.
     pub nodes: Vec<(usize, f64)>,
-    /// Contact frame R_c = [t₁ t₂ n̂] (columns, world), n̂ out of the rigid geometry.
+    /// Contact frame R_c = \[t₁ t₂ n̂\] (columns, world), n̂ out of the rigid geometry.
     pub frame: Matrix3<f64>,
     /// Rigid bias velocity b_c in the contact frame (the rigid point velocity, R_cᵀ v_rigid).
     pub bias: Vector3<f64>,
@@ -99,7 +99,7 @@ pub struct SolveStats {
 pub struct Solution {
     /// Post-contact node velocities.
     pub v: Vec<Vector3<f64>>,
-    /// γ_c per contact, contact frame (impulse on the grid side; [t₁, t₂, n]).
+    /// γ_c per contact, contact frame (impulse on the grid side; \[t₁, t₂, n\]).
     pub impulses: Vec<Vector3<f64>>,
     /// Convergence record.
     pub stats: SolveStats,
@@ -108,9 +108,9 @@ pub struct Solution {
 /// A spatial impulse (or force) on a rigid body: linear part and moment about the COM (world).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Wrench {
-    /// Linear impulse [N·s] (or force [N]).
+    /// Linear impulse \[N·s\] (or force \[N\]).
     pub force: Vector3<f64>,
-    /// Angular impulse about the centre of mass [N·m·s] (or torque [N·m]).
+    /// Angular impulse about the centre of mass \[N·m·s\] (or torque \[N·m\]).
     pub torque: Vector3<f64>,
 }
 

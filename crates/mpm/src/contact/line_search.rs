@@ -3,7 +3,7 @@
 //!
 //! Given a descent direction (φ′(0) < 0), find α* with φ′(α*) = 0:
 //! 1. bracket: α_hi = 1, doubled while φ′(α_hi) < 0 (strong convexity guarantees a sign change);
-//! 2. Newton steps α ← α − φ′/φ″ kept inside the bracket [α_lo, α_hi] (φ′(α_lo) < 0 < φ′(α_hi)),
+//! 2. Newton steps α ← α − φ′/φ″ kept inside the bracket \[α_lo, α_hi\] (φ′(α_lo) < 0 < φ′(α_hi)),
 //!    a bisection step whenever Newton would leave it or φ″ ≤ 0, the bracket shrunk by the sign
 //!    of φ′ every iteration; stop when |φ′(α)| ≤ tol·|φ′(0)| or the bracket is at round-off.
 

@@ -3,7 +3,7 @@
 //! Source: Drake, `multibody/contact_solvers/sap/sap_hunt_crossley_constraint.{h,cc}`
 //! (`SapHuntCrossleyConstraint` with `SapHuntCrossleyApproximation::kLagged`), and Castro,
 //! Permenter, Han, "An unconstrained convex formulation of compliant contact", IEEE T-RO 39(2),
-//! 2023 (the "lagged" model; seed ref. [35]). Written from the equations, not from the code.
+//! 2023 (the "lagged" model; seed ref. \[35\]). Written from the equations, not from the code.
 //!
 //! Contact frame: v_c = (v_t1, v_t2, v_n) with the normal n̂ pointing out of the rigid geometry
 //! into the other body, so v_n > 0 is *separating*; the penetration is x = −φ and ẋ = −v_n.
@@ -16,7 +16,7 @@
 //! non-increasing in v_n, zero for v_n ≥ v̂ = min(f_e0/(δt·k), 1/d). Its antiderivative with
 //! N(0) = 0, for v < v̂,
 //!
-//!   N(v) = δt·[f_e0·v − (f_e0·d + δt·k)·v²/2 + δt·k·d·v³/3],   and N(v) = N(v̂) for v ≥ v̂.
+//!   N(v) = δt·\[f_e0·v − (f_e0·d + δt·k)·v²/2 + δt·k·d·v³/3\],   and N(v) = N(v̂) for v ≥ v̂.
 //!
 //! **Regularised friction, lagged**: the friction bound uses the step-start normal impulse
 //!
@@ -29,8 +29,8 @@
 //!
 //!   ℓ(v_c) = −N(v_n) + μ·n₀·‖v_t‖ₛ,
 //!   γ = (−μ·n₀·v_t/S, n(v_n)),
-//!   G = [[μ·n₀·(I − v_t v_tᵀ/S²)/S, 0], [0, −n′(v_n)]],
-//!   n′(v) = −δt·[δt·k·(1 − d·v) + d·(f_e0 − δt·k·v)]  (v < v̂; 0 otherwise).
+//!   G = [\[μ·n₀·(I − v_t v_tᵀ/S²)/S, 0\], \[0, −n′(v_n)\]],
+//!   n′(v) = −δt·\[δt·k·(1 − d·v) + d·(f_e0 − δt·k·v)\]  (v < v̂; 0 otherwise).
 //!
 //! G is PSD (n′ ≤ 0 and I − v_t v_tᵀ/S² ≻ 0), so ℓ is convex; ‖γ_t‖ ≤ μ·n₀ (Coulomb, lagged).
 //! Drake defaults (`geometry::DefaultProximityProperties`, `MultibodyPlantConfig`,
@@ -44,13 +44,13 @@ use super::ContactError;
 /// Parameters of the lagged compliant model (SI units).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LaggedParams {
-    /// Point-contact stiffness k [N/m]; must be > 0. Drake default 1e6.
+    /// Point-contact stiffness k \[N/m\]; must be > 0. Drake default 1e6.
     pub stiffness: f64,
-    /// Hunt–Crossley dissipation d [s/m]; ≥ 0. Drake default 50.
+    /// Hunt–Crossley dissipation d \[s/m\]; ≥ 0. Drake default 50.
     pub dissipation: f64,
     /// Coulomb friction coefficient μ; ≥ 0. Drake default 0.5.
     pub friction: f64,
-    /// Stiction tolerance v_s [m/s]; > 0. Drake default 1e-4.
+    /// Stiction tolerance v_s \[m/s\]; > 0. Drake default 1e-4.
     pub stiction_tolerance: f64,
     /// SAP friction regularisation σ (dimensionless); ≥ 0. Drake's SAP default 1e-3.
     pub sigma: f64,
@@ -259,7 +259,7 @@ impl LaggedContact {
     }
 }
 
-/// An orthonormal contact frame R = [t₁ t₂ n̂] (columns, world) with n̂ the given unit normal.
+/// An orthonormal contact frame R = \[t₁ t₂ n̂\] (columns, world) with n̂ the given unit normal.
 pub fn contact_frame(normal: &Vector3<f64>) -> Matrix3<f64> {
     let n = normal.normalize();
     // Pick the world axis least aligned with n for a well-conditioned tangent.

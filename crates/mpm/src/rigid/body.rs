@@ -14,11 +14,11 @@
 //! integrate with L as the state: impulses change L (kicks), and the drift over a step is the
 //! symplectic splitting of the free rigid body by Dullweber, Leimkuhler and McLachlan (J. Chem.
 //! Phys. 107, 1997): with body momentum Π = RᵀL and kinetic energy T = Σ_i Π_i²/(2I_i), each
-//! T_i's flow is an exact rotation about body axis e_i by θ = τ·Π_i/I_i (Π ← exp(−θ[e_i]×)Π,
-//! R ← R·exp(θ[e_i]×)), composed as T₁(h/2) T₂(h/2) T₃(h) T₂(h/2) T₁(h/2). It preserves |L| and
+//! T_i's flow is an exact rotation about body axis e_i by θ = τ·Π_i/I_i (Π ← exp(−θ\[e_i\]×)Π,
+//! R ← R·exp(θ\[e_i\]×)), composed as T₁(h/2) T₂(h/2) T₃(h) T₂(h/2) T₁(h/2). It preserves |L| and
 //! L itself to round-off, is explicit and unconditionally stable, and has bounded O(h²) energy
 //! error with no drift (it is symplectic). When an angular DoF is prescribed the rotation is
-//! R ← exp(h[ω]×)R with the prescribed/solved ω instead.
+//! R ← exp(h\[ω\]×)R with the prescribed/solved ω instead.
 
 use std::fmt;
 use std::sync::Arc;
@@ -47,9 +47,9 @@ pub enum Profile {
         offset: f64,
         /// Amplitude.
         amplitude: f64,
-        /// Frequency [Hz].
+        /// Frequency \[Hz\].
         frequency: f64,
-        /// Phase [rad].
+        /// Phase \[rad\].
         phase: f64,
     },
     /// Piecewise linear through (t, value) keyframes with strictly increasing t; held
@@ -123,12 +123,12 @@ pub enum Drive {
     /// Dynamics: gravity (linear DoFs), contact and external impulses.
     #[default]
     Free,
-    /// Prescribed velocity [m/s or rad/s] (kinematic: contact does not change it).
+    /// Prescribed velocity \[m/s or rad/s\] (kinematic: contact does not change it).
     Velocity(Profile),
-    /// Prescribed position of the centre of mass along a world axis [m] (linear DoFs only):
+    /// Prescribed position of the centre of mass along a world axis \[m\] (linear DoFs only):
     /// the step velocity is (p(t + h) − x)/h.
     Position(Profile),
-    /// Free, plus a force [N] (linear) or torque [N·m] (angular) about the world axis.
+    /// Free, plus a force \[N\] (linear) or torque \[N·m\] (angular) about the world axis.
     Force(Profile),
 }
 
@@ -151,9 +151,9 @@ pub struct RigidBody {
     body_in_shape: Isometry3<f64>,
     /// Body-to-world pose: translation = centre of mass, rotation = principal axes.
     pub pose: Isometry3<f64>,
-    /// Centre-of-mass velocity (world) [m/s].
+    /// Centre-of-mass velocity (world) \[m/s\].
     pub velocity: Vector3<f64>,
-    /// Angular velocity (world) [rad/s].
+    /// Angular velocity (world) \[rad/s\].
     pub angular_velocity: Vector3<f64>,
     /// Drives of (v_x, v_y, v_z, ω_x, ω_y, ω_z).
     pub drives: [Drive; 6],
@@ -191,12 +191,12 @@ impl RigidBody {
         })
     }
 
-    /// Mass [kg].
+    /// Mass \[kg\].
     pub fn mass(&self) -> f64 {
         self.mass
     }
 
-    /// Principal moments of inertia (body frame) [kg·m²].
+    /// Principal moments of inertia (body frame) \[kg·m²\].
     pub fn principal_inertia(&self) -> Vector3<f64> {
         self.inertia
     }
@@ -267,7 +267,7 @@ impl RigidBody {
 
     /// Advances the pose over `h` with the current (end-of-step) velocities: x += h·v, and the
     /// rotation by the splitting drift (module doc) when all angular DoFs are dynamic, else by
-    /// exp(h[ω]×).
+    /// exp(h\[ω\]×).
     pub fn drift(&mut self, h: f64) {
         self.pose.translation.vector += self.velocity * h;
         if self.drives[3..].iter().all(Drive::is_dynamic) {

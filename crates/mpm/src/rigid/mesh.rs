@@ -3,7 +3,7 @@
 //!
 //! **Mass properties** (Mirtich 1996, "Fast and accurate computation of polyhedral mass
 //! properties"; here in the equivalent signed-tetrahedron form): every triangle (a, b, c) spans a
-//! tetrahedron with the origin of signed volume V_t = det[a b c]/6, and
+//! tetrahedron with the origin of signed volume V_t = det\[a b c\]/6, and
 //!
 //!   V = Σ V_t,   ∫x dV = Σ V_t (a + b + c)/4,
 //!   ∫x xᵀ dV = Σ (det/120)·(a aᵀ + b bᵀ + c cᵀ + s sᵀ),  s = a + b + c,
@@ -195,7 +195,7 @@ fn closest_point_on_triangle(
 }
 
 /// Signed solid angle of triangle (a, b, c) seen from p (Van Oosterom–Strackee):
-/// tan(Ω/2) = det[r_a r_b r_c] / (|r_a||r_b||r_c| + (r_a·r_b)|r_c| + (r_b·r_c)|r_a| + (r_c·r_a)|r_b|).
+/// tan(Ω/2) = det\[r_a r_b r_c\] / (|r_a||r_b||r_c| + (r_a·r_b)|r_c| + (r_b·r_c)|r_a| + (r_c·r_a)|r_b|).
 fn solid_angle(p: &Vector3<f64>, a: &Vector3<f64>, b: &Vector3<f64>, c: &Vector3<f64>) -> f64 {
     let (ra, rb, rc) = (a - p, b - p, c - p);
     let (la, lb, lc) = (ra.norm(), rb.norm(), rc.norm());

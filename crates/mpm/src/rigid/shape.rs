@@ -22,26 +22,26 @@ use super::RigidError;
 pub enum Shape {
     /// Box with the given half extents.
     Box {
-        /// Half extents (a, b, c) [m].
+        /// Half extents (a, b, c) \[m\].
         half_extents: Vector3<f64>,
     },
     /// Sphere.
     Sphere {
-        /// Radius [m].
+        /// Radius \[m\].
         radius: f64,
     },
-    /// Capsule along z: the set of points within `radius` of the segment z ∈ [−ℓ, ℓ].
+    /// Capsule along z: the set of points within `radius` of the segment z ∈ \[−ℓ, ℓ\].
     Capsule {
-        /// Radius [m].
+        /// Radius \[m\].
         radius: f64,
-        /// Half length ℓ of the axis segment [m].
+        /// Half length ℓ of the axis segment \[m\].
         half_length: f64,
     },
     /// Cylinder along z.
     Cylinder {
-        /// Radius [m].
+        /// Radius \[m\].
         radius: f64,
-        /// Half length [m].
+        /// Half length \[m\].
         half_length: f64,
     },
     /// Closed triangle mesh.
@@ -51,13 +51,13 @@ pub enum Shape {
 /// Mass properties in the shape frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MassProperties {
-    /// Volume [m³].
+    /// Volume \[m³\].
     pub volume: f64,
-    /// Mass [kg].
+    /// Mass \[kg\].
     pub mass: f64,
-    /// Centre of mass (shape frame) [m].
+    /// Centre of mass (shape frame) \[m\].
     pub com: Vector3<f64>,
-    /// Inertia tensor about the centre of mass, shape-frame axes [kg·m²].
+    /// Inertia tensor about the centre of mass, shape-frame axes \[kg·m²\].
     pub inertia: Matrix3<f64>,
 }
 

@@ -82,7 +82,7 @@ pub struct RigidContact {
     pub normal: Vector3<f64>,
     /// Step-start signed distance (negative: penetration).
     pub phi0: f64,
-    /// Impulse on A (world) [N·s].
+    /// Impulse on A (world) \[N·s\].
     pub impulse: Vector3<f64>,
     params: LaggedParams,
 }
@@ -103,7 +103,7 @@ pub struct RigidWorld {
     pub bodies: Vec<RigidBody>,
     /// Fixed half-spaces.
     pub planes: Vec<HalfSpace>,
-    /// Gravity [m/s²].
+    /// Gravity \[m/s²\].
     pub gravity: Vector3<f64>,
     /// Whether body–body contact is on.
     pub rigid_rigid_contact: bool,
@@ -111,7 +111,7 @@ pub struct RigidWorld {
     pub excluded_pairs: Vec<(usize, usize)>,
     /// Contact-solve settings (tight by default: the rigid problem is small).
     pub solver: SolverOptions,
-    /// Simulated time [s].
+    /// Simulated time \[s\].
     pub time: f64,
 }
 
@@ -151,7 +151,7 @@ pub fn combine(a: &LaggedParams, b: &LaggedParams) -> LaggedParams {
     }
 }
 
-/// J_b = [I, −[r]×]: maps (v, ω) to the velocity of the point at lever r.
+/// J_b = [I, −\[r\]×]: maps (v, ω) to the velocity of the point at lever r.
 fn point_jacobian(r: &Vector3<f64>) -> nalgebra::Matrix3x6<f64> {
     let mut j = nalgebra::Matrix3x6::zeros();
     j.fixed_view_mut::<3, 3>(0, 0)
