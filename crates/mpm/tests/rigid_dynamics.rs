@@ -290,9 +290,9 @@ fn box_stacks_on_box_and_unsupported_pairs_are_refused() {
     let gap = hi.z - lo.z - (half + top);
     assert!(gap.abs() < 1e-4, "gap {gap}");
     assert!(world.bodies[1].velocity.norm() < 1e-6);
-    // Capsule against box is refused, not ignored; excluding the pair allows the step.
+    // Cylinder against box is refused, not ignored; excluding the pair allows the step.
     let cap = RigidBody::new(
-        Shape::Capsule {
+        Shape::Cylinder {
             radius: 0.02,
             half_length: 0.05,
         },
@@ -322,26 +322,38 @@ fn total_momenta(world: &RigidWorld) -> (Vector3<f64>, Vector3<f64>) {
 #[test]
 fn rigid_rigid_collisions_conserve_momentum() {
     // Off-centre frictional collisions in zero gravity: sphere–box (sphere against the box's
-    // signed distance) and box–box (vertex-in-box both ways). Impulses are equal and opposite
+    // signed distance), box–box (vertex-in-box both ways), capsule–box and capsule–capsule
+    // (capsule axis against the other's convex distance). Impulses are equal and opposite
     // at a common point, so linear and angular momentum (about the origin) are conserved.
     let params = LaggedParams {
         friction: 0.7,
         ..LaggedParams::default()
     };
-    let cases: [(Shape, Vector3<f64>); 2] = [
+    let target = Shape::Box {
+        half_extents: Vector3::new(0.05, 0.04, 0.03),
+    };
+    let capsule = Shape::Capsule {
+        radius: 0.015,
+        half_length: 0.03,
+    };
+    let cases: [(Shape, Vector3<f64>, Shape); 4] = [
         (
             Shape::Sphere { radius: 0.04 },
             Vector3::new(-0.12, 0.03, 0.02),
+            target.clone(),
         ),
         (
             Shape::Box {
                 half_extents: Vector3::new(0.03, 0.02, 0.025),
             },
             Vector3::new(-0.12, 0.035, 0.01),
+            target.clone(),
         ),
+        (capsule.clone(), Vector3::new(-0.1, 0.03, 0.015), target),
+        (capsule.clone(), Vector3::new(-0.06, 0.01, 0.0), capsule),
     ];
-    for (shape, start) in cases {
-        let name = shape.name();
+    for (shape, start, target) in cases {
+        let name = format!("{}→{}", shape.name(), target.name());
         let rot = UnitQuaternion::from_euler_angles(0.2, 0.3, 0.1);
         let mut a = RigidBody::new(
             shape,
@@ -352,14 +364,7 @@ fn rigid_rigid_collisions_conserve_momentum() {
         a.velocity = Vector3::new(1.5, 0.0, 0.0);
         a.angular_velocity = Vector3::new(0.0, 3.0, -2.0);
         a.contact = params;
-        let mut b = RigidBody::new(
-            Shape::Box {
-                half_extents: Vector3::new(0.05, 0.04, 0.03),
-            },
-            1200.0,
-            Isometry3::identity(),
-        )
-        .unwrap();
+        let mut b = RigidBody::new(target, 1200.0, Isometry3::identity()).unwrap();
         b.contact = params;
         let mut world = RigidWorld {
             bodies: vec![a, b],
@@ -476,5 +481,113 @@ fn sphere_rests_on_a_box_on_the_ground() {
         "ball v {:?} ω {:?}",
         b.velocity,
         b.angular_velocity
+    );
+}
+
+#[test]
+fn capsule_lies_on_a_box_on_two_end_contacts() {
+    let params = LaggedParams::default();
+    let (half, r, l) = (0.05, 0.01, 0.03);
+    let mut base = RigidBody::new(
+        Shape::Box {
+            half_extents: Vector3::repeat(half),
+        },
+        1000.0,
+        Isometry3::translation(0.0, 0.0, half),
+    )
+    .unwrap();
+    base.contact = params;
+    // Axis along x (capsule z rotated onto x), resting 2 mm above the top face.
+    let rot = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), std::f64::consts::FRAC_PI_2);
+    let mut cap = RigidBody::new(
+        Shape::Capsule {
+            radius: r,
+            half_length: l,
+        },
+        1000.0,
+        Isometry3::from_parts(Translation3::new(0.0, 0.0, 2.0 * half + r + 0.002), rot),
+    )
+    .unwrap();
+    cap.contact = params;
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let mut world = RigidWorld {
+        bodies: vec![base, cap],
+        planes: vec![ground],
+        ..RigidWorld::default()
+    };
+    let mut report = Default::default();
+    for _ in 0..800 {
+        report = world.step(1e-3, &[]).unwrap();
+    }
+    let (mb, mc) = (world.bodies[0].mass(), world.bodies[1].mass());
+    let k = 0.5 * params.stiffness;
+    let capsule_contacts: Vec<_> = report
+        .contacts
+        .iter()
+        .filter(|c| c.body_b == Some(0))
+        .collect();
+    assert_eq!(
+        capsule_contacts.len(),
+        2,
+        "a lying capsule rests on both ends"
+    );
+    // Box: (mb + mc)g/(4k) on four corners; capsule: mc g/2 per end contact.
+    let z_box = half - (mb + mc) * 9.81 / (4.0 * k);
+    let z_cap = z_box + half + r - 0.5 * mc * 9.81 / k;
+    assert!((world.bodies[0].com().z - z_box).abs() < 1e-7);
+    assert!(
+        (world.bodies[1].com().z - z_cap).abs() < 1e-7,
+        "capsule z {}",
+        world.bodies[1].com().z
+    );
+    assert!(
+        world.bodies[1].velocity.norm() < 1e-6 && world.bodies[1].angular_velocity.norm() < 1e-4
+    );
+}
+
+#[test]
+fn crossed_capsules_touch_at_the_interior_closest_point() {
+    // Capsule A along x at height 0.025 over capsule B along y, radii 0.015: the axes' closest
+    // points are both interior (the midpoints), the overlap is 0.005 m.
+    let cap = |pose: Isometry3<f64>| {
+        RigidBody::new(
+            Shape::Capsule {
+                radius: 0.015,
+                half_length: 0.05,
+            },
+            1000.0,
+            pose,
+        )
+        .unwrap()
+    };
+    let along_x = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), std::f64::consts::FRAC_PI_2);
+    let along_y = UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::FRAC_PI_2);
+    let world = RigidWorld {
+        bodies: vec![
+            cap(Isometry3::from_parts(
+                Translation3::new(0.01, 0.0, 0.025),
+                along_x,
+            )),
+            cap(Isometry3::from_parts(
+                Translation3::new(0.0, -0.02, 0.0),
+                along_y,
+            )),
+        ],
+        ..RigidWorld::default()
+    };
+    let contacts = world.detect_contacts().unwrap();
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    let c = &contacts[0];
+    assert!((c.phi0 + 0.005).abs() < 1e-9, "φ = {}", c.phi0);
+    assert!(
+        (c.normal - Vector3::z()).norm() < 1e-6,
+        "n = {:?}",
+        c.normal
+    );
+    // Midway between the two surfaces, above the crossing point.
+    assert!(
+        (c.point - Vector3::new(0.0, 0.0, 0.0125)).norm() < 1e-6,
+        "point {:?}",
+        c.point
     );
 }

@@ -274,6 +274,11 @@ impl Shape {
         }
     }
 
+    /// Whether the solid is convex (its signed distance is then a convex function).
+    pub fn is_convex(&self) -> bool {
+        !matches!(self, Shape::Mesh(_))
+    }
+
     /// Vertices used for vertex-in-shape rigid–rigid contact (box corners, mesh vertices);
     /// `None` for curved shapes.
     pub fn vertices(&self) -> Option<Vec<Vector3<f64>>> {

@@ -11,8 +11,10 @@
 //! 2. **Contacts** registered at the step-start pose: plane vs the shape's support points
 //!    ([`Shape::plane_support_points`]); sphere vs any shape (the sphere centre against the
 //!    other's signed distance, less the radius); box/mesh vs box/mesh by vertex-in-shape both
-//!    ways (misses edge–edge contact). Other rigid–rigid pairs (capsule or cylinder against a
-//!    non-sphere) are refused with [`RigidError::Unsupported`] unless the pair is excluded.
+//!    ways (misses edge–edge contact); capsule vs box/capsule/cylinder by the capsule axis against
+//!    the other's convex distance (`capsule_contacts`). Other rigid–rigid pairs (cylinder vs
+//!    box/cylinder/mesh, capsule vs mesh) are refused with [`RigidError::Unsupported`] unless
+//!    the pair is excluded.
 //!    Normal n̂ out of body B (or the plane) into body A; v_c = R_cᵀ(v_A(p) − v_B(p)).
 //!    Pair parameters combine as Drake's point contact does: k = k₁k₂/(k₁+k₂),
 //!    d = (k₂d₁ + k₁d₂)/(k₁+k₂), μ = 2μ₁μ₂/(μ₁+μ₂); v_s and σ from body A.
@@ -228,11 +230,37 @@ impl RigidWorld {
                     }
                     continue;
                 }
+                // Capsule against a convex shape: the capsule's axis against the other's
+                // (convex) distance; see `capsule_contacts`.
+                let capsule = match (&bi.shape, &bj.shape) {
+                    (
+                        Shape::Capsule {
+                            radius,
+                            half_length,
+                        },
+                        other,
+                    ) if other.is_convex() => Some((i, j, *radius, *half_length)),
+                    (
+                        other,
+                        Shape::Capsule {
+                            radius,
+                            half_length,
+                        },
+                    ) if other.is_convex() => Some((j, i, *radius, *half_length)),
+                    _ => None,
+                };
+                if let Some((s, o, r, half_length)) = capsule {
+                    for (point, normal, phi) in self.capsule_contacts(s, o, r, half_length) {
+                        out.push(make(s, Some(o), None, point, normal, phi, params));
+                    }
+                    continue;
+                }
                 let (Some(vi), Some(vj)) = (bi.shape.vertices(), bj.shape.vertices()) else {
                     return Err(RigidError::Unsupported {
                         what: format!(
                             "rigid–rigid contact between body {i} ({}) and body {j} ({}); supported: \
-                             sphere–any, box/mesh–box/mesh (exclude the pair to disable it)",
+                             sphere–any, capsule–box/capsule/cylinder, box/mesh–box/mesh \
+                             (exclude the pair to disable it)",
                             bi.shape.name(),
                             bj.shape.name()
                         ),
@@ -262,6 +290,62 @@ impl RigidWorld {
             }
         }
         Ok(out)
+    }
+
+    /// Contacts of capsule body `s` (radius r, axis segment ±ℓ) against the convex body `o`:
+    /// the capsule is the set of points within r of its axis segment a→b, so its deepest point
+    /// against `o` lies at the minimiser of the convex f(t) = φ_o(a + t(b − a)), t ∈ [0, 1]
+    /// (φ of a convex set is convex). Candidates: both ends (two contacts support a capsule
+    /// lying on a face, where f is flat) and the interior minimiser found by golden-section
+    /// search when it is deeper than both ends. Each candidate c with φ = φ_o(c) − r < 0 gives
+    /// the contact point c − n̂(r + φ/2) with n̂ = ∇φ_o(c). Returns (point, normal, φ).
+    fn capsule_contacts(
+        &self,
+        s: usize,
+        o: usize,
+        r: f64,
+        half_length: f64,
+    ) -> Vec<(Vector3<f64>, Vector3<f64>, f64)> {
+        let pose = self.bodies[s].shape_pose();
+        let a = pose
+            .transform_point(&Vector3::new(0.0, 0.0, -half_length).into())
+            .coords;
+        let b = pose
+            .transform_point(&Vector3::new(0.0, 0.0, half_length).into())
+            .coords;
+        let other = &self.bodies[o];
+        let f = |t: f64| other.sdf(&(a + (b - a) * t)).0;
+        let (f0, f1) = (f(0.0), f(1.0));
+        let mut ts = vec![0.0, 1.0];
+        let g = 0.5 * (5f64.sqrt() - 1.0);
+        let (mut lo, mut hi) = (0.0, 1.0);
+        let (mut x1, mut x2) = (hi - g * (hi - lo), lo + g * (hi - lo));
+        let (mut y1, mut y2) = (f(x1), f(x2));
+        for _ in 0..60 {
+            if y1 < y2 {
+                hi = x2;
+                (x2, y2) = (x1, y1);
+                x1 = hi - g * (hi - lo);
+                y1 = f(x1);
+            } else {
+                lo = x1;
+                (x1, y1) = (x2, y2);
+                x2 = lo + g * (hi - lo);
+                y2 = f(x2);
+            }
+        }
+        let t_min = 0.5 * (lo + hi);
+        if f(t_min) < f0.min(f1) - 1e-12 * (b - a).norm() {
+            ts.push(t_min);
+        }
+        ts.into_iter()
+            .filter_map(|t| {
+                let c = a + (b - a) * t;
+                let (phi_o, n) = other.sdf(&c);
+                let phi = phi_o - r;
+                (phi < 0.0).then(|| (c - n * (r + 0.5 * phi), n, phi))
+            })
+            .collect()
     }
 
     /// Advances by `h` with `external` impulses per body (empty slice: none). See the module doc.
