@@ -1,0 +1,242 @@
+//! Asynchronous time-splitting of MPM and rigid bodies (seed §IV-A, Eq. 3–4).
+//!
+//! One rigid step of length Δt wraps N MPM substeps of h = Δt/N:
+//!
+//!   MPM, k = 0..N−1:  M_d (v_d^{k+1} − v_d^k) = h·k_d + J_dᵀ γ_d^k,   γ_d^k = γ_d(v_rⁿ, v_d^{k+1}),
+//!   rigid, once:      M_r (v_r^{n+1} − v_r^n) = Δt·k_r + J_rrᵀ γ_r + J_rᵀ Σ_k γ_d^k,
+//!
+//! with the rigid velocity v_rⁿ and pose frozen during the substeps. Each substep is the free
+//! motion (the MPM's explicit update, behind [`GridContactProblem::free_motion`]) followed by
+//! the convex contact solve of [`super::grid`] with the quasi-Newton method. Contacts are
+//! registered at the start of each substep, one per particle–geometry pair with the particle
+//! inside the geometry (φ < 0) at the step-start rigid pose (discrete detection, seed §V):
+//! frame R_c from the geometry's outward normal, bias b_c = R_cᵀ v_r(x_p) (the frozen rigid
+//! point velocity), stencil = the particle's B-spline weights, penetration φ₀ and normal
+//! velocity v_n0 = n̂·(v_p − v_r(x_p)) at registration, Delassus estimate w = Σ_k w_k²/m_k.
+//! The geometry's surface parameters ([`crate::rigid::RigidBody::contact`],
+//! [`crate::rigid::HalfSpace::contact`]) are used as they are. The impulses −R_c γ_c on each
+//! body are summed over the substeps and applied once, as an external impulse of the rigid step
+//! ([`RigidWorld::step`]), which then resolves rigid–rigid and rigid–ground contact.
+
+use nalgebra::Vector3;
+use thiserror::Error;
+
+use super::grid::{GridContact, GridProblem, SolverOptions, Wrench};
+use super::model::contact_frame;
+use super::{ContactError, LaggedContact};
+use crate::rigid::{RigidError, RigidStepReport, RigidWorld};
+
+/// The minimal interface the coupling needs from an MPM substepper.
+///
+/// Call order per substep: [`free_motion`](Self::free_motion) (particle-to-grid transfer at the
+/// current particle positions, grid forces and the explicit grid update: afterwards
+/// [`node_masses`](Self::node_masses) and [`free_velocities`](Self::free_velocities) describe
+/// v*), then the queries, then [`finish_substep`](Self::finish_substep) with the post-contact
+/// grid velocities (grid-to-particle transfer and advection). Node indices are those of the
+/// two slices; nodes of zero mass are inactive and are passed through unchanged.
+pub trait GridContactProblem {
+    /// Free motion of one substep of length `h`.
+    fn free_motion(&mut self, h: f64);
+    /// Lumped node masses (one per node; zero = inactive).
+    fn node_masses(&self) -> &[f64];
+    /// Free-motion node velocities v* (world).
+    fn free_velocities(&self) -> &[Vector3<f64>];
+    /// Number of particles that may touch rigid geometry.
+    fn num_particles(&self) -> usize;
+    /// Particle position (world), unchanged since `free_motion`.
+    fn particle_position(&self, p: usize) -> Vector3<f64>;
+    /// Particle velocity (world) at the start of the substep.
+    fn particle_velocity(&self, p: usize) -> Vector3<f64>;
+    /// The particle's interpolation stencil: (node, weight) pairs, v_p = Σ w v_node. `out` is
+    /// cleared by the caller.
+    fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>);
+    /// Ends the substep with the post-contact node velocities (same length as the slices).
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64);
+}
+
+/// Errors of the coupled step.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CouplingError {
+    /// `substeps` was zero or Δt not positive.
+    #[error(
+        "invalid coupled step: dt = {dt}, substeps = {substeps} (need dt > 0 and substeps ≥ 1)"
+    )]
+    InvalidStep {
+        /// The step.
+        dt: f64,
+        /// The substeps.
+        substeps: usize,
+    },
+    /// The grid's slices disagree in length.
+    #[error("grid returned {masses} node masses but {velocities} free velocities")]
+    GridSize {
+        /// Node masses.
+        masses: usize,
+        /// Velocities.
+        velocities: usize,
+    },
+    /// A particle's stencil names a node that is inactive or out of range.
+    #[error(
+        "particle {particle}'s stencil names node {node}, which is out of range or has zero mass"
+    )]
+    BadStencil {
+        /// Particle.
+        particle: usize,
+        /// Node.
+        node: usize,
+    },
+    /// A substep's contact solve failed.
+    #[error("substep {substep}: {source}")]
+    Contact {
+        /// Substep index.
+        substep: usize,
+        /// The solver error.
+        source: ContactError,
+    },
+    /// The rigid step failed.
+    #[error("rigid step: {0}")]
+    Rigid(#[from] RigidError),
+}
+
+/// What a coupled step did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CoupledStepReport {
+    /// Σ over substeps of the MPM impulses on each body (what the rigid step applied).
+    pub body_impulses: Vec<Wrench>,
+    /// Contacts registered per substep.
+    pub contacts_per_substep: Vec<usize>,
+    /// Quasi-Newton iterations per substep.
+    pub iterations_per_substep: Vec<usize>,
+    /// The rigid step's report.
+    pub rigid: RigidStepReport,
+}
+
+/// One asynchronous coupled step (module doc): `substeps` MPM substeps of `dt/substeps` against
+/// the frozen rigid state, then one rigid step of `dt` with the accumulated impulses.
+pub fn coupled_step<G: GridContactProblem + ?Sized>(
+    world: &mut RigidWorld,
+    grid: &mut G,
+    dt: f64,
+    substeps: usize,
+    options: &SolverOptions,
+) -> Result<CoupledStepReport, CouplingError> {
+    if substeps == 0 || !(dt > 0.0 && dt.is_finite()) {
+        return Err(CouplingError::InvalidStep { dt, substeps });
+    }
+    let h = dt / substeps as f64;
+    let nb = world.bodies.len();
+    let mut report = CoupledStepReport {
+        body_impulses: vec![Wrench::default(); nb],
+        ..Default::default()
+    };
+    let mut stencil = Vec::with_capacity(27);
+    for substep in 0..substeps {
+        grid.free_motion(h);
+        let (masses, v_free) = (grid.node_masses(), grid.free_velocities());
+        if masses.len() != v_free.len() {
+            return Err(CouplingError::GridSize {
+                masses: masses.len(),
+                velocities: v_free.len(),
+            });
+        }
+        // Active nodes only (the convex problem needs M ≻ 0).
+        let mut compact = vec![usize::MAX; masses.len()];
+        let mut active = Vec::new();
+        for (k, &m) in masses.iter().enumerate() {
+            if m > 0.0 {
+                compact[k] = active.len();
+                active.push(k);
+            }
+        }
+        let mut problem = GridProblem {
+            mass: active.iter().map(|&k| Vector3::repeat(masses[k])).collect(),
+            v_star: active.iter().map(|&k| v_free[k]).collect(),
+            contacts: Vec::new(),
+        };
+        for p in 0..grid.num_particles() {
+            let x = grid.particle_position(p);
+            // (body, φ, n̂, rigid point velocity, lever, parameters)
+            let mut hits = Vec::new();
+            for (b, body) in world.bodies.iter().enumerate() {
+                let (phi, n) = body.sdf(&x);
+                if phi < 0.0 {
+                    hits.push((
+                        Some(b),
+                        phi,
+                        n,
+                        body.point_velocity(&x),
+                        x - body.com(),
+                        body.contact,
+                    ));
+                }
+            }
+            for plane in &world.planes {
+                let phi = plane.sdf(&x);
+                if phi < 0.0 {
+                    hits.push((
+                        None,
+                        phi,
+                        plane.normal,
+                        Vector3::zeros(),
+                        Vector3::zeros(),
+                        plane.contact,
+                    ));
+                }
+            }
+            if hits.is_empty() {
+                continue;
+            }
+            stencil.clear();
+            grid.particle_stencil(p, &mut stencil);
+            stencil.retain(|&(_, w)| w != 0.0);
+            let mut nodes = Vec::with_capacity(stencil.len());
+            let mut delassus = 0.0;
+            for &(k, w) in &stencil {
+                let c = compact.get(k).copied().unwrap_or(usize::MAX);
+                if c == usize::MAX {
+                    return Err(CouplingError::BadStencil {
+                        particle: p,
+                        node: k,
+                    });
+                }
+                nodes.push((c, w));
+                delassus += w * w / masses[k];
+            }
+            let vp = grid.particle_velocity(p);
+            for (body, phi, n, v_rigid, lever, params) in hits {
+                let frame = contact_frame(&n);
+                let model = LaggedContact::new(&params, h, phi, n.dot(&(vp - v_rigid)), delassus)
+                    .map_err(|source| CouplingError::Contact { substep, source })?;
+                problem.contacts.push(GridContact {
+                    nodes: nodes.clone(),
+                    frame,
+                    bias: frame.tr_mul(&v_rigid),
+                    model,
+                    body,
+                    lever,
+                });
+            }
+        }
+        let solution = problem
+            .solve_quasi_newton(None, options)
+            .map_err(|source| CouplingError::Contact { substep, source })?;
+        for (acc, w) in report
+            .body_impulses
+            .iter_mut()
+            .zip(solution.body_wrenches(&problem, nb))
+        {
+            *acc += w;
+        }
+        report.contacts_per_substep.push(problem.contacts.len());
+        report
+            .iterations_per_substep
+            .push(solution.stats.iterations);
+        let mut v = grid.free_velocities().to_vec();
+        for (c, &k) in active.iter().enumerate() {
+            v[k] = solution.v[c];
+        }
+        grid.finish_substep(&v, h);
+    }
+    report.rigid = world.step(dt, &report.body_impulses)?;
+    Ok(report)
+}
