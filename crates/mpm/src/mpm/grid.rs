@@ -94,11 +94,11 @@ impl GridSpec {
             });
         }
         for &c in &self.cells {
-            if c < 2 * self.wall_cells + 3 || c >= u32::MAX as usize / 2 {
+            if c < 2 * self.wall_cells + 1 || c >= u32::MAX as usize / 2 {
                 return Err(MpmError::InvalidParameter {
                     key: "cells",
                     value: c as f64,
-                    reason: "each axis needs at least 2·wall_cells + 3 cells",
+                    reason: "each axis needs at least 2·wall_cells + 1 cells",
                 });
             }
         }
