@@ -287,7 +287,7 @@ fn invalid_material_and_grid_are_named() {
         BUDGET,
     )
     .unwrap_err();
-    assert!(err.to_string().contains("cells = 8"), "{err}");
+    assert!(err.to_string().contains("cells = 6"), "{err}");
 }
 
 #[test]

@@ -3,9 +3,10 @@
 //!
 //! Memory (allocated once, before any stepping; [`memory_estimate`]):
 //!
-//!   bytes = N_nodes · (8 + 24 + 4) + 4 + N_particles · B_p,   N_nodes = Π (cellsₐ + 1),
+//!   bytes = N_nodes · (8 + 24 + 4 + 4) + 4 + N_particles · B_p,   N_nodes = Π (cellsₐ + 1),
 //!
-//! where each node holds mass (f64), velocity (3 f64) and the start of its particle bin (u32),
+//! where each node holds mass (f64), velocity (3 f64), the start of its particle bin and a
+//! counting-sort cursor (u32 each),
 //! and B_p = [`PARTICLE_BYTES`] is the particle state plus the per-substep scratch.
 //!
 //! Walls: the `wall_cells` outermost node layers on each of the six faces are wall nodes. After
@@ -44,8 +45,8 @@ pub struct GridSpec {
 /// matrix, m·v, bin key, sorted index, trial F and plastic state).
 pub const PARTICLE_BYTES: u64 = (3 * 8 + 3 * 8 + 9 * 8 + 9 * 8 + 4 * 8 + 4)
     + (3 * 4 + 3 * 8 + 9 * 8 + 9 * 8 + 3 * 8 + 4 + 4 + 9 * 8 + 2 * 8);
-/// Bytes per grid node: mass, velocity, bin start.
-pub const NODE_BYTES: u64 = 8 + 3 * 8 + 4;
+/// Bytes per grid node: mass, velocity, bin start, sort cursor.
+pub const NODE_BYTES: u64 = 8 + 3 * 8 + 4 + 4;
 
 impl GridSpec {
     /// A grid with the same wall kind on every face and `wall_cells = 3`.
@@ -101,6 +102,13 @@ impl GridSpec {
                     reason: "each axis needs at least 2·wall_cells + 1 cells",
                 });
             }
+        }
+        if self.node_count() >= u32::MAX as u64 {
+            return Err(MpmError::InvalidParameter {
+                key: "cells",
+                value: self.node_count() as f64,
+                reason: "at most 2^32 - 1 grid nodes",
+            });
         }
         Ok(())
     }

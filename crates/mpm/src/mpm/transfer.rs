@@ -37,6 +37,8 @@ pub(crate) struct Scratch {
     key: Vec<u32>,
     sorted: Vec<u32>,
     bin_start: Vec<u32>,
+    /// Counting-sort fill cursors, one per bin.
+    fill: Vec<u32>,
     new_f: Vec<Matrix3<f64>>,
     new_plastic: Vec<PlasticState>,
 }
@@ -52,6 +54,7 @@ impl Scratch {
             key: vec![0; particles],
             sorted: vec![0; particles],
             bin_start: vec![0; nodes + 1],
+            fill: vec![0; nodes],
             new_f: vec![Matrix3::zeros(); particles],
             new_plastic: vec![PlasticState::default(); particles],
         }
@@ -92,7 +95,7 @@ pub(crate) fn particle_to_grid(
         let mut w = [[0.0; 3]; 3];
         for a in 0..3 {
             let (b, f) = bspline::base_and_fraction((x[a] - spec.origin[a]) * inv_h);
-            if !(b >= 0 && b as usize + 2 <= spec.cells[a]) || !f.is_finite() {
+            if !(b >= 0 && b as usize + 2 <= spec.cells[a] && f.is_finite()) {
                 return Err(MpmError::OutsideGrid {
                     substep,
                     particle: p,
@@ -135,12 +138,11 @@ pub(crate) fn particle_to_grid(
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
-    {
-        let mut fill: Vec<u32> = starts[..starts.len() - 1].to_vec();
-        for (p, &k) in scratch.key.iter().enumerate() {
-            scratch.sorted[fill[k as usize] as usize] = p as u32;
-            fill[k as usize] += 1;
-        }
+    let fill = &mut scratch.fill;
+    fill.copy_from_slice(&starts[..starts.len() - 1]);
+    for (p, &k) in scratch.key.iter().enumerate() {
+        scratch.sorted[fill[k as usize] as usize] = p as u32;
+        fill[k as usize] += 1;
     }
     // Gather: node i sums over the bins i − d, d ∈ {0,1,2}³, in fixed order.
     let dims = grid.dims();
