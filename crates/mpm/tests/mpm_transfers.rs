@@ -279,7 +279,7 @@ fn invalid_material_and_grid_are_named() {
         .to_string()
         .contains("stvk_hencky"));
     let err = Simulation::new(
-        grid(8, h),
+        grid(6, h),
         SimParams {
             gravity: Vector3::zeros(),
         },
