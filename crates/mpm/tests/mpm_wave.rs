@@ -53,6 +53,19 @@ fn bar_wave_speed(model: ElasticModel) -> f64 {
     let dt = sim.cfl_time_step(0.3);
     let period = 2.0 * len / c;
     let l0 = length(&sim);
+    let energy = |sim: &Simulation| {
+        let d = sim.diagnostics();
+        d.kinetic + d.elastic
+    };
+    let e0 = energy(&sim);
+    // Initial kinetic energy of the mode: ½ ρ A L V²/2 (particles sample cos² on a lattice).
+    let mass = sim.diagnostics().mass;
+    assert!(
+        (e0 - 0.25 * mass * amp * amp).abs() < 0.01 * e0,
+        "E0 = {e0}"
+    );
+    let mut e_min = e0;
+    let mut e_max = e0;
     let mut prev = 0.0;
     let mut t = 0.0;
     let mut crossings = Vec::new();
@@ -64,7 +77,16 @@ fn bar_wave_speed(model: ElasticModel) -> f64 {
             crossings.push(t - dt * d / (d - prev));
         }
         prev = d;
+        let e = energy(&sim);
+        e_min = e_min.min(e);
+        e_max = e_max.max(e);
     }
+    // Kinetic + elastic energy stays within 3 % of its start (APIC dissipates little).
+    eprintln!("energy: start {e0:.4e}, range [{e_min:.4e}, {e_max:.4e}]");
+    assert!(
+        e_min > 0.97 * e0 && e_max < 1.03 * e0,
+        "energy drifted: {e_min}..{e_max} vs {e0}"
+    );
     assert!(crossings.len() >= 3, "crossings {crossings:?}");
     let measured_period = crossings[2] - crossings[0];
     2.0 * len / measured_period

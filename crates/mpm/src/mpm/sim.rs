@@ -99,6 +99,28 @@ impl Simulation {
         spec.validate()?;
         for (i, b) in bodies.iter().enumerate() {
             b.material.validate(i)?;
+            let vol = b.particles.volume;
+            if !(vol.is_finite() && vol > 0.0) {
+                return Err(MpmError::InvalidMaterial {
+                    material: i,
+                    key: "particle volume",
+                    value: vol,
+                    reason: "must be finite and > 0",
+                });
+            }
+            let bad_velocity = b
+                .velocity
+                .iter()
+                .chain(b.angular_velocity.iter())
+                .any(|v| !v.is_finite());
+            if bad_velocity {
+                return Err(MpmError::InvalidMaterial {
+                    material: i,
+                    key: "initial velocity",
+                    value: f64::NAN,
+                    reason: "must be finite",
+                });
+            }
         }
         if params.gravity.iter().any(|g| !g.is_finite()) {
             return Err(MpmError::InvalidParameter {
@@ -247,6 +269,21 @@ impl Simulation {
         )?;
         self.substep += 1;
         Ok(())
+    }
+
+    /// `finish_substep` with the grid velocities replaced by `v` (post-contact velocities from
+    /// a solver that works on its own copy of v*, e.g. the `GridContactProblem` of the contact
+    /// module). `v` must have one entry per grid node.
+    pub fn finish_substep_with(&mut self, v: &[Vector3<f64>]) -> Result<(), MpmError> {
+        if v.len() != self.grid.velocity.len() {
+            return Err(MpmError::InvalidParameter {
+                key: "grid velocities",
+                value: v.len() as f64,
+                reason: "need one velocity per grid node",
+            });
+        }
+        self.grid.velocity.copy_from_slice(v);
+        self.finish_substep()
     }
 
     /// One explicit MLS-MPM substep without contact.
