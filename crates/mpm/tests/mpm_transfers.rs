@@ -171,7 +171,7 @@ fn cfl_guard_names_substep_and_particle_and_keeps_state() {
     let mut sim = two_bodies(1.5 * h / dt);
     let first_fast = sim
         .particles()
-        .material
+        .material()
         .iter()
         .position(|&m| m == 1)
         .unwrap();

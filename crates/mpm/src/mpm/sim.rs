@@ -12,7 +12,8 @@ use super::seeding::SeededParticles;
 use super::transfer::{grid_to_particle, particle_to_grid, Scratch};
 use super::MpmError;
 
-/// Particle state (structure of arrays).
+/// Particle state (structure of arrays). Kinematic state is public for setting initial
+/// conditions; mass, volume and material are fixed when the simulation is built.
 #[derive(Debug, Clone, Default)]
 pub struct Particles {
     pub x: Vec<Vector3<f64>>,
@@ -21,15 +22,30 @@ pub struct Particles {
     pub c: Vec<Matrix3<f64>>,
     /// Elastic deformation gradient F_E.
     pub f: Vec<Matrix3<f64>>,
-    pub mass: Vec<f64>,
+    pub(crate) mass: Vec<f64>,
     /// Initial volume V⁰.
-    pub volume: Vec<f64>,
+    pub(crate) volume: Vec<f64>,
     pub plastic: Vec<PlasticState>,
     /// Index into the simulation's material table.
-    pub material: Vec<u32>,
+    pub(crate) material: Vec<u32>,
 }
 
 impl Particles {
+    /// Particle masses ρV⁰ (fixed at construction).
+    pub fn mass(&self) -> &[f64] {
+        &self.mass
+    }
+
+    /// Initial volumes V⁰ (fixed at construction).
+    pub fn volume(&self) -> &[f64] {
+        &self.volume
+    }
+
+    /// Material (= body) index of each particle (fixed at construction).
+    pub fn material(&self) -> &[u32] {
+        &self.material
+    }
+
     pub fn len(&self) -> usize {
         self.x.len()
     }

@@ -108,7 +108,13 @@ pub(crate) fn particle_to_grid(
             frac[a] = f;
             w[a] = bspline::weights(f);
         }
-        let mat = &materials[particles.material[p] as usize];
+        let Some(mat) = materials.get(particles.material[p] as usize) else {
+            return Err(MpmError::InvalidParameter {
+                key: "particle material index",
+                value: particles.material[p] as f64,
+                reason: "no such material",
+            });
+        };
         let f = &particles.f[p];
         if mat.needs_positive_det() {
             let det = f.determinant();
@@ -231,7 +237,13 @@ pub(crate) fn grid_to_particle(
                 h,
             });
         }
-        let mat = &materials[particles.material[p] as usize];
+        let Some(mat) = materials.get(particles.material[p] as usize) else {
+            return Err(MpmError::InvalidParameter {
+                key: "particle material index",
+                value: particles.material[p] as f64,
+                reason: "no such material",
+            });
+        };
         let f_trial = (Matrix3::identity() + dt * c) * particles.f[p];
         let mut plastic = particles.plastic[p];
         let f_new = if mat.plasticity == super::Plasticity::None {
