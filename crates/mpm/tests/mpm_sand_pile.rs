@@ -130,12 +130,18 @@ fn drucker_prager_pile_35_degrees() {
     assert!((angle - 35.0).abs() <= 5.0, "slope {angle}°");
 }
 
-/// The finer run of the issue (±3°), about a minute each in release mode.
+/// The finer run of the issue (±3°), about a minute in release mode: passes (23.4°).
 #[test]
 #[ignore]
-fn drucker_prager_pile_fine() {
-    let a25 = pile_angle(25.0, 64);
-    let a35 = pile_angle(35.0, 64);
-    assert!((a25 - 25.0).abs() <= 3.0, "slope {a25}° for φ = 25°");
-    assert!((a35 - 35.0).abs() <= 3.0, "slope {a35}° for φ = 35°");
+fn drucker_prager_pile_fine_25_degrees() {
+    let angle = pile_angle(25.0, 64);
+    assert!((angle - 25.0).abs() <= 3.0, "slope {angle}° for φ = 25°");
+}
+
+/// The finer run of the issue (±3°), about a minute in release mode: fails (29.7°).
+#[test]
+#[ignore]
+fn drucker_prager_pile_fine_35_degrees() {
+    let angle = pile_angle(35.0, 64);
+    assert!((angle - 35.0).abs() <= 3.0, "slope {angle}° for φ = 35°");
 }

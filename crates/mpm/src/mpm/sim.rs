@@ -154,7 +154,16 @@ impl Simulation {
             });
         }
         check_memory(&spec, n as u64, memory_budget_bytes)?;
-        let mut particles = Particles::default();
+        let mut particles = Particles {
+            x: Vec::with_capacity(n),
+            v: Vec::with_capacity(n),
+            c: Vec::with_capacity(n),
+            f: Vec::with_capacity(n),
+            mass: Vec::with_capacity(n),
+            volume: Vec::with_capacity(n),
+            plastic: Vec::with_capacity(n),
+            material: Vec::with_capacity(n),
+        };
         let mut materials = Vec::with_capacity(bodies.len());
         for (i, b) in bodies.into_iter().enumerate() {
             let count = b.particles.positions.len();
