@@ -3,10 +3,10 @@
 //!
 //! Memory (allocated once, before any stepping; [`memory_estimate`]):
 //!
-//!   bytes = N_nodes · (8 + 24 + 4 + 4) + 4 + N_particles · B_p,   N_nodes = Π (cellsₐ + 1),
+//!   bytes = N_nodes · (8 + 24 + 4 + 4 + 1) + 4 + N_particles · B_p,   N_nodes = Π (cellsₐ + 1),
 //!
 //! where each node holds mass (f64), velocity (3 f64), the start of its particle bin and a
-//! counting-sort cursor (u32 each),
+//! counting-sort cursor (u32 each) and an active flag (1 byte),
 //! and B_p = [`PARTICLE_BYTES`] is the particle state plus the per-substep scratch.
 //!
 //! Walls: the `wall_cells` outermost node layers on each of the six faces are wall nodes. After
@@ -45,8 +45,8 @@ pub struct GridSpec {
 /// matrix, m·v, bin key, sorted index, trial F and plastic state).
 pub const PARTICLE_BYTES: u64 = (3 * 8 + 3 * 8 + 9 * 8 + 9 * 8 + 4 * 8 + 4)
     + (3 * 4 + 3 * 8 + 9 * 8 + 9 * 8 + 3 * 8 + 4 + 4 + 9 * 8 + 2 * 8);
-/// Bytes per grid node: mass, velocity, bin start, sort cursor.
-pub const NODE_BYTES: u64 = 8 + 3 * 8 + 4 + 4;
+/// Bytes per grid node: mass, velocity, bin start, sort cursor, active flag.
+pub const NODE_BYTES: u64 = 8 + 3 * 8 + 4 + 4 + 1;
 
 impl GridSpec {
     /// A grid with the same wall kind on every face and `wall_cells = 3`.

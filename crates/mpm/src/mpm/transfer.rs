@@ -39,6 +39,8 @@ pub(crate) struct Scratch {
     bin_start: Vec<u32>,
     /// Counting-sort fill cursors, one per bin.
     fill: Vec<u32>,
+    /// Nodes with a nonempty bin among their 27 gather bins.
+    active: Vec<bool>,
     new_f: Vec<Matrix3<f64>>,
     new_plastic: Vec<PlasticState>,
 }
@@ -55,6 +57,7 @@ impl Scratch {
             sorted: vec![0; particles],
             bin_start: vec![0; nodes + 1],
             fill: vec![0; nodes],
+            active: vec![false; nodes],
             new_f: vec![Matrix3::zeros(); particles],
             new_plastic: vec![PlasticState::default(); particles],
         }
@@ -150,13 +153,32 @@ pub(crate) fn particle_to_grid(
         scratch.sorted[fill[k as usize] as usize] = p as u32;
         fill[k as usize] += 1;
     }
-    // Gather: node i sums over the bins i − d, d ∈ {0,1,2}³, in fixed order.
+    // Active nodes: those reached by a nonempty bin (bin b feeds nodes b + {0,1,2}³).
     let dims = grid.dims();
+    scratch.active.iter_mut().for_each(|a| *a = false);
+    for bin in 0..dims[0] * dims[1] * dims[2] {
+        if scratch.bin_start[bin] == scratch.bin_start[bin + 1] {
+            continue;
+        }
+        let [bi, bj, bk] = grid.coords(bin);
+        for dz in 0..3 {
+            for dy in 0..3 {
+                for dx in 0..3 {
+                    // Particles are inside the grid, so b + 2 stays on it.
+                    scratch.active[grid.index(bi + dx, bj + dy, bk + dz)] = true;
+                }
+            }
+        }
+    }
+    // Gather: node i sums over the bins i − d, d ∈ {0,1,2}³, in fixed order.
     grid.clear();
     for k in 0..dims[2] {
         for j in 0..dims[1] {
             for i in 0..dims[0] {
                 let idx = grid.index(i, j, k);
+                if !scratch.active[idx] {
+                    continue;
+                }
                 let mut m_i = 0.0;
                 let mut mv_i = Vector3::zeros();
                 for dz in 0..3usize {
