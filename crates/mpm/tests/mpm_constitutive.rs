@@ -182,6 +182,18 @@ fn drucker_prager_volume_correction_restores_volume_after_tension() {
     let fe = mat.plasticity.return_map(mu, lambda, &squeezed, &mut st);
     assert!((fe - Matrix3::identity()).norm() < 1e-12, "{fe}");
     assert!(st.log_volume_correction.abs() < 1e-12);
+    // Stretch again, then compress further than the stretch: only the excess is elastic
+    // strain and the correction is used up.
+    let mut st = PlasticState::default();
+    mat.plasticity.return_map(mu, lambda, &stretched, &mut st);
+    let fe = mat
+        .plasticity
+        .return_map(mu, lambda, &(Matrix3::identity() / 1.03), &mut st);
+    assert!(
+        (fe - Matrix3::identity() * (1.01 / 1.03)).norm() < 1e-12,
+        "{fe}"
+    );
+    assert!(st.log_volume_correction.abs() < 1e-12);
 }
 
 /// Strain-driven uniaxial tension of one material point: axial stretch increments, lateral

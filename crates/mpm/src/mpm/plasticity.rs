@@ -20,9 +20,10 @@
 //!   Otherwise δγ = ‖ε̂‖ + ((3λ + 2μ)/(2μ)) tr(ε) α; if δγ ≤ 0 the state is inside the cone
 //!   (Case II, no change), else (Case III) ε' = ε − δγ ε̂/‖ε̂‖. The plastic measure accumulates δγ.
 //!   Optional volume correction (Tampubolon et al. 2017, "Multi-species simulation of porous
-//!   sand and water mixtures", §4.3.2): the projection acts on ε + (v_c/3)·1 and afterwards
+//!   sand and water mixtures", §4.3.2): all three cases act on ε + (v_c/3)·1 (inside the cone
+//!   the shifted strain becomes the new elastic strain) and afterwards
 //!   v_c ← v_c + tr ε − tr ε', which lets sand that was pulled apart regain its volume when
-//!   compressed.
+//!   compressed before it carries stress.
 
 use nalgebra::{Matrix3, Vector3};
 
@@ -149,10 +150,16 @@ impl Plasticity {
                     let alpha = Self::drucker_prager_alpha(friction_angle_deg);
                     let dgamma = norm + (3.0 * lambda + 2.0 * mu) / (2.0 * mu) * tr * alpha;
                     if dgamma <= 0.0 {
-                        return *f;
+                        if !volume_correction || shift == 0.0 {
+                            return *f;
+                        }
+                        // Inside the cone: the shifted strain is the new elastic state (the
+                        // correction is used up), as in Tampubolon et al. 2017.
+                        eps
+                    } else {
+                        state.plastic_strain += dgamma;
+                        eps - dev * (dgamma / norm)
                     }
-                    state.plastic_strain += dgamma;
-                    eps - dev * (dgamma / norm)
                 };
                 if volume_correction {
                     state.log_volume_correction += eps_trial.sum() - projected.sum();
