@@ -28,7 +28,7 @@ pub enum ElasticModel {
     StvkHencky,
 }
 
-/// A material: density ρ [kg/m³], Young's modulus E [Pa], Poisson's ratio ν, an elastic model
+/// A material: density ρ (kg/m³), Young's modulus E (Pa), Poisson's ratio ν, an elastic model
 /// and an optional plastic return mapping.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Material {
@@ -99,7 +99,7 @@ impl Material {
         self.plasticity.validate(index, self.elastic)
     }
 
-    /// Energy density ψ(F) [J/m³]. NaN for J ≤ 0 under Neo-Hookean or Hencky.
+    /// Energy density ψ(F) (J/m³). NaN for J ≤ 0 under Neo-Hookean or Hencky.
     pub fn energy_density(&self, f: &Matrix3<f64>) -> f64 {
         let (mu, lambda) = self.lame();
         match self.elastic {

@@ -1,5 +1,5 @@
 //! Material-point bodies: MLS-MPM with APIC transfers on a background grid (seed §IV-B, Eq. 6:
-//! "the free motion … is a standard explicit MPM step [45]").
+//! "the free motion … is a standard explicit MPM step \[45\]").
 //!
 //! One substep of size Δt (Hu et al. 2018, MLS-MPM; Jiang et al. 2015, APIC):
 //!

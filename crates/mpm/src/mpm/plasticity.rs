@@ -34,11 +34,11 @@ use super::MpmError;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Plasticity {
     None,
-    /// von Mises with uniaxial yield stress σ_y [Pa].
+    /// von Mises with uniaxial yield stress σ_y (Pa).
     VonMises {
         yield_stress: f64,
     },
-    /// Drucker–Prager sand with friction angle φ [degrees] and cohesion 0.
+    /// Drucker–Prager sand with friction angle φ (degrees) and cohesion 0.
     DruckerPrager {
         friction_angle_deg: f64,
         volume_correction: bool,

@@ -56,7 +56,7 @@ impl Particles {
 }
 
 /// One body: seeded particles, a material and a rigid initial velocity
-/// v(x) = v₀ + ω × (x − x̄) about the particles' centroid x̄ (with APIC C = [ω]×, the exact
+/// v(x) = v₀ + ω × (x − x̄) about the particles' centroid x̄ (with APIC C = \[ω\]×, the exact
 /// velocity gradient of that field).
 #[derive(Debug, Clone)]
 pub struct BodySpec {
@@ -69,7 +69,7 @@ pub struct BodySpec {
 /// Global simulation parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimParams {
-    /// Gravitational acceleration g [m/s²].
+    /// Gravitational acceleration g (m/s²).
     pub gravity: Vector3<f64>,
 }
 
