@@ -399,3 +399,38 @@ fn gather_p2g_matches_a_scatter_reference() {
         );
     }
 }
+
+#[test]
+fn add_body_between_substeps() {
+    let h = 1.0 / 32.0;
+    let mut sim = two_bodies(0.3);
+    sim.step(1e-4).unwrap();
+    let before = sim.diagnostics();
+    let n0 = sim.particles().len();
+    let mut extra = block([0.4, 0.75, 0.4], [0.5, 0.8, 0.5], h, jelly());
+    extra.velocity = Vector3::new(0.0, -1.0, 0.0);
+    let added = extra.particles.positions.len();
+    let need = diffphd_mpm::mpm::memory_estimate(sim.grid().spec(), (n0 + added) as u64);
+    let err = sim.add_body(extra.clone(), need - 1).unwrap_err();
+    assert!(matches!(err, MpmError::MemoryBudget { .. }), "{err}");
+    assert_eq!(sim.particles().len(), n0, "a refused body is not added");
+    sim.add_body(extra, need).unwrap();
+    assert_eq!(sim.particles().len(), n0 + added);
+    assert_eq!(sim.materials().len(), 3);
+    assert_eq!(sim.particles().material()[n0], 2);
+    let after = sim.diagnostics();
+    let m_extra = after.mass - before.mass;
+    let dp = after.linear_momentum - before.linear_momentum;
+    assert!((dp - m_extra * Vector3::new(0.0, -1.0, 0.0)).norm() < 1e-12);
+    // Steps on with exact momentum conservation (no gravity, no walls touched).
+    sim.step(1e-4).unwrap();
+    let p = sim.diagnostics().linear_momentum;
+    assert!((p - after.linear_momentum).norm() < 1e-12 * after.momentum_scale);
+    // Not between the halves of a substep.
+    sim.substep_free_motion(1e-4).unwrap();
+    let again = block([0.4, 0.2, 0.4], [0.45, 0.25, 0.45], h, jelly());
+    assert!(matches!(
+        sim.add_body(again, u64::MAX),
+        Err(MpmError::SubstepOrder { .. })
+    ));
+}

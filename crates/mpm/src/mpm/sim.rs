@@ -103,7 +103,83 @@ pub fn cfl_time_step(materials: &[Material], h: f64, max_speed: f64, c: f64) -> 
     c * h / (cp + max_speed)
 }
 
+/// Range checks of one body; `i` names it (bodies and materials share indices).
+fn validate_body(b: &BodySpec, i: usize) -> Result<(), MpmError> {
+    b.material.validate(i)?;
+    let vol = b.particles.volume;
+    if !(vol.is_finite() && vol > 0.0) {
+        return Err(MpmError::InvalidMaterial {
+            material: i,
+            key: "particle volume",
+            value: vol,
+            reason: "must be finite and > 0",
+        });
+    }
+    let bad_velocity = b
+        .velocity
+        .iter()
+        .chain(b.angular_velocity.iter())
+        .any(|v| !v.is_finite());
+    if bad_velocity {
+        return Err(MpmError::InvalidMaterial {
+            material: i,
+            key: "initial velocity",
+            value: f64::NAN,
+            reason: "must be finite",
+        });
+    }
+    Ok(())
+}
+
+/// Appends a body's particles with material index `material`.
+fn push_body(particles: &mut Particles, b: BodySpec, material: u32) {
+    let count = b.particles.positions.len();
+    let centroid = b.particles.positions.iter().sum::<Vector3<f64>>() / count.max(1) as f64;
+    let omega = b.angular_velocity.cross_matrix();
+    let mass = b.material.density * b.particles.volume;
+    for x in b.particles.positions {
+        particles
+            .v
+            .push(b.velocity + b.angular_velocity.cross(&(x - centroid)));
+        particles.x.push(x);
+        particles.c.push(omega);
+        particles.f.push(Matrix3::identity());
+        particles.mass.push(mass);
+        particles.volume.push(b.particles.volume);
+        particles.plastic.push(PlasticState::default());
+        particles.material.push(material);
+    }
+}
+
 impl Simulation {
+    /// Adds a body between substeps (an emitter, a pour). Its material gets the next index.
+    /// The memory of the enlarged state is checked against `memory_budget_bytes` first; the
+    /// particle scratch is reallocated. Particles must lie on the grid (checked at the next
+    /// P2G).
+    pub fn add_body(&mut self, body: BodySpec, memory_budget_bytes: u64) -> Result<(), MpmError> {
+        if self.phase != Phase::Ready {
+            return Err(MpmError::SubstepOrder {
+                substep: self.substep,
+                what: "add_body called between substep_free_motion and finish_substep",
+            });
+        }
+        let index = self.materials.len();
+        validate_body(&body, index)?;
+        let n = self.particles.len() + body.particles.positions.len();
+        if n >= u32::MAX as usize || index >= u32::MAX as usize {
+            return Err(MpmError::InvalidParameter {
+                key: "particles",
+                value: n as f64,
+                reason: "at most 2^32 - 1 particles and materials",
+            });
+        }
+        check_memory(self.grid.spec(), n as u64, memory_budget_bytes)?;
+        self.materials.push(body.material);
+        push_body(&mut self.particles, body, index as u32);
+        self.scratch = Scratch::new(n, self.grid.mass.len());
+        Ok(())
+    }
+
     /// Builds a simulation. The memory estimate of the grid and particles is checked against
     /// `memory_budget_bytes` before anything is allocated.
     pub fn new(
@@ -114,29 +190,7 @@ impl Simulation {
     ) -> Result<Self, MpmError> {
         spec.validate()?;
         for (i, b) in bodies.iter().enumerate() {
-            b.material.validate(i)?;
-            let vol = b.particles.volume;
-            if !(vol.is_finite() && vol > 0.0) {
-                return Err(MpmError::InvalidMaterial {
-                    material: i,
-                    key: "particle volume",
-                    value: vol,
-                    reason: "must be finite and > 0",
-                });
-            }
-            let bad_velocity = b
-                .velocity
-                .iter()
-                .chain(b.angular_velocity.iter())
-                .any(|v| !v.is_finite());
-            if bad_velocity {
-                return Err(MpmError::InvalidMaterial {
-                    material: i,
-                    key: "initial velocity",
-                    value: f64::NAN,
-                    reason: "must be finite",
-                });
-            }
+            validate_body(b, i)?;
         }
         if params.gravity.iter().any(|g| !g.is_finite()) {
             return Err(MpmError::InvalidParameter {
@@ -166,23 +220,8 @@ impl Simulation {
         };
         let mut materials = Vec::with_capacity(bodies.len());
         for (i, b) in bodies.into_iter().enumerate() {
-            let count = b.particles.positions.len();
-            let centroid = b.particles.positions.iter().sum::<Vector3<f64>>() / count.max(1) as f64;
-            let omega = b.angular_velocity.cross_matrix();
-            let mass = b.material.density * b.particles.volume;
-            for x in b.particles.positions {
-                particles
-                    .v
-                    .push(b.velocity + b.angular_velocity.cross(&(x - centroid)));
-                particles.x.push(x);
-                particles.c.push(omega);
-                particles.f.push(Matrix3::identity());
-                particles.mass.push(mass);
-                particles.volume.push(b.particles.volume);
-                particles.plastic.push(PlasticState::default());
-                particles.material.push(i as u32);
-            }
             materials.push(b.material);
+            push_body(&mut particles, b, i as u32);
         }
         let grid = Grid::new(spec);
         let scratch = Scratch::new(n, grid.mass.len());
