@@ -30,6 +30,95 @@ use diffphd_mpm::mpm::{
 };
 use nalgebra::Vector3;
 
+/// Fits the slope [°] of the surface right of the peak (20–80 % of the peak height).
+fn flank_angle(sim: &Simulation, h: f64, y0: f64, cells_x: usize) -> f64 {
+    let bin = h / 2.0;
+    let mut top = vec![f64::NEG_INFINITY; 2 * cells_x];
+    for x in &sim.particles().x {
+        let i = (x[0] / bin) as usize;
+        top[i] = top[i].max(x[1] - y0);
+    }
+    let peak = top.iter().cloned().fold(0.0, f64::max);
+    let ipeak = top.iter().position(|&y| y == peak).unwrap_or(0);
+    let pts: Vec<(f64, f64)> = (ipeak..top.len())
+        .filter(|&i| top[i] > 0.2 * peak && top[i] < 0.8 * peak)
+        .map(|i| ((i as f64 + 0.5) * bin, top[i]))
+        .collect();
+    assert!(pts.len() >= 6, "flank too short to fit: {pts:?}");
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (-sxy / sxx).atan().to_degrees()
+}
+
+/// Pours sand from a narrow source against the symmetry wall (plane strain) and returns the
+/// settled flank slope [°].
+fn pour_angle(phi: f64, res: usize, pour_time: f64) -> f64 {
+    let h = 1.0 / res as f64;
+    let t = 3;
+    let cells_x = (1.0 / h) as usize;
+    let cells_y = (0.5 / h) as usize + 2 * t;
+    let mut spec = GridSpec::new([0.0; 3], [cells_x, cells_y, 2 * t + 1], h, WallKind::Slip);
+    spec.walls[2] = WallKind::Sticky;
+    spec.walls[3] = WallKind::Separating;
+    let (x0, y0, z0) = (t as f64 * h, t as f64 * h, t as f64 * h);
+    let material = Material {
+        plasticity: Plasticity::DruckerPrager {
+            friction_angle_deg: phi,
+            volume_correction: true,
+        },
+        ..Material::elastic(1600.0, 3e5, 0.3, ElasticModel::StvkHencky)
+    };
+    let params = SimParams {
+        gravity: Vector3::new(0.0, -9.81, 0.0),
+    };
+    let mut sim = Simulation::new(spec, params, vec![], 1 << 30).unwrap();
+    let dt = diffphd_mpm::mpm::cfl_time_step(&[material], h, 4.0, 0.3);
+    let emit_every = (0.03 / dt).round() as usize;
+    let source_y = y0 + 0.4;
+    let lattice = Lattice::new([0.0; 3], h, 8);
+    let steps = ((pour_time + 0.6) / dt) as usize;
+    for s in 0..steps {
+        if s % emit_every == 0 && (s as f64) * dt < pour_time {
+            let particles = lattice
+                .seed_box([x0, source_y, z0], [x0 + 2.0 * h, source_y + h, z0 + h])
+                .unwrap();
+            let body = BodySpec {
+                particles,
+                material,
+                velocity: Vector3::new(0.0, -1.0, 0.0),
+                angular_velocity: Vector3::zeros(),
+            };
+            sim.add_body(body, 1 << 30).unwrap();
+        }
+        sim.step_with(dt, |grid, _| {
+            grid.velocity_mut().iter_mut().for_each(|v| v[2] = 0.0);
+        })
+        .unwrap();
+    }
+    let angle = flank_angle(&sim, h, y0, cells_x);
+    eprintln!(
+        "pour phi {phi}, h = 1/{res}: {} particles, {steps} substeps, kinetic {:.2e} J, slope {angle:.2}°",
+        sim.particles().len(),
+        sim.diagnostics().kinetic
+    );
+    angle
+}
+
+/// Poured half piles (`Simulation::add_body` as the emitter), ±5°. Fails at present and is
+/// noisy: 21.3° (φ = 25°) and 29.5° (φ = 35°) after 1.5 s of pouring; 14.6° and 36.3° after
+/// 2.5 s (intermittent avalanches; the piles still carry kinetic energy at the end).
+#[test]
+#[ignore]
+fn drucker_prager_poured_pile() {
+    let a25 = pour_angle(25.0, 32, 1.5);
+    let a35 = pour_angle(35.0, 32, 1.5);
+    assert!((a25 - 25.0).abs() <= 5.0, "slope {a25}° for φ = 25°");
+    assert!((a35 - 35.0).abs() <= 5.0, "slope {a35}° for φ = 35°");
+}
+
 /// Collapses a column (width = height = 0.3 m) at h = 1/res and returns the fitted slope [°].
 fn pile_angle(phi: f64, res: usize) -> f64 {
     let h = 1.0 / res as f64;
@@ -83,29 +172,10 @@ fn pile_angle(phi: f64, res: usize) -> f64 {
         })
         .unwrap();
     }
-    // Surface height per column of width h/2: the highest particle in it.
-    let bin = h / 2.0;
-    let mut top = vec![f64::NEG_INFINITY; 2 * cells_x];
-    for x in &sim.particles().x {
-        let i = (x[0] / bin) as usize;
-        top[i] = top[i].max(x[1] - y0);
-    }
-    let peak = top.iter().cloned().fold(0.0, f64::max);
-    let ipeak = top.iter().position(|&y| y == peak).unwrap_or(0);
-    let pts: Vec<(f64, f64)> = (ipeak..top.len())
-        .filter(|&i| top[i] > 0.2 * peak && top[i] < 0.8 * peak)
-        .map(|i| ((i as f64 + 0.5) * bin, top[i]))
-        .collect();
-    assert!(pts.len() >= 6, "flank too short to fit: {pts:?}");
-    let n = pts.len() as f64;
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let angle = (-sxy / sxx).atan().to_degrees();
+    let angle = flank_angle(&sim, h, y0, cells_x);
     eprintln!(
-        "phi {phi}, h = 1/{res}: {} particles, {steps} substeps, peak {peak:.3} m, \
-         kinetic {:.2e} J, slope {angle:.2}°",
+        "phi {phi}, h = 1/{res}: {} particles, {steps} substeps, kinetic {:.2e} J, \
+         slope {angle:.2}°",
         sim.particles().len(),
         sim.diagnostics().kinetic
     );
