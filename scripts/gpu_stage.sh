@@ -22,7 +22,7 @@ import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     t = m.get("target", {})
-    if m.get("executable") and t.get("kind") == ["test"] and (t.get("name", "").startswith("gpu") or t.get("name") == "kernels_compile"):
+    if m.get("executable") and t.get("kind") == ["test"] and t.get("name") == "gpu":
         shutil.copy(m["executable"], ".gpu/bin/" + t["name"])
         print("staged", t["name"])
 '

@@ -10,6 +10,7 @@ use diffphd::io::write_atomic;
 use diffphd::model::OnNonConvergence;
 use diffphd::optimize::problem::Problem;
 use diffphd::scene::{self, LoadedScene};
+use diffphd::solver::rollout::{self, Flow, RolloutError};
 use diffphd::solver::{Model, Simulator, SolverError, StepStats};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -234,8 +235,8 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     attach_offload(&mut sim, backend, args.quiet)?;
     let traffic0 = sim.offload.as_ref().and_then(|o| o.traffic());
     let header = run_header(args, &ls, &sim, threads, backend);
-    let mut x = model.x0.clone();
-    let mut v = model.v0.clone();
+    let x = model.x0.clone();
+    let v = model.v0.clone();
     if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
         return Err(Failure::input(anyhow::anyhow!(
             "{}: initial state: {what}",
@@ -264,61 +265,41 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     };
     write_log(&p.out, &p.log)?;
     let interrupt = super::interrupt_flag();
-    for frame in 1..=model.frames {
-        let (xn, stats) = match sim.step(frame, &x, &v) {
-            Ok(r) => r,
-            Err(e) => {
-                p.record_failure(e.to_string())?;
-                p.abandon();
-                return Err(Failure::solver(e, format!("{}", ls.path.display())));
-            }
-        };
-        let h = model.h;
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
-        x = xn;
-        p.check_state(&model, frame, (&x, &v), &stats, &ls.path)?;
-        let file = p.frame_file(frame, frame as f64 * h, (&x, &v), &stats)?;
-        if let Some(k) = stats.contact.as_ref().and_then(|c| c.time_limit_iteration) {
-            p.warn(&contact_time_limit_message(
-                frame,
-                k,
-                model.contact.max_seconds,
-            ));
-        }
-        let inverted = inverted_elements(&model, &x);
-        if let Some((n, e)) = inverted {
-            p.warn(&format!(
-                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {e}",
-                stats.iterations
-            ));
-        }
-        let rec = frame_record(&sim, frame, &stats, inverted, file);
-        p.report(frame, model.frames, &rec);
-        p.log.push(rec);
-        p.log.summary.seconds_total = p.t_run.elapsed().as_secs_f64();
-        if let (Some(t0), Some(t)) = (&traffic0, sim.offload.as_ref().and_then(|o| o.traffic())) {
-            p.log.summary.device_traffic = Some(t.since(t0));
-        }
-        let stop = frame < model.frames
+    let frames = model.frames;
+    let start = (x, v);
+    let ended = rollout::run(&mut sim, 0, frames, start, |e| {
+        p.frame(e, traffic0.as_ref(), &ls.path)?;
+        let stop = e.frame < frames
             && interrupt
                 .as_ref()
                 .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst));
         if stop {
             p.log.status = Status::Interrupted;
-            p.log.error = Some(format!("interrupted after frame {frame}"));
+            p.log.error = Some(format!("interrupted after frame {}", e.frame));
         }
         write_log(&p.out, &p.log)?;
-        if stop {
+        Ok(if stop { Flow::Stop } else { Flow::Continue })
+    });
+    match ended {
+        Err(RolloutError::Step { error, .. }) => {
+            p.record_failure(error.to_string())?;
+            p.abandon();
+            return Err(Failure::solver(error, format!("{}", ls.path.display())));
+        }
+        Err(RolloutError::Sink(f)) => return Err(f),
+        Ok(end) if end.stopped => {
             p.abandon();
             return Err(Failure {
                 code: 130,
                 error: anyhow::anyhow!(
-                    "interrupted after frame {frame}/{}; frames and log.json so far in {}",
+                    "interrupted after frame {}/{}; frames and log.json so far in {}",
+                    end.frame,
                     model.frames,
                     p.out.display()
                 ),
             });
         }
+        Ok(_) => {}
     }
     if let Some(b) = &p.bar {
         b.finish();
@@ -522,6 +503,41 @@ struct Progress {
 }
 
 impl Progress {
+    /// One frame of the rollout: checks, the frame file, warnings and the log record.
+    fn frame(
+        &mut self,
+        e: rollout::FrameEvent<'_, '_>,
+        traffic0: Option<&diffphd::solver::offload::DeviceTraffic>,
+        scene: &Path,
+    ) -> Result<(), Failure> {
+        let (sim, frame, stats) = (e.sim, e.frame, e.stats);
+        let model = sim.model;
+        self.check_state(model, frame, (e.x, e.v), stats, scene)?;
+        let file = self.frame_file(frame, e.time, (e.x, e.v), stats)?;
+        if let Some(k) = stats.contact.as_ref().and_then(|c| c.time_limit_iteration) {
+            self.warn(&contact_time_limit_message(
+                frame,
+                k,
+                model.contact.max_seconds,
+            ));
+        }
+        let inverted = inverted_elements(model, e.x);
+        if let Some((n, el)) = inverted {
+            self.warn(&format!(
+                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {el}",
+                stats.iterations
+            ));
+        }
+        let rec = frame_record(sim, frame, stats, inverted, file);
+        self.report(frame, model.frames, &rec);
+        self.log.push(rec);
+        self.log.summary.seconds_total = self.t_run.elapsed().as_secs_f64();
+        if let (Some(t0), Some(t)) = (traffic0, sim.offload.as_ref().and_then(|o| o.traffic())) {
+            self.log.summary.device_traffic = Some(t.since(t0));
+        }
+        Ok(())
+    }
+
     /// Fail the run (exit 1, log `failed`) when the state after frame `frame` is not
     /// representable (non-finite or beyond the output's range; see [`unrepresentable_state`]).
     fn check_state(

@@ -18,11 +18,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The package version of this binary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The git commit this binary was built from (`-dirty` with uncommitted changes), or `None`
-/// when it was not built from a git checkout.
+static GIT_COMMIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Record the git commit of the program using the library (the `diffphd` binary and the
+/// Python extension embed it at build time); the first call wins.
+pub fn set_git_commit(commit: &'static str) {
+    let _ = GIT_COMMIT.set(commit);
+}
+
+/// The git commit the program was built from (`-dirty` with uncommitted changes), or `None`
+/// when it was not built from a git checkout or did not say.
 pub fn git_commit() -> Option<&'static str> {
-    let c = env!("DIFFPHD_GIT_COMMIT");
-    (!c.is_empty()).then_some(c)
+    GIT_COMMIT.get().copied().filter(|c| !c.is_empty())
 }
 
 /// Write `bytes` to `path` atomically (temp file in the same directory, fsync, rename).

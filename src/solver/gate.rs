@@ -5,7 +5,7 @@
 /// $\epsilon_r\|x_k-x_t\|+\epsilon_a$ alone can ask for a PD residual below what round-off
 /// in the local step allows: a stiff block (E 1e8) bobbing slowly on soft attachments at
 /// $\epsilon_r=10^{-12}$, $\epsilon_a=10^{-16}$ ran to its iteration cap on most frames
-/// (`tests/convergence.rs::stiff_slow_body_converges_under_the_displacement_gate`); a body at
+/// (`tests/physics/convergence.rs::stiff_slow_body_converges_under_the_displacement_gate`); a body at
 /// rest ($\|x_k-x_t\|\to0$) is the limiting case. The floor is far below any tolerance that
 /// matters for motion ($10^{-4}$ of a 1 µm step on a 1 m body is still $10^{-10}$).
 pub const DISPLACEMENT_FLOOR: f64 = 1e4 * f64::EPSILON;

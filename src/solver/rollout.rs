@@ -54,6 +54,110 @@ impl Rollout {
     }
 }
 
+/// One frame of a rollout, as the time loop reports it to its caller's sink.
+#[derive(Clone, Copy)]
+pub struct FrameEvent<'a, 'm> {
+    /// The simulator after the step (its settings, statistics and accelerator counters).
+    pub sim: &'a Simulator<'m>,
+    /// Frame index `t` (the state after `t` steps; the start state is frame 0).
+    pub frame: usize,
+    /// Simulated time $t\,h$.
+    pub time: f64,
+    /// Positions $x_t$.
+    pub x: &'a [f64],
+    /// Velocities $v_t=(x_t-x_{t-1})/h$.
+    pub v: &'a [f64],
+    /// Positions $x_{t-1}$ of the frame before.
+    pub x_prev: &'a [f64],
+    /// The step's statistics.
+    pub stats: &'a StepStats,
+}
+
+/// What a sink tells the time loop after a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// End the rollout after this frame (an interrupt, a failed check, enough frames).
+    Stop,
+}
+
+/// Why a rollout ended early: the step failed, or the sink returned an error.
+#[derive(Debug)]
+pub enum RolloutError<E> {
+    Step { frame: usize, error: SolverError },
+    Sink(E),
+}
+
+/// Where a rollout ended: the last frame taken and its state.
+#[derive(Clone, Debug)]
+pub struct RolloutEnd {
+    pub frame: usize,
+    pub x: Vec<f64>,
+    pub v: Vec<f64>,
+    /// The sink asked to stop before `to`.
+    pub stopped: bool,
+}
+
+/// The one time loop of every command: steps frames `from + 1 ..= to` from the state
+/// `(x, v)` of frame `from`, with the step's velocity $v_{t+1}=(x_{t+1}-x_t)/h$ (the
+/// implicit-Euler update, spec §3; `h` is the model's one time step), and reports every frame
+/// to `sink`. The forward tape, the checkpointed backward's recompute and `simulate`'s frame
+/// writer are sinks of this loop.
+pub fn run<'m, E>(
+    sim: &mut Simulator<'m>,
+    from: usize,
+    to: usize,
+    (mut x, mut v): (Vec<f64>, Vec<f64>),
+    mut sink: impl FnMut(FrameEvent<'_, 'm>) -> Result<Flow, E>,
+) -> Result<RolloutEnd, RolloutError<E>> {
+    let h = sim.model.h;
+    for frame in from + 1..=to {
+        let (xn, stats) = sim
+            .step(frame, &x, &v)
+            .map_err(|error| RolloutError::Step { frame, error })?;
+        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
+        let x_prev = std::mem::replace(&mut x, xn);
+        let event = FrameEvent {
+            sim: &*sim,
+            frame,
+            time: frame as f64 * h,
+            x: &x,
+            v: &v,
+            x_prev: &x_prev,
+            stats: &stats,
+        };
+        if sink(event).map_err(RolloutError::Sink)? == Flow::Stop {
+            return Ok(RolloutEnd {
+                frame,
+                x,
+                v,
+                stopped: frame < to,
+            });
+        }
+    }
+    Ok(RolloutEnd {
+        frame: to,
+        x,
+        v,
+        stopped: false,
+    })
+}
+
+/// A rollout whose sink cannot fail: the step's error is the only one.
+fn run_infallible<'m>(
+    sim: &mut Simulator<'m>,
+    from: usize,
+    to: usize,
+    state: (Vec<f64>, Vec<f64>),
+    sink: impl FnMut(FrameEvent<'_, 'm>) -> Flow,
+) -> Result<RolloutEnd, SolverError> {
+    let mut sink = sink;
+    run::<std::convert::Infallible>(sim, from, to, state, |e| Ok(sink(e))).map_err(|e| match e {
+        RolloutError::Step { error, .. } => error,
+        RolloutError::Sink(never) => match never {},
+    })
+}
+
 /// Run `frames` steps from the model's initial state, evaluating `loss` on the fly and
 /// keeping every `checkpoint_every`-th state (1 = all).
 pub fn forward(
@@ -64,22 +168,19 @@ pub fn forward(
 ) -> Result<Rollout, SolverError> {
     let k = checkpoint_every.max(1);
     let h = sim.model.h;
-    let mut x = sim.model.x0.clone();
-    let mut v = sim.model.v0.clone();
+    let start = (sim.model.x0.clone(), sim.model.v0.clone());
     let mut kept = BTreeMap::new();
-    kept.insert(0, (x.clone(), v.clone()));
+    kept.insert(0, start.clone());
     let mut steps = Vec::with_capacity(frames);
     let mut total = 0.0;
-    for frame in 1..=frames {
-        let (xn, st) = sim.step(frame, &x, &v)?;
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
-        total += loss.frame_value(frame, frames, &xn, &x, h);
-        x = xn;
-        if frame % k == 0 || frame == frames {
-            kept.insert(frame, (x.clone(), v.clone()));
+    run_infallible(sim, 0, frames, start, |e| {
+        total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
+        if e.frame % k == 0 || e.frame == frames {
+            kept.insert(e.frame, (e.x.to_vec(), e.v.to_vec()));
         }
-        steps.push(st);
-    }
+        steps.push(e.stats.clone());
+        Flow::Continue
+    })?;
     Ok(Rollout {
         frames,
         checkpoint_every: k,
@@ -117,15 +218,11 @@ fn segment_states(
     if (c..=e).all(|t| ro.kept.contains_key(&t)) {
         return Ok((c..=e).map(|t| ro.kept[&t].0.clone()).collect());
     }
-    let h = sim.model.h;
-    let (mut x, mut v) = ro.kept[&c].clone();
-    let mut out = vec![x.clone()];
-    for frame in c + 1..=e {
-        let (xn, _) = sim.step(frame, &x, &v)?;
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
-        x = xn;
-        out.push(x.clone());
-    }
+    let mut out = vec![ro.kept[&c].0.clone()];
+    run_infallible(sim, c, e, ro.kept[&c].clone(), |ev| {
+        out.push(ev.x.to_vec());
+        Flow::Continue
+    })?;
     Ok(out)
 }
 

@@ -1,4 +1,4 @@
-//! Helpers of the GPU parity tests (`tests/gpu_parity.rs`, `tests/gpu_rollouts.rs`, `tests/gpu_gradient_terms.rs`):
+//! Helpers of the GPU parity tests (`tests/gpu/gpu_parity.rs`, `tests/gpu/gpu_rollouts.rs`, `tests/gpu/gpu_gradient_terms.rs`):
 //! deterministic noise, relative differences, deformed states and the muscle beam.
 
 use diffphd::model::Model;

@@ -1,0 +1,380 @@
+//! Adjoint gradients against central finite differences (issue 3, items 1–3), using the
+//! same machinery as `diffphd gradcheck`. Small hex and tet scenes, homogeneous and 100×
+//! heterogeneous, corotated and Neo-Hookean, damping on and off, 5 frames, tight solver
+//! tolerances with Newton polish, exact (unfiltered) prox Jacobians.
+
+use crate::common;
+use diffphd::optimize::problem::Problem;
+
+const PARAMS: &str = r#"
+[[parameter]]
+kind = "youngs_modulus"
+region = 0
+log = true
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "poisson_ratio"
+[[parameter]]
+kind = "density"
+[[parameter]]
+kind = "damping_alpha"
+[[parameter]]
+kind = "damping_beta"
+[[parameter]]
+kind = "initial_translation"
+component = 2
+[[parameter]]
+kind = "initial_rotation"
+component = 0
+[[parameter]]
+kind = "initial_velocity"
+[[parameter]]
+kind = "initial_state_direction"
+seed = 3
+[[parameter]]
+kind = "force_scale"
+[[parameter]]
+kind = "gravity"
+component = 2
+"#;
+
+fn scene(element: &str, model: &str, het_scale: f64, alpha: f64, beta: f64) -> String {
+    let cells = if element == "hex8" {
+        "[4, 1, 1]"
+    } else {
+        "[3, 1, 1]"
+    };
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 5
+[[body]]
+[body.mesh]
+generator = "box"
+element = "{element}"
+cells = {cells}
+dx = 0.05
+[body.material]
+model = "{model}"
+youngs_modulus = 2e5
+poisson_ratio = 0.4
+density = 1000.0
+[[body.region]]
+select = {{ box = {{ min = [0.1, -1, -1], max = [0.2, 1, 1] }} }}
+scale = {het_scale}
+[body.damping]
+alpha = {alpha}
+beta = {beta}
+[body.initial]
+twist = {{ axis = [1, 0, 0], angle_deg = 30.0 }}
+velocity = [0.0, 0.1, 0.0]
+[[body.dirichlet]]
+select = {{ face = "x_min" }}
+[[body.force]]
+select = {{ face = "x_max" }}
+force = [0.0, 0.0, -0.5]
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+max_iterations = 5000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 7
+[[loss.term]]
+type = "center_of_mass"
+target = [0.1, 0.0, 0.0]
+{PARAMS}"#
+    )
+}
+
+#[test]
+fn hex_corotated_heterogeneous_damped() {
+    let rep = common::gradcheck_text(&scene("hex8", "corotated", 0.01, 20.0, 0.002), 1e-5, 3).0;
+    common::assert_all_pass("hex corotated 100x damped", &rep);
+}
+
+#[test]
+fn tet_neohookean_heterogeneous_damped() {
+    let rep = common::gradcheck_text(&scene("tet4", "neohookean", 0.01, 20.0, 0.002), 1e-5, 3).0;
+    common::assert_all_pass("tet NH 100x damped", &rep);
+}
+
+#[test]
+fn hex_neohookean_homogeneous_undamped() {
+    let text = scene("hex8", "neohookean", 1.0, 0.0, 0.0);
+    // Damping parameters are checked at zero (one-sided physics is still smooth in α, β).
+    let rep = common::gradcheck_text(&text, 1e-5, 3).0;
+    common::assert_all_pass("hex NH homogeneous", &rep);
+}
+
+#[test]
+fn tet_corotated_homogeneous_undamped() {
+    let rep = common::gradcheck_text(&scene("tet4", "corotated", 1.0, 0.0, 0.0), 1e-5, 3).0;
+    common::assert_all_pass("tet corotated homogeneous", &rep);
+}
+
+/// Issue 14 item 6: with DiffPD's uniform nodal mass (`mass = "uniform"`, every node ρV̄)
+/// the adjoint gradients of everything that touches the mass (density, mass damping α,
+/// gravity) and of an elastic parameter match central differences, hex and tet.
+#[test]
+fn uniform_mass_gradients_hex_and_tet() {
+    let params = r#"
+[[parameter]]
+kind = "density"
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "damping_alpha"
+[[parameter]]
+kind = "gravity"
+component = 2
+"#;
+    for (element, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
+        let text = scene(element, model, 0.1, 20.0, 0.002)
+            .replace("density = 1000.0", "density = 1000.0\nmass = \"uniform\"")
+            .replace(PARAMS, params);
+        assert!(text.contains("mass = \"uniform\"") && !text.contains("initial_velocity"));
+        let (rep, problem) = common::gradcheck_text(&text, 1e-5, 3);
+        common::assert_all_pass(&format!("{element} {model} uniform mass"), &rep);
+        assert_eq!(rep.rows.len(), 4);
+        // the convention is in effect: the lumped body moves differently
+        let lumped =
+            Problem::new(common::load(&text, &["body.0.material.mass=\"lumped\""])).unwrap();
+        let l = lumped.evaluate(&lumped.theta0(), false).unwrap().loss;
+        let u = problem.evaluate(&problem.theta0(), false).unwrap().loss;
+        assert!(
+            (l - u).abs() > 1e-3 * u.abs(),
+            "lumped {l:e} vs uniform {u:e}"
+        );
+    }
+}
+
+/// Issue 3 item 2. Large volume expansion at ν = 0.49 makes the NH stretch Hessian
+/// $H_\sigma(\sigma^*)$ indefinite. Observed (and asserted): the *exact* adjoint still
+/// converges with the fixed-point iteration and matches finite differences; the
+/// trust-region filter acts on most samples and biases the material gradients by tens of
+/// percent (the filter trades exactness for a contractive iteration the exact path did not
+/// need here). See docs/NOTES.md.
+#[test]
+fn indefinite_prox_hessian_exact_vs_trust_region() {
+    let text = r#"schema_version = 1
+[simulation]
+dt = 0.001
+frames = 5
+gravity = [0, 0, 0]
+[[body]]
+[body.mesh]
+generator = "box"
+element = "tet4"
+cells = [2, 2, 2]
+dx = 0.05
+[body.material]
+model = "neohookean"
+youngs_modulus = 1e5
+poisson_ratio = 0.49
+density = 1e4
+[body.initial]
+scale = 1.8
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+[backward]
+rel_tol = 1e-10
+abs_tol = 1e-16
+max_iterations = 300
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 3
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "poisson_ratio"
+[[parameter]]
+kind = "initial_state_direction"
+seed = 5
+"#;
+    let exact = common::gradcheck_text(text, 1e-5, 3).0;
+    common::assert_all_pass("exact adjoint, indefinite H_sigma", &exact);
+    assert_eq!(exact.evaluation.filtered_samples, 0);
+    let ls = common::load(text, &["backward.filter=\"trust_region\""]);
+    let problem = Problem::new(ls).unwrap();
+    let ev = problem.evaluate(&problem.theta0(), true).unwrap();
+    assert!(
+        ev.nonconverged_backward_frames.is_empty(),
+        "TR backward must converge"
+    );
+    assert!(
+        ev.filtered_samples > 100,
+        "the filter must act on the expanded samples: {}",
+        ev.filtered_samples
+    );
+    for (row, g) in exact.rows.iter().zip(&ev.gradient) {
+        let bias = (g - row.adjoint).abs() / row.adjoint.abs();
+        eprintln!(
+            "{}: exact {:.6e}, trust_region {:.6e}, bias {:.1}%",
+            row.name,
+            row.adjoint,
+            g,
+            100.0 * bias
+        );
+        assert!(bias.is_finite());
+    }
+    let e_bias = (ev.gradient[0] - exact.rows[0].adjoint).abs() / exact.rows[0].adjoint.abs();
+    assert!(e_bias > 0.01, "filter had no effect on dL/dE");
+}
+
+/// Issue 3 item 3: per-frame adjoint statistics are recorded, and a frame whose adjoint
+/// does not converge is reported (here: forced by an iteration cap of 1 with no fallback
+/// budget).
+#[test]
+fn nonconverged_adjoint_frames_are_reported() {
+    let text = scene("hex8", "corotated", 0.01, 0.0, 0.0);
+    let ls = common::load(
+        &text,
+        &[
+            "backward.max_iterations=1",
+            "backward.rel_tol=1e-14",
+            // the direct fallback would converge the frames this test needs unconverged
+            "backward.direct_after=0",
+        ],
+    );
+    let problem = Problem::new(ls).unwrap();
+    let ev = problem.evaluate(&problem.theta0(), true).unwrap();
+    assert!(
+        !ev.nonconverged_backward_frames.is_empty(),
+        "a capped adjoint must be reported"
+    );
+    assert!(ev.max_abs_adjoint > 0.0);
+}
+
+/// `backward.checkpoint_every = K` keeps fewer states and recomputes segments: same
+/// gradient (to the forward tolerance), smaller tape.
+#[test]
+fn checkpointing_gives_the_same_gradient_with_a_smaller_tape() {
+    let text = scene("hex8", "corotated", 0.01, 5.0, 0.001).replace("frames = 5", "frames = 7");
+    let full = Problem::new(common::load(&text, &[])).unwrap();
+    let ck = Problem::new(common::load(&text, &["backward.checkpoint_every=3"])).unwrap();
+    let a = full.evaluate(&full.theta0(), true).unwrap();
+    let b = ck.evaluate(&ck.theta0(), true).unwrap();
+    assert!((a.loss - b.loss).abs() <= 1e-12 * a.loss.abs());
+    for (ga, gb) in a.gradient.iter().zip(&b.gradient) {
+        assert!(
+            (ga - gb).abs() <= 1e-8 * ga.abs().max(1e-12),
+            "{ga} vs {gb}"
+        );
+    }
+    assert!(
+        b.tape_bytes < a.tape_bytes,
+        "{} vs {}",
+        b.tape_bytes,
+        a.tape_bytes
+    );
+    assert_eq!(a.frames.len(), 7);
+    assert!(a.frames.iter().all(|f| f
+        .adjoint
+        .as_ref()
+        .is_some_and(|s| s.converged && s.iterations > 0)));
+}
+
+const TRACK: &str = r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 6
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [4, 1, 1]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 3e5
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 5.0
+[[body.dirichlet]]
+select = { face = "x_min" }
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-14
+max_iterations = 20000
+newton_polish = 10
+polish_tol = 1e-30
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-18
+[[parameter]]
+kind = "youngs_modulus"
+log = true
+[[parameter]]
+kind = "poisson_ratio"
+"#;
+
+/// Tracking loss against a reference simulated with `[loss.reference]` overrides.
+#[test]
+fn tracking_loss_against_override_reference() {
+    let text = format!("{TRACK}[loss]\nreference = {{ set = [\"body.0.material.youngs_modulus=1e6\"] }}\n[[loss.term]]\ntype = \"tracking\"\n");
+    let rep = common::gradcheck_text(&text, 1e-5, 3).0;
+    common::assert_all_pass("tracking vs override reference", &rep);
+    assert!(rep.loss > 0.0);
+    // d loss / d log E must point towards the reference (E_ref > E): negative.
+    assert!(rep.rows[0].adjoint < 0.0);
+}
+
+/// Tracking loss against PLY frames written by `diffphd simulate` (surface nodes).
+#[test]
+fn tracking_loss_against_ply_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let refscene = dir.path().join("ref.toml");
+    std::fs::write(&refscene, TRACK).unwrap();
+    let st = std::process::Command::new(common::bin())
+        .args(["simulate", refscene.to_str().unwrap(), "--quiet", "--out"])
+        .arg(dir.path().join("ref"))
+        .args(["--set", "body.0.material.youngs_modulus=1e6"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let text = format!(
+        "{TRACK}[loss]\n[[loss.term]]\ntype = \"tracking\"\nreference_dir = \"{}\"\n",
+        dir.path().join("ref").display()
+    );
+    let rep = common::gradcheck_text(&text, 1e-4, 3).0;
+    common::assert_all_pass("tracking vs PLY frames", &rep);
+    assert!(rep.loss > 0.0);
+}
+
+/// `diffphd gradcheck` exit codes: 0 when every parameter passes, 1 when one fails
+/// (forced by an absurd tolerance), and the JSON report is written either way.
+#[test]
+fn gradcheck_cli_exit_codes_and_report() {
+    let text = format!("{TRACK}[loss]\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n");
+    let ok = common::run_cli("gradcheck", &text, &[], &["--rtol", "1e-4"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ok.out().join("gradcheck.json")).unwrap())
+            .unwrap();
+    assert_eq!(rep["rows"].as_array().unwrap().len(), 2);
+    let bad = common::run_cli("gradcheck", &text, &[], &["--rtol", "1e-300"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(bad.out().join("gradcheck.json").exists());
+    let unknown = common::run_cli("gradcheck", &text, &[], &["--param", "nope"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains("nope"));
+}

@@ -1,0 +1,160 @@
+//! Parameter kinds of issue 16, item 6, declared as `[[parameter]]`s and checked end to end
+//! by `gradcheck`'s own sweep (≤ 1e-4 relative): the Coulomb coefficient of body–body
+//! contact (`body_friction`, smoothed contact), the stiffness of a compliant attachment
+//! (`attachment_stiffness`, log) and the translation of its target (`attachment_offset`,
+//! three components); their write-back into `optimized.toml`; and the errors that name the
+//! key.
+
+use crate::common;
+
+use diffphd::optimize::problem::Problem;
+
+/// A stiff 1×1×1 hex cube (`e_cube`) thrown onto a soft 2×2×1 hex slab clamped at its
+/// bottom (body–body contact, μ = 0.3, smoothed FB 2ε² = 1e-10), 12 steps of 4 ms: impact,
+/// compression and sliding.
+fn two_bodies(params: &str) -> String {
+    common::scenes::two_bodies(1e-10, 0.3, 12, params)
+}
+
+/// A 2×2×2 hex block (0.1 m) hanging from a compliant attachment of its top face to a
+/// translating target point, under gravity with mass damping; a second, hard attachment
+/// (compliance 0: a Dirichlet group) holds one bottom corner node.
+fn hanging(params: &str) -> String {
+    format!(
+        r#"schema_version = 1
+[simulation]
+dt = 0.01
+frames = 15
+gravity = [0.0, 0.0, -9.81]
+[[body]]
+[body.mesh]
+generator = "box"
+element = "hex8"
+cells = [2, 2, 2]
+dx = 0.05
+[body.material]
+model = "corotated"
+youngs_modulus = 3e4
+poisson_ratio = 0.3
+density = 1000.0
+[body.damping]
+alpha = 20.0
+[[body.attachment]]
+select = {{ box = {{ min = [-0.01, -0.01, -0.01], max = [0.01, 0.01, 0.01] }} }}
+compliance = 0.0
+[[body.attachment]]
+select = {{ face = "z_max" }}
+compliance = 5e-3
+target = [0.05, 0.05, 0.15]
+motion = {{ type = "translate", velocity = [0.2, 0.0, 0.1] }}
+[solver]
+rel_tol = 1e-12
+abs_tol = 1e-16
+max_iterations = 20000
+[backward]
+rel_tol = 1e-12
+abs_tol = 1e-20
+max_iterations = 2000
+[loss]
+[[loss.term]]
+type = "random_linear"
+seed = 7
+[[loss.term]]
+type = "center_of_mass"
+target = [0.1, 0.0, 0.0]
+{params}"#
+    )
+}
+
+const ATTACHMENT_PARAMS: &str = r#"
+[[parameter]]
+kind = "attachment_stiffness"
+attachment = 1
+log = true
+[[parameter]]
+kind = "attachment_offset"
+attachment = 1
+"#;
+
+/// `body_friction` through smoothed body–body contact with sliding: adjoint against
+/// central differences within 1e-4, and the horizon really has frictional contacts.
+#[test]
+fn body_friction_gradient_matches_finite_differences() {
+    let text = two_bodies("[[parameter]]\nkind = \"body_friction\"\n");
+    let (rep, problem) = common::gradcheck_text(&text, 1e-4, 3);
+    common::assert_all_pass("body friction", &rep);
+    assert_eq!(problem.params[0].name, "body_friction[bodies]");
+    let g = rep.rows[0].adjoint;
+    assert!(g.abs() > 1e-8, "friction has no effect on the loss: {g}");
+}
+
+/// `attachment_stiffness` (log) and the three components of `attachment_offset` of a
+/// moving compliant attachment: adjoint against central differences within 1e-4. The
+/// attachment index counts every `[[body.attachment]]` of the body, hard ones included.
+#[test]
+fn attachment_gradients_match_finite_differences() {
+    let (rep, problem) = common::gradcheck_text(&hanging(ATTACHMENT_PARAMS), 1e-4, 3);
+    common::assert_all_pass("attachment", &rep);
+    let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "log attachment_stiffness[0].attachment1",
+            "attachment_offset[0].attachment1.x",
+            "attachment_offset[0].attachment1.y",
+            "attachment_offset[0].attachment1.z"
+        ]
+    );
+    assert!(rep.rows.iter().all(|r| r.adjoint.abs() > 1e-8));
+}
+
+/// Optimized attachment stiffness/offset and body friction are written back into the scene
+/// keys they come from (`compliance` = 1/k, `target` + offset, `contact.body_friction`),
+/// and the rebuilt model matches.
+#[test]
+fn new_kinds_are_written_back() {
+    let problem = Problem::new(common::load(&hanging(ATTACHMENT_PARAMS), &[])).unwrap();
+    let values = [400.0, 0.01, -0.02, 0.005];
+    let wb = diffphd::optimize::writeback::write_back(&problem, &values);
+    assert!(wb.exact, "{:?}", wb.notes);
+    assert!(wb
+        .sets
+        .contains(&"body.0.attachment.1.compliance=2.5e-3".to_string()));
+    let ls = common::load(&wb.toml, &[]);
+    let m = diffphd::solver::Model::from_scene(&ls).unwrap();
+    assert_eq!(m.attachments[0].stiffness, 400.0);
+    let t = m.attachments[0].target(0, 0.0);
+    assert!(
+        (t[0] - 0.06).abs() < 1e-12 && (t[1] - 0.03).abs() < 1e-12 && (t[2] - 0.155).abs() < 1e-12
+    );
+
+    let problem = Problem::new(common::load(
+        &two_bodies("[[parameter]]\nkind = \"body_friction\"\n"),
+        &[],
+    ))
+    .unwrap();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.45]);
+    assert!(wb.exact, "{:?}", wb.notes);
+    assert_eq!(wb.sets, ["contact.body_friction=4.5e-1"]);
+}
+
+/// Bad declarations name the key: a hard attachment (a Dirichlet group) has no stiffness,
+/// an attachment index out of range, `attachment` on a kind that does not take one.
+#[test]
+fn bad_attachment_parameters_name_the_key() {
+    let err = |params: &str| -> String {
+        match Problem::new(common::load(&hanging(params), &[])) {
+            Ok(_) => panic!("accepted: {params}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let e = err("[[parameter]]\nkind = \"attachment_stiffness\"\n");
+    assert!(
+        e.contains("parameter[0].attachment") && e.contains("compliant attachment 0"),
+        "{e}"
+    );
+    let e = err("[[parameter]]\nkind = \"attachment_offset\"\nattachment = 5\n");
+    assert!(e.contains("parameter[0].attachment"), "{e}");
+    let e = err("[[parameter]]\nkind = \"density\"\nattachment = 1\n");
+    assert!(e.contains("parameter[0].attachment"), "{e}");
+}
