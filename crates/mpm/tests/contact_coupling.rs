@@ -5,6 +5,7 @@
 //! plus particles resting on it (impulses accumulated over substeps reach the rigid step).
 
 use diffphd_mpm::contact::{coupled_step, GridContactProblem, LaggedParams, SolverOptions};
+use diffphd_mpm::mpm::MpmError;
 use diffphd_mpm::rigid::{HalfSpace, RigidBody, RigidWorld, Shape};
 use nalgebra::{Isometry3, Vector3};
 
@@ -42,8 +43,9 @@ impl PointGrid {
 }
 
 impl GridContactProblem for PointGrid {
-    fn free_motion(&mut self, h: f64) {
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
         self.v_star = self.v.iter().map(|v| v + self.gravity * h).collect();
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -63,11 +65,12 @@ impl GridContactProblem for PointGrid {
     fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>) {
         out.push((p, 1.0));
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         self.v = v.to_vec();
         for (x, v) in self.x.iter_mut().zip(&self.v) {
             *x += v * h;
         }
+        Ok(())
     }
 }
 
@@ -311,12 +314,13 @@ struct SparseGrid {
 }
 
 impl GridContactProblem for SparseGrid {
-    fn free_motion(&mut self, h: f64) {
-        self.inner.free_motion(h);
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
+        self.inner.free_motion(h)?;
         self.v_star = vec![Vector3::zeros(); 2 * self.inner.x.len()];
         for (p, v) in self.inner.v_star.iter().enumerate() {
             self.v_star[2 * p + 1] = *v;
         }
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -337,13 +341,14 @@ impl GridContactProblem for SparseGrid {
         out.push((2 * p + 1, 1.0));
         out.push((2 * p, if self.bad_stencil { 0.5 } else { 0.0 }));
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         assert!(
             v.iter().step_by(2).all(|v| *v == Vector3::zeros()),
             "inactive nodes must pass through"
         );
         let dense: Vec<Vector3<f64>> = v.iter().skip(1).step_by(2).copied().collect();
-        self.inner.finish_substep(&dense, h);
+        self.inner.finish_substep(&dense, h)?;
+        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@
 //! through the accumulated impulses, and the ground carries both.
 
 use diffphd_mpm::contact::{coupled_step, GridContactProblem, LaggedParams, SolverOptions};
+use diffphd_mpm::mpm::MpmError;
 use diffphd_mpm::rigid::{HalfSpace, RigidBody, RigidWorld, Shape};
 use nalgebra::{Isometry3, Vector3};
 
@@ -57,7 +58,7 @@ impl PicGrid {
 }
 
 impl GridContactProblem for PicGrid {
-    fn free_motion(&mut self, h: f64) {
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
         let n = self.dims.iter().product();
         self.m = vec![0.0; n];
         let mut p = vec![Vector3::zeros(); n];
@@ -79,6 +80,7 @@ impl GridContactProblem for PicGrid {
                 }
             })
             .collect();
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -98,7 +100,7 @@ impl GridContactProblem for PicGrid {
     fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>) {
         self.stencil(&self.x[p], out);
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         let mut st = Vec::with_capacity(27);
         for p in 0..self.x.len() {
             st.clear();
@@ -106,6 +108,7 @@ impl GridContactProblem for PicGrid {
             self.v[p] = st.iter().map(|&(k, w)| v[k] * w).sum();
             self.x[p] += self.v[p] * h;
         }
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@
 
 pub mod bspline;
 pub mod constitutive;
+pub mod coupling;
 pub mod diagnostics;
 pub mod grid;
 pub mod plasticity;
