@@ -111,6 +111,8 @@ struct PanelResult {
     creep: f64,
     iterations_mean: f64,
     iterations_max: usize,
+    /// max over all steps of |F0ₓ + F1ₓ|/|F0ₓ|.
+    asymmetry: f64,
 }
 
 /// Seed Fig. 2: an elastic MPM cube held against gravity (−z) by two box panels, each
@@ -169,6 +171,7 @@ fn panel_squeeze(cfg: &Panel) -> PanelResult {
     let window = cfg.steps - cfg.steps / 5;
     let (mut forces, mut iterations) = (Vec::new(), Vec::new());
     let mut z_hold = 0.0;
+    let mut asymmetry: f64 = 0.0;
     for s in 0..cfg.steps {
         if s == cfg.settle {
             sim.rate = 0.0;
@@ -183,12 +186,9 @@ fn panel_squeeze(cfg: &Panel) -> PanelResult {
             // Force of the cube on panel 0 (the panel at −x).
             forces.push(rep.body_impulses[0].force / dt);
         }
-        // Symmetry: panel 1 gets the mirrored force.
+        // Symmetry: panel 1 gets the mirrored normal force.
         let (f0, f1) = (rep.body_impulses[0].force, rep.body_impulses[1].force);
-        assert!(
-            (f0.x + f1.x).abs() <= 1e-9 * f0.x.abs().max(1e-12),
-            "{f0:?} {f1:?}"
-        );
+        asymmetry = asymmetry.max((f0.x + f1.x).abs() / f0.x.abs().max(f64::MIN_POSITIVE));
     }
     let n = forces.len() as f64;
     let mean = forces.iter().sum::<Vector3<f64>>() / n;
@@ -202,6 +202,7 @@ fn panel_squeeze(cfg: &Panel) -> PanelResult {
         creep: centroid(sim.sim.particles()).z - z_hold,
         iterations_mean: iterations.iter().sum::<usize>() as f64 / iterations.len() as f64,
         iterations_max: iterations.iter().copied().max().unwrap_or(0),
+        asymmetry,
     }
 }
 
@@ -215,6 +216,7 @@ fn check_panel(r: &PanelResult) {
     assert!(r.lateral.abs() <= 0.01 * half_weight, "{r:?}");
     assert!(r.vertical_std <= 0.01 * half_weight, "{r:?}");
     assert!(r.creep.abs() <= 1e-3, "{r:?}");
+    assert!(r.asymmetry <= 1e-6, "{r:?}");
 }
 
 /// CI size: a 4 cm cube (h = 1 cm, 512 particles), ρ = 5000 kg/m³ (m = 0.32 kg, so that the
@@ -288,4 +290,107 @@ fn panel_squeeze_iterations_drake_vs_mpm_defaults() {
     let mpm = run(LaggedParams::mpm_default());
     eprintln!("Drake defaults: {drake:?}\nMPM defaults: {mpm:?}");
     assert!(drake.iterations_mean > 10.0 * mpm.iterations_mean);
+}
+
+/// One real MPM substep against kinematic colliders: a ground half-space and a velocity-driven,
+/// spinning box pressing on the cube's +x face (penetrations 1 µm and 2 µm: 0.1–0.2 N per
+/// particle at k = 1e5 N/m); the 3 cm cube (216 particles, 125 active nodes) moves and spins. The quasi-Newton
+/// solve at ε_r = 1e-10 agrees with full Newton (dense Cholesky of M + Σ JᵀGJ) and never
+/// increases ℓ_p.
+#[test]
+fn quasi_newton_matches_full_newton_on_a_real_mpm_substep() {
+    use diffphd_mpm::contact::assemble_substep_problem;
+    use diffphd_mpm::rigid::HalfSpace;
+    let gravity = Vector3::new(0.0, 0.0, -G);
+    let mut sim = cube(0.03, 0.01, 1000.0, 1e5, 0.3, gravity);
+    {
+        let p = sim.particles_mut();
+        for (x, v) in p.x.iter().zip(p.v.iter_mut()) {
+            *v = Vector3::new(0.02, -0.01, -0.05) + Vector3::new(0.5, -1.0, 2.0).cross(x);
+        }
+    }
+    let xs = &sim.particles().x;
+    let zmin = xs.iter().map(|x| x.z).fold(f64::MAX, f64::min);
+    let xmax = xs.iter().map(|x| x.x).fold(f64::MIN, f64::max);
+    let params = LaggedParams {
+        friction: 0.6,
+        ..LaggedParams::mpm_default()
+    };
+    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin + 1e-6), params).unwrap();
+    let mut pusher = RigidBody::new(
+        Shape::Box {
+            half_extents: Vector3::new(0.01, 0.03, 0.03),
+        },
+        1000.0,
+        Isometry3::translation(xmax + 0.01 - 2e-6, 0.0, 0.0),
+    )
+    .unwrap();
+    pusher.contact = params;
+    let speeds = [-0.05, 0.02, 0.0, 0.0, 0.0, 1.5];
+    pusher.drives = speeds.map(|s| Drive::Velocity(Profile::Constant(s)));
+    pusher.velocity = Vector3::new(speeds[0], speeds[1], speeds[2]);
+    pusher.angular_velocity = Vector3::new(speeds[3], speeds[4], speeds[5]);
+    let world = RigidWorld {
+        bodies: vec![pusher],
+        planes: vec![ground],
+        gravity,
+        ..RigidWorld::default()
+    };
+    let h = 1e-4;
+    sim.substep_free_motion(h).unwrap();
+    let sp = assemble_substep_problem(&world, &sim, h).unwrap();
+    let problem = &sp.problem;
+    let (n_plane, n_box) = problem.contacts.iter().fold((0, 0), |(a, b), c| {
+        if c.body.is_none() {
+            (a + 1, b)
+        } else {
+            (a, b + 1)
+        }
+    });
+    assert!(
+        n_plane >= 16 && n_box >= 16,
+        "contacts: {n_plane} ground, {n_box} pusher"
+    );
+    let tight = SolverOptions {
+        rel_tol: 1e-10,
+        max_iterations: 20_000,
+        ..SolverOptions::default()
+    };
+    let qn = problem.solve_quasi_newton(None, &tight).unwrap();
+    let newton = problem
+        .to_dense()
+        .unwrap()
+        .solve_newton(None, &tight)
+        .unwrap();
+    let vmax = problem.v_star.iter().map(|v| v.amax()).fold(0.0, f64::max);
+    let mut err: f64 = 0.0;
+    for (k, v) in qn.v.iter().enumerate() {
+        for i in 0..3 {
+            err = err.max((v[i] - newton.v[3 * k + i]).abs());
+        }
+    }
+    eprintln!(
+        "{} nodes, {n_plane} + {n_box} contacts: QN {} its, Newton {} its, max |Δv| = {err:.3e} (|v*| ≤ {vmax:.3e})",
+        problem.num_nodes(),
+        qn.stats.iterations,
+        newton.stats.iterations
+    );
+    // Measured: QN 444 iterations, Newton 8, max |Δv| = 4.3e-11.
+    assert!(err <= 1e-8, "max |v_qn − v_newton| = {err:.3e}");
+    let obj = &qn.stats.objective;
+    for w in obj.windows(2) {
+        assert!(
+            w[1] <= w[0] + 1e-14 * w[0].abs(),
+            "objective rose: {} -> {}",
+            w[0],
+            w[1]
+        );
+    }
+    assert!(obj.last().unwrap() < &obj[0], "the contacts must act");
+    // The substep completes with the solution.
+    let mut v = sim.grid().velocity().to_vec();
+    for (c, &k) in sp.active.iter().enumerate() {
+        v[k] = qn.v[c];
+    }
+    sim.finish_substep_with(&v).unwrap();
 }
