@@ -849,3 +849,31 @@ fn dough_rolling_pin_rolls_without_slipping() {
         "spin while pressing"
     );
 }
+
+/// An MPM guard inside a coupled step comes back as `CouplingError::Grid` naming the substep
+/// and the particle; the particles keep their state.
+#[test]
+fn mpm_errors_surface_through_the_coupled_step() {
+    use diffphd_mpm::contact::CouplingError;
+    let mut sim = cube(0.03, 0.01, 1000.0, 1e5, 0.3, Vector3::zeros());
+    // 500 m/s moves every particle 2.5 cm (> h = 1 cm) in the 50 µs substep.
+    for v in sim.particles_mut().v.iter_mut() {
+        *v = Vector3::new(500.0, 0.0, 0.0);
+    }
+    let x_before = sim.particles().x.clone();
+    let mut world = RigidWorld::default();
+    let err = coupled_step(&mut world, &mut sim, 1e-4, 2, &SolverOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    match err {
+        CouplingError::Grid {
+            substep: 0,
+            source: MpmError::Cfl { particle: 0, .. },
+        } => {}
+        other => panic!("unexpected error {other:?}"),
+    }
+    assert!(
+        msg.starts_with("substep 0:") && msg.contains("particle 0"),
+        "{msg}"
+    );
+    assert_eq!(sim.particles().x, x_before);
+}
