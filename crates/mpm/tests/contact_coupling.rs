@@ -91,6 +91,7 @@ fn momentum_exchanged_with_a_free_body_is_conserved() {
         friction: 0.6,
         ..LaggedParams::default()
     };
+    body.mpm_contact = body.contact;
     let mut world = RigidWorld {
         bodies: vec![body],
         gravity: Vector3::zeros(),
@@ -153,7 +154,9 @@ fn particle_rests_on_ground_at_static_penetration() {
         dissipation: 20.0,
         ..LaggedParams::default()
     };
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         planes: vec![ground],
         ..RigidWorld::default()
@@ -189,7 +192,10 @@ fn ground_carries_the_rigid_body_and_the_particles_on_it() {
     )
     .unwrap();
     body.contact = params;
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    body.mpm_contact = body.contact;
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         bodies: vec![body],
         planes: vec![ground],
@@ -246,6 +252,7 @@ fn panels_pressing_with_ten_newtons_hold_a_particle_by_friction() {
         )
         .unwrap();
         b.contact = params;
+        b.mpm_contact = b.contact;
         b.drives = [
             Drive::Force(Profile::Constant(push)),
             Drive::Velocity(Profile::Constant(0.0)),
@@ -359,7 +366,9 @@ fn inactive_nodes_are_passed_through_and_bad_stencils_are_named() {
         dissipation: 20.0,
         ..LaggedParams::default()
     };
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let xs = vec![Vector3::new(0.0, 0.0, -1e-4), Vector3::new(0.1, 0.0, 0.002)];
     let vs = vec![Vector3::new(0.1, 0.0, -0.1), Vector3::zeros()];
     let mut world_a = RigidWorld {

@@ -160,6 +160,7 @@ fn bspline_coupling_conserves_linear_momentum_with_a_free_body() {
     )
     .unwrap();
     body.contact = params;
+    body.mpm_contact = body.contact;
     let mut world = RigidWorld {
         bodies: vec![body],
         gravity: Vector3::zeros(),
@@ -223,7 +224,10 @@ fn bspline_lump_on_a_box_passes_its_weight_to_the_box() {
     )
     .unwrap();
     body.contact = params;
-    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, -0.1), params).unwrap();
+    body.mpm_contact = body.contact;
+    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, -0.1), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         bodies: vec![body],
         planes: vec![ground],

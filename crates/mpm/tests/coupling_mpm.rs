@@ -143,6 +143,7 @@ fn panel_squeeze(cfg: &Panel) -> PanelResult {
         )
         .unwrap();
         b.contact = cfg.params;
+        b.mpm_contact = b.contact;
         b.drives = [
             Drive::Force(Profile::Constant(push)),
             Drive::Velocity(Profile::Constant(0.0)),
@@ -316,7 +317,9 @@ fn quasi_newton_matches_full_newton_on_a_real_mpm_substep() {
         friction: 0.6,
         ..LaggedParams::mpm_default()
     };
-    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin + 1e-6), params).unwrap();
+    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin + 1e-6), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut pusher = RigidBody::new(
         Shape::Box {
             half_extents: Vector3::new(0.01, 0.03, 0.03),
@@ -326,6 +329,7 @@ fn quasi_newton_matches_full_newton_on_a_real_mpm_substep() {
     )
     .unwrap();
     pusher.contact = params;
+    pusher.mpm_contact = pusher.contact;
     let speeds = [-0.05, 0.02, 0.0, 0.0, 0.0, 1.5];
     pusher.drives = speeds.map(|s| Drive::Velocity(Profile::Constant(s)));
     pusher.velocity = Vector3::new(speeds[0], speeds[1], speeds[2]);
@@ -428,7 +432,11 @@ fn incline(mu: f64, steps: usize) -> (Vec<f64>, Vec<f64>, usize) {
         ..LaggedParams::mpm_default()
     };
     let mut world = RigidWorld {
-        planes: vec![HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin), params).unwrap()],
+        planes: vec![
+            HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin), params)
+                .unwrap()
+                .with_mpm_contact(params),
+        ],
         gravity,
         ..RigidWorld::default()
     };
@@ -548,6 +556,7 @@ fn close_lift_shake(
     )
     .unwrap();
     red.contact = params;
+    red.mpm_contact = red.contact;
     let lift_speed = 0.1;
     let (t_lift, t_shake) = ((hold as f64) * 1e-4, ((hold + lift) as f64) * 1e-4);
     let vz = Profile::Custom(Arc::new(move |t: f64| {
@@ -574,6 +583,7 @@ fn close_lift_shake(
         )
         .unwrap();
         b.contact = params;
+        b.mpm_contact = b.contact;
         b.drives = [
             Drive::Force(Profile::Constant(push)),
             Drive::Velocity(vy.clone()),
@@ -680,6 +690,7 @@ fn two_way_coupling_conserves_momentum_with_a_free_body() {
         friction: 0.5,
         ..LaggedParams::mpm_default()
     };
+    body.mpm_contact = body.contact;
     let mut world = RigidWorld {
         bodies: vec![body],
         gravity: Vector3::zeros(),
@@ -788,6 +799,7 @@ fn dough_rolling(steps: usize) -> (Vec<f64>, f64, usize) {
     )
     .unwrap();
     pin.contact = params;
+    pin.mpm_contact = pin.contact;
     // Pressed down 2 mm at 0.05 m/s over the first 40 ms, then translated at v.
     let press = 0.04;
     pin.drives = [
@@ -812,7 +824,11 @@ fn dough_rolling(steps: usize) -> (Vec<f64>, f64, usize) {
     ];
     let mut world = RigidWorld {
         bodies: vec![pin],
-        planes: vec![HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin), params).unwrap()],
+        planes: vec![
+            HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, zmin), params)
+                .unwrap()
+                .with_mpm_contact(params),
+        ],
         rigid_rigid_contact: false,
         gravity,
         ..RigidWorld::default()

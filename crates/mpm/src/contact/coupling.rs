@@ -13,8 +13,9 @@
 //! frame R_c from the geometry's outward normal, bias b_c = R_cᵀ v_r(x_p) (the frozen rigid
 //! point velocity), stencil = the particle's B-spline weights, penetration φ₀ and normal
 //! velocity v_n0 = n̂·(v_p − v_r(x_p)) at registration, Delassus estimate w = Σ_k w_k²/m_k.
-//! The geometry's surface parameters ([`crate::rigid::RigidBody::contact`],
-//! [`crate::rigid::HalfSpace::contact`]) are used as they are. The impulses −R_c γ_c on each
+//! The geometry's MPM surface parameters ([`crate::rigid::RigidBody::mpm_contact`],
+//! [`crate::rigid::HalfSpace::mpm_contact`], by default [`super::LaggedParams::mpm_default`])
+//! are used as they are. The impulses −R_c γ_c on each
 //! body are summed over the substeps and applied once, as an external impulse of the rigid step
 //! ([`RigidWorld::step`]), which then resolves rigid–rigid and rigid–ground contact.
 
@@ -223,7 +224,7 @@ pub fn assemble_substep_problem<G: GridContactProblem + ?Sized>(
                     n,
                     body.point_velocity(&x),
                     x - body.com(),
-                    body.contact,
+                    body.mpm_contact,
                 ));
             }
         }
@@ -236,7 +237,7 @@ pub fn assemble_substep_problem<G: GridContactProblem + ?Sized>(
                     plane.normal,
                     Vector3::zeros(),
                     Vector3::zeros(),
-                    plane.contact,
+                    plane.mpm_contact,
                 ));
             }
         }
