@@ -5,6 +5,7 @@
 //! plus particles resting on it (impulses accumulated over substeps reach the rigid step).
 
 use diffphd_mpm::contact::{coupled_step, GridContactProblem, LaggedParams, SolverOptions};
+use diffphd_mpm::mpm::MpmError;
 use diffphd_mpm::rigid::{HalfSpace, RigidBody, RigidWorld, Shape};
 use nalgebra::{Isometry3, Vector3};
 
@@ -42,8 +43,9 @@ impl PointGrid {
 }
 
 impl GridContactProblem for PointGrid {
-    fn free_motion(&mut self, h: f64) {
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
         self.v_star = self.v.iter().map(|v| v + self.gravity * h).collect();
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -63,11 +65,12 @@ impl GridContactProblem for PointGrid {
     fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>) {
         out.push((p, 1.0));
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         self.v = v.to_vec();
         for (x, v) in self.x.iter_mut().zip(&self.v) {
             *x += v * h;
         }
+        Ok(())
     }
 }
 
@@ -88,6 +91,7 @@ fn momentum_exchanged_with_a_free_body_is_conserved() {
         friction: 0.6,
         ..LaggedParams::default()
     };
+    body.mpm_contact = body.contact;
     let mut world = RigidWorld {
         bodies: vec![body],
         gravity: Vector3::zeros(),
@@ -150,7 +154,9 @@ fn particle_rests_on_ground_at_static_penetration() {
         dissipation: 20.0,
         ..LaggedParams::default()
     };
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         planes: vec![ground],
         ..RigidWorld::default()
@@ -186,7 +192,10 @@ fn ground_carries_the_rigid_body_and_the_particles_on_it() {
     )
     .unwrap();
     body.contact = params;
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    body.mpm_contact = body.contact;
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         bodies: vec![body],
         planes: vec![ground],
@@ -243,6 +252,7 @@ fn panels_pressing_with_ten_newtons_hold_a_particle_by_friction() {
         )
         .unwrap();
         b.contact = params;
+        b.mpm_contact = b.contact;
         b.drives = [
             Drive::Force(Profile::Constant(push)),
             Drive::Velocity(Profile::Constant(0.0)),
@@ -311,12 +321,13 @@ struct SparseGrid {
 }
 
 impl GridContactProblem for SparseGrid {
-    fn free_motion(&mut self, h: f64) {
-        self.inner.free_motion(h);
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
+        self.inner.free_motion(h)?;
         self.v_star = vec![Vector3::zeros(); 2 * self.inner.x.len()];
         for (p, v) in self.inner.v_star.iter().enumerate() {
             self.v_star[2 * p + 1] = *v;
         }
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -337,13 +348,14 @@ impl GridContactProblem for SparseGrid {
         out.push((2 * p + 1, 1.0));
         out.push((2 * p, if self.bad_stencil { 0.5 } else { 0.0 }));
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         assert!(
             v.iter().step_by(2).all(|v| *v == Vector3::zeros()),
             "inactive nodes must pass through"
         );
         let dense: Vec<Vector3<f64>> = v.iter().skip(1).step_by(2).copied().collect();
-        self.inner.finish_substep(&dense, h);
+        self.inner.finish_substep(&dense, h)?;
+        Ok(())
     }
 }
 
@@ -354,7 +366,9 @@ fn inactive_nodes_are_passed_through_and_bad_stencils_are_named() {
         dissipation: 20.0,
         ..LaggedParams::default()
     };
-    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params).unwrap();
+    let ground = HalfSpace::new(Vector3::z(), Vector3::zeros(), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let xs = vec![Vector3::new(0.0, 0.0, -1e-4), Vector3::new(0.1, 0.0, 0.002)];
     let vs = vec![Vector3::new(0.1, 0.0, -0.1), Vector3::zeros()];
     let mut world_a = RigidWorld {

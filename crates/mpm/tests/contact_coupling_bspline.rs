@@ -6,6 +6,7 @@
 //! through the accumulated impulses, and the ground carries both.
 
 use diffphd_mpm::contact::{coupled_step, GridContactProblem, LaggedParams, SolverOptions};
+use diffphd_mpm::mpm::MpmError;
 use diffphd_mpm::rigid::{HalfSpace, RigidBody, RigidWorld, Shape};
 use nalgebra::{Isometry3, Vector3};
 
@@ -57,7 +58,7 @@ impl PicGrid {
 }
 
 impl GridContactProblem for PicGrid {
-    fn free_motion(&mut self, h: f64) {
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
         let n = self.dims.iter().product();
         self.m = vec![0.0; n];
         let mut p = vec![Vector3::zeros(); n];
@@ -79,6 +80,7 @@ impl GridContactProblem for PicGrid {
                 }
             })
             .collect();
+        Ok(())
     }
     fn node_masses(&self) -> &[f64] {
         &self.m
@@ -98,7 +100,7 @@ impl GridContactProblem for PicGrid {
     fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>) {
         self.stencil(&self.x[p], out);
     }
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) {
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError> {
         let mut st = Vec::with_capacity(27);
         for p in 0..self.x.len() {
             st.clear();
@@ -106,6 +108,7 @@ impl GridContactProblem for PicGrid {
             self.v[p] = st.iter().map(|&(k, w)| v[k] * w).sum();
             self.x[p] += self.v[p] * h;
         }
+        Ok(())
     }
 }
 
@@ -157,6 +160,7 @@ fn bspline_coupling_conserves_linear_momentum_with_a_free_body() {
     )
     .unwrap();
     body.contact = params;
+    body.mpm_contact = body.contact;
     let mut world = RigidWorld {
         bodies: vec![body],
         gravity: Vector3::zeros(),
@@ -220,7 +224,10 @@ fn bspline_lump_on_a_box_passes_its_weight_to_the_box() {
     )
     .unwrap();
     body.contact = params;
-    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, -0.1), params).unwrap();
+    body.mpm_contact = body.contact;
+    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, -0.1), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let mut world = RigidWorld {
         bodies: vec![body],
         planes: vec![ground],

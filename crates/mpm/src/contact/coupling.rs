@@ -13,10 +13,16 @@
 //! frame R_c from the geometry's outward normal, bias b_c = R_cᵀ v_r(x_p) (the frozen rigid
 //! point velocity), stencil = the particle's B-spline weights, penetration φ₀ and normal
 //! velocity v_n0 = n̂·(v_p − v_r(x_p)) at registration, Delassus estimate w = Σ_k w_k²/m_k.
-//! The geometry's surface parameters ([`crate::rigid::RigidBody::contact`],
-//! [`crate::rigid::HalfSpace::contact`]) are used as they are. The impulses −R_c γ_c on each
-//! body are summed over the substeps and applied once, as an external impulse of the rigid step
-//! ([`RigidWorld::step`]), which then resolves rigid–rigid and rigid–ground contact.
+//! The geometry's MPM surface parameters ([`crate::rigid::RigidBody::mpm_contact`],
+//! [`crate::rigid::HalfSpace::mpm_contact`], by default [`super::LaggedParams::mpm_default`])
+//! are used as they are. The impulses −R_c γ_c on each body are summed over the substeps and
+//! applied once, as an external impulse of the rigid step ([`RigidWorld::step`]), which then
+//! resolves rigid–rigid and rigid–ground contact.
+//!
+//! Momentum between MPM and rigid bodies is exchanged exactly only as far as the solve is
+//! converged: the grid's change Σ M(v − v*) and the impulses Σ R_c γ_c differ by the gradient
+//! residual, which the stopping test bounds by ε_r times the *largest* impulse scale. At the
+//! seed's ε_r = 5e-2 a 10 N squeeze hides a 0.3 N friction force (docs/mpm.md).
 
 use nalgebra::Vector3;
 use thiserror::Error;
@@ -24,6 +30,7 @@ use thiserror::Error;
 use super::grid::{GridContact, GridProblem, SolverOptions, Wrench};
 use super::model::contact_frame;
 use super::{ContactError, LaggedContact};
+use crate::mpm::MpmError;
 use crate::rigid::{RigidError, RigidStepReport, RigidWorld};
 
 /// The minimal interface the coupling needs from an MPM substepper.
@@ -35,8 +42,8 @@ use crate::rigid::{RigidError, RigidStepReport, RigidWorld};
 /// grid velocities (grid-to-particle transfer and advection). Node indices are those of the
 /// two slices; nodes of zero mass are inactive and are passed through unchanged.
 pub trait GridContactProblem {
-    /// Free motion of one substep of length `h`.
-    fn free_motion(&mut self, h: f64);
+    /// Free motion of one substep of length `h`. Errors are the MPM core's (guards, order).
+    fn free_motion(&mut self, h: f64) -> Result<(), MpmError>;
     /// Lumped node masses (one per node; zero = inactive).
     fn node_masses(&self) -> &[f64];
     /// Free-motion node velocities v* (world).
@@ -51,7 +58,8 @@ pub trait GridContactProblem {
     /// cleared by the caller.
     fn particle_stencil(&self, p: usize, out: &mut Vec<(usize, f64)>);
     /// Ends the substep with the post-contact node velocities (same length as the slices).
-    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64);
+    /// Errors are the MPM core's (CFL, non-finite or inverted particles, leaving the grid).
+    fn finish_substep(&mut self, v: &[Vector3<f64>], h: f64) -> Result<(), MpmError>;
 }
 
 /// Errors of the coupled step.
@@ -93,6 +101,14 @@ pub enum CouplingError {
         /// The solver error.
         source: ContactError,
     },
+    /// The MPM substepper failed (free motion or the end of the substep).
+    #[error("substep {substep}: {source}")]
+    Grid {
+        /// Substep index within the coupled step.
+        substep: usize,
+        /// The MPM error.
+        source: MpmError,
+    },
     /// The rigid step failed.
     #[error("rigid step: {0}")]
     Rigid(#[from] RigidError),
@@ -129,94 +145,11 @@ pub fn coupled_step<G: GridContactProblem + ?Sized>(
         body_impulses: vec![Wrench::default(); nb],
         ..Default::default()
     };
-    let mut stencil = Vec::with_capacity(27);
     for substep in 0..substeps {
-        grid.free_motion(h);
-        let (masses, v_free) = (grid.node_masses(), grid.free_velocities());
-        if masses.len() != v_free.len() {
-            return Err(CouplingError::GridSize {
-                masses: masses.len(),
-                velocities: v_free.len(),
-            });
-        }
-        // Active nodes only (the convex problem needs M ≻ 0).
-        let mut compact = vec![usize::MAX; masses.len()];
-        let mut active = Vec::new();
-        for (k, &m) in masses.iter().enumerate() {
-            if m > 0.0 {
-                compact[k] = active.len();
-                active.push(k);
-            }
-        }
-        let mut problem = GridProblem {
-            mass: active.iter().map(|&k| Vector3::repeat(masses[k])).collect(),
-            v_star: active.iter().map(|&k| v_free[k]).collect(),
-            contacts: Vec::new(),
-        };
-        for p in 0..grid.num_particles() {
-            let x = grid.particle_position(p);
-            // (body, φ, n̂, rigid point velocity, lever, parameters)
-            let mut hits = Vec::new();
-            for (b, body) in world.bodies.iter().enumerate() {
-                let (phi, n) = body.sdf(&x);
-                if phi < 0.0 {
-                    hits.push((
-                        Some(b),
-                        phi,
-                        n,
-                        body.point_velocity(&x),
-                        x - body.com(),
-                        body.contact,
-                    ));
-                }
-            }
-            for plane in &world.planes {
-                let phi = plane.sdf(&x);
-                if phi < 0.0 {
-                    hits.push((
-                        None,
-                        phi,
-                        plane.normal,
-                        Vector3::zeros(),
-                        Vector3::zeros(),
-                        plane.contact,
-                    ));
-                }
-            }
-            if hits.is_empty() {
-                continue;
-            }
-            stencil.clear();
-            grid.particle_stencil(p, &mut stencil);
-            stencil.retain(|&(_, w)| w != 0.0);
-            let mut nodes = Vec::with_capacity(stencil.len());
-            let mut delassus = 0.0;
-            for &(k, w) in &stencil {
-                let c = compact.get(k).copied().unwrap_or(usize::MAX);
-                if c == usize::MAX {
-                    return Err(CouplingError::BadStencil {
-                        particle: p,
-                        node: k,
-                    });
-                }
-                nodes.push((c, w));
-                delassus += w * w / masses[k];
-            }
-            let vp = grid.particle_velocity(p);
-            for (body, phi, n, v_rigid, lever, params) in hits {
-                let frame = contact_frame(&n);
-                let model = LaggedContact::new(&params, h, phi, n.dot(&(vp - v_rigid)), delassus)
-                    .map_err(|source| CouplingError::Contact { substep, source })?;
-                problem.contacts.push(GridContact {
-                    nodes: nodes.clone(),
-                    frame,
-                    bias: frame.tr_mul(&v_rigid),
-                    model,
-                    body,
-                    lever,
-                });
-            }
-        }
+        grid.free_motion(h)
+            .map_err(|source| CouplingError::Grid { substep, source })?;
+        let SubstepProblem { problem, active } =
+            assemble_substep_problem(world, &*grid, h).map_err(|e| e.at_substep(substep))?;
         let solution = problem
             .solve_quasi_newton(None, options)
             .map_err(|source| CouplingError::Contact { substep, source })?;
@@ -235,8 +168,128 @@ pub fn coupled_step<G: GridContactProblem + ?Sized>(
         for (c, &k) in active.iter().enumerate() {
             v[k] = solution.v[c];
         }
-        grid.finish_substep(&v, h);
+        grid.finish_substep(&v, h)
+            .map_err(|source| CouplingError::Grid { substep, source })?;
     }
     report.rigid = world.step(dt, &report.body_impulses)?;
     Ok(report)
+}
+
+/// The convex contact problem of one substep over the active (m > 0) nodes, with the map
+/// back to the grid's node indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubstepProblem {
+    /// The problem over active nodes (node c of the problem is grid node `active[c]`).
+    pub problem: GridProblem,
+    /// Grid node index of each problem node.
+    pub active: Vec<usize>,
+}
+
+/// Registers the contacts of one substep (module doc) after the grid's free motion: one per
+/// particle–geometry pair with φ < 0 at the current (step-start) rigid pose, against every
+/// body of `world` (free or prescribed) and every half-space. Substep indices in errors are 0;
+/// [`coupled_step`] replaces them with the real one.
+pub fn assemble_substep_problem<G: GridContactProblem + ?Sized>(
+    world: &RigidWorld,
+    grid: &G,
+    h: f64,
+) -> Result<SubstepProblem, CouplingError> {
+    let mut stencil = Vec::with_capacity(27);
+    let (masses, v_free) = (grid.node_masses(), grid.free_velocities());
+    if masses.len() != v_free.len() {
+        return Err(CouplingError::GridSize {
+            masses: masses.len(),
+            velocities: v_free.len(),
+        });
+    }
+    // Active nodes only (the convex problem needs M ≻ 0).
+    let mut compact = vec![usize::MAX; masses.len()];
+    let mut active = Vec::new();
+    for (k, &m) in masses.iter().enumerate() {
+        if m > 0.0 {
+            compact[k] = active.len();
+            active.push(k);
+        }
+    }
+    let mut problem = GridProblem {
+        mass: active.iter().map(|&k| Vector3::repeat(masses[k])).collect(),
+        v_star: active.iter().map(|&k| v_free[k]).collect(),
+        contacts: Vec::new(),
+    };
+    for p in 0..grid.num_particles() {
+        let x = grid.particle_position(p);
+        // (body, φ, n̂, rigid point velocity, lever, parameters)
+        let mut hits = Vec::new();
+        for (b, body) in world.bodies.iter().enumerate() {
+            let (phi, n) = body.sdf(&x);
+            if phi < 0.0 {
+                hits.push((
+                    Some(b),
+                    phi,
+                    n,
+                    body.point_velocity(&x),
+                    x - body.com(),
+                    body.mpm_contact,
+                ));
+            }
+        }
+        for plane in &world.planes {
+            let phi = plane.sdf(&x);
+            if phi < 0.0 {
+                hits.push((
+                    None,
+                    phi,
+                    plane.normal,
+                    Vector3::zeros(),
+                    Vector3::zeros(),
+                    plane.mpm_contact,
+                ));
+            }
+        }
+        if hits.is_empty() {
+            continue;
+        }
+        stencil.clear();
+        grid.particle_stencil(p, &mut stencil);
+        stencil.retain(|&(_, w)| w != 0.0);
+        let mut nodes = Vec::with_capacity(stencil.len());
+        let mut delassus = 0.0;
+        for &(k, w) in &stencil {
+            let c = compact.get(k).copied().unwrap_or(usize::MAX);
+            if c == usize::MAX {
+                return Err(CouplingError::BadStencil {
+                    particle: p,
+                    node: k,
+                });
+            }
+            nodes.push((c, w));
+            delassus += w * w / masses[k];
+        }
+        let vp = grid.particle_velocity(p);
+        for (body, phi, n, v_rigid, lever, params) in hits {
+            let frame = contact_frame(&n);
+            let model = LaggedContact::new(&params, h, phi, n.dot(&(vp - v_rigid)), delassus)
+                .map_err(|source| CouplingError::Contact { substep: 0, source })?;
+            problem.contacts.push(GridContact {
+                nodes: nodes.clone(),
+                frame,
+                bias: frame.tr_mul(&v_rigid),
+                model,
+                body,
+                lever,
+            });
+        }
+    }
+    Ok(SubstepProblem { problem, active })
+}
+
+impl CouplingError {
+    /// Sets the substep index of a per-substep error.
+    fn at_substep(self, substep: usize) -> Self {
+        match self {
+            CouplingError::Contact { source, .. } => CouplingError::Contact { substep, source },
+            CouplingError::Grid { source, .. } => CouplingError::Grid { substep, source },
+            other => other,
+        }
+    }
 }

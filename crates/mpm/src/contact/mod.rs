@@ -19,7 +19,10 @@ pub mod grid;
 pub mod line_search;
 pub mod model;
 
-pub use coupling::{coupled_step, CoupledStepReport, GridContactProblem};
+pub use coupling::{
+    assemble_substep_problem, coupled_step, CoupledStepReport, CouplingError, GridContactProblem,
+    SubstepProblem,
+};
 pub use dense::{DenseContact, DenseProblem};
 pub use grid::{GridContact, GridProblem, Solution, SolverOptions, Wrench};
 pub use model::{LaggedContact, LaggedParams};

@@ -17,10 +17,12 @@
 //!    yield surface (von Mises, Drucker–Prager).
 //!
 //! Elastic models (first Piola–Kirchhoff stress P = ∂ψ/∂F) are in [`constitutive`]; particle
-//! seeding in [`seeding`]; energies and momenta in [`diagnostics`].
+//! seeding in [`seeding`]; energies and momenta in [`diagnostics`]; the MPM side of the
+//! MPM–rigid coupling (`Simulation` as [`crate::contact::GridContactProblem`]) in [`coupling`].
 
 pub mod bspline;
 pub mod constitutive;
+pub mod coupling;
 pub mod diagnostics;
 pub mod grid;
 pub mod plasticity;

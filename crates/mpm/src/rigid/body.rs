@@ -157,8 +157,13 @@ pub struct RigidBody {
     pub angular_velocity: Vector3<f64>,
     /// Drives of (v_x, v_y, v_z, ω_x, ω_y, ω_z).
     pub drives: [Drive; 6],
-    /// Contact parameters of this body's surface (MPM contacts and rigid–rigid pairs).
+    /// Contact parameters of this body's surface against other rigid bodies and half-spaces
+    /// (default: Drake's point-contact defaults, [`LaggedParams::default`]).
     pub contact: LaggedParams,
+    /// Contact parameters of this body's surface against MPM particles, one contact per
+    /// particle (default: [`LaggedParams::mpm_default`], which keeps the block-diagonal
+    /// quasi-Newton solve short on gram-scale grid nodes; docs/mpm.md).
+    pub mpm_contact: LaggedParams,
 }
 
 impl RigidBody {
@@ -188,6 +193,7 @@ impl RigidBody {
             angular_velocity: Vector3::zeros(),
             drives: Default::default(),
             contact: LaggedParams::default(),
+            mpm_contact: LaggedParams::mpm_default(),
         })
     }
 

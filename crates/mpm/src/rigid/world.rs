@@ -37,12 +37,16 @@ pub struct HalfSpace {
     pub normal: Vector3<f64>,
     /// n̂·x on the surface.
     pub offset: f64,
-    /// Surface contact parameters.
+    /// Surface contact parameters against rigid bodies.
     pub contact: LaggedParams,
+    /// Surface contact parameters against MPM particles (default
+    /// [`LaggedParams::mpm_default`]; see [`RigidBody::mpm_contact`]).
+    pub mpm_contact: LaggedParams,
 }
 
 impl HalfSpace {
-    /// The half-space below the plane through `point` with outward `normal` (normalised).
+    /// The half-space below the plane through `point` with outward `normal` (normalised);
+    /// `contact` is for rigid bodies, MPM particles get [`LaggedParams::mpm_default`].
     pub fn new(
         normal: Vector3<f64>,
         point: Vector3<f64>,
@@ -60,7 +64,16 @@ impl HalfSpace {
             normal: n,
             offset: n.dot(&point),
             contact,
+            mpm_contact: LaggedParams::mpm_default(),
         })
+    }
+
+    /// The same half-space with `params` for its contacts with MPM particles.
+    pub fn with_mpm_contact(self, params: LaggedParams) -> Self {
+        Self {
+            mpm_contact: params,
+            ..self
+        }
     }
 
     /// Signed distance n̂·p − offset.
