@@ -22,6 +22,7 @@ from ._errors import (
     SolverError,
 )
 from ._diffphd import Rollout, Scene, __version__, cuda_feature, cuda_status, git_commit
+from ._from_arrays import scene_from_arrays
 
 __all__ = [
     "BackendError",
@@ -38,4 +39,5 @@ __all__ = [
     "cuda_feature",
     "cuda_status",
     "git_commit",
+    "scene_from_arrays",
 ]

@@ -384,3 +384,44 @@ def test_version_and_provenance():
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", diffphd.__version__)
     assert diffphd.git_commit is None or re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", diffphd.git_commit)
     assert isinstance(diffphd.cuda_feature, bool)
+
+
+# ---------------------------------------------------------------- scenes from arrays
+
+
+def test_scene_from_arrays_is_the_same_model(small):
+    s = diffphd.scene_from_arrays(
+        small.rest_positions, small.elements, youngs_modulus=small.youngs_modulus,
+        fixed=small.fixed_nodes, poisson_ratio=0.45, density=1000.0, dt=0.01, frames=4,
+        set={"solver.rel_tol": 1e-4, "solver.anderson_window": "auto"})
+    np.testing.assert_array_equal(s.rest_positions, small.rest_positions)
+    np.testing.assert_array_equal(s.elements, small.elements)
+    np.testing.assert_array_equal(s.youngs_modulus, small.youngs_modulus)
+    np.testing.assert_array_equal(s.fixed_nodes, small.fixed_nodes)
+    np.testing.assert_array_equal(s.surface, small.surface)
+    # with the cantilever's initial twist, the same rollout bit for bit
+    a = small.simulate(threads=1)
+    b = s.simulate(threads=1, x0=small.initial_positions, v0=small.initial_velocities)
+    np.testing.assert_array_equal(a.positions, b.positions)
+
+
+def test_scene_from_arrays_tets_and_obstacles():
+    # one tetrahedron dropped onto a plane 1 cm below it
+    x = np.array([[0, 0, 0.01], [0.1, 0, 0.01], [0, 0.1, 0.01], [0, 0, 0.11]])
+    ground = {"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0], "friction": 0.0}
+    s = diffphd.scene_from_arrays(x, [[0, 1, 2, 3]], youngs_modulus=1e5, obstacles=[ground], frames=10)
+    assert s.num_elements == 1 and s.elements.shape == (1, 4)
+    r = s.simulate(threads=1)
+    assert r.contact_forces is not None and r.contact_forces.shape == (11, 4, 3)
+    assert r.positions[:, :, 2].min() > -1e-3  # stopped by the plane
+    assert r.positions[-1, :, 2].min() < 0.005  # it did fall onto it
+    with pytest.raises(diffphd.InputError, match=r"^elements\[0, 3\] = 4 is not a node index \(0 <= i < 4\)$"):
+        diffphd.scene_from_arrays(x, [[0, 1, 2, 4]])
+    with pytest.raises(diffphd.InputError, match=r"^vertices\[2, 1\] = nan is not a finite number$"):
+        diffphd.scene_from_arrays(np.where(np.arange(12).reshape(4, 3) == 7, np.nan, x), [[0, 1, 2, 3]])
+    with pytest.raises(diffphd.InputError, match=r"^youngs_modulus\[0\] = -1.0 must be positive$"):
+        diffphd.scene_from_arrays(x, [[0, 1, 2, 3]], youngs_modulus=[-1.0])
+    with pytest.raises(diffphd.InputError, match=r"expected integer node indices"):
+        diffphd.scene_from_arrays(x, [[0.0, 1, 2, 3]])
+    with pytest.raises(diffphd.SceneError, match=r"unknown field `bogus`"):
+        diffphd.scene_from_arrays(x, [[0, 1, 2, 3]], obstacles=[{"type": "plane", "bogus": 1}])
