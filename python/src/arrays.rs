@@ -149,14 +149,18 @@ impl<'py> F64Array<'py> {
     }
 }
 
-/// Refuse a non-positive entry (argument `name`), naming the first.
+/// Refuse a non-positive entry (argument `name`) or one beyond the scene's number range
+/// ([`diffphd::scene::MAX_MAGNITUDE`], as a scene file's value), naming the first.
 pub fn check_positive(py: Python<'_>, a: &F64Array, name: &str) -> PyResult<()> {
-    if let Some(k) = a.slice().iter().position(|&x| x <= 0.0) {
-        return Err(py_err(
-            py,
-            "InputError",
-            format!("{name}[{k}] = {} must be positive", a.slice()[k]),
-        ));
+    let max = diffphd::scene::MAX_MAGNITUDE;
+    if let Some(k) = a.slice().iter().position(|&x| x <= 0.0 || x > max) {
+        let x = a.slice()[k];
+        let msg = if x <= 0.0 {
+            format!("{name}[{k}] = {x} must be positive")
+        } else {
+            format!("{name}[{k}] = {x:e} is beyond the range of the 32-bit floats the frame files store (|value| <= {max:.2e})")
+        };
+        return Err(py_err(py, "InputError", msg));
     }
     Ok(())
 }

@@ -135,6 +135,24 @@ fn toml_text(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     ))
 }
 
+/// Run `f` with the GIL released, turning a panic of the library into a `DiffphdError`
+/// (never a `PanicException`).
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+    py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)))
+        .map_err(|p| {
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            py_err(
+                py,
+                "DiffphdError",
+                format!("internal error (please report it): {what}"),
+            )
+        })
+}
+
 /// Parse the backend argument.
 fn backend_arg(py: Python<'_>, name: &str) -> PyResult<Backend> {
     session::backend(name).map_err(|e| session_err(py, e))
@@ -142,12 +160,9 @@ fn backend_arg(py: Python<'_>, name: &str) -> PyResult<Backend> {
 
 impl Scene {
     fn load(py: Python<'_>, text: String, path: PathBuf, sets: Vec<String>) -> PyResult<Scene> {
-        let ls = py
-            .detach(|| diffphd::scene::load_str(&text, &path, &sets))
+        let ls = guarded(py, || diffphd::scene::load_str(&text, &path, &sets))?
             .map_err(|e| session_err(py, e.into()))?;
-        let model = py
-            .detach(|| session::build_model(&ls))
-            .map_err(|e| session_err(py, e))?;
+        let model = guarded(py, || session::build_model(&ls))?.map_err(|e| session_err(py, e))?;
         Ok(Scene {
             text,
             path,
@@ -378,9 +393,7 @@ impl Scene {
     #[getter]
     fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let ls = self.ls.clone();
-        let problem = py
-            .detach(|| session::problem(ls))
-            .map_err(|e| session_err(py, e))?;
+        let problem = guarded(py, || session::problem(ls))?.map_err(|e| session_err(py, e))?;
         let out = PyList::empty(py);
         for p in &problem.params {
             let d = PyDict::new(py);
@@ -466,9 +479,7 @@ impl Scene {
     ) -> PyResult<Bound<'py, PyAny>> {
         let backend = backend_arg(py, backend)?;
         let ls = self.ls.clone();
-        let mut problem = py
-            .detach(|| session::problem(ls))
-            .map_err(|e| session_err(py, e))?;
+        let mut problem = guarded(py, || session::problem(ls))?.map_err(|e| session_err(py, e))?;
         session::accelerate_problem(&mut problem, backend).map_err(|e| session_err(py, e))?;
         if problem.params.is_empty() {
             return Err(py_err(
@@ -530,9 +541,10 @@ impl Scene {
         let (ev, nthreads) = {
             let problem = &problem;
             let theta = &theta;
-            let (r, n) = py
-                .detach(|| session::with_threads(threads, || problem.evaluate(theta, true)))
-                .map_err(|e| session_err(py, e))?;
+            let (r, n) = guarded(py, || {
+                session::with_threads(threads, || problem.evaluate(theta, true))
+            })?
+            .map_err(|e| session_err(py, e))?;
             let ev = r.map_err(|source| {
                 session_err(
                     py,
@@ -841,8 +853,10 @@ impl Rollout {
         let model = &self.model;
         let format = self.format;
         let frames: Vec<_> = frames.collect();
-        py.detach(|| session::write_frames(model, format, Path::new(&dir), frames))
-            .map_err(|e| session_err(py, e))
+        guarded(py, || {
+            session::write_frames(model, format, Path::new(&dir), frames)
+        })?
+        .map_err(|e| session_err(py, e))
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

@@ -304,6 +304,9 @@ def test_array_errors_name_the_argument(scene):
     E[7] = -1.0
     with pytest.raises(diffphd.InputError, match=r"^youngs\[7\] = -1 must be positive$"):
         scene.simulate(youngs=E)
+    E[7] = 1e300
+    with pytest.raises(diffphd.InputError, match=r"^youngs\[7\] = 1e300 is beyond the range"):
+        scene.simulate(youngs=E)
     with pytest.raises(diffphd.InputError, match=r"unknown parameter \"nope\""):
         scene.grad(values={"nope": 1.0})
     with pytest.raises(diffphd.InputError, match=r"a finite positive number"):
