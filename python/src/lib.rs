@@ -172,16 +172,20 @@ impl Scene {
         })
     }
 
-    /// The scene and model with `extra` overrides on top (a fresh load, as the command
-    /// line's `--frames` is an override), or `self`'s when there are none.
-    fn with_sets(&self, py: Python<'_>, extra: Vec<String>) -> PyResult<(LoadedScene, Arc<Model>)> {
+    /// The scene, model and overrides with `extra` overrides on top (a fresh load, as the
+    /// command line's `--frames` is an override), or `self`'s when there are none.
+    fn with_sets(
+        &self,
+        py: Python<'_>,
+        extra: Vec<String>,
+    ) -> PyResult<(LoadedScene, Arc<Model>, Vec<String>)> {
         if extra.is_empty() {
-            return Ok((self.ls.clone(), self.model.clone()));
+            return Ok((self.ls.clone(), self.model.clone(), self.sets.clone()));
         }
         let mut sets = self.sets.clone();
         sets.extend(extra);
         let s = Scene::load(py, self.text.clone(), self.path.clone(), sets)?;
-        Ok((s.ls, s.model))
+        Ok((s.ls, s.model, s.sets))
     }
 }
 
@@ -427,12 +431,12 @@ impl Scene {
         youngs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Rollout> {
         let backend = backend_arg(py, backend)?;
+        // as `--frames N`: always an override (it is part of the scene hash)
         let extra: Vec<String> = frames
-            .filter(|&f| f != self.model.frames)
             .map(|f| format!("simulation.frames={f}"))
             .into_iter()
             .collect();
-        let (ls, mut model) = self.with_sets(py, extra)?;
+        let (ls, mut model, sets) = self.with_sets(py, extra)?;
         let n3 = 3 * model.num_nodes();
         let m = model.num_elements();
         // Read every array first (views, no copy when C-contiguous float64), then copy
@@ -460,7 +464,7 @@ impl Scene {
             }
         }
         let threads = threads.unwrap_or(ls.scene.solver.threads);
-        run_rollout(py, ls, model, backend, threads, &self.sets)
+        run_rollout(py, ls, model, backend, threads, &sets)
     }
 
     /// One forward and backward pass, as `diffphd grad`: the loss of the scene's `[loss]`

@@ -216,7 +216,12 @@ def test_simulate_bitwise_equal_to_cli(tmp_path, fmt):
             np.testing.assert_array_equal(_vtu_array(text, "velocity").reshape(-1, 3), r.velocities[t])
     log = json.loads((out / "log.json").read_text())
     assert [f["iterations"] for f in log["frames"]] == [f["iterations"] for f in r.log["frames"]]
-    assert log["header"]["scene_hash"] != ""  # the CLI's --frames/--threads are overrides too
+    # the same effective scene: the CLI's --frames is an override, and frames= too
+    # (--threads is one on the command line, threads= is not: it sizes the call's pool)
+    prov = r.log["header"]["provenance"]
+    assert prov["overrides"] == log["header"]["overrides"][:-1]
+    assert log["header"]["overrides"][-1] == "solver.threads=2"
+    assert prov["threads"] == log["header"]["threads"] == 2
 
 
 def test_grad_equal_to_cli(tmp_path):
