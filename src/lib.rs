@@ -20,5 +20,6 @@ pub mod model;
 pub mod optimize;
 pub mod output;
 pub mod scene;
+pub mod session;
 pub mod solver;
 pub mod sweep;

@@ -18,4 +18,5 @@ mod reproduce;
 mod scene_keys;
 mod scenes;
 mod schema;
+mod session;
 mod sweep;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The one test command (.ci/run runs exactly this): the Rust tests of the workspace, then the
+# Python package built into the cached test venv (scripts/py_env.sh) on the same cargo target
+# directory (the library is not rebuilt cold), then pytest on python/tests. Stops at the
+# first failing step with its exit code. Extra arguments go to `cargo test`.
+# Under CI=true the Python tests that compare with the command line fail instead of skipping
+# when target/release/diffphd is missing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "cargo test --release --workspace --exclude diffphd-python $*"
+# The extension crate is built by maturin below (it only links as a Python extension).
+cargo test --release --workspace --exclude diffphd-python "$@"
+
+step "Python test venv (scripts/py_env.sh)"
+VENV="$(scripts/py_env.sh)"
+echo "$VENV" >&2
+
+step "maturin develop --release (python/ into the venv, target $CARGO_TARGET_DIR)"
+(cd python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --quiet)
+
+step "pytest python/tests"
+# The command line the Python tests compare against: the binary cargo just built.
+export DIFFPHD_CLI="${DIFFPHD_CLI:-$CARGO_TARGET_DIR/release/diffphd}"
+"$VENV/bin/python" -m pytest -q python/tests
