@@ -10,6 +10,7 @@ pub mod outdir;
 pub mod ply;
 pub mod text;
 pub mod vtu;
+pub mod vtu_read;
 
 use std::io::Write;
 use std::path::Path;
