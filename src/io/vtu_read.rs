@@ -277,9 +277,11 @@ struct PieceDecl<'a> {
 struct Framing<'a> {
     header_bytes: usize,
     zlib: bool,
-    /// The appended block (after `_`) and whether it is base64.
-    appended: Option<(&'a [u8], bool)>,
+    appended: Appended<'a>,
 }
+
+/// The appended block (the bytes after `_`) and whether it is base64, if the file has one.
+type Appended<'a> = Option<(&'a [u8], bool)>;
 
 /// Parses a `.vtu` file's bytes (see the module docs).
 pub fn parse_vtu_grid(bytes: &[u8]) -> Result<VtuGrid, VtuReadError> {
@@ -347,7 +349,7 @@ pub fn parse_vtu_grid(bytes: &[u8]) -> Result<VtuGrid, VtuReadError> {
 
 /// Splits the file at `<AppendedData ...>_`: the XML head and, if present, the appended
 /// bytes with whether they are base64.
-fn split_appended(bytes: &[u8]) -> Result<(&[u8], Option<(&[u8], bool)>), VtuReadError> {
+fn split_appended(bytes: &[u8]) -> Result<(&[u8], Appended<'_>), VtuReadError> {
     let key = b"<AppendedData";
     let Some(at) = bytes.windows(key.len()).position(|w| w == key) else {
         return Ok((bytes, None));
@@ -643,7 +645,7 @@ fn decode(
             stream(d, rest, is_b64, count.map(|c| c * size), f)?
         }
     };
-    if bytes.len() % size != 0 || count.is_some_and(|c| c * size != bytes.len()) {
+    if !bytes.len().is_multiple_of(size) || count.is_some_and(|c| c * size != bytes.len()) {
         return err(
             d.line,
             format!(
@@ -895,7 +897,7 @@ fn base64_decode(text: &[u8]) -> Option<Vec<u8>> {
             _ => return None,
         } as u32)
     }
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
