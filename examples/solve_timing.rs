@@ -1,4 +1,5 @@
-//! Micro-benchmark of the per-iteration linear algebra (docs/BENCHMARKS.md):
+//! Micro-benchmark of the per-iteration linear algebra (docs/benchmarks-log.md,
+//! "Per-iteration cost"):
 //! * the global solve on a clamped hex beam: three one-RHS passes over the factor (the
 //!   former solve) vs one three-RHS pass, and `GlobalSystem::solve` end to end (gather with
 //!   the precomputed Dirichlet coupling, one pass, scatter), next to the memory-streaming

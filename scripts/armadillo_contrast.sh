@@ -2,7 +2,7 @@
 # Contrast sweep of the Armadillo twist (issue 6, the paper's headline stability experiment):
 # runs scenes/armadillo_twist.toml at 1x, 10x, 100x and 1000x and prints, per contrast, the
 # PD iterations of every frame, the non-converged frame count and the timings, as a Markdown
-# table for docs/BENCHMARKS.md.
+# table for docs/benchmarks-log.md (headline in docs/BENCHMARKS.md, "Sweeps").
 # Usage: scripts/armadillo_contrast.sh [OUTDIR] [extra diffphd args, e.g. --frames 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."

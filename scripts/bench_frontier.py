@@ -20,7 +20,7 @@ For every scene:
      frontier (time vs error) is interpolated log-log at a list of error levels, forward
      (forward s vs state error), backward (backward s vs gradient error) and fwd+bwd
      (total s vs gradient error).
-Output: a markdown report (tables to paste into docs/BENCHMARKS.md), frontier.json and
+Output: a markdown report (tables to append to docs/benchmarks-log.md; headline rows go to docs/BENCHMARKS.md), frontier.json and
 frontier.csv in --out, plus every run's grad.json and stderr.
 
   scripts/bench_frontier.sh --quick

@@ -20,7 +20,7 @@ secs=${1:?usage: scripts/fuzz.sh SECONDS [TARGET ...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(scene mesh_tetgen mesh_gmsh mesh_medit mesh_vtk mesh_bin surface ply_frame plot_json)
+  targets=(scene mesh_tetgen mesh_gmsh mesh_medit mesh_vtk mesh_vtu mesh_bin surface ply_frame plot_json)
 fi
 root=$PWD
 seed() { # seed TARGET FILE...
@@ -45,6 +45,13 @@ for t in "${targets[@]}"; do
       mesh_gmsh) seed mesh_gmsh tests/fixtures/meshes/*.msh ;;
       mesh_medit) seed mesh_medit tests/fixtures/meshes/*.mesh ;;
       mesh_vtk) seed mesh_vtk tests/fixtures/meshes/*.vtk meshes/bunny_hex_coarse.vtk meshes/torus_hex_coarse.vtk ;;
+      mesh_vtu)
+        seed mesh_vtu tests/fixtures/vtu/*.vtu
+        ./target/release/diffphd mesh convert tests/fixtures/meshes/two_hexes.mesh fuzz/corpus/mesh_vtu/two_hexes.vtu >/dev/null 2>&1 || true
+        tmp=$(mktemp -d)
+        ./target/release/diffphd simulate scenes/stiff_strikes_soft.toml --frames 1 --quiet --out "$tmp" \
+          --set output.format='"vtu"' >/dev/null 2>&1 && cp "$tmp/frame_00001.vtu" fuzz/corpus/mesh_vtu/two_bodies_zlib.vtu
+        rm -rf "$tmp" ;;
       mesh_bin)
         mkdir -p fuzz/corpus/mesh_bin
         ./target/release/diffphd mesh convert tests/fixtures/meshes/two_hexes.mesh "fuzz/corpus/mesh_bin/two_hexes.bin" >/dev/null 2>&1 || true

@@ -18,7 +18,7 @@
 # part of its own passed in by `part_NAME() { ...; }; export -f part_NAME; PARTS="NAME"`
 # (the script's variables D, BIGSET, OUT and limit are visible to it). Measured there:
 # box56k 36x / 50x, armadillo 34x / 14.5x, the 1M box 28x / 35x (219 adjoint iterations,
-# 22.7 GiB), cantilever_diffpd 11x / 12x (docs/BENCHMARKS.md "GPU: the fourth lease").
+# 22.7 GiB), cantilever_diffpd 11x / 12x (docs/benchmarks-log.md "GPU: the fourth lease").
 # Suggested next order: PARTS="parity cantilever armadillo box56k newton big ops ncu".
 # Since then (7e0b4af) S's column indices are 32-bit: the next lease's `ops`, `big` and `ncu`
 # parts measure the solve against 0.377 ms (one axis, 56k box), 2.54 s (the 1M box's
@@ -113,7 +113,7 @@ part_bigcpu() {
 }
 # 6. the 1M box's backward by device GMRES alone, to rel. 1e-10 (no host direct solve; on the
 # CPU the 126k-tet box needs 650 iterations at 1e-10 and lands 1.0e-9 from the direct adjoint's
-# gradient, 435 and 1.3e-6 at the default 1e-6; docs/BENCHMARKS.md session 10)
+# gradient, 435 and 1.3e-6 at the default 1e-6; docs/benchmarks-log.md session 10)
 part_bigdirect() {
     echo "## big box, device GMRES alone, $(left) s left"
     timeout "$(limit 400)" $D grad scenes/cantilever.toml --frames 1 --backend "$BACKEND" --overwrite --threads 16 \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (.ci/run runs exactly this): the Rust tests of the workspace, then the
+# The one test command (.ci/run runs exactly this): the cached Python test venv, the Rust tests
+# of the workspace (the frame-viewer test uses the venv's meshio and PyVista), then the
 # Python package built into the cached test venv (scripts/py_env.sh) on the same cargo target
 # directory (the library is not rebuilt cold), then pytest on python/tests. Stops at the
 # first failing step with its exit code. Extra arguments go to `cargo test`.
@@ -11,13 +12,15 @@ cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 step() { printf '\n== %s\n' "$*" >&2; }
 
-step "cargo test --release --workspace --exclude diffphd-python $*"
-# The extension crate is built by maturin below (it only links as a Python extension).
-cargo test --release --workspace --exclude diffphd-python "$@"
-
 step "Python test venv (scripts/py_env.sh)"
 VENV="$(scripts/py_env.sh)"
 echo "$VENV" >&2
+# The Python with meshio and PyVista that the frame-viewer test (tests/cli/vtu_frames.rs) runs.
+export DIFFPHD_PYTHON="${DIFFPHD_PYTHON:-$VENV/bin/python}"
+
+step "cargo test --release --workspace --exclude diffphd-python $*"
+# The extension crate is built by maturin below (it only links as a Python extension).
+cargo test --release --workspace --exclude diffphd-python "$@"
 
 step "maturin develop --release (python/ into the venv, target $CARGO_TARGET_DIR)"
 (cd python && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release --quiet)

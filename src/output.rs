@@ -1,20 +1,20 @@
 //! The library's bridge from the simulation model to the frame writer of
 //! [`crate::io::frames`], which takes plain numbers: the model's bodies become a
 //! [`FrameLayout`] (with the per-element strain-energy density and von Mises stress of
-//! [`crate::solver::cell_fields`] as per-frame cell arrays) and the scene's `[output] format` a
-//! [`FrameFiles`]. The CLI and the Python package write frames through it.
+//! [`crate::solver::cell_fields`] as per-frame cell arrays) and the scene's `[output] format`
+//! and `vtu_encoding` a [`FrameFiles`]. The CLI and the Python package write frames through it.
 
 use crate::io::frames::{CellFields, FrameBody, FrameFiles, FrameLayout};
 use crate::mesh::vtk::vtk_cell_type;
 use crate::mesh::{ElementKind, HEX_VTK_TO_LEX};
-use crate::scene::FrameFormat;
+use crate::scene::{FrameFormat, Output};
 use crate::solver::Model;
 
-impl From<FrameFormat> for FrameFiles {
-    fn from(f: FrameFormat) -> Self {
-        match f {
+impl From<&Output> for FrameFiles {
+    fn from(o: &Output) -> Self {
+        match o.format {
             FrameFormat::Ply => FrameFiles::Ply,
-            FrameFormat::Vtu => FrameFiles::Vtu,
+            FrameFormat::Vtu => FrameFiles::Vtu(o.vtu_encoding),
         }
     }
 }

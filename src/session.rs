@@ -13,7 +13,7 @@ use crate::gpu::Backend;
 use crate::io::frames::FrameWriter;
 use crate::model::{OnNonConvergence, SolverMethod};
 use crate::optimize::problem::{Problem, ProblemError};
-use crate::scene::{FrameFormat, LoadedScene, ModelError, SceneError};
+use crate::scene::{LoadedScene, ModelError, Output, SceneError};
 use crate::solver::rollout::{self, Flow, RolloutError};
 use crate::solver::{Model, Simulator, SolverError, StepStats};
 use std::path::Path;
@@ -461,16 +461,16 @@ pub fn inverted_elements(model: &Model, x: &[f64]) -> Option<(usize, usize)> {
 }
 
 /// Write the frames `frames` (number, time, positions, velocities, contact forces; node-major)
-/// of `model` into `dir` as `diffphd simulate` does (`[output] format`); the file names.
+/// of `model` into `dir` as `diffphd simulate` does (`[output] format` and `vtu_encoding`); the file names.
 /// `dir` must exist. Unlike the command line, it neither claims the folder nor writes
 /// `log.json`.
 pub fn write_frames<'a>(
     model: &Model,
-    format: FrameFormat,
+    output: &Output,
     dir: &Path,
     frames: impl IntoIterator<Item = (usize, f64, &'a [f64], &'a [f64], Option<&'a [f64]>)>,
 ) -> Result<Vec<String>, SessionError> {
-    let mut writer = FrameWriter::new(model, format);
+    let mut writer = FrameWriter::new(model, output);
     let mut names = vec![];
     for (frame, t, x, v, fc) in frames {
         let name = writer

@@ -24,7 +24,7 @@ pub enum MeshCommand {
     /// Counts, bounding box, volume, quality and defects of a volumetric mesh.
     Info {
         /// Mesh file: .node/.ele (TetGen), .msh (gmsh 2.2/4.1 ASCII), .mesh (MEDIT), .vtk
-        /// (legacy ASCII), .bin (DiffPD).
+        /// (legacy ASCII), .vtu (VTK XML), .bin (DiffPD).
         file: PathBuf,
         /// Print the report as JSON.
         #[arg(long)]

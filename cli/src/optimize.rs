@@ -368,8 +368,7 @@ fn write_outputs(
             return Ok(());
         }
     };
-    let mut frames_out =
-        diffphd::io::frames::FrameWriter::new(&model, problem.ls.scene.output.format);
+    let mut frames_out = diffphd::io::frames::FrameWriter::new(&model, &problem.ls.scene.output);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
         if let Some(what) = super::simulate::unrepresentable_state(&model, x, v, None) {

@@ -461,7 +461,7 @@ struct FrameOutput {
 impl FrameOutput {
     fn new(model: &Model, ls: &LoadedScene) -> FrameOutput {
         FrameOutput {
-            writer: FrameWriter::new(model, ls.scene.output.format),
+            writer: FrameWriter::new(model, &ls.scene.output),
             write_frames: ls.scene.output.frames,
             every: ls.scene.output.every,
             has_obstacles: diffphd::contact::enabled(model),

@@ -747,7 +747,7 @@ fn run_rollout(
                 .map(|f| arrays::out(to3(f).into_pyarray(py)).unbind()),
             log: log_py.unbind(),
             model: model.clone(),
-            format: ls.scene.output.format,
+            output: ls.scene.output.clone(),
             dt: model.h,
         })
     })?;
@@ -799,7 +799,7 @@ struct Rollout {
     #[pyo3(get)]
     log: Py<PyDict>,
     model: Arc<Model>,
-    format: diffphd::scene::FrameFormat,
+    output: diffphd::scene::Output,
     dt: f64,
 }
 
@@ -855,10 +855,10 @@ impl Rollout {
             )
         });
         let model = &self.model;
-        let format = self.format;
+        let output = &self.output;
         let frames: Vec<_> = frames.collect();
         guarded(py, || {
-            session::write_frames(model, format, Path::new(&dir), frames)
+            session::write_frames(model, output, Path::new(&dir), frames)
         })?
         .map_err(|e| session_err(py, e))
     }

@@ -3,16 +3,19 @@
 //! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
 //!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
 //! - **VTU** (`frame_00012.vtu`): the whole volume mesh, every body in one `<Piece>` (bodies may
-//!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), cell
-//!   arrays `tag` (the body index), `youngs_modulus` and the layout's per-frame [`CellFields`]
-//!   (strain-energy density and von Mises stress for simulations). A ParaView collection `frames.pvd`
+//!   mix tets and hexes), point arrays `velocity` (and `contact_force` with obstacles), `node`
+//!   (the global node index) and `body`, cell arrays `tag` and `body` (both the body index),
+//!   `youngs_modulus` and the layout's per-frame [`CellFields`] (strain-energy density and von
+//!   Mises stress for simulations), in the [`VtuEncoding`] chosen (appended zlib-compressed
+//!   binary by default). A ParaView collection `frames.pvd`
 //!   lists every written frame with its time; it is rewritten (atomically) after each frame,
 //!   so a run that fails part-way leaves a valid collection of the frames it wrote.
 //!
 //! The writer takes plain numbers ([`FrameLayout`]): the caller describes each body's node
 //! range, cells and surface once, and hands positions and velocities per frame.
 
-use super::vtu::{encode_pvd, encode_vtu_pieces, PointField, VtuPiece};
+pub use super::vtu::VtuEncoding;
+use super::vtu::{encode_pvd, encode_vtu_pieces, IntArray, PointField, VtuPiece};
 use super::{ply, write_atomic};
 use std::ops::Range;
 use std::path::Path;
@@ -32,8 +35,8 @@ pub fn vtu_frame_name(frame: usize) -> String {
 pub enum FrameFiles {
     /// Binary PLY boundary surfaces.
     Ply,
-    /// VTK XML volumes plus a `frames.pvd` collection.
-    Vtu,
+    /// VTK XML volumes in the given encoding plus a `frames.pvd` collection.
+    Vtu(VtuEncoding),
 }
 
 /// One body of the simulation as the frame writer sees it.
@@ -156,6 +159,10 @@ struct VolumeBody {
     tags: Vec<i64>,
     nodes: Range<usize>,
     youngs: Vec<f64>,
+    /// Global node index of each of the body's nodes.
+    node_index: Vec<i64>,
+    /// The body index, once per node.
+    node_body: Vec<i64>,
 }
 
 /// Volume output data shared by all frames: one single-kind cell set per body in body-local
@@ -163,15 +170,18 @@ struct VolumeBody {
 pub struct VolumeMap {
     bodies: Vec<VolumeBody>,
     cell_fields: Option<CellFields>,
+    encoding: VtuEncoding,
 }
 
 impl VolumeMap {
-    pub fn new(layout: &FrameLayout) -> Self {
+    pub fn new(layout: &FrameLayout, encoding: VtuEncoding) -> Self {
         let bodies = layout
             .bodies
             .iter()
             .enumerate()
             .map(|(bi, b)| VolumeBody {
+                node_index: b.nodes.clone().map(|i| i as i64).collect(),
+                node_body: vec![bi as i64; b.nodes.len()],
                 cell_type: b.cell_type,
                 nodes_per_cell: b.nodes_per_cell,
                 connectivity: b.connectivity.iter().map(|&i| i - b.nodes.start).collect(),
@@ -183,16 +193,17 @@ impl VolumeMap {
         VolumeMap {
             bodies,
             cell_fields: layout.cell_fields.clone(),
+            encoding,
         }
     }
 
-    /// The `.vtu` text of one frame (`x`, `v`, `contact_force` node-major, length 3n).
+    /// The `.vtu` bytes of one frame (`x`, `v`, `contact_force` node-major, length 3n).
     pub fn encode(
         &self,
         x: &[f64],
         v: &[f64],
         contact_force: Option<&[f64]>,
-    ) -> Result<String, String> {
+    ) -> Result<Vec<u8>, String> {
         let split = |a: &[f64], r: &Range<usize>| -> Vec<[f64; 3]> {
             r.clone()
                 .map(|i| [a[3 * i], a[3 * i + 1], a[3 * i + 2]])
@@ -233,21 +244,35 @@ impl VolumeMap {
                 c
             })
             .collect();
+        let ints: Vec<([IntArray<'_>; 2], [IntArray<'_>; 1])> = self
+            .bodies
+            .iter()
+            .map(|b| {
+                (
+                    [("node", &b.node_index[..]), ("body", &b.node_body[..])],
+                    [("body", &b.tags[..])],
+                )
+            })
+            .collect();
         let pieces: Vec<VtuPiece<'_>> = self
             .bodies
             .iter()
             .enumerate()
             .map(|(k, b)| VtuPiece {
-                cell_type: b.cell_type,
-                nodes_per_cell: b.nodes_per_cell,
-                connectivity: &b.connectivity,
-                tags: &b.tags,
-                positions: &data[k].0,
                 point_fields: &fields[k],
+                point_ints: &ints[k].0,
+                cell_ints: &ints[k].1,
                 cell_scalars: &cells[k],
+                ..VtuPiece::new(
+                    b.cell_type,
+                    b.nodes_per_cell,
+                    &b.connectivity,
+                    &b.tags,
+                    &data[k].0,
+                )
             })
             .collect();
-        encode_vtu_pieces(&pieces).map_err(|e| e.to_string())
+        encode_vtu_pieces(&pieces, self.encoding).map_err(|e| e.to_string())
     }
 }
 
@@ -268,8 +293,8 @@ impl FrameWriter {
         let layout = layout.into();
         match files.into() {
             FrameFiles::Ply => FrameWriter::Ply(SurfaceMap::new(&layout)),
-            FrameFiles::Vtu => FrameWriter::Vtu {
-                map: VolumeMap::new(&layout),
+            FrameFiles::Vtu(encoding) => FrameWriter::Vtu {
+                map: VolumeMap::new(&layout, encoding),
                 written: Vec::new(),
             },
         }
@@ -293,10 +318,10 @@ impl FrameWriter {
             }
             FrameWriter::Vtu { map, written } => {
                 let name = vtu_frame_name(frame);
-                let text = map
+                let bytes = map
                     .encode(x, v, contact_force)
                     .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-                write_atomic(&dir.join(&name), text.as_bytes())?;
+                write_atomic(&dir.join(&name), &bytes)?;
                 written.retain(|(_, n)| *n != name);
                 written.push((time, name.clone()));
                 write_atomic(&dir.join("frames.pvd"), encode_pvd(written).as_bytes())?;
@@ -341,9 +366,9 @@ mod tests {
     /// Per-frame cell arrays are evaluated at the frame's positions and split per body.
     #[test]
     fn volume_frames_carry_the_layouts_cell_fields_per_body() {
-        let map = VolumeMap::new(&layout());
+        let map = VolumeMap::new(&layout(), VtuEncoding::Ascii);
         let x: Vec<f64> = (0..36).map(|i| i as f64).collect();
-        let text = map.encode(&x, &vec![0.0; 36], None).unwrap();
+        let text = String::from_utf8(map.encode(&x, &vec![0.0; 36], None).unwrap()).unwrap();
         let block = text
             .split("Name=\"first_x\" format=\"ascii\">\n")
             .nth(1)
@@ -364,10 +389,10 @@ mod tests {
 
     #[test]
     fn volume_frames_hold_every_body_in_one_piece() {
-        let map = VolumeMap::new(&layout());
+        let map = VolumeMap::new(&layout(), VtuEncoding::Ascii);
         let x: Vec<f64> = (0..36).map(|i| i as f64).collect();
         let v = vec![0.0; 36];
-        let text = map.encode(&x, &v, None).expect("vtu");
+        let text = String::from_utf8(map.encode(&x, &v, None).expect("vtu")).unwrap();
         assert_eq!(text.matches("<Piece ").count(), 1);
         assert!(text.contains("<Piece NumberOfPoints=\"12\" NumberOfCells=\"2\">"));
         // The hex body's connectivity is shifted past the tet body's 4 points; its positions

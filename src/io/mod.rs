@@ -1,4 +1,5 @@
-//! Files in and out: frames (binary PLY surfaces, `.vtu` volumes), the decimal text of
+//! Files in and out: frames (binary PLY surfaces, `.vtu` volumes; `.vtu` also read back into
+//! plain arrays by [`vtu_read`]), the decimal text of
 //! numbers, and size-limited reading of input files (the run log's schema is
 //! `cli::log`, beside the command that writes it). Every output file is
 //! written to a temporary name and renamed into place, so a run killed half-way leaves each
@@ -10,6 +11,7 @@ pub mod outdir;
 pub mod ply;
 pub mod text;
 pub mod vtu;
+pub mod vtu_read;
 
 use std::io::Write;
 use std::path::Path;

@@ -23,6 +23,7 @@ mod records;
 pub mod tetgen;
 pub mod vtk;
 mod vtk_tokens;
+pub mod vtu;
 pub mod writers;
 
 // The simulation's mesh layer: generators, validation, boundary surface.
@@ -53,7 +54,7 @@ pub enum MeshFormat {
     Medit,
     /// Legacy VTK `.vtk`, ASCII `UNSTRUCTURED_GRID`.
     Vtk,
-    /// VTK XML `.vtu`, ASCII (write only).
+    /// VTK XML `.vtu` unstructured grid: ASCII, raw or base64 binary, zlib-compressed.
     Vtu,
     /// DiffPD's binary `.bin` (`Mesh<3, 4|8>`).
     DiffpdBin,

@@ -6,6 +6,8 @@
 //! - **gmsh** `.msh`, ASCII 2.2 and 4.1 ([`crate::mesh::gmsh`]);
 //! - **MEDIT** `.mesh`, ASCII ([`crate::mesh::medit`]);
 //! - **legacy VTK** `.vtk`, ASCII unstructured grid ([`crate::mesh::vtk`]);
+//! - **VTK XML** `.vtu`, ASCII or binary (raw, base64, zlib) unstructured grid
+//!   ([`crate::mesh::vtu`]);
 //! - **DiffPD** `.bin` ([`crate::mesh::diffpd_bin`]).
 //!
 //! The readers return the mesh as stored: they do not reorient or validate elements (run
@@ -23,14 +25,15 @@
 //! file length before anything is allocated for them.
 //!
 //! The text-level parsers are re-exported here for callers that hold the file contents
-//! (fuzzing, tests): [`parse_tetgen`], [`parse_msh`], [`parse_medit`], [`parse_vtk`] and
-//! [`parse_bin`]; `path` only labels their errors.
+//! (fuzzing, tests): [`parse_tetgen`], [`parse_msh`], [`parse_medit`], [`parse_vtk`], [`parse_vtu`]
+//! and [`parse_bin`]; `path` only labels their errors.
 
 pub use super::diffpd_bin::parse_bin;
 pub use super::gmsh::parse_msh;
 pub use super::medit::parse_medit;
 pub use super::tetgen::parse_tetgen;
 pub use super::vtk::parse_vtk;
+pub use super::vtu::parse_vtu;
 
 use super::lexer::{display, read_bytes, read_text, with_suffix};
 use super::tetgen::read_tetgen;
@@ -39,7 +42,8 @@ use std::path::Path;
 
 /// Reads a tet or hex mesh, choosing the format by extension: `.node`/`.ele` (or a stem with a
 /// `<stem>.node` next to it) → TetGen, `.msh` → gmsh ASCII 2.2/4.1, `.mesh` → MEDIT ASCII,
-/// `.vtk` → legacy VTK ASCII unstructured grid ([`crate::mesh::vtk`]), `.bin` → DiffPD binary
+/// `.vtk` → legacy VTK ASCII unstructured grid ([`crate::mesh::vtk`]), `.vtu` → VTK XML
+/// unstructured grid ([`crate::mesh::vtu`]), `.bin` → DiffPD binary
 /// ([`crate::mesh::diffpd_bin`]). See the module documentation for the exact subset of each
 /// format.
 pub fn read_mesh(path: &Path) -> Result<Mesh, MeshError> {
@@ -103,10 +107,10 @@ pub fn read_mesh_with_source(path: &Path) -> Result<(Mesh, MeshSource), MeshErro
             let bytes = read_bytes(path)?;
             Ok((parse_bin(&bytes, &display(path))?, source(format, Some(0))))
         }
-        MeshFormat::Vtu => Err(MeshError::Format {
-            path: display(path),
-            msg: ".vtu files can be written but not read; use legacy .vtk for input".into(),
-        }),
+        MeshFormat::Vtu => {
+            let bytes = read_bytes(path)?;
+            Ok((parse_vtu(&bytes, &display(path))?, source(format, Some(0))))
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! VTK unstructured grids: legacy `.vtk` (ASCII) read and write, XML `.vtu` (ASCII) write.
+//! VTK unstructured grids: legacy `.vtk` (ASCII) read and write, XML `.vtu` (ASCII) write
+//! (reading `.vtu` is [`crate::mesh::vtu`]).
 //!
 //! **Legacy reader** ([`parse_vtk`]): line 1 `# vtk DataFile Version x.y`, line 2 a title
 //! (anything, may be empty), line 3 `ASCII` (`BINARY` is rejected), then the free-format
@@ -39,7 +40,7 @@ use super::vtk_tokens::{
     attribute, other_cell, read_cells, Cells, Tokens, VTK_HEXAHEDRON, VTK_TETRA, VTK_VOXEL,
 };
 use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
-use crate::io::vtu::{encode_vtu_pieces, CellScalar, PointField, VtuError, VtuPiece};
+use crate::io::vtu::{encode_vtu_pieces, CellScalar, PointField, VtuEncoding, VtuError, VtuPiece};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -391,21 +392,25 @@ pub fn encode_vtu(
         .flat_map(|e| file_order(mesh, e))
         .collect();
     let piece = VtuPiece {
-        cell_type: vtk_cell_type(mesh.kind),
-        nodes_per_cell: mesh.kind.nodes(),
-        connectivity: &connectivity,
-        tags: &mesh.tags,
-        positions,
         point_fields,
         cell_scalars,
+        ..VtuPiece::new(
+            vtk_cell_type(mesh.kind),
+            mesh.kind.nodes(),
+            &connectivity,
+            &mesh.tags,
+            positions,
+        )
     };
-    encode_vtu_pieces(&[piece]).map_err(|e| match e {
+    let bytes = encode_vtu_pieces(&[piece], VtuEncoding::Ascii).map_err(|e| match e {
         VtuError::NonFinite { node, position } => MeshError::BadNode {
             node,
             msg: format!("non-finite position {position:?}"),
         },
         e => MeshError::Invalid(e.to_string()),
-    })
+    })?;
+    // The ASCII encoding writes only ASCII text.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Writes a `.vtu` file (see [`encode_vtu`]) atomically.

@@ -763,6 +763,10 @@ pub struct Output {
     /// plus a ParaView collection `frames.pvd`).
     #[serde(default)]
     pub format: FrameFormat,
+    /// How `.vtu` frames store their arrays: `"zlib"` (appended binary in zlib-compressed
+    /// blocks, default), `"binary"` (appended raw binary) or `"ascii"` (decimal text).
+    #[serde(default)]
+    pub vtu_encoding: crate::io::vtu::VtuEncoding,
 }
 
 /// `[output] format`.
@@ -788,6 +792,7 @@ impl Default for Output {
             every: 1,
             frames: true,
             format: FrameFormat::Ply,
+            vtu_encoding: Default::default(),
         }
     }
 }

@@ -20,3 +20,4 @@ mod scenes;
 mod schema;
 mod session;
 mod sweep;
+mod vtu_frames;

@@ -139,6 +139,10 @@ fn convert_chain_preserves_the_mesh() {
     assert_eq!(read_mesh(&d.join("g.msh")).expect("read"), m);
     let r = mesh_cmd(d, &["convert", "f.vtk", "h.vtu"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read_mesh(&d.join("h.vtu")).expect("read .vtu"), m);
+    let r = mesh_cmd(d, &["convert", "h.vtu", "i.msh"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read_mesh(&d.join("i.msh")).expect("read"), m);
     // Scaling, and errors: hexes cannot go to TetGen, unknown extensions.
     let r = mesh_cmd(d, &["convert", "a.vtk", "s.vtk", "--scale", "2"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -235,9 +235,73 @@ select = { face = "x_min" }
         "simulate",
         &two_bodies,
         &[],
-        &["--set", "output.format=\"vtu\""],
+        &[
+            "--set",
+            "output.format=\"vtu\"",
+            "--set",
+            "output.vtu_encoding=\"ascii\"",
+        ],
     );
     assert_eq!(vtu.code, 0, "{}", vtu.stderr);
+    // The default encoding (appended, zlib-compressed binary) holds the same arrays, bit for
+    // bit, as read by the library's reader.
+    let zlib = run_cli(
+        "simulate",
+        &two_bodies,
+        &[],
+        &["--set", "output.format=\"vtu\""],
+    );
+    assert_eq!(zlib.code, 0, "{}", zlib.stderr);
+    let bytes = std::fs::read(zlib.out().join("frame_00004.vtu")).unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("compressor=\"vtkZLibDataCompressor\""));
+    let grid = diffphd::io::vtu_read::parse_vtu_grid(&bytes).expect("zlib frame");
+    let ascii_xml = std::fs::read_to_string(vtu.out().join("frame_00004.vtu")).unwrap();
+    assert_eq!(
+        grid.points.concat(),
+        vtu_pieces(&ascii_xml, "Points").concat()
+    );
+    let (point_xml, cell_xml) = ascii_xml.split_once("<CellData").unwrap();
+    let cell_xml = format!("<Piece {cell_xml}");
+    for (arrays, xml) in [
+        (&grid.point_data, point_xml),
+        (&grid.cell_data, &cell_xml[..]),
+    ] {
+        for a in arrays {
+            assert_eq!(
+                a.values.to_f64(),
+                vtu_pieces(xml, &a.name).concat(),
+                "{}",
+                a.name
+            );
+        }
+    }
+    let names: Vec<&str> = grid
+        .point_data
+        .iter()
+        .chain(&grid.cell_data)
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "velocity",
+            "node",
+            "body",
+            "tag",
+            "body",
+            "youngs_modulus",
+            "strain_energy_density",
+            "von_mises_stress"
+        ]
+    );
+    // `body` per point (36 nodes of body 0, then 18 of body 1) and per cell (72 tets, 4 hexes).
+    let expect = |n0: usize, n1: usize| [vec![0.0; n0], vec![1.0; n1]].concat();
+    assert_eq!(vtu_pieces(point_xml, "body")[0], expect(36, 18));
+    assert_eq!(vtu_pieces(&cell_xml, "body")[0], expect(72, 4));
+    assert_eq!(
+        vtu_pieces(point_xml, "node")[0],
+        (0..54).map(f64::from).collect::<Vec<_>>()
+    );
     let ply = run_cli("simulate", &two_bodies, &[], &[]);
     assert_eq!(ply.code, 0, "{}", ply.stderr);
     for f in [0, 2, 4] {
@@ -327,6 +391,8 @@ fn grad_final_state_is_the_simulated_last_frame() {
         "output.every=1",
         "--set",
         "output.format=\"vtu\"",
+        "--set",
+        "output.vtu_encoding=\"ascii\"",
         "--set",
         "loss.term=[{type=\"random_linear\", seed=1}]",
         "--set",
