@@ -55,6 +55,9 @@ echo "# $(date -u +%FT%TZ) commit $(cat .gpu/commit) $(nvidia-smi --query-gpu=na
 D=/tmp/gpubin/diffphd
 export DIFFPHD_REPO="$PWD" DIFFPHD_BIN="$D"   # the test binaries were built elsewhere
 BACKEND="${BACKEND:-cuda}"   # BACKEND=emulator: a dry run of this script on a machine without a GPU
+# A CUDA test without a usable device skips elsewhere; here it fails (tests/common/mod.rs
+# skip_unless_cuda_required), so a parity run cannot pass without having run on the device.
+[ "$BACKEND" = cuda ] && export REQUIRE_CUDA=1
 timeout 60 $D doctor --compile sm_90 || echo "doctor failed: $?"
 # 0. smoke: one short rollout on the device; without it nothing else is worth the lease
 if ! timeout 60 $D simulate scenes/cantilever.toml --frames 2 --backend "$BACKEND" --quiet \

@@ -26,6 +26,11 @@ pub struct GradcheckArgs {
     /// Decades of finite-difference steps swept below the base step (0 = one step).
     #[arg(long, default_value_t = 4)]
     pub decades: usize,
+    /// A parameter whose gradient is zero by construction (name as printed; repeatable): its
+    /// row passes only when adjoint and finite difference are both zero; any other row whose
+    /// two values are both zero fails ("zero reference").
+    #[arg(long = "expect-zero")]
+    pub expect_zero: Vec<String>,
 }
 
 /// Largest `--decades`: steps below 1e-16 of the base step are all rounding.
@@ -66,12 +71,17 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     super::memory::check_problem(&problem, args.run.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, args.run.quiet)?;
-    for p in &args.params {
-        if !problem.params.iter().any(|q| &q.name == p) {
-            let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();
-            return Err(Failure::input(anyhow::anyhow!(
-                "--param {p:?}: no such parameter; the scene declares {names:?}"
-            )));
+    for (flag, list) in [
+        ("--param", &args.params),
+        ("--expect-zero", &args.expect_zero),
+    ] {
+        for p in list {
+            if !problem.params.iter().any(|q| &q.name == p) {
+                let names: Vec<&str> = problem.params.iter().map(|q| q.name.as_str()).collect();
+                return Err(Failure::input(anyhow::anyhow!(
+                    "{flag} {p:?}: no such parameter; the scene declares {names:?}"
+                )));
+            }
         }
     }
     if problem.params.is_empty() {
@@ -86,6 +96,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
         rtol: args.rtol,
         atol: args.atol,
         decades: args.decades,
+        expect_zero: args.expect_zero.clone(),
     };
     let report = gradcheck::check(&problem, &opts)
         .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;

@@ -7,6 +7,12 @@
 //! reported value is the smaller step of the consecutive pair that agrees best (a plateau
 //! between truncation error at large steps and solver noise at small ones). The choice never looks at the
 //! adjoint value; the whole sweep is in the JSON report.
+//!
+//! Zero reference: a row whose adjoint and central difference are both below
+//! [`ZERO_REL`]$\,|\mathcal L|$ (or both exactly 0) compares nothing — a parameter cut off from
+//! the physics has a zero adjoint and a zero difference — so it fails as "zero reference"
+//! unless the caller lists it in [`Options::expect_zero`]; a listed row passes only when both
+//! are that small.
 
 use super::problem::{Evaluation, Problem};
 use crate::solver::SolverError;
@@ -28,7 +34,16 @@ pub struct CheckRow {
     pub pass: bool,
     /// Some finite-difference forward did not converge (the row then fails).
     pub fd_nonconverged: bool,
+    /// Adjoint and central difference both at most [`ZERO_REL`]·|loss|: nothing was compared.
+    pub zero_reference: bool,
+    /// The caller stated that this gradient is zero ([`Options::expect_zero`]).
+    pub zero_expected: bool,
 }
+
+/// Below $10^{-10}|\mathcal L|$ (in loss units per unit of the working variable) a gradient
+/// and its central difference count as zero: a step of $10^{-6}$ turns the loss's round-off
+/// ($\sim10^{-16}|\mathcal L|$) into differences of $\sim10^{-10}|\mathcal L|$.
+pub const ZERO_REL: f64 = 1e-10;
 
 /// Full report.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -52,6 +67,9 @@ pub struct Options {
     pub atol: f64,
     /// Number of decades swept below the base step (0 = a single step).
     pub decades: usize,
+    /// Parameters whose gradient is zero by construction: their rows pass only as a zero
+    /// reference, and every other row fails as one.
+    pub expect_zero: Vec<String>,
 }
 
 /// Run the check.
@@ -100,8 +118,16 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
         let abs_error = (adj - fd).abs();
         let scale = adj.abs().max(fd.abs());
         let rel_error = if scale > 0.0 { abs_error / scale } else { 0.0 };
-        // A finite difference over non-converged forwards is not evidence either way.
-        let pass = abs_error <= opts.rtol * scale + opts.atol && !fd_nonconverged;
+        let zero_reference = adj.is_finite() && fd.is_finite() && scale <= ZERO_REL * ev.loss.abs();
+        let zero_expected = opts.expect_zero.iter().any(|z| z == &p.name);
+        // A finite difference over non-converged forwards is not evidence either way; a zero
+        // reference only when the caller said zero is the answer.
+        let agree = if zero_expected {
+            zero_reference
+        } else {
+            abs_error <= opts.rtol * scale + opts.atol && !zero_reference
+        };
+        let pass = agree && !fd_nonconverged;
         rows.push(CheckRow {
             name: p.name.clone(),
             theta: theta[i],
@@ -114,6 +140,8 @@ pub fn check(problem: &Problem, opts: &Options) -> Result<Report, SolverError> {
             rel_error,
             pass,
             fd_nonconverged,
+            zero_reference,
+            zero_expected,
         });
     }
     let all_pass = rows.iter().all(|r| r.pass)
@@ -143,7 +171,13 @@ pub fn table(r: &Report) -> String {
             row.finite_difference,
             row.rel_error,
             row.step,
-            if row.pass { "PASS" } else { "FAIL" }
+            match (row.pass, row.zero_reference, row.zero_expected) {
+                (true, _, true) => "PASS (zero expected)",
+                (true, _, false) => "PASS",
+                (false, true, false) => "FAIL (zero reference)",
+                (false, _, true) => "FAIL (zero expected)",
+                (false, _, false) => "FAIL",
+            }
         ));
     }
     let e = &r.evaluation;
@@ -170,4 +204,60 @@ pub fn table(r: &Report) -> String {
         r.rows.len() - passed
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimize::problem::Problem;
+
+    /// A two-cell bar clamped at x_min, its density the one parameter, with `loss`.
+    fn problem(loss: &str) -> Problem {
+        let text = format!(
+            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 2\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[body.dirichlet]]\nselect = {{ face = \"x_min\" }}\n{loss}[[parameter]]\nkind = \"density\"\n"
+        );
+        let ls = crate::scene::load_str(&text, std::path::Path::new("inline.toml"), &[])
+            .expect("scene loads");
+        Problem::new(ls).expect("problem builds")
+    }
+
+    fn opts(expect_zero: &[&str]) -> Options {
+        Options {
+            only: vec![],
+            eps: None,
+            rtol: 1e-4,
+            atol: 0.0,
+            decades: 4,
+            expect_zero: expect_zero.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn zero_reference_fails_unless_expected() {
+        // a loss the parameter moves: a real comparison, which passes
+        let moved = problem("[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n");
+        let rep = check(&moved, &opts(&[])).unwrap();
+        let row = &rep.rows[0];
+        assert!(
+            !row.zero_reference && row.pass && rep.all_pass,
+            "{}",
+            table(&rep)
+        );
+        // the same parameter declared zero: it is not, so the row fails
+        let rep = check(&moved, &opts(&[&row.name])).unwrap();
+        assert!(!rep.rows[0].pass && !rep.all_pass, "{}", table(&rep));
+        // a loss no parameter reaches (a constant): adjoint 0 and FD 0 compare nothing
+        let flat = problem("[[loss.term]]\ntype = \"random_linear\"\nseed = 1\nweight = 0.0\n");
+        let rep = check(&flat, &opts(&[])).unwrap();
+        let row = &rep.rows[0];
+        assert!(
+            row.zero_reference && !row.pass && !rep.all_pass,
+            "{}",
+            table(&rep)
+        );
+        assert!(table(&rep).contains("FAIL (zero reference)"));
+        // ... unless zero is stated to be the answer
+        let rep = check(&flat, &opts(&[&row.name])).unwrap();
+        assert!(rep.rows[0].pass && rep.all_pass, "{}", table(&rep));
+    }
 }

@@ -39,7 +39,9 @@ fn expect_error(scene: &str, files: &[(&str, &str)], needles: &[&str]) {
 fn good_scene_runs() {
     let r = run_cli("simulate", GOOD, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.out().join("frame_00002.ply").exists());
+    let n = common::ply_vertices(&r.out().join("frame_00002.ply"));
+    let x0 = common::ply_vertices(&r.out().join("frame_00000.ply"));
+    assert_eq!(n, x0, "every frame holds every node");
 }
 
 #[test]

@@ -102,7 +102,7 @@ macro_rules! on_every_device {
             fn $name() {
                 match diffphd::gpu::cuda::Cuda::new(0) {
                     Ok(dev) => super::$body(&dev),
-                    Err(e) => eprintln!("skipping on CUDA: {e}"),
+                    Err(e) => $crate::common::skip_unless_cuda_required(&e.to_string()),
                 }
             })*
         }
@@ -145,7 +145,8 @@ pub fn grad_cli(text: &str, args: &[String], backend: &str) -> (Vec<f64>, f64) {
     (g, json["evaluation"]["loss"].as_f64().unwrap())
 }
 
-/// `diffphd grad` of `text` with `args` on `backend`: its grad.json.
+/// `diffphd grad` of `text` with `args` on `backend`: its grad.json, after checking that a
+/// device backend launched kernels in the forward and in the backward and the CPU none.
 pub fn grad_cli_json(text: &str, args: &[String], backend: &str) -> serde_json::Value {
     let mut a = args.to_vec();
     a.extend(["--backend".to_string(), backend.to_string()]);
@@ -155,5 +156,18 @@ pub fn grad_cli_json(text: &str, args: &[String], backend: &str) -> serde_json::
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(r.out().join("grad.json")).unwrap()).unwrap();
     assert_eq!(json["backend"], backend, "{json}");
+    // The label is what the flag asked for; the device counters prove where the work ran
+    // (a silent fall-back to the CPU has no device launches).
+    for phase in ["forward_traffic", "backward_traffic"] {
+        let launches = json["evaluation"][phase]["launches"].as_u64();
+        if backend == "cpu" {
+            assert_eq!(launches, None, "cpu: {phase} recorded device traffic");
+        } else {
+            assert!(
+                launches.is_some_and(|n| n > 0),
+                "{backend}: no device launches in evaluation.{phase}"
+            );
+        }
+    }
     json
 }

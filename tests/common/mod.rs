@@ -21,6 +21,24 @@ pub fn repo() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
 }
 
+/// A test that cannot run here says why and returns; under `CI=true` (where the project's
+/// scripts install what the tests need, `scripts/ci_deps.sh`) it fails instead.
+pub fn skip_unless_ci(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and a test would skip: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+/// Under `REQUIRE_CUDA=1` (set by `scripts/gpu_device.sh`) a CUDA test without a usable
+/// device fails; elsewhere it says why and skips.
+pub fn skip_unless_cuda_required(why: &str) {
+    if std::env::var_os("REQUIRE_CUDA").is_some_and(|v| v == "1") {
+        panic!("REQUIRE_CUDA=1 but no usable CUDA device: {why}");
+    }
+    eprintln!("skipping on CUDA: {why}");
+}
+
 /// Outcome of one CLI run.
 pub struct RunOut {
     pub code: i32,
@@ -63,6 +81,41 @@ pub fn run_cli(cmd: &str, scene: &str, extra_files: &[(&str, &str)], args: &[&st
     }
 }
 
+/// The vertex count of a frame file written by `simulate` (PLY, ASCII or binary), after
+/// parsing all of it: a file that merely exists, or holds a header only, fails.
+pub fn ply_vertices(path: &Path) -> usize {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let ply = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new()
+        .read_ply(&mut std::io::BufReader::new(file))
+        .unwrap_or_else(|e| panic!("{}: not a valid PLY: {e}", path.display()));
+    let n = ply.payload.get("vertex").map_or(0, |v| v.len());
+    assert!(n > 0, "{}: no vertices", path.display());
+    n
+}
+
+/// `optimized.toml` in `out` loads as a scene whose declared parameters hold the values of
+/// `best.parameters` (user units) from the same run's optimize.json.
+pub fn assert_optimized_scene(out: &Path, best: &serde_json::Value) {
+    let path = out.join("optimized.toml");
+    let ls = diffphd::scene::load(&path, &[])
+        .unwrap_or_else(|e| panic!("{}: does not load: {e}", path.display()));
+    let problem = diffphd::optimize::problem::Problem::new(ls).expect("optimized.toml's problem");
+    let written = problem.values_at(&problem.theta0());
+    let want: Vec<f64> = best["parameters"]
+        .as_array()
+        .expect("best.parameters")
+        .iter()
+        .map(|v| v.as_f64().expect("a number"))
+        .collect();
+    assert_eq!(written.len(), want.len(), "{written:?} vs {want:?}");
+    for (w, b) in written.iter().zip(&want) {
+        assert!(
+            (w - b).abs() <= 1e-9 * b.abs(),
+            "optimized.toml holds {written:?}, best is {want:?}"
+        );
+    }
+}
+
 /// Per-frame PD iteration counts from a log.
 pub fn iterations(log: &serde_json::Value) -> Vec<u64> {
     log["frames"]
@@ -79,8 +132,13 @@ pub fn load(text: &str, sets: &[&str]) -> diffphd::scene::LoadedScene {
     diffphd::scene::load_str(text, Path::new("inline.toml"), &sets).expect("scene loads")
 }
 
+/// Least sweep of a gradient check: the spec (§10.4) and `docs/gradcheck.md` promise ≥ 4
+/// decades of steps.
+pub const MIN_DECADES: usize = 4;
+
 /// Build the inverse problem of a scene text and run `diffphd gradcheck`'s own check
-/// (all declared parameters, step sweep over `decades` decades).
+/// (all declared parameters, step sweep over `decades` ≥ [`MIN_DECADES`] decades; a row whose
+/// adjoint and central difference are both zero fails as a "zero reference").
 pub fn gradcheck_text(
     text: &str,
     rtol: f64,
@@ -89,6 +147,10 @@ pub fn gradcheck_text(
     diffphd::optimize::gradcheck::Report,
     diffphd::optimize::problem::Problem,
 ) {
+    assert!(
+        decades >= MIN_DECADES,
+        "a sweep of {decades} < {MIN_DECADES} decades"
+    );
     let problem =
         diffphd::optimize::problem::Problem::new(load(text, &[])).expect("problem builds");
     let opts = diffphd::optimize::gradcheck::Options {
@@ -97,21 +159,34 @@ pub fn gradcheck_text(
         rtol,
         atol: 0.0,
         decades,
+        expect_zero: vec![],
     };
     let rep = diffphd::optimize::gradcheck::check(&problem, &opts).expect("check runs");
     eprint!("{}", diffphd::optimize::gradcheck::table(&rep));
     (rep, problem)
 }
 
-/// Every parameter passed, and every forward and adjoint step converged.
+/// Every parameter passed (so none had a zero reference: adjoint and central difference both
+/// ~0 fail the row, `gradcheck::ZERO_REL`), and every forward and adjoint step converged.
 pub fn assert_all_pass(name: &str, rep: &diffphd::optimize::gradcheck::Report) {
     let failed: Vec<String> = rep
         .rows
         .iter()
         .filter(|r| !r.pass)
-        .map(|r| format!("{} (rel.err {:.2e})", r.name, r.rel_error))
+        .map(|r| {
+            let zero = if r.zero_reference {
+                ", zero reference"
+            } else {
+                ""
+            };
+            format!("{} (rel.err {:.2e}{zero})", r.name, r.rel_error)
+        })
         .collect();
     assert!(failed.is_empty(), "{name}: failed {failed:?}");
+    assert!(
+        rep.rows.iter().all(|r| !r.zero_reference),
+        "{name}: a zero reference"
+    );
     assert!(
         rep.evaluation.nonconverged_backward_frames.is_empty(),
         "{name}: adjoint not converged"

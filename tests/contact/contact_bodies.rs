@@ -1,7 +1,8 @@
 //! Contact between the bodies of one scene (issue 4): node against the other body's boundary
 //! triangles (`[contact] bodies = true`). A stiff body striking a soft one must not
 //! penetrate it beyond the stated tolerance, and gradients through body–body contact agree
-//! with central finite differences (smoothed FB within 1e-4; hard contact reported).
+//! with central finite differences within 1e-4 (smoothed FB, and hard contact where the
+//! finite-difference steps cross no switch).
 
 use crate::common;
 
@@ -36,20 +37,21 @@ fn two_bodies_smoothed_gradients() {
     let ro = forward_rollout(&model, &settings);
     let active: usize = ro.iter().map(|(a, _)| *a).max().unwrap();
     assert!(active >= 4, "no body contact in the horizon: {active}");
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("two bodies, smoothed", &rep);
 }
 
-/// Hard body–body contact (2ε² = 0): report the agreement honestly (the step map is only
-/// piecewise smooth), requiring finite gradients only.
+/// Hard body–body contact (2ε² = 0): the step map is only piecewise smooth, but here the
+/// finite-difference steps cross no switch, so every row must agree within 1e-4
+/// (docs/contact.md §6 measured ≤ 2.3e-6).
 #[test]
 fn two_bodies_hard_report() {
     let text = two_bodies(0.0, 0.3, 12, PARAMS);
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     for r in &rep.rows {
         eprintln!("two bodies, hard: {} rel.err {:.2e}", r.name, r.rel_error);
-        assert!(r.adjoint.is_finite());
     }
+    common::assert_all_pass("two bodies, hard", &rep);
 }
 
 /// Per frame (active contacts, max penetration) of a forward rollout.

@@ -1,8 +1,8 @@
 //! Gradients through frictional contact against central finite differences (issue 4
 //! item 4), with the `gradcheck` machinery: dL/d(initial velocity), dL/dμ and dL/d(obstacle
 //! offset) for a sliding and a bouncing body with the smoothed Fischer–Burmeister model
-//! (2ε² > 0, the same residuals in the forward and the backward), and an honest report for
-//! hard contact (2ε² = 0).
+//! (2ε² > 0, the same residuals in the forward and the backward), and hard contact (2ε² = 0)
+//! where the finite-difference steps cross no switch (the same 1e-4 bound).
 
 use crate::common;
 
@@ -23,7 +23,7 @@ fn bouncing(smoothing: f64) -> String {
 /// Sliding: the block slides on the ground with friction throughout (dL/dμ ≠ 0).
 #[test]
 fn sliding_block_smoothed() {
-    let (rep, _) = common::gradcheck_text(&sliding(1e-10), 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&sliding(1e-10), 1e-4, 4);
     common::assert_all_pass("sliding, smoothed", &rep);
     let mu = rep.rows.iter().find(|r| r.name == "friction[0]").unwrap();
     assert!(mu.adjoint.abs() > 1e-6, "dL/dmu vanishes: {}", mu.adjoint);
@@ -32,22 +32,25 @@ fn sliding_block_smoothed() {
 /// Bouncing: the block falls, hits the ground with friction and rebounds.
 #[test]
 fn bouncing_block_smoothed() {
-    let (rep, _) = common::gradcheck_text(&bouncing(1e-10), 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&bouncing(1e-10), 1e-4, 4);
     common::assert_all_pass("bouncing, smoothed", &rep);
 }
 
-/// Hard contact (2ε² = 0): the step map is only piecewise smooth; report the agreement.
+/// Hard contact (2ε² = 0): the step map is only piecewise smooth, but in these two scenes the
+/// finite-difference steps cross no impact, separation or stick/slip switch, so the adjoint
+/// is exact and every row must agree within 1e-4 (docs/contact.md §6: worst 2.1e-5 sliding,
+/// 2.3e-8 bouncing).
 #[test]
 fn hard_contact_report() {
     for (name, text) in [
         ("sliding, hard", sliding(0.0)),
         ("bouncing, hard", bouncing(0.0)),
     ] {
-        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!("{name}: {} rel.err {:.2e}", r.name, r.rel_error);
-            assert!(r.adjoint.is_finite());
         }
+        common::assert_all_pass(name, &rep);
     }
 }
 
@@ -76,7 +79,7 @@ fn bouncing_block_penalty() {
 #[test]
 fn block_on_sphere_smoothed() {
     let text = common::scenes::block_on_sphere(1e-10);
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("block on a sphere, smoothed", &rep);
 }
 
@@ -90,7 +93,7 @@ fn pushed_by_moving_box_smoothed() {
     ).replace("velocity = [0.8, 0.3, 0]", "velocity = [0.0, 0.0, 0.0]")
         + "[[parameter]]\nkind = \"obstacle_offset\"\nobstacle = 1\ncomponent = 0\n[[parameter]]\nkind = \"friction\"\nobstacle = 1\n";
     assert!(text.contains("translate") && text.contains("velocity = [0.0, 0.0, 0.0]"));
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("pushed by a moving box, smoothed", &rep);
 }
 
@@ -154,7 +157,7 @@ kind = "density"
 kind = "initial_translation"
 component = 2
 "#;
-    let (rep, _) = common::gradcheck_text(text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(text, 1e-4, 4);
     common::assert_all_pass("clamped beam on the ground, smoothed", &rep);
 }
 
@@ -242,7 +245,7 @@ fn woodbury_adjoint_matches_fixed_point() {
 fn woodbury_adjoint_gradcheck() {
     let text = bouncing(1e-10).replace("[backward]\n", "[backward]\nmethod = \"woodbury\"\n");
     assert!(text.contains("method = \"woodbury\""));
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("bouncing, smoothed, woodbury", &rep);
 }
 

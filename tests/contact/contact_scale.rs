@@ -164,6 +164,6 @@ fn iterative_adjoint_gradcheck_block_on_sphere() {
             "tolerance = 1e-15\nsolver = \"iterative\"\n",
         );
     assert!(!text.contains("center_of_mass") && text.contains("solver = \"iterative\""));
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("block on a sphere, iterative contact solve", &rep);
 }

@@ -231,7 +231,7 @@ attachment = 0
     let frames = rollout(&text);
     let edge: usize = frames.iter().map(|f| f.edge_active).sum();
     assert!(edge >= 1, "no edge–edge contact in the gradient horizon");
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 2);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("strike, smoothed", &rep);
     // the new kinds act on the loss (friction and the attachment both carry the strike)
     for r in &rep.rows {

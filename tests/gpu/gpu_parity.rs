@@ -818,7 +818,7 @@ mod gradients_cuda {
     fn on(check: fn(&diffphd::gpu::cuda::Cuda)) {
         match diffphd::gpu::cuda::Cuda::new(0) {
             Ok(dev) => check(&dev),
-            Err(e) => eprintln!("skipping on CUDA: {e}"),
+            Err(e) => crate::common::skip_unless_cuda_required(&e.to_string()),
         }
     }
     #[test]

@@ -340,7 +340,7 @@ fn sigint_leaves_a_valid_log_with_the_best_point() {
     let v = read_json(&json);
     assert_eq!(v["status"], "interrupted");
     assert!(v["best"]["parameters"].as_array().unwrap().len() == 2);
-    assert!(out.join("optimized.toml").exists());
+    common::assert_optimized_scene(&out, &v["best"]);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
@@ -359,7 +359,7 @@ fn leaving_the_physical_range_fails_cleanly() {
     assert_eq!(v["status"], "failed");
     assert!(v["error"].as_str().unwrap().contains("physical range"));
     assert!(v["best"]["loss"].as_f64().is_some());
-    assert!(r.out().join("optimized.toml").exists());
+    common::assert_optimized_scene(&r.out(), &v["best"]);
 }
 
 #[test]

@@ -101,7 +101,7 @@ fn resumed_run_ends_bitwise_where_an_uninterrupted_run_ends() {
             .collect()
     };
     assert_eq!(clock(&resumed), clock(&stopped));
-    assert!(part.join("optimized.toml").is_file());
+    common::assert_optimized_scene(&part, &resumed["best"]);
 }
 
 #[test]

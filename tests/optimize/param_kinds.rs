@@ -81,7 +81,7 @@ attachment = 1
 #[test]
 fn body_friction_gradient_matches_finite_differences() {
     let text = two_bodies("[[parameter]]\nkind = \"body_friction\"\n");
-    let (rep, problem) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, problem) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("body friction", &rep);
     assert_eq!(problem.params[0].name, "body_friction[bodies]");
     let g = rep.rows[0].adjoint;
@@ -93,7 +93,7 @@ fn body_friction_gradient_matches_finite_differences() {
 /// attachment index counts every `[[body.attachment]]` of the body, hard ones included.
 #[test]
 fn attachment_gradients_match_finite_differences() {
-    let (rep, problem) = common::gradcheck_text(&hanging(ATTACHMENT_PARAMS), 1e-4, 3);
+    let (rep, problem) = common::gradcheck_text(&hanging(ATTACHMENT_PARAMS), 1e-4, 4);
     common::assert_all_pass("attachment", &rep);
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(

@@ -186,7 +186,7 @@ fn newton_gradient_matches_finite_differences() {
         "newton_tol = 1e-12",
         "newton_tol = 1e-12\nmethod = \"newton\"",
     );
-    let rep = common::gradcheck_text(&text, 1e-5, 3).0;
+    let rep = common::gradcheck_text(&text, 1e-5, 4).0;
     common::assert_all_pass("newton NH tet", &rep);
 }
 
@@ -292,14 +292,31 @@ newton_tol = 1e-9
     assert!(sp <= sa, "PPN iterations {sp} vs abs {sa}");
 }
 
-/// `newton` and `diffpd` run the bouncing ball (Newton: the NCP model; DiffPD: its own
-/// active-set glue contact); `diffpd` refuses body–body contact with exit 2, naming the key.
+/// `newton` and `diffpd` run the bouncing ball into the ground (Newton: the NCP model;
+/// DiffPD: its own active-set glue contact); `diffpd` refuses body–body contact with exit 2,
+/// naming the key.
+///
+/// The scene's ball starts 7 cm above the ground and first touches it in frame 14 (measured:
+/// 21 active contacts there, both solvers); lowered to 3 mm above it, the ball is in contact
+/// in frame 1 (measured: 21 active with `newton`, 18 with `diffpd`), so one frame still
+/// exercises each solver's contact path.
 #[test]
 fn baselines_run_contact_and_diffpd_refuses_body_contact() {
     let text = std::fs::read_to_string(common::repo().join("scenes/bouncing_ball.toml")).unwrap();
+    let lowered = "body.0.mesh.origin=[0.0, 0.0, 0.0875]";
     for m in ["newton", "diffpd"] {
-        let out = common::run_cli("simulate", &text, &[], &["--solver", m, "--frames", "1"]);
+        let out = common::run_cli(
+            "simulate",
+            &text,
+            &[],
+            &["--solver", m, "--frames", "1", "--set", lowered],
+        );
         assert_eq!(out.code, 0, "{m}: {}", out.stderr);
+        let log = out.log();
+        let c = &log["frames"][0]["contact"];
+        let active = c["active"].as_u64().expect("contact.active");
+        let lambda = c["max_lambda"].as_f64().expect("contact.max_lambda");
+        assert!(active >= 10 && lambda > 1.0, "{m}: no ground contact: {c}");
     }
     let two = text.replace(
         "[[obstacle]]",
@@ -348,7 +365,7 @@ fn diffpd_glue_contact_gradient_matches_finite_differences() {
     eprintln!("diffpd glue: active per frame {active:?}, max penetration {pen:.2e} m");
     assert!(active.iter().any(|&a| a > 0), "no contact");
     assert!(pen <= 1e-3, "penetration {pen:e}");
-    let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     for r in &rep.rows {
         eprintln!("diffpd glue: {} rel.err {:.2e}", r.name, r.rel_error);
     }
@@ -428,7 +445,8 @@ fn newton_contact_matches_diffphd() {
 }
 
 /// The Newton contact adjoint (one direct solve + contact Schur complement) against central
-/// finite differences: smoothed FB must pass; hard FB is reported (piecewise smooth).
+/// finite differences: smoothed FB must pass, and so must hard FB (piecewise smooth, but the
+/// finite-difference steps of these scenes cross no switch), within 1e-4.
 #[test]
 fn newton_contact_gradient_matches_finite_differences() {
     for (name, text) in [
@@ -439,7 +457,7 @@ fn newton_contact_gradient_matches_finite_differences() {
             "newton_tol = 1e-12",
             "newton_tol = 1e-12\nmethod = \"newton\"",
         );
-        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
         }
@@ -453,11 +471,11 @@ fn newton_contact_gradient_matches_finite_differences() {
             "newton_tol = 1e-12",
             "newton_tol = 1e-12\nmethod = \"newton\"",
         );
-        let (rep, _) = common::gradcheck_text(&text, 1e-4, 3);
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
-            assert!(r.adjoint.is_finite());
         }
+        common::assert_all_pass(name, &rep);
     }
 }
 
@@ -690,7 +708,7 @@ fn newton_muscle_gradient_matches_finite_differences() {
         "newton_tol = 1e-12",
         "newton_tol = 1e-12\nmethod = \"newton\"",
     );
-    let (rep, _) = common::gradcheck_text(&text, 1e-5, 3);
+    let (rep, _) = common::gradcheck_text(&text, 1e-5, 4);
     for r in &rep.rows {
         eprintln!("newton muscles: {} rel.err {:.2e}", r.name, r.rel_error);
     }

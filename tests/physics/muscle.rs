@@ -83,7 +83,7 @@ kind = "density"
 }
 
 fn assert_gradients(text: &str, rtol: f64) {
-    let (rep, problem) = common::gradcheck_text(text, rtol, 3);
+    let (rep, problem) = common::gradcheck_text(text, rtol, 4);
     assert_eq!(problem.base.muscles.len(), 3);
     common::assert_all_pass("muscles", &rep);
     assert!(rep.rows[..3].iter().all(|r| r.adjoint.abs() > 0.0));
@@ -164,7 +164,7 @@ kind = "muscle_activation"
 muscle = 1
 log = true
 "#;
-    let (rep, problem) = common::gradcheck_text(text, 1e-6, 3);
+    let (rep, problem) = common::gradcheck_text(text, 1e-6, 4);
     let m = &problem.base.muscles;
     assert_eq!((m[0].knots.len(), m[1].knots.len()), (3, 4));
     assert!((m[0].knot_interval - 0.023).abs() < 1e-15);
