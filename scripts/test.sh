@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (.ci/run runs exactly this): the cached Python test venv, the Rust tests
+# The one test command (.ci/run runs exactly this): the tools the tests need, the fuzz targets'
+# build, the cached Python test venv, the Rust tests
 # of the workspace (the frame-viewer test uses the venv's meshio and PyVista), then the
 # Python package built into the cached test venv (scripts/py_env.sh) on the same cargo target
 # directory (the library is not rebuilt cold), then pytest on python/tests. Stops at the
@@ -11,6 +12,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 step() { printf '\n== %s\n' "$*" >&2; }
+
+step "what the tests need (scripts/ci_deps.sh: GNU parallel, python3)"
+scripts/ci_deps.sh
+
+step "the fuzz targets build (scripts/fuzz_build.sh; DIFFPHD_SKIP_FUZZ_BUILD=1 skips it outside CI)"
+if [ "${CI:-}" = true ] || [ -z "${DIFFPHD_SKIP_FUZZ_BUILD:-}" ]; then
+    scripts/fuzz_build.sh
+fi
 
 step "Python test venv (scripts/py_env.sh)"
 VENV="$(scripts/py_env.sh)"
