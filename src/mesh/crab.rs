@@ -51,6 +51,9 @@ struct Limb {
     radii: Vec<f64>,
 }
 
+/// A joint ball: centre and radius.
+type Ball = ([f64; 3], f64);
+
 /// Several segments leaving the same joint share its ball (the claw's two fingers).
 struct Branch {
     from: [f64; 3],
@@ -79,7 +82,7 @@ fn rim(s: f64, angle: f64, dz: f64) -> [f64; 3] {
 }
 
 /// The limbs (legs and claws' arm + hand) and the fingers, for segment radius `r`.
-fn limbs(r: f64) -> (Vec<Limb>, Vec<Branch>, Vec<([f64; 3], f64)>) {
+fn limbs(r: f64) -> (Vec<Limb>, Vec<Branch>, Vec<Ball>) {
     let mut limbs = Vec::new();
     let mut branches = Vec::new();
     let mut extra_joints = Vec::new();
@@ -143,7 +146,7 @@ pub fn crab(resolution: usize, kind: ElementKind) -> Result<Mesh, MeshError> {
     let dx = WIDTH / resolution as f64;
     let r = (0.0045f64).max(0.9 * dx);
     let (limbs, branches, extra_joints) = limbs(r);
-    let mut joints: Vec<([f64; 3], f64)> = extra_joints;
+    let mut joints: Vec<Ball> = extra_joints;
     let mut segments: Vec<([f64; 3], [f64; 3], f64)> = Vec::new();
     for l in &limbs {
         for (i, w) in l.points.windows(2).enumerate() {
