@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // The model build reads mesh files (none exist under the fake path) and generates
-    // meshes: keep generated meshes small so one input costs milliseconds (the size guard of
+    // meshes (box, sphere, cylinder, rounded box, crab): keep generated meshes small so one input costs milliseconds (the size guard of
     // the box generator itself is tested in tests/, not here).
     let small = ls.scene.bodies.iter().all(|b| {
         let m = &b.mesh;
@@ -32,6 +32,13 @@ fuzz_target!(|data: &[u8]| {
             })
             && m.radius
                 .is_none_or(|r| m.dx.is_some_and(|dx| r / dx <= 8.0))
+            && m.height
+                .is_none_or(|h| m.dx.is_some_and(|dx| h / dx <= 8.0))
+            && m.size.is_none_or(|s| {
+                m.dx.is_some_and(|dx| s.iter().all(|e| e / dx <= 8.0))
+            })
+            // the crab at its coarsest size is 551 cells; finer ones cost milliseconds more
+            && m.resolution.is_none_or(|r| r <= 16)
     });
     if small && ls.scene.bodies.len() <= 4 {
         let _ = diffphd::solver::Model::from_scene(&ls);

@@ -27,8 +27,10 @@ pub mod vtu;
 pub mod writers;
 
 // The simulation's mesh layer: generators, validation, boundary surface.
+pub mod crab;
 pub mod generate;
 pub mod kdtree;
+pub mod solids;
 pub mod surface;
 pub mod validate;
 

@@ -51,13 +51,30 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
             .element
             .map(ElementKind::from)
             .unwrap_or(ElementKind::Hex8);
-        match (m.generator, kind) {
-            (Some(Generator::Sphere), k) => {
-                crate::mesh::generate::voxel_sphere(m.radius.unwrap_or(1.0), dx, m.origin, k)
+        let radius = m.radius.unwrap_or(1.0);
+        use crate::mesh::{crab, generate, solids};
+        let generated = match m.generator {
+            Some(Generator::Sphere) => Ok(generate::voxel_sphere(radius, dx, m.origin, kind)),
+            Some(Generator::Cylinder) => {
+                solids::cylinder(radius, m.height.unwrap_or(1.0), dx, m.origin, kind)
             }
-            (_, ElementKind::Tet4) => crate::mesh::generate::box_tet(cells, dx, m.origin),
-            (_, ElementKind::Hex8) => crate::mesh::generate::box_hex(cells, dx, m.origin),
-        }
+            Some(Generator::RoundedBox) => {
+                solids::rounded_box(m.size.unwrap_or([1.0; 3]), radius, dx, m.origin, kind)
+            }
+            Some(Generator::Crab) => crab::crab(m.resolution.unwrap_or(0), kind).map(|mut c| {
+                for p in &mut c.nodes {
+                    for (x, o) in p.iter_mut().zip(m.origin) {
+                        *x += o;
+                    }
+                }
+                c
+            }),
+            Some(Generator::Box) | None => generate::try_box(cells, dx, m.origin, kind),
+        };
+        generated.map_err(|err| ModelError::Mesh {
+            key: key.clone(),
+            err,
+        })?
     };
     // Body transform x = R (s X) + t.
     let r = rot_xyz(body.transform.rotation_deg);

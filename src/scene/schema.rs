@@ -498,7 +498,8 @@ pub struct MeshSpec {
     /// DiffPD `.bin`), relative to the scene.
     #[serde(default)]
     pub file: Option<String>,
-    /// Procedural generator: `"box"`.
+    /// Procedural generator: `"box"`, `"sphere"`, `"cylinder"`, `"rounded_box"` or
+    /// `"crab"` (docs/scene-format.md, docs/paper-scenes.md).
     #[serde(default)]
     pub generator: Option<Generator>,
     /// Element type of the generator: `"hex8"` or `"tet4"` (aliases `hex`, `tet`).
@@ -515,9 +516,18 @@ pub struct MeshSpec {
     #[serde(default)]
     pub origin: [f64; 3],
     /// Radius of the `"sphere"` generator (voxel ball: the grid cells whose centres are
-    /// inside the sphere).
+    /// inside the sphere), of the `"cylinder"`, or the edge rounding of `"rounded_box"`.
     #[serde(default)]
     pub radius: Option<f64>,
+    /// Height of the `"cylinder"` generator (along z, centred on `origin`).
+    #[serde(default)]
+    pub height: Option<f64>,
+    /// Edge lengths of the `"rounded_box"` generator (centred on `origin`).
+    #[serde(default)]
+    pub size: Option<[f64; 3]>,
+    /// Cells across the `"crab"` generator's carapace (0.1 m wide): its only size key.
+    #[serde(default)]
+    pub resolution: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -526,6 +536,15 @@ pub enum Generator {
     Box,
     /// Voxelized ball (`radius`, `dx`, `element`; centred on `origin`).
     Sphere,
+    /// Voxelized cylinder about z (`radius`, `height`, `dx`, `element`; centred on `origin`).
+    Cylinder,
+    /// Voxelized box with rounded edges (`size`, `radius`, `dx`, `element`; centred on
+    /// `origin`).
+    #[serde(rename = "rounded_box")]
+    RoundedBox,
+    /// The paper's Crab as a shell–joint composite (`resolution`, `element`; tags 0 shell,
+    /// 1 body, 2 limb segments, 3 joints; `origin` shifts it).
+    Crab,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]

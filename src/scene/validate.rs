@@ -6,6 +6,16 @@ use crate::model::settings::*;
 
 use super::checks::{finite3, nonneg, positive, Check};
 
+/// `` `a`, `b` and `c` `` for error messages.
+fn key_list(keys: &[&str]) -> String {
+    let q: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    match q.len() {
+        0 => String::new(),
+        1 => q[0].clone(),
+        n => format!("{} and {}", q[..n - 1].join(", "), q[n - 1]),
+    }
+}
+
 impl Scene {
     /// Range checks. Errors are `(key path, message)`.
     pub fn validate(&self) -> Check {
@@ -178,10 +188,21 @@ impl Body {
         Ok(())
     }
 
-    /// `[body.mesh]`: `file` or one generator with exactly its keys (box: `cells`, `dx`, `element`; sphere: `radius`, `dx`, `element`), finite `origin`.
+    /// `[body.mesh]`: `file` or one generator with exactly its keys (box: `cells`, `dx`,
+    /// `element`; sphere: `radius`, `dx`, `element`; cylinder: `radius`, `height`, `dx`,
+    /// `element`; rounded_box: `size`, `radius`, `dx`, `element`; crab: `resolution`,
+    /// `element`), finite `origin`.
     fn validate_mesh(&self, k: &str) -> Check {
         let m = &self.mesh;
-        match (&m.file, &m.generator) {
+        let given: [(&str, bool); 6] = [
+            ("cells", m.cells.is_some()),
+            ("dx", m.dx.is_some()),
+            ("radius", m.radius.is_some()),
+            ("height", m.height.is_some()),
+            ("size", m.size.is_some()),
+            ("resolution", m.resolution.is_some()),
+        ];
+        let g = match (&m.file, &m.generator) {
             (Some(_), Some(_)) => {
                 return Err((
                     format!("{k}.mesh"),
@@ -191,17 +212,74 @@ impl Body {
             (None, None) => {
                 return Err((format!("{k}.mesh"), "missing `file` or `generator`".into()))
             }
-            (None, Some(Generator::Box)) => {
-                if m.radius.is_some() {
+            (Some(_), None) => {
+                if given.iter().any(|g| g.1) || m.element.is_some() || m.origin != [0.0; 3] {
                     return Err((
-                        format!("{k}.mesh.radius"),
-                        "`radius` belongs to the sphere generator".into(),
+                        format!("{k}.mesh"),
+                        "`cells`, `dx`, `radius`, `height`, `size`, `resolution`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
                     ));
                 }
-                let cells = m.cells.ok_or((
-                    format!("{k}.mesh.cells"),
-                    "the box generator needs `cells = [nx, ny, nz]`".into(),
-                ))?;
+                return Ok(());
+            }
+            (None, Some(g)) => *g,
+        };
+        let (name, keys): (&str, &[&str]) = match g {
+            Generator::Box => ("box", &["cells", "dx"]),
+            Generator::Sphere => ("sphere", &["radius", "dx"]),
+            Generator::Cylinder => ("cylinder", &["radius", "height", "dx"]),
+            Generator::RoundedBox => ("rounded_box", &["size", "radius", "dx"]),
+            Generator::Crab => ("crab", &["resolution"]),
+        };
+        for (key, present) in given {
+            if present && !keys.contains(&key) {
+                return Err((
+                    format!("{k}.mesh.{key}"),
+                    format!("the {name} generator takes {}, not `{key}`", key_list(keys)),
+                ));
+            }
+        }
+        for (key, present) in given {
+            if keys.contains(&key) && !present {
+                return Err((
+                    format!("{k}.mesh.{key}"),
+                    format!("the {name} generator needs `{key}`"),
+                ));
+            }
+        }
+        if m.element.is_none() {
+            return Err((
+                format!("{k}.mesh.element"),
+                format!("the {name} generator needs `element = \"hex8\"` or `\"tet4\"`"),
+            ));
+        }
+        if let Some(dx) = m.dx {
+            positive(&format!("{k}.mesh.dx"), dx)?;
+        }
+        if let Some(r) = m.radius {
+            if g == Generator::RoundedBox {
+                nonneg(&format!("{k}.mesh.radius"), r)?;
+            } else {
+                positive(&format!("{k}.mesh.radius"), r)?;
+            }
+        }
+        if let Some(h) = m.height {
+            positive(&format!("{k}.mesh.height"), h)?;
+        }
+        if let Some(size) = m.size {
+            for (i, s) in size.iter().enumerate() {
+                positive(&format!("{k}.mesh.size[{i}]"), *s)?;
+            }
+            let half = 0.5 * size.iter().copied().fold(f64::INFINITY, f64::min);
+            if m.radius.is_some_and(|r| r > half) {
+                return Err((
+                    format!("{k}.mesh.radius"),
+                    format!("the rounding radius must be at most half the shortest edge ({half})"),
+                ));
+            }
+        }
+        match g {
+            Generator::Box => {
+                let cells = m.cells.unwrap_or([0; 3]);
                 if cells.contains(&0) {
                     return Err((
                         format!("{k}.mesh.cells"),
@@ -210,60 +288,43 @@ impl Body {
                 }
                 crate::mesh::generate::box_cell_count(cells)
                     .map_err(|e| (format!("{k}.mesh.cells"), e.to_string()))?;
-                positive(
-                    &format!("{k}.mesh.dx"),
-                    m.dx.ok_or((
-                        format!("{k}.mesh.dx"),
-                        "the box generator needs `dx`".into(),
-                    ))?,
-                )?;
-                if m.element.is_none() {
-                    return Err((
-                        format!("{k}.mesh.element"),
-                        "the box generator needs `element = \"hex8\"` or `\"tet4\"`".into(),
-                    ));
-                }
             }
-            (None, Some(Generator::Sphere)) => {
-                if m.cells.is_some() {
-                    return Err((
-                        format!("{k}.mesh.cells"),
-                        "the sphere generator takes `radius` and `dx`, not `cells`".into(),
-                    ));
-                }
-                let r = m.radius.ok_or((
-                    format!("{k}.mesh.radius"),
-                    "the sphere generator needs `radius`".into(),
-                ))?;
-                positive(&format!("{k}.mesh.radius"), r)?;
-                let dx = m.dx.ok_or((
-                    format!("{k}.mesh.dx"),
-                    "the sphere generator needs `dx`".into(),
-                ))?;
-                positive(&format!("{k}.mesh.dx"), dx)?;
+            Generator::Sphere => {
+                let (r, dx) = (m.radius.unwrap_or(0.0), m.dx.unwrap_or(1.0));
                 if r / dx > 200.0 {
                     return Err((
                         format!("{k}.mesh.radius"),
                         format!("radius / dx = {:.0} is too large (at most 200)", r / dx),
                     ));
                 }
-                if m.element.is_none() {
+            }
+            Generator::Cylinder | Generator::RoundedBox => {
+                let dx = m.dx.unwrap_or(1.0);
+                let extent = match g {
+                    Generator::Cylinder => {
+                        let r = m.radius.unwrap_or(0.0);
+                        [2.0 * r, 2.0 * r, m.height.unwrap_or(0.0)]
+                    }
+                    _ => m.size.unwrap_or([0.0; 3]),
+                };
+                let cells: f64 = extent.iter().map(|e| (e / dx).ceil().max(1.0)).product();
+                let max = crate::mesh::solids::MAX_SOLID_CELLS;
+                if cells > max as f64 {
                     return Err((
-                        format!("{k}.mesh.element"),
-                        "the sphere generator needs `element = \"hex8\"` or `\"tet4\"`".into(),
+                        format!("{k}.mesh.dx"),
+                        format!(
+                            "the {name} needs {cells:.3e} grid cells at this dx (at most {max})"
+                        ),
                     ));
                 }
             }
-            (Some(_), None) => {
-                if m.cells.is_some()
-                    || m.dx.is_some()
-                    || m.element.is_some()
-                    || m.origin != [0.0; 3]
-                    || m.radius.is_some()
-                {
+            Generator::Crab => {
+                use crate::mesh::crab::{CRAB_MAX_RESOLUTION as HI, CRAB_MIN_RESOLUTION as LO};
+                let r = m.resolution.unwrap_or(0);
+                if !(LO..=HI).contains(&r) {
                     return Err((
-                        format!("{k}.mesh"),
-                        "`cells`, `dx`, `radius`, `element` and `origin` belong to `generator`, not to `file` (move a file mesh with [body.transform])".into(),
+                        format!("{k}.mesh.resolution"),
+                        format!("expected {LO} <= resolution <= {HI} (cells across the carapace), got {r}"),
                     ));
                 }
             }
