@@ -14,3 +14,4 @@ mod contact_scale;
 mod contact_stack;
 mod contact_strike;
 mod inverse_contact;
+mod paper_scenes;

@@ -5,7 +5,7 @@
 //! chatter in the strike; the generators' paper-size element counts; bad generator keys
 //! (docs/paper-scenes.md). `scenes/dice.toml`'s fit is a script (`scripts/dice.sh`).
 
-mod common;
+use crate::common;
 
 use diffphd::solver::Model;
 
