@@ -168,7 +168,7 @@ fn writes_the_frame_files() {
     let dir = tempfile::tempdir().expect("tmp");
     let names = session::write_frames(
         &model,
-        ls.scene.output.format,
+        &ls.scene.output,
         dir.path(),
         frames
             .iter()

@@ -5,6 +5,7 @@
 //! `grad --backend emulator` on a muscle scene with those parameter classes.
 
 use crate::common;
+use crate::on_every_device;
 
 use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::gpu::device::Device;

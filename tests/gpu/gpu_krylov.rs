@@ -7,6 +7,7 @@
 //! otherwise pass).
 
 use crate::common;
+use crate::on_every_device;
 
 use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::gpu::offload::DeviceOffload;

@@ -3,6 +3,7 @@
 //! Runs everywhere; the same functions run on a GPU with `--features cuda` (tests/gpu/gpu.rs).
 
 use crate::common;
+use crate::on_every_device;
 
 use common::gpu::CONVERGED;
 

@@ -5,6 +5,7 @@
 //! host loop with every contact solve on the device factor.
 
 use crate::common;
+use crate::on_every_device;
 
 use common::gpu::{muscle_scene, CONVERGED};
 use diffphd::gpu::{Device, Emulator};
