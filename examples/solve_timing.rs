@@ -114,7 +114,7 @@ fn main() {
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.11).cos()).collect();
         let xd: Vec<f64> = (0..3 * n).map(|i| 1e-3 * i as f64).collect();
         let mut x = vec![0.0; 3 * n];
-        let full = time(reps, inner, || sys.solve(&b, &xd, &mut x));
+        let full = time(reps, inner, || sys.solve(&b, &xd, &mut x).unwrap());
         let bw = bandwidth(reps.min(5));
         let bound = 2.0 * l.nnz_l() as f64 * 3.0 * 8.0 / bw;
         println!(

@@ -10,6 +10,7 @@ use diffphd::io::write_atomic;
 use diffphd::model::OnNonConvergence;
 use diffphd::optimize::problem::Problem;
 use diffphd::scene::{self, LoadedScene};
+use diffphd::solver::offload::OffloadError;
 use diffphd::solver::{Model, Simulator, SolverError, StepStats};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -82,7 +83,7 @@ fn check_gpu_model(
 fn device_offload(
     sim: &Simulator,
     backend: Backend,
-) -> Result<Option<Box<dyn diffphd::solver::offload::Offload + Send + Sync>>, String> {
+) -> Result<Option<Box<dyn diffphd::solver::offload::Offload + Send + Sync>>, OffloadError> {
     use diffphd::gpu::offload::{inverse_budget, DeviceOffload};
     use diffphd::gpu::Counted;
     Ok(match backend {
@@ -94,12 +95,16 @@ fn device_offload(
         }
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let dev = Counted::new(diffphd::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
+            let dev = Counted::new(diffphd::gpu::cuda::Cuda::new(0)?);
             let budget = inverse_budget(&dev);
             Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
         #[cfg(not(feature = "cuda"))]
-        Backend::Cuda => return Err("not available in this build".into()),
+        Backend::Cuda => {
+            return Err(OffloadError::Unsupported(
+                "not available in this build".into(),
+            ))
+        }
     })
 }
 

@@ -7,7 +7,7 @@
 use super::ncp::{FbParams, Local};
 use super::{inf_norm, residual, ContactSet, NewtonCache, SolveInfo, SolveSettings};
 use super::{DECOUPLED, REGULARIZATION};
-use crate::linalg::LinearSolver;
+use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::{DMatrix, DVector, Vector3};
 use rayon::prelude::*;
 
@@ -32,7 +32,8 @@ pub struct DenseDelassus {
 }
 
 impl DenseDelassus {
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> DenseDelassus {
+    /// The dense $W$ of `set` from one multi-RHS solve with `solver` (fails where it does).
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Result<DenseDelassus, LinalgError> {
         let n = solver.num_nodes();
         let m = set.nrows();
         let coupled = solver.axis_coupled();
@@ -71,7 +72,7 @@ impl DenseDelassus {
                 q
             })
             .collect();
-        let cols = solver.solve_homogeneous_many(&rhs);
+        let cols = solver.solve_homogeneous_many(&rhs)?;
         // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc]); decoupled
         // solvers are only asked for d == e (the other entries are zero)
         let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {
@@ -113,13 +114,13 @@ impl DenseDelassus {
                 w[(s, r)] = v;
             }
         }
-        DenseDelassus {
+        Ok(DenseDelassus {
             row_col,
             col_nodes,
             cols,
             coupled,
             w,
-        }
+        })
     }
 
     /// `out += X lambda` $=A^{-1}J^T\lambda$.

@@ -46,6 +46,20 @@ pub enum GpuError {
     Compile { file: &'static str, log: String },
 }
 
+/// A device failure at the accelerator seam (the solver knows no device types).
+impl From<GpuError> for crate::solver::offload::OffloadError {
+    fn from(e: GpuError) -> Self {
+        crate::solver::offload::OffloadError::Device(Box::new(e))
+    }
+}
+
+/// A failure building the device system at the accelerator seam.
+impl From<system::GpuSystemError> for crate::solver::offload::OffloadError {
+    fn from(e: system::GpuSystemError) -> Self {
+        crate::solver::offload::OffloadError::Device(Box::new(e))
+    }
+}
+
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -120,7 +120,8 @@ pub struct Problem {
 }
 
 /// The closure of [`Problem::accelerate`]: attach an accelerator to a simulator, or say why not.
-pub type Accelerate = dyn Fn(&mut Simulator) -> Result<(), String> + Send + Sync;
+pub type Accelerate =
+    dyn Fn(&mut Simulator) -> Result<(), crate::solver::offload::OffloadError> + Send + Sync;
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
     ProblemError::Setup {

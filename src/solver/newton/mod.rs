@@ -650,10 +650,10 @@ mod tests {
             fn num_nodes(&self) -> usize {
                 self.0.num_nodes()
             }
-            fn solve(&self, b: &[f64], d: &[f64], x: &mut [f64]) {
+            fn solve(&self, b: &[f64], d: &[f64], x: &mut [f64]) -> Result<(), LinalgError> {
                 self.0.solve(b, d, x)
             }
-            fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+            fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
                 self.0.solve_homogeneous(q, z)
             }
             fn apply_a(&self, x: &[f64], y: &mut [f64]) {
@@ -669,8 +669,8 @@ mod tests {
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
         let v0 = vec![0.0; model.x0.len()];
         let (set, _) = sim.contact_begin(0.0, &model.x0, &v0).expect("candidates");
-        let d1 = contact::DenseDelassus::new(&set, &sim.system);
-        let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system));
+        let d1 = contact::DenseDelassus::new(&set, &sim.system).unwrap();
+        let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system)).unwrap();
         let wn = d1.w.norm();
         assert!((&d1.w - &d3.w).norm() <= 1e-12 * wn, "W differs");
         let lam = crate::solver::loss::seeded_uniform(2, set.nrows());
@@ -711,14 +711,14 @@ mod tests {
             device_direct_after: 0,
             device_gmres_restart: 50,
         };
-        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();
         assert_eq!(st.method, "newton_direct_shifted+gmres", "{st:?}");
         assert!(st.converged && st.relative_residual <= 1e-8, "{st:?}");
         // independent check with the matrix-free PD operator K = A − ΔA
-        let lin = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let lin = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let mut kz = vec![0.0; n3];
-        crate::solver::backward::apply_k(&sim, &lin, &z, &mut kz);
+        crate::solver::backward::apply_k(&sim, &lin, &z, &mut kz).unwrap();
         let r: f64 = kz
             .iter()
             .zip(&g)
