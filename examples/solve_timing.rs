@@ -68,7 +68,8 @@ fn main() {
         let model = ModelBuilder::new(box_hex(cells, 0.01, [0.0; 3]))
             .youngs_modulus(1e6)
             .fix_where(|p| p[0] == 0.0)
-            .build();
+            .build()
+            .unwrap();
         let d = model.derive(&model.params);
         let (a, _) = assembly::pd_matrices(&model, &d, model.h);
         let sets = model.dirichlet_sets();

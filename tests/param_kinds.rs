@@ -115,7 +115,7 @@ fn attachment_gradients_match_finite_differences() {
 fn new_kinds_are_written_back() {
     let problem = Problem::new(common::load(&hanging(ATTACHMENT_PARAMS), &[])).unwrap();
     let values = [400.0, 0.01, -0.02, 0.005];
-    let wb = diffphd::optimize::writeback::write_back(&problem, &values);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &values).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert!(wb
         .sets
@@ -133,7 +133,7 @@ fn new_kinds_are_written_back() {
         &[],
     ))
     .unwrap();
-    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.45]);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.45]).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert_eq!(wb.sets, ["contact.body_friction=4.5e-1"]);
 }

@@ -47,7 +47,7 @@ impl DenseDelassus {
         let col_of = |i: usize| -> usize {
             col_nodes
                 .binary_search(&i)
-                .expect("row node is a column node")
+                .expect("col_nodes holds every node of every row term, sorted")
         };
         let row_col: Vec<usize> = set.row_node.iter().map(|&i| col_of(i)).collect();
         // right-hand sides: (node, axes set to 1)
@@ -136,7 +136,7 @@ impl DenseDelassus {
                     let k = self
                         .col_nodes
                         .binary_search(&i)
-                        .expect("row node is a column node");
+                        .expect("col_nodes holds every node of every row term, sorted");
                     f[k] += set.row_dir[r] * (c * lambda[r]);
                 }
             }
@@ -436,6 +436,6 @@ impl DenseNewton<'_> {
             }
             alpha *= 0.5;
         }
-        best.expect("at least one trial")
+        best.expect("the Armijo loop runs at least one trial, which sets best")
     }
 }

@@ -264,7 +264,8 @@ pub fn solve(
             }
             alpha *= 0.5;
         }
-        let (n2, trial, dt, ft) = best.expect("at least one trial");
+        let (n2, trial, dt, ft) =
+            best.expect("the Armijo loop runs at least one trial, which sets best");
         info.iterations += 1;
         if n2.partial_cmp(&fn2) != Some(std::cmp::Ordering::Less) {
             break;

@@ -220,7 +220,10 @@ impl ContactSet {
                 s.dtangent.push(obstacle::tangent_jacobians(&n));
                 s.tri.push(None);
                 s.tri_origin.push([Vector3::zeros(); 3]);
-                let r0 = *s.offset.last().expect("non-empty");
+                let r0 = *s
+                    .offset
+                    .last()
+                    .expect("ContactSet::offset starts with the 0 pushed by its constructor");
                 s.offset.push(r0 + rows);
                 s.row_node.push(i);
                 s.row_dir.push(n);

@@ -117,7 +117,10 @@ impl<D: Device> KrylovBuffers<D> {
                 .max(self.block.as_ref().map_or(0, |b| (2 * b.cap).min(most)));
             self.block = Some(Block::new(dev, n3, cap)?);
         }
-        let block = self.block.as_mut().expect("just built");
+        let block = self
+            .block
+            .as_mut()
+            .expect("the block was built just above when absent or too small");
         for (c, &slot) in basis.iter().enumerate() {
             let now = (slot, self.writes[slot]);
             if block.held[c] == Some(now) {

@@ -42,8 +42,14 @@ pub enum GpuError {
     NoInverse,
     #[error("CUDA: {0}")]
     Cuda(String),
+    /// CUDA (or NVRTC) is not available.
+    #[error("CUDA: {0}")]
+    Unavailable(#[from] Unavailable),
     #[error("{file}: NVRTC compile failed:\n{log}")]
-    Compile { file: &'static str, log: String },
+    Compile {
+        file: &'static str,
+        log: nvrtc::NvrtcError,
+    },
 }
 
 /// A device failure at the accelerator seam (the solver knows no device types).
@@ -70,14 +76,35 @@ pub enum Backend {
     Emulator,
 }
 
+/// Why the CUDA backend (or one of its parts) is not available.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("this binary was built without the `cuda` feature (rebuild with `--features cuda`)")]
+    NoFeature,
+    #[error("no CUDA driver library (libcuda.so.1) on this machine")]
+    NoDriver,
+    /// The driver's message.
+    #[error("no usable CUDA device: {0}")]
+    NoDevice(String),
+    /// A driver query failed (the driver's message).
+    #[error("{0}")]
+    Driver(String),
+    #[error(transparent)]
+    Nvrtc(#[from] nvrtc::NvrtcError),
+}
+
+/// Reports (`diffphd doctor --json`) carry the message.
+impl serde::Serialize for Unavailable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Why the CUDA backend is not available, or `Ok(())` when it is.
-pub fn cuda_status() -> Result<(), String> {
+pub fn cuda_status() -> Result<(), Unavailable> {
     #[cfg(not(feature = "cuda"))]
     {
-        Err(
-            "this binary was built without the `cuda` feature (rebuild with `--features cuda`)"
-                .into(),
-        )
+        Err(Unavailable::NoFeature)
     }
     #[cfg(feature = "cuda")]
     {
@@ -91,9 +118,9 @@ pub struct DoctorReport {
     /// `cuda` feature compiled in.
     pub cuda_feature: bool,
     /// Driver + device, or why not.
-    pub device: Result<String, String>,
+    pub device: Result<String, Unavailable>,
     /// NVRTC library and version, or why not.
-    pub nvrtc: Result<String, String>,
+    pub nvrtc: Result<String, Unavailable>,
     /// Whether the host emulator is built in (always: `build.rs` compiles it).
     pub emulator: bool,
     /// Kernel sources embedded.
@@ -102,10 +129,12 @@ pub struct DoctorReport {
 
 /// Probe everything without panicking.
 pub fn doctor() -> DoctorReport {
-    let nvrtc = nvrtc::Nvrtc::load().and_then(|n| {
-        let (a, b) = n.version()?;
-        Ok(format!("{} (NVRTC {a}.{b})", n.soname))
-    });
+    let nvrtc = nvrtc::Nvrtc::load()
+        .and_then(|n| {
+            let (a, b) = n.version()?;
+            Ok(format!("{} (NVRTC {a}.{b})", n.soname))
+        })
+        .map_err(Unavailable::from);
     #[cfg(feature = "cuda")]
     let device = cuda::probe();
     #[cfg(not(feature = "cuda"))]

@@ -192,7 +192,7 @@ impl VolumeMap {
         x: &[f64],
         v: &[f64],
         contact_force: Option<&[f64]>,
-    ) -> Result<String, String> {
+    ) -> Result<String, crate::io::vtu::VtuError> {
         let split = |a: &[f64], r: &Range<usize>| -> Vec<[f64; 3]> {
             r.clone()
                 .map(|i| [a[3 * i], a[3 * i + 1], a[3 * i + 2]])
@@ -247,7 +247,7 @@ impl VolumeMap {
                 cell_scalars: &cells[k],
             })
             .collect();
-        encode_vtu_pieces(&pieces).map_err(|e| e.to_string())
+        encode_vtu_pieces(&pieces)
     }
 }
 

@@ -123,12 +123,7 @@ impl<'a, E> HostSpace<'a, E> {
     }
 
     /// Apply `f` (the operator or the preconditioner) from slot `x` into slot `out`.
-    fn apply(
-        slots: &mut [Vec<f64>],
-        f: HostFn<'_, E>,
-        x: usize,
-        out: usize,
-    ) -> Result<(), E> {
+    fn apply(slots: &mut [Vec<f64>], f: HostFn<'_, E>, x: usize, out: usize) -> Result<(), E> {
         let (xv, ov) = slot_pair(slots, x, out);
         ov.iter_mut().for_each(|v| *v = 0.0);
         f(xv, ov)

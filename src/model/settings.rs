@@ -357,16 +357,19 @@ impl SolverMethod {
     }
 }
 
+/// A `solver.method` name that is not one of [`SolverMethod`]'s.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown solver method {0:?} (expected diffphd, diffpd or newton)")]
+pub struct UnknownSolverMethod(pub String);
+
 impl std::str::FromStr for SolverMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownSolverMethod;
+    fn from_str(s: &str) -> Result<Self, UnknownSolverMethod> {
         match s {
             "diffphd" => Ok(SolverMethod::Diffphd),
             "diffpd" => Ok(SolverMethod::Diffpd),
             "newton" => Ok(SolverMethod::Newton),
-            _ => Err(format!(
-                "unknown solver method {s:?} (expected diffphd, diffpd or newton)"
-            )),
+            _ => Err(UnknownSolverMethod(s.to_string())),
         }
     }
 }

@@ -71,3 +71,16 @@ pub enum SolverError {
         error: crate::linalg::LinalgError,
     },
 }
+
+impl SolverError {
+    /// The CLI's exit code: 3 for a step that missed its stopping test (or its contact time
+    /// cap) under `on_nonconvergence = "error"`, 2 for a start inside an obstacle or another
+    /// body (bad input), 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SolverError::NotConverged { .. } | SolverError::ContactTimeLimit { .. } => 3,
+            SolverError::InitialPenetration(_) | SolverError::InitialOverlap(_) => 2,
+            _ => 1,
+        }
+    }
+}

@@ -924,7 +924,8 @@ mod tests {
         let model = ModelBuilder::new(box_hex([2, 1, 1], 0.1, [0.0; 3]))
             .youngs_modulus(1e6)
             .velocity([0.3, 0.0, 0.1])
-            .build();
+            .build()
+            .unwrap();
         let settings = SolverSettings {
             rel_tol: 1e-10,
             abs_tol: 1e-14,
@@ -946,7 +947,8 @@ mod tests {
     fn clamped_nodes_stay_and_free_nodes_fall() {
         let model = ModelBuilder::new(box_hex([3, 1, 1], 0.1, [0.0; 3]))
             .fix_where(|p| p[0] == 0.0)
-            .build();
+            .build()
+            .unwrap();
         let mut sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
         let (x1, stats) = sim.step(1, &model.x0, &model.v0).unwrap();
         assert!(stats.converged);

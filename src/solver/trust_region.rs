@@ -132,7 +132,8 @@ mod tests {
                 .youngs_per_element(youngs)
                 .poisson_ratio(0.4)
                 .damping(2.0, 0.01)
-                .build();
+                .build()
+                .unwrap();
             let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
             let n3 = model.x0.len();
             let u = crate::solver::loss::seeded_uniform(5, 3 * n3);

@@ -461,6 +461,7 @@ mod tests {
             .material(material)
             .poisson_ratio(0.4)
             .build()
+            .unwrap()
     }
 
     /// Element energy gradient and Hessian against central differences, for every

@@ -71,7 +71,10 @@ impl NewtonSystem {
         let res = match self.factor.as_mut() {
             Some(f) => f.refactor(&sub),
             None => {
-                let (p, ip) = self.perm.as_ref().expect("perm");
+                let (p, ip) = self
+                    .perm
+                    .as_ref()
+                    .expect("perm is set just above when it was None");
                 SparseCholesky::factor(&sub, p, ip).map(|f| {
                     self.factor = Some(f);
                 })
@@ -155,7 +158,7 @@ fn scatter_map(model: &Model, pattern: &CscMatrix) -> (Vec<u32>, Vec<usize>, Vec
     let pos = |r: usize, c: usize| {
         pattern
             .position(r, c)
-            .expect("element entry in the element pattern") as u32
+            .expect("the pattern is assembled from the same elements") as u32
     };
     let mut slots = Vec::new();
     let mut slot_ptr = vec![0];
