@@ -392,6 +392,44 @@ fn gpu_system_is_a_linear_solver() {
     assert!(rel(&ax, &b) < 1e-12);
 }
 
+/// Regression (issue 34): a device solve that fails is an error through the `LinearSolver`
+/// seam, naming the solve and the device's reason, never a panic (the three `panic!` of
+/// `gpu/system.rs`). A right-hand side of the wrong length makes the device refuse.
+#[test]
+fn gpu_system_solve_failures_are_errors_not_panics() {
+    use diffphd::linalg::{LinalgError, LinearSolver};
+    let m = model("tet4");
+    let d = m.derive(&m.params);
+    let (a, _) = diffphd::solver::assembly::pd_matrices(&m, &d, 0.01);
+    let n = a.n;
+    let none = || diffphd::linalg::AxisDirichlet { nodes: vec![] };
+    let sys =
+        diffphd::gpu::system::GpuSystem::new(Emulator, a, [none(), none(), none()], usize::MAX)
+            .unwrap();
+    let solver: &dyn LinearSolver = &sys;
+    let short = vec![vec![1.0; 3 * n - 1]];
+    let err = solver.solve_homogeneous_many(&short).unwrap_err();
+    let text = err.to_string();
+    eprintln!("{text}");
+    assert!(
+        matches!(
+            err,
+            LinalgError::Backend {
+                what: "GPU multi-RHS solve",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        text.starts_with("GPU multi-RHS solve failed: ")
+            && text.contains(&format!("{}", 3 * n - 1)),
+        "{text}"
+    );
+    // the same system still solves a right-hand side of the right length
+    assert!(solver.solve_homogeneous_many(&[noise(3 * n, 8)]).is_ok());
+}
+
 /// Counts the accelerator's calls and forwards them: proof that a run really went through
 /// the device (a parity test whose "device" run silently took the CPU path would pass). It
 /// does not forward `Offload::resident`, so the forwards of runs through it take the host PD

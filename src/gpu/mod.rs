@@ -42,14 +42,21 @@ pub enum GpuError {
     NoInverse,
     #[error("CUDA: {0}")]
     Cuda(String),
-    /// CUDA (or NVRTC) is not available.
+    /// CUDA (or NVRTC) is not available (in the message, not a `source()`, so that a
+    /// printed chain names it once).
     #[error("CUDA: {0}")]
-    Unavailable(#[from] Unavailable),
+    Unavailable(Unavailable),
     #[error("{file}: NVRTC compile failed:\n{log}")]
     Compile {
         file: &'static str,
         log: nvrtc::NvrtcError,
     },
+}
+
+impl From<Unavailable> for GpuError {
+    fn from(e: Unavailable) -> Self {
+        GpuError::Unavailable(e)
+    }
 }
 
 /// A device failure at the accelerator seam (the solver knows no device types).

@@ -20,7 +20,7 @@ pub struct Nvrtc {
 /// Why NVRTC is not available or a compile failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum NvrtcError {
-    /// No library of [`NAMES`] loads; `last` is the loader's message for the last one.
+    /// No library of `NAMES` loads; `last` is the loader's message for the last one.
     #[error(
         "NVRTC not found (tried {tried}; put the directory of libnvrtc on LD_LIBRARY_PATH): {last}"
     )]

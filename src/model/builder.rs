@@ -183,3 +183,33 @@ pub enum BuildError {
     #[error("{got} Young's moduli for {elements} elements (one per element)")]
     YoungsLength { got: usize, elements: usize },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::generate::box_tet;
+
+    /// Regression (issue 34): a degenerate element is an error naming the element (it was
+    /// a `panic!`); the first element of a mesh squashed flat has zero volume.
+    #[test]
+    fn a_degenerate_element_is_an_error_naming_it() {
+        let mut mesh = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+        mesh.nodes.iter_mut().for_each(|p| p[2] = 0.0);
+        let err = ModelBuilder::new(mesh).build().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::Element {
+                    element: 0,
+                    error: ElementError::TetVolume { .. }
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("element 0: non-positive tetrahedron volume"),
+            "{err}"
+        );
+    }
+}
