@@ -1,7 +1,7 @@
 //! diffphd: differentiable Projective Dynamics (DiffPhD) for heterogeneous, hyperelastic,
 //! contact-rich elastodynamics. See `ARCHITECTURE.md` for the data flow and the module map.
 //!
-//! Data flows one way: [`scene`] (validated TOML) → [`scene::resolve`] → [`model::Model`]
+//! Data flows one way: [`scene`] (validated TOML) → [`scene::resolve`](mod@scene::resolve) → [`model::Model`]
 //! (mesh + per-element arrays) → [`linalg`] (assembled global matrix `A`, its persistent
 //! plan and factor) → [`solver::Simulator::step`] rollout (tape) → loss →
 //! [`solver::backward`] adjoint → gradients.

@@ -166,9 +166,9 @@ impl DenseDelassus {
 }
 
 /// The dense form of [`super::solve`], iterated to $\|\Phi\|_\infty\le$ `tol`: per Newton iteration
-/// the decoupled contacts are eliminated ([`eliminate_decoupled`]), the coupled rows take a
-/// chord or a fresh Newton step ([`DenseNewton::coupled_step`]), and a full step is
-/// line-searched ([`DenseNewton::armijo`]).
+/// the decoupled contacts are eliminated (`eliminate_decoupled`), the coupled rows take a
+/// chord or a fresh Newton step (`DenseNewton::coupled_step`), and a full step is
+/// line-searched (`DenseNewton::armijo`).
 pub fn solve(
     set: &ContactSet,
     del: &DenseDelassus,

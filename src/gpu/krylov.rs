@@ -7,7 +7,7 @@
 //!
 //! The operator is `solver::backward::apply_k` on device vectors:
 //! $Kv=\hat Av-\Delta A\,v$ with the prescribed rows zeroed ($\hat A$ by the node-major SpMV,
-//! $\Delta A\,v$ by [`super::local::DeviceAdjointProduct::apply_device`] with the step's
+//! $\Delta A\,v$ by `super::local::DeviceAdjointProduct::apply_device` with the step's
 //! planned coefficients); the preconditioner is $A^{-1}$ with zero Dirichlet values (per
 //! reduced system one gather of its axes' free entries, the factor's block solve, one
 //! scatter: `resident::solve_free`). GMRES orthogonalizes by classical Gram–Schmidt twice

@@ -1,5 +1,5 @@
 //! GPU backend (spec §2.8, §5): CUDA kernels in `kernels/*.cu`, compiled at run time by NVRTC
-//! for a GPU ([`cuda::Cuda`], feature `cuda`) and at build time as host C++ for the
+//! for a GPU (`cuda::Cuda`, feature `cuda`) and at build time as host C++ for the
 //! [`Emulator`]. Both implement [`Device`]; the orchestration in [`pipeline`] and [`local`]
 //! is written once against it, so CI runs every kernel and the whole orchestration without a
 //! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.

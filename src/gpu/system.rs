@@ -341,7 +341,7 @@ impl<D: Device> GpuSystem<D> {
 
     /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of
     /// [`GpuSystem::axis_free_dofs`] (counted by `purpose`): one axis at a time, the
-    /// reference of the block solve ([`GpuSystem::solve_group_device`], which the solver uses).
+    /// reference of the block solve (`GpuSystem::solve_group_device`, which the solver uses).
     pub fn solve_axis_device(
         &self,
         d: usize,

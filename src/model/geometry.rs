@@ -23,7 +23,7 @@ pub type SampleGeometry = (f64, Vec<[f64; 3]>);
 
 /// Rest gradients and volumes of the samples of one element.
 /// Tet: $[\nabla N_1,\nabla N_2,\nabla N_3]^T=D_m^{-1}$, $\nabla N_0=-\sum_a\nabla N_a$,
-/// $V=\det D_m/6$. Hex (lexicographic nodes, reference cube $[0,1]^3$): Gauss points at
+/// $V=\det D_m/6$. Hex (lexicographic nodes, reference cube $\[0,1\]^3$): Gauss points at
 /// $\tfrac12\pm\tfrac1{2\sqrt3}$, $\nabla_XN_a=J^{-T}\nabla_\xi N_a$, $V_s=\det J/8$.
 pub fn element_samples(
     kind: ElementKind,

@@ -6,7 +6,7 @@
 //! $\Delta A=\sum_s w_sG_s^T\,\partial\mathrm{vec}p_s/\partial\mathrm{vec}F_s\,G_s$ (Eq. 39) is applied
 //! matrix-free per sample from the SVD at $x_{t+1}$ (App. A.1), with each sample's own
 //! weight $w_s$ (exact on heterogeneous meshes; the reference code's mean weight is not).
-//! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, [`HessianFilterMode`]).
+//! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, `HessianFilterMode`).
 
 use super::anderson::TypeII;
 use super::config::BackwardConfig;
@@ -184,7 +184,7 @@ impl<'s> StepLinearization<'s> {
         &self.samples[s]
     }
 
-    /// The weighted spectral-map coefficients $[U,V,W,M,N]$ of sample `s` (spec App. A.1,
+    /// The weighted spectral-map coefficients $\[U,V,W,M,N\]$ of sample `s` (spec App. A.1,
     /// Eq. 42): the local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
     /// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ already
     /// carry the PD weights (terms sharing $U,V$ summed). Used by the device product (`gpu`),

@@ -7,7 +7,7 @@
 //! iterate $x^{k+1}=\mathrm{AA}\big(A^{-1}(c+b_p(x^k))\big)$ from $x^0=x_t$ (Dirichlet values
 //! imposed) until the dual gate holds; $v_{t+1}=(x_{t+1}-x_t)/h$.
 //!
-//! The solves and residuals work on the step's displacement $u=x-x_t$ ([`StepRhs`]), not on
+//! The solves and residuals work on the step's displacement $u=x-x_t$ (`StepRhs`), not on
 //! absolute positions: round-off of $A x$ grows with $\|A\|\,\|x\|$ and its translational
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").

@@ -90,7 +90,7 @@ pub struct StepStates<'a> {
 
 /// Add the contributions of step `frame` (from $x_t$ to $x_{t+1}$, velocity $v_t$) with
 /// adjoint `z` to `grads`. With an accelerator the per-step reductions (material, nodal,
-/// force-group and muscle-activation terms) run on it ([`device_terms`]); the attachment
+/// force-group and muscle-activation terms) run on it (`device_terms`); the attachment
 /// terms stay on the host either way (small node sets whose targets move on the host).
 ///
 /// Errors: a failure of the accelerator's reductions is returned (and `grads` then lacks the

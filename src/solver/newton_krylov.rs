@@ -20,7 +20,7 @@ pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 pub const FIRST_RADIUS: f64 = 1e3;
 
 /// The line-search phase (muscles, attachments) gives up when the best $\|F\|$ has not
-/// halved over this many steps ([`stalled`]; converging frames needed ≤ 5 steps in all, the
+/// halved over this many steps (`stalled`; converging frames needed ≤ 5 steps in all, the
 /// Plant's buckling frames crawled for 30 before the trust region took over there).
 pub const STALL_STEPS: usize = 6;
 

@@ -69,7 +69,7 @@ pub trait Offload {
     // ---- Backward (adjoint) stages (spec §7.2, §7.5) ----
 
     /// Plan one linearization: upload the per-sample weighted spectral coefficients
-    /// `coef(s)` $=[U,V,W,M,N]$ of $\Delta A$ (spec App. A.1, Eq. 42) and the muscle fibres'
+    /// `coef(s)` $=\[U,V,W,M,N\]$ of $\Delta A$ (spec App. A.1, Eq. 42) and the muscle fibres'
     /// linearization `muscle` (spec §3.5, App. A.4; empty for a model without muscles).
     /// Returns a token naming this step for [`Offload::adjoint_product`] and
     /// [`Offload::param_gradients`].
@@ -116,7 +116,7 @@ pub trait Offload {
 
     /// The accelerator's factor of $A$ as a [`LinearSolver`], if it has one: every
     /// contact-side solve (Delassus columns, matrix-free products, the contact adjoint) then
-    /// goes through it instead of the CPU factor ([`crate::solver::Simulator::contact_solver`]).
+    /// goes through it instead of the CPU factor (`crate::solver::Simulator::contact_solver`).
     fn linear_solver(&self) -> Option<&dyn LinearSolver> {
         None
     }

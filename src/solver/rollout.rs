@@ -414,7 +414,7 @@ fn device_cap(cfg: &BackwardConfig) -> usize {
     cfg.device_direct_after.min(cfg.max_iterations)
 }
 
-/// When the device's adjoint GMRES of one frame goes on ([`device_adjoint`]), read after
+/// When the device's adjoint GMRES of one frame goes on (`device_adjoint`), read after
 /// every iteration from its estimated relative residual $\rho_k$ (`history[k]`, $\rho_0=1$).
 /// Up to `direct_after` iterations it is the CPU path's solve: stop once
 /// $\rho_k\le\tfrac12\epsilon$ ($\epsilon$ = `backward.rel_tol` + `abs_tol`/‖g‖, GMRES's own

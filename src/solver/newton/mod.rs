@@ -33,10 +33,10 @@
 //! $\tfrac k2\|x_i\|^2$ (their $-k\,p_i^Tx_i$ is in $f_{ext}$, hence in $y$).
 //!
 //! Contact (NCP, the same Signorini–Coulomb/Fischer–Burmeister model and frozen frames as
-//! the PD path, [`Simulator::contact_begin`]): each Newton iteration minimises the quadratic
+//! the PD path, `Simulator::contact_begin`): each Newton iteration minimises the quadratic
 //! model subject to the contact conditions. With $H$ the factored (filtered/regularised)
 //! Hessian at $x_k$: $u=x_k-H^{-1}\nabla g(x_k)$, $X=H^{-1}J^T$, $\hat\lambda$ solves
-//! $\Phi(J(u+X\lambda)-d,\lambda)=0$ ([`contact::solve`] with the Delassus operator of $H$,
+//! $\Phi(J(u+X\lambda)-d,\lambda)=0$ (`contact::solve` with the Delassus operator of $H$,
 //! [`NewtonFactor`]), $\hat x=u+X\hat\lambda$. The step $(\hat x-x_k,\hat\lambda-\lambda_k)$ is
 //! backtracked on the merit $\big(\|\nabla g-J^T\lambda\|_F/(\epsilon_N s)\big)^2+
 //! \big(\|\Phi\|_2/\epsilon_c\big)^2$ ($s$: force scale at $x_k$, $\epsilon_N$ = `newton_tol`,

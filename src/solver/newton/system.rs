@@ -100,7 +100,7 @@ impl NewtonSystem {
 }
 
 /// A factored Newton Hessian $H$ (free-DoF block) as a [`LinearSolver`], so that the contact
-/// machinery built for the PD factor ([`Delassus`], [`ContactAdjoint`]) uses $H^{-1}$.
+/// machinery built for the PD factor (`Delassus`, `ContactAdjoint`) uses $H^{-1}$.
 /// $H$ couples the axes ([`LinearSolver::axis_coupled`]).
 pub struct NewtonFactor<'a> {
     pub(crate) sys: &'a NewtonSystem,
