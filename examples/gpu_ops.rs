@@ -182,7 +182,7 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
     }
 
     // the backward's ΔA·z
-    let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+    let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
     let mut prod = DeviceAdjointProduct::new(dev, &arrays).expect("buffers");
     prod.set_step(dev, |s| lin.spectral_coefficients(s))
         .expect("coefficients");
@@ -202,7 +202,7 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
     // `StepLinearization::new` + apply against `dphd_linearize` + the device product (its
     // download waits for the device)
     let t_cpu = median_seconds(reps, || {
-        let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         lin.apply(&m, &z, &mut y_cpu);
     });
     let t_dev = median_seconds(reps, || {

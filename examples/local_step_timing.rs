@@ -110,7 +110,8 @@ fn main() {
             ModelBuilder::new(box_hex([40, 10, 10], 0.01, [0.0; 3]))
                 .youngs_modulus(1e6)
                 .poisson_ratio(0.45)
-                .build(),
+                .build()
+                .unwrap(),
         ),
         (
             "Neo-Hookean tet",
@@ -118,7 +119,8 @@ fn main() {
                 .material(MaterialModel::Neohookean)
                 .youngs_modulus(1e6)
                 .poisson_ratio(0.45)
-                .build(),
+                .build()
+                .unwrap(),
         ),
     ];
     println!(

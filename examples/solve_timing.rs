@@ -69,7 +69,8 @@ fn main() {
         let model = ModelBuilder::new(box_hex(cells, 0.01, [0.0; 3]))
             .youngs_modulus(1e6)
             .fix_where(|p| p[0] == 0.0)
-            .build();
+            .build()
+            .unwrap();
         let d = model.derive(&model.params);
         let (a, _) = assembly::pd_matrices(&model, &d, model.h);
         let sets = model.dirichlet_sets();
@@ -115,7 +116,7 @@ fn main() {
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.11).cos()).collect();
         let xd: Vec<f64> = (0..3 * n).map(|i| 1e-3 * i as f64).collect();
         let mut x = vec![0.0; 3 * n];
-        let full = time(reps, inner, || sys.solve(&b, &xd, &mut x));
+        let full = time(reps, inner, || sys.solve(&b, &xd, &mut x).unwrap());
         let bw = bandwidth(reps.min(5));
         let bound = 2.0 * l.nnz_l() as f64 * 3.0 * 8.0 / bw;
         println!(

@@ -14,6 +14,7 @@ use crate::io::frames::FrameWriter;
 use crate::model::{OnNonConvergence, SolverMethod};
 use crate::optimize::problem::{Problem, ProblemError};
 use crate::scene::{LoadedScene, ModelError, Output, SceneError};
+use crate::solver::offload::OffloadError;
 use crate::solver::rollout::{self, Flow, RolloutError};
 use crate::solver::{Model, Simulator, SolverError, StepStats};
 use std::path::Path;
@@ -144,12 +145,12 @@ pub fn check_gpu_model(
     Ok(())
 }
 
-/// The device offload of `sim` on `backend` (`None` for the CPU), or why it cannot be made
-/// (the command line's `device_offload`).
+/// The device offload of `sim` on `backend` (`None` for the CPU), or why it cannot be made;
+/// the command line and the Python package both attach devices through it.
 pub fn device_offload(
     sim: &Simulator,
     backend: Backend,
-) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, String> {
+) -> Result<Option<Box<dyn crate::solver::offload::Offload + Send + Sync>>, OffloadError> {
     use crate::gpu::offload::{inverse_budget, DeviceOffload};
     use crate::gpu::Counted;
     Ok(match backend {
@@ -161,12 +162,16 @@ pub fn device_offload(
         }
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let dev = Counted::new(crate::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
+            let dev = Counted::new(crate::gpu::cuda::Cuda::new(0)?);
             let budget = inverse_budget(&dev);
             Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
         }
         #[cfg(not(feature = "cuda"))]
-        Backend::Cuda => return Err("not available in this build".into()),
+        Backend::Cuda => {
+            return Err(OffloadError::Unsupported(
+                "not available in this build".into(),
+            ))
+        }
     })
 }
 

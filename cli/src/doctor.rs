@@ -13,7 +13,7 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-fn line(what: &str, r: &Result<String, String>) {
+fn line<E: std::fmt::Display>(what: &str, r: &Result<String, E>) {
     match r {
         Ok(s) if s.is_empty() => println!("{what:<10} yes"),
         Ok(s) => println!("{what:<10} {s}"),
@@ -29,8 +29,8 @@ pub fn run(args: &DoctorArgs) -> Result<(), Failure> {
             "version": env!("CARGO_PKG_VERSION"),
             "cpu_threads": threads,
             "cuda_feature": rep.cuda_feature,
-            "device": rep.device.as_ref().map_err(|e| e.clone()),
-            "nvrtc": rep.nvrtc.as_ref().map_err(|e| e.clone()),
+            "device": rep.device.as_ref().map_err(|e| e.to_string()),
+            "nvrtc": rep.nvrtc.as_ref().map_err(|e| e.to_string()),
             "emulator": rep.emulator,
             "kernels": rep.kernels,
         });

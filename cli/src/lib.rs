@@ -148,14 +148,8 @@ impl Failure {
     /// A solver error as a failure: [`EXIT_NOT_CONVERGED`] for a step that missed its test
     /// under `on_nonconvergence = "error"`, 1 otherwise.
     pub fn solver(e: diffphd::solver::SolverError, context: String) -> Self {
-        let code = match e {
-            diffphd::solver::SolverError::NotConverged { .. }
-            | diffphd::solver::SolverError::ContactTimeLimit { .. } => EXIT_NOT_CONVERGED,
-            // a start inside an obstacle or another body is bad input, whichever command
-            diffphd::solver::SolverError::InitialPenetration(_)
-            | diffphd::solver::SolverError::InitialOverlap(_) => 2,
-            _ => 1,
-        };
+        // a start inside an obstacle or another body is bad input (2), whichever command
+        let code = e.exit_code();
         Failure {
             code,
             error: anyhow::Error::new(e).context(context),

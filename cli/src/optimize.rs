@@ -307,7 +307,7 @@ fn write_outputs(
     log: &OptimizeLog,
     out: &Path,
 ) -> anyhow::Result<()> {
-    let wb = writeback::write_back(problem, values);
+    let wb = writeback::write_back(problem, values)?;
     let mut text = String::new();
     text.push_str(&format!(
         "# Written by `diffphd optimize` from {} (status {:?}: {}).\n",

@@ -79,35 +79,10 @@ fn check_gpu_model(
     Ok(())
 }
 
-/// The device offload of `sim` on `backend` (`None` for the CPU).
-fn device_offload(
-    sim: &Simulator,
-    backend: Backend,
-) -> Result<Option<Box<dyn diffphd::solver::offload::Offload + Send + Sync>>, String> {
-    use diffphd::gpu::offload::{inverse_budget, DeviceOffload};
-    use diffphd::gpu::Counted;
-    Ok(match backend {
-        Backend::Cpu => None,
-        Backend::Emulator => {
-            let dev = Counted::new(diffphd::gpu::Emulator);
-            let budget = inverse_budget(&dev);
-            Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
-        }
-        #[cfg(feature = "cuda")]
-        Backend::Cuda => {
-            let dev = Counted::new(diffphd::gpu::cuda::Cuda::new(0).map_err(|e| e.to_string())?);
-            let budget = inverse_budget(&dev);
-            Some(Box::new(DeviceOffload::new(dev, sim, budget)?))
-        }
-        #[cfg(not(feature = "cuda"))]
-        Backend::Cuda => return Err("not available in this build".into()),
-    })
-}
-
 /// Hand the PD iteration's local step and global solve to the backend's device.
 fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<(), Failure> {
     check_gpu_model(sim.model, sim.config.method, backend)?;
-    let off = device_offload(sim, backend)
+    let off = diffphd::session::device_offload(sim, backend)
         .map_err(|why| Failure::input(anyhow::anyhow!("--backend {backend:?}: {why}")))?;
     if let Some(off) = off {
         if !quiet {
@@ -132,7 +107,7 @@ pub fn accelerate_problem(
     check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
     let said = std::sync::atomic::AtomicBool::new(quiet);
     problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
-        sim.offload = device_offload(sim, backend)?;
+        sim.offload = diffphd::session::device_offload(sim, backend)?;
         if let Some(off) = &sim.offload {
             if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 eprintln!("GPU path: {}", off.describe());

@@ -877,7 +877,7 @@ impl Rollout {
 /// Whether this build has the `cuda` feature, and why CUDA cannot run here (None: it can).
 #[pyfunction]
 fn cuda_status() -> Option<String> {
-    diffphd::gpu::cuda_status().err()
+    diffphd::gpu::cuda_status().err().map(|e| e.to_string())
 }
 
 #[pymodule]

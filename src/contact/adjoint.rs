@@ -18,8 +18,8 @@
 
 use super::iterative::{self, apply_blocks, block_inverse, MatrixFree};
 use super::{ContactRecord, DenseDelassus};
-use crate::linalg::krylov::{gmres, GmresSettings};
-use crate::linalg::LinearSolver;
+use crate::linalg::krylov::{try_gmres, GmresSettings};
+use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::{Matrix3, Vector3};
 use std::sync::Mutex;
 
@@ -68,8 +68,9 @@ pub struct ContactGradients {
 
 impl<'s> ContactAdjoint<'s> {
     /// Dense form: build $X$, $W$ (from the persistent factor) and factor $G_c=WD^T+E^T$ on
-    /// the coupled contacts. Iterative form: only the preconditioner blocks.
-    pub fn new(rec: &ContactRecord, solver: &'s dyn LinearSolver) -> Self {
+    /// the coupled contacts. Iterative form: only the preconditioner blocks. Fails where a
+    /// solve with `solver` does.
+    pub fn new(rec: &ContactRecord, solver: &'s dyn LinearSolver) -> Result<Self, LinalgError> {
         let set = &rec.set;
         let m = set.nrows();
         let mut keep = Vec::new();
@@ -92,7 +93,7 @@ impl<'s> ContactAdjoint<'s> {
         if set.iterative() {
             return Self::new_iterative(rec, solver, keep, pos);
         }
-        let del = DenseDelassus::new(set, solver);
+        let del = DenseDelassus::new(set, solver)?;
         let mut g = faer::Mat::<f64>::zeros(na, na);
         for j in 0..set.len() {
             let rows = set.rows(j);
@@ -135,7 +136,7 @@ impl<'s> ContactAdjoint<'s> {
             })
             .collect();
         let lu = (na > 0).then(|| g.partial_piv_lu());
-        ContactAdjoint {
+        Ok(ContactAdjoint {
             rec: rec.clone(),
             solver,
             del: Some(del),
@@ -146,7 +147,7 @@ impl<'s> ContactAdjoint<'s> {
             pinv: Vec::new(),
             shift: 0.0,
             warm: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     fn new_iterative(
@@ -154,12 +155,12 @@ impl<'s> ContactAdjoint<'s> {
         solver: &'s dyn LinearSolver,
         keep: Vec<usize>,
         pos: Vec<usize>,
-    ) -> Self {
+    ) -> Result<Self, LinalgError> {
         let set = &rec.set;
         let (pinv, shift, diag_inv) = if keep.is_empty() {
             (Vec::new(), 0.0, Vec::new())
         } else {
-            let mf = MatrixFree::new(set, solver);
+            let mf = MatrixFree::new(set, solver)?;
             let blocks: Vec<Matrix3<f64>> = (0..set.len())
                 .map(|j| {
                     let b = &rec.blocks[j];
@@ -197,7 +198,7 @@ impl<'s> ContactAdjoint<'s> {
                 .collect();
             (pinv, shift, diag_inv)
         };
-        ContactAdjoint {
+        Ok(ContactAdjoint {
             rec: rec.clone(),
             solver,
             del: None,
@@ -208,14 +209,14 @@ impl<'s> ContactAdjoint<'s> {
             pinv,
             shift,
             warm: Mutex::new(Vec::new()),
-        }
+        })
     }
 
     /// $G_c\zeta_k$ on the kept rows with the matrix-free $W$ (iterative form).
-    fn apply_gc(&self, zeta_k: &[f64], out: &mut [f64]) {
+    fn apply_gc(&self, zeta_k: &[f64], out: &mut [f64]) -> Result<(), LinalgError> {
         let set = &self.rec.set;
         let (zeta, mu) = self.expand(zeta_k);
-        let wmu = iterative::apply_w(set, self.solver, &mu);
+        let wmu = iterative::apply_w(set, self.solver, &mu)?;
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
@@ -230,14 +231,15 @@ impl<'s> ContactAdjoint<'s> {
                 out[k] = wmu[o + a] + ete + self.shift * zeta_k[k];
             }
         }
+        Ok(())
     }
 
     /// Solve $G_c\zeta_k=b$ on the kept rows (iterative form), warm-started.
-    fn solve_gc(&self, b: &[f64]) -> Vec<f64> {
+    fn solve_gc(&self, b: &[f64]) -> Result<Vec<f64>, LinalgError> {
         let set = &self.rec.set;
         let na = self.keep.len();
         let mut x = {
-            let w = self.warm.lock().expect("warm start lock");
+            let w = self.warm.lock().unwrap_or_else(|p| p.into_inner());
             if w.len() == na {
                 w.clone()
             } else {
@@ -257,8 +259,9 @@ impl<'s> ContactAdjoint<'s> {
             for (k, &r) in self.keep.iter().enumerate() {
                 out[k] = y[r];
             }
+            Ok(())
         };
-        gmres(
+        try_gmres(
             &mut op,
             &mut pre,
             b,
@@ -269,9 +272,9 @@ impl<'s> ContactAdjoint<'s> {
                 abs_tol: 0.0,
                 max_iter: 4 * iterative::MAX_KRYLOV,
             },
-        );
-        *self.warm.lock().expect("warm start lock") = x.clone();
-        x
+        )?;
+        *self.warm.lock().unwrap_or_else(|p| p.into_inner()) = x.clone();
+        Ok(x)
     }
 
     /// Number of contact unknowns $\zeta$ of the KKT form (the rows of the coupled contacts).
@@ -340,10 +343,11 @@ impl<'s> ContactAdjoint<'s> {
         r_c: &[f64],
         z: &mut [f64],
         zeta_k: &mut [f64],
-    ) {
-        solver.solve_homogeneous(r_z, z);
-        let (zk, _, _) = self.eliminate(z, Some(r_c));
+    ) -> Result<(), LinalgError> {
+        solver.solve_homogeneous(r_z, z)?;
+        let (zk, _, _) = self.eliminate(z, Some(r_c))?;
         zeta_k[..zk.len()].copy_from_slice(&zk);
+        Ok(())
     }
 
     /// Block-diagonal ("mass-aligned" + Jacobi) preconditioner of the KKT operator:
@@ -357,39 +361,46 @@ impl<'s> ContactAdjoint<'s> {
         r_c: &[f64],
         z: &mut [f64],
         zeta_k: &mut [f64],
-    ) {
-        solver.solve_homogeneous(r_z, z);
+    ) -> Result<(), LinalgError> {
+        solver.solve_homogeneous(r_z, z)?;
         for (k, d) in self.diag_inv.iter().enumerate() {
             zeta_k[k] = r_c[k] * d;
         }
+        Ok(())
     }
 
     /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
-    /// Returns $(\zeta,\mu)$ (zero on dropped contacts).
-    pub fn project(&self, w: &mut [f64]) -> (Vec<f64>, Vec<f64>) {
-        let (_, zeta, mu) = self.eliminate(w, None);
-        (zeta, mu)
+    /// Returns $(\zeta,\mu)$ (zero on dropped contacts); fails where a solve with the
+    /// factor does.
+    pub fn project(&self, w: &mut [f64]) -> Result<(Vec<f64>, Vec<f64>), LinalgError> {
+        let (_, zeta, mu) = self.eliminate(w, None)?;
+        Ok((zeta, mu))
     }
 
     /// $\zeta=G_c^{-1}(r_c+Jw)$ on the kept rows ($r_c=0$ when `None`), $\mu=D^T\zeta$,
     /// $w\leftarrow w-X\mu$. Returns $\zeta$ on the kept rows, and $(\zeta,\mu)$ on all rows.
-    fn eliminate(&self, w: &mut [f64], r_c: Option<&[f64]>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    #[allow(clippy::type_complexity)]
+    fn eliminate(
+        &self,
+        w: &mut [f64],
+        r_c: Option<&[f64]>,
+    ) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>), LinalgError> {
         use faer::linalg::solvers::Solve;
         let set = &self.rec.set;
         let m = set.nrows();
         if self.keep.is_empty() {
-            return (vec![], vec![0.0; m], vec![0.0; m]);
+            return Ok((vec![], vec![0.0; m], vec![0.0; m]));
         }
         let (Some(lu), Some(del)) = (&self.lu, &self.del) else {
             let jw = set.apply_j(w);
             let b: Vec<f64> = (0..self.keep.len())
                 .map(|k| jw[self.keep[k]] + r_c.map_or(0.0, |r| r[k]))
                 .collect();
-            let zeta_k = self.solve_gc(&b);
+            let zeta_k = self.solve_gc(&b)?;
             let (zeta, mu) = self.expand(&zeta_k);
             let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
-            iterative::add_x(set, self.solver, &neg, w);
-            return (zeta_k, zeta, mu);
+            iterative::add_x(set, self.solver, &neg, w)?;
+            return Ok((zeta_k, zeta, mu));
         };
         let jw = set.apply_j(w);
         let mut x = faer::Mat::from_fn(self.keep.len(), 1, |k, _| {
@@ -400,7 +411,7 @@ impl<'s> ContactAdjoint<'s> {
         let (zeta, mu) = self.expand(&zeta_k);
         let neg: Vec<f64> = mu.iter().map(|v| -v).collect();
         del.add_x(set, &neg, w);
-        (zeta_k, zeta, mu)
+        Ok((zeta_k, zeta, mu))
     }
 
     /// `out += J^T mu`.

@@ -278,7 +278,10 @@ fn push(set: &mut ContactSet, i: usize, tri: Tri, r: Rows, kappa: f64, mu: f64, 
         .push(super::obstacle::tangent_jacobians(&normal));
     set.tri.push(Some(tri));
     set.tri_origin.push(tri.nodes.map(|k| v3(x_t, k)));
-    let r0 = *set.offset.last().expect("non-empty");
+    let r0 = *set
+        .offset
+        .last()
+        .expect("ContactSet::offset starts with the 0 pushed by its constructor");
     set.offset.push(r0 + rows);
     let dirs = [normal, tangent[0], tangent[1]];
     for a in 0..rows {

@@ -7,7 +7,7 @@
 use super::ncp::{FbParams, Local};
 use super::{inf_norm, residual, ContactSet, NewtonCache, SolveInfo, SolveSettings};
 use super::{DECOUPLED, REGULARIZATION};
-use crate::linalg::LinearSolver;
+use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::{DMatrix, DVector, Vector3};
 use rayon::prelude::*;
 
@@ -32,7 +32,8 @@ pub struct DenseDelassus {
 }
 
 impl DenseDelassus {
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> DenseDelassus {
+    /// The dense $W$ of `set` from one multi-RHS solve with `solver` (fails where it does).
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Result<DenseDelassus, LinalgError> {
         let n = solver.num_nodes();
         let m = set.nrows();
         let coupled = solver.axis_coupled();
@@ -46,7 +47,7 @@ impl DenseDelassus {
         let col_of = |i: usize| -> usize {
             col_nodes
                 .binary_search(&i)
-                .expect("row node is a column node")
+                .expect("col_nodes holds every node of every row term, sorted")
         };
         let row_col: Vec<usize> = set.row_node.iter().map(|&i| col_of(i)).collect();
         // right-hand sides: (node, axes set to 1)
@@ -71,7 +72,7 @@ impl DenseDelassus {
                 q
             })
             .collect();
-        let cols = solver.solve_homogeneous_many(&rhs);
+        let cols = solver.solve_homogeneous_many(&rhs)?;
         // (H^{-1})_{(i,d),(k,e)} from the stored columns (k = col_nodes[kc]); decoupled
         // solvers are only asked for d == e (the other entries are zero)
         let hinv = |i: usize, d: usize, kc: usize, e: usize| -> f64 {
@@ -113,13 +114,13 @@ impl DenseDelassus {
                 w[(s, r)] = v;
             }
         }
-        DenseDelassus {
+        Ok(DenseDelassus {
             row_col,
             col_nodes,
             cols,
             coupled,
             w,
-        }
+        })
     }
 
     /// `out += X lambda` $=A^{-1}J^T\lambda$.
@@ -135,7 +136,7 @@ impl DenseDelassus {
                     let k = self
                         .col_nodes
                         .binary_search(&i)
-                        .expect("row node is a column node");
+                        .expect("col_nodes holds every node of every row term, sorted");
                     f[k] += set.row_dir[r] * (c * lambda[r]);
                 }
             }
@@ -165,9 +166,9 @@ impl DenseDelassus {
 }
 
 /// The dense form of [`super::solve`], iterated to $\|\Phi\|_\infty\le$ `tol`: per Newton iteration
-/// the decoupled contacts are eliminated ([`eliminate_decoupled`]), the coupled rows take a
-/// chord or a fresh Newton step ([`DenseNewton::coupled_step`]), and a full step is
-/// line-searched ([`DenseNewton::armijo`]).
+/// the decoupled contacts are eliminated (`eliminate_decoupled`), the coupled rows take a
+/// chord or a fresh Newton step (`DenseNewton::coupled_step`), and a full step is
+/// line-searched (`DenseNewton::armijo`).
 pub fn solve(
     set: &ContactSet,
     del: &DenseDelassus,
@@ -435,6 +436,6 @@ impl DenseNewton<'_> {
             }
             alpha *= 0.5;
         }
-        best.expect("at least one trial")
+        best.expect("the Armijo loop runs at least one trial, which sets best")
     }
 }

@@ -1,6 +1,6 @@
 //! Edge–edge contact between boundary edges of two bodies (or of one body, with
 //! `[contact] self_contact`): the geometry of two segments $a(s)=(1-s)a_0+sa_1$,
-//! $b(t)=(1-t)b_0+tb_1$, $s,t\in[0,1]$.
+//! $b(t)=(1-t)b_0+tb_1$, $s,t\in\[0,1\]$.
 //!
 //! [`closest`] gives the parameters $(s,t)$ of the closest points (clamped to the segments,
 //! robust for parallel segments), [`distance`] the distance $d=\|a(s)-b(t)\|$ and
@@ -22,7 +22,7 @@ use nalgebra::Vector3;
 
 type V3 = Vector3<f64>;
 
-/// Closest-point parameters $(s,t)\in[0,1]^2$ of segments $a_0a_1$ and $b_0b_1$.
+/// Closest-point parameters $(s,t)\in\[0,1\]^2$ of segments $a_0a_1$ and $b_0b_1$.
 /// Degenerate (zero-length) segments are treated as points; parallel segments take the
 /// $s$ that is closest to $b_0$'s projection, clamped (any minimiser gives the same distance).
 pub fn closest(a0: &V3, a1: &V3, b0: &V3, b1: &V3) -> (f64, f64) {

@@ -22,8 +22,8 @@
 
 use super::ncp::Local;
 use super::{inf_norm, residual, ContactSet, SolveInfo, SolveSettings, REGULARIZATION};
-use crate::linalg::krylov::{gmres, GmresSettings};
-use crate::linalg::LinearSolver;
+use crate::linalg::krylov::{try_gmres, GmresSettings};
+use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::{Matrix3, Vector3};
 
 /// Relative GMRES tolerance of each Newton step (forcing term): the step solves the Newton
@@ -57,8 +57,8 @@ fn sign(j: usize) -> f64 {
 }
 
 impl MatrixFree {
-    /// Preconditioner scales of `set` (one product with $W$).
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> MatrixFree {
+    /// Preconditioner scales of `set` (one product with $W$); fails where the solver does.
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Result<MatrixFree, LinalgError> {
         let base: Vec<f64> = (0..set.len())
             .map(|j| {
                 let w2: f64 = set.tri[j]
@@ -71,7 +71,7 @@ impl MatrixFree {
         for j in 0..set.len() {
             v[set.offset[j]] = sign(j);
         }
-        let wv = apply_w(set, solver, &v);
+        let wv = apply_w(set, solver, &v)?;
         let vwv: f64 = v.iter().zip(&wv).map(|(a, b)| a * b).sum();
         let tr: f64 = base.iter().sum();
         let rho = if vwv.is_finite() && vwv > 0.0 && tr > 0.0 {
@@ -79,35 +79,45 @@ impl MatrixFree {
         } else {
             1.0
         };
-        MatrixFree {
+        Ok(MatrixFree {
             scale: base.iter().map(|b| b * rho).collect(),
-        }
+        })
     }
 }
 
 /// $Wv=J\,A^{-1}J^Tv$ (all rows; one solve).
-pub fn apply_w(set: &ContactSet, solver: &dyn LinearSolver, v: &[f64]) -> Vec<f64> {
+pub fn apply_w(
+    set: &ContactSet,
+    solver: &dyn LinearSolver,
+    v: &[f64],
+) -> Result<Vec<f64>, LinalgError> {
     let n3 = 3 * solver.num_nodes();
     let mut q = vec![0.0; n3];
     set.add_jt(v, &mut q);
     let mut z = vec![0.0; n3];
-    solver.solve_homogeneous(&q, &mut z);
-    set.apply_j(&z)
+    solver.solve_homogeneous(&q, &mut z)?;
+    Ok(set.apply_j(&z))
 }
 
 /// `out += X lambda` $=A^{-1}J^T\lambda$ (one solve).
-pub fn add_x(set: &ContactSet, solver: &dyn LinearSolver, lambda: &[f64], out: &mut [f64]) {
+pub fn add_x(
+    set: &ContactSet,
+    solver: &dyn LinearSolver,
+    lambda: &[f64],
+    out: &mut [f64],
+) -> Result<(), LinalgError> {
     if lambda.iter().all(|l| *l == 0.0) {
-        return;
+        return Ok(());
     }
     let n3 = 3 * solver.num_nodes();
     let mut q = vec![0.0; n3];
     set.add_jt(lambda, &mut q);
     let mut z = vec![0.0; n3];
-    solver.solve_homogeneous(&q, &mut z);
+    solver.solve_homogeneous(&q, &mut z)?;
     for (o, v) in out.iter_mut().zip(&z) {
         *o += v;
     }
+    Ok(())
 }
 
 /// Inverse of the leading `nr`×`nr` block of `p` (the diagonal's reciprocals, 1 where zero,
@@ -155,6 +165,7 @@ type Trial = (f64, Vec<f64>, Vec<f64>, Vec<f64>);
 /// $(DW+E+\sigma I)\Delta\lambda=-\Phi$ by GMRES (block preconditioner $P_j=s_jD_j+E_j$, forcing
 /// term [`FORCING`]); $W\Delta\lambda$ is formed once per step, so the Armijo trials are free.
 /// $\sigma$ is the dense form's relative shift ([`REGULARIZATION`]) for redundant rows.
+/// Fails where a solve with `solver` does.
 pub fn solve(
     set: &ContactSet,
     mf: &MatrixFree,
@@ -163,7 +174,7 @@ pub fn solve(
     lambda: &mut [f64],
     s: &SolveSettings,
     tol: f64,
-) -> SolveInfo {
+) -> Result<SolveInfo, LinalgError> {
     let t0 = std::time::Instant::now();
     let m = set.nrows();
     let d0 = set.delta(u);
@@ -171,7 +182,7 @@ pub fn solve(
     let mut info = SolveInfo::default();
     let mut delta = d0.clone();
     if lam.iter().any(|l| *l != 0.0) {
-        let wl = apply_w(set, solver, &lam);
+        let wl = apply_w(set, solver, &lam)?;
         info.products += 1;
         for (d, w) in delta.iter_mut().zip(&wl) {
             *d += w;
@@ -208,14 +219,18 @@ pub fn solve(
             .collect();
         let mut products = 0;
         let mut op = |v: &[f64], out: &mut [f64]| {
-            let wv = apply_w(set, solver, v);
+            let wv = apply_w(set, solver, v)?;
             products += 1;
             newton_rows(set, &locals, shift, v, &wv, out);
+            Ok(())
         };
-        let mut pre = |v: &[f64], out: &mut [f64]| apply_blocks(set, &pinv, false, v, out);
+        let mut pre = |v: &[f64], out: &mut [f64]| {
+            apply_blocks(set, &pinv, false, v, out);
+            Ok(())
+        };
         let rhs: Vec<f64> = f.iter().map(|v| -v).collect();
         let mut step = vec![0.0; m];
-        gmres(
+        try_gmres(
             &mut op,
             &mut pre,
             &rhs,
@@ -226,12 +241,12 @@ pub fn solve(
                 abs_tol: 0.1 * tol,
                 max_iter: MAX_KRYLOV,
             },
-        );
+        )?;
         info.products += products;
         if !step.iter().all(|v| v.is_finite()) {
             break;
         }
-        let ws = apply_w(set, solver, &step);
+        let ws = apply_w(set, solver, &step)?;
         info.products += 1;
         // Armijo backtracking on 1/2 |Phi|^2; W(lam + a step) = W lam + a W step
         let mut alpha = 1.0;
@@ -249,7 +264,8 @@ pub fn solve(
             }
             alpha *= 0.5;
         }
-        let (n2, trial, dt, ft) = best.expect("at least one trial");
+        let (n2, trial, dt, ft) =
+            best.expect("the Armijo loop runs at least one trial, which sets best");
         info.iterations += 1;
         if n2.partial_cmp(&fn2) != Some(std::cmp::Ordering::Less) {
             break;
@@ -261,7 +277,7 @@ pub fn solve(
     }
     info.residual = inf_norm(&f);
     lambda.copy_from_slice(&lam);
-    info
+    Ok(info)
 }
 
 /// Rows of the Newton operator: `out_j = D_j (Wv)_j + E_j v_j + shift v_j`.

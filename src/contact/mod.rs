@@ -32,7 +32,7 @@ pub mod ncp;
 pub mod obstacle;
 pub mod penalty;
 
-use crate::linalg::LinearSolver;
+use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{ContactSolver, Model};
 use nalgebra::{Matrix3, Vector2, Vector3};
 use ncp::{FbParams, Local};
@@ -220,7 +220,10 @@ impl ContactSet {
                 s.dtangent.push(obstacle::tangent_jacobians(&n));
                 s.tri.push(None);
                 s.tri_origin.push([Vector3::zeros(); 3]);
-                let r0 = *s.offset.last().expect("non-empty");
+                let r0 = *s
+                    .offset
+                    .last()
+                    .expect("ContactSet::offset starts with the 0 pushed by its constructor");
                 s.offset.push(r0 + rows);
                 s.row_node.push(i);
                 s.row_dir.push(n);
@@ -308,13 +311,13 @@ pub enum Delassus {
 }
 
 impl Delassus {
-    /// The form [`ContactSet::iterative`] selects.
-    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Delassus {
-        if set.iterative() {
-            Delassus::Free(iterative::MatrixFree::new(set, solver))
+    /// The form [`ContactSet::iterative`] selects (fails where a solve with `solver` does).
+    pub fn new(set: &ContactSet, solver: &dyn LinearSolver) -> Result<Delassus, LinalgError> {
+        Ok(if set.iterative() {
+            Delassus::Free(iterative::MatrixFree::new(set, solver)?)
         } else {
-            Delassus::Dense(DenseDelassus::new(set, solver))
-        }
+            Delassus::Dense(DenseDelassus::new(set, solver)?)
+        })
     }
 
     /// `out += X lambda` $=A^{-1}J^T\lambda$ (`solver`: the factor the operator was built on).
@@ -324,9 +327,12 @@ impl Delassus {
         solver: &dyn LinearSolver,
         lambda: &[f64],
         out: &mut [f64],
-    ) {
+    ) -> Result<(), LinalgError> {
         match self {
-            Delassus::Dense(d) => d.add_x(set, lambda, out),
+            Delassus::Dense(d) => {
+                d.add_x(set, lambda, out);
+                Ok(())
+            }
             Delassus::Free(_) => iterative::add_x(set, solver, lambda, out),
         }
     }
@@ -397,7 +403,7 @@ pub const DECOUPLED: f64 = 1e-10;
 /// $(DW+E)\Delta\lambda=-\Phi$ with Armijo backtracking on $\tfrac12\|\Phi\|^2$. Contacts with
 /// $D_j\approx0$ (separated) are eliminated exactly: $\Delta\lambda_j=-E_j^{-1}\Phi_j$, and only
 /// the coupled contacts enter the dense LU. The matrix-free form: [`iterative::solve`]
-/// (`cache` unused).
+/// (`cache` unused; a failed solve with `solver` is its error).
 pub fn solve(
     set: &ContactSet,
     del: &Delassus,
@@ -406,9 +412,9 @@ pub fn solve(
     lambda: &mut [f64],
     s: &SolveSettings,
     cache: &mut Option<NewtonCache>,
-) -> SolveInfo {
+) -> Result<SolveInfo, LinalgError> {
     match del {
-        Delassus::Dense(d) => dense::solve(set, d, u, lambda, s, s.tolerance, cache),
+        Delassus::Dense(d) => Ok(dense::solve(set, d, u, lambda, s, s.tolerance, cache)),
         Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, s.tolerance),
     }
 }

@@ -7,7 +7,7 @@
 use super::device::{check_args, Arg, Device};
 use super::kernels::{Kernel, SOURCES};
 use super::nvrtc::Nvrtc;
-use super::GpuError;
+use super::{GpuError, Unavailable};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
@@ -20,15 +20,16 @@ fn err(e: impl std::fmt::Debug) -> GpuError {
 
 /// Probe the driver without panicking (cudarc panics when libcuda is missing, so check the
 /// library first); returns the device description.
-pub fn probe() -> Result<String, String> {
+pub fn probe() -> Result<String, Unavailable> {
     // SAFETY: only tries to dlopen the library.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("no CUDA driver library (libcuda.so.1) on this machine".into());
+        return Err(Unavailable::NoDriver);
     }
-    let ctx = CudaContext::new(0).map_err(|e| format!("no usable CUDA device: {e:?}"))?;
-    let name = ctx.name().map_err(|e| format!("{e:?}"))?;
-    let (ma, mi) = ctx.compute_capability().map_err(|e| format!("{e:?}"))?;
-    let mem = ctx.total_mem().map_err(|e| format!("{e:?}"))?;
+    let ctx = CudaContext::new(0).map_err(|e| Unavailable::NoDevice(format!("{e:?}")))?;
+    let driver = |e: cudarc::driver::DriverError| Unavailable::Driver(format!("{e:?}"));
+    let name = ctx.name().map_err(driver)?;
+    let (ma, mi) = ctx.compute_capability().map_err(driver)?;
+    let mem = ctx.total_mem().map_err(driver)?;
     Ok(format!(
         "{name}, compute capability {ma}.{mi}, {:.1} GiB",
         mem as f64 / (1u64 << 30) as f64
@@ -61,7 +62,7 @@ fn ptx_for(arch: &'static str) -> Result<Vec<(&'static str, String)>, GpuError> 
     if let Some(ptx) = cache.get(arch) {
         return Ok(ptx.clone());
     }
-    let nv = Nvrtc::load().map_err(GpuError::Cuda)?;
+    let nv = Nvrtc::load().map_err(Unavailable::from)?;
     let mut all = Vec::with_capacity(SOURCES.len());
     for &(file, src) in SOURCES {
         let ptx = nv
@@ -84,7 +85,7 @@ pub struct Cuda {
 impl Cuda {
     /// Open device `ordinal`, compile and load every kernel.
     pub fn new(ordinal: usize) -> Result<Self, GpuError> {
-        probe().map_err(GpuError::Cuda)?;
+        probe()?;
         let ctx = CudaContext::new(ordinal).map_err(err)?;
         let stream = ctx.default_stream();
         let arch = arch(ctx.compute_capability().map_err(err)?);

@@ -7,7 +7,7 @@
 //!
 //! The operator is `solver::backward::apply_k` on device vectors:
 //! $Kv=\hat Av-\Delta A\,v$ with the prescribed rows zeroed ($\hat A$ by the node-major SpMV,
-//! $\Delta A\,v$ by [`super::local::DeviceAdjointProduct::apply_device`] with the step's
+//! $\Delta A\,v$ by `super::local::DeviceAdjointProduct::apply_device` with the step's
 //! planned coefficients); the preconditioner is $A^{-1}$ with zero Dirichlet values (per
 //! reduced system one gather of its axes' free entries, the factor's block solve, one
 //! scatter: `resident::solve_free`). GMRES orthogonalizes by classical Gram–Schmidt twice
@@ -19,7 +19,8 @@ use super::resident::{copy, solve_free, Axis, Reducer};
 use super::system::{DeviceSolve, GpuSystem};
 use super::GpuError;
 use crate::linalg::krylov::{slot_pair, KrylovSpace};
-use std::sync::{Mutex, MutexGuard};
+use crate::solver::offload::OffloadError;
+use std::sync::MutexGuard;
 
 /// The device state of the Krylov methods of one simulator: the axis maps, the reducer and
 /// the slots ($\hat A$ and the prescribed DoFs are the [`GpuSystem`]'s) (grown on demand, kept across solves).
@@ -116,7 +117,10 @@ impl<D: Device> KrylovBuffers<D> {
                 .max(self.block.as_ref().map_or(0, |b| (2 * b.cap).min(most)));
             self.block = Some(Block::new(dev, n3, cap)?);
         }
-        let block = self.block.as_mut().expect("just built");
+        let block = self
+            .block
+            .as_mut()
+            .expect("the block was built just above when absent or too small");
         for (c, &slot) in basis.iter().enumerate() {
             let now = (slot, self.writes[slot]);
             if block.held[c] == Some(now) {
@@ -147,17 +151,15 @@ impl<D: Device> KrylovBuffers<D> {
 /// $\Delta A\,v$ on device vectors for one planned step (the offload's product, which checks
 /// the step's token and keeps its failures).
 pub type Product<'a, D> =
-    Box<dyn FnMut(&<D as Device>::Real, &mut <D as Device>::Real) -> Result<(), String> + 'a>;
+    Box<dyn FnMut(&<D as Device>::Real, &mut <D as Device>::Real) -> Result<(), OffloadError> + 'a>;
 
 /// A [`KrylovSpace`] on a device for one solve: holds the Krylov buffers (locked) for its
-/// lifetime. Every failure is kept in `error` (the offload's, reported by
-/// `Offload::take_error`) and returned.
+/// lifetime. Every failure is returned to the Krylov method, which ends with it.
 pub struct DeviceKrylov<'a, D: Device> {
     dev: &'a D,
     sys: &'a GpuSystem<D>,
     buf: MutexGuard<'a, KrylovBuffers<D>>,
     product: Product<'a, D>,
-    error: &'a Mutex<Option<String>>,
 }
 
 impl<'a, D: Device> DeviceKrylov<'a, D> {
@@ -166,20 +168,13 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         (dev, sys): (&'a D, &'a GpuSystem<D>),
         buf: MutexGuard<'a, KrylovBuffers<D>>,
         product: Product<'a, D>,
-        error: &'a Mutex<Option<String>>,
     ) -> Self {
         DeviceKrylov {
             dev,
             sys,
             buf,
             product,
-            error,
         }
-    }
-
-    /// Keep the first failure and pass it on.
-    fn kept<T>(&self, r: Result<T, GpuError>) -> Result<T, String> {
-        keep(self.error, r)
     }
 
     /// The error of a slot not reserved.
@@ -196,14 +191,13 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     }
 
     /// `out` $=\hat Ax-\Delta A\,x$ with the prescribed rows zeroed.
-    fn op_raw(&mut self, x: usize, out: usize) -> Result<(), String> {
-        let r = self.check(x.max(out));
-        self.kept(r)?;
-        let (dev, error) = (self.dev, self.error);
+    fn op_raw(&mut self, x: usize, out: usize) -> Result<(), OffloadError> {
+        self.check(x.max(out))?;
+        let dev = self.dev;
         let buf = &mut *self.buf;
         buf.touch(out);
         let (xv, ov) = slot_pair(&mut buf.slots, x, out);
-        keep(error, self.sys.matrix().apply(dev, buf.n3, xv, ov))?;
+        self.sys.matrix().apply(dev, buf.n3, xv, ov)?;
         (self.product)(xv, &mut buf.da)?;
         let r = dev
             .launch(
@@ -217,7 +211,7 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
                 ],
             )
             .and_then(|_| self.sys.prescribed().impose(dev, &buf.zero, ov));
-        keep(error, r)
+        Ok(r?)
     }
 
     /// `out` $=A^{-1}x$ with zero Dirichlet values.
@@ -321,7 +315,10 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
         buf.touch(w);
         let n3 = buf.n3;
         buf.fill_block(dev, basis)?;
-        let block = buf.block.as_mut().expect("filled");
+        let block = buf
+            .block
+            .as_mut()
+            .expect("fill_block succeeded just above, so the block is allocated");
         for _ in 0..2 {
             let d = block.red.dots(dev, (&buf.slots[w], 0), &block.v, q)?;
             let mut padded = d.clone();
@@ -343,65 +340,45 @@ impl<'a, D: Device> DeviceKrylov<'a, D> {
     }
 }
 
-/// Keep the first failure in `error` and pass it on.
-fn keep<T>(error: &Mutex<Option<String>>, r: Result<T, GpuError>) -> Result<T, String> {
-    r.map_err(|e| {
-        let msg = e.to_string();
-        let mut kept = error.lock().unwrap_or_else(|p| p.into_inner());
-        kept.get_or_insert_with(|| msg.clone());
-        msg
-    })
-}
-
 impl<D: Device> KrylovSpace for DeviceKrylov<'_, D> {
-    type Error = String;
+    type Error = OffloadError;
 
-    fn reserve(&mut self, count: usize) -> Result<(), String> {
+    fn reserve(&mut self, count: usize) -> Result<(), OffloadError> {
         while self.buf.slots.len() < count {
-            let r = self.dev.zeros(self.buf.n3);
-            let v = self.kept(r)?;
+            let v = self.dev.zeros(self.buf.n3)?;
             self.buf.slots.push(v);
             self.buf.writes.push(0);
         }
         Ok(())
     }
-    fn upload(&mut self, slot: usize, v: &[f64]) -> Result<(), String> {
-        let r = self.upload_raw(slot, v);
-        self.kept(r)
+    fn upload(&mut self, slot: usize, v: &[f64]) -> Result<(), OffloadError> {
+        Ok(self.upload_raw(slot, v)?)
     }
-    fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), String> {
-        let r = self.download_raw(slot, out);
-        self.kept(r)
+    fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), OffloadError> {
+        Ok(self.download_raw(slot, out)?)
     }
-    fn dot(&mut self, a: usize, b: usize) -> Result<f64, String> {
-        let r = self.dot_raw(a, b);
-        self.kept(r)
+    fn dot(&mut self, a: usize, b: usize) -> Result<f64, OffloadError> {
+        Ok(self.dot_raw(a, b)?)
     }
-    fn dots(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, String> {
-        let r = self.dots_raw(pairs);
-        self.kept(r)
+    fn dots(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, OffloadError> {
+        Ok(self.dots_raw(pairs)?)
     }
-    fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), String> {
-        let r = self.axpby_raw(alpha, x, beta, y);
-        self.kept(r)
+    fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), OffloadError> {
+        Ok(self.axpby_raw(alpha, x, beta, y)?)
     }
-    fn divide(&mut self, x: usize, s: f64, out: usize) -> Result<(), String> {
-        let r = self.divide_raw(x, s, out);
-        self.kept(r)
+    fn divide(&mut self, x: usize, s: f64, out: usize) -> Result<(), OffloadError> {
+        Ok(self.divide_raw(x, s, out)?)
     }
-    fn copy(&mut self, src: usize, dst: usize) -> Result<(), String> {
-        let r = self.copy_raw(src, dst);
-        self.kept(r)
+    fn copy(&mut self, src: usize, dst: usize) -> Result<(), OffloadError> {
+        Ok(self.copy_raw(src, dst)?)
     }
-    fn op(&mut self, x: usize, out: usize) -> Result<(), String> {
+    fn op(&mut self, x: usize, out: usize) -> Result<(), OffloadError> {
         self.op_raw(x, out)
     }
-    fn precond(&mut self, x: usize, out: usize) -> Result<(), String> {
-        let r = self.precond_raw(x, out);
-        self.kept(r)
+    fn precond(&mut self, x: usize, out: usize) -> Result<(), OffloadError> {
+        Ok(self.precond_raw(x, out)?)
     }
-    fn orthogonalize(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, String> {
-        let r = self.orthogonalize_raw(w, basis);
-        self.kept(r)
+    fn orthogonalize(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, OffloadError> {
+        Ok(self.orthogonalize_raw(w, basis)?)
     }
 }

@@ -308,7 +308,7 @@ impl<D: Device> DeviceLocalStep<D> {
         })
     }
 
-    /// The spectral coefficients $[U,V,W,M,N]$ of $\Delta A$ at positions `x` (device,
+    /// The spectral coefficients $\[U,V,W,M,N\]$ of $\Delta A$ at positions `x` (device,
     /// node-major) into `coef` (`dphd_linearize`): `StepLinearization::new`'s with the Hessian
     /// filter `alpha`, or with `projected` its `projected` Jacobian's (each sample's map capped
     /// at its weight in $A$). Muscle fibres are not included

@@ -1,5 +1,5 @@
 //! GPU backend (spec §2.8, §5): CUDA kernels in `kernels/*.cu`, compiled at run time by NVRTC
-//! for a GPU ([`cuda::Cuda`], feature `cuda`) and at build time as host C++ for the
+//! for a GPU (`cuda::Cuda`, feature `cuda`) and at build time as host C++ for the
 //! [`Emulator`]. Both implement [`Device`]; the orchestration in [`pipeline`] and [`local`]
 //! is written once against it, so CI runs every kernel and the whole orchestration without a
 //! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.
@@ -42,8 +42,35 @@ pub enum GpuError {
     NoInverse,
     #[error("CUDA: {0}")]
     Cuda(String),
+    /// CUDA (or NVRTC) is not available (in the message, not a `source()`, so that a
+    /// printed chain names it once).
+    #[error("CUDA: {0}")]
+    Unavailable(Unavailable),
     #[error("{file}: NVRTC compile failed:\n{log}")]
-    Compile { file: &'static str, log: String },
+    Compile {
+        file: &'static str,
+        log: nvrtc::NvrtcError,
+    },
+}
+
+impl From<Unavailable> for GpuError {
+    fn from(e: Unavailable) -> Self {
+        GpuError::Unavailable(e)
+    }
+}
+
+/// A device failure at the accelerator seam (the solver knows no device types).
+impl From<GpuError> for crate::solver::offload::OffloadError {
+    fn from(e: GpuError) -> Self {
+        crate::solver::offload::OffloadError::Device(Box::new(e))
+    }
+}
+
+/// A failure building the device system at the accelerator seam.
+impl From<system::GpuSystemError> for crate::solver::offload::OffloadError {
+    fn from(e: system::GpuSystemError) -> Self {
+        crate::solver::offload::OffloadError::Device(Box::new(e))
+    }
 }
 
 /// Which backend a run uses.
@@ -56,14 +83,35 @@ pub enum Backend {
     Emulator,
 }
 
+/// Why the CUDA backend (or one of its parts) is not available.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("this binary was built without the `cuda` feature (rebuild with `--features cuda`)")]
+    NoFeature,
+    #[error("no CUDA driver library (libcuda.so.1) on this machine")]
+    NoDriver,
+    /// The driver's message.
+    #[error("no usable CUDA device: {0}")]
+    NoDevice(String),
+    /// A driver query failed (the driver's message).
+    #[error("{0}")]
+    Driver(String),
+    #[error(transparent)]
+    Nvrtc(#[from] nvrtc::NvrtcError),
+}
+
+/// Reports (`diffphd doctor --json`) carry the message.
+impl serde::Serialize for Unavailable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Why the CUDA backend is not available, or `Ok(())` when it is.
-pub fn cuda_status() -> Result<(), String> {
+pub fn cuda_status() -> Result<(), Unavailable> {
     #[cfg(not(feature = "cuda"))]
     {
-        Err(
-            "this binary was built without the `cuda` feature (rebuild with `--features cuda`)"
-                .into(),
-        )
+        Err(Unavailable::NoFeature)
     }
     #[cfg(feature = "cuda")]
     {
@@ -77,9 +125,9 @@ pub struct DoctorReport {
     /// `cuda` feature compiled in.
     pub cuda_feature: bool,
     /// Driver + device, or why not.
-    pub device: Result<String, String>,
+    pub device: Result<String, Unavailable>,
     /// NVRTC library and version, or why not.
-    pub nvrtc: Result<String, String>,
+    pub nvrtc: Result<String, Unavailable>,
     /// Whether the host emulator is built in (always: `build.rs` compiles it).
     pub emulator: bool,
     /// Kernel sources embedded.
@@ -88,10 +136,12 @@ pub struct DoctorReport {
 
 /// Probe everything without panicking.
 pub fn doctor() -> DoctorReport {
-    let nvrtc = nvrtc::Nvrtc::load().and_then(|n| {
-        let (a, b) = n.version()?;
-        Ok(format!("{} (NVRTC {a}.{b})", n.soname))
-    });
+    let nvrtc = nvrtc::Nvrtc::load()
+        .and_then(|n| {
+            let (a, b) = n.version()?;
+            Ok(format!("{} (NVRTC {a}.{b})", n.soname))
+        })
+        .map_err(Unavailable::from);
     #[cfg(feature = "cuda")]
     let device = cuda::probe();
     #[cfg(not(feature = "cuda"))]

@@ -17,19 +17,49 @@ pub struct Nvrtc {
     pub soname: &'static str,
 }
 
+/// Why NVRTC is not available or a compile failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum NvrtcError {
+    /// No library of `NAMES` loads; `last` is the loader's message for the last one.
+    #[error(
+        "NVRTC not found (tried {tried}; put the directory of libnvrtc on LD_LIBRARY_PATH): {last}"
+    )]
+    NotFound { tried: String, last: String },
+    /// A symbol is missing from the loaded library (the loader's message).
+    #[error("{0}")]
+    Symbol(String),
+    #[error("{what} failed with NVRTC status {status}")]
+    Status { what: &'static str, status: i32 },
+    #[error("{name}: NUL byte in source")]
+    Nul { name: String },
+    /// NVRTC handed back a string without its terminating NUL.
+    #[error("{0}")]
+    Unterminated(String),
+    /// The compile failed: NVRTC's log (it names the file and line).
+    #[error("{0}")]
+    Log(String),
+}
+
+/// Reports (`diffphd doctor --json`) carry the message.
+impl serde::Serialize for NvrtcError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One kernel source compiled to PTX, or its compiler log.
 pub struct Compiled {
     /// The source path (`kernels/x.cu`).
     pub name: &'static str,
-    /// PTX text on success; the NVRTC log on failure.
-    pub result: Result<String, String>,
+    /// PTX text on success; the NVRTC log ([`NvrtcError::Log`]) on failure.
+    pub result: Result<String, NvrtcError>,
 }
 
 const NAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
 
 impl Nvrtc {
     /// Load NVRTC, or say why it is not available.
-    pub fn load() -> Result<Self, String> {
+    pub fn load() -> Result<Self, NvrtcError> {
         let mut last = String::new();
         for &name in NAMES {
             // SAFETY: loading a shared library runs its initialisers; NVRTC's are benign.
@@ -38,19 +68,19 @@ impl Nvrtc {
                 Err(e) => last = e.to_string(),
             }
         }
-        Err(format!(
-            "NVRTC not found (tried {}; put the directory of libnvrtc on LD_LIBRARY_PATH): {last}",
-            NAMES.join(", ")
-        ))
+        Err(NvrtcError::NotFound {
+            tried: NAMES.join(", "),
+            last,
+        })
     }
 
-    fn sym<T>(&self, name: &[u8]) -> Result<libloading::Symbol<'_, T>, String> {
+    fn sym<T>(&self, name: &[u8]) -> Result<libloading::Symbol<'_, T>, NvrtcError> {
         // SAFETY: the symbol types below are NVRTC's documented C signatures.
-        unsafe { self.lib.get::<T>(name) }.map_err(|e| e.to_string())
+        unsafe { self.lib.get::<T>(name) }.map_err(|e| NvrtcError::Symbol(e.to_string()))
     }
 
     /// NVRTC's version `(major, minor)`.
-    pub fn version(&self) -> Result<(i32, i32), String> {
+    pub fn version(&self) -> Result<(i32, i32), NvrtcError> {
         let f =
             self.sym::<unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status>(b"nvrtcVersion\0")?;
         let (mut a, mut b) = (0, 0);
@@ -60,7 +90,7 @@ impl Nvrtc {
     }
 
     /// Compile one source with the kernel headers, for `arch` (e.g. `sm_90`).
-    pub fn compile(&self, name: &str, src: &str, arch: &str) -> Result<String, String> {
+    pub fn compile(&self, name: &str, src: &str, arch: &str) -> Result<String, NvrtcError> {
         type Create = unsafe extern "C" fn(
             *mut Program,
             *const c_char,
@@ -81,7 +111,11 @@ impl Nvrtc {
         let get_ptx = self.sym::<Get>(b"nvrtcGetPTX\0")?;
         let destroy = self.sym::<Destroy>(b"nvrtcDestroyProgram\0")?;
 
-        let c = |s: &str| CString::new(s).map_err(|_| format!("{name}: NUL byte in source"));
+        let c = |s: &str| {
+            CString::new(s).map_err(|_| NvrtcError::Nul {
+                name: name.to_string(),
+            })
+        };
         let csrc = c(src)?;
         let cname = c(name)?;
         let hdr_src: Vec<CString> = HEADERS
@@ -118,7 +152,10 @@ impl Nvrtc {
             let out = if status == 0 {
                 read(prog, &ptx_size, &get_ptx)
             } else {
-                Err(read(prog, &log_size, &get_log).unwrap_or_else(|e| e))
+                Err(match read(prog, &log_size, &get_log) {
+                    Ok(log) => NvrtcError::Log(log),
+                    Err(e) => e,
+                })
             };
             destroy(&mut prog);
             out
@@ -145,19 +182,20 @@ unsafe fn read(
     prog: Program,
     size: &unsafe extern "C" fn(Program, *mut usize) -> Status,
     get: &unsafe extern "C" fn(Program, *mut c_char) -> Status,
-) -> Result<String, String> {
+) -> Result<String, NvrtcError> {
     let mut n = 0usize;
     check(size(prog, &mut n), "size query")?;
     let mut buf = vec![0u8; n.max(1)];
     check(get(prog, buf.as_mut_ptr() as *mut c_char), "read")?;
-    let s = CStr::from_bytes_until_nul(&buf).map_err(|e| e.to_string())?;
+    let s =
+        CStr::from_bytes_until_nul(&buf).map_err(|e| NvrtcError::Unterminated(e.to_string()))?;
     Ok(s.to_string_lossy().into_owned())
 }
 
-fn check(status: Status, what: &str) -> Result<(), String> {
+fn check(status: Status, what: &'static str) -> Result<(), NvrtcError> {
     if status == 0 {
         Ok(())
     } else {
-        Err(format!("{what} failed with NVRTC status {status}"))
+        Err(NvrtcError::Status { what, status })
     }
 }

@@ -21,8 +21,8 @@ use crate::linalg::LinearSolver;
 use crate::model::muscle::MuscleGroup;
 use crate::solver::anderson::AndersonStore;
 use crate::solver::offload::{
-    DeviceLinearization, MapNorms, MuscleStep, Offload, ParamStep, ParamSums, ResidentPd,
-    ResidentStep,
+    DeviceLinearization, MapNorms, MuscleStep, Offload, OffloadError, ParamStep, ParamSums,
+    ResidentPd, ResidentStep,
 };
 use crate::solver::Simulator;
 use nalgebra::Matrix3;
@@ -60,8 +60,6 @@ pub struct DeviceOffload<D: Device> {
     krylov: Mutex<KrylovBuffers<D>>,
     /// Positions, per-sample energies and partials of [`Offload::material_energy`].
     energy: Mutex<EnergyBuffers<D>>,
-    /// First failure of a `&self` stage, for [`Offload::take_error`].
-    error: Mutex<Option<String>>,
 }
 
 /// The backward's device state: the product with the coefficients of step `step` (a counter
@@ -98,6 +96,11 @@ impl<D: Device> EnergyBuffers<D> {
     }
 }
 
+/// A device result as the accelerator seam's.
+fn device<T>(r: Result<T, GpuError>) -> Result<T, OffloadError> {
+    r.map_err(OffloadError::from)
+}
+
 /// Lock, recovering from a poisoned mutex (the state is overwritten by every use).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -105,34 +108,34 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl<D: Device + Clone> DeviceOffload<D> {
     /// Plan once for the simulator's model, weights, matrix and Dirichlet sets.
-    pub fn new(dev: D, sim: &Simulator, budget_bytes: usize) -> Result<Self, String> {
+    pub fn new(dev: D, sim: &Simulator, budget_bytes: usize) -> Result<Self, OffloadError> {
         let model = sim.model;
         if let Some(why) = unsupported(model) {
-            return Err(why);
+            return Err(OffloadError::Unsupported(why));
         }
         let arrays = LocalArrays::from_model(model);
         let local =
-            DeviceLocalStep::new(&dev, model, &arrays, &sim.derived).map_err(|e| e.to_string())?;
+            DeviceLocalStep::new(&dev, model, &arrays, &sim.derived).map_err(OffloadError::from)?;
         let plan = sim.system.plan().clone();
         let cpu: Vec<_> = (0..plan.num_reduced())
             .map(|k| sim.system.reduced_factor(k).clone())
             .collect();
         let system =
             GpuSystem::with_factors(dev.clone(), sim.system.a.clone(), plan, &cpu, budget_bytes)
-                .map_err(|e| e.to_string())?;
-        let mut product = DeviceAdjointProduct::new(&dev, &arrays).map_err(|e| e.to_string())?;
+                .map_err(OffloadError::from)?;
+        let mut product = DeviceAdjointProduct::new(&dev, &arrays).map_err(OffloadError::from)?;
         product
             .plan_muscles(&dev, model)
-            .map_err(|e| e.to_string())?;
+            .map_err(OffloadError::from)?;
         let backward = Backward {
             product,
             step: 0,
             params: DeviceParamGradient::new(&dev, model, &sim.derived)
-                .map_err(|e| e.to_string())?,
+                .map_err(OffloadError::from)?,
         };
-        let krylov = KrylovBuffers::new(&dev, &system).map_err(|e| e.to_string())?;
+        let krylov = KrylovBuffers::new(&dev, &system).map_err(OffloadError::from)?;
         let energy = EnergyBuffers::new(&dev, model.num_nodes(), model.num_samples())
-            .map_err(|e| e.to_string())?;
+            .map_err(OffloadError::from)?;
         Ok(DeviceOffload {
             krylov: Mutex::new(krylov),
             energy: Mutex::new(energy),
@@ -143,31 +146,19 @@ impl<D: Device + Clone> DeviceOffload<D> {
             pending_activations: None,
             backward: Mutex::new(backward),
             resident: None,
-            error: Mutex::new(None),
         })
     }
 
-    /// Keep the first failure for [`Offload::take_error`] and pass it on.
-    fn kept<T>(&self, r: Result<T, GpuError>) -> Result<T, String> {
-        r.map_err(|e| {
-            let msg = e.to_string();
-            lock(&self.error).get_or_insert_with(|| msg.clone());
-            msg
-        })
-    }
-
-    /// An error (kept for [`Offload::take_error`]) unless `token` names the linearization on
-    /// the device.
-    fn current(&self, b: &Backward<D>, token: u64, what: &str) -> Result<(), String> {
+    /// [`OffloadError::Stale`] unless `token` names the linearization on the device.
+    fn current(b: &Backward<D>, token: u64, what: &'static str) -> Result<(), OffloadError> {
         if b.step == token {
             return Ok(());
         }
-        let msg = format!(
-            "{what} asked for linearization {token} while {} is on the device",
-            b.step
-        );
-        lock(&self.error).get_or_insert_with(|| msg.clone());
-        Err(msg)
+        Err(OffloadError::Stale {
+            what,
+            token,
+            current: b.step,
+        })
     }
 
     /// The global-solve path of each distinct factor.
@@ -209,21 +200,21 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         self.dev.traffic()
     }
 
-    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), OffloadError> {
         if let Some(act) = self.pending_activations.take() {
             self.local
                 .set_activations(&self.dev, &act)
-                .map_err(|e| e.to_string())?;
+                .map_err(OffloadError::from)?;
         }
-        let out = self.local.run(&self.dev, x).map_err(|e| e.to_string())?;
+        let out = self.local.run(&self.dev, x).map_err(OffloadError::from)?;
         bp.copy_from_slice(&out);
         Ok(())
     }
 
-    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String> {
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), OffloadError> {
         self.system
             .try_solve(b, Some(xd), x)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
     // ---- Backward (adjoint) stages ----
@@ -232,7 +223,7 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         &self,
         coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
         muscle: &MuscleStep,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OffloadError> {
         let mut b = lock(&self.backward);
         b.step += 1;
         let step = b.step;
@@ -240,7 +231,7 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
             .product
             .set_step(&self.dev, coef)
             .and_then(|_| b.product.set_muscles(&self.dev, muscle).map(|_| step));
-        self.kept(r)
+        device(r)
     }
 
     fn linearize_step(
@@ -248,7 +239,7 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         x: &[f64],
         filter: (f64, bool),
         muscle: &MuscleStep,
-    ) -> Option<Result<DeviceLinearization, String>> {
+    ) -> Option<Result<DeviceLinearization, OffloadError>> {
         let mut guard = lock(&self.backward);
         let b = &mut *guard;
         b.step += 1;
@@ -264,24 +255,24 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
                         filtered_samples,
                     })
             });
-        Some(self.kept(r))
+        Some(device(r))
     }
 
-    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, String>> {
+    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, OffloadError>> {
         let r = lock(&self.energy).sum(&self.dev, &self.local, x);
-        Some(self.kept(r))
+        Some(device(r))
     }
 
-    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
+    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), OffloadError> {
         let mut b = lock(&self.backward);
-        self.current(&b, token, "ΔA·z")?;
+        Self::current(&b, token, "ΔA·z")?;
         let r = b.product.apply(&self.dev, &self.local, z);
-        let v = self.kept(r)?;
+        let v = device(r)?;
         out.copy_from_slice(&v);
         Ok(())
     }
 
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
         // on the Krylov buffers unless a Krylov solve holds them: then axis by axis
         let buf = match self.krylov.try_lock() {
             Ok(g) => Some(g),
@@ -290,9 +281,9 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         };
         if let Some(mut buf) = buf {
             let r = buf.solve_homogeneous(&self.dev, &self.system, q);
-            let v = self.kept(r)?;
+            let v = device(r)?;
             if v.len() != z.len() {
-                return self.kept(Err(GpuError::Length {
+                return device(Err(GpuError::Length {
                     expected: v.len(),
                     got: z.len(),
                 }));
@@ -301,19 +292,15 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
             return Ok(());
         }
         let r = self.system.try_solve(q, None, z);
-        self.kept(r)
+        device(r)
     }
 
-    fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String> {
+    fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, OffloadError> {
         let mut guard = lock(&self.backward);
-        self.current(&guard, step.token, "the parameter gradients")?;
+        Self::current(&guard, step.token, "the parameter gradients")?;
         let b = &mut *guard;
         let r = b.params.run(&self.dev, &self.local, &b.product, step);
-        self.kept(r)
-    }
-
-    fn take_error(&self) -> Option<String> {
-        lock(&self.error).take()
+        device(r)
     }
 
     // --- contact and muscles (issue 15) ---
@@ -333,7 +320,7 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         Some(self)
     }
 
-    fn krylov_space(&self, token: u64) -> Option<Box<dyn KrylovSpace<Error = String> + '_>> {
+    fn krylov_space(&self, token: u64) -> Option<Box<dyn KrylovSpace<Error = OffloadError> + '_>> {
         // a second solve while one holds the space (none of the solver's do) takes the host loop
         let buf = match self.krylov.try_lock() {
             Ok(g) => g,
@@ -342,87 +329,87 @@ impl<D: Device + Clone> Offload for DeviceOffload<D> {
         };
         let product = move |v: &D::Real, out: &mut D::Real| {
             let mut b = lock(&self.backward);
-            self.current(&b, token, "ΔA·z")?;
+            Self::current(&b, token, "ΔA·z")?;
             let r = b.product.apply_device(&self.dev, &self.local, v, out);
-            self.kept(r)
+            device(r)
         };
         let counts = self.system.counts();
         counts.krylov_solves.fetch_add(1, Ordering::Relaxed);
         let on = (&self.dev, &self.system);
-        let space = DeviceKrylov::new(on, buf, Box::new(product), &self.error);
+        let space = DeviceKrylov::new(on, buf, Box::new(product));
         Some(Box::new(space))
     }
 }
 
 /// The resident loop's state, or the error of using it before [`ResidentPd::begin`].
-fn begun<D: Device>(r: &mut Option<Resident<D>>) -> Result<&mut Resident<D>, String> {
-    r.as_mut()
-        .ok_or_else(|| "resident PD loop used before its step began".to_string())
+fn begun<D: Device>(r: &mut Option<Resident<D>>) -> Result<&mut Resident<D>, OffloadError> {
+    r.as_mut().ok_or(OffloadError::NotBegun)
 }
 
 /// Anderson's vectors on the device (the resident PD loop's history).
 impl<D: Device + Clone> AndersonStore for DeviceOffload<D> {
-    fn push(&mut self, slot: Option<usize>) -> Result<(), String> {
+    type Error = OffloadError;
+
+    fn push(&mut self, slot: Option<usize>) -> Result<(), OffloadError> {
         let r = begun(&mut self.resident)?;
         r.push(&self.dev, &self.local, slot)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
-    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), OffloadError> {
         let r = begun(&mut self.resident)?;
-        r.dots(&self.dev, slot, live).map_err(|e| e.to_string())
+        r.dots(&self.dev, slot, live).map_err(OffloadError::from)
     }
 
-    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), String> {
+    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), OffloadError> {
         let r = begun(&mut self.resident)?;
         r.mix(&self.dev, &self.local, terms)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 }
 
 impl<D: Device + Clone> ResidentPd for DeviceOffload<D> {
-    fn begin(&mut self, step: &ResidentStep) -> Result<(), String> {
+    fn begin(&mut self, step: &ResidentStep) -> Result<(), OffloadError> {
         if let Some(act) = self.pending_activations.take() {
             self.local
                 .set_activations(&self.dev, &act)
-                .map_err(|e| e.to_string())?;
+                .map_err(OffloadError::from)?;
         }
         if self.resident.as_ref().map(|r| r.window()) != Some(step.window) {
             let r = Resident::new(&self.dev, &self.system, step.window);
-            self.resident = Some(r.map_err(|e| e.to_string())?);
+            self.resident = Some(r.map_err(OffloadError::from)?);
         }
         let r = begun(&mut self.resident)?;
         r.begin((&self.dev, &self.system), &mut self.local, step)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
-    fn set_x(&mut self, x: &[f64]) -> Result<(), String> {
+    fn set_x(&mut self, x: &[f64]) -> Result<(), OffloadError> {
         self.dev
             .write(self.local.x_mut(), x)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
-    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, String> {
+    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, OffloadError> {
         let r = begun(&mut self.resident)?;
         r.pd_map(&self.dev, &mut self.local, &self.system, (residual, floor))
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
-    fn accept(&mut self) -> Result<(), String> {
+    fn accept(&mut self) -> Result<(), OffloadError> {
         let r = begun(&mut self.resident)?;
         r.accept((&self.dev, &self.system), &mut self.local)
-            .map_err(|e| e.to_string())
+            .map_err(OffloadError::from)
     }
 
-    fn x(&self) -> Result<Vec<f64>, String> {
-        self.dev.download(self.local.x()).map_err(|e| e.to_string())
+    fn x(&self) -> Result<Vec<f64>, OffloadError> {
+        self.dev
+            .download(self.local.x())
+            .map_err(OffloadError::from)
     }
 
-    fn xhat(&self) -> Result<Vec<f64>, String> {
-        let r = self
-            .resident
-            .as_ref()
-            .ok_or("resident PD loop used before its step began")?;
-        r.xhat(&self.dev).map_err(|e| e.to_string())
+    fn xhat(&self) -> Result<Vec<f64>, OffloadError> {
+        let r = self.resident.as_ref().ok_or(OffloadError::NotBegun)?;
+        r.xhat(&self.dev).map_err(OffloadError::from)
     }
 }

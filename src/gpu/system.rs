@@ -341,7 +341,7 @@ impl<D: Device> GpuSystem<D> {
 
     /// $A_{FF}^{-1}$ of axis `d` in place on a device vector in the order of
     /// [`GpuSystem::axis_free_dofs`] (counted by `purpose`): one axis at a time, the
-    /// reference of the block solve ([`GpuSystem::solve_group_device`], which the solver uses).
+    /// reference of the block solve (`GpuSystem::solve_group_device`, which the solver uses).
     pub fn solve_axis_device(
         &self,
         d: usize,
@@ -470,26 +470,30 @@ impl<D: Device> GpuSystem<D> {
     }
 }
 
+/// A device failure of the solve `what` as the [`LinearSolver`] seam's error.
+fn backend(what: &'static str, e: GpuError) -> LinalgError {
+    LinalgError::Backend {
+        what,
+        error: Box::new(e),
+    }
+}
+
 impl<D: Device> LinearSolver for GpuSystem<D> {
     fn num_nodes(&self) -> usize {
         self.a.n
     }
-    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) {
-        if let Err(e) = self.try_solve(b, Some(dirichlet_values), x) {
-            panic!("GPU global solve failed: {e}");
-        }
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) -> Result<(), LinalgError> {
+        self.try_solve(b, Some(dirichlet_values), x)
+            .map_err(|e| backend("GPU global solve", e))
     }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
         self.counts.homogeneous.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.try_solve(q, None, z) {
-            panic!("GPU global solve failed: {e}");
-        }
+        self.try_solve(q, None, z)
+            .map_err(|e| backend("GPU global solve", e))
     }
-    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Vec<Vec<f64>> {
-        match self.try_solve_homogeneous_many(qs) {
-            Ok(zs) => zs,
-            Err(e) => panic!("GPU multi-RHS solve failed: {e}"),
-        }
+    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, LinalgError> {
+        self.try_solve_homogeneous_many(qs)
+            .map_err(|e| backend("GPU multi-RHS solve", e))
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {
         let n = self.a.n;

@@ -203,7 +203,7 @@ impl VolumeMap {
         x: &[f64],
         v: &[f64],
         contact_force: Option<&[f64]>,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, crate::io::vtu::VtuError> {
         let split = |a: &[f64], r: &Range<usize>| -> Vec<[f64; 3]> {
             r.clone()
                 .map(|i| [a[3 * i], a[3 * i + 1], a[3 * i + 2]])
@@ -272,7 +272,7 @@ impl VolumeMap {
                 )
             })
             .collect();
-        encode_vtu_pieces(&pieces, self.encoding).map_err(|e| e.to_string())
+        encode_vtu_pieces(&pieces, self.encoding)
     }
 }
 

@@ -165,13 +165,15 @@ pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>,
         if !files.is_empty() {
             match conflict(existing.as_ref(), &files, me) {
                 None => {
-                    let mut marker = existing.expect("no conflict implies a marker");
+                    let mut marker =
+                        existing.expect("conflict() reports files without a marker as a conflict");
                     for c in &me.commands {
                         if !marker.commands.contains(c) {
                             marker.commands.push(c.clone());
                         }
                     }
-                    let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
+                    let text = serde_json::to_string_pretty(&marker)
+                        .expect("a RunMarker (strings and numbers) serializes to JSON");
                     super::write_atomic(&file, text.as_bytes())
                         .map_err(|err| OutdirError::Write { file, err })?;
                     return Ok(removed);
@@ -201,7 +203,8 @@ pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>,
         match created {
             Ok(mut f) => {
                 use std::io::Write;
-                let text = serde_json::to_string_pretty(me).expect("marker serializes");
+                let text = serde_json::to_string_pretty(me)
+                    .expect("a RunMarker (strings and numbers) serializes to JSON");
                 f.write_all(text.as_bytes())
                     .and_then(|_| f.sync_all())
                     .map_err(|err| OutdirError::Write {

@@ -63,22 +63,52 @@ pub fn encode(frame: &SurfaceFrame) -> Vec<u8> {
     out
 }
 
+/// Why [`read_node_positions`] refused a file: the file and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct PlyReadError {
+    pub path: String,
+    pub why: PlyProblem,
+}
+
+/// The problem of a [`PlyReadError`], naming the vertex where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum PlyProblem {
+    #[error("{0}")]
+    Read(std::io::Error),
+    /// The PLY reader's message.
+    #[error("not a readable PLY file: {0}")]
+    Unreadable(String),
+    #[error("no `vertex` element")]
+    NoVertices,
+    #[error("vertex {vertex} has no integer `node` property")]
+    NoNode { vertex: usize },
+    #[error("vertex {vertex} has no `{name}`")]
+    NoCoordinate { vertex: usize, name: &'static str },
+    #[error("vertex {vertex} has a negative node index")]
+    NegativeNode { vertex: usize },
+}
+
 /// Positions of a PLY file written by [`encode`] (or any PLY with `x y z` and an integer
 /// `node` vertex property), as `(node, position)` pairs. Parsed with the independent
 /// `ply-rs-bw` reader, which also accepts ASCII PLY. The file is read under the input size
 /// limit of [`super::input`].
-pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3])>, String> {
+pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3])>, PlyReadError> {
     use ply_rs_bw::ply::Property;
-    let bytes = super::input::read_input(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let fail = |why: PlyProblem| PlyReadError {
+        path: path.display().to_string(),
+        why,
+    };
+    let bytes = super::input::read_input(path).map_err(|e| fail(PlyProblem::Read(e)))?;
     let mut r = std::io::Cursor::new(bytes);
     let parser = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new();
     let ply = parser
         .read_ply(&mut r)
-        .map_err(|e| format!("{}: not a readable PLY file: {e}", path.display()))?;
+        .map_err(|e| fail(PlyProblem::Unreadable(e.to_string())))?;
     let verts = ply
         .payload
         .get("vertex")
-        .ok_or(format!("{}: no `vertex` element", path.display()))?;
+        .ok_or_else(|| fail(PlyProblem::NoVertices))?;
     let num = |p: Option<&Property>| -> Option<f64> {
         match p? {
             Property::Float(v) => Some(*v as f64),
@@ -90,18 +120,13 @@ pub fn read_node_positions(path: &std::path::Path) -> Result<Vec<(usize, [f64; 3
     };
     let mut out = Vec::with_capacity(verts.len());
     for (k, v) in verts.iter().enumerate() {
-        let node = num(v.get("node")).ok_or(format!(
-            "{}: vertex {k} has no integer `node` property",
-            path.display()
-        ))?;
-        let x = num(v.get("x")).ok_or(format!("{}: vertex {k} has no `x`", path.display()))?;
-        let y = num(v.get("y")).ok_or(format!("{}: vertex {k} has no `y`", path.display()))?;
-        let z = num(v.get("z")).ok_or(format!("{}: vertex {k} has no `z`", path.display()))?;
+        let node = num(v.get("node")).ok_or_else(|| fail(PlyProblem::NoNode { vertex: k }))?;
+        let coord = |c: &'static str| {
+            num(v.get(c)).ok_or_else(|| fail(PlyProblem::NoCoordinate { vertex: k, name: c }))
+        };
+        let (x, y, z) = (coord("x")?, coord("y")?, coord("z")?);
         if node < 0.0 {
-            return Err(format!(
-                "{}: vertex {k} has a negative node index",
-                path.display()
-            ));
+            return Err(fail(PlyProblem::NegativeNode { vertex: k }));
         }
         out.push((node as usize, [x, y, z]));
     }

@@ -69,7 +69,7 @@ impl CscMatrix {
     pub fn add(&mut self, row: usize, col: usize, v: f64) {
         let k = self
             .position(row, col)
-            .expect("entry outside the assembled pattern");
+            .expect("add() is called only on entries of the pattern the matrix was assembled with");
         self.values[k] += v;
     }
 

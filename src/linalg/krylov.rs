@@ -95,24 +95,25 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// A host closure `f(x, out)` (the operator or the preconditioner) whose failure is an `E`.
+pub type HostFn<'a, E> = &'a mut dyn FnMut(&[f64], &mut [f64]) -> Result<(), E>;
+
 /// A [`KrylovSpace`] in host memory around two closures `op(x, out)` and `precond(x, out)`
 /// (each handed a zeroed `out`, as the CPU path's fresh buffers were). Its arithmetic is that
 /// of the CPU path before the methods were split from their vectors: dot products summed in
-/// index order, $\alpha x+\beta y$ and $x/s$ entrywise.
-pub struct HostSpace<'a> {
+/// index order, $\alpha x+\beta y$ and $x/s$ entrywise. The closures' error `E` is the space's
+/// (an $A^{-1}$ preconditioner on a device factor can fail; [`std::convert::Infallible`] for
+/// plain closures, see [`gmres`]).
+pub struct HostSpace<'a, E = std::convert::Infallible> {
     n: usize,
     slots: Vec<Vec<f64>>,
-    op: &'a mut dyn FnMut(&[f64], &mut [f64]),
-    precond: &'a mut dyn FnMut(&[f64], &mut [f64]),
+    op: HostFn<'a, E>,
+    precond: HostFn<'a, E>,
 }
 
-impl<'a> HostSpace<'a> {
+impl<'a, E> HostSpace<'a, E> {
     /// Vectors of length `n`.
-    pub fn new(
-        n: usize,
-        op: &'a mut dyn FnMut(&[f64], &mut [f64]),
-        precond: &'a mut dyn FnMut(&[f64], &mut [f64]),
-    ) -> Self {
+    pub fn new(n: usize, op: HostFn<'a, E>, precond: HostFn<'a, E>) -> Self {
         HostSpace {
             n,
             slots: Vec::new(),
@@ -122,15 +123,15 @@ impl<'a> HostSpace<'a> {
     }
 
     /// Apply `f` (the operator or the preconditioner) from slot `x` into slot `out`.
-    fn apply(slots: &mut [Vec<f64>], f: &mut dyn FnMut(&[f64], &mut [f64]), x: usize, out: usize) {
+    fn apply(slots: &mut [Vec<f64>], f: HostFn<'_, E>, x: usize, out: usize) -> Result<(), E> {
         let (xv, ov) = slot_pair(slots, x, out);
         ov.iter_mut().for_each(|v| *v = 0.0);
-        f(xv, ov);
+        f(xv, ov)
     }
 }
 
-impl KrylovSpace for HostSpace<'_> {
-    type Error = std::convert::Infallible;
+impl<E> KrylovSpace for HostSpace<'_, E> {
+    type Error = E;
 
     fn reserve(&mut self, count: usize) -> Result<(), Self::Error> {
         if self.slots.len() < count {
@@ -169,16 +170,14 @@ impl KrylovSpace for HostSpace<'_> {
         Ok(())
     }
     fn op(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
-        Self::apply(&mut self.slots, self.op, x, out);
-        Ok(())
+        Self::apply(&mut self.slots, self.op, x, out)
     }
     fn precond(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
-        Self::apply(&mut self.slots, self.precond, x, out);
-        Ok(())
+        Self::apply(&mut self.slots, self.precond, x, out)
     }
 }
 
-/// The result of a method on a [`HostSpace`], which cannot fail.
+/// The result of a method on a [`HostSpace`] of infallible closures.
 pub(crate) fn infallible<T>(r: Result<T, std::convert::Infallible>) -> T {
     match r {
         Ok(v) => v,
@@ -197,6 +196,16 @@ pub struct GmresSettings {
     pub max_iter: usize,
 }
 
+/// An infallible closure as a [`HostFn`].
+macro_rules! lift {
+    ($f:ident) => {
+        &mut |x: &[f64], out: &mut [f64]| -> Result<(), std::convert::Infallible> {
+            $f(x, out);
+            Ok(())
+        }
+    };
+}
+
 /// Solve `op(x) = b` from `x` (in/out), right-preconditioned by `precond`, restart `m`:
 /// [`gmres_in`] on a [`HostSpace`].
 pub fn gmres(
@@ -206,8 +215,20 @@ pub fn gmres(
     x: &mut [f64],
     settings: &GmresSettings,
 ) -> GmresStats {
+    infallible(try_gmres(lift!(op), lift!(precond), b, x, settings))
+}
+
+/// [`gmres`] with fallible closures: the first failure of `op` or `precond` ends the solve
+/// and is returned.
+pub fn try_gmres<E>(
+    op: HostFn<'_, E>,
+    precond: HostFn<'_, E>,
+    b: &[f64],
+    x: &mut [f64],
+    settings: &GmresSettings,
+) -> Result<GmresStats, E> {
     let mut space = HostSpace::new(b.len(), op, precond);
-    infallible(gmres_in(&mut space, b, x, settings))
+    gmres_in(&mut space, b, x, settings)
 }
 
 /// The slots of [`gmres_in`]: $b$, $x$, $r$, $w$, then the basis $v_0..v_{m-1}$ and the
@@ -424,8 +445,19 @@ pub fn pcg(
     x: &mut [f64],
     settings: &PcgSettings,
 ) -> KrylovStats {
+    infallible(try_pcg(lift!(op), lift!(precond), b, x, settings))
+}
+
+/// [`pcg`] with fallible closures: the first failure ends the solve and is returned.
+pub fn try_pcg<E>(
+    op: HostFn<'_, E>,
+    precond: HostFn<'_, E>,
+    b: &[f64],
+    x: &mut [f64],
+    settings: &PcgSettings,
+) -> Result<KrylovStats, E> {
     let mut space = HostSpace::new(b.len(), op, precond);
-    infallible(pcg_in(&mut space, b, x, settings))
+    pcg_in(&mut space, b, x, settings)
 }
 
 /// Preconditioned CG on `space` ($K$ symmetric, $M^{-1}$ symmetric positive definite): solve
@@ -605,8 +637,27 @@ pub fn steihaug(
     radius: f64,
     settings: &PcgSettings,
 ) -> SteihaugStats {
+    infallible(try_steihaug(
+        lift!(op),
+        lift!(precond),
+        b,
+        x,
+        radius,
+        settings,
+    ))
+}
+
+/// [`steihaug`] with fallible closures: the first failure ends the solve and is returned.
+pub fn try_steihaug<E>(
+    op: HostFn<'_, E>,
+    precond: HostFn<'_, E>,
+    b: &[f64],
+    x: &mut [f64],
+    radius: f64,
+    settings: &PcgSettings,
+) -> Result<SteihaugStats, E> {
     let mut space = HostSpace::new(b.len(), op, precond);
-    infallible(steihaug_in(&mut space, b, x, radius, settings))
+    steihaug_in(&mut space, b, x, radius, settings)
 }
 
 #[cfg(test)]
@@ -689,6 +740,7 @@ mod tests {
                      op: &mut dyn FnMut(&[f64], &mut [f64]),
                      pre: &mut dyn FnMut(&[f64], &mut [f64])| {
             let mut x = vec![0.0; n];
+            let (op, pre) = (lift!(op), lift!(pre));
             let mut space = HostSpace::new(n, op, pre);
             let st = infallible(gmres_monitored(
                 &mut space,

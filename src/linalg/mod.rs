@@ -32,6 +32,17 @@ pub enum LinalgError {
     StillIndefinite { shifts: usize },
     #[error("non-finite value in the global matrix at row {row}, column {col}")]
     NonFinite { row: usize, col: usize },
+    /// A solve was asked of a system that has not been factored (yet).
+    #[error("solve before the matrix was factored")]
+    NotFactored,
+    /// A [`LinearSolver`] backend (the GPU system) failed in a solve; `what` names the solve
+    /// (`"GPU global solve"`, `"GPU multi-RHS solve"`), `error` is the backend's typed error
+    /// (in the message, not a `source()`, so that a printed chain names it once).
+    #[error("{what} failed: {error}")]
+    Backend {
+        what: &'static str,
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// A solver for the three per-axis systems $\hat A_d x_d = b_d$ (spec Eq. 33) with the
@@ -43,9 +54,12 @@ pub trait LinearSolver: Send + Sync {
     /// Solve $A x = b$ for node-major `b` (length `3n`). Dirichlet DoFs of `x` take the
     /// values in `dirichlet_values` (node-major, only prescribed entries are read), and
     /// their coupling $A_{FD}\bar x_D$ is moved to the right-hand side.
-    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]);
+    ///
+    /// Fails only where the backend can (a device solve: [`LinalgError::Backend`]); the CPU
+    /// factor's solves are infallible once factored.
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) -> Result<(), LinalgError>;
     /// Solve $A_{FF} z_F = q_F$ with $z_D = 0$ (the adjoint systems of spec §7.2).
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]);
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError>;
     /// $y = A x$ with the *unreduced* matrix (all DoFs).
     fn apply_a(&self, x: &[f64], y: &mut [f64]);
     /// Whether the matrix couples the three axes ($A\ne\hat A\otimes I_3$), e.g. a Newton
@@ -57,13 +71,13 @@ pub trait LinearSolver: Send + Sync {
     /// [`LinearSolver::solve_homogeneous`] for many right-hand sides with the same factor
     /// (the contact Delassus columns): `zs[c]` solves `qs[c]`. The default runs one solve
     /// per column in parallel; a device implementation solves them in one multi-RHS pass.
-    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, LinalgError> {
         use rayon::prelude::*;
         qs.par_iter()
             .map(|q| {
                 let mut z = vec![0.0; q.len()];
-                self.solve_homogeneous(q, &mut z);
-                z
+                self.solve_homogeneous(q, &mut z)?;
+                Ok(z)
             })
             .collect()
     }

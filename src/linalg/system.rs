@@ -358,11 +358,13 @@ impl LinearSolver for GlobalSystem {
     fn num_nodes(&self) -> usize {
         self.a.n
     }
-    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) {
-        self.solve_all(b, Some(dirichlet_values), x)
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) -> Result<(), LinalgError> {
+        self.solve_all(b, Some(dirichlet_values), x);
+        Ok(())
     }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
-        self.solve_all(q, None, z)
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
+        self.solve_all(q, None, z);
+        Ok(())
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {
         // $\hat A$ is symmetric: row i is column i, so each output node gathers its three
@@ -421,7 +423,7 @@ mod tests {
         xd[3 * 5] = -0.2;
         xd[3 * 5 + 2] = 0.7;
         let mut x = vec![0.0; 3 * n];
-        sys.solve(&b, &xd, &mut x);
+        sys.solve(&b, &xd, &mut x).unwrap();
         assert_eq!(x[0], 0.3);
         assert_eq!(x[3 * 5 + 2], 0.7);
         let mut ax = vec![0.0; 3 * n];
@@ -456,7 +458,7 @@ mod tests {
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.77).sin()).collect();
         let xd: Vec<f64> = (0..3 * n).map(|i| 0.1 + 0.01 * i as f64).collect();
         let mut x = vec![f64::NAN; 3 * n];
-        sys.solve(&b, &xd, &mut x);
+        sys.solve(&b, &xd, &mut x).unwrap();
         for (d, set) in sets.iter().enumerate() {
             let mut col = vec![0.0; n];
             for &i in &set.nodes {
@@ -475,10 +477,10 @@ mod tests {
             }
         }
         let mut again = vec![0.0; 3 * n];
-        sys.solve(&b, &xd, &mut again);
+        sys.solve(&b, &xd, &mut again).unwrap();
         assert_eq!(x, again);
         let mut z = vec![f64::NAN; 3 * n];
-        sys.solve_homogeneous(&b, &mut z);
+        sys.solve_homogeneous(&b, &mut z).unwrap();
         assert!(sets[0].nodes.iter().all(|&i| z[3 * i] == 0.0));
         let mut y = vec![0.0; 3 * n];
         sys.apply_a(&x, &mut y);
@@ -515,8 +517,8 @@ mod tests {
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.61).cos()).collect();
         let xd: Vec<f64> = (0..3 * n).map(|i| 0.01 * i as f64).collect();
         let (mut x1, mut x2) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
-        reused.solve(&b, &xd, &mut x1);
-        fresh.solve(&b, &xd, &mut x2);
+        reused.solve(&b, &xd, &mut x1).unwrap();
+        fresh.solve(&b, &xd, &mut x2).unwrap();
         assert_eq!(x1, x2);
         let other = chain(n + 1);
         let err = GlobalSystem::with_plan(other, first.plan().clone()).err();

@@ -92,7 +92,7 @@ impl Material for Corotated {
     }
 
     /// The signed SVDs of [`interleaved::signed_svds`] and the volume stretches of
-    /// [`interleaved::volume_stretches`] (principal branch), then [`linearization`] as in
+    /// [`interleaved::volume_stretches`] (principal branch), then `linearization` as in
     /// [`Material::linearize`]. Lanes with a nearly repeated pair of singular values fall back
     /// ([`interleaved::separated_pairs`]).
     fn linearize_lanes(
@@ -250,7 +250,7 @@ pub fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
     Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
 }
 
-/// $d\,\mathrm{cof}(F)[dF]$ (cofactor columns are cross products of the other two).
+/// $d\,\mathrm{cof}(F)\[dF\]$ (cofactor columns are cross products of the other two).
 pub fn cofactor_differential(f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64> {
     let c = |m: &Matrix3<f64>, k: usize| m.column(k).into_owned();
     Matrix3::from_columns(&[

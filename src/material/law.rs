@@ -2,7 +2,7 @@
 //! trait ([`Material`]) implemented by one zero-sized type per law in its own file
 //! ([`super::corotated::Corotated`], [`super::neohookean::Neohookean`]), and the one dispatch
 //! point from the scene's [`super::MaterialModel`] to that implementation (`with_law!` in
-//! `dispatch.rs`, used only by its `impl MaterialModel`). The solver calls the methods of [`MaterialModel`]; it never
+//! `dispatch.rs`, used only by its `impl MaterialModel`). The solver calls the methods of `MaterialModel`; it never
 //! matches on the model itself.
 //!
 //! A law enters the PD solver through up to two projective terms per quadrature sample
@@ -153,7 +153,7 @@ pub trait Material {
         [None; LANES]
     }
 
-    /// The weighted spectral coefficients $[U,V,W,M,N]$ of $dQ_s=\sum_kw_k\,dp_k$ (App. A.1,
+    /// The weighted spectral coefficients $\[U,V,W,M,N\]$ of $dQ_s=\sum_kw_k\,dp_k$ (App. A.1,
     /// Eq. 42; terms sharing $U,V$ summed), for `svd::SpectralLinear`.
     fn spectral_coefficients(lin: &Linearization) -> [Matrix3<f64>; 5];
 
@@ -246,7 +246,7 @@ pub enum HessianFilter {
     Clamp,
     /// $\alpha=1$: absolute value of the eigenvalues of $H_\sigma$.
     Abs,
-    /// General blend $\alpha$ (clamped to $[0,1]$).
+    /// General blend $\alpha$ (clamped to $\[0,1\]$).
     Blend(f64),
 }
 

@@ -78,7 +78,7 @@ impl KdTree {
         }
         let dim = (0..3)
             .max_by(|&a, &b| (max[a] - min[a]).total_cmp(&(max[b] - min[b])))
-            .expect("three axes");
+            .expect("max_by over the three axes 0..3 has a maximum");
         if max[dim] - min[dim] <= 0.0 {
             // all points coincide: one leaf, however large
             return id;

@@ -49,21 +49,46 @@ pub fn clip(tok: &str) -> String {
     s
 }
 
-pub fn num<T: FromStr>(tok: &str, what: &str) -> Result<T, String> {
-    tok.parse::<T>()
-        .map_err(|_| format!("expected {what}, found '{}'", clip(tok)))
+/// A token (or a declared count) that does not read as what the format says; the caller
+/// names the file and line ([`Cursor::at`]). `token` is [`clip`]ped.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TokenError {
+    #[error("expected {what}, found '{token}'")]
+    Expected { what: String, token: String },
+    #[error("{what} must be finite, found '{token}'")]
+    NotFinite { what: String, token: String },
+    #[error("expected integer {what}, found '{token}'")]
+    NotInteger { what: String, token: String },
+    /// A record count that the rest of the file cannot hold ([`check_count`]).
+    #[error("the file declares {n} {what}, more than its {len} bytes can hold (at least {min_bytes} bytes each)")]
+    Count {
+        n: usize,
+        what: String,
+        len: usize,
+        min_bytes: usize,
+    },
 }
 
-pub fn real(tok: &str, what: &str) -> Result<f64, String> {
+pub fn num<T: FromStr>(tok: &str, what: &str) -> Result<T, TokenError> {
+    tok.parse::<T>().map_err(|_| TokenError::Expected {
+        what: what.into(),
+        token: clip(tok),
+    })
+}
+
+pub fn real(tok: &str, what: &str) -> Result<f64, TokenError> {
     let v: f64 = num(tok, what)?;
     if v.is_finite() {
         Ok(v)
     } else {
-        Err(format!("{what} must be finite, found '{}'", clip(tok)))
+        Err(TokenError::NotFinite {
+            what: what.into(),
+            token: clip(tok),
+        })
     }
 }
 
-pub fn point(t: &[&str]) -> Result<[f64; 3], String> {
+pub fn point(t: &[&str]) -> Result<[f64; 3], TokenError> {
     Ok([
         real(t[0], "x coordinate")?,
         real(t[1], "y coordinate")?,
@@ -72,13 +97,16 @@ pub fn point(t: &[&str]) -> Result<[f64; 3], String> {
 }
 
 /// An integer tag written as an integer or as an integral real (`2`, `2.0`, `-1e0`).
-pub fn int_tag(tok: &str, what: &str) -> Result<i64, String> {
+pub fn int_tag(tok: &str, what: &str) -> Result<i64, TokenError> {
     if let Ok(v) = tok.parse::<i64>() {
         return Ok(v);
     }
     match tok.parse::<f64>() {
         Ok(v) if v.is_finite() && v.fract() == 0.0 && v.abs() <= 9.0e15 => Ok(v as i64),
-        _ => Err(format!("expected integer {what}, found '{}'", clip(tok))),
+        _ => Err(TokenError::NotInteger {
+            what: what.into(),
+            token: clip(tok),
+        }),
     }
 }
 
@@ -121,16 +149,21 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn err(&self, line: usize, msg: impl Into<String>) -> MeshError {
+    pub fn err(&self, line: usize, msg: impl std::fmt::Display) -> MeshError {
         MeshError::Parse {
             path: self.path.to_string(),
             line,
-            msg: msg.into(),
+            msg: msg.to_string(),
         }
     }
 
-    pub fn at<T>(&self, line: usize, r: Result<T, String>) -> Result<T, MeshError> {
-        r.map_err(|m| self.err(line, m))
+    /// `r`'s error as a parse error at `line` (its message as the error's text).
+    pub fn at<T, E: std::fmt::Display>(
+        &self,
+        line: usize,
+        r: Result<T, E>,
+    ) -> Result<T, MeshError> {
+        r.map_err(|m| self.err(line, m.to_string()))
     }
 
     pub fn eof(&self, what: &str) -> MeshError {
@@ -215,11 +248,14 @@ pub const SMALL_COUNT: usize = 4096;
 
 /// Checks that `n` records of at least `min_bytes` bytes each fit in `len` bytes (counts up
 /// to [`SMALL_COUNT`] pass).
-pub fn check_count(n: usize, min_bytes: usize, len: usize, what: &str) -> Result<(), String> {
+pub fn check_count(n: usize, min_bytes: usize, len: usize, what: &str) -> Result<(), TokenError> {
     if n > SMALL_COUNT && n.saturating_mul(min_bytes) > len {
-        return Err(format!(
-            "the file declares {n} {what}, more than its {len} bytes can hold (at least {min_bytes} bytes each)"
-        ));
+        return Err(TokenError::Count {
+            n,
+            what: what.into(),
+            len,
+            min_bytes,
+        });
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Volumetric meshes: element types, procedural generators, file readers and writers,
 //! validation and quality reports, and voxelization of closed triangle surfaces.
 //!
-//! Conventions (used by every reader and generator, and by [`crate::solver::model`]):
+//! Conventions (used by every reader and generator, and by `crate::solver::model`):
 //! - Nodes are rest positions `X_i` in metres, `[f64; 3]`.
 //! - `Tet4`: 4 nodes, positively oriented: `det[X1-X0, X2-X0, X3-X0] > 0`.
 //! - `Hex8`: 8 nodes in *lexicographic* (bit) order: local node `a` sits at the reference

@@ -64,7 +64,7 @@ pub fn parse_obj_points(text: &str, path: &str) -> Result<Vec<[f64; 3]>, MeshErr
                 values(v.len())
             )));
         }
-        out.push(point(&v[..3]).map_err(err)?);
+        out.push(point(&v[..3]).map_err(|m| err(m.to_string()))?);
     }
     Ok(out)
 }

@@ -241,11 +241,11 @@ pub fn read_surface(path: &Path) -> Result<TriSurface, MeshError> {
     }
 }
 
-fn perr(path: &str, line: usize, msg: impl Into<String>) -> MeshError {
+fn perr(path: &str, line: usize, msg: impl std::fmt::Display) -> MeshError {
     MeshError::Parse {
         path: path.to_string(),
         line,
-        msg: msg.into(),
+        msg: msg.to_string(),
     }
 }
 

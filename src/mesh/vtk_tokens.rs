@@ -46,11 +46,11 @@ pub struct Tokens<'a> {
 }
 
 impl<'a> Tokens<'a> {
-    pub fn err(&self, line: usize, msg: impl Into<String>) -> MeshError {
+    pub fn err(&self, line: usize, msg: impl std::fmt::Display) -> MeshError {
         MeshError::Parse {
             path: self.path.to_string(),
             line,
-            msg: msg.into(),
+            msg: msg.to_string(),
         }
     }
 
@@ -79,13 +79,13 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    pub fn parse<T>(
+    pub fn parse<T, E: std::fmt::Display>(
         &mut self,
         what: &str,
-        f: impl Fn(&str, &str) -> Result<T, String>,
+        f: impl Fn(&str, &str) -> Result<T, E>,
     ) -> Result<T, MeshError> {
         let (ln, t) = self.next(what)?;
-        f(t, what).map_err(|m| self.err(ln, m))
+        f(t, what).map_err(|m| self.err(ln, m.to_string()))
     }
 
     pub fn count(&mut self, what: &str) -> Result<usize, MeshError> {

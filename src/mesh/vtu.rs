@@ -21,7 +21,7 @@ pub fn parse_vtu(bytes: &[u8], path: &str) -> Result<Mesh, MeshError> {
     };
     let grid = parse_vtu_grid(bytes).map_err(|e| perr(e.line, e.msg))?;
     let line = grid.cells_line;
-    let tags = region_tags(&grid).map_err(|m| perr(line, m))?;
+    let tags = region_tags(&grid).map_err(|e| perr(line, e.to_string()))?;
     let mut kind: Option<ElementKind> = None;
     let mut elements = Vec::new();
     let mut out_tags = Vec::new();
@@ -95,8 +95,17 @@ pub fn parse_vtu(bytes: &[u8], path: &str) -> Result<Mesh, MeshError> {
     Ok(mesh)
 }
 
+/// A region-tag array holding a value that is not an integer.
+#[derive(Debug, thiserror::Error)]
+#[error("cell {cell}: region tag {value} in array '{array}' is not an integer")]
+struct NonIntegerTag {
+    cell: usize,
+    value: f64,
+    array: String,
+}
+
 /// The region tag of every cell from the first tag-named one-component cell array.
-fn region_tags(grid: &VtuGrid) -> Result<Option<Vec<i64>>, String> {
+fn region_tags(grid: &VtuGrid) -> Result<Option<Vec<i64>>, NonIntegerTag> {
     let Some(a) = TAG_ARRAY_NAMES.iter().find_map(|t| {
         grid.cell_data
             .iter()
@@ -113,10 +122,11 @@ fn region_tags(grid: &VtuGrid) -> Result<Option<Vec<i64>>, String> {
                 if x.fract() == 0.0 && x.abs() < 9e15 {
                     Ok(x as i64)
                 } else {
-                    Err(format!(
-                        "cell {c}: region tag {x} in array '{}' is not an integer",
-                        a.name
-                    ))
+                    Err(NonIntegerTag {
+                        cell: c,
+                        value: x,
+                        array: a.name.clone(),
+                    })
                 }
             })
             .collect::<Result<Vec<_>, _>>()

@@ -83,7 +83,7 @@ impl Model {
         &mut self,
         b: usize,
         mesh: &Mesh,
-    ) -> Result<Vec<[f64; 3]>, (usize, String)> {
+    ) -> Result<Vec<[f64; 3]>, (usize, super::geometry::ElementError)> {
         let node_off = self.rest.len();
         let elem_off = self.elem_body.len();
         let ne = mesh.num_elements();

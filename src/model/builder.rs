@@ -6,13 +6,15 @@
 //! let model = ModelBuilder::new(box_hex([3, 1, 1], 0.1, [0.0; 3]))
 //!     .youngs_modulus(1e5)
 //!     .fix_where(|p| p[0] == 0.0)
-//!     .build();
+//!     .build()
+//!     .unwrap();
 //! assert_eq!(model.num_elements(), 3);
 //! assert_eq!(model.dirichlet[0].nodes.len(), 4);
 //! ```
 
 use super::build::BodyMaterial;
 use super::discrete::{DirichletGroup, Model, RigidOffset};
+use super::geometry::ElementError;
 use super::settings::{ContactSettings, MassConvention, Motion, StiffnessScaling};
 use crate::material::MaterialModel;
 use crate::mesh::Mesh;
@@ -122,9 +124,9 @@ impl ModelBuilder {
         self
     }
 
-    /// The model. Panics on a degenerate element of the mesh (a builder for code, not for
-    /// user input).
-    pub fn build(self) -> Model {
+    /// The model, or the first degenerate element of the mesh or a per-element modulus table
+    /// of the wrong length.
+    pub fn build(self) -> Result<Model, BuildError> {
         let mesh = &self.mesh;
         let mut model = Model::empty(
             self.h,
@@ -135,13 +137,18 @@ impl ModelBuilder {
         );
         let centroids = model
             .push_elements(0, mesh)
-            .unwrap_or_else(|(e, msg)| panic!("element {e}: {msg}"));
+            .map_err(|(element, error)| BuildError::Element { element, error })?;
         let ne = mesh.num_elements();
         let youngs = self
             .youngs
             .clone()
             .unwrap_or_else(|| vec![self.youngs_modulus; ne]);
-        assert_eq!(youngs.len(), ne, "one Young's modulus per element");
+        if youngs.len() != ne {
+            return Err(BuildError::YoungsLength {
+                got: youngs.len(),
+                elements: ne,
+            });
+        }
         model.push_material(youngs, &self.material);
         let x0: Vec<[f64; 3]> = match &self.displacement {
             Some(u) => mesh
@@ -164,6 +171,45 @@ impl ModelBuilder {
         }
         model.push_body_info("body0".into(), mesh, (0, 0), &self.material, vec![]);
         model.finish(vec![RigidOffset::default()]);
-        model
+        Ok(model)
+    }
+}
+
+/// Why [`ModelBuilder::build`] failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    #[error("element {element}: {error}")]
+    Element { element: usize, error: ElementError },
+    #[error("{got} Young's moduli for {elements} elements (one per element)")]
+    YoungsLength { got: usize, elements: usize },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::generate::box_tet;
+
+    /// Regression (issue 34): a degenerate element is an error naming the element (it was
+    /// a `panic!`); the first element of a mesh squashed flat has zero volume.
+    #[test]
+    fn a_degenerate_element_is_an_error_naming_it() {
+        let mut mesh = box_tet([1, 1, 1], 0.1, [0.0; 3]);
+        mesh.nodes.iter_mut().for_each(|p| p[2] = 0.0);
+        let err = ModelBuilder::new(mesh).build().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::Element {
+                    element: 0,
+                    error: ElementError::TetVolume { .. }
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("element 0: non-positive tetrahedron volume"),
+            "{err}"
+        );
     }
 }

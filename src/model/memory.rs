@@ -88,8 +88,12 @@ mod tests {
     /// window as its formula says.
     #[test]
     fn estimate_counts_the_arrays_and_scales_with_the_mesh() {
-        let small = ModelBuilder::new(box_hex([2, 2, 2], 0.1, [0.0; 3])).build();
-        let large = ModelBuilder::new(box_hex([4, 4, 4], 0.1, [0.0; 3])).build();
+        let small = ModelBuilder::new(box_hex([2, 2, 2], 0.1, [0.0; 3]))
+            .build()
+            .unwrap();
+        let large = ModelBuilder::new(box_hex([4, 4, 4], 0.1, [0.0; 3]))
+            .build()
+            .unwrap();
         let n = small.num_nodes() as u64;
         // at least positions, connectivity and initial state
         assert!(small.model_bytes() >= 24 * n + 8 * small.conn.len() as u64 + 48 * n);

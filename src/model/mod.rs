@@ -19,7 +19,7 @@ pub mod obstacle;
 pub mod settings;
 
 pub use build::BodyMaterial;
-pub use builder::ModelBuilder;
+pub use builder::{BuildError, ModelBuilder};
 pub use derive::Derived;
 pub use discrete::{
     euler_rotation, state_direction, BodyInfo, DirichletGroup, ForceGroup, MaterialParams, Model,

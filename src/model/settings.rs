@@ -171,7 +171,7 @@ pub enum Profile {
     Ramp { duration: f64 },
     /// s = 1 for start ≤ t < end, else 0.
     Window { start: f64, end: f64 },
-    /// Piecewise-linear s(t) through (times[i], values[i]), constant outside.
+    /// Piecewise-linear s(t) through (times\[i\], values\[i\]), constant outside.
     Table { times: Vec<f64>, values: Vec<f64> },
 }
 
@@ -357,16 +357,19 @@ impl SolverMethod {
     }
 }
 
+/// A `solver.method` name that is not one of [`SolverMethod`]'s.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown solver method {0:?} (expected diffphd, diffpd or newton)")]
+pub struct UnknownSolverMethod(pub String);
+
 impl std::str::FromStr for SolverMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownSolverMethod;
+    fn from_str(s: &str) -> Result<Self, UnknownSolverMethod> {
         match s {
             "diffphd" => Ok(SolverMethod::Diffphd),
             "diffpd" => Ok(SolverMethod::Diffpd),
             "newton" => Ok(SolverMethod::Newton),
-            _ => Err(format!(
-                "unknown solver method {s:?} (expected diffphd, diffpd or newton)"
-            )),
+            _ => Err(UnknownSolverMethod(s.to_string())),
         }
     }
 }
@@ -713,7 +716,7 @@ pub enum AdjointMethod {
     /// With NCP contact: GMRES on the step's KKT system
     /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}\begin{bmatrix}z\\\zeta\end{bmatrix}=\begin{bmatrix}g\\0\end{bmatrix}$
     /// right-preconditioned by its Woodbury block inverse with $A$ for $K$
-    /// ([`ContactAdjoint::woodbury`], Zeng et al. 2026 §4.4 Eq. 27). Without contact rows the
+    /// (`ContactAdjoint::woodbury`, Zeng et al. 2026 §4.4 Eq. 27). Without contact rows the
     /// preconditioner is $A^{-1}$ and this is [`AdjointMethod::Gmres`]. The default.
     #[default]
     Woodbury,

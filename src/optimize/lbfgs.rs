@@ -185,8 +185,17 @@ struct Shared<'a> {
     on_update: &'a mut OnUpdate<'a>,
 }
 
+/// A parameter value outside its physical range (names the parameter).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("parameter {name:?} reached {value}, outside its physical range; declare `lower`/`upper` for parameter[{index}]")]
+pub struct DomainError {
+    pub name: String,
+    pub index: usize,
+    pub value: f64,
+}
+
 /// Physical range of a parameter value; `Err` names the parameter.
-fn check_domain(p: &Param, v: f64) -> Result<(), String> {
+fn check_domain(p: &Param, v: f64) -> Result<(), DomainError> {
     let ok = match p.kind {
         ParamKind::PoissonRatio => v > -1.0 && v < 0.5,
         ParamKind::YoungsModulus | ParamKind::Density => v > 0.0,
@@ -196,10 +205,11 @@ fn check_domain(p: &Param, v: f64) -> Result<(), String> {
     if ok && v.is_finite() {
         Ok(())
     } else {
-        Err(format!(
-            "parameter {:?} reached {v}, outside its physical range; declare `lower`/`upper` for parameter[{}]",
-            p.name, p.index
-        ))
+        Err(DomainError {
+            name: p.name.clone(),
+            index: p.index,
+            value: v,
+        })
     }
 }
 
@@ -240,7 +250,7 @@ impl Objective<'_, '_> {
 
     /// Memoised (loss, dL/du) at u, evaluating on a miss.
     fn eval(&self, u: &[f64]) -> Result<(f64, Vec<f64>), Error> {
-        let mut sh = self.shared.lock().expect("optimizer state");
+        let mut sh = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, l, g)) = sh.cache.iter().find(|(k, _, _)| same_bits(k, u)) {
             return Ok((*l, g.clone()));
         }
@@ -266,7 +276,7 @@ impl Objective<'_, '_> {
         let values = self.problem.values_at(&theta);
         for (p, &v) in self.problem.params.iter().zip(&values) {
             if let Err(m) = check_domain(p, v) {
-                return refuse(&mut sh, Stop::Failed(m));
+                return refuse(&mut sh, Stop::Failed(m.to_string()));
             }
         }
         if let Some(rec) = take_replayed(&mut sh.replay, u) {
@@ -382,7 +392,11 @@ impl CostFunction for Objective<'_, '_> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, u: &Vec<f64>) -> Result<f64, Error> {
-        let c = self.shared.lock().expect("optimizer state").cost_scale;
+        let c = self
+            .shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cost_scale;
         self.eval(u).map(|(l, _)| c * l)
     }
 }
@@ -391,7 +405,11 @@ impl Gradient for Objective<'_, '_> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
     fn gradient(&self, u: &Vec<f64>) -> Result<Vec<f64>, Error> {
-        let c = self.shared.lock().expect("optimizer state").cost_scale;
+        let c = self
+            .shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cost_scale;
         self.eval(u).map(|(_, g)| g.iter().map(|x| c * x).collect())
     }
 }
@@ -424,10 +442,13 @@ impl<'a, O, S: Solver<O, LState>> Solver<O, LState> for Driver<'a, S> {
         state: LState,
     ) -> Result<(LState, Option<KV>), Error> {
         let k = state.get_iter() as usize + 1;
-        self.shared.lock().expect("optimizer state").iteration = k;
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iteration = k;
         let (state, kv) = self.inner.next_iter(problem, state)?;
         if !state.terminated() {
-            let mut sh = self.shared.lock().expect("optimizer state");
+            let mut sh = self.shared.lock().unwrap_or_else(|p| p.into_inner());
             let u = state.get_param().cloned().unwrap_or_default();
             record_iteration(&mut sh, k, &u);
         }
@@ -435,7 +456,7 @@ impl<'a, O, S: Solver<O, LState>> Solver<O, LState> for Driver<'a, S> {
     }
 
     fn terminate(&mut self, state: &LState) -> TerminationStatus {
-        let sh = self.shared.lock().expect("optimizer state");
+        let sh = self.shared.lock().unwrap_or_else(|p| p.into_inner());
         let s = &self.settings;
         let done = |why: String| TerminationStatus::Terminated(TerminationReason::SolverExit(why));
         let Some(last) = sh.log.iterations.last() else {
@@ -537,9 +558,9 @@ pub fn setup(problem: &Problem) -> Result<Setup, SetupError> {
                     p.upper.map_or("inf".into(), |v| v.to_string())
                 ),
             })?;
-        check_domain(p, start).map_err(|msg| SetupError::Invalid {
+        check_domain(p, start).map_err(|e| SetupError::Invalid {
             key: format!("{key}.initial"),
-            msg,
+            msg: e.to_string(),
         })?;
         info.push(ParamInfo {
             name: p.name.clone(),
@@ -649,7 +670,7 @@ pub fn optimize_resumed<'a>(
         Err(e) => Err(e),
         Ok((l0, g0)) => start_lbfgs(objective, settings, &shared, u0, l0, &g0),
     };
-    let mut sh = shared.lock().expect("optimizer state");
+    let mut sh = shared.lock().unwrap_or_else(|p| p.into_inner());
     let flagged = interrupt_flag
         .as_ref()
         .is_some_and(|f| f.load(Ordering::SeqCst));
@@ -691,7 +712,7 @@ fn start_lbfgs<'a, 'p>(
 ) -> Result<String, Error> {
     let ginf = g0.iter().fold(0.0f64, |a, g| a.max(g.abs()));
     let c = {
-        let mut sh = shared.lock().expect("optimizer state");
+        let mut sh = shared.lock().unwrap_or_else(|p| p.into_inner());
         sh.grad0 = g0.iter().map(|g| g * g).sum::<f64>().sqrt();
         sh.cost_scale = if ginf > 0.0 {
             settings.initial_step / ginf

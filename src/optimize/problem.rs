@@ -120,7 +120,8 @@ pub struct Problem {
 }
 
 /// The closure of [`Problem::accelerate`]: attach an accelerator to a simulator, or say why not.
-pub type Accelerate = dyn Fn(&mut Simulator) -> Result<(), String> + Send + Sync;
+pub type Accelerate =
+    dyn Fn(&mut Simulator) -> Result<(), crate::solver::offload::OffloadError> + Send + Sync;
 
 fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
     ProblemError::Setup {
@@ -157,7 +158,7 @@ impl Problem {
                             })?;
                             reference = Some(simulate_reference(&ls, &base, &sets)?);
                         }
-                        let xs = reference.as_ref().expect("set above");
+                        let xs = reference.as_ref().expect("reference is set just above when it was None");
                         let n = base.num_nodes();
                         let frames = (1..xs.len()).map(|t| (t, (0..n).map(|i| [xs[t][3 * i], xs[t][3 * i + 1], xs[t][3 * i + 2]]).collect())).collect();
                         Term::Tracking { weight: *weight, nodes: (0..n).collect(), frames }
@@ -410,7 +411,10 @@ fn simulate_reference(
         .map_err(|e| ProblemError::Reference(e.to_string()))?;
     let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default())
         .map_err(|e| ProblemError::Reference(e.to_string()))?;
-    Ok(ro.all_states().expect("every frame kept"))
+    // checkpoint_every = 1 keeps every state
+    Ok(ro
+        .all_states()
+        .expect("a forward rollout with checkpoint_every = 1 keeps every frame"))
 }
 
 /// Chamfer term (`type = "chamfer"`): the boundary nodes of `body` (or of every body) and
@@ -578,7 +582,7 @@ fn tracking_from_ply(
             continue;
         }
         let pts = crate::io::ply::read_node_positions(&path)
-            .map_err(|m| setup(&format!("{key}.reference_dir"), m))?;
+            .map_err(|m| setup(&format!("{key}.reference_dir"), m.to_string()))?;
         let these: Vec<usize> = pts.iter().map(|p| p.0).collect();
         if let Some(&bad) = these.iter().find(|&&i| i >= base.num_nodes()) {
             return Err(setup(

@@ -13,7 +13,7 @@
 //! | upper only | $\theta_h-e^{w}$ | $-e^{w}$ |
 //! | both | $\theta_l+(\theta_h-\theta_l)\,\sigma(w)$, $\sigma(w)=1/(1+e^{-w})$ | $(\theta_h-\theta_l)\,\sigma(1-\sigma)$ |
 //!
-//! so a positive parameter with `log = true` and a box $[l,h]$ is log-uniform in the box:
+//! so a positive parameter with `log = true` and a box $\[l,h\]$ is log-uniform in the box:
 //! value $=\exp(\ln l+(\ln h-\ln l)\,\sigma(w))$. The chain rule gives
 //! $d\mathcal L/du = s\,\frac{d\theta}{dw}\,d\mathcal L/d\theta$.
 

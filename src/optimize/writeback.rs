@@ -50,44 +50,104 @@ pub struct WriteBack {
     pub exact: bool,
 }
 
-fn table<'t>(v: &'t mut Value, key: &str) -> &'t mut Table {
-    let t = v.as_table_mut().expect("scene tables are tables");
+/// Why the effective scene could not be rewritten. The writers walk the scene's TOML by key
+/// path; the validated scene always has the keys a parameter names, so an error here means a
+/// hand-built [`Problem`] whose scene text does not match its parameters. Names the key path
+/// (`body.0.force.2`).
+#[derive(Debug, thiserror::Error)]
+pub enum WritebackError {
+    #[error("optimized.toml: scene key `{path}` is missing or not {expected}")]
+    Key {
+        path: String,
+        expected: &'static str,
+    },
+    #[error("optimized.toml: the effective scene does not parse: {0}")]
+    Parse(toml::de::Error),
+    #[error("optimized.toml: the rewritten scene does not serialize: {0}")]
+    Serialize(toml::ser::Error),
+}
+
+type Walk<T> = Result<T, WritebackError>;
+
+/// `path.key` (`key` at the root).
+fn sub(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn missing(path: String, expected: &'static str) -> WritebackError {
+    WritebackError::Key { path, expected }
+}
+
+/// The table `key` of `t` at `path`, created empty where absent.
+fn table<'t>(t: &'t mut Table, path: &str, key: &str) -> Walk<&'t mut Table> {
     t.entry(key.to_string())
         .or_insert_with(|| Value::Table(Table::new()))
         .as_table_mut()
-        .expect("scene key is a table")
+        .ok_or_else(|| missing(sub(path, key), "a table"))
 }
 
-fn body_mut(root: &mut Table, b: usize) -> &mut Value {
-    &mut root
-        .get_mut("body")
-        .and_then(|v| v.as_array_mut())
-        .expect("validated scene has [[body]]")[b]
+/// Entry `i` of the array of tables `key` of `t` at `path` (`[[body]]`, `[[body.force]]`).
+fn item<'t>(t: &'t mut Table, path: &str, key: &str, i: usize) -> Walk<&'t mut Table> {
+    t.get_mut(key)
+        .and_then(|a| a.as_array_mut())
+        .and_then(|a| a.get_mut(i))
+        .and_then(|v| v.as_table_mut())
+        .ok_or_else(|| missing(format!("{}.{i}", sub(path, key)), "a table"))
+}
+
+/// `[[body]]` entry `b`.
+fn body_mut(root: &mut Table, b: usize) -> Walk<&mut Table> {
+    item(root, "", "body", b)
 }
 
 fn num(v: &Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }
 
-fn set3(t: &mut Table, key: &str, c: usize, f: impl Fn(f64) -> f64) -> f64 {
+/// Component `c` of the 3-vector `key` of `t` at `path` (created as zeros where absent) set
+/// to `f(old)`; returns the new value.
+fn set3(t: &mut Table, path: &str, key: &str, c: usize, f: impl Fn(f64) -> f64) -> Walk<f64> {
     let arr = t
         .entry(key.to_string())
         .or_insert_with(|| Value::Array(vec![Value::Float(0.0); 3]));
-    let a = arr.as_array_mut().expect("3-vector");
-    let new = f(num(&a[c]).unwrap_or(0.0));
-    a[c] = Value::Float(new);
-    new
+    let x = arr
+        .as_array_mut()
+        .and_then(|a| a.get_mut(c))
+        .ok_or_else(|| missing(sub(path, key), "a 3-vector"))?;
+    let new = f(num(x).unwrap_or(0.0));
+    *x = Value::Float(new);
+    Ok(new)
 }
 
 /// `PATH=[a, b, c]`: a whole 3-vector, so the line also works on a scene that does not
 /// write the vector (a `--set` cannot create array entries one by one).
-fn vector_set(path: &str, t: &Table, key: &str) -> String {
-    let a = t[key].as_array().expect("3-vector");
+fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
+    let a = t
+        .get(key)
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| missing(path.to_string(), "a 3-vector"))?;
     let s: Vec<String> = a
         .iter()
         .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
         .collect();
-    format!("{path}=[{}]", s.join(", "))
+    Ok(format!("{path}=[{}]", s.join(", ")))
+}
+
+/// The `[loss.reference] set` list of the scene (created empty where absent).
+fn reference_set(root: &mut Table) -> Walk<&mut Vec<Value>> {
+    let loss = root
+        .get_mut("loss")
+        .and_then(|v| v.as_table_mut())
+        .ok_or_else(|| missing("loss".into(), "a table"))?;
+    table(loss, "loss", "reference")?
+        .entry("set".to_string())
+        .or_insert_with(|| Value::Array(vec![]))
+        .as_array_mut()
+        .ok_or_else(|| missing("loss.reference.set".into(), "an array"))
 }
 
 /// Keep the last `--set` line of every key path, in the order of those last lines (several
@@ -115,7 +175,12 @@ fn dedup_sets(sets: Vec<String>) -> Vec<String> {
 /// re-simulation would recompute it from the optimized moduli. A reference trajectory
 /// simulated from the scene (`[loss.reference] set`) gets its own E_ref appended to its
 /// overrides for the same reason.
-fn pin_e_ref(root: &mut Table, problem: &Problem, target: &Model, sets: &mut Vec<String>) {
+fn pin_e_ref(
+    root: &mut Table,
+    problem: &Problem,
+    target: &Model,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
     let scene = &problem.ls.scene;
     let ref_sets = scene
         .loss
@@ -136,7 +201,8 @@ fn pin_e_ref(root: &mut Table, problem: &Problem, target: &Model, sets: &mut Vec
         {
             continue;
         }
-        table(body_mut(root, b), "damping").insert("e_ref".into(), Value::Float(info.e_ref));
+        table(body_mut(root, b)?, &format!("body.{b}"), "damping")?
+            .insert("e_ref".into(), Value::Float(info.e_ref));
         sets.push(format!("body.{b}.damping.e_ref={:e}", info.e_ref));
         let Some(rs) = &ref_sets else { continue };
         let rm = ref_model.get_or_insert_with(|| {
@@ -147,17 +213,10 @@ fn pin_e_ref(root: &mut Table, problem: &Problem, target: &Model, sets: &mut Vec
         let Some(rm) = rm else { continue };
         let e = rm.bodies[b].e_ref;
         if e != info.e_ref {
-            let list = table(
-                root.get_mut("loss").expect("the scene has [loss]"),
-                "reference",
-            )
-            .entry("set".to_string())
-            .or_insert_with(|| Value::Array(vec![]))
-            .as_array_mut()
-            .expect("reference.set is an array");
-            list.push(Value::String(format!("body.{b}.damping.e_ref={e:e}")));
+            reference_set(root)?.push(Value::String(format!("body.{b}.damping.e_ref={e:e}")));
         }
     }
+    Ok(())
 }
 
 fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
@@ -178,8 +237,14 @@ fn rewrite(
     append_e: bool,
     sets: &mut Vec<String>,
     notes: &mut Vec<String>,
-) {
+) -> Walk<()> {
     let specs = &problem.ls.scene.parameters;
+    // the `[[parameter]]` entry a parameter was declared by
+    let spec = |p: &Param| {
+        specs
+            .get(p.index)
+            .ok_or_else(|| missing(format!("parameter.{}", p.index), "a declared parameter"))
+    };
     for (p, &v) in problem.params.iter().zip(values) {
         let b = p.body;
         let c = p.component;
@@ -190,7 +255,8 @@ fn rewrite(
                 } else {
                     "poisson_ratio"
                 };
-                table(body_mut(root, b), "material").insert(key.into(), Value::Float(v));
+                table(body_mut(root, b)?, &format!("body.{b}"), "material")?
+                    .insert(key.into(), Value::Float(v));
                 sets.push(format!("body.{b}.material.{key}={v:e}"));
             }
             ParamKind::DampingAlpha | ParamKind::DampingBeta => {
@@ -199,16 +265,17 @@ fn rewrite(
                 } else {
                     "beta"
                 };
-                table(body_mut(root, b), "damping").insert(key.into(), Value::Float(v));
+                table(body_mut(root, b)?, &format!("body.{b}"), "damping")?
+                    .insert(key.into(), Value::Float(v));
                 sets.push(format!("body.{b}.damping.{key}={v:e}"));
             }
             ParamKind::InitialTranslation
             | ParamKind::InitialRotation
-            | ParamKind::InitialVelocity => write_initial(root, p, v, sets),
-            ParamKind::Gravity => write_gravity(root, problem, c, v, sets),
+            | ParamKind::InitialVelocity => write_initial(root, p, v, sets)?,
+            ParamKind::Gravity => write_gravity(root, problem, c, v, sets)?,
             ParamKind::ForceScale => {
-                let j = specs[p.index].force.unwrap_or(0);
-                write_force_scale(body_mut(root, b), (b, j), v, sets);
+                let j = spec(p)?.force.unwrap_or(0);
+                write_force_scale(body_mut(root, b)?, (b, j), v, sets)?;
             }
             ParamKind::Friction => {
                 let o = p.obstacle;
@@ -223,17 +290,13 @@ fn rewrite(
                 sets.push(format!("obstacle.{o}.friction={v:e}"));
             }
             ParamKind::BodyFriction => {
-                let ct = root
-                    .entry("contact".to_string())
-                    .or_insert_with(|| Value::Table(Table::new()))
-                    .as_table_mut()
-                    .expect("table");
+                let ct = table(root, "", "contact")?;
                 ct.insert("body_friction".into(), Value::Float(v));
                 sets.push(format!("contact.body_friction={v:e}"));
             }
             ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset => {
-                let j = specs[p.index].attachment.unwrap_or(0);
-                write_attachment(body_mut(root, b), (p, j), v, sets, notes);
+                let j = spec(p)?.attachment.unwrap_or(0);
+                write_attachment(body_mut(root, b)?, (p, j), v, sets, notes)?;
             }
             ParamKind::ObstacleOffset => {
                 notes.push(format!(
@@ -242,8 +305,8 @@ fn rewrite(
                 ));
             }
             ParamKind::MuscleActivation => {
-                let j = specs[p.index].muscle.unwrap_or(0);
-                write_activation(body_mut(root, b), (p, j), v, sets);
+                let j = spec(p)?.muscle.unwrap_or(0);
+                write_activation(body_mut(root, b)?, (p, j), v, sets)?;
             }
             ParamKind::InitialStateDirection => notes.push(format!(
                 "{}: a seeded state direction has no scene key; not written",
@@ -251,17 +314,17 @@ fn rewrite(
             )),
             ParamKind::YoungsModulus => {
                 let f = v / p.base_value;
-                let region = specs[p.index].region;
-                let bt = body_mut(root, b).as_table_mut().expect("table");
+                let region = spec(p)?.region;
+                let bt = body_mut(root, b)?;
                 if append_e {
-                    append_e_region(bt, p, region, f, notes);
+                    append_e_region(bt, p, region, f, notes)?;
                 } else {
-                    scale_e(bt, b, region, f, sets);
+                    scale_e(bt, b, region, f, sets)?;
                 }
             }
         }
     }
-    pin_e_ref(root, problem, target, sets);
+    pin_e_ref(root, problem, target, sets)?;
     if let Some(ps) = root.get_mut("parameter").and_then(|p| p.as_array_mut()) {
         for p in ps {
             if let Some(t) = p.as_table_mut() {
@@ -269,40 +332,45 @@ fn rewrite(
             }
         }
     }
+    Ok(())
 }
 
 /// `initial_translation`, `initial_rotation` (radians, written in degrees) and
 /// `initial_velocity` (added to the scene's velocity): component `p.component` of the body's
 /// `[body.initial]` vector.
-fn write_initial(root: &mut Table, p: &Param, v: f64, sets: &mut Vec<String>) {
+fn write_initial(root: &mut Table, p: &Param, v: f64, sets: &mut Vec<String>) -> Walk<()> {
     let (b, c) = (p.body, p.component);
-    let t = table(body_mut(root, b), "initial");
+    let path = format!("body.{b}.initial");
+    let t = table(body_mut(root, b)?, &format!("body.{b}"), "initial")?;
     let key = match p.kind {
         ParamKind::InitialTranslation => {
-            set3(t, "translation", c, |_| v);
+            set3(t, &path, "translation", c, |_| v)?;
             "translation"
         }
         ParamKind::InitialRotation => {
             let d = v.to_degrees();
-            set3(t, "rotation_deg", c, |_| d);
+            set3(t, &path, "rotation_deg", c, |_| d)?;
             "rotation_deg"
         }
         _ => {
-            set3(t, "velocity", c, |o| o + v);
+            set3(t, &path, "velocity", c, |o| o + v)?;
             "velocity"
         }
     };
-    sets.push(vector_set(&format!("body.{b}.initial.{key}"), t, key));
+    sets.push(vector_set(&format!("{path}.{key}"), t, key)?);
+    Ok(())
 }
 
 /// `gravity`: component `c` of `simulation.gravity` (the scene's value is written out first
 /// when the file leaves it at the default).
-fn write_gravity(root: &mut Table, problem: &Problem, c: usize, v: f64, sets: &mut Vec<String>) {
-    let sim = root
-        .entry("simulation".to_string())
-        .or_insert_with(|| Value::Table(Table::new()))
-        .as_table_mut()
-        .expect("table");
+fn write_gravity(
+    root: &mut Table,
+    problem: &Problem,
+    c: usize,
+    v: f64,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
+    let sim = table(root, "", "simulation")?;
     if !sim.contains_key("gravity") {
         let g = problem.ls.scene.simulation.gravity;
         sim.insert(
@@ -310,19 +378,20 @@ fn write_gravity(root: &mut Table, problem: &Problem, c: usize, v: f64, sets: &m
             Value::Array(g.iter().map(|&x| Value::Float(x)).collect()),
         );
     }
-    set3(sim, "gravity", c, |_| v);
-    sets.push(vector_set("simulation.gravity", sim, "gravity"));
+    set3(sim, "simulation", "gravity", c, |_| v)?;
+    sets.push(vector_set("simulation.gravity", sim, "gravity")?);
+    Ok(())
 }
 
 /// `force_scale` of force group `j` of body `b`: its `force` vector (or `twist.magnitude`)
 /// times the scale `v`.
-fn write_force_scale(body: &mut Value, (b, j): (usize, usize), v: f64, sets: &mut Vec<String>) {
-    let body = body.as_table_mut().expect("table");
-    let f = &mut body
-        .get_mut("force")
-        .and_then(|a| a.as_array_mut())
-        .expect("force group exists")[j];
-    let ft = f.as_table_mut().expect("table");
+fn write_force_scale(
+    body: &mut Table,
+    (b, j): (usize, usize),
+    v: f64,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
+    let ft = item(body, &format!("body.{b}"), "force", j)?;
     if let Some(arr) = ft.get_mut("force").and_then(|a| a.as_array_mut()) {
         for x in arr.iter_mut() {
             *x = Value::Float(num(x).unwrap_or(0.0) * v);
@@ -337,28 +406,25 @@ fn write_force_scale(body: &mut Value, (b, j): (usize, usize), v: f64, sets: &mu
             sets.push(format!("body.{b}.force.{j}.twist.magnitude={m:e}"));
         }
     }
+    Ok(())
 }
 
 /// `attachment_stiffness` (compliance = 1/value) and `attachment_offset` (added to the
 /// target point of a non-rotating attachment; otherwise reported) of attachment `j`.
 fn write_attachment(
-    body: &mut Value,
+    body: &mut Table,
     (p, j): (&Param, usize),
     v: f64,
     sets: &mut Vec<String>,
     notes: &mut Vec<String>,
-) {
+) -> Walk<()> {
     let (b, c) = (p.body, p.component);
-    let at = body
-        .get_mut("attachment")
-        .and_then(|a| a.as_array_mut())
-        .and_then(|a| a.get_mut(j))
-        .and_then(|t| t.as_table_mut())
-        .expect("the attachment exists");
+    let path = format!("body.{b}.attachment.{j}");
+    let at = item(body, &format!("body.{b}"), "attachment", j)?;
     if p.kind == ParamKind::AttachmentStiffness {
         at.insert("compliance".into(), Value::Float(1.0 / v));
-        sets.push(format!("body.{b}.attachment.{j}.compliance={:e}", 1.0 / v));
-        return;
+        sets.push(format!("{path}.compliance={:e}", 1.0 / v));
+        return Ok(());
     }
     let rotates = at
         .get("motion")
@@ -366,35 +432,37 @@ fn write_attachment(
         .and_then(|t| t.as_str())
         == Some("rotate");
     if at.contains_key("target") && !rotates {
-        set3(at, "target", c, |o| o + v);
-        sets.push(vector_set(
-            &format!("body.{b}.attachment.{j}.target"),
-            at,
-            "target",
-        ));
+        set3(at, &path, "target", c, |o| o + v)?;
+        sets.push(vector_set(&format!("{path}.target"), at, "target")?);
     } else {
         notes.push(format!(
             "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
             p.name
         ));
     }
+    Ok(())
 }
 
 /// `muscle_activation` of muscle group `j`: entry `p.knot` of its knot array, or the
 /// constant activation.
-fn write_activation(body: &mut Value, (p, j): (&Param, usize), v: f64, sets: &mut Vec<String>) {
+fn write_activation(
+    body: &mut Table,
+    (p, j): (&Param, usize),
+    v: f64,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
     let b = p.body;
-    let bt = body.as_table_mut().expect("table");
-    let mt = bt
-        .get_mut("muscle")
-        .and_then(|a| a.as_array_mut())
-        .expect("muscle group exists")[j]
-        .as_table_mut()
-        .expect("table");
+    let mt = item(body, &format!("body.{b}"), "muscle", j)?;
     let k = p.knot;
     match mt.get_mut("activation").and_then(|a| a.as_array_mut()) {
         Some(arr) => {
-            arr[k] = Value::Float(v);
+            let knot = arr.get_mut(k).ok_or_else(|| {
+                missing(
+                    format!("body.{b}.muscle.{j}.activation.{k}"),
+                    "an activation knot",
+                )
+            })?;
+            *knot = Value::Float(v);
             sets.push(format!("body.{b}.muscle.{j}.activation.{k}={v:e}"));
         }
         None => {
@@ -402,6 +470,7 @@ fn write_activation(body: &mut Value, (p, j): (&Param, usize), v: f64, sets: &mu
             sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
         }
     }
+    Ok(())
 }
 
 /// `youngs_modulus` factor `f` as an appended `[[body.region]]` with `scale = f`, selecting
@@ -412,12 +481,12 @@ fn append_e_region(
     region: Option<usize>,
     f: f64,
     notes: &mut Vec<String>,
-) {
+) -> Walk<()> {
     let select = match region {
-        Some(r) => bt["region"].as_array().expect("regions")[r]
-            .as_table()
-            .expect("table")["select"]
-            .clone(),
+        Some(r) => item(bt, &format!("body.{}", p.body), "region", r)?
+            .get("select")
+            .cloned()
+            .ok_or_else(|| missing(format!("body.{}.region.{r}.select", p.body), "a selector"))?,
         None => {
             let mut t = Table::new();
             t.insert("all".into(), Value::Boolean(true));
@@ -434,29 +503,38 @@ fn append_e_region(
     bt.entry("region".to_string())
         .or_insert_with(|| Value::Array(vec![]))
         .as_array_mut()
-        .expect("regions")
+        .ok_or_else(|| missing(format!("body.{}.region", p.body), "an array of tables"))?
         .push(Value::Table(reg));
     notes.push(format!(
         "{}: written as an appended [[body.region]] with scale = {f:e}",
         p.name
     ));
+    Ok(())
 }
 
 /// `youngs_modulus` factor `f` in place: the whole body's `material.youngs_modulus` and
 /// every absolute region modulus, or region `r`'s `youngs_modulus` / `scale`, times `f`.
-fn scale_e(bt: &mut Table, b: usize, region: Option<usize>, f: f64, sets: &mut Vec<String>) {
+fn scale_e(
+    bt: &mut Table,
+    b: usize,
+    region: Option<usize>,
+    f: f64,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
     match region {
         None => {
             let mat = bt
                 .get_mut("material")
                 .and_then(|m| m.as_table_mut())
-                .expect("material");
+                .ok_or_else(|| missing(format!("body.{b}.material"), "a table"))?;
             if let Some(e) = scale_num(mat, "youngs_modulus", f) {
                 sets.push(format!("body.{b}.material.youngs_modulus={e:e}"));
             }
             if let Some(regs) = bt.get_mut("region").and_then(|r| r.as_array_mut()) {
                 for (r, reg) in regs.iter_mut().enumerate() {
-                    let rt = reg.as_table_mut().expect("table");
+                    let rt = reg
+                        .as_table_mut()
+                        .ok_or_else(|| missing(format!("body.{b}.region.{r}"), "a table"))?;
                     if let Some(e) = scale_num(rt, "youngs_modulus", f) {
                         sets.push(format!("body.{b}.region.{r}.youngs_modulus={e:e}"));
                     }
@@ -464,9 +542,7 @@ fn scale_e(bt: &mut Table, b: usize, region: Option<usize>, f: f64, sets: &mut V
             }
         }
         Some(r) => {
-            let rt = bt["region"].as_array_mut().expect("regions")[r]
-                .as_table_mut()
-                .expect("table");
+            let rt = item(bt, &format!("body.{b}"), "region", r)?;
             for key in ["youngs_modulus", "scale"] {
                 if let Some(e) = scale_num(rt, key, f) {
                     sets.push(format!("body.{b}.region.{r}.{key}={e:e}"));
@@ -474,6 +550,7 @@ fn scale_e(bt: &mut Table, b: usize, region: Option<usize>, f: f64, sets: &mut V
             }
         }
     }
+    Ok(())
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -619,7 +696,12 @@ fn absolutize_inputs(t: &mut Table, ls: &scene::LoadedScene) {
 /// prefixed with the scene's original values of every key the write-back changed (and
 /// factor 1 for appended E regions), so `optimized.toml` defines the same loss; the
 /// suggested `--set` lines carry the same list.
-fn keep_reference(root: &mut Table, base: &Table, problem: &Problem, sets: &mut Vec<String>) {
+fn keep_reference(
+    root: &mut Table,
+    base: &Table,
+    problem: &Problem,
+    sets: &mut Vec<String>,
+) -> Walk<()> {
     let has_reference = problem
         .ls
         .scene
@@ -627,7 +709,7 @@ fn keep_reference(root: &mut Table, base: &Table, problem: &Problem, sets: &mut 
         .as_ref()
         .is_some_and(|l| l.reference.is_some());
     if !has_reference {
-        return;
+        return Ok(());
     }
     let base_values: Vec<f64> = problem.params.iter().map(|p| p.base_value).collect();
     let base_target = super::params::apply_all(&problem.params, &problem.base, &base_values);
@@ -641,7 +723,7 @@ fn keep_reference(root: &mut Table, base: &Table, problem: &Problem, sets: &mut 
         false,
         &mut rs,
         &mut rn,
-    );
+    )?;
     let mut restore = dedup_sets(rs);
     let regions = |t: &Table, b: usize| -> usize {
         t.get("body")
@@ -656,59 +738,62 @@ fn keep_reference(root: &mut Table, base: &Table, problem: &Problem, sets: &mut 
             restore.push(format!("body.{b}.region.{r}.scale=1"));
         }
     }
-    let list = table(
-        root.get_mut("loss").expect("the scene has [loss]"),
-        "reference",
-    )
-    .entry("set".to_string())
-    .or_insert_with(|| Value::Array(vec![]))
-    .as_array_mut()
-    .expect("reference.set is an array");
+    let list = reference_set(root)?;
     let mut all: Vec<Value> = restore.into_iter().map(Value::String).collect();
     all.append(list);
     *list = all;
     sets.push(format!("loss.reference.set={}", Value::Array(list.clone())));
+    Ok(())
 }
 
-/// Write the optimized `values` (user units) back into the effective scene.
-pub fn write_back(problem: &Problem, values: &[f64]) -> WriteBack {
+/// Write the optimized `values` (user units) back into the effective scene: in place first,
+/// and where that is not exact for Young's moduli, again with the factors as appended regions.
+pub fn write_back(problem: &Problem, values: &[f64]) -> Result<WriteBack, WritebackError> {
     let target = super::params::apply_all(&problem.params, &problem.base, values);
-    let base: Table = toml::from_str(&problem.ls.effective_toml).expect("effective TOML parses");
-    let mut last = None;
-    for append_e in [false, true] {
-        let (mut sets, mut notes) = (Vec::new(), Vec::new());
-        let mut root = base.clone();
-        rewrite(
-            &mut root, problem, &target, values, append_e, &mut sets, &mut notes,
-        );
-        let mut sets = dedup_sets(sets);
-        keep_reference(&mut root, &base, problem, &mut sets);
-        absolutize_inputs(&mut root, &problem.ls);
-        let text = toml::to_string(&root).expect("scene serializes");
-        let bad = verify(problem, &target, &text);
-        let exact = bad.is_empty();
-        if !exact {
-            notes.push(format!(
-                "the written scene differs from the optimized model in: {}",
-                bad.join(", ")
-            ));
-        }
-        let wb = WriteBack {
-            toml: text,
-            sets,
-            notes,
-            exact,
-        };
-        let needs_append = !exact
-            && bad.iter().any(|b| b.contains("Young"))
-            && problem
-                .params
-                .iter()
-                .any(|p: &Param| p.kind == ParamKind::YoungsModulus);
-        if exact || !needs_append || append_e {
-            return wb;
-        }
-        last = Some(wb);
+    let base: Table = toml::from_str(&problem.ls.effective_toml).map_err(WritebackError::Parse)?;
+    let (wb, needs_append) = one_pass(problem, (&target, values), &base, false)?;
+    if wb.exact || !needs_append {
+        return Ok(wb);
     }
-    last.expect("one pass ran")
+    Ok(one_pass(problem, (&target, values), &base, true)?.0)
+}
+
+/// One rewrite of `base` (`append_e`: E factors as appended regions), checked against
+/// `target`; with whether an appended-regions pass could fix a Young's modulus mismatch.
+fn one_pass(
+    problem: &Problem,
+    (target, values): (&Model, &[f64]),
+    base: &Table,
+    append_e: bool,
+) -> Walk<(WriteBack, bool)> {
+    let (mut sets, mut notes) = (Vec::new(), Vec::new());
+    let mut root = base.clone();
+    rewrite(
+        &mut root, problem, target, values, append_e, &mut sets, &mut notes,
+    )?;
+    let mut sets = dedup_sets(sets);
+    keep_reference(&mut root, base, problem, &mut sets)?;
+    absolutize_inputs(&mut root, &problem.ls);
+    let text = toml::to_string(&root).map_err(WritebackError::Serialize)?;
+    let bad = verify(problem, target, &text);
+    let exact = bad.is_empty();
+    if !exact {
+        notes.push(format!(
+            "the written scene differs from the optimized model in: {}",
+            bad.join(", ")
+        ));
+    }
+    let needs_append = !exact
+        && bad.iter().any(|b| b.contains("Young"))
+        && problem
+            .params
+            .iter()
+            .any(|p: &Param| p.kind == ParamKind::YoungsModulus);
+    let wb = WriteBack {
+        toml: text,
+        sets,
+        notes,
+        exact,
+    };
+    Ok((wb, needs_append))
 }

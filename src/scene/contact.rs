@@ -60,7 +60,7 @@ pub struct ObstacleSpec {
     /// Coulomb friction coefficient μ (0 = frictionless).
     #[serde(default)]
     pub friction: f64,
-    /// Restitution coefficient $e_r\in[0,1]$ (velocity post-correction of spec §6.2 step 24;
+    /// Restitution coefficient $e_r\in\[0,1\]$ (velocity post-correction of spec §6.2 step 24;
     /// not differentiated).
     #[serde(default)]
     pub restitution: f64,

@@ -683,7 +683,8 @@ mod tests {
             .damping(1.0, 0.01)
             .steps(0.02, 3)
             .fix_where(|p| p[0] == 0.0)
-            .build();
+            .build()
+            .unwrap();
         assert_eq!((a.h, a.frames, a.gravity), (b.h, b.frames, b.gravity));
         assert_eq!(
             (&a.rest, &a.conn, &a.conn_ptr),

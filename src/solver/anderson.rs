@@ -10,14 +10,18 @@
 /// The vectors of Anderson's history: the differences $\Delta x_j$, $\Delta g_j$ of consecutive
 /// pairs in ring slots, the last pair $(x_{k-1},g_{k-1})$ and the current pair $(x_k,g_k)$.
 pub trait AndersonStore {
+    /// A failure of the store ([`std::convert::Infallible`] for [`HostStore`]; the
+    /// accelerator's `OffloadError` for its resident loop).
+    type Error;
     /// Make the current pair the last one; with `slot`, first write
     /// $\Delta x=x_k-x_{k-1}$, $\Delta g=g_k-g_{k-1}$ into that slot.
-    fn push(&mut self, slot: Option<usize>) -> Result<(), String>;
+    fn push(&mut self, slot: Option<usize>) -> Result<(), Self::Error>;
     /// $(\Delta g_{slot}\cdot\Delta g_j,\ \Delta g_j\cdot g_k)$ for each slot $j$ of `live`.
-    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), String>;
+    #[allow(clippy::type_complexity)]
+    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), Self::Error>;
     /// The next iterate $x_{k+1}=x_k+g_k-\sum_j\gamma_j(\Delta x_j+\Delta g_j)$ over
     /// `terms` $=(slot_j,\gamma_j)$ in order (empty: the plain step $x_k+g_k$).
-    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), String>;
+    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), Self::Error>;
 }
 
 /// Type-II (Walker–Ni) Anderson mixing on a fixed-point map $\Phi$ with residual
@@ -74,8 +78,9 @@ impl Anderson {
         self.has_last = false;
     }
 
-    /// Push the store's current pair $(x_k,g_k)$ and write the next iterate into the store.
-    pub fn advance<S: AndersonStore + ?Sized>(&mut self, store: &mut S) -> Result<(), String> {
+    /// Push the store's current pair $(x_k,g_k)$ and write the next iterate into the store;
+    /// the store's first failure ends it and is returned.
+    pub fn advance<S: AndersonStore + ?Sized>(&mut self, store: &mut S) -> Result<(), S::Error> {
         self.last_gamma_norm = 0.0;
         if self.window == 0 {
             return store.mix(&[]);
@@ -167,7 +172,9 @@ impl HostStore {
 }
 
 impl AndersonStore for HostStore {
-    fn push(&mut self, slot: Option<usize>) -> Result<(), String> {
+    type Error = std::convert::Infallible;
+
+    fn push(&mut self, slot: Option<usize>) -> Result<(), Self::Error> {
         if let Some(s) = slot {
             if self.dx.len() <= s {
                 self.dx.resize(s + 1, Vec::new());
@@ -182,13 +189,13 @@ impl AndersonStore for HostStore {
         Ok(())
     }
 
-    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), String> {
+    fn dots(&mut self, slot: usize, live: &[usize]) -> Result<(Vec<f64>, Vec<f64>), Self::Error> {
         let row = live.iter().map(|&j| dot(&self.dg[slot], &self.dg[j]));
         let rhs = live.iter().map(|&j| dot(&self.dg[j], &self.cur.1));
         Ok((row.collect(), rhs.collect()))
     }
 
-    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), String> {
+    fn mix(&mut self, terms: &[(usize, f64)]) -> Result<(), Self::Error> {
         let (x, g) = (&self.cur.0, &self.cur.1);
         self.out.clear();
         self.out.extend(x.iter().zip(g).map(|(a, b)| a + b));
@@ -244,8 +251,8 @@ impl TypeII {
     /// Next iterate from $x_k$ and $g_k$.
     pub fn step(&mut self, x: &[f64], g: &[f64]) -> Vec<f64> {
         self.store.set(x, g);
-        // the host store cannot fail
-        let _ = self.core.advance(&mut self.store);
+        // the host store cannot fail (its error type is uninhabited)
+        crate::linalg::krylov::infallible(self.core.advance(&mut self.store));
         self.store.out.clone()
     }
 }

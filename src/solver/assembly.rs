@@ -68,7 +68,8 @@ mod tests {
         let model = ModelBuilder::new(box_tet([2, 2, 1], 0.1, [0.0; 3]))
             .density(rho)
             .damping(alpha, 0.02)
-            .build();
+            .build()
+            .unwrap();
         let derived = model.derive(&model.params);
         let h = model.h;
         let (a, kb) = pd_matrices(&model, &derived, h);

@@ -6,18 +6,17 @@
 //! $\Delta A=\sum_s w_sG_s^T\,\partial\mathrm{vec}p_s/\partial\mathrm{vec}F_s\,G_s$ (Eq. 39) is applied
 //! matrix-free per sample from the SVD at $x_{t+1}$ (App. A.1), with each sample's own
 //! weight $w_s$ (exact on heterogeneous meshes; the reference code's mean weight is not).
-//! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, [`HessianFilterMode`]).
+//! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, `HessianFilterMode`).
 
 use super::anderson::TypeII;
 use super::config::BackwardConfig;
 use super::local::{self, CHUNK};
-use super::offload::{MuscleStep, Offload};
+use super::offload::{MuscleStep, Offload, OffloadError};
 use super::simulator::{norm, Simulator};
 use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::krylov::{self, KrylovSpace, KrylovStats};
-use crate::linalg::LinearSolver;
 use crate::material::interleaved::LANES;
 use crate::material::neohookean::HessianFilter;
 use crate::material::svd;
@@ -53,8 +52,9 @@ pub struct StepLinearization<'s> {
 }
 
 impl<'s> StepLinearization<'s> {
-    /// Recompute SVDs, projections and stretch Jacobians at `x` (spec §7.2 step 2).
-    pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
+    /// Recompute SVDs, projections and stretch Jacobians at `x` (spec §7.2 step 2). With an
+    /// accelerator the step's $\Delta A$ is planned on it too; its failure is the error.
+    pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
         Self::build(sim, x, alpha, false)
     }
 
@@ -65,11 +65,11 @@ impl<'s> StepLinearization<'s> {
     /// semidefinite and $K=A-\Delta A\succeq M/h^2$: the Newton direction is a descent
     /// direction of the step energy wherever the energy is not convex (compressed corotated
     /// samples, whose twist eigenvalue $2w/(\sigma_i+\sigma_j)$ exceeds $w$, buckling).
-    pub fn projected(sim: &Simulator, x: &[f64]) -> Self {
+    pub fn projected(sim: &Simulator, x: &[f64]) -> Result<Self, OffloadError> {
         Self::build(sim, x, 0.5, true)
     }
 
-    fn build(sim: &Simulator, x: &[f64], alpha: f64, psd: bool) -> Self {
+    fn build(sim: &Simulator, x: &[f64], alpha: f64, psd: bool) -> Result<Self, OffloadError> {
         let model = sim.model;
         let d = &sim.derived;
         let filter = if alpha == 0.0 {
@@ -96,11 +96,11 @@ impl<'s> StepLinearization<'s> {
             });
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
         let muscle = super::muscle::MuscleLin::new(model, x, d.muscle_time);
-        let device_step = sim
-            .offload
-            .as_ref()
-            .and_then(|off| plan_device_step(off.as_ref(), &spectral, &muscle));
-        StepLinearization {
+        let device_step = match sim.offload.as_ref() {
+            Some(off) => Some(plan_device_step(off.as_ref(), &spectral, &muscle)?),
+            None => None,
+        };
+        Ok(StepLinearization {
             samples,
             spectral,
             muscle,
@@ -110,29 +110,27 @@ impl<'s> StepLinearization<'s> {
             device_step,
             host: true,
             alpha,
-        }
+        })
     }
 
     /// The Newton–Krylov phase's Jacobian at `x`: [`StepLinearization::new`] (exact, no
     /// filter) or, with `projected`, [`StepLinearization::projected`]; computed on the
     /// accelerator when the simulator has one that offers it (`on_device`), else on
     /// the host.
-    pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Self {
+    pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Result<Self, OffloadError> {
         let alpha = if projected { 0.5 } else { 0.0 };
-        Self::on_device(sim, x, (alpha, projected)).unwrap_or_else(|| {
-            if projected {
-                Self::projected(sim, x)
-            } else {
-                Self::new(sim, x, 0.0)
-            }
-        })
+        match Self::on_device(sim, x, (alpha, projected)) {
+            Some(lin) => lin,
+            None if projected => Self::projected(sim, x),
+            None => Self::new(sim, x, 0.0),
+        }
     }
 
     /// The backward step's linearization at $x_{t+1}$ with the Hessian filter `alpha`:
     /// [`StepLinearization::new`], computed on the accelerator when the simulator has one
     /// that offers it (`on_device`; the parameter gradients' material maps are the
     /// accelerator's too, [`crate::solver::gradient::ParamConstants`]), else on the host.
-    pub fn for_adjoint(sim: &Simulator, x: &[f64], alpha: f64) -> Self {
+    pub fn for_adjoint(sim: &Simulator, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
         Self::on_device(sim, x, (alpha, false)).unwrap_or_else(|| Self::new(sim, x, alpha))
     }
 
@@ -142,35 +140,43 @@ impl<'s> StepLinearization<'s> {
     /// the count of filtered samples. The solvers only apply it ($\Delta A\,v$ through the
     /// accelerator), so the host's per-sample table is not needed;
     /// [`StepLinearization::apply`] of a device-only linearization gives NaN. `None` without
-    /// an accelerator or where it does not offer it; a device failure gives a linearization
-    /// without a token (its products are NaN, and the failure is reported at the step's end).
-    fn on_device(sim: &Simulator, x: &[f64], (alpha, projected): (f64, bool)) -> Option<Self> {
+    /// an accelerator or where it does not offer it; `Some(Err)`: the device failed.
+    fn on_device(
+        sim: &Simulator,
+        x: &[f64],
+        (alpha, projected): (f64, bool),
+    ) -> Option<Result<Self, OffloadError>> {
         let off = sim.offload.as_ref()?;
         let muscle = super::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
         let planned = with_fibres(&muscle, |fibres| {
             off.linearize_step(x, (alpha, projected), fibres)
         })?;
-        let planned = planned.ok();
-        Some(StepLinearization {
+        Some(planned.map(|p| StepLinearization {
             samples: Vec::new(),
             spectral: Vec::new(),
             muscle,
-            filtered_samples: planned.map_or(0, |p| p.filtered_samples),
+            filtered_samples: p.filtered_samples,
             contact: None,
             products: std::sync::Mutex::new(Vec::new()),
-            device_step: planned.map(|p| p.token),
+            device_step: Some(p.token),
             host: false,
             alpha,
-        })
+        }))
     }
 
     /// Add the contact block of the step's tape (spec §7.2 step 3): $X=A^{-1}J^T$ from the
-    /// persistent factor and the factored $G_c=WD^T+E^T$.
-    pub fn with_contact(mut self, sim: &'s Simulator, rec: Option<&ContactRecord>) -> Self {
-        self.contact = rec
-            .filter(|r| !r.set.is_empty())
-            .map(|r| ContactAdjoint::new(r, sim.contact_solver()));
-        self
+    /// persistent factor and the factored $G_c=WD^T+E^T$ (fails where a solve with the
+    /// contact factor does).
+    pub fn with_contact(
+        mut self,
+        sim: &'s Simulator,
+        rec: Option<&ContactRecord>,
+    ) -> Result<Self, OffloadError> {
+        self.contact = match rec.filter(|r| !r.set.is_empty()) {
+            Some(r) => Some(ContactAdjoint::new(r, sim.contact_solver())?),
+            None => None,
+        };
+        Ok(self)
     }
 
     /// The material linearisation of sample `s` (for the parameter gradients).
@@ -178,7 +184,7 @@ impl<'s> StepLinearization<'s> {
         &self.samples[s]
     }
 
-    /// The weighted spectral-map coefficients $[U,V,W,M,N]$ of sample `s` (spec App. A.1,
+    /// The weighted spectral-map coefficients $\[U,V,W,M,N\]$ of sample `s` (spec App. A.1,
     /// Eq. 42): the local Jacobian of the step is $dp_s = U\,c\,V^T$ with $a=U^TdF\,V$,
     /// $c_{ii}=\sum_kW_{ik}a_{kk}$, $c_{ij}=M_{ij}a_{ij}+N_{ij}a_{ji}$, where $W,M,N$ already
     /// carry the PD weights (terms sharing $U,V$ summed). Used by the device product (`gpu`),
@@ -213,19 +219,18 @@ impl<'s> StepLinearization<'s> {
 }
 
 /// Plan the accelerator's $\Delta A$ of one step: the spectral coefficients and the muscle
-/// fibres' $(a_g,\ell,n)$ once per step ([`Offload::adjoint_step`]). A failure is kept by
-/// the accelerator and reported at the end of the step; the step then has no token and its
-/// products return NaN.
+/// fibres' $(a_g,\ell,n)$ once per step ([`Offload::adjoint_step`]); returns its token, or
+/// its failure.
 fn plan_device_step(
     off: &(dyn Offload + Send + Sync + '_),
     spectral: &[svd::SpectralLinear],
     muscle: &super::muscle::MuscleLin,
-) -> Option<u64> {
+) -> Result<u64, OffloadError> {
     let coef = |s: usize| {
         let c = &spectral[s];
         [c.u, c.v, c.w, c.m, c.n]
     };
-    with_fibres(muscle, |fibres| off.adjoint_step(&coef, fibres)).ok()
+    with_fibres(muscle, |fibres| off.adjoint_step(&coef, fibres))
 }
 
 /// `f` of the muscle fibres' $(a_g,\ell,n)$ of `muscle` as the accelerator takes them
@@ -300,45 +305,51 @@ fn coefficients(sim: &Simulator, s: usize, lin: &Linearization, psd: bool) -> sv
 
 /// $\Delta A\,z$ (Dirichlet rows not zeroed): on the accelerator when the simulator has one
 /// ([`Offload::adjoint_product`]: spectral and muscle terms, one device product), otherwise
-/// [`StepLinearization::apply`]. A device failure gives NaN (and is reported by the
-/// accelerator at the end of the step).
-pub fn delta_a(sim: &Simulator, lin: &StepLinearization, z: &[f64], out: &mut [f64]) {
+/// [`StepLinearization::apply`]. A device failure is the error, as is a linearization that
+/// was not planned on the simulator's accelerator ([`OffloadError::Unplanned`]).
+pub fn delta_a(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    z: &[f64],
+    out: &mut [f64],
+) -> Result<(), OffloadError> {
     let Some(off) = sim.offload.as_ref() else {
         lin.apply(sim.model, z, out);
-        return;
+        return Ok(());
     };
-    let ok = match lin.device_step {
-        Some(token) => off.adjoint_product(token, z, out).is_ok(),
-        None => false,
-    };
-    if !ok {
-        out.iter_mut().for_each(|v| *v = f64::NAN);
+    match lin.device_step {
+        Some(token) => off.adjoint_product(token, z, out),
+        None => Err(OffloadError::Unplanned),
     }
 }
 
 /// $A^{-1}q$ with zero Dirichlet values: on the accelerator's factor when the simulator has
-/// one, otherwise the persistent CPU factor. A device failure gives NaN (reported by the
-/// accelerator at the end of the step).
-pub fn solve_a(sim: &Simulator, q: &[f64], z: &mut [f64]) {
+/// one, otherwise the persistent CPU factor. A device failure is the error.
+pub fn solve_a(sim: &Simulator, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
+    use crate::linalg::LinearSolver;
     match sim.offload.as_ref() {
-        Some(off) => {
-            if off.solve_homogeneous(q, z).is_err() {
-                z.iter_mut().for_each(|v| *v = f64::NAN);
-            }
-        }
-        None => sim.system.solve_homogeneous(q, z),
+        Some(off) => off.solve_homogeneous(q, z),
+        None => Ok(sim.system.solve_homogeneous(q, z)?),
     }
 }
 
-/// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0).
-pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f64]) {
+/// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0);
+/// fails where [`delta_a`] does.
+pub fn apply_k(
+    sim: &Simulator,
+    lin: &StepLinearization,
+    v: &[f64],
+    out: &mut [f64],
+) -> Result<(), OffloadError> {
+    use crate::linalg::LinearSolver;
     let mut t = vec![0.0; v.len()];
     sim.system.apply_a(v, out);
-    delta_a(sim, lin, v, &mut t);
+    delta_a(sim, lin, v, &mut t)?;
     for (o, ti) in out.iter_mut().zip(&t) {
         *o -= ti;
     }
     sim.zero_prescribed(out);
+    Ok(())
 }
 
 /// The accelerator's [`KrylovSpace`] for `lin`'s step, when the simulator has an accelerator
@@ -346,32 +357,22 @@ pub fn apply_k(sim: &Simulator, lin: &StepLinearization, v: &[f64], out: &mut [f
 fn device_space<'a>(
     sim: &'a Simulator,
     lin: &StepLinearization,
-) -> Option<Box<dyn KrylovSpace<Error = String> + 'a>> {
+) -> Option<Box<dyn KrylovSpace<Error = OffloadError> + 'a>> {
     let token = lin.device_step?;
     sim.offload.as_ref()?.krylov_space(token)
 }
 
-/// A Krylov solve whose device space failed: NaN solution and statistics (the accelerator
-/// keeps the failure and reports it at the end of the step, as for its other stages).
-fn device_failed(z: &mut [f64]) -> KrylovStats {
-    z.iter_mut().for_each(|v| *v = f64::NAN);
-    KrylovStats {
-        iterations: 0,
-        converged: false,
-        relative_residual: f64::NAN,
-    }
-}
-
 /// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`: on the
 /// accelerator's vectors when it offers a Krylov space (only $g$, $z$ and the dot products'
-/// scalars cross), otherwise on the host with [`apply_k`] and [`solve_a`].
+/// scalars cross), otherwise on the host with [`apply_k`] and [`solve_a`]. The first device
+/// failure ends the solve and is returned.
 pub fn solve_gmres(
     sim: &Simulator,
     lin: &StepLinearization,
     g: &[f64],
     z: &mut [f64],
     cfg: &BackwardConfig,
-) -> KrylovStats {
+) -> Result<KrylovStats, OffloadError> {
     solve_gmres_monitored(sim, lin, g, z, cfg, &mut |_, _| true)
 }
 
@@ -384,7 +385,7 @@ pub fn solve_gmres_monitored(
     z: &mut [f64],
     cfg: &BackwardConfig,
     monitor: &mut dyn FnMut(usize, f64) -> bool,
-) -> KrylovStats {
+) -> Result<KrylovStats, OffloadError> {
     let settings = krylov::GmresSettings {
         restart: cfg.gmres_restart,
         rel_tol: cfg.rel_tol,
@@ -392,15 +393,12 @@ pub fn solve_gmres_monitored(
         max_iter: cfg.max_iterations,
     };
     if let Some(mut space) = device_space(sim, lin) {
-        return krylov::gmres_monitored(space.as_mut(), g, z, &settings, monitor)
-            .unwrap_or_else(|_| device_failed(z));
+        return krylov::gmres_monitored(space.as_mut(), g, z, &settings, monitor);
     }
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
     let mut space = krylov::HostSpace::new(g.len(), &mut op, &mut pre);
-    krylov::infallible(krylov::gmres_monitored(
-        &mut space, g, z, &settings, monitor,
-    ))
+    krylov::gmres_monitored(&mut space, g, z, &settings, monitor)
 }
 
 /// Fixed-point adjoint iterations without halving the residual before GMRES takes over
@@ -410,13 +408,14 @@ pub const FIXED_POINT_STALL: usize = 200;
 /// Solve $(A-\Delta A)z=g$ with $z_D=0$ (the adjoint of one step): DiffPD's fixed-point
 /// iteration with Anderson acceleration; if it diverges (residual above $10^3\|g\|$) or
 /// reaches `max_iterations`, GMRES preconditioned by $A^{-1}$ takes over from the best iterate.
+/// The first accelerator failure ends it and is returned.
 pub fn solve_adjoint(
     sim: &Simulator,
     lin: &StepLinearization,
     g: &[f64],
     cfg: &BackwardConfig,
     frame: usize,
-) -> (Vec<f64>, AdjointStats) {
+) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let t0 = std::time::Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
@@ -430,7 +429,7 @@ pub fn solve_adjoint(
     if gnorm == 0.0 {
         stats.converged = true;
         stats.seconds = t0.elapsed().as_secs_f64();
-        return (vec![0.0; n3], stats);
+        return Ok((vec![0.0; n3], stats));
     }
     if let Some(c) = &lin.contact {
         let pre = match cfg.method {
@@ -446,15 +445,15 @@ pub fn solve_adjoint(
     }
     let z = match cfg.method {
         AdjointMethod::Gmres | AdjointMethod::Woodbury => {
-            adjoint_gmres(sim, lin, &gf, cfg, &mut stats)
+            adjoint_gmres(sim, lin, &gf, cfg, &mut stats)?
         }
-        AdjointMethod::Pcg => adjoint_pcg(sim, lin, &gf, cfg, &mut stats),
-        AdjointMethod::FixedPoint => adjoint_fixed_point(sim, lin, (&gf, gnorm), cfg, &mut stats),
+        AdjointMethod::Pcg => adjoint_pcg(sim, lin, &gf, cfg, &mut stats)?,
+        AdjointMethod::FixedPoint => adjoint_fixed_point(sim, lin, (&gf, gnorm), cfg, &mut stats)?,
     };
     stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
-    (z, stats)
+    Ok((z, stats))
 }
 
 /// The log's name of the $A^{-1}$-preconditioned GMRES adjoint: `woodbury` (without contact
@@ -475,15 +474,15 @@ fn adjoint_gmres(
     gf: &[f64],
     cfg: &BackwardConfig,
     stats: &mut AdjointStats,
-) -> Vec<f64> {
+) -> Result<Vec<f64>, OffloadError> {
     let mut z = vec![0.0; gf.len()];
-    let st = solve_gmres(sim, lin, gf, &mut z, cfg);
+    let st = solve_gmres(sim, lin, gf, &mut z, cfg)?;
     stats.method = gmres_method(cfg).into();
     stats.gmres_iterations = st.iterations;
     stats.iterations = st.iterations;
     stats.converged = st.converged;
     stats.relative_residual = st.relative_residual;
-    z
+    Ok(z)
 }
 
 /// `adjoint = "pcg"`: PCG on $Kz=g$ ([`solve_pcg`]); GMRES finishes from its iterate when it
@@ -494,21 +493,21 @@ fn adjoint_pcg(
     gf: &[f64],
     cfg: &BackwardConfig,
     stats: &mut AdjointStats,
-) -> Vec<f64> {
+) -> Result<Vec<f64>, OffloadError> {
     let mut z = vec![0.0; gf.len()];
-    let (it, conv, rel) = solve_pcg(sim, lin, gf, &mut z, cfg);
+    let (it, conv, rel) = solve_pcg(sim, lin, gf, &mut z, cfg)?;
     stats.method = "pcg".into();
     stats.iterations = it;
     stats.converged = conv;
     stats.relative_residual = rel;
     if !conv {
-        let st = solve_gmres(sim, lin, gf, &mut z, cfg);
+        let st = solve_gmres(sim, lin, gf, &mut z, cfg)?;
         stats.method = "pcg+gmres".into();
         stats.gmres_iterations = st.iterations;
         stats.converged = st.converged;
         stats.relative_residual = st.relative_residual;
     }
-    z
+    Ok(z)
 }
 
 /// `adjoint = "fixed_point"`: DiffPD's iteration $z\leftarrow A^{-1}(g+\Delta Az)
@@ -521,7 +520,7 @@ fn adjoint_fixed_point(
     (gf, gnorm): (&[f64], f64),
     cfg: &BackwardConfig,
     stats: &mut AdjointStats,
-) -> Vec<f64> {
+) -> Result<Vec<f64>, OffloadError> {
     let n3 = gf.len();
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
@@ -533,7 +532,7 @@ fn adjoint_fixed_point(
     let mut it = 0;
     while it < cfg.max_iterations {
         // true residual of the current iterate: K z - g (free DoFs)
-        apply_k(sim, lin, &z, &mut kz);
+        apply_k(sim, lin, &z, &mut kz)?;
         let r = norm(&kz.iter().zip(gf).map(|(a, b)| a - b).collect::<Vec<_>>());
         rel = r / gnorm;
         if rel < 0.5 * best.0 {
@@ -553,7 +552,7 @@ fn adjoint_fixed_point(
         }
         // z_hat = A^{-1}(g + ΔA z) = z + A^{-1}(g - K z)
         let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
-        solve_a(sim, &q, &mut u);
+        solve_a(sim, &q, &mut u)?;
         z = aa.step(&z, &u);
         sim.zero_prescribed(&mut z);
         it += 1;
@@ -565,7 +564,7 @@ fn adjoint_fixed_point(
         } else {
             vec![0.0; n3]
         };
-        let st = solve_gmres(sim, lin, gf, &mut zg, cfg);
+        let st = solve_gmres(sim, lin, gf, &mut zg, cfg)?;
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;
         stats.converged = st.converged;
@@ -573,7 +572,7 @@ fn adjoint_fixed_point(
         z = zg;
     }
     stats.relative_residual = rel;
-    z
+    Ok(z)
 }
 
 /// The CG stopping rule of a [`BackwardConfig`] (its tolerances and iteration cap).
@@ -588,32 +587,31 @@ fn pcg_settings(cfg: &BackwardConfig) -> krylov::PcgSettings {
 /// PCG on $Kz=g$ (free DoFs, $z_D=0$) preconditioned by $A^{-1}$ (the persistent factor),
 /// from `z` ([`krylov::pcg_in`]; on the accelerator's vectors when it offers a Krylov space,
 /// as [`solve_gmres`]). Stops at $\|g-Kz\|\le\epsilon_r\|g\|+\epsilon_a$, on negative curvature or
-/// at the cap. Returns (iterations, converged, relative residual).
+/// at the cap. Returns (iterations, converged, relative residual), or the first device
+/// failure.
 pub fn solve_pcg(
     sim: &Simulator,
     lin: &StepLinearization,
     gf: &[f64],
     z: &mut [f64],
     cfg: &BackwardConfig,
-) -> (usize, bool, f64) {
+) -> Result<(usize, bool, f64), OffloadError> {
     let settings = pcg_settings(cfg);
     let st = match device_space(sim, lin) {
-        Some(mut space) => {
-            krylov::pcg_in(space.as_mut(), gf, z, &settings).unwrap_or_else(|_| device_failed(z))
-        }
+        Some(mut space) => krylov::pcg_in(space.as_mut(), gf, z, &settings)?,
         None => {
             let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
             let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-            krylov::pcg(&mut op, &mut pre, gf, z, &settings)
+            krylov::try_pcg(&mut op, &mut pre, gf, z, &settings)?
         }
     };
-    (st.iterations, st.converged, st.relative_residual)
+    Ok((st.iterations, st.converged, st.relative_residual))
 }
 
 /// The trust-region subproblem of the forward's Newton–Krylov phase: Steihaug–Toint CG
 /// ([`krylov::steihaug_in`]) on $K\delta=F$ preconditioned by $A^{-1}$, in the region
 /// $\|\delta\|_A\le$ `radius` (on the accelerator's vectors when it offers a Krylov space,
-/// as [`solve_pcg`]). `delta` is written.
+/// as [`solve_pcg`]). `delta` is written. The first device failure is the error.
 pub fn solve_steihaug(
     sim: &Simulator,
     lin: &StepLinearization,
@@ -621,36 +619,33 @@ pub fn solve_steihaug(
     delta: &mut [f64],
     radius: f64,
     cfg: &BackwardConfig,
-) -> krylov::SteihaugStats {
+) -> Result<krylov::SteihaugStats, OffloadError> {
     let settings = pcg_settings(cfg);
     match device_space(sim, lin) {
-        Some(mut space) => krylov::steihaug_in(space.as_mut(), f, delta, radius, &settings)
-            .unwrap_or_else(|_| krylov::SteihaugStats {
-                krylov: device_failed(delta),
-                ..Default::default()
-            }),
+        Some(mut space) => krylov::steihaug_in(space.as_mut(), f, delta, radius, &settings),
         None => {
             let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
             let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-            krylov::steihaug(&mut op, &mut pre, f, delta, radius, &settings)
+            krylov::try_steihaug(&mut op, &mut pre, f, delta, radius, &settings)
         }
     }
 }
 
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
+#[allow(clippy::type_complexity)]
 pub(crate) fn global_step(
     sim: &Simulator,
     lin: &StepLinearization,
     gf: &[f64],
     z: &[f64],
-) -> (Vec<f64>, Vec<f64>) {
+) -> Result<(Vec<f64>, Vec<f64>), OffloadError> {
     let mut kz = vec![0.0; z.len()];
-    apply_k(sim, lin, z, &mut kz);
+    apply_k(sim, lin, z, &mut kz)?;
     let q: Vec<f64> = gf.iter().zip(&kz).map(|(a, b)| a - b).collect();
     let mut u = vec![0.0; z.len()];
-    solve_a(sim, &q, &mut u);
+    solve_a(sim, &q, &mut u)?;
     let w = z.iter().zip(&u).map(|(a, b)| a + b).collect();
-    (w, q)
+    Ok((w, q))
 }
 
 /// The adjoint with a contact block (spec §7.2 step 4): fixed point
@@ -666,7 +661,7 @@ fn solve_adjoint_contact(
     cfg: &BackwardConfig,
     mut stats: AdjointStats,
     t0: std::time::Instant,
-) -> (Vec<f64>, AdjointStats) {
+) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let n3 = gf.len();
     let gnorm = norm(gf);
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
@@ -682,8 +677,8 @@ fn solve_adjoint_contact(
         norm(&r)
     };
     while it < cfg.max_iterations {
-        let (mut w, q) = global_step(sim, lin, gf, &z);
-        let (_, mu) = c.project(&mut w);
+        let (mut w, q) = global_step(sim, lin, gf, &z)?;
+        let (_, mu) = c.project(&mut w)?;
         let r = residual(&q, &mu);
         rel = r / gnorm;
         if rel < best.0 {
@@ -710,21 +705,25 @@ fn solve_adjoint_contact(
         };
         let mut op = |v: &[f64], out: &mut [f64]| {
             let mut dv = vec![0.0; n3];
-            delta_a(sim, lin, v, &mut dv);
+            delta_a(sim, lin, v, &mut dv)?;
             sim.zero_prescribed(&mut dv);
             let mut w = vec![0.0; n3];
-            solve_a(sim, &dv, &mut w);
-            c.project(&mut w);
+            solve_a(sim, &dv, &mut w)?;
+            c.project(&mut w)?;
             for i in 0..n3 {
                 out[i] = v[i] - w[i];
             }
+            Ok(())
         };
-        let mut pre = |v: &[f64], out: &mut [f64]| out.copy_from_slice(v);
+        let mut pre = |v: &[f64], out: &mut [f64]| {
+            out.copy_from_slice(v);
+            Ok(())
+        };
         let mut rhs = vec![0.0; n3];
-        solve_a(sim, gf, &mut rhs);
-        c.project(&mut rhs);
+        solve_a(sim, gf, &mut rhs)?;
+        c.project(&mut rhs)?;
         // the fixed-point residual is A^{-1}-scaled: tighten by the ratio of the norms
-        let st = crate::linalg::krylov::gmres(
+        let st = crate::linalg::krylov::try_gmres::<OffloadError>(
             &mut op,
             &mut pre,
             &rhs,
@@ -735,11 +734,11 @@ fn solve_adjoint_contact(
                 abs_tol: 0.0,
                 max_iter: cfg.max_iterations,
             },
-        );
+        )?;
         stats.method = "fixed_point+gmres".into();
         stats.gmres_iterations = st.iterations;
-        let (mut w, q) = global_step(sim, lin, gf, &zg);
-        let (_, mu) = c.project(&mut w);
+        let (mut w, q) = global_step(sim, lin, gf, &zg)?;
+        let (_, mu) = c.project(&mut w)?;
         let r = residual(&q, &mu);
         rel = r / gnorm;
         stats.converged = r <= cfg.rel_tol * gnorm + cfg.abs_tol;
@@ -749,7 +748,7 @@ fn solve_adjoint_contact(
     stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
-    (z, stats)
+    Ok((z, stats))
 }
 
 /// Preconditioner of the contact KKT system ([`solve_adjoint_kkt`]).
@@ -780,7 +779,7 @@ pub fn solve_adjoint_kkt(
     (gf, pre): (&[f64], KktPreconditioner),
     cfg: &BackwardConfig,
     started: (AdjointStats, std::time::Instant),
-) -> (Vec<f64>, AdjointStats) {
+) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let (mut stats, t0) = started;
     let n3 = gf.len();
     let na = c.num_kept();
@@ -789,9 +788,10 @@ pub fn solve_adjoint_kkt(
     let mut op = |y: &[f64], out: &mut [f64]| {
         let (z, zeta) = y.split_at(n3);
         let (oz, oc) = out.split_at_mut(n3);
-        apply_k(sim, lin, z, oz);
+        apply_k(sim, lin, z, oz)?;
         c.apply_kkt(z, zeta, oz, oc);
         sim.zero_prescribed(oz);
+        Ok(())
     };
     let mut prec = |r: &[f64], out: &mut [f64]| {
         let (rz, rc) = r.split_at(n3);
@@ -799,13 +799,14 @@ pub fn solve_adjoint_kkt(
         let mut rzf = rz.to_vec();
         sim.zero_prescribed(&mut rzf);
         match pre {
-            KktPreconditioner::Woodbury => c.woodbury(&sim.system, &rzf, rc, oz, oc),
-            KktPreconditioner::BlockJacobi => c.block_jacobi(&sim.system, &rzf, rc, oz, oc),
+            KktPreconditioner::Woodbury => c.woodbury(&sim.system, &rzf, rc, oz, oc)?,
+            KktPreconditioner::BlockJacobi => c.block_jacobi(&sim.system, &rzf, rc, oz, oc)?,
         }
         sim.zero_prescribed(oz);
+        Ok(())
     };
     let mut y = vec![0.0; n3 + na];
-    let st = crate::linalg::krylov::gmres(
+    let st = crate::linalg::krylov::try_gmres::<OffloadError>(
         &mut op,
         &mut prec,
         &b,
@@ -816,7 +817,7 @@ pub fn solve_adjoint_kkt(
             abs_tol: cfg.abs_tol,
             max_iter: cfg.max_iterations,
         },
-    );
+    )?;
     stats.method = match pre {
         KktPreconditioner::Woodbury => "woodbury".into(),
         KktPreconditioner::BlockJacobi => "gmres_kkt_block_jacobi".into(),
@@ -829,5 +830,5 @@ pub fn solve_adjoint_kkt(
     stats.max_abs_z = y.iter().map(|v| v.abs()).fold(0.0, f64::max);
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
-    (y, stats)
+    Ok((y, stats))
 }

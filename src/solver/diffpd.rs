@@ -39,6 +39,10 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// Objective of [`lbfgs_minimize`]: value and gradient (prescribed entries zeroed).
 pub type Objective<'a> = dyn FnMut(&[f64]) -> Result<(f64, Vec<f64>), SolverError> + 'a;
 
+/// The initial inverse Hessian $H_0$ of [`lbfgs_minimize`] applied to a vector (a solve with
+/// the PD factor, which may fail).
+pub type InitialInverse<'a> = dyn Fn(&[f64]) -> Result<Vec<f64>, SolverError> + 'a;
+
 /// Outcome of one L-BFGS minimisation.
 pub struct LbfgsOutcome {
     pub iterations: usize,
@@ -54,7 +58,7 @@ pub struct LbfgsOutcome {
 pub fn lbfgs_minimize(
     x: &mut Vec<f64>,
     f: &mut Objective,
-    h0: &dyn Fn(&[f64]) -> Vec<f64>,
+    h0: &InitialInverse,
     done: &dyn Fn(&[f64]) -> bool,
     history: usize,
     max_iterations: usize,
@@ -84,7 +88,7 @@ pub fn lbfgs_minimize(
             q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
             alphas.push(a);
         }
-        let mut r = h0(&q);
+        let mut r = h0(&q)?;
         for ((s, y, rho), a) in mem.iter().zip(alphas.iter().rev()) {
             let b = rho * dot(y, &r);
             r.iter_mut().zip(s).for_each(|(ri, si)| *ri += (a - b) * si);
@@ -93,7 +97,7 @@ pub fn lbfgs_minimize(
         let mut slope = dot(&g, &d);
         if slope.is_nan() || slope >= 0.0 {
             mem.clear();
-            d = h0(&g).iter().map(|v| -v).collect();
+            d = h0(&g)?.iter().map(|v| -v).collect();
             slope = dot(&g, &d);
             if slope.is_nan() || slope >= 0.0 {
                 out.stalled = true;
@@ -209,16 +213,23 @@ fn minimize(
         }
         // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
         // quadratic part of compliant attachments (their linear part is in y)
-        let e = super::trust_region::pd_energy(simr, xx, y, x_t)
+        let pd = super::trust_region::pd_energy(simr, xx, y, x_t).map_err(|error| {
+            SolverError::Offload {
+                frame,
+                iteration: evals,
+                error,
+            }
+        })?;
+        let e = pd
             + super::muscle::energy(model, xx, simr.derived.muscle_time)
             + crate::contact::attachment::quadratic_energy(&model.attachments, xx);
         t_local += tl.elapsed().as_secs_f64();
         Ok((e, g))
     };
-    let h0 = |q: &[f64]| {
+    let h0 = |q: &[f64]| -> Result<Vec<f64>, SolverError> {
         let mut z = vec![0.0; q.len()];
-        simr.system.solve_homogeneous(q, &mut z);
-        z
+        simr.system.solve_homogeneous(q, &mut z)?;
+        Ok(z)
     };
     let done = |g: &[f64]| norm(g) <= thresh;
     let out = lbfgs_minimize(
@@ -459,7 +470,8 @@ pub fn solve_adjoint(
     g: &[f64],
     cfg: &BackwardConfig,
     frame: usize,
-) -> (Vec<f64>, AdjointStats) {
+) -> Result<(Vec<f64>, AdjointStats), SolverError> {
+    let device = |error| SolverError::AdjointOffload { frame, error };
     let t0 = Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
@@ -474,38 +486,38 @@ pub fn solve_adjoint(
     if gnorm == 0.0 {
         stats.converged = true;
         stats.seconds = t0.elapsed().as_secs_f64();
-        return (z, stats);
+        return Ok((z, stats));
     }
     let mut f = |zz: &[f64]| -> Result<(f64, Vec<f64>), SolverError> {
         let mut kz = vec![0.0; n3];
-        apply_k(sim, lin, zz, &mut kz);
+        apply_k(sim, lin, zz, &mut kz).map_err(device)?;
         let val = 0.5 * dot(zz, &kz) - dot(&gf, zz);
         let grad: Vec<f64> = kz.iter().zip(&gf).map(|(a, b)| a - b).collect();
         Ok((val, grad))
     };
-    let h0 = |q: &[f64]| {
+    let h0 = |q: &[f64]| -> Result<Vec<f64>, SolverError> {
         let mut w = vec![0.0; q.len()];
-        sim.system.solve_homogeneous(q, &mut w);
-        w
+        sim.system.solve_homogeneous(q, &mut w)?;
+        Ok(w)
     };
     let thresh = cfg.rel_tol * gnorm + cfg.abs_tol;
     let done = |r: &[f64]| norm(r) <= thresh;
-    let out = lbfgs_minimize(&mut z, &mut f, &h0, &done, 10, cfg.max_iterations, 10)
-        .expect("the quadratic objective cannot fail");
+    // the quadratic objective fails only where K z or A^{-1} does
+    let out = lbfgs_minimize(&mut z, &mut f, &h0, &done, 10, cfg.max_iterations, 10)?;
     stats.iterations = out.iterations;
     stats.converged = out.converged;
     if !out.converged {
-        let st = solve_gmres(sim, lin, &gf, &mut z, cfg);
+        let st = solve_gmres(sim, lin, &gf, &mut z, cfg).map_err(device)?;
         stats.method = "lbfgs+gmres".into();
         stats.gmres_iterations = st.iterations;
         stats.converged = st.converged;
     }
     let mut kz = vec![0.0; n3];
-    apply_k(sim, lin, &z, &mut kz);
+    apply_k(sim, lin, &z, &mut kz).map_err(device)?;
     stats.relative_residual =
         norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>()) / gnorm;
     stats.max_abs_z = z.iter().map(|v| v.abs()).fold(0.0, f64::max);
     stats.filtered_samples = lin.filtered_samples;
     stats.seconds = t0.elapsed().as_secs_f64();
-    (z, stats)
+    Ok((z, stats))
 }

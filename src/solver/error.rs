@@ -30,19 +30,25 @@ pub enum SolverError {
         iteration: usize,
         max_seconds: f64,
     },
-    #[error("frame {frame}, PD iteration {iteration}: accelerator failed: {message}")]
+    /// The accelerator failed in the step producing frame `frame` (its local step, global
+    /// solve, or the Newton–Krylov phase's ΔA·z and $A^{-1}$ solves). The error is in the
+    /// message, not a `source()`, so that a printed chain names it once.
+    #[error("frame {frame}, PD iteration {iteration}: accelerator failed: {error}")]
     Offload {
         frame: usize,
         iteration: usize,
-        message: String,
+        error: crate::solver::offload::OffloadError,
     },
     /// The accelerator failed in the backward of step `frame` (ΔA·z, an $A^{-1}$ solve or the
     /// parameter gradients on the device).
-    #[error("frame {frame}, adjoint: accelerator failed: {message}")]
-    AdjointOffload { frame: usize, message: String },
+    #[error("frame {frame}, adjoint: accelerator failed: {error}")]
+    AdjointOffload {
+        frame: usize,
+        error: crate::solver::offload::OffloadError,
+    },
     /// The accelerator (`--backend`) could not be attached to a simulator.
     #[error("accelerator: {0}")]
-    Accelerator(String),
+    Accelerator(crate::solver::offload::OffloadError),
     /// A body starts inside an obstacle deeper than `contact.margin` (issue 18).
     #[error("{0}")]
     InitialPenetration(Box<crate::contact::initial::Penetration>),
@@ -54,4 +60,27 @@ pub enum SolverError {
     Unsupported(String),
     #[error("global matrix: {0}")]
     Linalg(#[from] crate::linalg::LinalgError),
+    /// A solve with the factor of $A$ failed (a device factor: [`LinalgError::Backend`]) in
+    /// the step producing frame `frame`, at PD iteration `iteration`.
+    ///
+    /// [`LinalgError::Backend`]: crate::linalg::LinalgError::Backend
+    #[error("frame {frame}, PD iteration {iteration}: {error}")]
+    Solve {
+        frame: usize,
+        iteration: usize,
+        error: crate::linalg::LinalgError,
+    },
+}
+
+impl SolverError {
+    /// The CLI's exit code: 3 for a step that missed its stopping test (or its contact time
+    /// cap) under `on_nonconvergence = "error"`, 2 for a start inside an obstacle or another
+    /// body (bad input), 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SolverError::NotConverged { .. } | SolverError::ContactTimeLimit { .. } => 3,
+            SolverError::InitialPenetration(_) | SolverError::InitialOverlap(_) => 2,
+            _ => 1,
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! iterate $x^{k+1}=\mathrm{AA}\big(A^{-1}(c+b_p(x^k))\big)$ from $x^0=x_t$ (Dirichlet values
 //! imposed) until the dual gate holds; $v_{t+1}=(x_{t+1}-x_t)/h$.
 //!
-//! The solves and residuals work on the step's displacement $u=x-x_t$ ([`StepRhs`]), not on
+//! The solves and residuals work on the step's displacement $u=x-x_t$ (`StepRhs`), not on
 //! absolute positions: round-off of $A x$ grows with $\|A\|\,\|x\|$ and its translational
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
@@ -16,10 +16,11 @@ use super::error::SolverError;
 use super::gate::{DualGate, GateResiduals};
 use super::local;
 use super::newton;
+use super::offload::OffloadError;
 use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use super::stats::{StepStats, TrStats};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
-use crate::linalg::LinearSolver;
+use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{GateReference, OnNonConvergence, SolverMode};
 use nalgebra::Matrix3;
 use std::time::Instant;
@@ -46,7 +47,7 @@ impl Simulator<'_> {
             x,
             ncp,
             cstats,
-        } = self.begin_pd(frame, x_t, v_t);
+        } = self.begin_pd(frame, x_t, v_t)?;
         let guard0 = self.aa.guard_firings();
         self.aa.reset();
         let accurate = self.config.mode == SolverMode::Accurate;
@@ -69,9 +70,14 @@ impl Simulator<'_> {
                 Exit::GateMet => {
                     // accurate mode: the dual gate is the hand-over point to Newton–Krylov
                     let y = self.inertial_target(x_t, v_t, &f_ext);
-                    if self.hand_over((x_t, &y), &rhs, &mut it)
-                        || self.direct_fallback(frame, (x_t, &y), &rhs, &mut it)?
-                    {
+                    let handed = self.hand_over((x_t, &y), &rhs, &mut it).map_err(|error| {
+                        SolverError::Offload {
+                            frame,
+                            iteration: it.k,
+                            error,
+                        }
+                    })?;
+                    if handed || self.direct_fallback(frame, (x_t, &y), &rhs, &mut it)? {
                         break true;
                     }
                     // PD goes on from the (never worse) iterate under the residual test, with
@@ -97,12 +103,22 @@ impl Simulator<'_> {
         } = it;
         if accurate && converged && ncp.is_none() {
             let t0 = Instant::now();
-            self.refine(&rhs, &mut x);
+            self.refine(&rhs, &mut x)
+                .map_err(|error| SolverError::Solve {
+                    frame,
+                    iteration: k,
+                    error,
+                })?;
             stats.time_other += t0.elapsed().as_secs_f64();
         }
         // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
-            self.polish_into(&rhs, &mut x, &mut stats);
+            self.polish_into(&rhs, &mut x, &mut stats)
+                .map_err(|error| SolverError::Offload {
+                    frame,
+                    iteration: k,
+                    error,
+                })?;
         }
         let outcome = ContactOutcome {
             ncp: ncp.take().map(|(set, _, lambda)| (set, lambda)),
@@ -122,15 +138,12 @@ impl Simulator<'_> {
         }
         stats.anderson_guard_firings = self.aa.guard_firings() - guard0;
         if self.compute_tr && !x_before.is_empty() {
-            stats.tr = Some(self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x));
-        }
-        // a failure of the accelerator's &self stages (Newton–Krylov's ΔA·z and A⁻¹ solves)
-        if let Some(message) = self.offload.as_ref().and_then(|o| o.take_error()) {
-            return Err(SolverError::Offload {
+            let tr = self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x);
+            stats.tr = Some(tr.map_err(|error| SolverError::Offload {
                 frame,
                 iteration: k,
-                message,
-            });
+                error,
+            })?);
         }
         self.nonconvergence(frame, &stats)?;
         Ok((x, stats))
@@ -159,18 +172,24 @@ impl Simulator<'_> {
     /// otherwise `false` is returned with `it.x` at the last accepted Newton–Krylov iterate
     /// (never worse than PD's), or at the PD iterate where the contacts refused the result.
     /// `y` is the step's inertial target.
-    fn hand_over(&mut self, (x_t, y): (&[f64], &[f64]), rhs: &StepRhs, it: &mut PdLoop) -> bool {
+    /// An accelerator failure in the Newton–Krylov phase is the error.
+    fn hand_over(
+        &mut self,
+        (x_t, y): (&[f64], &[f64]),
+        rhs: &StepRhs,
+        it: &mut PdLoop,
+    ) -> Result<bool, OffloadError> {
         let model = self.model;
         let r_target = self.residual_target(it);
         if !Self::contacts_unloaded(it) {
-            return false;
+            return Ok(false);
         }
         let t0 = Instant::now();
         let before = it.x.clone();
         // the PD energy is the objective unless muscles or compliant
         // attachments add terms it does not hold
         let energy = (model.muscles.is_empty() && model.attachments.is_empty()).then_some((y, x_t));
-        let out = self.newton_krylov(rhs, energy, &mut it.x, r_target);
+        let out = self.newton_krylov(rhs, energy, &mut it.x, r_target)?;
         it.stats.polish_steps += out.steps;
         it.stats.polish_gmres_iterations += out.gmres_iterations;
         it.stats.time_other += t0.elapsed().as_secs_f64();
@@ -178,7 +197,7 @@ impl Simulator<'_> {
         if ok {
             it.residual = out.residual / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
         }
-        ok
+        Ok(ok)
     }
 
     /// Whether the unconstrained phases (Newton–Krylov, the direct fallback) may run: no NCP
@@ -249,12 +268,13 @@ impl Simulator<'_> {
     /// $\epsilon\|A\|\|u\|$ with a translational part that the solve divides by $m/h^2$. A
     /// stiff body's step (E = 1e9) was off by that, ≈ 3e-12 of its displacement (9e-12 on
     /// tets); this step removes it. Mathematically it is the PD map $A^{-1}b(x)$ itself,
-    /// so it only moves a converged $x$ by a PD step. Skipped if the local step is not finite.
-    fn refine(&mut self, rhs: &StepRhs, x: &mut [f64]) {
+    /// so it only moves a converged $x$ by a PD step. Skipped if the local step is not finite;
+    /// fails where the solve does.
+    fn refine(&mut self, rhs: &StepRhs, x: &mut [f64]) -> Result<(), LinalgError> {
         let model = self.model;
         let h = model.h;
         let Ok(loc) = local::project_all(model, &self.derived, x, &mut self.warm) else {
-            return;
+            return Ok(());
         };
         let d = &self.derived;
         let mut lin: Vec<Matrix3<f64>> = (0..model.num_samples())
@@ -279,12 +299,13 @@ impl Simulator<'_> {
         }
         self.zero_prescribed(&mut r);
         let mut delta = vec![0.0; x.len()];
-        self.system.solve_homogeneous(&r, &mut delta);
+        self.system.solve_homogeneous(&r, &mut delta)?;
         if delta.iter().all(|v| v.is_finite()) {
             for (xj, dj) in x.iter_mut().zip(&delta) {
                 *xj += dj;
             }
         }
+        Ok(())
     }
 
     /// Round-off floor of the force-balance test, relative to the absolute-form
@@ -377,7 +398,12 @@ impl Simulator<'_> {
                     &solve_settings,
                     &mut it.xhat,
                     &mut it.newton_cache,
-                );
+                )
+                .map_err(|error| SolverError::Solve {
+                    frame,
+                    iteration: k,
+                    error,
+                })?;
                 it.contact_ok = info.residual <= csettings.tolerance && !info.timed_out;
                 if info.timed_out {
                     it.cstats.time_limit_iteration.get_or_insert(k);
@@ -473,18 +499,24 @@ impl Simulator<'_> {
     }
 
     /// Newton polish of a converged step into `x`, recorded in `stats`.
-    fn polish_into(&mut self, rhs: &StepRhs, x: &mut Vec<f64>, stats: &mut StepStats) {
+    fn polish_into(
+        &mut self,
+        rhs: &StepRhs,
+        x: &mut Vec<f64>,
+        stats: &mut StepStats,
+    ) -> Result<(), OffloadError> {
         let t0 = Instant::now();
-        let (steps, res) = self.polish(rhs, x);
+        let (steps, res) = self.polish(rhs, x)?;
         stats.polish_steps = steps;
         stats.polish_residual = res;
         stats.time_other += t0.elapsed().as_secs_f64();
+        Ok(())
     }
 
     /// The start of a PD step: forces, constant right-hand side, Dirichlet values, the
     /// first iterate and the contact set-up (spec §6.2 step 3: candidates, frozen frames,
     /// Delassus columns).
-    fn begin_pd(&mut self, frame: usize, x_t: &[f64], v_t: &[f64]) -> PdStart {
+    fn begin_pd(&mut self, frame: usize, x_t: &[f64], v_t: &[f64]) -> Result<PdStart, SolverError> {
         let model = self.model;
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
@@ -499,22 +531,31 @@ impl Simulator<'_> {
         let mut x = x_t.to_vec();
         self.impose_prescribed(&mut x, &rhs.xd);
         let t_c = Instant::now();
-        let ncp = self.contact_begin(t_start, x_t, v_t).map(|(set, lambda)| {
-            let del = Delassus::new(&set, self.contact_solver());
-            (set, del, lambda)
-        });
+        let ncp = match self.contact_begin(t_start, x_t, v_t) {
+            Some((set, lambda)) => {
+                let del = Delassus::new(&set, self.contact_solver()).map_err(|error| {
+                    SolverError::Solve {
+                        frame,
+                        iteration: 0,
+                        error,
+                    }
+                })?;
+                Some((set, del, lambda))
+            }
+            None => None,
+        };
         let cstats = ContactStats {
             seconds_setup: t_c.elapsed().as_secs_f64(),
             ..Default::default()
         };
-        PdStart {
+        Ok(PdStart {
             f_ext,
             penalty_force,
             rhs,
             x,
             ncp,
             cstats,
-        }
+        })
     }
 
     /// Dual-gate residuals of a PD iteration (spec Eq. 22): the position gate on the
@@ -573,12 +614,11 @@ impl Simulator<'_> {
         bp: &mut [f64],
     ) -> Result<(), SolverError> {
         if let Some(off) = self.offload.as_mut() {
-            off.local_rhs(x, bp)
-                .map_err(|message| SolverError::Offload {
-                    frame,
-                    iteration: k,
-                    message,
-                })?;
+            off.local_rhs(x, bp).map_err(|error| SolverError::Offload {
+                frame,
+                iteration: k,
+                error,
+            })?;
             if bp.iter().all(|v| v.is_finite()) {
                 for (b, st) in bp.iter_mut().zip(&rhs.st) {
                     *b -= st;
@@ -615,7 +655,7 @@ impl Simulator<'_> {
             Ok(_) => SolverError::Offload {
                 frame,
                 iteration: k,
-                message: "non-finite local step on the device where the CPU's is finite".into(),
+                error: OffloadError::NonFiniteLocal,
             },
         }
     }
@@ -631,15 +671,19 @@ impl Simulator<'_> {
         x: &mut [f64],
     ) -> Result<(), SolverError> {
         match self.offload.as_mut() {
-            Some(off) => off.solve(b, xd, x).map_err(|message| SolverError::Offload {
+            Some(off) => off.solve(b, xd, x).map_err(|error| SolverError::Offload {
                 frame,
                 iteration: k,
-                message,
+                error,
             }),
-            None => {
-                self.system.solve(b, xd, x);
-                Ok(())
-            }
+            None => self
+                .system
+                .solve(b, xd, x)
+                .map_err(|error| SolverError::Solve {
+                    frame,
+                    iteration: k,
+                    error,
+                }),
         }
     }
 
@@ -682,7 +726,7 @@ impl Simulator<'_> {
         x_prev: &[f64],
         b_prev: &[f64],
         x_k: &[f64],
-    ) -> TrStats {
+    ) -> Result<TrStats, OffloadError> {
         let y = self.inertial_target(x_t, v_t, f_ext);
         let mut dx: Vec<f64> = x_k.iter().zip(x_prev).map(|(a, b)| a - b).collect();
         // A(x_prev − x_t) − b_prev: `b_prev` is the displacement-form right-hand side
@@ -700,9 +744,9 @@ impl Simulator<'_> {
         self.system.apply_a(&dx, &mut adx);
         let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>()
             - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
-        let e_prev = super::trust_region::pd_energy(self, x_prev, &y, x_t);
-        let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t);
-        super::trust_region::blend(pred, e_prev - e_k, e_prev)
+        let e_prev = super::trust_region::pd_energy(self, x_prev, &y, x_t)?;
+        let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t)?;
+        Ok(super::trust_region::blend(pred, e_prev - e_k, e_prev))
     }
 }
 
@@ -852,17 +896,18 @@ impl Simulator<'_> {
 pub(super) type NcpState = (ContactSet, Delassus, Vec<f64>);
 
 /// Project the global step `xhat` onto the contact conditions (spec §6.2 steps 10–18):
-/// solve the NCP for the multipliers and add their displacement to `xhat`.
+/// solve the NCP for the multipliers and add their displacement to `xhat` (fails where a
+/// solve with `solver` does).
 fn project_contact(
     (set, del, lambda): &mut NcpState,
     solver: &dyn LinearSolver,
     csettings: &contact::SolveSettings,
     xhat: &mut [f64],
     newton_cache: &mut Option<contact::NewtonCache>,
-) -> contact::SolveInfo {
-    let info = contact::solve(set, del, solver, xhat, lambda, csettings, newton_cache);
-    del.add_x(set, solver, lambda, xhat);
-    info
+) -> Result<contact::SolveInfo, LinalgError> {
+    let info = contact::solve(set, del, solver, xhat, lambda, csettings, newton_cache)?;
+    del.add_x(set, solver, lambda, xhat)?;
+    Ok(info)
 }
 
 #[cfg(test)]
@@ -879,7 +924,8 @@ mod tests {
         let model = ModelBuilder::new(box_hex([2, 1, 1], 0.1, [0.0; 3]))
             .youngs_modulus(1e6)
             .velocity([0.3, 0.0, 0.1])
-            .build();
+            .build()
+            .unwrap();
         let settings = SolverSettings {
             rel_tol: 1e-10,
             abs_tol: 1e-14,
@@ -901,7 +947,8 @@ mod tests {
     fn clamped_nodes_stay_and_free_nodes_fall() {
         let model = ModelBuilder::new(box_hex([3, 1, 1], 0.1, [0.0; 3]))
             .fix_where(|p| p[0] == 0.0)
-            .build();
+            .build()
+            .unwrap();
         let mut sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
         let (x1, stats) = sim.step(1, &model.x0, &model.v0).unwrap();
         assert!(stats.converged);

@@ -12,7 +12,7 @@
 //! Every per-element quantity uses the element's own $w_e$ (exact on heterogeneous meshes).
 
 use super::backward::StepLinearization;
-use super::offload::{Offload, ParamStep};
+use super::offload::{Offload, OffloadError, ParamStep};
 use super::simulator::Simulator;
 use crate::material::law::NhParams;
 use crate::material::{frob, lame_dnu, ParamInput};
@@ -90,15 +90,19 @@ pub struct StepStates<'a> {
 
 /// Add the contributions of step `frame` (from $x_t$ to $x_{t+1}$, velocity $v_t$) with
 /// adjoint `z` to `grads`. With an accelerator the per-step reductions (material, nodal,
-/// force-group and muscle-activation terms) run on it ([`device_terms`]); the attachment
+/// force-group and muscle-activation terms) run on it (`device_terms`); the attachment
 /// terms stay on the host either way (small node sets whose targets move on the host).
+///
+/// Errors: a failure of the accelerator's reductions is returned (and `grads` then lacks the
+/// step's device terms: the caller must not use it), never dropped; the rollout ends the
+/// backward with it (`SolverError::AdjointOffload`, naming the frame).
 pub fn accumulate_step(
     sim: &Simulator,
     lin: &StepLinearization,
     step: StepStates,
     z: &[f64],
     grads: &mut Gradients,
-) {
+) -> Result<(), OffloadError> {
     let model = sim.model;
     let h = model.h;
     let vel: Vec<f64> = (step.x_next.iter().zip(step.x_t))
@@ -116,8 +120,7 @@ pub fn accumulate_step(
         }
     }
     if let Some(off) = sim.offload.as_ref() {
-        device_terms(sim, off.as_ref(), lin, (step, z, &vel), grads);
-        return;
+        return device_terms(sim, off.as_ref(), lin, (step, z, &vel), grads);
     }
     let body_dnu: Vec<_> = (0..model.bodies.len())
         .map(|b| model.body_means_dnu(&model.params, b))
@@ -126,6 +129,7 @@ pub fn accumulate_step(
     lin.muscle
         .activation_gradient(model, z, &mut grads.muscle_activation);
     host_material_terms(sim, lin, (z, &vel, &body_dnu), grads);
+    Ok(())
 }
 
 /// The nodal terms of one step on the host (spec §7.5), per node $i$ of body $b$ with
@@ -295,19 +299,17 @@ impl ParamConstants {
 /// contractions with $z$ and the sums per element,
 /// body, force group and muscle group there (the nodal and muscle terms of
 /// [`host_nodal_terms`] and [`crate::solver::muscle::MuscleLin::activation_gradient`]); the
-/// knot chain rule of the activations here. A device failure (or a step without a device
-/// plan) leaves `grads` unchanged; the accelerator keeps the failure and the reverse sweep
-/// reports it at the end of the step.
+/// knot chain rule of the activations here. A device failure, or a step without a device
+/// plan ([`OffloadError::Unplanned`]), is the error and leaves `grads` unchanged: the terms
+/// are never dropped silently.
 fn device_terms(
     sim: &Simulator,
     off: &(dyn Offload + Send + Sync + '_),
     lin: &StepLinearization,
     (states, z, vel): (StepStates, &[f64], &[f64]),
     grads: &mut Gradients,
-) {
-    let Some(token) = lin.device_step else {
-        return;
-    };
+) -> Result<(), OffloadError> {
+    let token = lin.device_step.ok_or(OffloadError::Unplanned)?;
     let model = sim.model;
     let t_start = (states.frame - 1) as f64 * model.h;
     let force_profile: Vec<f64> = model
@@ -325,9 +327,7 @@ fn device_terms(
         x_next: states.x_next,
         force_profile: &force_profile,
     };
-    let Ok(sums) = off.param_gradients(&step) else {
-        return;
-    };
+    let sums = off.param_gradients(&step)?;
     let add = |g: &mut [f64], v: &[f64]| g.iter_mut().zip(v).for_each(|(g, v)| *g += v);
     add(&mut grads.youngs, &sums.youngs);
     add(&mut grads.nu, &sums.nu);
@@ -338,6 +338,7 @@ fn device_terms(
     add(&mut grads.force_scale, &sums.force_scale);
     lin.muscle
         .add_knot_gradient(&sums.muscle, &mut grads.muscle_activation);
+    Ok(())
 }
 
 /// Contact contributions of one step to $\partial\mathcal L/\partial x_t$, $\partial\mathcal L/\partial v_t$.
@@ -350,14 +351,15 @@ pub struct ContactStepGradient {
 /// to $\partial\mathcal L/\partial(x_t,v_t)$ (spec §7.5). NCP: recomputes $\zeta,\mu$ from the
 /// converged adjoint $z$ ($\zeta=G_c^{-1}JA^{-1}(g+\Delta Az)$), then friction coefficients,
 /// obstacle offsets and the friction anchors $x_t$. Penalty: the chain rule through the
-/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact.
+/// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact;
+/// a failed solve on the accelerator is the error.
 pub fn accumulate_contact(
     sim: &Simulator,
     lin: &StepLinearization,
     step: StepStates,
     (g, z): (&[f64], &[f64]),
     grads: &mut Gradients,
-) -> Option<ContactStepGradient> {
+) -> Result<Option<ContactStepGradient>, OffloadError> {
     let StepStates {
         frame, x_t, v_t, ..
     } = step;
@@ -373,13 +375,15 @@ pub fn accumulate_contact(
             &mut grads.friction,
             &mut grads.obstacle_offset,
         );
-        return Some(ContactStepGradient { x_t: gx, v_t: gv });
+        return Ok(Some(ContactStepGradient { x_t: gx, v_t: gv }));
     }
-    let c = lin.contact.as_ref()?;
+    let Some(c) = lin.contact.as_ref() else {
+        return Ok(None);
+    };
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let (mut w, _) = super::backward::global_step(sim, lin, &gf, z);
-    let (zeta, mu) = c.project(&mut w);
+    let (mut w, _) = super::backward::global_step(sim, lin, &gf, z)?;
+    let (zeta, mu) = c.project(&mut w)?;
     let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
     for (o, v) in cg.friction.iter().enumerate() {
         grads.friction[o] += v;
@@ -390,8 +394,8 @@ pub fn accumulate_contact(
             grads.obstacle_offset[o][d] += v[d];
         }
     }
-    Some(ContactStepGradient {
+    Ok(Some(ContactStepGradient {
         x_t: cg.x_t,
         v_t: vec![0.0; x_t.len()],
-    })
+    }))
 }

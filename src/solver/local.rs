@@ -29,7 +29,7 @@ pub struct NonFiniteSample {
 /// (`material::interleaved` tests); `Exact` is the reference the benchmarks compare with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LocalKernel {
-    /// [`material::interleaved`]: [`LANES`] samples side by side, with the exact code as
+    /// `material::interleaved`: [`LANES`] samples side by side, with the exact code as
     /// the per-sample fallback (inverted, degenerate, strongly stretched samples).
     #[default]
     Interleaved,

@@ -96,11 +96,18 @@ pub fn chamfer(
     let own = KdTree::new(y.clone());
     let to_capture: Vec<(usize, f64)> = y
         .iter()
-        .map(|p| capture.nearest(p).expect("a capture has points"))
+        .map(|p| {
+            capture
+                .nearest(p)
+                .expect("read_points refuses a capture without points")
+        })
         .collect();
     let to_sim: Vec<(usize, f64)> = cap
         .iter()
-        .map(|c| own.nearest(c).expect("a chamfer term has nodes"))
+        .map(|c| {
+            own.nearest(c)
+                .expect("chamfer_term refuses a body without boundary nodes")
+        })
         .collect();
     let value = ws * to_capture.iter().map(|n| n.1).sum::<f64>()
         + wc * to_sim.iter().map(|n| n.1).sum::<f64>();

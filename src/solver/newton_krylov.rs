@@ -5,6 +5,7 @@
 
 use super::config::BackwardConfig;
 use super::forward::StepRhs;
+use super::offload::OffloadError;
 use super::simulator::{norm, Simulator};
 
 /// Newton–Krylov steps per PD step at most in the line-search phase (muscles,
@@ -19,7 +20,7 @@ pub const MAX_NEWTON_KRYLOV_STEPS: usize = 30;
 pub const FIRST_RADIUS: f64 = 1e3;
 
 /// The line-search phase (muscles, attachments) gives up when the best $\|F\|$ has not
-/// halved over this many steps ([`stalled`]; converging frames needed ≤ 5 steps in all, the
+/// halved over this many steps (`stalled`; converging frames needed ≤ 5 steps in all, the
 /// Plant's buckling frames crawled for 30 before the trust region took over there).
 pub const STALL_STEPS: usize = 6;
 
@@ -46,10 +47,15 @@ impl KrylovOutcome {
 
 impl Simulator<'_> {
     /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
-    /// kept only if it reduces the residual. Returns (steps, final relative residual).
-    pub(super) fn polish(&mut self, rhs: &StepRhs, x: &mut Vec<f64>) -> (usize, f64) {
+    /// kept only if it reduces the residual. Returns (steps, final relative residual), or
+    /// the accelerator's failure.
+    pub(super) fn polish(
+        &mut self,
+        rhs: &StepRhs,
+        x: &mut Vec<f64>,
+    ) -> Result<(usize, f64), OffloadError> {
         let Ok((mut r, mut bn)) = self.pd_residual(rhs, x) else {
-            return (0, f64::NAN);
+            return Ok((0, f64::NAN));
         };
         let mut rel = norm(&r) / bn.max(f64::MIN_POSITIVE);
         // each Newton system is solved to 1e-6 relative; the residual test on the trial
@@ -57,9 +63,9 @@ impl Simulator<'_> {
         let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
-            let lin = super::backward::StepLinearization::for_newton(self, x, false);
+            let lin = super::backward::StepLinearization::for_newton(self, x, false)?;
             let mut delta = vec![0.0; x.len()];
-            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg);
+            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg)?;
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
             self.impose_prescribed(&mut trial, &rhs.xd);
@@ -77,7 +83,7 @@ impl Simulator<'_> {
             steps += 1;
         }
         let _ = bn;
-        (steps, rel)
+        Ok((steps, rel))
     }
 
     /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`,
@@ -86,16 +92,17 @@ impl Simulator<'_> {
     /// ([`Simulator::newton_trust_region`]); otherwise (muscles, compliant attachments) the
     /// line search of [`Simulator::newton_line_search`] on the merit $F^TA^{-1}F$. Either
     /// leaves `x` at its last accepted iterate, which is never worse than the start; a phase
-    /// that does not converge hands over to the caller's direct fallback.
+    /// that does not converge hands over to the caller's direct fallback. An accelerator
+    /// failure ends it and is returned.
     pub(super) fn newton_krylov(
         &mut self,
         rhs: &StepRhs,
         energy: Option<(&[f64], &[f64])>,
         x: &mut Vec<f64>,
         target: f64,
-    ) -> KrylovOutcome {
+    ) -> Result<KrylovOutcome, OffloadError> {
         let Ok((r, _)) = self.pd_residual(rhs, x) else {
-            return KrylovOutcome::at(f64::INFINITY);
+            return Ok(KrylovOutcome::at(f64::INFINITY));
         };
         match energy {
             Some(energy) => self.newton_trust_region(rhs, energy, x, r, target),
@@ -118,7 +125,7 @@ impl Simulator<'_> {
         x: &mut Vec<f64>,
         mut r: Vec<f64>,
         target: f64,
-    ) -> KrylovOutcome {
+    ) -> Result<KrylovOutcome, OffloadError> {
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
         let mut out = KrylovOutcome::at(rn);
@@ -130,10 +137,10 @@ impl Simulator<'_> {
             if rn <= target || stalled(&history) {
                 break;
             }
-            let lin = super::backward::StepLinearization::for_newton(self, x, !exact);
+            let lin = super::backward::StepLinearization::for_newton(self, x, !exact)?;
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let Some(delta) =
-                self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)
+                self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)?
             else {
                 // negative curvature of the exact Jacobian: the projected one takes over
                 exact = false;
@@ -144,7 +151,7 @@ impl Simulator<'_> {
             }
             // merit: F·A⁻¹F (the A-norm of the PD step A⁻¹F; the plain ‖F‖ is dominated by
             // the stiffest elements and stalls the line search on high-contrast meshes)
-            let merit0 = self.merit(&r);
+            let merit0 = self.merit(&r)?;
             let mut alpha = 1.0;
             let mut accepted = false;
             for _ in 0..7 {
@@ -153,7 +160,7 @@ impl Simulator<'_> {
                 self.impose_prescribed(&mut trial, &rhs.xd);
                 if let Ok((r2, _)) = self.pd_residual(rhs, &trial) {
                     let rn2 = norm(&r2);
-                    let merit2 = self.merit(&r2);
+                    let merit2 = self.merit(&r2)?;
                     if merit2 < (1.0 - 1e-4 * alpha) * merit0 || (rn2 <= target && rn2 < rn) {
                         *x = trial;
                         r = r2;
@@ -182,7 +189,7 @@ impl Simulator<'_> {
             history.push(rn);
         }
         out.converged = rn <= target;
-        out
+        Ok(out)
     }
 
     /// Trust-region Newton–Krylov steps on the step's PD energy $\mathcal E_{PD}$
@@ -206,24 +213,27 @@ impl Simulator<'_> {
         x: &mut Vec<f64>,
         mut r: Vec<f64>,
         target: f64,
-    ) -> KrylovOutcome {
+    ) -> Result<KrylovOutcome, OffloadError> {
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
         let mut out = KrylovOutcome::at(rn);
-        let mut e_x = super::trust_region::pd_energy(self, x, y, x_t);
+        let mut e_x = super::trust_region::pd_energy(self, x, y, x_t)?;
         // the first region: a multiple of the PD step's length ‖A⁻¹F‖_A = (FᵀA⁻¹F)^½
-        let mut radius = FIRST_RADIUS * self.merit(&r).sqrt();
+        let mut radius = FIRST_RADIUS * self.merit(&r)?.sqrt();
         let mut lin_cache = None;
         for _ in 0..self.config.newton_krylov_max_steps {
             if rn <= target || radius.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                 break;
             }
-            let lin = lin_cache.get_or_insert_with(|| {
-                super::backward::StepLinearization::for_newton(self, x, false)
-            });
+            let lin = match &mut lin_cache {
+                Some(lin) => lin,
+                None => lin_cache.insert(super::backward::StepLinearization::for_newton(
+                    self, x, false,
+                )?),
+            };
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let mut delta = vec![0.0; x.len()];
-            let st = super::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg);
+            let st = super::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg)?;
             out.gmres_iterations += st.krylov.iterations;
             if !delta.iter().all(|v| v.is_finite()) {
                 break;
@@ -235,7 +245,7 @@ impl Simulator<'_> {
                 continue;
             };
             let rn2 = norm(&r2);
-            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t);
+            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t)?;
             let pred = st.model_decrease;
             let roundoff = pred <= 1e3 * f64::EPSILON * e_x.abs();
             // below the round-off the energy cannot judge the step: ‖F‖ does (ρ = 1 or 0)
@@ -256,7 +266,7 @@ impl Simulator<'_> {
             }
         }
         out.converged = rn <= target;
-        out
+        Ok(out)
     }
 
     /// $K\delta=F$ by preconditioned CG ($K$ is symmetric), which also detects negative
@@ -271,26 +281,26 @@ impl Simulator<'_> {
         cfg: &BackwardConfig,
         exact: bool,
         iterations: &mut usize,
-    ) -> Option<Vec<f64>> {
+    ) -> Result<Option<Vec<f64>>, OffloadError> {
         let mut delta = vec![0.0; f.len()];
-        let (its, cg_ok, _) = super::backward::solve_pcg(self, lin, f, &mut delta, cfg);
+        let (its, cg_ok, _) = super::backward::solve_pcg(self, lin, f, &mut delta, cfg)?;
         *iterations += its;
         if !cg_ok && its < cfg.max_iterations {
             if exact {
-                return None;
+                return Ok(None);
             }
             delta.iter_mut().for_each(|v| *v = 0.0);
-            let st = super::backward::solve_gmres(self, lin, f, &mut delta, cfg);
+            let st = super::backward::solve_gmres(self, lin, f, &mut delta, cfg)?;
             *iterations += st.iterations;
         }
-        Some(delta)
+        Ok(Some(delta))
     }
 
     /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
-    fn merit(&self, f: &[f64]) -> f64 {
+    fn merit(&self, f: &[f64]) -> Result<f64, OffloadError> {
         let mut w = vec![0.0; f.len()];
-        super::backward::solve_a(self, f, &mut w);
-        f.iter().zip(&w).map(|(a, b)| a * b).sum()
+        super::backward::solve_a(self, f, &mut w)?;
+        Ok(f.iter().zip(&w).map(|(a, b)| a * b).sum())
     }
 }
 

@@ -8,29 +8,68 @@
 //! backward step, one product per Krylov iteration), the $A^{-1}$ solves that precondition it,
 //! the Krylov methods' vectors themselves ([`Offload::krylov_space`]) and the per-step
 //! parameter-gradient reductions over samples, nodes, loaded nodes and muscle fibres (spec
-//! §7.5). Those methods take `&self` (the backward holds the simulator shared); a failure there is kept by the implementation and reported by
-//! [`Offload::take_error`] at the end of the step, while the failed operation returns NaN so
-//! that the iteration using it stops.
+//! §7.5). Those methods take `&self` (the backward holds the simulator shared). Every stage
+//! returns its failure as an [`OffloadError`] to its caller, which ends the step with it
+//! (`SolverError::Offload` or `SolverError::AdjointOffload`, naming the frame): no failure is
+//! kept aside, and no failed operation hands back NaN.
 
 use super::anderson::AndersonStore;
 use crate::linalg::krylov::KrylovSpace;
-use crate::linalg::LinearSolver;
+use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::Matrix3;
+
+/// A failure of an accelerator stage ([`Offload`], [`ResidentPd`], the Krylov space of
+/// [`Offload::krylov_space`]). The solver knows nothing of devices: the device's own error
+/// travels boxed ([`OffloadError::Device`]; for the GPU backend a `gpu::GpuError`, reachable
+/// by `downcast_ref`).
+#[derive(Debug, thiserror::Error)]
+pub enum OffloadError {
+    /// The device failed (a launch, a copy, a compile, a length check).
+    #[error(transparent)]
+    Device(Box<dyn std::error::Error + Send + Sync>),
+    /// A backward stage asked for linearization `token` while `current` is on the device (a
+    /// later step was planned in between).
+    #[error("{what} asked for linearization {token} while {current} is on the device")]
+    Stale {
+        what: &'static str,
+        token: u64,
+        current: u64,
+    },
+    /// A [`ResidentPd`] method other than [`ResidentPd::begin`] was called before it.
+    #[error("resident PD loop used before its step began")]
+    NotBegun,
+    /// The solver asked for the resident PD loop of an accelerator that has none.
+    #[error("the accelerator has no resident PD loop")]
+    NoResident,
+    /// $\Delta A\,z$ of a linearization that was not planned on this accelerator (built
+    /// before it was attached).
+    #[error("ΔA·z of a linearization not planned on the accelerator")]
+    Unplanned,
+    /// The device's local step is not finite where the CPU's reference step is.
+    #[error("non-finite local step on the device where the CPU's is finite")]
+    NonFiniteLocal,
+    /// The accelerator cannot run this model (the reason names the feature).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A solve with the accelerator's factor failed.
+    #[error(transparent)]
+    Solve(#[from] LinalgError),
+}
 
 /// Stages of a PD iteration an accelerator performs.
 pub trait Offload {
     /// Where the work runs (for logs).
     fn describe(&self) -> String;
     /// $b_p=\sum_sG_s^T\mathrm{vec}\,Q_s$ at positions `x` (spec §6.2 steps 6–7; node-major).
-    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String>;
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), OffloadError>;
     /// Solve $A x=b$ with the Dirichlet values `xd` (the contract of
     /// [`crate::linalg::LinearSolver::solve`]).
-    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String>;
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), OffloadError>;
 
     // ---- Backward (adjoint) stages (spec §7.2, §7.5) ----
 
     /// Plan one linearization: upload the per-sample weighted spectral coefficients
-    /// `coef(s)` $=[U,V,W,M,N]$ of $\Delta A$ (spec App. A.1, Eq. 42) and the muscle fibres'
+    /// `coef(s)` $=\[U,V,W,M,N\]$ of $\Delta A$ (spec App. A.1, Eq. 42) and the muscle fibres'
     /// linearization `muscle` (spec §3.5, App. A.4; empty for a model without muscles).
     /// Returns a token naming this step for [`Offload::adjoint_product`] and
     /// [`Offload::param_gradients`].
@@ -38,7 +77,7 @@ pub trait Offload {
         &self,
         coef: &(dyn Fn(usize) -> [Matrix3<f64>; 5] + Sync),
         muscle: &MuscleStep,
-    ) -> Result<u64, String>;
+    ) -> Result<u64, OffloadError>;
     /// Plan one linearization computed on the accelerator at positions `x`: the spectral
     /// coefficients of [`Offload::adjoint_step`] as `StepLinearization::new` computes them with
     /// the Hessian filter `alpha`, or, with `projected`, as `StepLinearization::projected`
@@ -51,36 +90,33 @@ pub trait Offload {
         _x: &[f64],
         _filter: (f64, bool),
         _muscle: &MuscleStep,
-    ) -> Option<Result<DeviceLinearization, String>> {
+    ) -> Option<Result<DeviceLinearization, OffloadError>> {
         None
     }
     /// $\sum_s$ of the samples' PD energies at positions `x` (the material part of the trust
     /// region's objective, `solver::trust_region::pd_energy`; muscles not included), on the
-    /// accelerator. `None` where it does not offer it (the host computes it). A failure is
-    /// kept for [`Offload::take_error`].
-    fn material_energy(&self, _x: &[f64]) -> Option<Result<f64, String>> {
+    /// accelerator. `None` where it does not offer it (the host computes it).
+    fn material_energy(&self, _x: &[f64]) -> Option<Result<f64, OffloadError>> {
         None
     }
     /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
     /// terms included: the whole of [`crate::solver::backward::StepLinearization::apply`]),
     /// into `out`.
-    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String>;
+    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), OffloadError>;
     /// $A^{-1}q$ with zero Dirichlet values (the contract of
     /// [`crate::linalg::LinearSolver::solve_homogeneous`]).
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String>;
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError>;
     /// The per-step parameter-gradient sums of step `step.token` (spec §7.5), see
     /// [`ParamStep`] and [`ParamSums`]: the material terms per element and per body, the
     /// nodal terms (density, mass damping, gravity), the force-group scales and the muscle
     /// activations at the step's time.
-    fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, String>;
-    /// The first accelerator failure since the last call (and clears it).
-    fn take_error(&self) -> Option<String>;
+    fn param_gradients(&self, step: &ParamStep) -> Result<ParamSums, OffloadError>;
 
     // --- contact and muscles (issue 15): the accelerator's factor for contact, muscle time ---
 
     /// The accelerator's factor of $A$ as a [`LinearSolver`], if it has one: every
     /// contact-side solve (Delassus columns, matrix-free products, the contact adjoint) then
-    /// goes through it instead of the CPU factor ([`crate::solver::Simulator::contact_solver`]).
+    /// goes through it instead of the CPU factor (`crate::solver::Simulator::contact_solver`).
     fn linear_solver(&self) -> Option<&dyn LinearSolver> {
         None
     }
@@ -96,11 +132,11 @@ pub trait Offload {
     /// `backward::apply_k`) as the operator, $A^{-1}$ with zero Dirichlet values as the
     /// preconditioner. GMRES and PCG ([`crate::linalg::krylov`]) then run on it: per solve the
     /// right-hand side and the start go up and the solution comes down, per iteration only the
-    /// dot products' scalars cross. A failure is kept and reported by [`Offload::take_error`]
-    /// like the other backward stages. `None` (the default, or while another solve holds the
+    /// dot products' scalars cross. A failure is the space's error, returned by the method
+    /// that met it like the other backward stages'. `None` (the default, or while another solve holds the
     /// space): the host loop with [`Offload::adjoint_product`] and
     /// [`Offload::solve_homogeneous`].
-    fn krylov_space(&self, _token: u64) -> Option<Box<dyn KrylovSpace<Error = String> + '_>> {
+    fn krylov_space(&self, _token: u64) -> Option<Box<dyn KrylovSpace<Error = OffloadError> + '_>> {
         None
     }
 
@@ -247,21 +283,21 @@ pub struct MapNorms {
 /// keeps the algorithm: it drives Anderson ([`super::anderson::Anderson::advance`], the
 /// [`AndersonStore`] being the pair $(x_k,g_k)$ of the last [`ResidentPd::pd_map`] and its
 /// history on the device) and decides every test from [`MapNorms`].
-pub trait ResidentPd: AndersonStore {
+pub trait ResidentPd: AndersonStore<Error = OffloadError> {
     /// Upload a step's constants and its first iterate.
-    fn begin(&mut self, step: &ResidentStep) -> Result<(), String>;
+    fn begin(&mut self, step: &ResidentStep) -> Result<(), OffloadError>;
     /// Replace the iterate (after a host phase moved it); the previous $b_p$ is kept.
-    fn set_x(&mut self, x: &[f64]) -> Result<(), String>;
+    fn set_x(&mut self, x: &[f64]) -> Result<(), OffloadError>;
     /// The PD map at $x_k$: $b_p(x_k)$, $\hat x$ and $g_k=\hat x-x_k$, and their norms (the
     /// force residual and the floor's reference when asked).
-    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, String>;
+    fn pd_map(&mut self, residual: bool, floor: bool) -> Result<MapNorms, OffloadError>;
     /// After Anderson's mix: $x_{k+1}$ = the mixed iterate with $\bar x_D$ imposed, and
     /// $b_p(x_k)$ becomes the previous $b_p$.
-    fn accept(&mut self) -> Result<(), String>;
+    fn accept(&mut self) -> Result<(), OffloadError>;
     /// The iterate $x_k$.
-    fn x(&self) -> Result<Vec<f64>, String>;
+    fn x(&self) -> Result<Vec<f64>, OffloadError>;
     /// $\hat x$ of the last map.
-    fn xhat(&self) -> Result<Vec<f64>, String>;
+    fn xhat(&self) -> Result<Vec<f64>, OffloadError>;
 }
 
 /// The muscle fibres' linearization of one step at $x_{t+1}$ as plain numbers

@@ -9,7 +9,7 @@
 use super::error::SolverError;
 use super::forward::{Exit, PdLoop, StepRhs, Stop};
 use super::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
-use super::offload::{MapNorms, ResidentStep};
+use super::offload::{MapNorms, OffloadError, ResidentStep};
 use super::simulator::Simulator;
 use crate::model::GateReference;
 use std::time::Instant;
@@ -23,7 +23,7 @@ macro_rules! resident {
             .ok_or_else(|| SolverError::Offload {
                 frame: $frame,
                 iteration: $k,
-                message: "the accelerator has no resident PD loop".into(),
+                error: $crate::solver::offload::OffloadError::NoResident,
             })
     };
 }
@@ -52,10 +52,10 @@ impl Simulator<'_> {
         stop: Stop,
     ) -> Result<Exit, SolverError> {
         let err = |k: usize| {
-            move |message: String| SolverError::Offload {
+            move |error: OffloadError| SolverError::Offload {
                 frame,
                 iteration: k,
-                message,
+                error,
             }
         };
         let window = self.aa.window();
@@ -126,10 +126,10 @@ impl Simulator<'_> {
     /// A non-finite PD map ends the step as on the host: a local step that is not finite is
     /// named by the CPU's reference step, a diverged global step by its first bad element.
     fn resident_finite(&mut self, frame: usize, k: usize, n: &MapNorms) -> Result<(), SolverError> {
-        let offload = |message: String| SolverError::Offload {
+        let offload = |error: OffloadError| SolverError::Offload {
             frame,
             iteration: k,
-            message,
+            error,
         };
         if !n.bp.is_finite() {
             let x = resident!(self, frame, k)?.x().map_err(offload)?;

@@ -10,6 +10,7 @@ use super::config::BackwardConfig;
 use super::error::SolverError;
 use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
 use super::loss::Loss;
+use super::offload::OffloadError;
 use super::simulator::Simulator;
 use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
@@ -273,12 +274,15 @@ pub fn backward(
             let sim_ref: &Simulator = sim;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
             let alpha = filter_alpha(cfg, &ro.steps[t]);
+            // a failure of the accelerator anywhere in this step's adjoint ends the backward
+            let device = |error| SolverError::AdjointOffload { frame, error };
             let lin = StepLinearization::for_adjoint(sim_ref, x_next, alpha)
-                .with_contact(sim_ref, ro.steps[t].contact_record.as_deref());
+                .and_then(|l| l.with_contact(sim_ref, ro.steps[t].contact_record.as_deref()))
+                .map_err(device)?;
             let (z, mut st) = method_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?;
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {
-                let kz = k_times(sim_ref, &lin, &z);
+                let kz = k_times(sim_ref, &lin, &z).map_err(device)?;
                 let mut dp = vec![0.0; 3 * n];
                 for &k in &sim_ref.prescribed {
                     dp[k] = g[k] - kz[k];
@@ -288,7 +292,7 @@ pub fn backward(
             // x_{t+1,C} = x_{t,C}: dL/dx_{t,C} += (g − Kz)_C (the pinned rows are not equations)
             let mut pin_dx: Vec<(usize, f64)> = vec![];
             if let Some(c) = &pinned {
-                let kz = k_times(sim_ref, &lin, &z);
+                let kz = k_times(sim_ref, &lin, &z).map_err(device)?;
                 for &i in c {
                     for k in 3 * i..3 * i + 3 {
                         pin_dx.push((k, g[k] - kz[k]));
@@ -301,8 +305,9 @@ pub fn backward(
                 v_t: &v_t,
                 x_next,
             };
-            accumulate_step(sim_ref, &lin, step, &z, &mut grads);
-            let contact = accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads);
+            accumulate_step(sim_ref, &lin, step, &z, &mut grads).map_err(device)?;
+            let contact =
+                accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads).map_err(device)?;
             let (mut dx, dv) = propagate(sim_ref, &z, &gv);
             if t >= 1 {
                 let x_prev = if t > c {
@@ -323,9 +328,6 @@ pub fn backward(
             }
             for (k, v) in pin_dx {
                 gx[k] += v;
-            }
-            if let Some(message) = sim_ref.offload.as_ref().and_then(|o| o.take_error()) {
-                return Err(SolverError::AdjointOffload { frame, message });
             }
             adjoint.push(st);
             if let Some(sv) = saved {
@@ -400,12 +402,13 @@ fn method_adjoint(
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
+    let device = |error| SolverError::AdjointOffload { frame, error };
     Ok(match sim.config.method {
         SolverMethod::Diffphd if direct_fallback_applies(sim, lin, cfg) => {
             adjoint_gmres_then_direct(sim, lin, x_next, g, cfg, frame)?
         }
-        SolverMethod::Diffphd => solve_adjoint(sim, lin, g, cfg, frame),
-        SolverMethod::Diffpd => super::diffpd::solve_adjoint(sim, lin, g, cfg, frame),
+        SolverMethod::Diffphd => solve_adjoint(sim, lin, g, cfg, frame).map_err(device)?,
+        SolverMethod::Diffpd => super::diffpd::solve_adjoint(sim, lin, g, cfg, frame)?,
         SolverMethod::Newton => {
             super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?
         }
@@ -466,7 +469,8 @@ fn adjoint_gmres_then_direct(
             ..cfg.clone()
         };
         solve_adjoint(sim, lin, g, &capped, frame)
-    };
+    }
+    .map_err(|error| SolverError::AdjointOffload { frame, error })?;
     if st.converged {
         sim.direct_streak.store(0, Relaxed);
         return Ok((z, st));
@@ -507,7 +511,7 @@ fn device_cap(cfg: &BackwardConfig) -> usize {
     cfg.device_direct_after.min(cfg.max_iterations)
 }
 
-/// When the device's adjoint GMRES of one frame goes on ([`device_adjoint`]), read after
+/// When the device's adjoint GMRES of one frame goes on (`device_adjoint`), read after
 /// every iteration from its estimated relative residual $\rho_k$ (`history[k]`, $\rho_0=1$).
 /// Up to `direct_after` iterations it is the CPU path's solve: stop once
 /// $\rho_k\le\tfrac12\epsilon$ ($\epsilon$ = `backward.rel_tol` + `abs_tol`/‖g‖, GMRES's own
@@ -563,7 +567,7 @@ fn device_adjoint(
     g: &[f64],
     cfg: &BackwardConfig,
     frame: usize,
-) -> (Vec<f64>, AdjointStats) {
+) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let t0 = std::time::Instant::now();
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
@@ -585,7 +589,7 @@ fn device_adjoint(
     let mut z = vec![0.0; gf.len()];
     let ks = super::backward::solve_gmres_monitored(sim, lin, &gf, &mut z, &run, &mut |k, rho| {
         policy.go_on(k, rho)
-    });
+    })?;
     let within_cap = ks.iterations <= cfg.direct_after;
     let base = super::backward::gmres_method(cfg);
     let st = AdjointStats {
@@ -604,17 +608,17 @@ fn device_adjoint(
         seconds: t0.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    (z, st)
+    Ok((z, st))
 }
 
-/// $Kz=(A-\Delta A)z$ on all DoFs (unreduced).
-fn k_times(sim: &Simulator, lin: &StepLinearization, z: &[f64]) -> Vec<f64> {
+/// $Kz=(A-\Delta A)z$ on all DoFs (unreduced); fails where the accelerator's $\Delta A\,z$ does.
+fn k_times(sim: &Simulator, lin: &StepLinearization, z: &[f64]) -> Result<Vec<f64>, OffloadError> {
     let n3 = z.len();
     let mut az = vec![0.0; n3];
     let mut daz = vec![0.0; n3];
     sim.system.apply_a(z, &mut az);
-    super::backward::delta_a(sim, lin, z, &mut daz);
-    az.iter().zip(&daz).map(|(a, d)| a - d).collect()
+    super::backward::delta_a(sim, lin, z, &mut daz)?;
+    Ok(az.iter().zip(&daz).map(|(a, d)| a - d).collect())
 }
 
 /// Add $(\partial\bar x_D(t)/\partial x_0)^T\,d\mathcal L/d\bar x_D(t)$ to `out`.

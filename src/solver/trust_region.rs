@@ -7,6 +7,7 @@
 //! and $\alpha=\tfrac12$ when the predicted decrease is at round-off.
 
 use super::local::{self, CHUNK};
+use super::offload::OffloadError;
 use super::simulator::Simulator;
 use super::stats::TrStats;
 use crate::material::interleaved::LANES;
@@ -20,7 +21,8 @@ pub const ETA: f64 = 0.01;
 /// $\mathcal E_{PD}(x)=\tfrac1{2h^2}\|x-y\|_M^2+\tfrac1{2h}\|x-x_t\|_{\mathcal D}^2
 /// +\sum_s\big[\tfrac{w_s}2\|F_s-p_s(x)\|^2+\tfrac{w_s}{\bar k}\bar\psi(\sigma^*_s)\big]$
 /// (corotated + volume: the bracket is $\tfrac{w^{cor}}2\|F-R\|^2+\tfrac{w^{vol}}2\|F-D\|^2$).
-pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
+/// Fails only where the accelerator computing the material part does.
+pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> Result<f64, OffloadError> {
     let model = sim.model;
     let d = &sim.derived;
     let h = model.h;
@@ -42,16 +44,15 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> f64 {
             e += dx[3 * i + k] * t[i] / (2.0 * h);
         }
     }
-    e + material_energy(sim, x)
+    Ok(e + material_energy(sim, x)?)
 }
 
 /// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ at `x`: on the accelerator when the
 /// simulator has one that offers it ([`crate::solver::offload::Offload::material_energy`];
-/// a failure gives NaN, which rejects the trial point, and is reported at the step's end),
-/// else on the host.
-fn material_energy(sim: &Simulator, x: &[f64]) -> f64 {
+/// its failure is returned), else on the host.
+fn material_energy(sim: &Simulator, x: &[f64]) -> Result<f64, OffloadError> {
     if let Some(r) = sim.offload.as_ref().and_then(|o| o.material_energy(x)) {
-        return r.unwrap_or(f64::NAN);
+        return r;
     }
     let model = sim.model;
     // per-block sums in parallel, added in block order (the same total for any thread count)
@@ -61,7 +62,7 @@ fn material_energy(sim: &Simulator, x: &[f64]) -> f64 {
         .with_min_len(CHUNK / LANES)
         .map(|b| block_energy(sim, x, b * LANES))
         .collect_into_vec(&mut blocks);
-    blocks.iter().sum::<f64>()
+    Ok(blocks.iter().sum::<f64>())
 }
 
 /// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ over the samples `s0 ..` (at most
@@ -131,7 +132,8 @@ mod tests {
                 .youngs_per_element(youngs)
                 .poisson_ratio(0.4)
                 .damping(2.0, 0.01)
-                .build();
+                .build()
+                .unwrap();
             let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
             let n3 = model.x0.len();
             let u = crate::solver::loss::seeded_uniform(5, 3 * n3);
@@ -156,8 +158,9 @@ mod tests {
                 xp[j] += eps;
                 let mut xm = x.clone();
                 xm[j] -= eps;
-                let fd =
-                    (pd_energy(&sim, &xp, &y, &x_t) - pd_energy(&sim, &xm, &y, &x_t)) / (2.0 * eps);
+                let fd = (pd_energy(&sim, &xp, &y, &x_t).unwrap()
+                    - pd_energy(&sim, &xm, &y, &x_t).unwrap())
+                    / (2.0 * eps);
                 assert!(
                     (fd - r).abs() <= 1e-6 * (1.0 + r.abs()),
                     "{material:?} dof {j}: FD {fd} vs residual {r}"

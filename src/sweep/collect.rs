@@ -29,6 +29,15 @@ pub struct RunStatus {
     pub git_commit: Option<String>,
 }
 
+/// Why a metric request (`NAME=FILE:JSON.PATH`) was refused; holds the request.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MetricError {
+    #[error("metric `{0}`: expected NAME=FILE:JSON.PATH")]
+    Syntax(String),
+    #[error("metric `{0}`: empty name or file")]
+    Empty(String),
+}
+
 /// A metric: `NAME=FILE:JSON.PATH` (`loss=grad.json:evaluation.loss`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Metric {
@@ -40,13 +49,10 @@ pub struct Metric {
 impl Metric {
     /// Parse `NAME=FILE:PATH`; `PATH` is dot-separated, array indices as numbers (negative
     /// from the end), `$.` and `[k]` accepted (`$.evaluation.gradient[0]`).
-    pub fn parse(s: &str) -> Result<Metric, String> {
-        let (name, rest) = s
-            .split_once('=')
-            .ok_or_else(|| format!("metric `{s}`: expected NAME=FILE:JSON.PATH"))?;
-        let (file, path) = rest
-            .split_once(':')
-            .ok_or_else(|| format!("metric `{s}`: expected NAME=FILE:JSON.PATH"))?;
+    pub fn parse(s: &str) -> Result<Metric, MetricError> {
+        let syntax = || MetricError::Syntax(s.to_string());
+        let (name, rest) = s.split_once('=').ok_or_else(syntax)?;
+        let (file, path) = rest.split_once(':').ok_or_else(syntax)?;
         let path = path.trim().trim_start_matches('$').trim_start_matches('.');
         let path: Vec<String> = path
             .replace('[', ".")
@@ -56,7 +62,7 @@ impl Metric {
             .map(String::from)
             .collect();
         if name.trim().is_empty() || file.trim().is_empty() {
-            return Err(format!("metric `{s}`: empty name or file"));
+            return Err(MetricError::Empty(s.to_string()));
         }
         Ok(Metric {
             name: name.trim().to_string(),
@@ -66,7 +72,8 @@ impl Metric {
     }
 
     fn new(name: &str, file: &str, path: &str) -> Metric {
-        Metric::parse(&format!("{name}={file}:{path}")).expect("built-in metric parses")
+        Metric::parse(&format!("{name}={file}:{path}"))
+            .expect("the built-in metrics are NAME=FILE:PATH with non-empty names and files")
     }
 }
 

@@ -127,11 +127,15 @@ fn grid_values(sw: &Sweep, i: usize, a: &AxisSpec) -> Result<Vec<toml::Value>, S
         }
         return Ok(v.clone());
     }
-    let (r, log) = match (&a.linear, &a.log) {
-        (Some(r), _) => (r, false),
-        (_, Some(r)) => (r, true),
-        _ => unreachable!("one of them is given"),
-    };
+    let (r, log) =
+        match (&a.linear, &a.log) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            // exactly one of values/linear/log is given (checked above) and values returned
+            _ => return Err(err(
+                "give exactly one of `values`, `linear` or `log` (or use `range` with [sample])",
+            )),
+        };
     if r.count == 0 {
         return Err(err("`count` must be at least 1"));
     }

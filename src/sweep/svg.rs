@@ -30,6 +30,17 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
+/// Why a plot request was refused (`--plot`), naming what it asked for.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PlotError {
+    #[error("plot `{0}`: expected METRIC:AXIS (line) or METRIC:AXIS:AXIS (heat map)")]
+    Syntax(String),
+    #[error("plot: no column `{name}` (columns: {})", columns.join(", "))]
+    NoColumn { name: String, columns: Vec<String> },
+    #[error("plot: `{name}` is not an axis of the sweep (axes: {axes:?})")]
+    NotAnAxis { name: String, axes: Vec<String> },
+}
+
 /// A plot request: `METRIC:AXIS` or `METRIC:AXIS:AXIS`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlotSpec {
@@ -39,7 +50,7 @@ pub struct PlotSpec {
 }
 
 impl PlotSpec {
-    pub fn parse(s: &str) -> Result<PlotSpec, String> {
+    pub fn parse(s: &str) -> Result<PlotSpec, PlotError> {
         let parts: Vec<&str> = s.split(':').map(str::trim).collect();
         match parts[..] {
             [m, x] if !m.is_empty() && !x.is_empty() => Ok(PlotSpec {
@@ -52,9 +63,7 @@ impl PlotSpec {
                 x: x.into(),
                 y: Some(y.into()),
             }),
-            _ => Err(format!(
-                "plot `{s}`: expected METRIC:AXIS (line) or METRIC:AXIS:AXIS (heat map)"
-            )),
+            _ => Err(PlotError::Syntax(s.to_string())),
         }
     }
 
@@ -198,24 +207,22 @@ fn color(t: f64) -> String {
 }
 
 /// Render `spec` from collected `results` of `table`.
-pub fn plot(results: &Results, table: &PlanTable, spec: &PlotSpec) -> Result<String, String> {
-    let col = |n: &str| -> Result<usize, String> {
-        results.column(n).ok_or_else(|| {
-            format!(
-                "plot: no column `{n}` (columns: {})",
-                results.columns.join(", ")
-            )
+pub fn plot(results: &Results, table: &PlanTable, spec: &PlotSpec) -> Result<String, PlotError> {
+    let col = |n: &str| -> Result<usize, PlotError> {
+        results.column(n).ok_or_else(|| PlotError::NoColumn {
+            name: n.to_string(),
+            columns: results.columns.clone(),
         })
     };
-    let axis_scale = |n: &str| -> Result<Scale, String> {
+    let axis_scale = |n: &str| -> Result<Scale, PlotError> {
         table
             .axes
             .iter()
             .find(|a| a.name == n)
             .map(|a| a.scale)
-            .ok_or_else(|| {
-                let names: Vec<&str> = table.axes.iter().map(|a| a.name.as_str()).collect();
-                format!("plot: `{n}` is not an axis of the sweep (axes: {names:?})")
+            .ok_or_else(|| PlotError::NotAnAxis {
+                name: n.to_string(),
+                axes: table.axes.iter().map(|a| a.name.clone()).collect(),
             })
     };
     let m = col(&spec.metric)?;
@@ -674,7 +681,7 @@ mod tests {
         assert!(svg.contains("nu=0.3") && svg.contains("nu=0.45"));
         assert!(svg.contains("loss vs E (log)"), "log x axis for a log axis");
         let err = plot(&r, &t, &PlotSpec::parse("loss:size").unwrap()).unwrap_err();
-        assert!(err.contains("no column `size`"), "{err}");
+        assert!(err.to_string().contains("no column `size`"), "{err}");
     }
 
     #[test]

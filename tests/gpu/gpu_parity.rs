@@ -29,6 +29,7 @@ on_every_device! {
 use common::gpu::{deformed, muscle_scene, noise, rel};
 use diffphd::linalg::{ordering, SparseCholesky};
 use diffphd::model::Model;
+use diffphd::solver::offload::OffloadError;
 
 fn scene(element: &str) -> String {
     format!(
@@ -196,11 +197,11 @@ fn gpu_system_matches_global_system_with_dirichlet_values_on<D: Device + Clone>(
         let b = noise(3 * n, 21);
         let xd = noise(3 * n, 22);
         let (mut x_cpu, mut x_gpu) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
-        cpu.solve(&b, &xd, &mut x_cpu);
+        cpu.solve(&b, &xd, &mut x_cpu).unwrap();
         gpu.try_solve(&b, Some(&xd), &mut x_gpu).unwrap();
         let e = rel(&x_gpu, &x_cpu);
         let (mut z_cpu, mut z_gpu) = (vec![0.0; 3 * n], vec![0.0; 3 * n]);
-        cpu.solve_homogeneous(&b, &mut z_cpu);
+        cpu.solve_homogeneous(&b, &mut z_cpu).unwrap();
         gpu.try_solve(&b, None, &mut z_gpu).unwrap();
         let eh = rel(&z_gpu, &z_cpu);
         eprintln!(
@@ -260,10 +261,12 @@ fn trust_region_energy_matches_the_cpu_energy_on<D: Device + Clone + 'static>(de
             let x = deformed(&m, amp, seed);
             let x_t = deformed(&m, 0.5 * amp, seed + 10);
             let y = deformed(&m, 0.5 * amp, seed + 20);
-            let (ec, eg) = (pd_energy(&cpu, &x, &y, &x_t), pd_energy(&gpu, &x, &y, &x_t));
-            assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
+            let (ec, eg) = (
+                pd_energy(&cpu, &x, &y, &x_t).unwrap(),
+                pd_energy(&gpu, &x, &y, &x_t).unwrap(),
+            );
             // the material part alone: the same states with x as the target and start
-            let em = pd_energy(&cpu, &x, &x, &x);
+            let em = pd_energy(&cpu, &x, &x, &x).unwrap();
             let e = if ec.is_infinite() {
                 assert_eq!(eg, ec, "{material} {element} amp {amp}");
                 0.0
@@ -322,9 +325,9 @@ fn device_linearization_matches_the_cpu_linearization_on<D: Device + Clone>(dev:
                 let x = deformed(m, amp, seed);
                 for projected in [false, true] {
                     let lin = if projected {
-                        StepLinearization::projected(sim, &x)
+                        StepLinearization::projected(sim, &x).unwrap()
                     } else {
-                        StepLinearization::new(sim, &x, 0.0)
+                        StepLinearization::new(sim, &x, 0.0).unwrap()
                     };
                     filtered += lin.filtered_samples;
                     let alpha = if projected { 0.5 } else { 0.0 };
@@ -357,7 +360,7 @@ fn adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(dev: &D) 
         with_product(dev, (element, material), |m, sim, step, prod| {
             for (amp, seed) in [(0.01, 4u64), (0.15, 5)] {
                 let x = deformed(m, amp, seed);
-                let lin = StepLinearization::new(sim, &x, 0.0);
+                let lin = StepLinearization::new(sim, &x, 0.0).unwrap();
                 prod.set_step(dev, |s| lin.spectral_coefficients(s))
                     .unwrap();
                 let e = product_error(dev, m, (step, prod), &lin, seed);
@@ -383,10 +386,48 @@ fn gpu_system_is_a_linear_solver() {
     let solver: &dyn LinearSolver = &sys;
     let b = noise(3 * n, 7);
     let mut x = vec![0.0; 3 * n];
-    solver.solve_homogeneous(&b, &mut x);
+    solver.solve_homogeneous(&b, &mut x).unwrap();
     let mut ax = vec![0.0; 3 * n];
     solver.apply_a(&x, &mut ax);
     assert!(rel(&ax, &b) < 1e-12);
+}
+
+/// Regression (issue 34): a device solve that fails is an error through the `LinearSolver`
+/// seam, naming the solve and the device's reason, never a panic (the three `panic!` of
+/// `gpu/system.rs`). A right-hand side of the wrong length makes the device refuse.
+#[test]
+fn gpu_system_solve_failures_are_errors_not_panics() {
+    use diffphd::linalg::{LinalgError, LinearSolver};
+    let m = model("tet4");
+    let d = m.derive(&m.params);
+    let (a, _) = diffphd::solver::assembly::pd_matrices(&m, &d, 0.01);
+    let n = a.n;
+    let none = || diffphd::linalg::AxisDirichlet { nodes: vec![] };
+    let sys =
+        diffphd::gpu::system::GpuSystem::new(Emulator, a, [none(), none(), none()], usize::MAX)
+            .unwrap();
+    let solver: &dyn LinearSolver = &sys;
+    let short = vec![vec![1.0; 3 * n - 1]];
+    let err = solver.solve_homogeneous_many(&short).unwrap_err();
+    let text = err.to_string();
+    eprintln!("{text}");
+    assert!(
+        matches!(
+            err,
+            LinalgError::Backend {
+                what: "GPU multi-RHS solve",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        text.starts_with("GPU multi-RHS solve failed: ")
+            && text.contains(&format!("{}", 3 * n - 1)),
+        "{text}"
+    );
+    // the same system still solves a right-hand side of the right length
+    assert!(solver.solve_homogeneous_many(&[noise(3 * n, 8)]).is_ok());
 }
 
 /// Counts the accelerator's calls and forwards them: proof that a run really went through
@@ -440,11 +481,11 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), OffloadError> {
         bump(&self.calls.local);
         self.inner.local_rhs(x, bp)
     }
-    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String> {
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), OffloadError> {
         bump(&self.calls.solve);
         self.inner.solve(b, xd, x)
     }
@@ -452,7 +493,7 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
         &self,
         coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
         muscle: &diffphd::solver::offload::MuscleStep,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OffloadError> {
         bump(&self.calls.adjoint_steps);
         self.inner.adjoint_step(coef, muscle)
     }
@@ -461,36 +502,33 @@ impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for
         x: &[f64],
         filter: (f64, bool),
         muscle: &diffphd::solver::offload::MuscleStep,
-    ) -> Option<Result<diffphd::solver::offload::DeviceLinearization, String>> {
+    ) -> Option<Result<diffphd::solver::offload::DeviceLinearization, OffloadError>> {
         bump(&self.calls.linearized);
         self.inner.linearize_step(x, filter, muscle)
     }
-    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, String>> {
+    fn material_energy(&self, x: &[f64]) -> Option<Result<f64, OffloadError>> {
         bump(&self.calls.energies);
         self.inner.material_energy(x)
     }
-    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), String> {
+    fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), OffloadError> {
         bump(&self.calls.products);
         self.inner.adjoint_product(token, z, out)
     }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
         bump(&self.calls.homogeneous);
         self.inner.solve_homogeneous(q, z)
     }
     fn param_gradients(
         &self,
         step: &diffphd::solver::offload::ParamStep,
-    ) -> Result<diffphd::solver::offload::ParamSums, String> {
+    ) -> Result<diffphd::solver::offload::ParamSums, OffloadError> {
         bump(&self.calls.params);
         self.inner.param_gradients(step)
-    }
-    fn take_error(&self) -> Option<String> {
-        self.inner.take_error()
     }
     fn krylov_space(
         &self,
         token: u64,
-    ) -> Option<Box<dyn diffphd::linalg::krylov::KrylovSpace<Error = String> + '_>> {
+    ) -> Option<Box<dyn diffphd::linalg::krylov::KrylovSpace<Error = OffloadError> + '_>> {
         let space = self.inner.krylov_space(token);
         if space.is_some() {
             bump(&self.calls.krylov);
@@ -886,12 +924,11 @@ fn param_gradients_match_the_cpu_path_on<D: Device + Clone + 'static>(dev: &D) {
         // through the filtered stretch Jacobian)
         for alpha in [0.0, 0.5, 1.0] {
             let (mut gc, mut gg) = (Gradients::zeros(&cpu), Gradients::zeros(&gpu));
-            let lin_c = StepLinearization::new(&cpu, &x_next, alpha);
-            accumulate_step(&cpu, &lin_c, step, &z, &mut gc);
+            let lin_c = StepLinearization::new(&cpu, &x_next, alpha).unwrap();
+            accumulate_step(&cpu, &lin_c, step, &z, &mut gc).unwrap();
             // linearized on the device, the material maps at x_{t+1} the device's own
-            let lin_g = StepLinearization::for_adjoint(&gpu, &x_next, alpha);
-            accumulate_step(&gpu, &lin_g, step, &z, &mut gg);
-            assert!(gpu.offload.as_ref().unwrap().take_error().is_none());
+            let lin_g = StepLinearization::for_adjoint(&gpu, &x_next, alpha).unwrap();
+            accumulate_step(&gpu, &lin_g, step, &z, &mut gg).unwrap();
             let (ee, en, eb) = (
                 rel(&gg.youngs, &gc.youngs),
                 rel(&gg.nu, &gc.nu),
@@ -1014,50 +1051,40 @@ fn device_adjoint_keeps_its_krylov_space_past_the_cap() {
     }
 }
 
-/// An accelerator whose ΔA·z fails (as a device error would): the failure is kept and
-/// reported, the failed product returns NaN so the iteration using it stops.
+/// An accelerator whose ΔA·z fails (as a device error would): the failure is returned to
+/// the caller.
 struct FailingProduct<O> {
     inner: O,
-    error: std::sync::Mutex<Option<String>>,
 }
 
 impl<O: diffphd::solver::offload::Offload> diffphd::solver::offload::Offload for FailingProduct<O> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), String> {
+    fn local_rhs(&mut self, x: &[f64], bp: &mut [f64]) -> Result<(), OffloadError> {
         self.inner.local_rhs(x, bp)
     }
-    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), String> {
+    fn solve(&mut self, b: &[f64], xd: &[f64], x: &mut [f64]) -> Result<(), OffloadError> {
         self.inner.solve(b, xd, x)
     }
     fn adjoint_step(
         &self,
         coef: &(dyn Fn(usize) -> [nalgebra::Matrix3<f64>; 5] + Sync),
         muscle: &diffphd::solver::offload::MuscleStep,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OffloadError> {
         self.inner.adjoint_step(coef, muscle)
     }
-    fn adjoint_product(&self, _: u64, _: &[f64], _: &mut [f64]) -> Result<(), String> {
-        let msg = "injected device failure".to_string();
-        self.error.lock().unwrap().get_or_insert(msg.clone());
-        Err(msg)
+    fn adjoint_product(&self, _: u64, _: &[f64], _: &mut [f64]) -> Result<(), OffloadError> {
+        Err(OffloadError::Device("injected device failure".into()))
     }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), String> {
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
         self.inner.solve_homogeneous(q, z)
     }
     fn param_gradients(
         &self,
         step: &diffphd::solver::offload::ParamStep,
-    ) -> Result<diffphd::solver::offload::ParamSums, String> {
+    ) -> Result<diffphd::solver::offload::ParamSums, OffloadError> {
         self.inner.param_gradients(step)
-    }
-    fn take_error(&self) -> Option<String> {
-        self.error
-            .lock()
-            .unwrap()
-            .take()
-            .or(self.inner.take_error())
     }
 }
 
@@ -1082,7 +1109,6 @@ fn device_failures_in_the_adjoint_are_errors_not_garbage() {
         let mut sim = diffphd::solver::Simulator::new(m, &problem.ls.scene.solver).unwrap();
         sim.offload = Some(Box::new(FailingProduct {
             inner: DeviceOffload::new(Emulator, &sim, usize::MAX).unwrap(),
-            error: Default::default(),
         }));
         let ro = rollout::forward(&mut sim, m.frames, 1, &problem.loss);
         let err = match (mode, ro) {
@@ -1187,11 +1213,11 @@ fn multi_rhs_system_solves_match_global_system_on<D: Device + Clone>(dev: &D) {
         let counts = gpu.counts();
         let qs: Vec<Vec<f64>> = (0..5).map(|c| noise(3 * n, 60 + c)).collect();
         let solver: &dyn LinearSolver = &gpu;
-        let zs = solver.solve_homogeneous_many(&qs);
+        let zs = solver.solve_homogeneous_many(&qs).unwrap();
         let mut worst = 0.0f64;
         for (q, z) in qs.iter().zip(&zs) {
             let mut want = vec![0.0; 3 * n];
-            cpu.solve_homogeneous(q, &mut want);
+            cpu.solve_homogeneous(q, &mut want).unwrap();
             worst = worst.max(rel_inf(z, &want));
             for &i in &left {
                 assert_eq!((z[3 * i], z[3 * i + 2]), (0.0, 0.0), "prescribed node {i}");
@@ -1276,7 +1302,7 @@ fn muscle_adjoint_product_matches_the_cpu_linearization_on<D: Device + Clone>(de
         for (t, amp, seed) in [(0.01, 0.01, 4u64), (0.04, 0.1, 5)] {
             sim.derived.muscle_time = t;
             let x = deformed(&m, amp, seed);
-            let lin = StepLinearization::new(&sim, &x, 0.0);
+            let lin = StepLinearization::new(&sim, &x, 0.0).unwrap();
             for p in [&mut bare, &mut prod] {
                 p.set_step(dev, |s| lin.spectral_coefficients(s)).unwrap();
             }

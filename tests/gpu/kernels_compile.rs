@@ -52,7 +52,10 @@ fn a_broken_kernel_fails_with_its_log() {
         return;
     };
     let src = "#include \"device.h\"\nDPHD_KERNEL(bad)(DPHD_ITEM_PARAM long long n, double* y) { y[0] = undefined_fn(n); }\n";
-    let log = nv.compile("kernels/bad.cu", src, "sm_90").unwrap_err();
+    let log = nv
+        .compile("kernels/bad.cu", src, "sm_90")
+        .unwrap_err()
+        .to_string();
     assert!(
         log.contains("kernels/bad.cu") && log.contains("undefined_fn"),
         "{log}"

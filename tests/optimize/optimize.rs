@@ -218,7 +218,7 @@ fn initial_state_reaches_the_target_and_writes_back() {
         best.parameters
     );
     // Written back: initial.velocity = scene value + optimized offset; translation absolute.
-    let wb = write_back(&problem, &best.parameters);
+    let wb = write_back(&problem, &best.parameters).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     let ls2 = common::load(&wb.toml, &[]);
     let init = &ls2.scene.bodies[0].initial;
@@ -281,7 +281,7 @@ kind = "damping_beta"
         2.5,
         0.01,
     ];
-    let wb = write_back(&problem, &values);
+    let wb = write_back(&problem, &values).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert!(wb.notes.iter().any(|n| n.contains("appended")));
     // Without overlap in-place rewriting is exact and needs no appended region.
@@ -290,7 +290,7 @@ kind = "damping_beta"
         "",
     );
     let problem = Problem::new(common::load(&single, &[])).unwrap();
-    let wb = write_back(&problem, &[2e5, 9e5, 2.5, 0.01]);
+    let wb = write_back(&problem, &[2e5, 9e5, 2.5, 0.01]).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert!(
         !wb.notes.iter().any(|n| n.contains("appended")),
@@ -425,7 +425,7 @@ fn optimized_scene_loads_from_another_folder() {
     );
     let problem = diffphd::optimize::problem::Problem::new(ls).expect("problem builds");
     let values = problem.values_at(&problem.theta0());
-    let wb = diffphd::optimize::writeback::write_back(&problem, &values);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &values).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     let dir = tempfile::tempdir().unwrap();
     let elsewhere = dir.path().join("out/run/optimized.toml");
@@ -479,7 +479,7 @@ kind = "density"
     let problem =
         diffphd::optimize::problem::Problem::new(diffphd::scene::load(&scene, &[]).unwrap())
             .unwrap();
-    let wb = diffphd::optimize::writeback::write_back(&problem, &[1234.0]);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[1234.0]).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     let other = tempfile::tempdir().unwrap();
     let ls2 = diffphd::scene::load_str(&wb.toml, &other.path().join("optimized.toml"), &[])

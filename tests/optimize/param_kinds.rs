@@ -115,7 +115,7 @@ fn attachment_gradients_match_finite_differences() {
 fn new_kinds_are_written_back() {
     let problem = Problem::new(common::load(&hanging(ATTACHMENT_PARAMS), &[])).unwrap();
     let values = [400.0, 0.01, -0.02, 0.005];
-    let wb = diffphd::optimize::writeback::write_back(&problem, &values);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &values).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert!(wb
         .sets
@@ -133,9 +133,27 @@ fn new_kinds_are_written_back() {
         &[],
     ))
     .unwrap();
-    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.45]);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.45]).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     assert_eq!(wb.sets, ["contact.body_friction=4.5e-1"]);
+}
+
+/// Regression (issue 34): a scene text without the key a parameter is written to is an
+/// error naming the key path (the TOML walk was `expect`s).
+#[test]
+fn write_back_names_a_missing_key() {
+    let mut problem = Problem::new(common::load(&hanging(ATTACHMENT_PARAMS), &[])).unwrap();
+    let mut t: toml::Table = toml::from_str(&problem.ls.effective_toml).unwrap();
+    let body = t["body"].as_array_mut().unwrap()[0].as_table_mut().unwrap();
+    assert!(body.remove("attachment").is_some());
+    problem.ls.effective_toml = toml::to_string(&t).unwrap();
+    let err = diffphd::optimize::writeback::write_back(&problem, &[400.0, 0.01, -0.02, 0.005])
+        .err()
+        .expect("the attachment is gone");
+    assert_eq!(
+        err.to_string(),
+        "optimized.toml: scene key `body.0.attachment.1` is missing or not a table"
+    );
 }
 
 /// Bad declarations name the key: a hard attachment (a Dirichlet group) has no stiffness,

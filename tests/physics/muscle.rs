@@ -178,7 +178,7 @@ log = true
     assert!(rep.rows.iter().all(|r| r.adjoint.abs() > 1e-3));
     // optimized.toml: knot k goes into entry k of the activation array, model reproduced
     let vals: Vec<f64> = (0..5).map(|i| 0.7 + 0.1 * i as f64).collect();
-    let wb = diffphd::optimize::writeback::write_back(&problem, &vals);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &vals).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     let ls = common::load(&wb.toml, &[]);
     let ms = &ls.scene.bodies[0].muscles;
@@ -296,7 +296,7 @@ threads = 1
     );
     assert!(dist < 0.1 * dx, "tip distance {dist}");
     // optimized.toml content: activations written into [[body.muscle]], model reproduced.
-    let wb = diffphd::optimize::writeback::write_back(&problem, &best.parameters);
+    let wb = diffphd::optimize::writeback::write_back(&problem, &best.parameters).unwrap();
     assert!(wb.exact, "{:?}", wb.notes);
     let ls = common::load(&wb.toml, &[]);
     for (m, a) in ls.scene.bodies[0].muscles.iter().zip(&best.parameters) {

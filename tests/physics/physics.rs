@@ -204,6 +204,7 @@ fn falling_box(element: &str, e: f64, origin: [f64; 3], mass: MassConvention) ->
         .gravity([0.3, -1.0, -9.81])
         .velocity([0.5, 0.0, 1.0])
         .build()
+        .unwrap()
 }
 
 /// Issue 14 item 4 (precision for stiff bodies): a free-falling E = 1e9 body and a body
@@ -254,7 +255,8 @@ fn uniform_mass_is_rho_times_the_mean_element_volume() {
         let model = ModelBuilder::new(box_hex([3, 3, 3], dx, [0.0; 3]))
             .density(rho)
             .mass(mass)
-            .build();
+            .build()
+            .unwrap();
         let m = model.derive(&model.params).mass;
         (model, m)
     };
@@ -277,7 +279,8 @@ fn uniform_mass_is_rho_times_the_mean_element_volume() {
     let tet = ModelBuilder::new(box_tet([3, 2, 1], dx, [0.0; 3]))
         .density(rho)
         .mass(MassConvention::Uniform)
-        .build();
+        .build()
+        .unwrap();
     let m = tet.derive(&tet.params).mass;
     assert_eq!(tet.num_elements(), 36);
     assert!(m.iter().all(|&mi| close(mi, cell / 6.0)));

@@ -302,7 +302,7 @@ impl Material for Neohookean {
     }
 
     /// The signed SVDs of [`interleaved::signed_svds`] and the cold-started prox stretches of
-    /// [`interleaved::nh_stretches`], then [`linearization`] as in [`Material::linearize`].
+    /// [`interleaved::nh_stretches`], then `linearization` as in [`Material::linearize`].
     /// Lanes with a nearly repeated pair of singular values fall back
     /// ([`interleaved::separated_pairs`]).
     fn linearize_lanes(

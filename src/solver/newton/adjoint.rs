@@ -47,7 +47,7 @@ pub fn solve_adjoint(
     factor_filtered(sim, sys, policy, (&mut hess, g), &mut ns)?;
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let mut z = sys.solve(&gf);
+    let mut z = sys.solve(&gf)?;
     let k = assemble(sim, sys, &hess);
     let prescribed = &sim.prescribed;
     let apply = |v: &[f64], out: &mut [f64]| {
@@ -61,12 +61,15 @@ pub fn solve_adjoint(
         // The factor is of H + τI (indefinite H): GMRES on the unshifted matrix from the
         // shifted solution, preconditioned by the PD factor A⁻¹ (SPD; the shifted factor is
         // nearly singular and measured to stall GMRES), so z solves the exact system.
-        let mut op = |v: &[f64], out: &mut [f64]| apply(v, out);
+        let mut op = |v: &[f64], out: &mut [f64]| {
+            apply(v, out);
+            Ok(())
+        };
         let mut pre = |v: &[f64], out: &mut [f64]| {
             use crate::linalg::LinearSolver;
             sim.system.solve_homogeneous(v, out)
         };
-        let st = crate::linalg::krylov::gmres(
+        let st = crate::linalg::krylov::try_gmres::<LinalgError>(
             &mut op,
             &mut pre,
             &gf,
@@ -77,14 +80,15 @@ pub fn solve_adjoint(
                 abs_tol: cfg.abs_tol,
                 max_iter: cfg.max_iterations,
             },
-        );
+        )?;
         gmres_iterations = st.iterations;
     }
     let mut kz = vec![0.0; z.len()];
     if let Some(c) = lin.contact.as_ref() {
         if ns.regularizations > 0 {
             // indefinite K with contact: the same KKT system by the PD-side contact adjoint
-            let (z, mut st) = crate::solver::backward::solve_adjoint(sim, lin, g, cfg, frame);
+            let (z, mut st) = crate::solver::backward::solve_adjoint(sim, lin, g, cfg, frame)
+                .map_err(|error| SolverError::AdjointOffload { frame, error })?;
             st.method = format!("newton_indefinite:{}", st.method);
             return Ok((z, st));
         }
@@ -93,8 +97,8 @@ pub fn solve_adjoint(
             k: Some(&k),
             n: sim.model.num_nodes(),
         };
-        let ca = ContactAdjoint::new(&c.rec, &fac);
-        let (_, mu) = ca.project(&mut z);
+        let ca = ContactAdjoint::new(&c.rec, &fac)?;
+        let (_, mu) = ca.project(&mut z)?;
         sim.zero_prescribed(&mut z);
         // KKT residual g − Kz − Jᵀμ
         ca.add_jt(&mu, &mut kz);

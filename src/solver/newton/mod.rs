@@ -33,10 +33,10 @@
 //! $\tfrac k2\|x_i\|^2$ (their $-k\,p_i^Tx_i$ is in $f_{ext}$, hence in $y$).
 //!
 //! Contact (NCP, the same Signorini–Coulomb/Fischer–Burmeister model and frozen frames as
-//! the PD path, [`Simulator::contact_begin`]): each Newton iteration minimises the quadratic
+//! the PD path, `Simulator::contact_begin`): each Newton iteration minimises the quadratic
 //! model subject to the contact conditions. With $H$ the factored (filtered/regularised)
 //! Hessian at $x_k$: $u=x_k-H^{-1}\nabla g(x_k)$, $X=H^{-1}J^T$, $\hat\lambda$ solves
-//! $\Phi(J(u+X\lambda)-d,\lambda)=0$ ([`contact::solve`] with the Delassus operator of $H$,
+//! $\Phi(J(u+X\lambda)-d,\lambda)=0$ (`contact::solve` with the Delassus operator of $H$,
 //! [`NewtonFactor`]), $\hat x=u+X\hat\lambda$. The step $(\hat x-x_k,\hat\lambda-\lambda_k)$ is
 //! backtracked on the merit $\big(\|\nabla g-J^T\lambda\|_F/(\epsilon_N s)\big)^2+
 //! \big(\|\Phi\|_2/\epsilon_c\big)^2$ ($s$: force scale at $x_k$, $\epsilon_N$ = `newton_tol`,
@@ -461,6 +461,7 @@ mod tests {
             .material(material)
             .poisson_ratio(0.4)
             .build()
+            .unwrap()
     }
 
     /// Element energy gradient and Hessian against central differences, for every
@@ -650,10 +651,10 @@ mod tests {
             fn num_nodes(&self) -> usize {
                 self.0.num_nodes()
             }
-            fn solve(&self, b: &[f64], d: &[f64], x: &mut [f64]) {
+            fn solve(&self, b: &[f64], d: &[f64], x: &mut [f64]) -> Result<(), LinalgError> {
                 self.0.solve(b, d, x)
             }
-            fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
+            fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
                 self.0.solve_homogeneous(q, z)
             }
             fn apply_a(&self, x: &[f64], y: &mut [f64]) {
@@ -669,8 +670,8 @@ mod tests {
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
         let v0 = vec![0.0; model.x0.len()];
         let (set, _) = sim.contact_begin(0.0, &model.x0, &v0).expect("candidates");
-        let d1 = contact::DenseDelassus::new(&set, &sim.system);
-        let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system));
+        let d1 = contact::DenseDelassus::new(&set, &sim.system).unwrap();
+        let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system)).unwrap();
         let wn = d1.w.norm();
         assert!((&d1.w - &d3.w).norm() <= 1e-12 * wn, "W differs");
         let lam = crate::solver::loss::seeded_uniform(2, set.nrows());
@@ -711,14 +712,14 @@ mod tests {
             device_direct_after: 0,
             device_gmres_restart: 50,
         };
-        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();
         assert_eq!(st.method, "newton_direct_shifted+gmres", "{st:?}");
         assert!(st.converged && st.relative_residual <= 1e-8, "{st:?}");
         // independent check with the matrix-free PD operator K = A − ΔA
-        let lin = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0);
+        let lin = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let mut kz = vec![0.0; n3];
-        crate::solver::backward::apply_k(&sim, &lin, &z, &mut kz);
+        crate::solver::backward::apply_k(&sim, &lin, &z, &mut kz).unwrap();
         let r: f64 = kz
             .iter()
             .zip(&g)

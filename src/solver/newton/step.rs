@@ -4,6 +4,7 @@
 use super::system::{NewtonFactor, NewtonSystem};
 use super::{evaluate, factor_filtered, kkt, Eval, FilterPolicy, Kkt};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
+use crate::linalg::LinalgError;
 use crate::solver::error::SolverError;
 use crate::solver::simulator::{contact_settings, norm, ContactOutcome, Simulator};
 use crate::solver::stats::{NewtonStats, StepStats};
@@ -211,10 +212,10 @@ impl StepCtx<'_> {
                 &mut it.ns,
             )?;
             let neg: Vec<f64> = it.ev.grad.iter().map(|v| -v).collect();
-            let delta = sys.solve(&neg);
+            let delta = sys.solve(&neg)?;
             let go_on = match (ncp.as_mut(), kk.as_ref()) {
                 (Some((set, lambda)), Some(k0)) => {
-                    self.contact_step(sys, (set, lambda), k0, &delta, (scale, contact_ok), it)
+                    self.contact_step(sys, (set, lambda), k0, &delta, (scale, contact_ok), it)?
                 }
                 _ => self.descent_step(neg, delta, it),
             };
@@ -228,7 +229,8 @@ impl StepCtx<'_> {
     /// projected onto the NCP ($X=H^{-1}J^T$, $\hat x=u+X\hat\lambda$, [`contact::solve`]),
     /// then a backtracking line search on the KKT merit
     /// $(\|r\|/\epsilon s)^2+(\|\Phi\|_2/\epsilon_c)^2$ along $(\hat x-x,\hat\lambda-\lambda)$.
-    /// Returns `false` when the iteration stops (step at round-off, or no merit decrease).
+    /// Returns `false` when the iteration stops (step at round-off, or no merit decrease);
+    /// a failed solve with the factor is the error.
     fn contact_step(
         &self,
         sys: &NewtonSystem,
@@ -237,7 +239,7 @@ impl StepCtx<'_> {
         delta: &[f64],
         (scale, contact_ok): (f64, bool),
         it: &mut Iterate,
-    ) -> bool {
+    ) -> Result<bool, LinalgError> {
         let (cfg, simr, csettings) = (&self.cfg, self.sim, &self.csettings);
         let fb = csettings.fb;
         let x = &it.x;
@@ -249,20 +251,20 @@ impl StepCtx<'_> {
             k: None,
             n: simr.model.num_nodes(),
         };
-        let del = Delassus::new(set, &fac);
+        let del = Delassus::new(set, &fac)?;
         let mut lam_new = lambda.clone();
         let mut cache = None;
-        let info = contact::solve(set, &del, &fac, &u, &mut lam_new, csettings, &mut cache);
+        let info = contact::solve(set, &del, &fac, &u, &mut lam_new, csettings, &mut cache)?;
         it.cstats.newton_iterations += info.iterations;
         it.cstats.factorizations += info.factorizations;
         if info.timed_out {
             // out of time (contact.max_seconds): the step ends non-converged
             it.cstats.time_limit_iteration = Some(it.ns.iterations);
             it.cstats.seconds_solve += tc.elapsed().as_secs_f64();
-            return false;
+            return Ok(false);
         }
         let mut xhat = u;
-        del.add_x(set, &fac, &lam_new, &mut xhat);
+        del.add_x(set, &fac, &lam_new, &mut xhat)?;
         it.cstats.seconds_solve += tc.elapsed().as_secs_f64();
         let dx: Vec<f64> = xhat.iter().zip(x).map(|(a, b)| a - b).collect();
         let dl: Vec<f64> = lam_new
@@ -279,7 +281,7 @@ impl StepCtx<'_> {
         {
             // at round-off: nothing left to improve
             it.ns.converged = contact_ok;
-            return false;
+            return Ok(false);
         }
         let sf = (cfg.tol * scale).max(f64::MIN_POSITIVE);
         let sc = csettings.tolerance.max(f64::MIN_POSITIVE);
@@ -303,14 +305,14 @@ impl StepCtx<'_> {
         }
         let Some((xt, lt)) = accepted else {
             // no decrease of the KKT merit possible (round-off): stop here
-            return false;
+            return Ok(false);
         };
         it.x = xt;
         *lambda = lt;
         it.tr_clamp = false;
         it.ns.iterations += 1;
         it.ev = evaluate(simr, cfg.energy, &it.x, self.y, self.x_t, true);
-        true
+        Ok(true)
     }
 
     /// Newton step without contact: Armijo backtracking on the energy along $\delta$

@@ -2,7 +2,7 @@
 //! and the factor whose ordering and symbolic analysis are reused across iterations and
 //! steps; the factored Hessian as a [`LinearSolver`] for the contact machinery.
 
-use crate::linalg::{ordering, CscMatrix, LinearSolver, SparseCholesky};
+use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
 use crate::model::Model;
 use crate::solver::error::SolverError;
 
@@ -71,7 +71,10 @@ impl NewtonSystem {
         let res = match self.factor.as_mut() {
             Some(f) => f.refactor(&sub),
             None => {
-                let (p, ip) = self.perm.as_ref().expect("perm");
+                let (p, ip) = self
+                    .perm
+                    .as_ref()
+                    .expect("perm is set just above when it was None");
                 SparseCholesky::factor(&sub, p, ip).map(|f| {
                     self.factor = Some(f);
                 })
@@ -81,20 +84,23 @@ impl NewtonSystem {
     }
 
     /// Solve with the current factor: `rhs` full length, prescribed entries ignored; result
-    /// has zeros there.
-    pub(crate) fn solve(&self, rhs: &[f64]) -> Vec<f64> {
+    /// has zeros there. [`LinalgError::NotFactored`] before the first successful factor.
+    pub(crate) fn solve(&self, rhs: &[f64]) -> Result<Vec<f64>, LinalgError> {
         let mut r: Vec<f64> = self.free.iter().map(|&k| rhs[k]).collect();
-        self.factor.as_ref().expect("factor").solve_in_place(&mut r);
+        self.factor
+            .as_ref()
+            .ok_or(LinalgError::NotFactored)?
+            .solve_in_place(&mut r);
         let mut out = vec![0.0; rhs.len()];
         for (j, &k) in self.free.iter().enumerate() {
             out[k] = r[j];
         }
-        out
+        Ok(out)
     }
 }
 
 /// A factored Newton Hessian $H$ (free-DoF block) as a [`LinearSolver`], so that the contact
-/// machinery built for the PD factor ([`Delassus`], [`ContactAdjoint`]) uses $H^{-1}$.
+/// machinery built for the PD factor (`Delassus`, `ContactAdjoint`) uses $H^{-1}$.
 /// $H$ couples the axes ([`LinearSolver::axis_coupled`]).
 pub struct NewtonFactor<'a> {
     pub(crate) sys: &'a NewtonSystem,
@@ -109,7 +115,7 @@ impl LinearSolver for NewtonFactor<'_> {
         self.n
     }
     /// $x_F=H_{FF}^{-1}(b_F-H_{FD}\bar x_D)$, $x_D=\bar x_D$.
-    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) {
+    fn solve(&self, b: &[f64], dirichlet_values: &[f64], x: &mut [f64]) -> Result<(), LinalgError> {
         let mut xd = vec![0.0; b.len()];
         for (k, v) in xd.iter_mut().enumerate() {
             if self.sys.map[k] == usize::MAX {
@@ -122,7 +128,7 @@ impl LinearSolver for NewtonFactor<'_> {
             k.matvec(&xd, &mut hx);
             r.iter_mut().zip(&hx).for_each(|(a, c)| *a -= c);
         }
-        let sol = self.sys.solve(&r);
+        let sol = self.sys.solve(&r)?;
         for (k, v) in x.iter_mut().enumerate() {
             *v = if self.sys.map[k] == usize::MAX {
                 xd[k]
@@ -130,9 +136,11 @@ impl LinearSolver for NewtonFactor<'_> {
                 sol[k]
             };
         }
+        Ok(())
     }
-    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) {
-        z.copy_from_slice(&self.sys.solve(q));
+    fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
+        z.copy_from_slice(&self.sys.solve(q)?);
+        Ok(())
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {
         match self.k {
@@ -150,7 +158,7 @@ fn scatter_map(model: &Model, pattern: &CscMatrix) -> (Vec<u32>, Vec<usize>, Vec
     let pos = |r: usize, c: usize| {
         pattern
             .position(r, c)
-            .expect("element entry in the element pattern") as u32
+            .expect("the pattern is assembled from the same elements") as u32
     };
     let mut slots = Vec::new();
     let mut slot_ptr = vec![0];
