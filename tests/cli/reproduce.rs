@@ -34,6 +34,7 @@ max_iterations = 20000
 threads = 1
 [output]
 format = "vtu"
+vtu_encoding = "ascii"
 "#
     )
 }
@@ -72,6 +73,7 @@ max_iterations = 20000
 threads = 1
 [output]
 format = "vtu"
+vtu_encoding = "ascii"
 "#
     )
 }
