@@ -414,7 +414,7 @@ pub fn simulate(
 
 /// The first node whose position, velocity or contact force is non-finite or beyond the
 /// 32-bit floats of the frame files: a message naming it, its first element and the value
-/// (mirrors `cli::simulate::unrepresentable_state`).
+/// (the command line's and Python's one check).
 pub fn unrepresentable_state(
     model: &Model,
     x: &[f64],
@@ -446,7 +446,7 @@ pub fn unrepresentable_state(
 }
 
 /// Elements with a sample whose deformation gradient has det F ≤ 0 in state `x`: their
-/// number and the first one (mirrors `cli::simulate::inverted_elements`).
+/// number and the first one, if any.
 pub fn inverted_elements(model: &Model, x: &[f64]) -> Option<(usize, usize)> {
     let mut count = 0;
     let mut first = None;

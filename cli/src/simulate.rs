@@ -125,58 +125,8 @@ fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
         .map_err(Failure::input)
 }
 
-/// The first node whose position, velocity or contact force is non-finite or beyond the
-/// 32-bit floats of the frame files: a message naming it, its first element and the value.
-/// (A PLY or VTU frame with `inf` in it and exit 0 would be silent garbage.)
-pub fn unrepresentable_state(
-    model: &Model,
-    x: &[f64],
-    v: &[f64],
-    fc: Option<&[f64]>,
-) -> Option<String> {
-    let bad = |a: f64| !(a.is_finite() && a.abs() <= diffphd::scene::MAX_MAGNITUDE);
-    let fields = [
-        ("position", Some(x)),
-        ("velocity", Some(v)),
-        ("contact force", fc),
-    ];
-    for (name, f) in fields {
-        let Some(f) = f else { continue };
-        if let Some(k) = f.iter().position(|&a| bad(a)) {
-            let node = k / 3;
-            let element = (0..model.num_elements())
-                .find(|&e| model.element(e).contains(&node))
-                .map(|e| format!(" (element {e})"))
-                .unwrap_or_default();
-            return Some(format!(
-                "node {node}{element}: {name} component {} = {:e} is non-finite or beyond the 32-bit float range of the frame files",
-                k % 3,
-                f[k]
-            ));
-        }
-    }
-    None
-}
-
-/// Elements with a sample whose deformation gradient has det F ≤ 0 in state `x`: their
-/// number and the first one, if any.
-pub fn inverted_elements(model: &Model, x: &[f64]) -> Option<(usize, usize)> {
-    let mut count = 0;
-    let mut first = None;
-    let mut last = usize::MAX;
-    for s in 0..model.num_samples() {
-        let e = model.samples.elem[s];
-        if e == last {
-            continue;
-        }
-        if model.deformation_gradient(s, x).determinant() <= 0.0 {
-            count += 1;
-            first.get_or_insert(e);
-            last = e;
-        }
-    }
-    first.map(|e| (count, e))
-}
+/// The state checks every frame passes before it is written (one copy, in the library).
+pub use diffphd::session::{inverted_elements, unrepresentable_state};
 
 /// Run a forward simulation and write its outputs. Returns the final log.
 pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
