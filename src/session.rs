@@ -191,14 +191,25 @@ pub fn attach_offload(
 
 /// Run every evaluation of `problem` (forward and backward) on `backend`'s device (the
 /// command line's `accelerate_problem`): refuses what the GPU path does not run up front,
-/// then sets [`Problem::accelerate`].
-pub fn accelerate_problem(problem: &mut Problem, backend: Backend) -> Result<(), SessionError> {
+/// then sets [`Problem::accelerate`]. `report` is called once, with the device's
+/// description, when the first evaluation attaches it.
+pub fn accelerate_problem(
+    problem: &mut Problem,
+    backend: Backend,
+    report: impl Fn(&str) + Send + Sync + 'static,
+) -> Result<(), SessionError> {
     if backend == Backend::Cpu {
         return Ok(());
     }
     check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
+    let said = std::sync::atomic::AtomicBool::new(false);
     problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
         sim.offload = device_offload(sim, backend)?;
+        if let Some(off) = &sim.offload {
+            if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                report(&off.describe());
+            }
+        }
         Ok(())
     }));
     Ok(())

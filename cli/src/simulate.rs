@@ -44,51 +44,25 @@ pub fn check_backend(b: BackendArg) -> Result<Backend, Failure> {
 
 /// The backend of `simulate`, refusing one that cannot run here with the reason.
 pub fn simulate_backend(b: BackendArg) -> Result<Backend, Failure> {
-    match b {
-        BackendArg::Cpu => Ok(Backend::Cpu),
-        BackendArg::Emulator => Ok(Backend::Emulator),
-        BackendArg::Cuda => match diffphd::gpu::cuda_status() {
-            Err(why) => Err(Failure::input(anyhow::anyhow!(
-                "--backend cuda requested but CUDA is unavailable: {why}"
-            ))),
-            Ok(()) => Ok(Backend::Cuda),
-        },
-    }
+    let name = match b {
+        BackendArg::Cpu => "cpu",
+        BackendArg::Emulator => "emulator",
+        BackendArg::Cuda => "cuda",
+    };
+    diffphd::session::backend(name).map_err(session_input)
 }
 
-/// Refuse (exit 2, one line) what the GPU path does not run: a method other than PD, and
-/// whatever `gpu::local::unsupported` lists (nothing today).
-fn check_gpu_model(
-    model: &Model,
-    method: diffphd::model::SolverMethod,
-    backend: Backend,
-) -> Result<(), Failure> {
-    if backend == Backend::Cpu {
-        return Ok(());
-    }
-    if method != diffphd::model::SolverMethod::Diffphd {
-        return Err(Failure::input(anyhow::anyhow!(
-            "--backend {backend:?}: the GPU path runs the PD method only (solver.method = \"diffphd\")"
-        )));
-    }
-    if let Some(why) = diffphd::gpu::local::unsupported(model) {
-        return Err(Failure::input(anyhow::anyhow!(
-            "--backend {backend:?}: {why}"
-        )));
-    }
-    Ok(())
+/// A session error that is the command line's bad input (exit 2).
+fn session_input(e: diffphd::session::SessionError) -> Failure {
+    Failure::input(anyhow::Error::new(e))
 }
 
-/// Hand the PD iteration's local step and global solve to the backend's device.
+/// Hand the PD iteration's local step and global solve to the backend's device (the
+/// session's, which refuses what the GPU path does not run), saying which unless `quiet`.
 fn attach_offload(sim: &mut Simulator, backend: Backend, quiet: bool) -> Result<(), Failure> {
-    check_gpu_model(sim.model, sim.config.method, backend)?;
-    let off = diffphd::session::device_offload(sim, backend)
-        .map_err(|why| Failure::input(anyhow::anyhow!("--backend {backend:?}: {why}")))?;
-    if let Some(off) = off {
-        if !quiet {
-            eprintln!("GPU path: {}", off.describe());
-        }
-        sim.offload = Some(off);
+    let what = diffphd::session::attach_offload(sim, backend).map_err(session_input)?;
+    if let (Some(what), false) = (what, quiet) {
+        eprintln!("GPU path: {what}");
     }
     Ok(())
 }
@@ -101,21 +75,12 @@ pub fn accelerate_problem(
     backend: Backend,
     quiet: bool,
 ) -> Result<(), Failure> {
-    if backend == Backend::Cpu {
-        return Ok(());
-    }
-    check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
-    let said = std::sync::atomic::AtomicBool::new(quiet);
-    problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
-        sim.offload = diffphd::session::device_offload(sim, backend)?;
-        if let Some(off) = &sim.offload {
-            if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                eprintln!("GPU path: {}", off.describe());
-            }
+    diffphd::session::accelerate_problem(problem, backend, move |what| {
+        if !quiet {
+            eprintln!("GPU path: {what}");
         }
-        Ok(())
-    }));
-    Ok(())
+    })
+    .map_err(session_input)
 }
 
 fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {

@@ -484,7 +484,8 @@ impl Scene {
         let backend = backend_arg(py, backend)?;
         let ls = self.ls.clone();
         let mut problem = guarded(py, || session::problem(ls))?.map_err(|e| session_err(py, e))?;
-        session::accelerate_problem(&mut problem, backend).map_err(|e| session_err(py, e))?;
+        session::accelerate_problem(&mut problem, backend, |_| {})
+            .map_err(|e| session_err(py, e))?;
         if problem.params.is_empty() {
             return Err(py_err(
                 py,
