@@ -13,33 +13,20 @@
 // Formats: `readers` and `writers` dispatch on the file name to one module per format, and
 // every format module builds on the shared lexer, structure checks and writer pieces.
 pub mod check;
-pub mod diffpd_bin;
-mod encode;
-pub mod gmsh;
-mod lexer;
-pub mod medit;
-pub mod readers;
-mod records;
-pub mod tetgen;
-pub mod vtk;
-mod vtk_tokens;
-pub mod vtu;
-pub mod writers;
-
-// The simulation's mesh layer: generators, validation, boundary surface.
-pub mod crab;
+pub mod formats;
 pub mod generate;
+pub mod info;
 pub mod kdtree;
-pub mod solids;
+pub mod points;
 pub mod surface;
 pub mod validate;
 
-// The `diffphd mesh` toolbox: reports, triangle surfaces, voxelization, analytic shapes.
-pub mod info;
-pub mod points;
-pub mod shapes;
-pub mod trisurf;
-pub mod voxelize;
+// The formats and generators under their historical paths (`mesh::gmsh`, `mesh::shapes`).
+use formats::vtk::tokens as vtk_tokens;
+pub use formats::vtk::{self, vtu};
+pub use formats::{diffpd_bin, gmsh, medit, readers, tetgen, trisurf, writers};
+use formats::{encode, lexer, records};
+pub use generate::{crab, shapes, solids, voxelize};
 
 use std::fmt;
 use std::path::Path;

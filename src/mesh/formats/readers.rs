@@ -28,16 +28,16 @@
 //! (fuzzing, tests): [`parse_tetgen`], [`parse_msh`], [`parse_medit`], [`parse_vtk`], [`parse_vtu`]
 //! and [`parse_bin`]; `path` only labels their errors.
 
-pub use super::diffpd_bin::parse_bin;
-pub use super::gmsh::parse_msh;
-pub use super::medit::parse_medit;
-pub use super::tetgen::parse_tetgen;
-pub use super::vtk::parse_vtk;
-pub use super::vtu::parse_vtu;
+pub use crate::mesh::diffpd_bin::parse_bin;
+pub use crate::mesh::gmsh::parse_msh;
+pub use crate::mesh::medit::parse_medit;
+pub use crate::mesh::tetgen::parse_tetgen;
+pub use crate::mesh::vtk::parse_vtk;
+pub use crate::mesh::vtu::parse_vtu;
 
-use super::lexer::{display, read_bytes, read_text, with_suffix};
-use super::tetgen::read_tetgen;
-use super::{Mesh, MeshError, MeshFormat};
+use crate::mesh::lexer::{display, read_bytes, read_text, with_suffix};
+use crate::mesh::tetgen::read_tetgen;
+use crate::mesh::{Mesh, MeshError, MeshFormat};
 use std::path::Path;
 
 /// Reads a tet or hex mesh, choosing the format by extension: `.node`/`.ele` (or a stem with a

@@ -26,9 +26,9 @@
 //! order, or each voxel split into the six [`KUHN_TETS`] (element `6v + t`), which is
 //! conforming because every cube uses the same diagonal. All tags are 0.
 
-use super::generate::KUHN_TETS;
-use super::trisurf::{topology, SurfaceTopology, TriSurface};
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::generate::KUHN_TETS;
+use crate::mesh::trisurf::{topology, SurfaceTopology, TriSurface};
+use crate::mesh::{ElementKind, Mesh, MeshError};
 
 /// Largest number of grid cells a voxelization may use (about 0.5 GB of working memory).
 pub const MAX_CELLS: usize = 50_000_000;

@@ -18,16 +18,16 @@
 //! of range, wrong tag count, non-finite coordinate) with [`MeshError::Invalid`]; files are
 //! written atomically.
 
-pub use super::check::check_structure;
-pub use super::gmsh::{encode_msh22, encode_msh41};
-pub use super::medit::encode_medit;
-pub use super::tetgen::encode_tetgen;
+pub use crate::mesh::check::check_structure;
+pub use crate::mesh::gmsh::{encode_msh22, encode_msh41};
+pub use crate::mesh::medit::encode_medit;
+pub use crate::mesh::tetgen::encode_tetgen;
 
-use super::diffpd_bin::encode_bin;
-use super::encode::save;
-use super::lexer::display;
-use super::vtk::{encode_vtk, write_vtu};
-use super::{Mesh, MeshError, MeshFormat};
+use crate::mesh::diffpd_bin::encode_bin;
+use crate::mesh::encode::save;
+use crate::mesh::lexer::display;
+use crate::mesh::vtk::{encode_vtk, write_vtu};
+use crate::mesh::{Mesh, MeshError, MeshFormat};
 use std::path::Path;
 
 /// Index base of TetGen files written by [`write_mesh`].

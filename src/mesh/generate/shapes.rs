@@ -1,7 +1,7 @@
 //! Analytic closed triangle surfaces (for voxelization tests and the generated meshes in
 //! `meshes/`). Both are watertight 2-manifolds with outward, counter-clockwise triangles.
 
-use super::trisurf::TriSurface;
+use crate::mesh::trisurf::TriSurface;
 use std::collections::HashMap;
 use std::f64::consts::PI;
 

@@ -31,16 +31,19 @@
 //! Errors follow the other readers: [`MeshError::Parse`] with the line number, no panics on
 //! malformed input.
 
-pub use super::vtk_tokens::TAG_ARRAY_NAMES;
+pub(in crate::mesh) mod tokens;
+pub mod vtu;
 
-use super::check::{check_structure, duplicate_element, duplicate_message};
-use super::encode::{file_order, push_point, save};
-use super::lexer::{clip, num, real, values};
-use super::vtk_tokens::{
+pub use crate::mesh::vtk_tokens::TAG_ARRAY_NAMES;
+
+use crate::io::vtu::{encode_vtu_pieces, CellScalar, PointField, VtuEncoding, VtuError, VtuPiece};
+use crate::mesh::check::{check_structure, duplicate_element, duplicate_message};
+use crate::mesh::encode::{file_order, push_point, save};
+use crate::mesh::lexer::{clip, num, real, values};
+use crate::mesh::vtk_tokens::{
     attribute, other_cell, read_cells, Cells, Tokens, VTK_HEXAHEDRON, VTK_TETRA, VTK_VOXEL,
 };
-use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
-use crate::io::vtu::{encode_vtu_pieces, CellScalar, PointField, VtuEncoding, VtuError, VtuPiece};
+use crate::mesh::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -16,8 +16,8 @@
 //! garbled files give [`MeshError::Parse`] (with the byte offset in the message; `line` is 1),
 //! never a panic or a huge allocation.
 
-use super::check::{check_structure, duplicate_element, duplicate_message};
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::check::{check_structure, duplicate_element, duplicate_message};
+use crate::mesh::{ElementKind, Mesh, MeshError};
 
 /// DiffPD hex corner `i` → lexicographic corner: `lex[DIFFPD_TO_LEX[i]] = diffpd[i]`.
 pub const DIFFPD_TO_LEX: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];

@@ -9,10 +9,12 @@
 //! Writing: `.node` with the header `<#points> 3 0 0`, then `<id> x y z`; `.ele` with the
 //! header `<#tets> 4 1`, then `<id> n0 n1 n2 n3 <tag>`, numbered from a given base.
 
-use super::check::{duplicate_element, duplicate_message};
-use super::encode::push_point;
-use super::lexer::{clip, display, int_tag, num, point, read_text, values, with_suffix, Cursor};
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::check::{duplicate_element, duplicate_message};
+use crate::mesh::encode::push_point;
+use crate::mesh::lexer::{
+    clip, display, int_tag, num, point, read_text, values, with_suffix, Cursor,
+};
+use crate::mesh::{ElementKind, Mesh, MeshError};
 use std::fmt::Write as _;
 use std::path::Path;
 

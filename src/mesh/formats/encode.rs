@@ -3,8 +3,8 @@
 
 pub use crate::io::text::push_point;
 
-use super::lexer::display;
-use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
+use crate::mesh::lexer::display;
+use crate::mesh::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
 use std::path::Path;
 
 /// Writes `bytes` atomically, mapping errors to [`MeshError::Io`].

@@ -1,6 +1,6 @@
 //! Voxel solids: procedural meshes made of the cells of a regular grid that a shape keeps,
 //! each kept cell carrying a region tag. The generators of the paper's scenes (the crab of
-//! [`super::crab`], the Oreo's wafers and filling, the Dice's rounded cube) are shapes
+//! [`crate::mesh::crab`], the Oreo's wafers and filling, the Dice's rounded cube) are shapes
 //! over this one grid.
 //!
 //! **Grid.** `cells = [nx, ny, nz]` cubes of edge `dx` with the minimum corner at `origin`;
@@ -15,8 +15,8 @@
 //! order or split into the six conforming Kuhn tets of [`KUHN_TETS`] (element `6v + t`,
 //! every tet of volume `dx³/6`, positively oriented).
 
-use super::generate::KUHN_TETS;
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::generate::KUHN_TETS;
+use crate::mesh::{ElementKind, Mesh, MeshError};
 
 /// Largest number of grid cells a voxel solid of [`VoxelGrid::covering`] may scan (for
 /// scale: the crab's grid at its finest resolution, 200, has 3.1e7 cells).

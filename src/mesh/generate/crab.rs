@@ -1,7 +1,7 @@
 //! The Crab of the paper's §5.2 as a procedural shell–joint composite (no mesh of the
 //! paper's is public): a flattened-ellipsoid carapace whose outer layer is a shell, eight
 //! walking legs and two claws made of capsule segments joined by ball joints, voxelized on
-//! one grid ([`super::solids`]) and split into Kuhn tets (or kept as hexes).
+//! one grid ([`crate::mesh::solids`]) and split into Kuhn tets (or kept as hexes).
 //!
 //! **Geometry** (metres; x across the body, y forward, z up; the feet stand on z = 0):
 //! - carapace: the ellipsoid with semi-axes (0.05, 0.035, 0.015) centred at (0, 0, 0.034);
@@ -24,8 +24,8 @@
 //! paper's 172,587 elements are near resolution 55 (178,938), its 2,235,655 DoF near 155
 //! (2,227,536).
 
-use super::solids::{segment_distance2, tagged_cells_mesh, VoxelGrid};
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::solids::{segment_distance2, tagged_cells_mesh, VoxelGrid};
+use crate::mesh::{ElementKind, Mesh, MeshError};
 
 /// Region tag of the carapace's outer layer (stiff in the heterogeneous crab).
 pub const CRAB_SHELL: i64 = 0;

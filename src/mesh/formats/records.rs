@@ -3,9 +3,9 @@
 //! every such reader shares: one element type per mesh, every node defined, no duplicate
 //! element.
 
-use super::check::{duplicate_element, duplicate_message};
-use super::lexer::Cursor;
-use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
+use crate::mesh::check::{duplicate_element, duplicate_message};
+use crate::mesh::lexer::Cursor;
+use crate::mesh::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
 
 /// Volume elements as read (file node ids), resolved against the node table at the end so
 /// that section order does not matter.

@@ -28,8 +28,8 @@
 //! rounded to single precision). [`encode_ply`] and [`encode_stl`] also write the ASCII
 //! variants.
 
-use super::lexer::{clip, display, num, point, read_bytes, read_text, values};
-use super::MeshError;
+use crate::mesh::lexer::{clip, display, num, point, read_bytes, read_text, values};
+use crate::mesh::MeshError;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -429,7 +429,10 @@ type PlyVertices = (
 );
 
 /// Parses a PLY file (ASCII or binary) and reads the positions of its vertices.
-pub(super) fn parse_ply_vertices(bytes: &[u8], path: &str) -> Result<PlyVertices, MeshError> {
+pub(in crate::mesh) fn parse_ply_vertices(
+    bytes: &[u8],
+    path: &str,
+) -> Result<PlyVertices, MeshError> {
     use ply_rs_bw::ply::Property;
     let parser = ply_rs_bw::parser::Parser::<ply_rs_bw::ply::DefaultElement>::new();
     let mut r = bytes;

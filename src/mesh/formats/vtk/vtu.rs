@@ -7,10 +7,10 @@
 //! one-component integral cell array named (case-insensitively) as in [`TAG_ARRAY_NAMES`];
 //! 0 without one. Frames written by `simulate` read back this way (their `tag` is the body).
 
-use super::check::{duplicate_element, duplicate_message};
-use super::vtk_tokens::{other_cell, TAG_ARRAY_NAMES, VTK_HEXAHEDRON, VTK_TETRA, VTK_VOXEL};
-use super::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
 use crate::io::vtu_read::{parse_vtu_grid, VtuGrid, VtuValues};
+use crate::mesh::check::{duplicate_element, duplicate_message};
+use crate::mesh::vtk_tokens::{other_cell, TAG_ARRAY_NAMES, VTK_HEXAHEDRON, VTK_TETRA, VTK_VOXEL};
+use crate::mesh::{ElementKind, Mesh, MeshError, HEX_VTK_TO_LEX};
 
 /// Parses a `.vtu` file's bytes into a mesh (see the module docs); `path` labels errors.
 pub fn parse_vtu(bytes: &[u8], path: &str) -> Result<Mesh, MeshError> {
@@ -154,7 +154,7 @@ mod tests {
             let xml = encode_vtu(m, &m.nodes, &[], &[]).expect("encode");
             assert_eq!(&parse_vtu(xml.as_bytes(), "m.vtu").expect("ascii"), m);
             let conn: Vec<usize> = (0..m.num_elements())
-                .flat_map(|e| super::super::encode::file_order(m, e))
+                .flat_map(|e| crate::mesh::encode::file_order(m, e))
                 .collect();
             let p = VtuPiece::new(
                 vtk_cell_type(m.kind),
@@ -180,7 +180,7 @@ mod tests {
     fn unsupported_grids_are_one_line_errors() {
         let t = box_tet([1, 1, 1], 1.0, [0.0; 3]);
         let h = box_hex([1, 1, 1], 1.0, [0.0; 3]);
-        let hconn: Vec<usize> = super::super::encode::file_order(&h, 0);
+        let hconn: Vec<usize> = crate::mesh::encode::file_order(&h, 0);
         let pieces = [
             VtuPiece::new(10, 4, &t.elements, &t.tags, &t.nodes),
             VtuPiece::new(12, 8, &hconn, &h.tags, &h.nodes),

@@ -8,7 +8,7 @@
 //! file before anything is allocated for them ([`Cursor::plausible`]): a header that declares
 //! more records than the file could possibly hold is refused at once.
 
-use super::MeshError;
+use crate::mesh::MeshError;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

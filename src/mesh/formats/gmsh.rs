@@ -2,7 +2,7 @@
 //!
 //! Reading: nodes are matched by tag (tags need not be contiguous). 4-node tetrahedra
 //! (type 4) and 8-node hexahedra (type 5, converted from gmsh/VTK to lexicographic order with
-//! [`HEX_VTK_TO_LEX`](super::HEX_VTK_TO_LEX)) are read; points, lines, triangles and quads
+//! [`HEX_VTK_TO_LEX`](crate::mesh::HEX_VTK_TO_LEX)) are read; points, lines, triangles and quads
 //! are ignored; other volume elements are an error. Region tag: v2.2 the first element tag
 //! (the physical group), v4.1 the first physical group of the element's volume entity from
 //! `$Entities`, or the entity tag when there is none. Binary files are rejected with a clear
@@ -15,10 +15,10 @@
 //! written in gmsh/VTK order. gmsh itself expects positive physical tags; region tag 0 is
 //! written as physical tag 0, which this reader round-trips.
 
-use super::encode::{file_order, push_point};
-use super::lexer::{clip, num, point, values, Cursor};
-use super::records::RawElements;
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::encode::{file_order, push_point};
+use crate::mesh::lexer::{clip, num, point, values, Cursor};
+use crate::mesh::records::RawElements;
+use crate::mesh::{ElementKind, Mesh, MeshError};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::str::FromStr;

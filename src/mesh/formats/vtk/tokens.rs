@@ -2,8 +2,8 @@
 //! layouts) and the `CELL_DATA`/`POINT_DATA` attributes, which are skipped except for the
 //! region-tag array. See [`crate::mesh::vtk`] for the accepted subset.
 
-use super::lexer::{clip, int_tag, num, SMALL_COUNT};
-use super::MeshError;
+use crate::mesh::lexer::{clip, int_tag, num, SMALL_COUNT};
+use crate::mesh::MeshError;
 
 /// Cell-data array names taken as the region tag, compared case-insensitively.
 pub const TAG_ARRAY_NAMES: [&str; 7] = [

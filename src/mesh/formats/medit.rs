@@ -8,10 +8,10 @@
 //! Writing: `MeshVersionFormatted 2` (double precision), `Vertices` with reference 0, then
 //! `Tetrahedra` or `Hexahedra` (VTK order) with the region tag as reference.
 
-use super::encode::{file_order, push_point};
-use super::lexer::{clip, int_tag, num, point, values, Cursor};
-use super::records::RawElements;
-use super::{ElementKind, Mesh, MeshError};
+use crate::mesh::encode::{file_order, push_point};
+use crate::mesh::lexer::{clip, int_tag, num, point, values, Cursor};
+use crate::mesh::records::RawElements;
+use crate::mesh::{ElementKind, Mesh, MeshError};
 use std::fmt::Write as _;
 
 /// Tokens per record of MEDIT sections that are skipped.

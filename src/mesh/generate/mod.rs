@@ -4,7 +4,12 @@
 //! `0 <= i <= nx`, `0 <= j <= ny`, `0 <= k <= nz`) has index `i + (nx+1)*(j + (ny+1)*k)` and
 //! position `origin + dx*(i, j, k)`. Cells are visited x fastest, then y, then z.
 
-use super::{ElementKind, Mesh, MeshError};
+pub mod crab;
+pub mod shapes;
+pub mod solids;
+pub mod voxelize;
+
+use crate::mesh::{ElementKind, Mesh, MeshError};
 
 /// Largest number of grid cells (cubes) a generated box may have: 10 million, i.e. 10 M hexes
 /// or 60 M tets, several GB of model before any solve. A scene's `cells` is checked against it
