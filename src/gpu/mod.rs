@@ -5,23 +5,18 @@
 //! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.
 //! See `docs/gpu.md` for the kernel list, the emulator and the memory budget.
 
-pub mod counted;
-pub mod device;
-pub mod emulator;
-pub mod factor;
 pub mod gradient;
-pub mod kernels;
-pub mod krylov;
+pub mod linalg;
 pub mod local;
-pub mod nvrtc;
 pub mod offload;
-pub mod pipeline;
-pub mod reduce;
 pub mod resident;
-pub mod system;
+pub mod runtime;
 
+// The runtime and the linear algebra under their historical paths (`gpu::device`, `gpu::system`).
+pub use linalg::{factor, krylov, pipeline, reduce, system};
 #[cfg(feature = "cuda")]
-pub mod cuda;
+pub use runtime::cuda;
+pub use runtime::{counted, device, emulator, kernels, nvrtc};
 
 pub use counted::Counted;
 pub use device::{Arg, Device};

@@ -2,8 +2,8 @@
 //! NVIDIA GPU). Everything above it (`gpu::pipeline`) is written once against the trait, so
 //! CI exercises the whole orchestration without a GPU.
 
-use super::kernels::Kernel;
-use super::GpuError;
+use crate::gpu::kernels::Kernel;
+use crate::gpu::GpuError;
 
 /// A kernel argument after the implicit item count.
 pub enum Arg<'a, D: Device + ?Sized> {
@@ -68,7 +68,7 @@ pub trait Device: Send + Sync {
         None
     }
     /// What this device has been asked to do so far, where it counts
-    /// ([`super::counted::Counted`]); `None` for the bare devices.
+    /// ([`crate::gpu::counted::Counted`]); `None` for the bare devices.
     fn traffic(&self) -> Option<crate::solver::offload::DeviceTraffic> {
         None
     }

@@ -4,24 +4,36 @@
 
 /// Kernel sources, by their repository path (NVRTC reports errors against these names).
 pub const SOURCES: &[(&str, &str)] = &[
-    ("kernels/vector.cu", include_str!("../../kernels/vector.cu")),
-    ("kernels/sparse.cu", include_str!("../../kernels/sparse.cu")),
-    ("kernels/local.cu", include_str!("../../kernels/local.cu")),
+    (
+        "kernels/vector.cu",
+        include_str!("../../../kernels/vector.cu"),
+    ),
+    (
+        "kernels/sparse.cu",
+        include_str!("../../../kernels/sparse.cu"),
+    ),
+    (
+        "kernels/local.cu",
+        include_str!("../../../kernels/local.cu"),
+    ),
     (
         "kernels/gradient.cu",
-        include_str!("../../kernels/gradient.cu"),
+        include_str!("../../../kernels/gradient.cu"),
     ),
-    ("kernels/muscle.cu", include_str!("../../kernels/muscle.cu")),
+    (
+        "kernels/muscle.cu",
+        include_str!("../../../kernels/muscle.cu"),
+    ),
     (
         "kernels/resident.cu",
-        include_str!("../../kernels/resident.cu"),
+        include_str!("../../../kernels/resident.cu"),
     ),
 ];
 
 /// Headers the sources include, by include name.
 pub const HEADERS: &[(&str, &str)] = &[
-    ("device.h", include_str!("../../kernels/device.h")),
-    ("material.h", include_str!("../../kernels/material.h")),
+    ("device.h", include_str!("../../../kernels/device.h")),
+    ("material.h", include_str!("../../../kernels/material.h")),
 ];
 
 /// Argument kinds of a kernel parameter after the implicit count `n`.
@@ -43,7 +55,7 @@ pub enum Kind {
     Index32Out,
 }
 
-use super::GpuError;
+use crate::gpu::GpuError;
 
 /// A raw argument of a host kernel call.
 pub(crate) enum HostArg {

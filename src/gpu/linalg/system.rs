@@ -6,11 +6,11 @@
 //! On the host (to move next): the Dirichlet coupling $b_F-\hat A_{FD}\bar x_D$ and
 //! `apply_a`, both $O(\mathrm{nnz}(\hat A))$.
 
-use super::device::{Arg, Device};
-use super::factor::SimplicialFactor;
-use super::kernels::Kernel;
-use super::pipeline::{DeviceFactor, SolvePath};
-use super::GpuError;
+use crate::gpu::device::{Arg, Device};
+use crate::gpu::factor::SimplicialFactor;
+use crate::gpu::kernels::Kernel;
+use crate::gpu::pipeline::{DeviceFactor, SolvePath};
+use crate::gpu::GpuError;
 use crate::linalg::{
     AxisDirichlet, CscMatrix, LinalgError, LinearSolver, SparseCholesky, SystemPlan,
 };

@@ -7,17 +7,17 @@
 //!
 //! The operator is `solver::backward::apply_k` on device vectors:
 //! $Kv=\hat Av-\Delta A\,v$ with the prescribed rows zeroed ($\hat A$ by the node-major SpMV,
-//! $\Delta A\,v$ by `super::local::DeviceAdjointProduct::apply_device` with the step's
+//! $\Delta A\,v$ by `crate::gpu::local::DeviceAdjointProduct::apply_device` with the step's
 //! planned coefficients); the preconditioner is $A^{-1}$ with zero Dirichlet values (per
 //! reduced system one gather of its axes' free entries, the factor's block solve, one
 //! scatter: `resident::solve_free`). GMRES orthogonalizes by classical Gram–Schmidt twice
 //! ([`KrylovSpace::orthogonalize`]: one block reduction per pass).
 
-use super::device::{Arg, Device};
-use super::kernels::Kernel;
-use super::resident::{copy, solve_free, Axis, Reducer};
-use super::system::{DeviceSolve, GpuSystem};
-use super::GpuError;
+use crate::gpu::device::{Arg, Device};
+use crate::gpu::kernels::Kernel;
+use crate::gpu::resident::{copy, solve_free, Axis, Reducer};
+use crate::gpu::system::{DeviceSolve, GpuSystem};
+use crate::gpu::GpuError;
 use crate::linalg::krylov::{slot_pair, KrylovSpace};
 use crate::solver::offload::OffloadError;
 use std::sync::MutexGuard;

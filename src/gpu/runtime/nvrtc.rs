@@ -4,7 +4,7 @@
 //! `sm_90`). Library names tried, in order: `libnvrtc.so.13`, `libnvrtc.so.12`, `libnvrtc.so`
 //! (found through `LD_LIBRARY_PATH`, see `docs/gpu.md`).
 
-use super::kernels::{HEADERS, SOURCES};
+use crate::gpu::kernels::{HEADERS, SOURCES};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 type Program = *mut c_void;

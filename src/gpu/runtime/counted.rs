@@ -4,9 +4,9 @@
 //! `grad.json` report the forward's and the backward's traffic (docs/gpu.md "Profiling
 //! without a profiler"); the cost is two clock reads and a few atomic adds per call.
 
-use super::device::{Arg, Device};
-use super::kernels::Kernel;
-use super::GpuError;
+use crate::gpu::device::{Arg, Device};
+use crate::gpu::kernels::Kernel;
+use crate::gpu::GpuError;
 use crate::solver::offload::DeviceTraffic;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! (plan), kernels launched per iteration (execute). Runs on the emulator in CI and on a GPU
 //! with `--features cuda`.
 
-use super::device::{Arg, Device};
-use super::factor::SimplicialFactor;
-use super::kernels::Kernel;
-use super::GpuError;
+use crate::gpu::device::{Arg, Device};
+use crate::gpu::factor::SimplicialFactor;
+use crate::gpu::kernels::Kernel;
+use crate::gpu::GpuError;
 
 /// `[0, a_0, a_0 + a_1, ...]`: pointers from counts.
 fn prefix_sums(counts: impl Iterator<Item = usize>) -> Vec<usize> {

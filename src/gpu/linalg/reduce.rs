@@ -2,9 +2,9 @@
 //! (item $k$ sums entries $k, k+P, k+2P, \dots$ in order, so a warp's loads are coalesced),
 //! then the $P$ partials summed in order on the host. No atomics: the same bits on every run.
 
-use super::device::{Arg, Device};
-use super::kernels::Kernel;
-use super::GpuError;
+use crate::gpu::device::{Arg, Device};
+use crate::gpu::kernels::Kernel;
+use crate::gpu::GpuError;
 
 /// Entries per item of a reduction's first pass, at least: a vector of `n3` entries has
 /// [`partials`]`(n3)` partials. Until 2026-11-27 each item summed a block of 1,024

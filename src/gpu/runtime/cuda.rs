@@ -1,13 +1,13 @@
 //! The CUDA device (feature `cuda`): cudarc with run-time library loading; every kernel
-//! source compiled once by NVRTC (through [`super::nvrtc`]) for the device's architecture and
+//! source compiled once by NVRTC (through [`crate::gpu::nvrtc`]) for the device's architecture and
 //! loaded as a module; buffers are persistent `CudaSlice`s; launches go to one stream in
 //! order. Not run in this project's CI (no device there); run on an H100 through
 //! `scripts/gpu_device.sh` (2026-11-27, docs/gpu.md).
 
-use super::device::{check_args, Arg, Device};
-use super::kernels::{Kernel, SOURCES};
-use super::nvrtc::Nvrtc;
-use super::{GpuError, Unavailable};
+use crate::gpu::device::{check_args, Arg, Device};
+use crate::gpu::kernels::{Kernel, SOURCES};
+use crate::gpu::nvrtc::Nvrtc;
+use crate::gpu::{GpuError, Unavailable};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
