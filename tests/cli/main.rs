@@ -20,4 +20,5 @@ mod scenes;
 mod schema;
 mod session;
 mod sweep;
+mod tutorial;
 mod vtu_frames;
