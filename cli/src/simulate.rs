@@ -4,6 +4,7 @@
 use super::{BackendArg, Failure, RunArgs};
 use crate::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use anyhow::Context;
+use diffphd::diagnostics::Diagnostics;
 use diffphd::gpu::Backend;
 use diffphd::io::frames::FrameWriter;
 use diffphd::io::write_atomic;
@@ -168,6 +169,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             ls.path.display()
         )));
     }
+    let initial_diagnostics = diffphd::diagnostics::diagnostics(&model, &sim.derived.mass, &x, &v);
     let mut frames_out = FrameOutput::new(&model, &ls);
     if frames_out.write_frames {
         frames_out
@@ -180,6 +182,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             header,
             status: Status::Running,
             error: None,
+            initial_diagnostics,
             frames: vec![],
             summary: Summary::default(),
         },
@@ -343,8 +346,10 @@ fn frame_record(
     stats: &StepStats,
     inverted: Option<(usize, usize)>,
     file: Option<String>,
+    diagnostics: Diagnostics,
 ) -> FrameRecord {
     FrameRecord {
+        diagnostics,
         inverted_elements: inverted,
         frame,
         time: frame as f64 * sim.model.h,
@@ -453,7 +458,7 @@ impl Progress {
                 stats.iterations
             ));
         }
-        let rec = frame_record(sim, frame, stats, inverted, file);
+        let rec = frame_record(sim, frame, stats, inverted, file, Diagnostics::of_event(&e));
         self.report(frame, model.frames, &rec);
         self.log.push(rec);
         self.log.summary.seconds_total = self.t_run.elapsed().as_secs_f64();
