@@ -173,5 +173,44 @@ impl Diagnostics {
     }
 }
 
+/// Plausible ranges of the material constants in SI units, for [`implausible_units`]:
+/// Young's modulus from soft gels (~1 kPa) to diamond (~1.2 TPa) with a decade of slack, and
+/// density from aerogels (~1 kg/m³) to osmium (22,590 kg/m³).
+const YOUNGS_RANGE: (f64, f64) = (100.0, 1e13);
+const DENSITY_RANGE: (f64, f64) = (1.0, 3e4);
+
+/// One warning per body whose Young's modulus or density lies outside any solid's range in SI
+/// units, naming the body, the value and why (a slip of units, e.g. E = 1 meant as 1 MPa, or
+/// ρ = 1 meant as 1 g/cm³). Such a run can "complete" while simulating something else.
+pub fn implausible_units(model: &Model) -> Vec<String> {
+    let mut out = vec![];
+    for (b, body) in model.bodies.iter().enumerate() {
+        let youngs = &model.params.youngs[body.elements.clone()];
+        let (lo, hi) = youngs
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &e| (l.min(e), h.max(e)));
+        if lo < YOUNGS_RANGE.0 {
+            out.push(format!(
+                "body {b} ({}): youngs_modulus = {lo:e} Pa is softer than any solid (soft gels are about 1e3 Pa); Young's modulus is in Pa, so 1 MPa is 1e6",
+                body.name
+            ));
+        }
+        if hi > YOUNGS_RANGE.1 {
+            out.push(format!(
+                "body {b} ({}): youngs_modulus = {hi:e} Pa is stiffer than any solid (diamond is about 1.2e12 Pa); Young's modulus is in Pa",
+                body.name
+            ));
+        }
+        let rho = model.params.density[b];
+        if !(DENSITY_RANGE.0..=DENSITY_RANGE.1).contains(&rho) {
+            out.push(format!(
+                "body {b} ({}): density = {rho:e} kg/m³ is outside the range of solids (1 to 3e4 kg/m³; water is 1000); density is in kg/m³, so 1 g/cm³ is 1000",
+                body.name
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -333,7 +333,12 @@ pub fn simulate(
         anderson_window: sim.config.window,
         solver_method: sim.config.method.as_str().into(),
         device,
-        warnings: model.warnings.clone(),
+        warnings: model
+            .warnings
+            .iter()
+            .cloned()
+            .chain(crate::diagnostics::implausible_units(model))
+            .collect(),
         diagnostics: vec![],
     };
     let d0 = diagnostics(model, &sim.derived.mass, &x, &v);

@@ -14,12 +14,7 @@ use crate::solver::Simulator;
 /// of every step.
 fn rollout_diagnostics(model: &Model) -> Vec<Diagnostics> {
     let mut sim = Simulator::new(model, &SolverSettings::default()).expect("simulator");
-    let mut out = vec![diagnostics(
-        model,
-        &sim.derived.mass,
-        &model.x0,
-        &model.v0,
-    )];
+    let mut out = vec![diagnostics(model, &sim.derived.mass, &model.x0, &model.v0)];
     rollout::run::<std::convert::Infallible>(
         &mut sim,
         0,
@@ -47,9 +42,7 @@ fn stretched_box(eps: f64, nu: f64) -> ModelBuilder {
         .iter()
         .map(|p| [eps * (p[0] - 0.15), 0.0, 0.0])
         .collect();
-    ModelBuilder::new(mesh)
-        .poisson_ratio(nu)
-        .displaced(u)
+    ModelBuilder::new(mesh).poisson_ratio(nu).displaced(u)
 }
 
 #[test]
@@ -140,6 +133,7 @@ fn undamped_implicit_euler_never_gains_energy() {
     let m_total: f64 = model.derive(&model.params).mass.iter().sum();
     let fall = 40.0 * 0.5 * m_total * (0.005f64 * 9.81).powi(2);
     let lost = d[0].total_energy - d[40].total_energy - fall;
+    eprintln!("largest energy gain per step {worst:e} of E0; lost {lost:e} J of {:e} J elastic besides the fall", d[0].elastic_energy);
     let elastic0 = d[0].elastic_energy;
     assert!(
         lost > 0.5 * elastic0 && lost < elastic0,
@@ -193,11 +187,7 @@ fn a_small_single_mode_keeps_one_over_one_plus_omega_squared_h_squared_of_its_en
         let factor = 1.0 / (1.0 + omega2 * h * h);
         let dir = q.column(mode);
         let mut u = vec![[0.0; 3]; 4];
-        u[3] = [
-            amplitude * dir[0],
-            amplitude * dir[1],
-            amplitude * dir[2],
-        ];
+        u[3] = [amplitude * dir[0], amplitude * dir[1], amplitude * dir[2]];
         let model = builder
             .clone()
             .displaced(u)
@@ -205,6 +195,10 @@ fn a_small_single_mode_keeps_one_over_one_plus_omega_squared_h_squared_of_its_en
             .build()
             .expect("model");
         let d = rollout_diagnostics(&model);
+        let worst = (1..d.len())
+            .map(|t| (d[t].total_energy / d[t - 1].total_energy / factor - 1.0).abs())
+            .fold(0.0, f64::max);
+        eprintln!("mode ω² = {omega2:e}/s², h = {h:e} s: energy ratio per step within {worst:e} of 1/(1 + ω²h²) = {factor}");
         for t in 1..d.len() {
             let ratio = d[t].total_energy / d[t - 1].total_energy;
             assert!(
@@ -228,7 +222,11 @@ fn a_free_body_without_gravity_keeps_its_linear_momentum() {
         .expect("model");
     let spin = Vector3::new(0.5, -1.0, 2.0);
     for i in 0..model.num_nodes() {
-        let r = Vector3::new(model.x0[3 * i] - 0.15, model.x0[3 * i + 1] - 0.1, model.x0[3 * i + 2]);
+        let r = Vector3::new(
+            model.x0[3 * i] - 0.15,
+            model.x0[3 * i + 1] - 0.1,
+            model.x0[3 * i + 2],
+        );
         let v = spin.cross(&r) + Vector3::new(0.2, 0.1, -0.3) + r * 0.4;
         model.v0[3 * i..3 * i + 3].copy_from_slice(v.as_slice());
     }
@@ -238,6 +236,14 @@ fn a_free_body_without_gravity_keeps_its_linear_momentum() {
         .map(|i| mass[i] * Vector3::from_column_slice(&model.v0[3 * i..3 * i + 3]).norm())
         .sum();
     let p0 = Vector3::from(d[0].linear_momentum);
+    let worst = d
+        .iter()
+        .map(|dt| (Vector3::from(dt.linear_momentum) - p0).norm())
+        .fold(0.0, f64::max);
+    eprintln!(
+        "linear momentum drift over 30 steps: {:e} of Σm|v|",
+        worst / scale
+    );
     for (t, dt) in d.iter().enumerate() {
         let drift = (Vector3::from(dt.linear_momentum) - p0).norm();
         assert!(
@@ -249,5 +255,32 @@ fn a_free_body_without_gravity_keeps_its_linear_momentum() {
     let l_end = Vector3::from(d[d.len() - 1].angular_momentum).norm();
     eprintln!("angular momentum |L|: {l0:e} at frame 0, {l_end:e} at frame 30 (not asserted)");
     // The body did move and deform (the check is not vacuous).
-    assert!(d[0].elastic_energy > 0.0 && (d[30].center_of_mass[0] - d[0].center_of_mass[0]).abs() > 1e-3);
+    assert!(
+        d[0].elastic_energy > 0.0
+            && (d[30].center_of_mass[0] - d[0].center_of_mass[0]).abs() > 1e-3
+    );
+}
+
+#[test]
+fn implausible_units_name_the_body_the_value_and_why() {
+    let ok = stretched_box(0.0, 0.3).build().expect("model");
+    assert!(implausible_units(&ok).is_empty());
+    let soft = stretched_box(0.0, 0.3)
+        .youngs_modulus(1.0)
+        .density(1.0e-3)
+        .build()
+        .expect("model");
+    let w = implausible_units(&soft);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].contains("body 0")
+            && w[0].contains("youngs_modulus = 1e0 Pa")
+            && w[0].contains("1 MPa is 1e6")
+    );
+    assert!(w[1].contains("density = 1e-3 kg/m³") && w[1].contains("1 g/cm³ is 1000"));
+    let stiff = stretched_box(0.0, 0.3)
+        .youngs_modulus(2e14)
+        .build()
+        .expect("model");
+    assert!(implausible_units(&stiff)[0].contains("stiffer than any solid"));
 }
