@@ -142,6 +142,12 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             eprintln!("warning: {w}");
         }
     }
+    // A slip of units (E = 1 meant as 1 MPa) is shown even with --quiet: the run would
+    // "complete" simulating something else.
+    let units = diffphd::diagnostics::implausible_units(&model);
+    for w in &units {
+        eprintln!("warning: {w}");
+    }
     let derived = model.derive(&model.params);
     let setup = |e| Failure::input(anyhow::Error::new(e).context("setting up the solver"));
     let t_plan = Instant::now();
@@ -160,7 +166,8 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
     let traffic0 = sim.offload.as_ref().and_then(|o| o.traffic());
-    let header = run_header(args, &ls, &sim, threads, backend);
+    let mut header = run_header(args, &ls, &sim, threads, backend);
+    header.warnings.extend(units);
     let x = model.x0.clone();
     let v = model.v0.clone();
     if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
@@ -281,8 +288,10 @@ fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure>
     if !quiet {
         let s = &log.summary;
         eprintln!(
-            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s, setup {:.3}s -> {}",
-            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other, log.header.setup_seconds, out.display()
+            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
+            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
+            if diffphd::contact::enabled(sim.model) { format!(", contact {:.3}s", s.seconds_contact) } else { String::new() },
+            log.header.setup_seconds, s.seconds_total, out.display()
         );
         if let Some(t) = &s.device_traffic {
             eprintln!("device: {}", t.summary());
@@ -332,7 +341,7 @@ fn progress_bar(quiet: bool, frames: usize) -> Option<indicatif::ProgressBar> {
     let pb = indicatif::ProgressBar::new(frames as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]",
+            "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}, eta {eta}]",
         )
         .expect("template"),
     );
