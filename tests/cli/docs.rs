@@ -96,7 +96,10 @@ fn check_toml_block(where_: &str, body: &str, tmp: &Path) -> Result<(), String> 
             &d,
             &["sweep", "plan", "sweeps/doc.sweep.toml", "--out", "plan"],
         );
-        assert_eq!(code, 0, "{where_}: the documented sweep file is refused:\n{out}");
+        assert_eq!(
+            code, 0,
+            "{where_}: the documented sweep file is refused:\n{out}"
+        );
         return Ok(());
     }
     if body.contains("file = \"") {
@@ -109,7 +112,10 @@ fn check_toml_block(where_: &str, body: &str, tmp: &Path) -> Result<(), String> 
     };
     std::fs::write(tmp.join("block.toml"), &text).unwrap();
     let (code, out) = diffphd(tmp, &["simulate", "block.toml", "--dry-run"]);
-    assert_eq!(code, 0, "{where_}: the documented TOML is refused:\n{out}\n--- block:\n{body}");
+    assert_eq!(
+        code, 0,
+        "{where_}: the documented TOML is refused:\n{out}\n--- block:\n{body}"
+    );
     Ok(())
 }
 
@@ -158,7 +164,9 @@ fn same(a: &toml::Value, b: &toml::Value) -> bool {
         _ => None,
     };
     match (a, b) {
-        (V::Array(x), V::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+        (V::Array(x), V::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
         _ => match (num(a), num(b)) {
             (Some(p), Some(q)) => (p - q).abs() <= 1e-12 * p.abs().max(q.abs()),
             _ => a == b,
@@ -189,16 +197,21 @@ fn every_documented_default_is_the_resolved_one() {
     let (mut compared, mut drift) = (0, vec![]);
     for line in doc.lines() {
         if line.starts_with("## ") || line.starts_with("### ") {
-            at = sections.iter().find(|(h, _)| line.starts_with(h)).map(|(_, path)| {
-                let mut v = resolved.get(path[0]).unwrap_or_else(|| panic!("{:?}", path));
-                for k in &path[1..] {
-                    if let toml::Value::Array(a) = v {
-                        v = &a[0];
+            at = sections
+                .iter()
+                .find(|(h, _)| line.starts_with(h))
+                .map(|(_, path)| {
+                    let mut v = resolved
+                        .get(path[0])
+                        .unwrap_or_else(|| panic!("{:?}", path));
+                    for k in &path[1..] {
+                        if let toml::Value::Array(a) = v {
+                            v = &a[0];
+                        }
+                        v = v.get(k).unwrap_or_else(|| panic!("{path:?}"));
                     }
-                    v = v.get(k).unwrap_or_else(|| panic!("{path:?}"));
-                }
-                v
-            });
+                    v
+                });
             default_col = None;
             continue;
         }
@@ -215,7 +228,8 @@ fn every_documented_default_is_the_resolved_one() {
             continue;
         };
         let key = key.trim_matches('`');
-        let (Some(doc_value), Some(actual)) = (cells.get(col).and_then(|c| literal(c)), table.get(key))
+        let (Some(doc_value), Some(actual)) =
+            (cells.get(col).and_then(|c| literal(c)), table.get(key))
         else {
             continue;
         };
@@ -225,7 +239,10 @@ fn every_documented_default_is_the_resolved_one() {
         }
     }
     eprintln!("{compared} documented defaults compared");
-    assert!(drift.is_empty(), "docs/scene-format.md defaults drifted: {drift:#?}");
+    assert!(
+        drift.is_empty(),
+        "docs/scene-format.md defaults drifted: {drift:#?}"
+    );
     assert!(
         compared >= MIN_DEFAULTS_COMPARED,
         "only {compared} defaults compared (the tables' layout changed?)"
@@ -285,7 +302,10 @@ fn documented_scene(name: &str) -> Option<String> {
     doc_files().into_iter().find_map(|f| {
         let text = std::fs::read_to_string(&f).ok()?;
         let at = text.find(&key)?;
-        blocks(&text[at..], &["toml"]).into_iter().next().map(|b| b.1)
+        blocks(&text[at..], &["toml"])
+            .into_iter()
+            .next()
+            .map(|b| b.1)
     })
 }
 
