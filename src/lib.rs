@@ -11,6 +11,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod contact;
+pub mod diagnostics;
 pub mod gpu;
 pub mod io;
 pub mod linalg;

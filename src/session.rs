@@ -9,6 +9,7 @@
 //! Threads: [`with_threads`] runs a closure on a rayon pool of its own (a per-call thread
 //! count), where the command line configures the global pool once.
 
+use crate::diagnostics::{diagnostics, Diagnostics};
 use crate::gpu::Backend;
 use crate::io::frames::FrameWriter;
 use crate::model::{OnNonConvergence, SolverMethod};
@@ -238,6 +239,9 @@ pub struct FrameState<'a> {
     pub stats: Option<&'a StepStats>,
     /// Elements with det F ≤ 0 after the step: their number and the first.
     pub inverted: Option<(usize, usize)>,
+    /// The frame's physics diagnostics (energies, centre of mass, momenta, strains;
+    /// [`crate::diagnostics`]).
+    pub diagnostics: &'a Diagnostics,
 }
 
 /// How a rollout ended.
@@ -273,6 +277,9 @@ pub struct Rollout {
     pub device: Option<String>,
     /// Warnings of the run (the model's repairs, inverted elements, contact time caps).
     pub warnings: Vec<String>,
+    /// The physics diagnostics of every frame reported to the callback (frame 0 first;
+    /// [`crate::diagnostics`]).
+    pub diagnostics: Vec<Diagnostics>,
 }
 
 impl Rollout {
@@ -337,8 +344,15 @@ pub fn simulate(
         anderson_window: sim.config.window,
         solver_method: sim.config.method.as_str().into(),
         device,
-        warnings: model.warnings.clone(),
+        warnings: model
+            .warnings
+            .iter()
+            .cloned()
+            .chain(crate::diagnostics::implausible_units(model))
+            .collect(),
+        diagnostics: vec![],
     };
+    let d0 = diagnostics(model, &sim.derived.mass, &x, &v);
     let first = FrameState {
         frame: 0,
         time: 0.0,
@@ -347,8 +361,11 @@ pub fn simulate(
         contact_force: has_obstacles.then_some(&zeros[..]),
         stats: None,
         inverted: None,
+        diagnostics: &d0,
     };
-    if !on_frame(&first) {
+    let go_on = on_frame(&first);
+    out.diagnostics.push(d0);
+    if !go_on {
         out.outcome = Outcome::Stopped { frame: 0 };
         return Ok(out);
     }
@@ -390,6 +407,7 @@ pub fn simulate(
         if !stats.converged {
             out.missed.push(frame);
         }
+        let d = Diagnostics::of_event(&e);
         let state = FrameState {
             frame,
             time: e.time,
@@ -402,12 +420,11 @@ pub fn simulate(
             },
             stats: Some(stats),
             inverted,
+            diagnostics: &d,
         };
-        Ok(if on_frame(&state) {
-            Flow::Continue
-        } else {
-            Flow::Stop
-        })
+        let go_on = on_frame(&state);
+        out.diagnostics.push(d);
+        Ok(if go_on { Flow::Continue } else { Flow::Stop })
     });
     match ended {
         Err(RolloutError::Step { error, .. }) => {

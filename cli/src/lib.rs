@@ -236,11 +236,17 @@ pub fn claim_output(
         overrides: simulate::effective_sets(args),
         commands: vec![command.to_string()],
         diffphd_version: diffphd::io::VERSION.to_string(),
+        hash_without_threads: ls.hash_without_threads(),
     };
     let removed = diffphd::io::outdir::claim(&out, &me, args.overwrite).map_err(Failure::input)?;
     if !removed.is_empty() && !args.quiet {
         eprintln!(
-            "--overwrite: removed {} file(s) of an earlier run from {}",
+            "{}: removed {} file(s) of an earlier run from {}",
+            if args.overwrite {
+                "--overwrite"
+            } else {
+                "the same run at another thread count"
+            },
             removed.len(),
             out.display()
         );

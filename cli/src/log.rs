@@ -35,20 +35,7 @@ pub struct RunHeader {
     pub warnings: Vec<String>,
 }
 
-/// A number, or the string `"inf"`, `"-inf"` or `"nan"` where JSON has no number (serde_json
-/// would write `null`, which reads as "missing"): a gate that was never evaluated
-/// (`solver.max_iterations = 1`) or is undefined (0/0 with zero tolerances).
-fn finite_or_name<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if x.is_finite() {
-        s.serialize_f64(*x)
-    } else if x.is_nan() {
-        s.serialize_str("nan")
-    } else if *x > 0.0 {
-        s.serialize_str("inf")
-    } else {
-        s.serialize_str("-inf")
-    }
-}
+use diffphd::diagnostics::{finite_or_name, Diagnostics};
 
 /// One frame of the log.
 #[derive(Clone, Debug, Serialize)]
@@ -81,6 +68,10 @@ pub struct FrameRecord {
     /// File written for this frame, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// Physics diagnostics of the state at the end of the frame: the material law's elastic
+    /// energy, kinetic and gravitational energy, centre of mass, linear and angular momentum,
+    /// extreme principal strains, inverted elements ([`diffphd::diagnostics`]).
+    pub diagnostics: Diagnostics,
     /// Contact statistics (scenes with obstacles): active contacts, max penetration,
     /// complementarity residual, timings.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,6 +134,8 @@ pub struct RunLog {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The diagnostics of the initial state (frame 0, which has no frame record).
+    pub initial_diagnostics: Diagnostics,
     pub frames: Vec<FrameRecord>,
     pub summary: Summary,
 }

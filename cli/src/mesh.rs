@@ -86,8 +86,8 @@ pub enum MeshCommand {
         json: bool,
     },
     /// Write an analytic closed surface (sphere or torus) as a triangle mesh.
-    #[command(hide = true)]
     Generate {
+        /// Surface to write.
         #[arg(value_enum)]
         shape: Shape,
         /// Output surface (.obj, .off, .ply, .stl).

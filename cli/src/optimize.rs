@@ -189,7 +189,7 @@ fn progress_bar(max_iterations: usize) -> indicatif::ProgressBar {
     let pb = indicatif::ProgressBar::new(max_iterations as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
-            "{bar:30} iter {pos}/{len} {msg} [{elapsed_precise}]",
+            "{bar:30} iter {pos}/{len} {msg} [{elapsed_precise}, eta {eta}]",
         )
         .expect("template"),
     );

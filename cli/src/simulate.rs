@@ -4,6 +4,7 @@
 use super::{BackendArg, Failure, RunArgs};
 use crate::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
 use anyhow::Context;
+use diffphd::diagnostics::Diagnostics;
 use diffphd::gpu::Backend;
 use diffphd::io::frames::FrameWriter;
 use diffphd::io::write_atomic;
@@ -106,6 +107,12 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             eprintln!("warning: {w}");
         }
     }
+    // A slip of units (E = 1 meant as 1 MPa) is shown even with --quiet: the run would
+    // "complete" simulating something else.
+    let units = diffphd::diagnostics::implausible_units(&model);
+    for w in &units {
+        eprintln!("warning: {w}");
+    }
     let derived = model.derive(&model.params);
     let setup = |e| Failure::input(anyhow::Error::new(e).context("setting up the solver"));
     let t_plan = Instant::now();
@@ -124,7 +131,8 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     sim.setup_seconds += plan_seconds;
     attach_offload(&mut sim, backend, args.quiet)?;
     let traffic0 = sim.offload.as_ref().and_then(|o| o.traffic());
-    let header = run_header(args, &ls, &sim, threads, backend);
+    let mut header = run_header(args, &ls, &sim, threads, backend);
+    header.warnings.extend(units);
     let x = model.x0.clone();
     let v = model.v0.clone();
     if let Some(what) = unrepresentable_state(&model, &x, &v, None) {
@@ -133,6 +141,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             ls.path.display()
         )));
     }
+    let initial_diagnostics = diffphd::diagnostics::diagnostics(&model, &sim.derived.mass, &x, &v);
     let mut frames_out = FrameOutput::new(&model, &ls);
     if frames_out.write_frames {
         frames_out
@@ -145,6 +154,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
             header,
             status: Status::Running,
             error: None,
+            initial_diagnostics,
             frames: vec![],
             summary: Summary::default(),
         },
@@ -243,8 +253,10 @@ fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure>
     if !quiet {
         let s = &log.summary;
         eprintln!(
-            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s, setup {:.3}s -> {}",
-            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other, log.header.setup_seconds, out.display()
+            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
+            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
+            if diffphd::contact::enabled(sim.model) { format!(", contact {:.3}s", s.seconds_contact) } else { String::new() },
+            log.header.setup_seconds, s.seconds_total, out.display()
         );
         if let Some(t) = &s.device_traffic {
             eprintln!("device: {}", t.summary());
@@ -294,7 +306,7 @@ fn progress_bar(quiet: bool, frames: usize) -> Option<indicatif::ProgressBar> {
     let pb = indicatif::ProgressBar::new(frames as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}]",
+            "{bar:40} {pos}/{len} frames {msg} [{elapsed_precise}, eta {eta}]",
         )
         .expect("template"),
     );
@@ -308,8 +320,10 @@ fn frame_record(
     stats: &StepStats,
     inverted: Option<(usize, usize)>,
     file: Option<String>,
+    diagnostics: Diagnostics,
 ) -> FrameRecord {
     FrameRecord {
+        diagnostics,
         inverted_elements: inverted,
         frame,
         time: frame as f64 * sim.model.h,
@@ -418,7 +432,7 @@ impl Progress {
                 stats.iterations
             ));
         }
-        let rec = frame_record(sim, frame, stats, inverted, file);
+        let rec = frame_record(sim, frame, stats, inverted, file, Diagnostics::of_event(&e));
         self.report(frame, model.frames, &rec);
         self.log.push(rec);
         self.log.summary.seconds_total = self.t_run.elapsed().as_secs_f64();

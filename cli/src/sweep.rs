@@ -379,12 +379,16 @@ fn run_cmd(a: &RunArgs) -> Result<(), Failure> {
         let pb = indicatif::ProgressBar::new(n as u64);
         pb.set_style(
             indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} runs {msg} [{elapsed_precise}]",
+                "{bar:40} {pos}/{len} runs {msg} [{elapsed_precise}, eta {eta}]",
             )
             .expect("template"),
         );
         pb
     });
+    // SIGINT/SIGTERM: start no further run, let the running ones end (they stop after
+    // their current frame, each recording its status), then say what to rerun.
+    let interrupt = super::interrupt_flag();
+    let interrupted = || interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Result<Outcome, Failure>)>> = Mutex::new(Vec::new());
@@ -396,6 +400,9 @@ fn run_cmd(a: &RunArgs) -> Result<(), Failure> {
     std::thread::scope(|s| {
         for _ in 0..jobs.min(n) {
             s.spawn(|| loop {
+                if interrupted() {
+                    break;
+                }
                 let id = next.fetch_add(1, Ordering::SeqCst);
                 if id >= n {
                     break;
@@ -446,14 +453,24 @@ fn run_cmd(a: &RunArgs) -> Result<(), Failure> {
             Err(_) => failed.push(format!("{} (not started)", t.runs[*id].dir)),
         }
     }
-    if !a.quiet || !failed.is_empty() {
-        eprintln!(
-            "sweep: {ok} ok, {skipped} already done, {} failed{}{} -> diffphd sweep collect {}",
-            failed.len(),
-            if failed.is_empty() { "" } else { ": " },
-            failed.join(", "),
-            dir.display()
-        );
+    // The one-line summary also under --quiet: it is the run's result.
+    eprintln!(
+        "sweep: {ok} ok, {skipped} already done, {} failed{}{} -> diffphd sweep collect {}",
+        failed.len(),
+        if failed.is_empty() { "" } else { ": " },
+        failed.join(", "),
+        dir.display()
+    );
+    if interrupted() {
+        return Err(Failure {
+            code: 130,
+            error: anyhow::anyhow!(
+                "interrupted: {} of {n} runs not started or stopped; rerun `diffphd sweep run {} --out {}` to finish them (finished runs are skipped)",
+                n - ok - skipped,
+                a.plan.sweep.display(),
+                dir.display()
+            ),
+        });
     }
     if failed.is_empty() {
         Ok(())

@@ -26,6 +26,11 @@ pub struct RunMarker {
     pub overrides: Vec<String>,
     pub commands: Vec<String>,
     pub diffphd_version: String,
+    /// SHA-256 of the effective scene without `solver.threads`: a run that differs from the
+    /// folder's only in its thread count replaces its output without `--overwrite` (the
+    /// threads stay in `scene_hash`, `overrides` and the logs). Absent in older markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_without_threads: Option<String>,
 }
 
 /// Why a folder cannot be claimed.
@@ -140,9 +145,21 @@ fn conflict(existing: Option<&RunMarker>, files: &[String], me: &RunMarker) -> O
     None
 }
 
+/// Whether `me` differs from the folder's run `existing` only in its thread count.
+fn only_threads_differ(existing: Option<&RunMarker>, me: &RunMarker) -> bool {
+    existing.is_some_and(|m| {
+        m.scene_hash != me.scene_hash
+            && m.hash_without_threads.is_some()
+            && m.hash_without_threads == me.hash_without_threads
+    })
+}
+
 /// Claim `dir` for a run described by `me` (its `commands` holds this run's command only).
 /// Creates the folder; refuses one holding another run's output unless `overwrite`, which
-/// removes every diffphd output file there first. Returns the names removed.
+/// removes every diffphd output file there first, or unless the two runs differ only in
+/// their thread count ([`RunMarker::hash_without_threads`]): then the earlier output is
+/// replaced the same way (frames of two thread counts are never mixed). Returns the names
+/// removed.
 pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>, OutdirError> {
     if dir.exists() && !dir.is_dir() {
         return Err(OutdirError::NotDir {
@@ -163,6 +180,7 @@ pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>,
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
         if !files.is_empty() {
+            let replace = overwrite || only_threads_differ(existing.as_ref(), me);
             match conflict(existing.as_ref(), &files, me) {
                 None => {
                     let mut marker =
@@ -178,7 +196,7 @@ pub fn claim(dir: &Path, me: &RunMarker, overwrite: bool) -> Result<Vec<String>,
                         .map_err(|err| OutdirError::Write { file, err })?;
                     return Ok(removed);
                 }
-                Some(cause) if !overwrite => {
+                Some(cause) if !replace => {
                     return Err(OutdirError::Taken {
                         dir: dir.to_path_buf(),
                         cause,
@@ -234,6 +252,7 @@ mod tests {
             overrides: vec![],
             commands: vec![cmd.into()],
             diffphd_version: "test".into(),
+            hash_without_threads: None,
         }
     }
 

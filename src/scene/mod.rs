@@ -66,6 +66,19 @@ impl LoadedScene {
         format!("{:x}", Sha256::digest(text.as_bytes()))
     }
 
+    /// SHA-256 (hex) of the effective scene without `solver.threads`: two runs with the same
+    /// hash differ at most in their thread count (their frames differ at round-off, ~1e-12 m),
+    /// so a rerun at another thread count may replace the folder's output
+    /// ([`crate::io::outdir::claim`]); `None` if the effective text does not parse again.
+    pub fn hash_without_threads(&self) -> Option<String> {
+        let mut table: toml::Table = toml::from_str(&self.effective_toml).ok()?;
+        if let Some(toml::Value::Table(solver)) = table.get_mut("solver") {
+            solver.remove("threads");
+        }
+        let text = toml::to_string(&table).ok()?;
+        Some(format!("{:x}", Sha256::digest(text.as_bytes())))
+    }
+
     /// Resolve a path written in the scene file.
     pub fn resolve(&self, p: &str) -> PathBuf {
         let pb = PathBuf::from(p);
@@ -112,7 +125,7 @@ pub fn load_str(text: &str, path: &Path, sets: &[String]) -> Result<LoadedScene,
     })?;
     let scene: Scene = toml::from_str(&effective_toml).map_err(|e| SceneError::Toml {
         path: ps.clone(),
-        msg: typed_error(&e, text, &effective_toml, sets),
+        msg: plain_type_names(typed_error(&e, text, &effective_toml, sets)),
     })?;
     scene.validate().map_err(|(key, msg)| SceneError::Invalid {
         path: ps.clone(),
@@ -186,6 +199,24 @@ fn typed_error(e: &toml::de::Error, original: &str, effective: &str, sets: &[Str
         }
     }
     effective_error(e, effective, sets)
+}
+
+/// serde's Rust type names in a message as the words a scene's author reads: `expected f64`
+/// becomes `expected a number`, `expected usize` `expected a non-negative integer`.
+fn plain_type_names(msg: String) -> String {
+    const NAMES: [(&str, &str); 8] = [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u8", "expected a non-negative integer"),
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+    ];
+    NAMES
+        .iter()
+        .fold(msg, |m, (rust, plain)| m.replace(rust, plain))
 }
 
 /// The key path of a table header line of the effective TOML (`[[body]]`, `[body.material]`)

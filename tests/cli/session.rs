@@ -45,6 +45,12 @@ fn reports_every_frame_with_the_cli_velocity_update() {
             assert_eq!(f.frame, xs.len());
             assert_eq!(f.stats.is_some(), f.frame > 0);
             assert!(f.contact_force.is_none());
+            // The frame's diagnostics are those of its state (kinetic energy from v).
+            let m = model.derive(&model.params).mass;
+            let ke: f64 = (0..m.len())
+                .map(|i| 0.5 * m[i] * (0..3).map(|k| f.v[3 * i + k].powi(2)).sum::<f64>())
+                .sum();
+            assert!((f.diagnostics.kinetic_energy - ke).abs() <= 1e-12 * ke.max(1e-300));
             xs.push(f.x.to_vec());
             vs.push(f.v.to_vec());
             true
@@ -56,6 +62,12 @@ fn reports_every_frame_with_the_cli_velocity_update() {
     assert_eq!(r.outcome, Outcome::Completed);
     assert!(r.missed.is_empty() && r.incomplete_message().is_none());
     assert_eq!(xs.len(), 4);
+    // The rollout returns every reported frame's diagnostics; the clamped beam sags under
+    // gravity: its gravitational energy falls and it stores elastic energy.
+    assert_eq!(r.diagnostics.len(), 4);
+    assert!(r.diagnostics[0].elastic_energy.abs() < 1e-12);
+    assert!(r.diagnostics[3].gravitational_energy < r.diagnostics[0].gravitational_energy);
+    assert!(r.diagnostics[3].elastic_energy > 0.0);
     assert_eq!(xs[0], model.x0);
     assert_eq!(vs[0], model.v0);
     for t in 1..4 {

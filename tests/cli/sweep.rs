@@ -450,3 +450,59 @@ fn slurm_array_script_runs_sweep_task_and_chunks_big_sweeps() {
     let grad = g["evaluation"]["gradient"].as_array().expect("a gradient");
     assert!(!grad.is_empty() && grad.iter().all(|v| v.as_f64().is_some_and(f64::is_finite)));
 }
+
+/// Ctrl-C on `sweep run` (SIGINT to the sweep process): no further run starts, the running
+/// one ends, the one-line summary is printed (also under `-q`) and the message names the
+/// command that finishes the sweep; exit 130. The rerun it names completes the rest.
+#[test]
+fn sweep_run_interrupted_says_what_to_rerun() {
+    let (d, _) = setup(&format!(
+        "set = [\"simulation.frames=40\"]\n{}",
+        sweep_text("[0.3, 0.35, 0.4, 0.45]")
+    ));
+    let child = Command::new(common::bin())
+        .current_dir(d.path())
+        .args([
+            "sweep",
+            "run",
+            "grid.sweep.toml",
+            "--out",
+            "k",
+            "--jobs",
+            "1",
+            "-q",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = d.path().join("k/run_0000/sweep-status.json");
+    let t0 = std::time::Instant::now();
+    while !first.exists() && t0.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let t = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{t}");
+    assert!(t.contains("sweep: "), "no summary under -q: {t}");
+    assert!(
+        t.contains("rerun `diffphd sweep run grid.sweep.toml --out ")
+            && t.contains("to finish them"),
+        "{t}"
+    );
+    assert!(
+        !d.path().join("k/run_0011/sweep-status.json").exists(),
+        "the last run started after the interrupt"
+    );
+    let o = diffphd(
+        d.path(),
+        &["sweep", "run", "grid.sweep.toml", "--out", "k", "-q"],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(" already done, 0 failed"), "the -q summary: {t}");
+}
