@@ -639,11 +639,11 @@ pub fn grad(
 
 /// One step from a given state: $(x_{t+1}, v_{t+1})$ from $(x_t, v_t)$ at frame `frame` (its
 /// time: prescribed motions, muscle knots, moving obstacles), with the model at `theta` and,
-/// if given, `activations` replacing each muscle group's knots by one constant activation
-/// for the step. Returns the step's tape: [`Tape::gradient`] with cotangents of frame
+/// if given, `activations` setting every knot of each muscle group to one constant
+/// activation for the step. Returns the step's tape: [`Tape::gradient`] with cotangents of frame
 /// `frame + 1` ([`crate::solver::cotangent::DenseCotangents`] with `start = frame + 1`) gives $d\mathcal L/dx_t$,
-/// $d\mathcal L/dv_t$, the parameters' and (in [`CotangentGradient::all`]'s
-/// `muscle_activation[g][0]`) the activations' gradients.
+/// $d\mathcal L/dv_t$, the parameters' and (the sum over [`CotangentGradient::all`]'s
+/// `muscle_activation[g]`) the activations' gradients.
 pub fn step(
     problem: &Problem,
     theta: &[f64],
@@ -664,7 +664,9 @@ pub fn step(
             });
         }
         for (g, &v) in model.muscles.iter_mut().zip(a) {
-            g.knots = vec![v];
+            // every knot (their count is the gradients' shape): a(t) = v through the step,
+            // and dL/dv is the sum of the knots' gradients
+            g.knots.iter_mut().for_each(|k| *k = v);
         }
     }
     let n3 = model.x0.len();

@@ -44,7 +44,7 @@ def _array(t, name, requires=None):
     if isinstance(t, torch.Tensor):
         if t.dtype != torch.float64:
             raise InputError(f"{name}: expected a float64 tensor, got {t.dtype}")
-        return np.ascontiguousarray(t.detach().cpu().numpy())
+        return np.array(t.detach().cpu().numpy(), dtype=np.float64, order="C")  # keeps 0-d
     return t
 
 
@@ -77,11 +77,17 @@ def _theta(scene, values):
     return theta, where
 
 
+def _where(scene, names):
+    """The scalar indices of the entries ``names`` (checked by ``_theta`` in ``forward``)."""
+    entries = {e["name"]: e for e in scene._inputs()}
+    return [(entries[n]["indices"], None) for n in names]
+
+
 def _like(g, t):
-    """Gradient array ``g`` as a tensor matching input ``t``'s device (None for a non-tensor)."""
+    """Gradient tensor ``g`` shaped as input ``t`` and on its device (None for a non-tensor)."""
     if not isinstance(t, torch.Tensor):
         return None
-    return torch.from_numpy(np.ascontiguousarray(g)).reshape(t.shape).to(t.device)
+    return g.reshape(t.shape).to(t.device)
 
 
 def _check_backward(grads):
@@ -98,20 +104,61 @@ def _check_backward(grads):
         if is_gradtrackingtensor is not None and is_gradtrackingtensor(g) and maybe_get_level(g) == 1:
             return  # torch.func.grad (one level): first derivatives only
         break
-    raise RuntimeError(
-        "diffphd.torch: higher-order gradients (create_graph=True, nested torch.func.grad) are "
-        "not supported: the native adjoint's result is not itself differentiable"
-    )
+    raise RuntimeError(_HIGHER_ORDER)
+
+
+_HIGHER_ORDER = (
+    "diffphd.torch: higher-order gradients (create_graph=True, nested torch.func.grad) are "
+    "not supported: the native adjoint's result is not itself differentiable"
+)
 
 
 def _cotangent(g):
-    return None if g is None else np.ascontiguousarray(g.detach().cpu().numpy(), dtype=np.float64)
+    if g is None:
+        return None
+    return np.array(g.detach().cpu().numpy(), dtype=np.float64, order="C")
 
 
 def _no_vmap(*args, **kwargs):
     raise RuntimeError(
         "diffphd.torch: vmap is not supported (each rollout is one native solve); loop over the batch instead"
     )
+
+
+class _Adjoint(torch.autograd.Function):
+    """The native reverse sweep of a tape for the cotangents ``gx``, ``gv`` of its frames
+    (None: zero; for a step only its end frame's): dL/dθ, dL/dx_s, dL/dv_s, dL/d(controls).
+    A Function of its own so that its NumPy work sees plain tensors under ``torch.func``;
+    it is not differentiable itself."""
+
+    @staticmethod
+    def forward(tape, one_step, gx, gv):
+        dx, dv = _cotangent(gx), _cotangent(gv)
+        if one_step:  # the recorded frames are (t, t+1): none on the start state
+
+            def both(c):
+                return None if c is None else np.stack([np.zeros_like(c), c])
+
+            dx, dv = both(dx), both(dv)
+        g = tape.gradient(dx=dx, dv=dv)
+        return tuple(torch.from_numpy(g[k]) for k in ("theta", "x0", "v0", "controls"))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_HIGHER_ORDER)
+
+    vmap = staticmethod(_no_vmap)
+
+
+class _Holder:
+    """Carries the native tape from ``forward`` to ``setup_context`` (an object, not a
+    list: torch.func rebuilds containers it flattens)."""
+
+    tape = None
 
 
 class _Rollout(torch.autograd.Function):
@@ -121,25 +168,25 @@ class _Rollout(torch.autograd.Function):
     def forward(scene, holder, names, threads, x0, v0, *values):
         theta, _ = _theta(scene, dict(zip(names, values)))
         tape = scene._record(theta=theta, x0=_array(x0, "x0"), v0=_array(v0, "v0"), threads=threads)
-        holder.append(tape)
+        holder.tape = tape
         return torch.from_numpy(tape.positions), torch.from_numpy(tape.velocities)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         scene, holder, names, threads, x0, v0, *values = inputs
         ctx.set_materialize_grads(False)
-        ctx.tape = holder[-1]
-        ctx.where = _theta(scene, dict(zip(names, values)))[1]
+        ctx.tape = holder.tape
+        ctx.where = _where(scene, names)
         ctx.inputs = (x0, v0, values)
 
     @staticmethod
     def backward(ctx, gx, gv):
         _check_backward((gx, gv))
         x0, v0, values = ctx.inputs
-        g = ctx.tape.gradient(dx=_cotangent(gx), dv=_cotangent(gv))
-        out = [None, None, None, None, _like(g["x0"], x0), _like(g["v0"], v0)]
+        theta, gx0, gv0, _ = _Adjoint.apply(ctx.tape, False, gx, gv)
+        out = [None, None, None, None, _like(gx0, x0), _like(gv0, v0)]
         for (idx, _), t in zip(ctx.where, values):
-            out.append(_like(g["theta"][idx], t))
+            out.append(_like(theta[idx], t))
         return tuple(out)
 
     vmap = staticmethod(_no_vmap)
@@ -159,30 +206,25 @@ class _Step(torch.autograd.Function):
             theta=theta,
             threads=threads,
         )
-        holder.append(tape)
+        holder.tape = tape
         return torch.from_numpy(tape.positions[1]), torch.from_numpy(tape.velocities[1])
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         scene, holder, names, threads, frame, x_t, v_t, controls_t, *values = inputs
         ctx.set_materialize_grads(False)
-        ctx.tape = holder[-1]
-        ctx.where = _theta(scene, dict(zip(names, values)))[1]
+        ctx.tape = holder.tape
+        ctx.where = _where(scene, names)
         ctx.inputs = (x_t, v_t, controls_t, values)
 
     @staticmethod
     def backward(ctx, gx, gv):
         _check_backward((gx, gv))
         x_t, v_t, controls_t, values = ctx.inputs
-
-        def both(c):  # cotangents of the recorded frames (t, t+1): none on the start state
-            return None if c is None else np.stack([np.zeros_like(c), c])
-
-        g = ctx.tape.gradient(dx=both(_cotangent(gx)), dv=both(_cotangent(gv)))
-        out = [None, None, None, None, None]
-        out += [_like(g["x0"], x_t), _like(g["v0"], v_t), _like(g["controls"], controls_t)]
+        theta, gx0, gv0, gc = _Adjoint.apply(ctx.tape, True, gx, gv)
+        out = [None, None, None, None, None, _like(gx0, x_t), _like(gv0, v_t), _like(gc, controls_t)]
         for (idx, _), t in zip(ctx.where, values):
-            out.append(_like(g["theta"][idx], t))
+            out.append(_like(theta[idx], t))
         return tuple(out)
 
     vmap = staticmethod(_no_vmap)
@@ -197,7 +239,7 @@ def rollout(scene, *, x0=None, v0=None, threads=None, **values):
     ``v_t = (x_t - x_{t-1}) / h``."""
     _not_differentiable("threads", threads)
     names = tuple(values)
-    return _Rollout.apply(scene, [], names, threads, x0, v0, *values.values())
+    return _Rollout.apply(scene, _Holder(), names, threads, x0, v0, *values.values())
 
 
 def step(scene, x_t, v_t, controls_t=None, *, frame=0, threads=None, **values):
@@ -207,7 +249,12 @@ def step(scene, x_t, v_t, controls_t=None, *, frame=0, threads=None, **values):
     x_t) / h``. The clamped nodes follow the scene's initial state, not ``x_t``."""
     _not_differentiable("threads", threads)
     _not_differentiable("frame", frame)
+    if controls_t is not None:
+        kinds = {e["name"]: e["kind"] for e in scene._inputs()}
+        held = [n for n in values if kinds.get(n) == "muscle_activation"]
+        if held:
+            raise InputError(f"{held[0]}: a muscle activation input and controls_t together (controls_t replaces the knots for the step)")
     if isinstance(frame, torch.Tensor):
         frame = int(frame)
     names = tuple(values)
-    return _Step.apply(scene, [], names, threads, frame, x_t, v_t, controls_t, *values.values())
+    return _Step.apply(scene, _Holder(), names, threads, frame, x_t, v_t, controls_t, *values.values())
