@@ -200,7 +200,7 @@ pub fn forward_from(
     let mut total = 0.0;
     run_infallible(sim, start, frames, state, |e| {
         total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
-        if (e.frame - start) % k == 0 || e.frame == frames {
+        if (e.frame - start).is_multiple_of(k) || e.frame == frames {
             kept.insert(e.frame, (e.x.to_vec(), e.v.to_vec()));
         }
         steps.push(e.stats.clone());
