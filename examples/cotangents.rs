@@ -1,8 +1,7 @@
 //! Caller-supplied cotangents through the public API: load a scene with `--set`-style
 //! overrides, run a rollout with a custom sink, inject dL/dx_t on every frame and read the
-//! named per-parameter gradients. The loss is the caller's own,
-//! L = ½ Σ_t ‖x_t − x_0‖² over frames 1..=T (the motion away from the start), so
-//! dL/dx_t = x_t − x_0 (and dL/dv_t = 0).
+//! named per-parameter gradients. The loss is the caller's own, L = ½ Σ_t ‖x_t − x_0‖² over
+//! frames 1..=T (the motion away from the start), so dL/dx_t = x_t − x_0 (and dL/dv_t = 0).
 //!
 //! `cargo run --release --example cotangents [SCENE] [key.path=value ...]`
 use diffphd::session::{self, FrameState, SessionError, Tape};
