@@ -39,7 +39,7 @@ def inputs(scene):
     return out
 
 
-def _array(t, name, requires=None):
+def _array(t, name):
     """A float64 CPU NumPy copy of tensor (or array-like) ``t`` (argument ``name``)."""
     if isinstance(t, torch.Tensor):
         if t.dtype != torch.float64:
