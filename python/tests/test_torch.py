@@ -231,3 +231,11 @@ def test_bad_inputs_are_refused():
     with pytest.raises(diffphd.InputError, match="controls_t"):
         dt.step(s, torch.tensor(s.initial_positions), torch.tensor(s.initial_velocities),
                 torch.zeros(3, dtype=torch.float64))
+
+
+def test_import_diffphd_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, diffphd; sys.exit(1 if 'torch' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
