@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes (once) and prints the path of the cached venv the Python package is built into and
-# tested in: maturin, numpy and pytest as pinned in python/requirements-test.txt. The venv is
+# tested in: maturin, numpy, pytest and torch (CPU use; PyPI installs its CUDA libraries too,
+# about 5.4 GB) as pinned in python/requirements-test.txt. The venv is
 # target/py-venv-<hash of that file and the interpreter's version>, so changing the pins
 # makes a new one; a cached one is reused in well under a second. Needs python3 (>= 3.9)
 # with venv and pip, and PyPI (or a pip mirror) the first time. PYTHON picks the interpreter.

@@ -15,6 +15,7 @@ use crate::io::frames::FrameWriter;
 use crate::model::{OnNonConvergence, SolverMethod};
 use crate::optimize::problem::{Problem, ProblemError};
 use crate::scene::{LoadedScene, ModelError, Output, SceneError};
+use crate::solver::cotangent::CotangentSource;
 use crate::solver::offload::OffloadError;
 use crate::solver::rollout::{self, Flow, RolloutError};
 use crate::solver::{Model, Simulator, SolverError, StepStats};
@@ -516,4 +517,196 @@ pub fn write_frames<'a>(
         names.push(name);
     }
     Ok(names)
+}
+
+/// The differentiable problem of a scene for caller-supplied cotangents: its
+/// `[[parameter]]`s (none is allowed) and no loss ([`Problem::without_loss`]).
+pub fn parameters(ls: LoadedScene) -> Result<Problem, SessionError> {
+    let path = ls.path.display().to_string();
+    Problem::without_loss(ls).map_err(|source| SessionError::Problem { path, source })
+}
+
+/// A recorded rollout to differentiate: the model it ran (parameters applied, any state or
+/// activation the caller replaced) and its tape with every state kept, from frame `start`
+/// to frame `last`.
+pub struct Tape {
+    pub model: Model,
+    pub rollout: rollout::Rollout,
+}
+
+/// Gradients of a caller's loss $\mathcal L$ from its cotangents (see
+/// [`crate::solver::cotangent`]): named per-parameter gradients and the start state's.
+#[derive(Clone, Debug)]
+pub struct CotangentGradient {
+    /// The problem's parameter names, and $d\mathcal L/d\theta$ for each (θ = ln value for
+    /// `log = true`, else the value: what `diffphd grad` reports).
+    pub names: Vec<String>,
+    pub gradient: Vec<f64>,
+    /// $d\mathcal L/dx_s$ and $d\mathcal L/dv_s$ of the start state (node-major). From frame
+    /// 0 the start state is the model's initial state, and `dx` includes the dependence of
+    /// prescribed (Dirichlet) values on it; from a later frame it does not (they follow the
+    /// model's initial state, not the given one).
+    pub dx: Vec<f64>,
+    pub dv: Vec<f64>,
+    /// Every class's gradient (per element, per body, per muscle knot, ...).
+    pub all: crate::solver::gradient::Gradients,
+    /// Frames whose adjoint solve did not converge.
+    pub nonconverged: Vec<usize>,
+}
+
+impl Tape {
+    /// Run `model` from the state `state` of frame `start` (`None`: the model's initial state,
+    /// which requires `start = 0`) to frame `last`, keeping every state. Runs on the current
+    /// rayon pool and, when [`Problem::accelerate`] is set, on its device.
+    pub fn record(
+        problem: &Problem,
+        model: Model,
+        start: usize,
+        state: Option<(Vec<f64>, Vec<f64>)>,
+        last: usize,
+    ) -> Result<Tape, SessionError> {
+        let path = problem.ls.path.display().to_string();
+        let fail = |source| SessionError::Solver {
+            path: path.clone(),
+            source,
+        };
+        let state = state.unwrap_or_else(|| (model.x0.clone(), model.v0.clone()));
+        if let Some(what) = unrepresentable_state(&model, &state.0, &state.1, None) {
+            return Err(SessionError::State {
+                path,
+                msg: format!("frame {start}: {what}"),
+            });
+        }
+        let mut sim = simulator(problem, &model).map_err(fail)?;
+        let ro = rollout::forward_from(
+            &mut sim,
+            start,
+            state,
+            last,
+            1,
+            &crate::solver::loss::Loss::default(),
+        )
+        .map_err(fail)?;
+        drop(sim);
+        Ok(Tape { model, rollout: ro })
+    }
+
+    /// The states $(x_t, v_t)$ of frames `start..=last` ($v_t$ as [`rollout::FrameEvent::v`]).
+    pub fn states(&self) -> impl Iterator<Item = (usize, &[f64], &[f64])> {
+        self.rollout
+            .kept
+            .iter()
+            .map(|(&t, (x, v))| (t, x.as_slice(), v.as_slice()))
+    }
+
+    /// The reverse sweep of the tape for the cotangents of `source`, at the working variables
+    /// `theta` the tape's model was built at ([`Problem::model_at`]), with the scene's
+    /// `[backward]` settings. A fresh simulator (the same factor) on the tape's model: the
+    /// result does not depend on how often it is called.
+    pub fn gradient(
+        &self,
+        problem: &Problem,
+        theta: &[f64],
+        source: &dyn CotangentSource,
+    ) -> Result<CotangentGradient, SessionError> {
+        let path = problem.ls.path.display().to_string();
+        let fail = |source| SessionError::Solver {
+            path: path.clone(),
+            source,
+        };
+        let mut sim = simulator(problem, &self.model).map_err(fail)?;
+        let br =
+            rollout::backward(&mut sim, &self.rollout, source, &problem.backward).map_err(fail)?;
+        let values = problem.values_at(theta);
+        let gradient = problem
+            .params
+            .iter()
+            .zip(&values)
+            .map(|(p, &v)| p.gradient(&self.model, &br.grads, v))
+            .collect();
+        let from_start = self.rollout.start == 0;
+        Ok(CotangentGradient {
+            names: problem.params.iter().map(|p| p.name.clone()).collect(),
+            gradient,
+            dx: if from_start {
+                br.grads.x0.clone()
+            } else {
+                br.x_start.clone()
+            },
+            dv: br.v_start.clone(),
+            nonconverged: br.nonconverged(),
+            all: br.grads,
+        })
+    }
+}
+
+/// A simulator for `model` with the problem's plan, trust-region statistics and device.
+fn simulator<'m>(problem: &Problem, model: &'m Model) -> Result<Simulator<'m>, SolverError> {
+    let derived = model.derive(&model.params);
+    let mut sim = Simulator::with_plan(model, derived, &problem.ls.scene.solver, problem.plan())?;
+    sim.compute_tr = problem.needs_tr;
+    if let Some(attach) = &problem.accelerate {
+        attach(&mut sim).map_err(SolverError::Accelerator)?;
+    }
+    Ok(sim)
+}
+
+/// `diffphd grad` for a caller's loss: roll the scene out from its initial state at the
+/// working variables `theta` and differentiate the cotangents of `source`.
+pub fn grad(
+    problem: &Problem,
+    theta: &[f64],
+    source: &dyn CotangentSource,
+) -> Result<(Tape, CotangentGradient), SessionError> {
+    let model = problem.model_at(theta);
+    let last = model.frames;
+    let tape = Tape::record(problem, model, 0, None, last)?;
+    let g = tape.gradient(problem, theta, source)?;
+    Ok((tape, g))
+}
+
+/// One step from a given state: $(x_{t+1}, v_{t+1})$ from $(x_t, v_t)$ at frame `frame` (its
+/// time: prescribed motions, muscle knots, moving obstacles), with the model at `theta` and,
+/// if given, `activations` setting every knot of each muscle group to one constant
+/// activation for the step. Returns the step's tape: [`Tape::gradient`] with cotangents of frame
+/// `frame + 1` ([`crate::solver::cotangent::DenseCotangents`] with `start = frame + 1`) gives $d\mathcal L/dx_t$,
+/// $d\mathcal L/dv_t$, the parameters' and (the sum over [`CotangentGradient::all`]'s
+/// `muscle_activation[g]`) the activations' gradients.
+pub fn step(
+    problem: &Problem,
+    theta: &[f64],
+    frame: usize,
+    state: (Vec<f64>, Vec<f64>),
+    activations: Option<&[f64]>,
+) -> Result<Tape, SessionError> {
+    let mut model = problem.model_at(theta);
+    if let Some(a) = activations {
+        if a.len() != model.muscles.len() {
+            return Err(SessionError::State {
+                path: problem.ls.path.display().to_string(),
+                msg: format!(
+                    "controls: expected {} muscle activations (one per muscle group), got {}",
+                    model.muscles.len(),
+                    a.len()
+                ),
+            });
+        }
+        for (g, &v) in model.muscles.iter_mut().zip(a) {
+            // every knot (their count is the gradients' shape): a(t) = v through the step,
+            // and dL/dv is the sum of the knots' gradients
+            g.knots.iter_mut().for_each(|k| *k = v);
+        }
+    }
+    let n3 = model.x0.len();
+    if state.0.len() != n3 || state.1.len() != n3 {
+        return Err(SessionError::State {
+            path: problem.ls.path.display().to_string(),
+            msg: format!(
+                "state: expected {n3} values of x and of v, got {} and {}",
+                state.0.len(),
+                state.1.len()
+            ),
+        });
+    }
+    Tape::record(problem, model, frame, Some(state), frame + 1)
 }

@@ -79,6 +79,37 @@ class Scene:
         threads: Optional[int] = None,
         backend: str = "cpu",
     ) -> Dict[str, Any]: ...
+    # The native half of diffphd.torch (use diffphd.torch.rollout/step).
+    def _inputs(self) -> List[Dict[str, Any]]: ...
+    def _record(
+        self,
+        theta: Optional[_ArrayLike] = None,
+        x0: Optional[_ArrayLike] = None,
+        v0: Optional[_ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> "Tape": ...
+    def _record_step(
+        self,
+        frame: int,
+        x_t: _ArrayLike,
+        v_t: _ArrayLike,
+        controls_t: Optional[_ArrayLike] = None,
+        theta: Optional[_ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> "Tape": ...
+
+class Tape:
+    """A recorded rollout or step at parameter values theta, and its reverse sweep."""
+
+    @property
+    def positions(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def velocities(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def start(self) -> int: ...
+    def gradient(
+        self, dx: Optional[_ArrayLike] = None, dv: Optional[_ArrayLike] = None
+    ) -> Dict[str, npt.NDArray[np.float64]]: ...
 
 class Rollout:
     """States of frames 0..T, the run log, and the frame writer."""

@@ -9,6 +9,7 @@
 //! ([`errors`] is the one place that maps them).
 
 mod arrays;
+mod diff;
 mod errors;
 
 use diffphd::gpu::Backend;
@@ -36,6 +37,8 @@ struct Scene {
     sets: Vec<String>,
     ls: LoadedScene,
     model: Arc<Model>,
+    /// The scene's `[[parameter]]`s for caller cotangents (`diffphd.torch`), made once.
+    diff: std::sync::OnceLock<Arc<diffphd::optimize::problem::Problem>>,
 }
 
 /// `set` as `--set` expressions: a mapping `{key.path: value}` (numbers and booleans as
@@ -137,7 +140,7 @@ fn toml_text(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
 
 /// Run `f` with the GIL released, turning a panic of the library into a `DiffphdError`
 /// (never a `PanicException`).
-fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+pub(crate) fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
     py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)))
         .map_err(|p| {
             let what = p
@@ -169,7 +172,17 @@ impl Scene {
             sets,
             ls,
             model: Arc::new(model),
+            diff: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The scene's problem for caller cotangents, made on first use.
+    fn diff_problem(&self, py: Python<'_>) -> PyResult<Arc<diffphd::optimize::problem::Problem>> {
+        if let Some(p) = self.diff.get() {
+            return Ok(p.clone());
+        }
+        let p = diff::problem(py, &self.ls)?;
+        Ok(self.diff.get_or_init(|| p).clone())
     }
 
     /// The scene, model and overrides with `extra` overrides on top (a fresh load, as the
@@ -599,6 +612,48 @@ impl Scene {
         Ok(d.into_any())
     }
 
+    /// The differentiable inputs of `diffphd.torch` (one per `[[parameter]]` entry): dicts
+    /// with `name`, `parameters` (the scalar names), `indices`, `kind`, `log` and `theta`
+    /// (the scene's working variables: ln value for `log = true`).
+    fn _inputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let problem = self.diff_problem(py)?;
+        diff::inputs(py, &problem)
+    }
+
+    /// Record a rollout from the initial state at working variables `theta` (p,) (None: the
+    /// scene's), `x0`/`v0` (n, 3) replacing the initial state. Returns a `Tape`.
+    #[pyo3(signature = (theta=None, x0=None, v0=None, threads=None))]
+    fn _record(
+        &self,
+        py: Python<'_>,
+        theta: Option<&Bound<'_, PyAny>>,
+        x0: Option<&Bound<'_, PyAny>>,
+        v0: Option<&Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<diff::Tape> {
+        let threads = threads.unwrap_or(self.ls.scene.solver.threads);
+        diff::record_rollout(py, self.diff_problem(py)?, theta, x0, v0, threads)
+    }
+
+    /// Record one step from `(x_t, v_t)` (n, 3) at frame `frame`, `controls_t` (one
+    /// activation per muscle group) replacing the muscles' knots for the step.
+    #[pyo3(signature = (frame, x_t, v_t, controls_t=None, theta=None, threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _record_step(
+        &self,
+        py: Python<'_>,
+        frame: usize,
+        x_t: &Bound<'_, PyAny>,
+        v_t: &Bound<'_, PyAny>,
+        controls_t: Option<&Bound<'_, PyAny>>,
+        theta: Option<&Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<diff::Tape> {
+        let threads = threads.unwrap_or(self.ls.scene.solver.threads);
+        let problem = self.diff_problem(py)?;
+        diff::record_step(py, problem, theta, frame, x_t, v_t, controls_t, threads)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Scene({:?}, nodes={}, elements={}, frames={}, overrides={:?})",
@@ -889,6 +944,7 @@ fn _diffphd(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("cuda_feature", cfg!(feature = "cuda"))?;
     m.add_class::<Scene>()?;
     m.add_class::<Rollout>()?;
+    m.add_class::<diff::Tape>()?;
     m.add_function(wrap_pyfunction!(cuda_status, m)?)?;
     Ok(())
 }

@@ -133,13 +133,26 @@ fn setup(key: &str, msg: impl Into<String>) -> ProblemError {
 impl Problem {
     /// Build from a loaded scene; `[loss]` and `[[parameter]]` must be present.
     pub fn new(ls: LoadedScene) -> Result<Self, ProblemError> {
+        Self::build(ls, true)
+    }
+
+    /// The scene's `[[parameter]]`s (none is allowed) with an empty loss: for a caller who
+    /// supplies the cotangents itself (`session::Tape`); the scene's `[loss]`, if any, is
+    /// neither read nor checked.
+    pub fn without_loss(ls: LoadedScene) -> Result<Self, ProblemError> {
+        Self::build(ls, false)
+    }
+
+    fn build(ls: LoadedScene, with_loss: bool) -> Result<Self, ProblemError> {
         let base = Model::from_scene(&ls)?;
-        let spec = ls
-            .scene
-            .loss
-            .clone()
-            .ok_or_else(|| setup("loss", "the scene has no [loss] section"))?;
-        if spec.terms.is_empty() {
+        let spec = match (with_loss, ls.scene.loss.clone()) {
+            (false, _) => crate::scene::LossSpec {
+                terms: vec![],
+                reference: None,
+            },
+            (true, spec) => spec.ok_or_else(|| setup("loss", "the scene has no [loss] section"))?,
+        };
+        if with_loss && spec.terms.is_empty() {
             return Err(setup("loss.term", "declare at least one [[loss.term]]"));
         }
         let params = expand(&ls.scene.parameters, &base).map_err(|(k, m)| setup(&k, m))?;

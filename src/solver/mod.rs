@@ -6,6 +6,7 @@ pub mod assembly;
 pub mod backward;
 pub mod cell_fields;
 pub mod config;
+pub mod cotangent;
 pub mod diffpd;
 pub mod error;
 pub mod forward;

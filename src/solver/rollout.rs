@@ -7,6 +7,7 @@
 
 use super::backward::{solve_adjoint, StepLinearization};
 use super::config::BackwardConfig;
+use super::cotangent::{CotangentFrame, CotangentSource};
 use super::error::SolverError;
 use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
 use super::loss::Loss;
@@ -25,8 +26,16 @@ use std::collections::BTreeMap;
 /// (the PD step is Markovian). Memory: $48n$ bytes per kept frame plus $48n\,K$ for the
 /// segment being differentiated, instead of $24n$ bytes for every frame with `K = 1`.
 /// Recomputed states agree with the original ones to the forward tolerance.
+///
+/// A rollout starts at frame `start` (0 for a whole rollout from the model's initial state;
+/// a later frame for [`forward_from`], whose steps see that frame's time) and ends at frame
+/// `frames`; kept states and frame numbers are absolute, `steps[t - start]` is the step into
+/// frame `t + 1`.
 #[derive(Clone, Debug)]
 pub struct Rollout {
+    /// First frame (the given start state).
+    pub start: usize,
+    /// Last frame `T`.
     pub frames: usize,
     pub checkpoint_every: usize,
     /// `t → (x_t, v_t)` for the kept frames.
@@ -167,22 +176,38 @@ pub fn forward(
     checkpoint_every: usize,
     loss: &Loss,
 ) -> Result<Rollout, SolverError> {
+    let state = (sim.model.x0.clone(), sim.model.v0.clone());
+    forward_from(sim, 0, state, frames, checkpoint_every, loss)
+}
+
+/// Run from the state `(x, v)` of frame `start` to frame `frames` (absolute; the steps see
+/// their frames' times: prescribed motions, muscle knots, moving obstacles), evaluating
+/// `loss` on the fly and keeping frame `start`, every `checkpoint_every`-th frame after it
+/// and the last. [`forward`] is the rollout from frame 0 and the model's initial state.
+pub fn forward_from(
+    sim: &mut Simulator,
+    start: usize,
+    state: (Vec<f64>, Vec<f64>),
+    frames: usize,
+    checkpoint_every: usize,
+    loss: &Loss,
+) -> Result<Rollout, SolverError> {
     let k = checkpoint_every.max(1);
     let h = sim.model.h;
-    let start = (sim.model.x0.clone(), sim.model.v0.clone());
     let mut kept = BTreeMap::new();
-    kept.insert(0, start.clone());
-    let mut steps = Vec::with_capacity(frames);
+    kept.insert(start, state.clone());
+    let mut steps = Vec::with_capacity(frames.saturating_sub(start));
     let mut total = 0.0;
-    run_infallible(sim, 0, frames, start, |e| {
+    run_infallible(sim, start, frames, state, |e| {
         total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
-        if e.frame % k == 0 || e.frame == frames {
+        if (e.frame - start).is_multiple_of(k) || e.frame == frames {
             kept.insert(e.frame, (e.x.to_vec(), e.v.to_vec()));
         }
         steps.push(e.stats.clone());
         Flow::Continue
     })?;
     Ok(Rollout {
+        start,
         frames,
         checkpoint_every: k,
         kept,
@@ -193,7 +218,15 @@ pub fn forward(
 
 /// Result of the reverse sweep.
 pub struct BackwardResult {
+    /// Parameter gradients. `grads.x0`/`grads.v0` are $d\mathcal L/dx_0$, $d\mathcal L/dv_0$ of
+    /// the model's initial state: for a rollout from frame 0 the start state's cotangents
+    /// plus the prescribed values' dependence on $x_0$ (through their motions); from a later
+    /// start frame only that dependence (the start state is not the model's).
     pub grads: Gradients,
+    /// $d\mathcal L/dx_s$, $d\mathcal L/dv_s$ of the start state $(x_s, v_s)$ as given to the
+    /// rollout, without the prescribed values' dependence on the model's $x_0$.
+    pub x_start: Vec<f64>,
+    pub v_start: Vec<f64>,
     /// One entry per step, last step first.
     pub adjoint: Vec<AdjointStats>,
 }
@@ -227,16 +260,22 @@ fn segment_states(
     Ok(out)
 }
 
-/// Reverse sweep over a rollout (spec §7.1–7.2), recomputing checkpointed segments.
+/// Reverse sweep over a rollout (spec §7.1–7.2), recomputing checkpointed segments, for the
+/// cotangents of `source` on every frame (the scene's [`Loss`] is one source; see
+/// [`super::cotangent`] for which $v_t$ they refer to). With $g_x$, $g_v$ the total
+/// derivatives $d\mathcal L/dx_{t+1}$, $d\mathcal L/dv_{t+1}$, the step's adjoint solves
+/// $Kz=g_x+g_v/h$ (Eq. 41); then $d\mathcal L/dx_t$ and $d\mathcal L/dv_t$ are the
+/// propagated terms plus frame $t$'s own cotangents.
 pub fn backward(
     sim: &mut Simulator,
     ro: &Rollout,
-    loss: &Loss,
+    source: &dyn CotangentSource,
     cfg: &BackwardConfig,
 ) -> Result<BackwardResult, SolverError> {
     let h = sim.model.h;
     let n = sim.model.num_nodes();
     let t_end = ro.frames;
+    let t_start = ro.start;
     let mut grads = Gradients::zeros(sim);
     let mut adjoint = Vec::with_capacity(t_end);
     let mut d_presc: Vec<(usize, Vec<f64>)> = Vec::new();
@@ -244,15 +283,20 @@ pub fn backward(
     let mut gx: Vec<f64> = vec![];
     let mut gv: Vec<f64> = vec![];
     let mut seg_end = t_end;
-    while seg_end > 0 {
-        let c = ((seg_end - 1) / ro.checkpoint_every) * ro.checkpoint_every;
+    while seg_end > t_start {
+        let c = t_start + ((seg_end - 1 - t_start) / ro.checkpoint_every) * ro.checkpoint_every;
         let states = segment_states(sim, ro, c, seg_end)?;
         let v_c = ro.kept[&c].1.clone();
         if seg_end == t_end {
-            let (dx, dv) =
-                loss.frame_gradient(t_end, t_end, &states[t_end - c], &states[t_end - c - 1], h);
-            gx = dx;
-            gv = dv;
+            let last = source.frame(&CotangentFrame {
+                frame: t_end,
+                last: t_end,
+                x: &states[t_end - c],
+                x_prev: &states[t_end - c - 1],
+                h,
+            });
+            gx = last.x.unwrap_or_else(|| vec![0.0; 3 * n]);
+            gv = last.v.unwrap_or_else(|| vec![0.0; 3 * n]);
         }
         for t in (c..seg_end).rev() {
             let frame = t + 1;
@@ -263,7 +307,8 @@ pub fn backward(
             sim.derived.muscle_time = frame as f64 * h;
             // DiffPD glue contact: the step's active nodes were pinned at x_t (extra
             // Dirichlet DoFs); the adjoint is restricted to the other DoFs (z_C = 0).
-            let pinned = match (sim.config.method, &ro.steps[t].diffpd_active) {
+            let step_stats = &ro.steps[t - t_start];
+            let pinned = match (sim.config.method, &step_stats.diffpd_active) {
                 (SolverMethod::Diffpd, Some(c)) if !c.is_empty() => Some(c.clone()),
                 _ => None,
             };
@@ -273,11 +318,11 @@ pub fn backward(
             };
             let sim_ref: &Simulator = sim;
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
-            let alpha = filter_alpha(cfg, &ro.steps[t]);
+            let alpha = filter_alpha(cfg, step_stats);
             // a failure of the accelerator anywhere in this step's adjoint ends the backward
             let device = |error| SolverError::AdjointOffload { frame, error };
             let lin = StepLinearization::for_adjoint(sim_ref, x_next, alpha)
-                .and_then(|l| l.with_contact(sim_ref, ro.steps[t].contact_record.as_deref()))
+                .and_then(|l| l.with_contact(sim_ref, step_stats.contact_record.as_deref()))
                 .map_err(device)?;
             let (z, mut st) = method_adjoint(sim_ref, &lin, x_next, &g, cfg, frame)?;
             st.alpha = alpha;
@@ -308,16 +353,24 @@ pub fn backward(
             accumulate_step(sim_ref, &lin, step, &z, &mut grads).map_err(device)?;
             let contact =
                 accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads).map_err(device)?;
-            let (mut dx, dv) = propagate(sim_ref, &z, &gv);
-            if t >= 1 {
+            let (mut dx, mut dv) = propagate(sim_ref, &z, &gv);
+            if t > t_start {
                 let x_prev = if t > c {
                     states[t - 1 - c].clone()
                 } else {
                     x_t.iter().zip(&v_c).map(|(a, b)| a - h * b).collect()
                 };
-                let (lx, _) = loss.frame_gradient(t, t_end, x_t, &x_prev, h);
-                for (a, b) in dx.iter_mut().zip(&lx) {
-                    *a += b;
+                let own = source.frame(&CotangentFrame {
+                    frame: t,
+                    last: t_end,
+                    x: x_t,
+                    x_prev: &x_prev,
+                    h,
+                });
+                for (out, add) in [(&mut dx, own.x), (&mut dv, own.v)] {
+                    if let Some(add) = add {
+                        out.iter_mut().zip(&add).for_each(|(a, b)| *a += b);
+                    }
                 }
             }
             gx = dx;
@@ -336,14 +389,38 @@ pub fn backward(
         }
         seg_end = c;
     }
-    // Prescribed values depend on the initial positions through the motion.
-    let mut x0g = gx;
+    // The start frame's own cotangents (the loss has none at frame 0).
+    let start_state = &ro.kept[&t_start];
+    if t_end == t_start {
+        gx = vec![0.0; 3 * n];
+        gv = vec![0.0; 3 * n];
+    }
+    let own = source.frame(&CotangentFrame {
+        frame: t_start,
+        last: t_end,
+        x: &start_state.0,
+        x_prev: &start_state.0,
+        h,
+    });
+    for (out, add) in [(&mut gx, own.x), (&mut gv, own.v)] {
+        if let Some(add) = add {
+            out.iter_mut().zip(&add).for_each(|(a, b)| *a += b);
+        }
+    }
+    // Prescribed values depend on the model's initial positions through the motion.
+    let (x_start, v_start) = (gx.clone(), gv.clone());
+    let mut x0g = if t_start == 0 { gx } else { vec![0.0; 3 * n] };
     for (frame, dp) in &d_presc {
         chain_prescribed(sim, *frame as f64 * h, dp, &mut x0g);
     }
     grads.x0 = x0g;
-    grads.v0 = gv;
-    Ok(BackwardResult { grads, adjoint })
+    grads.v0 = if t_start == 0 { gv } else { vec![0.0; 3 * n] };
+    Ok(BackwardResult {
+        grads,
+        x_start,
+        v_start,
+        adjoint,
+    })
 }
 
 /// Propagate the step's adjoint `z` to $(x_t, v_t)$ (Eq. 41): through

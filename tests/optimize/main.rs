@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod example_cotangents;
 mod gradients;
 mod optimize;
 mod optimize_resume;
