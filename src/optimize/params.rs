@@ -9,7 +9,7 @@
 
 use super::classes::{self, only, Owner, ParamClass, Shape};
 use crate::model::Model;
-use crate::scene::ParamSpec;
+use crate::scene::{ParamKind, ParamSpec};
 use crate::solver::gradient::Gradients;
 
 /// A resolved scalar parameter.
@@ -48,9 +48,9 @@ pub struct Param {
     pub index: usize,
 }
 
-/// The scene key of a parameter's class (`youngs_modulus`, …).
-pub fn kind_name(p: &Param) -> &'static str {
-    p.class.key()
+/// The scene key of a `kind` (`youngs_modulus`, …): its registered class's key.
+pub fn kind_name(k: ParamKind) -> &'static str {
+    classes::of_kind(k).map_or("unregistered", |c| c.key())
 }
 
 /// Resolve and expand the declared parameters (vector kinds without `component` become

@@ -283,6 +283,7 @@ mod tests {
         for k in &kinds {
             let kind: ParamKind = serde_json::from_value(serde_json::json!(k)).unwrap();
             assert_eq!(of_kind(kind).map(|c| c.key()), Some(k.as_str()));
+            assert_eq!(crate::optimize::params::kind_name(kind), k);
         }
         let registered: Vec<&str> = CLASSES.iter().map(|c| c.key()).collect();
         let test_only = [dummy::GravityMagnitude.key()];
