@@ -81,7 +81,8 @@ impl Model {
             .map(|e| {
                 let b = self.elem_body[e];
                 let body = &self.bodies[b];
-                body.stiffness_scaling.beta(p.beta0[b], p.youngs[e], body.e_ref)
+                body.stiffness_scaling
+                    .beta(p.beta0[b], p.youngs[e], body.e_ref)
             })
             .collect();
         let emin = p.youngs.iter().cloned().fold(f64::INFINITY, f64::min);
