@@ -415,7 +415,7 @@ impl Scene {
         for p in &problem.params {
             let d = PyDict::new(py);
             d.set_item("name", &p.name)?;
-            d.set_item("kind", diffphd::optimize::params::kind_name(p.kind))?;
+            d.set_item("kind", p.key())?;
             d.set_item("shape", pyo3::types::PyTuple::empty(py))?;
             d.set_item("value", p.value(&problem.base))?;
             d.set_item("log", p.log)?;

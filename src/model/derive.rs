@@ -2,7 +2,7 @@
 //! Rayleigh coefficients (Eq. 30), lumped masses and the Neo-Hookean prox parameters.
 
 use super::discrete::{MaterialParams, Model};
-use super::settings::{MassConvention, StiffnessScaling};
+use super::settings::MassConvention;
 use crate::material::neohookean::NhParams;
 use crate::material::weights::fit_coefficients;
 use crate::material::{lame, lame_dnu, PdWeights};
@@ -80,10 +80,9 @@ impl Model {
         let beta = (0..self.num_elements())
             .map(|e| {
                 let b = self.elem_body[e];
-                match self.bodies[b].stiffness_scaling {
-                    StiffnessScaling::Amplified => p.beta0[b] * p.youngs[e] / self.bodies[b].e_ref,
-                    StiffnessScaling::Uniform => p.beta0[b],
-                }
+                let body = &self.bodies[b];
+                body.stiffness_scaling
+                    .beta(p.beta0[b], p.youngs[e], body.e_ref)
             })
             .collect();
         let emin = p.youngs.iter().cloned().fold(f64::INFINITY, f64::min);

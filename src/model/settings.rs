@@ -124,6 +124,28 @@ pub enum StiffnessScaling {
     Uniform,
 }
 
+impl StiffnessScaling {
+    /// The element's stiffness-damping coefficient, the one home of the β-scaling rule
+    /// (docs/NOTES.md "E_ref"): $\beta_e=\beta_0E_e/E_{ref}$ (amplified: stiffer elements
+    /// damp more) or $\beta_e=\beta_0$ (uniform). With $\beta_0=1$ it is the factor
+    /// $s_e=\partial\beta_e/\partial\beta_0$ of the β₀ gradient.
+    pub fn beta(self, beta0: f64, youngs: f64, e_ref: f64) -> f64 {
+        match self {
+            StiffnessScaling::Amplified => beta0 * youngs / e_ref,
+            StiffnessScaling::Uniform => beta0,
+        }
+    }
+
+    /// The power of $E_e$ in the damping term $\beta_ew_s$ ($w_s\propto E_e$): 2 amplified,
+    /// 1 uniform, so $\partial(\beta_ew_s)/\partial E_e=c_\beta\beta_ew_s/E_e$.
+    pub fn beta_weight_power(self) -> f64 {
+        match self {
+            StiffnessScaling::Amplified => 2.0,
+            StiffnessScaling::Uniform => 1.0,
+        }
+    }
+}
+
 /// `[body.material] mass`: how a body's density becomes nodal masses.
 #[derive(
     Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema,

@@ -21,10 +21,10 @@
 //!   (Ctrl-C) ends it with `interrupted` before the next evaluation. In every case the log
 //!   keeps the best evaluated point.
 
-use super::params::{kind_name, Param};
+use super::params::Param;
 use super::problem::Problem;
 use super::transform::VarMap;
-use crate::scene::{LineSearchKind, OptimizeSettings, ParamKind};
+use crate::scene::{LineSearchKind, OptimizeSettings};
 use argmin::core::{
     CostFunction, Error, Executor, Gradient, IterState, Problem as ArgminProblem, Solver, State,
     TerminationReason, TerminationStatus, KV,
@@ -194,14 +194,10 @@ pub struct DomainError {
     pub value: f64,
 }
 
-/// Physical range of a parameter value; `Err` names the parameter.
+/// Physical range of a parameter value (its class's [`super::classes::Domain`]); `Err`
+/// names the parameter.
 fn check_domain(p: &Param, v: f64) -> Result<(), DomainError> {
-    let ok = match p.kind {
-        ParamKind::PoissonRatio => v > -1.0 && v < 0.5,
-        ParamKind::YoungsModulus | ParamKind::Density => v > 0.0,
-        ParamKind::DampingAlpha | ParamKind::DampingBeta => v >= 0.0,
-        _ => true,
-    };
+    let ok = p.class.domain().contains(v);
     if ok && v.is_finite() {
         Ok(())
     } else {
@@ -564,7 +560,7 @@ pub fn setup(problem: &Problem) -> Result<Setup, SetupError> {
         })?;
         info.push(ParamInfo {
             name: p.name.clone(),
-            kind: kind_name(p.kind),
+            kind: p.key(),
             body: p.body,
             index: p.index,
             component: p.component,

@@ -1,6 +1,7 @@
 //! Inverse problems over the forward/adjoint core: declared parameters, loss and gradient
 //! evaluation ([`problem::Problem`]), used by `gradcheck` and (later) `optimize`.
 
+pub mod classes;
 pub mod gradcheck;
 pub mod lbfgs;
 pub mod params;

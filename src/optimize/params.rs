@@ -1,20 +1,23 @@
-//! Differentiable parameters declared in the scene (`[[parameter]]`): how each is read
-//! from and written into a [`Model`], and how its gradient is assembled from the per-class
-//! [`Gradients`] of the adjoint (spec §7.5 "zone / log parameters", "initial state").
+//! Differentiable parameters declared in the scene (`[[parameter]]`): the generic half of
+//! every parameter class — expansion into scalars with names and bounds, the log transform,
+//! the model at a parameter vector — iterating the registry of [`super::classes`], where
+//! each class says how it is read from and written into a [`Model`] and read out of the
+//! per-class [`Gradients`] of the adjoint (spec §7.5 "zone / log parameters", "initial state").
 //!
 //! Working variable: θ = value, or θ = ln(value) with `log = true` (then
 //! $d\mathcal L/d\theta=\text{value}\cdot d\mathcal L/d\,\text{value}$).
 
-use crate::model::{euler_rotation, state_direction, Model};
+use super::classes::{self, only, Owner, ParamClass, Shape};
+use crate::model::Model;
 use crate::scene::{ParamKind, ParamSpec};
 use crate::solver::gradient::Gradients;
-use nalgebra::Vector3;
 
 /// A resolved scalar parameter.
 #[derive(Clone, Debug)]
 pub struct Param {
     pub name: String,
-    pub kind: ParamKind,
+    /// Its class (scene key, shape, value, set, gradient, write-back).
+    pub class: &'static dyn ParamClass,
     pub body: usize,
     /// Elements (youngs_modulus) or empty.
     pub elements: Vec<usize>,
@@ -45,53 +48,9 @@ pub struct Param {
     pub index: usize,
 }
 
+/// The scene key of a `kind` (`youngs_modulus`, …): its registered class's key.
 pub fn kind_name(k: ParamKind) -> &'static str {
-    match k {
-        ParamKind::YoungsModulus => "youngs_modulus",
-        ParamKind::PoissonRatio => "poisson_ratio",
-        ParamKind::Density => "density",
-        ParamKind::DampingAlpha => "damping_alpha",
-        ParamKind::DampingBeta => "damping_beta",
-        ParamKind::InitialTranslation => "initial_translation",
-        ParamKind::InitialRotation => "initial_rotation",
-        ParamKind::InitialVelocity => "initial_velocity",
-        ParamKind::InitialStateDirection => "initial_state_direction",
-        ParamKind::ForceScale => "force_scale",
-        ParamKind::Gravity => "gravity",
-        ParamKind::MuscleActivation => "muscle_activation",
-        ParamKind::Friction => "friction",
-        ParamKind::ObstacleOffset => "obstacle_offset",
-        ParamKind::BodyFriction => "body_friction",
-        ParamKind::AttachmentStiffness => "attachment_stiffness",
-        ParamKind::AttachmentOffset => "attachment_offset",
-    }
-}
-
-fn is_vector(k: ParamKind) -> bool {
-    matches!(
-        k,
-        ParamKind::InitialTranslation
-            | ParamKind::InitialRotation
-            | ParamKind::InitialVelocity
-            | ParamKind::Gravity
-            | ParamKind::ObstacleOffset
-            | ParamKind::AttachmentOffset
-    )
-}
-
-fn is_positive(k: ParamKind) -> bool {
-    matches!(
-        k,
-        ParamKind::YoungsModulus
-            | ParamKind::Density
-            | ParamKind::DampingAlpha
-            | ParamKind::DampingBeta
-            | ParamKind::ForceScale
-            | ParamKind::MuscleActivation
-            | ParamKind::Friction
-            | ParamKind::BodyFriction
-            | ParamKind::AttachmentStiffness
-    )
+    classes::of_kind(k).map_or("unregistered", |c| c.key())
 }
 
 /// Resolve and expand the declared parameters (vector kinds without `component` become
@@ -100,91 +59,115 @@ fn is_positive(k: ParamKind) -> bool {
 pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String, String)> {
     let mut out = Vec::new();
     for (i, s) in specs.iter().enumerate() {
-        let key = format!("parameter[{i}]");
-        let elements = resolve_elements(s, &key, model)?;
-        let force = resolve_force(s, &key, model)?;
-        let muscle = resolve_muscle(s, &key, model)?;
-        let obstacle = resolve_obstacle(s, &key, model)?;
-        if s.log && !is_positive(s.kind) {
-            return Err((
-                format!("{key}.log"),
-                format!(
-                    "`log = true` needs a positive parameter, not {}",
-                    kind_name(s.kind)
-                ),
-            ));
-        }
-        if let Some(st) = s.fd_step {
-            if !(st.is_finite() && st > 0.0) {
-                return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
-            }
-        }
-        let attachment = resolve_attachment(s, &key, model)?;
-        let knots = resolve_knots(s, &key, model, muscle)?;
-        let nknots = if s.kind == ParamKind::MuscleActivation {
-            model.muscles[muscle].knots.len()
-        } else {
-            1
-        };
-        let comps = components(s, &key)?;
-        for (c, knot) in comps
-            .iter()
-            .flat_map(|&c| knots.iter().map(move |&k| (c, k)))
-        {
-            let mut name = s.name.clone().unwrap_or_else(|| default_name(s, obstacle));
-            if is_vector(s.kind) {
-                name.push_str(&format!(".{}", ["x", "y", "z"][c]));
-            }
-            if nknots > 1 {
-                name.push_str(&format!(".knot{knot}"));
-            }
-            if s.log {
-                name = format!("log {name}");
-            }
-            let lower = s.lower.map(|b| b.get(c));
-            let upper = s.upper.map(|b| b.get(c));
-            let initial = s.initial.map(|b| b.get(c));
-            check_bounds(&key, s, lower, upper, initial)?;
-            let mut p = Param {
-                lower,
-                upper,
-                initial,
-                scale: s.scale.unwrap_or(1.0),
-                index: i,
-                name,
-                kind: s.kind,
-                body: s.body,
-                elements: elements.clone(),
-                component: c,
-                force,
-                muscle,
-                knot,
-                seed: s.seed.unwrap_or(1),
-                obstacle,
-                attachment,
-                log: s.log,
-                fd_step: s.fd_step,
-                base_value: 0.0,
-            };
-            p.base_value = p.value(model);
-            if p.log && p.base_value.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-                return Err((
-                    format!("{key}.log"),
-                    format!(
-                        "`log = true` needs a value > 0, but {} is {}",
-                        p.name, p.base_value
-                    ),
-                ));
-            }
-            out.push(p);
-        }
+        let class = classes::of_kind(s.kind).ok_or_else(|| {
+            (
+                format!("parameter[{i}].kind"),
+                format!("no registered class for {:?}", s.kind),
+            )
+        })?;
+        out.extend(expand_one(i, class, s, model)?);
     }
     Ok(out)
 }
 
-/// The elements of a `youngs_modulus` parameter (its region's, or the whole body's); none
-/// for other kinds. Checks the body index.
+/// The scalar parameters of declaration `i` (`s`) as parameters of `class` (the class of
+/// `s.kind`, or one the scene format does not name: a test's).
+pub fn expand_one(
+    i: usize,
+    class: &'static dyn ParamClass,
+    s: &ParamSpec,
+    model: &Model,
+) -> Result<Vec<Param>, (String, String)> {
+    let mut out = Vec::new();
+    let key = format!("parameter[{i}]");
+    let elements = resolve_elements(class, s, &key, model)?;
+    let force = resolve_force(class, s, &key, model)?;
+    let muscle = resolve_muscle(class, s, &key, model)?;
+    let obstacle = resolve_obstacle(class, s, &key, model)?;
+    if s.log && !class.positive() {
+        return Err((
+            format!("{key}.log"),
+            format!(
+                "`log = true` needs a positive parameter, not {}",
+                class.key()
+            ),
+        ));
+    }
+    if let Some(st) = s.fd_step {
+        if !(st.is_finite() && st > 0.0) {
+            return Err((format!("{key}.fd_step"), "expected a step > 0".into()));
+        }
+    }
+    let attachment = resolve_attachment(class, s, &key, model)?;
+    let knots = resolve_knots(class, s, &key, model, muscle)?;
+    let nknots = if class.shape() == Shape::Knots {
+        model.muscles[muscle].knots.len()
+    } else {
+        1
+    };
+    let vector = class.shape() == Shape::Vector3;
+    let comps = components(vector, s, &key)?;
+    for (c, knot) in comps
+        .iter()
+        .flat_map(|&c| knots.iter().map(move |&k| (c, k)))
+    {
+        let mut name = s
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name(class, s, obstacle));
+        if vector {
+            name.push_str(&format!(".{}", ["x", "y", "z"][c]));
+        }
+        if nknots > 1 {
+            name.push_str(&format!(".knot{knot}"));
+        }
+        if s.log {
+            name = format!("log {name}");
+        }
+        let lower = s.lower.map(|b| b.get(c));
+        let upper = s.upper.map(|b| b.get(c));
+        let initial = s.initial.map(|b| b.get(c));
+        check_bounds(&key, vector, s, lower, upper, initial)?;
+        let mut p = Param {
+            lower,
+            upper,
+            initial,
+            scale: s.scale.unwrap_or(1.0),
+            index: i,
+            name,
+            class,
+            body: s.body,
+            elements: elements.clone(),
+            component: c,
+            force,
+            muscle,
+            knot,
+            seed: s.seed.unwrap_or(1),
+            obstacle,
+            attachment,
+            log: s.log,
+            fd_step: s.fd_step,
+            base_value: 0.0,
+        };
+        p.base_value = p.value(model);
+        if p.log && p.base_value.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            return Err((
+                format!("{key}.log"),
+                format!(
+                    "`log = true` needs a value > 0, but {} is {}",
+                    p.name, p.base_value
+                ),
+            ));
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// The elements of a class that takes a region (its region's, or the whole body's); none
+/// for other classes. Checks the body index.
 fn resolve_elements(
+    class: &dyn ParamClass,
     s: &ParamSpec,
     key: &str,
     model: &Model,
@@ -200,7 +183,7 @@ fn resolve_elements(
         ));
     }
     let body = &model.bodies[s.body];
-    Ok(if s.kind == ParamKind::YoungsModulus {
+    Ok(if class.refs().region {
         match s.region {
             Some(r) => body.regions.get(r).cloned().ok_or((
                 format!("{key}.region"),
@@ -215,16 +198,21 @@ fn resolve_elements(
         if s.region.is_some() {
             return Err((
                 format!("{key}.region"),
-                "only `youngs_modulus` takes a region".into(),
+                only(|c| c.refs().region, "a region"),
             ));
         }
         vec![]
     })
 }
 
-/// The global force group of a `force_scale` parameter (the body's `force`-th).
-fn resolve_force(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
-    Ok(if s.kind == ParamKind::ForceScale {
+/// The global force group of a class that takes one (the body's `force`-th).
+fn resolve_force(
+    class: &dyn ParamClass,
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+) -> Result<usize, (String, String)> {
+    Ok(if class.refs().force {
         let local = s.force.unwrap_or(0);
         let globals: Vec<usize> = (0..model.forces.len())
             .filter(|&g| model.forces[g].body == s.body)
@@ -238,9 +226,14 @@ fn resolve_force(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (Stri
     })
 }
 
-/// The global muscle group of a `muscle_activation` parameter (the body's `muscle`-th).
-fn resolve_muscle(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
-    Ok(if s.kind == ParamKind::MuscleActivation {
+/// The global muscle group of a class that takes one (the body's `muscle`-th).
+fn resolve_muscle(
+    class: &dyn ParamClass,
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+) -> Result<usize, (String, String)> {
+    Ok(if class.refs().muscle {
         let local = s.muscle.unwrap_or(0);
         let globals: Vec<usize> = (0..model.muscles.len())
             .filter(|&g| model.muscles[g].body == s.body)
@@ -253,90 +246,87 @@ fn resolve_muscle(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (Str
         if s.muscle.is_some() {
             return Err((
                 format!("{key}.muscle"),
-                "only `muscle_activation` takes a muscle group".into(),
+                only(|c| c.refs().muscle, "a muscle group"),
             ));
         }
         0
     })
 }
 
-/// The obstacle of a `friction` or `obstacle_offset` parameter.
-fn resolve_obstacle(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
-    Ok(
-        if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
-            let o = s.obstacle.ok_or((
+/// The obstacle of a class that takes one (required).
+fn resolve_obstacle(
+    class: &dyn ParamClass,
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+) -> Result<usize, (String, String)> {
+    Ok(if class.refs().obstacle {
+        let o = s.obstacle.ok_or((
+            format!("{key}.obstacle"),
+            format!("`{}` needs `obstacle` (an [[obstacle]] index)", class.key()),
+        ))?;
+        if o >= model.obstacles.len() {
+            return Err((
                 format!("{key}.obstacle"),
                 format!(
-                    "`{}` needs `obstacle` (an [[obstacle]] index)",
-                    kind_name(s.kind)
+                    "obstacle {o} does not exist (scene has {})",
+                    model.obstacles.len()
                 ),
-            ))?;
-            if o >= model.obstacles.len() {
-                return Err((
-                    format!("{key}.obstacle"),
-                    format!(
-                        "obstacle {o} does not exist (scene has {})",
-                        model.obstacles.len()
-                    ),
-                ));
-            }
-            o
-        } else {
-            if s.obstacle.is_some() {
-                return Err((
-                    format!("{key}.obstacle"),
-                    "only `friction` and `obstacle_offset` take an obstacle".into(),
-                ));
-            }
-            0
-        },
-    )
-}
-
-/// The global compliant attachment group of an `attachment_*` parameter.
-fn resolve_attachment(s: &ParamSpec, key: &str, model: &Model) -> Result<usize, (String, String)> {
-    Ok(
-        if matches!(
-            s.kind,
-            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset
-        ) {
-            let local = s.attachment.unwrap_or(0);
-            match model
-            .attachments
-            .iter()
-            .position(|g| g.body == s.body && g.index == local)
-        {
-            Some(g) => g,
-            None => {
-                return Err((
-                    format!("{key}.attachment"),
-                    format!(
-                        "body {} has no compliant attachment {local} (a `[[body.attachment]]` with compliance > 0; hard ones are Dirichlet groups)",
-                        s.body
-                    ),
-                ))
-            }
+            ));
         }
-        } else {
-            if s.attachment.is_some() {
-                return Err((
-                    format!("{key}.attachment"),
-                    "only `attachment_stiffness` and `attachment_offset` take an attachment".into(),
-                ));
-            }
-            0
-        },
-    )
+        o
+    } else {
+        if s.obstacle.is_some() {
+            return Err((
+                format!("{key}.obstacle"),
+                only(|c| c.refs().obstacle, "an obstacle"),
+            ));
+        }
+        0
+    })
 }
 
-/// The knots of a `muscle_activation` parameter (`knot`, or all of the group's).
+/// The global compliant attachment group of a class that takes one.
+fn resolve_attachment(
+    class: &dyn ParamClass,
+    s: &ParamSpec,
+    key: &str,
+    model: &Model,
+) -> Result<usize, (String, String)> {
+    if !class.refs().attachment {
+        if s.attachment.is_some() {
+            return Err((
+                format!("{key}.attachment"),
+                only(|c| c.refs().attachment, "an attachment"),
+            ));
+        }
+        return Ok(0);
+    }
+    let local = s.attachment.unwrap_or(0);
+    model
+        .attachments
+        .iter()
+        .position(|g| g.body == s.body && g.index == local)
+        .ok_or_else(|| {
+            (
+                format!("{key}.attachment"),
+                format!(
+                    "body {} has no compliant attachment {local} (a `[[body.attachment]]` with compliance > 0; hard ones are Dirichlet groups)",
+                    s.body
+                ),
+            )
+        })
+}
+
+/// The knots of a [`Shape::Knots`] class (`knot`, or all of the group's).
 fn resolve_knots(
+    class: &dyn ParamClass,
     s: &ParamSpec,
     key: &str,
     model: &Model,
     muscle: usize,
 ) -> Result<Vec<usize>, (String, String)> {
-    Ok(if s.kind == ParamKind::MuscleActivation {
+    Ok(if class.shape() == Shape::Knots {
         let nk = model.muscles[muscle].knots.len();
         match s.knot {
             Some(k) if k < nk => vec![k],
@@ -352,7 +342,7 @@ fn resolve_knots(
         if s.knot.is_some() {
             return Err((
                 format!("{key}.knot"),
-                "only `muscle_activation` takes a knot".into(),
+                only(|c| c.shape() == Shape::Knots, "a knot"),
             ));
         }
         vec![0]
@@ -360,8 +350,8 @@ fn resolve_knots(
 }
 
 /// The components of a vector parameter (`component`, or all three).
-fn components(s: &ParamSpec, key: &str) -> Result<Vec<usize>, (String, String)> {
-    Ok(if is_vector(s.kind) {
+fn components(vector: bool, s: &ParamSpec, key: &str) -> Result<Vec<usize>, (String, String)> {
+    Ok(if vector {
         match s.component {
             Some(c) if c < 3 => vec![c],
             Some(c) => {
@@ -379,25 +369,23 @@ fn components(s: &ParamSpec, key: &str) -> Result<Vec<usize>, (String, String)> 
 
 /// Default parameter name: `kind[owner]` with the attachment, region, force group and
 /// muscle group it refers to.
-fn default_name(s: &ParamSpec, obstacle: usize) -> String {
-    let owner = if matches!(s.kind, ParamKind::Friction | ParamKind::ObstacleOffset) {
-        obstacle.to_string()
-    } else if s.kind == ParamKind::BodyFriction {
-        "bodies".to_string()
-    } else {
-        s.body.to_string()
+fn default_name(class: &dyn ParamClass, s: &ParamSpec, obstacle: usize) -> String {
+    let owner = match class.owner() {
+        Owner::Obstacle => obstacle.to_string(),
+        Owner::Scene(label) => label.to_string(),
+        Owner::Body => s.body.to_string(),
     };
-    let mut n = format!("{}[{}]", kind_name(s.kind), owner);
+    let mut n = format!("{}[{}]", class.key(), owner);
     if let Some(a) = s.attachment {
         n.push_str(&format!(".attachment{a}"));
     }
     if let Some(r) = s.region {
         n.push_str(&format!(".region{r}"));
     }
-    if s.kind == ParamKind::ForceScale {
+    if class.refs().force {
         n.push_str(&format!(".force{}", s.force.unwrap_or(0)));
     }
-    if s.kind == ParamKind::MuscleActivation {
+    if class.refs().muscle {
         n.push_str(&format!(".muscle{}", s.muscle.unwrap_or(0)));
     }
     n
@@ -406,12 +394,13 @@ fn default_name(s: &ParamSpec, obstacle: usize) -> String {
 /// Checks of the `optimize` keys of `parameter[i]` for one component.
 fn check_bounds(
     key: &str,
+    vector: bool,
     s: &ParamSpec,
     lower: Option<f64>,
     upper: Option<f64>,
     initial: Option<f64>,
 ) -> Result<(), (String, String)> {
-    let vector = is_vector(s.kind) && s.component.is_none();
+    let vector = vector && s.component.is_none();
     for (name, v) in [
         ("lower", s.lower),
         ("upper", s.upper),
@@ -462,39 +451,14 @@ fn check_bounds(
 }
 
 impl Param {
+    /// The scene key of its class.
+    pub fn key(&self) -> &'static str {
+        self.class.key()
+    }
+
     /// Value in user units.
     pub fn value(&self, m: &Model) -> f64 {
-        let b = self.body;
-        match self.kind {
-            ParamKind::YoungsModulus => {
-                self.elements
-                    .iter()
-                    .map(|&e| m.params.youngs[e])
-                    .sum::<f64>()
-                    / self.elements.len() as f64
-            }
-            ParamKind::PoissonRatio => m.params.nu[b],
-            ParamKind::Density => m.params.density[b],
-            ParamKind::DampingAlpha => m.params.alpha[b],
-            ParamKind::DampingBeta => m.params.beta0[b],
-            ParamKind::InitialTranslation => m.offsets[b].translation[self.component],
-            ParamKind::InitialRotation => m.offsets[b].euler[self.component],
-            ParamKind::InitialVelocity => m.offsets[b].velocity[self.component],
-            ParamKind::InitialStateDirection => m
-                .state_directions
-                .iter()
-                .find(|(s, _)| *s == self.seed)
-                .map(|d| d.1)
-                .unwrap_or(0.0),
-            ParamKind::ForceScale => m.forces[self.force].scale,
-            ParamKind::Gravity => m.gravity[self.component],
-            ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot],
-            ParamKind::Friction => m.obstacles[self.obstacle].friction,
-            ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component],
-            ParamKind::BodyFriction => m.contact.body_friction,
-            ParamKind::AttachmentStiffness => m.attachments[self.attachment].stiffness,
-            ParamKind::AttachmentOffset => m.attachments[self.attachment].offset[self.component],
-        }
+        self.class.value(self, m)
     }
 
     /// Working variable θ from a value.
@@ -517,98 +481,14 @@ impl Param {
     /// Write a value (user units) into the model. Young's modulus is not set here: E
     /// parameters compose as independent factors on the base moduli, see [`apply_all`].
     pub fn set(&self, m: &mut Model, value: f64) {
-        let b = self.body;
-        match self.kind {
-            ParamKind::YoungsModulus => {}
-            ParamKind::PoissonRatio => m.params.nu[b] = value,
-            ParamKind::Density => m.params.density[b] = value,
-            ParamKind::DampingAlpha => m.params.alpha[b] = value,
-            ParamKind::DampingBeta => m.params.beta0[b] = value,
-            ParamKind::InitialTranslation => m.offsets[b].translation[self.component] = value,
-            ParamKind::InitialRotation => m.offsets[b].euler[self.component] = value,
-            ParamKind::InitialVelocity => m.offsets[b].velocity[self.component] = value,
-            ParamKind::InitialStateDirection => {
-                m.state_directions.retain(|(s, _)| *s != self.seed);
-                m.state_directions.push((self.seed, value));
-            }
-            ParamKind::ForceScale => m.forces[self.force].scale = value,
-            ParamKind::Gravity => m.gravity[self.component] = value,
-            ParamKind::MuscleActivation => m.muscles[self.muscle].knots[self.knot] = value,
-            ParamKind::Friction => m.obstacles[self.obstacle].friction = value,
-            ParamKind::ObstacleOffset => m.obstacles[self.obstacle].offset[self.component] = value,
-            ParamKind::BodyFriction => m.contact.body_friction = value,
-            ParamKind::AttachmentStiffness => m.attachments[self.attachment].stiffness = value,
-            ParamKind::AttachmentOffset => {
-                m.attachments[self.attachment].offset[self.component] = value
-            }
-        }
-        if matches!(
-            self.kind,
-            ParamKind::InitialTranslation
-                | ParamKind::InitialRotation
-                | ParamKind::InitialVelocity
-                | ParamKind::InitialStateDirection
-        ) {
-            m.refresh_initial();
-        }
+        self.class.set(self, m, value)
     }
 
     /// $d\mathcal L/d\theta$ at the model `m` built by [`apply_all`] with this parameter at
-    /// `value` (user units).
+    /// `value` (user units): the class's $d\mathcal L/d\,\text{value}$, times `value` for a
+    /// log parameter.
     pub fn gradient(&self, m: &Model, g: &Gradients, value: f64) -> f64 {
-        let b = self.body;
-        let dvalue = match self.kind {
-            // E_e = E_e^base * prod_p (v_p / v_p^base)  =>  dE_e/dv_p = E_e / v_p
-            ParamKind::YoungsModulus => self
-                .elements
-                .iter()
-                .map(|&e| m.params.youngs[e] / value * g.youngs[e])
-                .sum(),
-            ParamKind::PoissonRatio => g.nu[b],
-            ParamKind::Density => g.density[b],
-            ParamKind::DampingAlpha => g.alpha[b],
-            ParamKind::DampingBeta => g.beta0[b],
-            ParamKind::InitialTranslation => m.bodies[b]
-                .nodes
-                .clone()
-                .map(|i| g.x0[3 * i + self.component])
-                .sum(),
-            ParamKind::InitialVelocity => m.bodies[b]
-                .nodes
-                .clone()
-                .map(|i| g.v0[3 * i + self.component])
-                .sum(),
-            ParamKind::InitialRotation => {
-                let (_, dr) = euler_rotation(m.offsets[b].euler);
-                let c = Vector3::from(m.bodies[b].center);
-                m.bodies[b]
-                    .nodes
-                    .clone()
-                    .map(|i| {
-                        let p = Vector3::new(
-                            m.base_x0[3 * i],
-                            m.base_x0[3 * i + 1],
-                            m.base_x0[3 * i + 2],
-                        );
-                        let gi = Vector3::new(g.x0[3 * i], g.x0[3 * i + 1], g.x0[3 * i + 2]);
-                        gi.dot(&(dr[self.component] * (p - c)))
-                    })
-                    .sum()
-            }
-            ParamKind::InitialStateDirection => {
-                let (dx, dv) = state_direction(self.seed, g.x0.len());
-                dx.iter().zip(&g.x0).map(|(a, b)| a * b).sum::<f64>()
-                    + dv.iter().zip(&g.v0).map(|(a, b)| a * b).sum::<f64>()
-            }
-            ParamKind::ForceScale => g.force_scale[self.force],
-            ParamKind::Gravity => g.gravity[self.component],
-            ParamKind::MuscleActivation => g.muscle_activation[self.muscle][self.knot],
-            ParamKind::Friction => g.friction[self.obstacle],
-            ParamKind::ObstacleOffset => g.obstacle_offset[self.obstacle][self.component],
-            ParamKind::BodyFriction => g.body_friction,
-            ParamKind::AttachmentStiffness => g.attachment_stiffness[self.attachment],
-            ParamKind::AttachmentOffset => g.attachment_offset[self.attachment][self.component],
-        };
+        let dvalue = self.class.gradient(self, m, g, value);
         if self.log {
             value * dvalue
         } else {
@@ -616,12 +496,9 @@ impl Param {
         }
     }
 
-    /// Default central-difference step in θ (the sweep of [`crate::optimize::gradcheck`]
-    /// brackets it from ×10 downwards): 1e-3 for log parameters; 1e-3 relative for other
-    /// material scalars (1e-3 absolute at 0); β₀: 1e-3·max(β₀, h); α: 1e-3·max(α, 1/h);
-    /// translations: 1e-3 of the body's largest extent; rotations 1e-3 rad; velocities
-    /// 1e-3 m/s; seeded state direction 0.1; gravity 1e-3·max(|g_c|, 1); obstacle and
-    /// attachment offsets 1e-3 of the median element edge; friction 1e-3·max(μ, 0.01).
+    /// Central-difference step in θ (the sweep of [`crate::optimize::gradcheck`] brackets it
+    /// from ×10 downwards): `fd_step` if declared, 1e-3 for log parameters, else the class's
+    /// ([`ParamClass::fd_step`]).
     pub fn default_fd_step(&self, m: &Model) -> f64 {
         if let Some(s) = self.fd_step {
             return s;
@@ -629,51 +506,20 @@ impl Param {
         if self.log {
             return 1e-3;
         }
-        let v = self.value(m).abs();
-        match self.kind {
-            ParamKind::InitialTranslation => {
-                let b = &m.bodies[self.body];
-                let mut lo = [f64::INFINITY; 3];
-                let mut hi = [f64::NEG_INFINITY; 3];
-                for i in b.nodes.clone() {
-                    for d in 0..3 {
-                        lo[d] = lo[d].min(m.rest[i][d]);
-                        hi[d] = hi[d].max(m.rest[i][d]);
-                    }
-                }
-                1e-3 * (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max)
-            }
-            ParamKind::InitialRotation => 1e-3,
-            ParamKind::InitialVelocity => 1e-3,
-            ParamKind::InitialStateDirection => 1e-1,
-            ParamKind::Gravity => 1e-3 * v.max(1.0),
-            // 1e-3 of the median element edge
-            ParamKind::ObstacleOffset => 2e-3 * m.contact_margin.max(1e-6),
-            ParamKind::Friction | ParamKind::BodyFriction => 1e-3 * v.max(0.01),
-            ParamKind::AttachmentOffset => 2e-3 * m.contact_margin.max(1e-6),
-            // β₀ enters as β₀/h and α as αh: scale the step by the time step.
-            ParamKind::DampingBeta => 1e-3 * v.max(m.h),
-            ParamKind::DampingAlpha => 1e-3 * v.max(1.0 / m.h),
-            _ => 1e-3 * if v > 0.0 { v } else { 1.0 },
-        }
+        self.class.fd_step(self, m, self.value(m).abs())
     }
 }
 
 /// The model at parameter values `values` (user units): a copy of `base` with every
-/// parameter applied. Young's-modulus parameters multiply the base moduli of their element
-/// sets by `value / base_value`, so overlapping sets (a region and its whole body)
-/// compose as independent factors and the parametrization is the same at every point.
+/// parameter applied ([`ParamClass::apply`]). Young's-modulus parameters multiply the base
+/// moduli of their element sets by `value / base_value`, so overlapping sets (a region and
+/// its whole body) compose as independent factors and the parametrization is the same at
+/// every point.
 pub fn apply_all(params: &[Param], base: &Model, values: &[f64]) -> Model {
     let mut m = base.clone();
     let mut factor = vec![1.0; base.num_elements()];
     for (p, &v) in params.iter().zip(values) {
-        if p.kind == ParamKind::YoungsModulus {
-            for &e in &p.elements {
-                factor[e] *= v / p.base_value;
-            }
-        } else {
-            p.set(&mut m, v);
-        }
+        p.class.apply(p, &mut m, v, &mut factor);
     }
     for (e, f) in factor.iter().enumerate() {
         m.params.youngs[e] = base.params.youngs[e] * f;

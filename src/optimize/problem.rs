@@ -261,6 +261,11 @@ impl Problem {
         self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The scalar parameters' names, in θ order.
+    pub fn names(&self) -> Vec<&str> {
+        self.params.iter().map(|p| p.name.as_str()).collect()
+    }
+
     /// Working variables of the scene's values.
     pub fn theta0(&self) -> Vec<f64> {
         self.params

@@ -1,23 +1,11 @@
 //! `optimized.toml`: the effective scene with optimized parameter values written back into
 //! the scene keys they come from, checked by rebuilding the model.
 //!
-//! | parameter | written to |
-//! |---|---|
-//! | `poisson_ratio`, `density` | `body[b].material.*` |
-//! | `damping_alpha`, `damping_beta` | `body[b].damping.alpha` / `.beta` |
-//! | `initial_translation` | `body[b].initial.translation[c]` |
-//! | `initial_rotation` (rad) | `body[b].initial.rotation_deg[c]` (degrees) |
-//! | `initial_velocity` (added velocity) | added to `body[b].initial.velocity[c]` |
-//! | `gravity` | `simulation.gravity[c]` |
-//! | `force_scale` | the force group's `force` vector (or `twist.magnitude`) times the scale |
-//! | `youngs_modulus`, whole body | `material.youngs_modulus` and every absolute `region.youngs_modulus` times the factor value/scene value |
-//! | `youngs_modulus`, region r | `region[r].youngs_modulus` or `region[r].scale` times the factor |
-//! | `muscle_activation` | `body[b].muscle[j].activation` (entry k of an array of knots) |
-//! | `friction`, `body_friction` | `obstacle[o].friction`, `contact.body_friction` |
-//! | `attachment_stiffness` | `body[b].attachment[j].compliance` = 1/value |
-//! | `attachment_offset` | added to `body[b].attachment[j].target[c]` (a target point that does not rotate; else reported) |
-//! | `obstacle_offset` | not written (reported) |
-//! | `initial_state_direction` | not representable (reported, file not exact) |
+//! Each parameter class writes its own keys ([`super::classes::ParamClass::write_back`];
+//! the class's module doc says where: `body[b].material.*`, `body[b].damping.*`,
+//! `body[b].initial.*`, `simulation.gravity`, force groups, muscle activations, friction,
+//! attachments); what has no scene key (`obstacle_offset`, `initial_state_direction`) is
+//! reported in the notes.
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
 //! starts from the optimum. The result is verified: the model built from the new text must
@@ -32,9 +20,10 @@
 //! output directory, where the scene's relative paths would not resolve, and it must load as
 //! a scene from there (to continue an optimization from it).
 
+use super::classes::material::{damping_beta, youngs_modulus};
 use super::params::Param;
 use super::problem::Problem;
-use crate::scene::{self, ParamKind};
+use crate::scene::{self, ParamSpec};
 use crate::solver::Model;
 use toml::{Table, Value};
 
@@ -67,7 +56,34 @@ pub enum WritebackError {
     Serialize(toml::ser::Error),
 }
 
-type Walk<T> = Result<T, WritebackError>;
+/// A write-back step's result.
+pub type Walk<T> = Result<T, WritebackError>;
+
+/// The scene TOML being rewritten, handed to each parameter class's
+/// [`super::classes::ParamClass::write_back`]: the root table, the problem (its declared
+/// `[[parameter]]`s and scene), whether Young's-modulus factors go into appended regions,
+/// and the `--set` lines and notes collected so far.
+pub struct SceneText<'a> {
+    pub root: &'a mut Table,
+    pub problem: &'a Problem,
+    /// Express E factors as appended `[[body.region]]`s (the second pass).
+    pub append_e: bool,
+    pub sets: &'a mut Vec<String>,
+    pub notes: &'a mut Vec<String>,
+}
+
+impl<'a> SceneText<'a> {
+    /// The `[[parameter]]` entry `p` was declared by.
+    pub fn spec(&self, p: &Param) -> Walk<&'a ParamSpec> {
+        let problem: &'a Problem = self.problem;
+        problem
+            .ls
+            .scene
+            .parameters
+            .get(p.index)
+            .ok_or_else(|| missing(format!("parameter.{}", p.index), "a declared parameter"))
+    }
+}
 
 /// `path.key` (`key` at the root).
 fn sub(path: &str, key: &str) -> String {
@@ -78,12 +94,12 @@ fn sub(path: &str, key: &str) -> String {
     }
 }
 
-fn missing(path: String, expected: &'static str) -> WritebackError {
+pub(crate) fn missing(path: String, expected: &'static str) -> WritebackError {
     WritebackError::Key { path, expected }
 }
 
 /// The table `key` of `t` at `path`, created empty where absent.
-fn table<'t>(t: &'t mut Table, path: &str, key: &str) -> Walk<&'t mut Table> {
+pub(crate) fn table<'t>(t: &'t mut Table, path: &str, key: &str) -> Walk<&'t mut Table> {
     t.entry(key.to_string())
         .or_insert_with(|| Value::Table(Table::new()))
         .as_table_mut()
@@ -91,7 +107,7 @@ fn table<'t>(t: &'t mut Table, path: &str, key: &str) -> Walk<&'t mut Table> {
 }
 
 /// Entry `i` of the array of tables `key` of `t` at `path` (`[[body]]`, `[[body.force]]`).
-fn item<'t>(t: &'t mut Table, path: &str, key: &str, i: usize) -> Walk<&'t mut Table> {
+pub(crate) fn item<'t>(t: &'t mut Table, path: &str, key: &str, i: usize) -> Walk<&'t mut Table> {
     t.get_mut(key)
         .and_then(|a| a.as_array_mut())
         .and_then(|a| a.get_mut(i))
@@ -100,17 +116,23 @@ fn item<'t>(t: &'t mut Table, path: &str, key: &str, i: usize) -> Walk<&'t mut T
 }
 
 /// `[[body]]` entry `b`.
-fn body_mut(root: &mut Table, b: usize) -> Walk<&mut Table> {
+pub(crate) fn body_mut(root: &mut Table, b: usize) -> Walk<&mut Table> {
     item(root, "", "body", b)
 }
 
-fn num(v: &Value) -> Option<f64> {
+pub(crate) fn num(v: &Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }
 
 /// Component `c` of the 3-vector `key` of `t` at `path` (created as zeros where absent) set
 /// to `f(old)`; returns the new value.
-fn set3(t: &mut Table, path: &str, key: &str, c: usize, f: impl Fn(f64) -> f64) -> Walk<f64> {
+pub(crate) fn set3(
+    t: &mut Table,
+    path: &str,
+    key: &str,
+    c: usize,
+    f: impl Fn(f64) -> f64,
+) -> Walk<f64> {
     let arr = t
         .entry(key.to_string())
         .or_insert_with(|| Value::Array(vec![Value::Float(0.0); 3]));
@@ -125,7 +147,7 @@ fn set3(t: &mut Table, path: &str, key: &str, c: usize, f: impl Fn(f64) -> f64) 
 
 /// `PATH=[a, b, c]`: a whole 3-vector, so the line also works on a scene that does not
 /// write the vector (a `--set` cannot create array entries one by one).
-fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
+pub(crate) fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
     let a = t
         .get(key)
         .and_then(|v| v.as_array())
@@ -194,7 +216,7 @@ fn pin_e_ref(
             || problem
                 .params
                 .iter()
-                .any(|p| p.body == b && p.kind == ParamKind::DampingBeta);
+                .any(|p| p.body == b && p.key() == damping_beta::KEY);
         if info.stiffness_scaling != scene::StiffnessScaling::Amplified
             || scene.bodies[b].damping.e_ref.is_some()
             || !damped
@@ -219,15 +241,15 @@ fn pin_e_ref(
     Ok(())
 }
 
-fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
+pub(crate) fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
     let v = t.get_mut(key)?;
     let new = num(v)? * f;
     *v = Value::Float(new);
     Some(new)
 }
 
-/// Rewrite `root` in place; `append_e`: express E factors as appended regions. One writer per
-/// parameter class (see the module table); `--set` equivalents go to `sets`, what cannot be
+/// Rewrite `root` in place; `append_e`: express E factors as appended regions. Each
+/// parameter's class writes its keys; `--set` equivalents go to `sets`, what cannot be
 /// written to `notes`.
 fn rewrite(
     root: &mut Table,
@@ -238,315 +260,21 @@ fn rewrite(
     sets: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) -> Walk<()> {
-    let specs = &problem.ls.scene.parameters;
-    // the `[[parameter]]` entry a parameter was declared by
-    let spec = |p: &Param| {
-        specs
-            .get(p.index)
-            .ok_or_else(|| missing(format!("parameter.{}", p.index), "a declared parameter"))
+    let mut w = SceneText {
+        root: &mut *root,
+        problem,
+        append_e,
+        sets: &mut *sets,
+        notes: &mut *notes,
     };
     for (p, &v) in problem.params.iter().zip(values) {
-        let b = p.body;
-        let c = p.component;
-        match p.kind {
-            ParamKind::PoissonRatio | ParamKind::Density => {
-                let key = if p.kind == ParamKind::Density {
-                    "density"
-                } else {
-                    "poisson_ratio"
-                };
-                table(body_mut(root, b)?, &format!("body.{b}"), "material")?
-                    .insert(key.into(), Value::Float(v));
-                sets.push(format!("body.{b}.material.{key}={v:e}"));
-            }
-            ParamKind::DampingAlpha | ParamKind::DampingBeta => {
-                let key = if p.kind == ParamKind::DampingAlpha {
-                    "alpha"
-                } else {
-                    "beta"
-                };
-                table(body_mut(root, b)?, &format!("body.{b}"), "damping")?
-                    .insert(key.into(), Value::Float(v));
-                sets.push(format!("body.{b}.damping.{key}={v:e}"));
-            }
-            ParamKind::InitialTranslation
-            | ParamKind::InitialRotation
-            | ParamKind::InitialVelocity => write_initial(root, p, v, sets)?,
-            ParamKind::Gravity => write_gravity(root, problem, c, v, sets)?,
-            ParamKind::ForceScale => {
-                let j = spec(p)?.force.unwrap_or(0);
-                write_force_scale(body_mut(root, b)?, (b, j), v, sets)?;
-            }
-            ParamKind::Friction => {
-                let o = p.obstacle;
-                if let Some(t) = root
-                    .get_mut("obstacle")
-                    .and_then(|a| a.as_array_mut())
-                    .and_then(|a| a.get_mut(o))
-                    .and_then(|t| t.as_table_mut())
-                {
-                    t.insert("friction".into(), Value::Float(v));
-                }
-                sets.push(format!("obstacle.{o}.friction={v:e}"));
-            }
-            ParamKind::BodyFriction => {
-                let ct = table(root, "", "contact")?;
-                ct.insert("body_friction".into(), Value::Float(v));
-                sets.push(format!("contact.body_friction={v:e}"));
-            }
-            ParamKind::AttachmentStiffness | ParamKind::AttachmentOffset => {
-                let j = spec(p)?.attachment.unwrap_or(0);
-                write_attachment(body_mut(root, b)?, (p, j), v, sets, notes)?;
-            }
-            ParamKind::ObstacleOffset => {
-                notes.push(format!(
-                    "{}: obstacle offset {v:e} m (component {c}) is not written back; translate obstacle {} by it",
-                    p.name, p.obstacle
-                ));
-            }
-            ParamKind::MuscleActivation => {
-                let j = spec(p)?.muscle.unwrap_or(0);
-                write_activation(body_mut(root, b)?, (p, j), v, sets)?;
-            }
-            ParamKind::InitialStateDirection => notes.push(format!(
-                "{}: a seeded state direction has no scene key; not written",
-                p.name
-            )),
-            ParamKind::YoungsModulus => {
-                let f = v / p.base_value;
-                let region = spec(p)?.region;
-                let bt = body_mut(root, b)?;
-                if append_e {
-                    append_e_region(bt, p, region, f, notes)?;
-                } else {
-                    scale_e(bt, b, region, f, sets)?;
-                }
-            }
-        }
+        p.class.write_back(&mut w, p, v)?;
     }
     pin_e_ref(root, problem, target, sets)?;
     if let Some(ps) = root.get_mut("parameter").and_then(|p| p.as_array_mut()) {
         for p in ps {
             if let Some(t) = p.as_table_mut() {
                 t.remove("initial");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `initial_translation`, `initial_rotation` (radians, written in degrees) and
-/// `initial_velocity` (added to the scene's velocity): component `p.component` of the body's
-/// `[body.initial]` vector.
-fn write_initial(root: &mut Table, p: &Param, v: f64, sets: &mut Vec<String>) -> Walk<()> {
-    let (b, c) = (p.body, p.component);
-    let path = format!("body.{b}.initial");
-    let t = table(body_mut(root, b)?, &format!("body.{b}"), "initial")?;
-    let key = match p.kind {
-        ParamKind::InitialTranslation => {
-            set3(t, &path, "translation", c, |_| v)?;
-            "translation"
-        }
-        ParamKind::InitialRotation => {
-            let d = v.to_degrees();
-            set3(t, &path, "rotation_deg", c, |_| d)?;
-            "rotation_deg"
-        }
-        _ => {
-            set3(t, &path, "velocity", c, |o| o + v)?;
-            "velocity"
-        }
-    };
-    sets.push(vector_set(&format!("{path}.{key}"), t, key)?);
-    Ok(())
-}
-
-/// `gravity`: component `c` of `simulation.gravity` (the scene's value is written out first
-/// when the file leaves it at the default).
-fn write_gravity(
-    root: &mut Table,
-    problem: &Problem,
-    c: usize,
-    v: f64,
-    sets: &mut Vec<String>,
-) -> Walk<()> {
-    let sim = table(root, "", "simulation")?;
-    if !sim.contains_key("gravity") {
-        let g = problem.ls.scene.simulation.gravity;
-        sim.insert(
-            "gravity".into(),
-            Value::Array(g.iter().map(|&x| Value::Float(x)).collect()),
-        );
-    }
-    set3(sim, "simulation", "gravity", c, |_| v)?;
-    sets.push(vector_set("simulation.gravity", sim, "gravity")?);
-    Ok(())
-}
-
-/// `force_scale` of force group `j` of body `b`: its `force` vector (or `twist.magnitude`)
-/// times the scale `v`.
-fn write_force_scale(
-    body: &mut Table,
-    (b, j): (usize, usize),
-    v: f64,
-    sets: &mut Vec<String>,
-) -> Walk<()> {
-    let ft = item(body, &format!("body.{b}"), "force", j)?;
-    if let Some(arr) = ft.get_mut("force").and_then(|a| a.as_array_mut()) {
-        for x in arr.iter_mut() {
-            *x = Value::Float(num(x).unwrap_or(0.0) * v);
-        }
-        let s: Vec<String> = arr
-            .iter()
-            .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
-            .collect();
-        sets.push(format!("body.{b}.force.{j}.force=[{}]", s.join(", ")));
-    } else if let Some(tw) = ft.get_mut("twist").and_then(|t| t.as_table_mut()) {
-        if let Some(m) = scale_num(tw, "magnitude", v) {
-            sets.push(format!("body.{b}.force.{j}.twist.magnitude={m:e}"));
-        }
-    }
-    Ok(())
-}
-
-/// `attachment_stiffness` (compliance = 1/value) and `attachment_offset` (added to the
-/// target point of a non-rotating attachment; otherwise reported) of attachment `j`.
-fn write_attachment(
-    body: &mut Table,
-    (p, j): (&Param, usize),
-    v: f64,
-    sets: &mut Vec<String>,
-    notes: &mut Vec<String>,
-) -> Walk<()> {
-    let (b, c) = (p.body, p.component);
-    let path = format!("body.{b}.attachment.{j}");
-    let at = item(body, &format!("body.{b}"), "attachment", j)?;
-    if p.kind == ParamKind::AttachmentStiffness {
-        at.insert("compliance".into(), Value::Float(1.0 / v));
-        sets.push(format!("{path}.compliance={:e}", 1.0 / v));
-        return Ok(());
-    }
-    let rotates = at
-        .get("motion")
-        .and_then(|m| m.get("type"))
-        .and_then(|t| t.as_str())
-        == Some("rotate");
-    if at.contains_key("target") && !rotates {
-        set3(at, &path, "target", c, |o| o + v)?;
-        sets.push(vector_set(&format!("{path}.target"), at, "target")?);
-    } else {
-        notes.push(format!(
-            "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
-            p.name
-        ));
-    }
-    Ok(())
-}
-
-/// `muscle_activation` of muscle group `j`: entry `p.knot` of its knot array, or the
-/// constant activation.
-fn write_activation(
-    body: &mut Table,
-    (p, j): (&Param, usize),
-    v: f64,
-    sets: &mut Vec<String>,
-) -> Walk<()> {
-    let b = p.body;
-    let mt = item(body, &format!("body.{b}"), "muscle", j)?;
-    let k = p.knot;
-    match mt.get_mut("activation").and_then(|a| a.as_array_mut()) {
-        Some(arr) => {
-            let knot = arr.get_mut(k).ok_or_else(|| {
-                missing(
-                    format!("body.{b}.muscle.{j}.activation.{k}"),
-                    "an activation knot",
-                )
-            })?;
-            *knot = Value::Float(v);
-            sets.push(format!("body.{b}.muscle.{j}.activation.{k}={v:e}"));
-        }
-        None => {
-            mt.insert("activation".into(), Value::Float(v));
-            sets.push(format!("body.{b}.muscle.{j}.activation={v:e}"));
-        }
-    }
-    Ok(())
-}
-
-/// `youngs_modulus` factor `f` as an appended `[[body.region]]` with `scale = f`, selecting
-/// what region `region` selects (or the whole body).
-fn append_e_region(
-    bt: &mut Table,
-    p: &Param,
-    region: Option<usize>,
-    f: f64,
-    notes: &mut Vec<String>,
-) -> Walk<()> {
-    let select = match region {
-        Some(r) => item(bt, &format!("body.{}", p.body), "region", r)?
-            .get("select")
-            .cloned()
-            .ok_or_else(|| missing(format!("body.{}.region.{r}.select", p.body), "a selector"))?,
-        None => {
-            let mut t = Table::new();
-            t.insert("all".into(), Value::Boolean(true));
-            Value::Table(t)
-        }
-    };
-    let mut reg = Table::new();
-    reg.insert(
-        "name".into(),
-        Value::String(format!("optimized factor of {}", p.name)),
-    );
-    reg.insert("select".into(), select);
-    reg.insert("scale".into(), Value::Float(f));
-    bt.entry("region".to_string())
-        .or_insert_with(|| Value::Array(vec![]))
-        .as_array_mut()
-        .ok_or_else(|| missing(format!("body.{}.region", p.body), "an array of tables"))?
-        .push(Value::Table(reg));
-    notes.push(format!(
-        "{}: written as an appended [[body.region]] with scale = {f:e}",
-        p.name
-    ));
-    Ok(())
-}
-
-/// `youngs_modulus` factor `f` in place: the whole body's `material.youngs_modulus` and
-/// every absolute region modulus, or region `r`'s `youngs_modulus` / `scale`, times `f`.
-fn scale_e(
-    bt: &mut Table,
-    b: usize,
-    region: Option<usize>,
-    f: f64,
-    sets: &mut Vec<String>,
-) -> Walk<()> {
-    match region {
-        None => {
-            let mat = bt
-                .get_mut("material")
-                .and_then(|m| m.as_table_mut())
-                .ok_or_else(|| missing(format!("body.{b}.material"), "a table"))?;
-            if let Some(e) = scale_num(mat, "youngs_modulus", f) {
-                sets.push(format!("body.{b}.material.youngs_modulus={e:e}"));
-            }
-            if let Some(regs) = bt.get_mut("region").and_then(|r| r.as_array_mut()) {
-                for (r, reg) in regs.iter_mut().enumerate() {
-                    let rt = reg
-                        .as_table_mut()
-                        .ok_or_else(|| missing(format!("body.{b}.region.{r}"), "a table"))?;
-                    if let Some(e) = scale_num(rt, "youngs_modulus", f) {
-                        sets.push(format!("body.{b}.region.{r}.youngs_modulus={e:e}"));
-                    }
-                }
-            }
-        }
-        Some(r) => {
-            let rt = item(bt, &format!("body.{b}"), "region", r)?;
-            for key in ["youngs_modulus", "scale"] {
-                if let Some(e) = scale_num(rt, key, f) {
-                    sets.push(format!("body.{b}.region.{r}.{key}={e:e}"));
-                }
             }
         }
     }
@@ -788,7 +516,7 @@ fn one_pass(
         && problem
             .params
             .iter()
-            .any(|p: &Param| p.kind == ParamKind::YoungsModulus);
+            .any(|p: &Param| p.key() == youngs_modulus::KEY);
     let wb = WriteBack {
         toml: text,
         sets,

@@ -16,7 +16,6 @@ use super::offload::{Offload, OffloadError, ParamStep};
 use super::simulator::Simulator;
 use crate::material::law::NhParams;
 use crate::material::{frob, lame_dnu, ParamInput};
-use crate::model::StiffnessScaling;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -202,16 +201,9 @@ fn host_material_terms(
             let nu = p.nu[b];
             let dl_dbw = -frob(&zh, &vs); // dL/d(beta_e w_s)
             let body = &model.bodies[b];
-            let s_e = match body.stiffness_scaling {
-                StiffnessScaling::Amplified => ee / body.e_ref,
-                StiffnessScaling::Uniform => 1.0,
-            };
-            // dL/dE_e: weights scale like E (w/E); beta_e*w scales like E^2 (amplified) or E.
-            let c_beta = if body.stiffness_scaling == StiffnessScaling::Amplified {
-                2.0
-            } else {
-                1.0
-            };
+            let s_e = body.stiffness_scaling.beta(1.0, ee, body.e_ref);
+            // dL/dE_e: weights scale like E (w/E); beta_e*w like E^2 (amplified) or E.
+            let c_beta = body.stiffness_scaling.beta_weight_power();
             let mut de = c_beta * d.beta[e] * w / ee * dl_dbw;
             let (de_w, dnu) = body.model.param_gradient(
                 lin.sample(s),
@@ -273,10 +265,11 @@ impl ParamConstants {
             let b = model.elem_body[e];
             let body = &model.bodies[b];
             let (ee, w) = (p.youngs[e], d.w_total(s));
-            let (s_e, c_beta) = match body.stiffness_scaling {
-                StiffnessScaling::Amplified => (ee / body.e_ref, 2.0),
-                StiffnessScaling::Uniform => (1.0, 1.0),
-            };
+            let scaling = body.stiffness_scaling;
+            let (s_e, c_beta) = (
+                scaling.beta(1.0, ee, body.e_ref),
+                scaling.beta_weight_power(),
+            );
             let (dmu, dla) = lame_dnu(ee, p.nu[b]);
             let [dwa, dwb] = body
                 .model

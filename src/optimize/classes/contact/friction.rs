@@ -1,0 +1,57 @@
+//! `friction`: the Coulomb coefficient $\mu_o$ of obstacle $o$, with $d\mathcal L/d\mu_o$
+//! from the contact solve's adjoint (NCP: $\zeta,\mu$ recomputed from $z$; penalty: the chain
+//! rule through the explicit force); written to `obstacle[o].friction`.
+
+use super::friction_step;
+use crate::model::Model;
+use crate::optimize::classes::{Owner, ParamClass, Refs};
+use crate::optimize::params::Param;
+use crate::optimize::writeback::{SceneText, Walk};
+use crate::solver::gradient::Gradients;
+use toml::Value;
+
+pub struct Friction;
+
+impl ParamClass for Friction {
+    fn key(&self) -> &'static str {
+        "friction"
+    }
+    fn refs(&self) -> Refs {
+        Refs {
+            obstacle: true,
+            ..Refs::default()
+        }
+    }
+    fn owner(&self) -> Owner {
+        Owner::Obstacle
+    }
+    fn positive(&self) -> bool {
+        true
+    }
+    fn value(&self, p: &Param, m: &Model) -> f64 {
+        m.obstacles[p.obstacle].friction
+    }
+    fn set(&self, p: &Param, m: &mut Model, v: f64) {
+        m.obstacles[p.obstacle].friction = v;
+    }
+    fn gradient(&self, p: &Param, _: &Model, g: &Gradients, _: f64) -> f64 {
+        g.friction[p.obstacle]
+    }
+    fn fd_step(&self, _: &Param, _: &Model, v: f64) -> f64 {
+        friction_step(v)
+    }
+    fn write_back(&self, w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()> {
+        let o = p.obstacle;
+        if let Some(t) = w
+            .root
+            .get_mut("obstacle")
+            .and_then(|a| a.as_array_mut())
+            .and_then(|a| a.get_mut(o))
+            .and_then(|t| t.as_table_mut())
+        {
+            t.insert("friction".into(), Value::Float(v));
+        }
+        w.sets.push(format!("obstacle.{o}.friction={v:e}"));
+        Ok(())
+    }
+}
