@@ -89,7 +89,9 @@ def main():
     view = 0.6 * side - np.cross(up, side) + 0.55 * up
     plotter.view_vector(tuple(view), viewup=tuple(up))
     plotter.reset_camera(bounds=merged)
-    plotter.camera.zoom(1.2)
+    extent = np.array(merged[1::2]) - np.array(merged[0::2])
+    tall = abs(np.dot(extent, up)) > 1.5 * np.max(np.abs(extent - np.dot(extent, up) * up))
+    plotter.camera.zoom(1.0 if tall else 1.2)
     plotter.screenshot(args.out)
     print(f"{args.out}: frames {files[0].name} .. {files[-1].name}")
 

@@ -58,10 +58,7 @@ pub fn inputs<'py>(py: Python<'py>, problem: &Problem) -> PyResult<Bound<'py, Py
         d.set_item("name", name)?;
         d.set_item("parameters", names)?;
         d.set_item("indices", (k..end).collect::<Vec<_>>())?;
-        d.set_item(
-            "kind",
-            diffphd::optimize::params::kind_name(problem.params[k].kind),
-        )?;
+        d.set_item("kind", problem.params[k].key())?;
         d.set_item("log", problem.params[k].log)?;
         d.set_item("theta", problem.theta0()[k..end].to_vec())?;
         out.append(d)?;
