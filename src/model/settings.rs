@@ -355,6 +355,23 @@ impl SolverMethod {
             SolverMethod::Newton => "newton",
         }
     }
+
+    /// What one iteration of the method is called in messages: "PD iterations" (diffphd,
+    /// diffpd) or "Newton iterations".
+    pub fn iterations_name(self) -> &'static str {
+        match self {
+            SolverMethod::Diffphd | SolverMethod::Diffpd => "PD iterations",
+            SolverMethod::Newton => "Newton iterations",
+        }
+    }
+
+    /// The scene key capping the method's iterations per step.
+    pub fn iteration_cap_key(self) -> &'static str {
+        match self {
+            SolverMethod::Diffphd | SolverMethod::Diffpd => "solver.max_iterations",
+            SolverMethod::Newton => "solver.newton_max_iterations",
+        }
+    }
 }
 
 /// A `solver.method` name that is not one of [`SolverMethod`]'s.
