@@ -64,11 +64,7 @@ impl SessionError {
     /// test (or hit the contact time cap), 2 for bad input or environment, 1 for a failed run.
     pub fn exit_code(&self) -> i32 {
         match self {
-            SessionError::Solver { source, .. } => match source {
-                SolverError::NotConverged { .. } | SolverError::ContactTimeLimit { .. } => 3,
-                SolverError::InitialPenetration(_) | SolverError::InitialOverlap(_) => 2,
-                _ => 1,
-            },
+            SessionError::Solver { source, .. } => source.exit_code(),
             SessionError::State { .. } => 1,
             _ => 2,
         }
@@ -261,7 +257,7 @@ pub struct Rollout {
     pub outcome: Outcome,
     /// Frames whose step did not meet the stopping test.
     pub missed: Vec<usize>,
-    /// PD iterations of every step (for the messages).
+    /// Iterations of every step, in the method's own unit (for the messages).
     pub iterations: Vec<usize>,
     /// `on_nonconvergence` of the scene.
     pub on_nonconvergence: OnNonConvergence,
@@ -274,6 +270,8 @@ pub struct Rollout {
     /// Anderson window and method actually used.
     pub anderson_window: usize,
     pub solver_method: String,
+    /// The method (for the messages: "PD iterations" or "Newton iterations").
+    pub method: crate::model::SolverMethod,
     /// The device's description (GPU backends).
     pub device: Option<String>,
     /// Warnings of the run (the model's repairs, inverted elements, contact time caps).
@@ -294,11 +292,13 @@ impl Rollout {
         let its = self.iterations.get(first - 1).copied().unwrap_or(0);
         let list: Vec<String> = self.missed.iter().take(20).map(|f| f.to_string()).collect();
         Some(format!(
-            "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} PD iterations; frames {}{}); run status \"incomplete\". Raise solver.max_iterations, or set solver.on_nonconvergence = \"warn\" to accept them",
+            "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
             self.missed.len(),
             self.iterations.len(),
+            self.method.iterations_name(),
             list.join(", "),
-            if self.missed.len() > 20 { ", ..." } else { "" }
+            if self.missed.len() > 20 { ", ..." } else { "" },
+            self.method.iteration_cap_key(),
         ))
     }
 }
@@ -344,6 +344,7 @@ pub fn simulate(
         heterogeneous: sim.derived.heterogeneous,
         anderson_window: sim.config.window,
         solver_method: sim.config.method.as_str().into(),
+        method: sim.config.method,
         device,
         warnings: model
             .warnings
@@ -371,6 +372,7 @@ pub fn simulate(
         return Ok(out);
     }
     let frames = model.frames;
+    let sim_method = sim.config.method;
     let ended = rollout::run(&mut sim, 0, frames, (x, v), |e| {
         let (frame, stats) = (e.frame, e.stats);
         let fc = stats
@@ -381,8 +383,9 @@ pub fn simulate(
             return Err(SessionError::State {
                 path: path.clone(),
                 msg: format!(
-                    "frame {frame}, after PD iteration {}: the state diverged: {what}",
-                    stats.iterations
+                    "frame {frame}, after {} {}: the state diverged: {what}",
+                    stats.iterations,
+                    sim_method.iterations_name()
                 ),
             });
         }
@@ -400,8 +403,9 @@ pub fn simulate(
         let inverted = inverted_elements(model, e.x);
         if let Some((n, el)) = inverted {
             out.warnings.push(format!(
-                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {el}",
-                stats.iterations
+                "frame {frame} (after {} {}): {n} inverted element(s) (det F <= 0), first: element {el}",
+                stats.iterations,
+                sim_method.iterations_name()
             ));
         }
         out.iterations.push(stats.iterations);

@@ -18,11 +18,31 @@ pub struct GradArgs {
     /// (scripts/bench_frontier.sh).
     #[arg(long)]
     pub final_state: bool,
+    /// Check the gradient against a central finite difference at tight forward tolerances
+    /// (solver.residual_tol and solver.newton_tol 1e-12): per parameter with up to 3
+    /// parameters, else along one seeded random direction; each with its own error bar from two
+    /// steps. Exit 1 when a check's error exceeds --verify-threshold or the finite difference
+    /// cannot certify it (docs/gradcheck.md, "grad --verify")
+    #[arg(long)]
+    pub verify: bool,
+    /// --verify: the largest accepted error, relative to the larger of |FD| and 1e-3 of the
+    /// largest |FD| (per parameter) or 1e-3 |g||d| (random direction)
+    #[arg(long, value_name = "ERR", default_value_t = diffphd::optimize::verify::DEFAULT_THRESHOLD)]
+    pub verify_threshold: f64,
+    /// --verify: seed of the random direction
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub verify_seed: u64,
 }
 
 pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let args = &grad_args.run;
     let backend = super::simulate::check_backend(args.backend)?;
+    let thr = grad_args.verify_threshold;
+    if !(thr.is_finite() && thr > 0.0) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--verify-threshold {thr}: expected a finite number > 0"
+        )));
+    }
     let ls = super::simulate::load_scene(args)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
@@ -36,10 +56,26 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         )));
     }
     let out: PathBuf = super::claim_output("grad", args, &problem.ls)?;
+    let warnings = diffphd::optimize::verify::frozen_e_ref_warnings(&problem);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let theta = problem.theta0();
     let ev = problem
         .evaluate(&theta, true)
         .map_err(|e| Failure::solver(e, path.clone()))?;
+    let verification = if grad_args.verify {
+        let opts = diffphd::optimize::verify::Options {
+            seed: grad_args.verify_seed,
+            threshold: grad_args.verify_threshold,
+        };
+        Some(
+            diffphd::optimize::verify::verify(&problem, &theta, &ev.gradient, &opts)
+                .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?,
+        )
+    } else {
+        None
+    };
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
     let mut json = super::provenance(
         "grad",
@@ -68,6 +104,16 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
                 "positions": ev.final_x,
             }),
         );
+    }
+    if !warnings.is_empty() {
+        json.as_object_mut()
+            .expect("object")
+            .insert("warnings".into(), serde_json::json!(warnings));
+    }
+    if let Some(v) = &verification {
+        json.as_object_mut()
+            .expect("object")
+            .insert("verify".into(), serde_json::json!(v));
     }
     diffphd::io::write_atomic(
         &out.join("grad.json"),
@@ -108,6 +154,17 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
                 "WARNING: adjoint did not converge in frames {:?}",
                 ev.nonconverged_backward_frames
             );
+        }
+    }
+    if let Some(v) = &verification {
+        if !args.quiet {
+            print!("{}", v.table());
+        }
+        if !v.passed() {
+            return Err(Failure::run(anyhow::anyhow!(
+                "gradient verification failed (grad.json \"verify\"):\n{}",
+                v.table().trim_end()
+            )));
         }
     }
     if !ev.nonconverged_backward_frames.is_empty() {

@@ -110,6 +110,14 @@ pub struct NewtonRecord {
     /// Diagonal shifts applied (`none` filter on an indefinite Hessian).
     pub regularizations: usize,
     pub factorizations: usize,
+    /// `"converged to round-off"` when the step stopped at the round-off floor instead of
+    /// `solver.newton_tol` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<&'static str>,
+    /// The round-off floor $\epsilon\,\||K|\,|x|\|/s$ in the units of `relative_gradient`, where the
+    /// step checked it (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roundoff_floor: Option<f64>,
 }
 
 /// Run outcome.

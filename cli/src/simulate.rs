@@ -253,8 +253,8 @@ fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure>
     if !quiet {
         let s = &log.summary;
         eprintln!(
-            "done: {} frames, {} PD iterations ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
-            s.frames_done, s.total_iterations, s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
+            "done: {} frames, {} {} ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
+            s.frames_done, s.total_iterations, method_of(&log).iterations_name(), s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
             if diffphd::contact::enabled(sim.model) { format!(", contact {:.3}s", s.seconds_contact) } else { String::new() },
             log.header.setup_seconds, s.seconds_total, out.display()
         );
@@ -428,8 +428,9 @@ impl Progress {
         let inverted = inverted_elements(model, e.x);
         if let Some((n, el)) = inverted {
             self.warn(&format!(
-                "frame {frame} (after {} PD iterations): {n} inverted element(s) (det F <= 0), first: element {el}",
-                stats.iterations
+                "frame {frame} (after {} {}): {n} inverted element(s) (det F <= 0), first: element {el}",
+                stats.iterations,
+                sim.config.method.iterations_name()
             ));
         }
         let rec = frame_record(sim, frame, stats, inverted, file, Diagnostics::of_event(&e));
@@ -525,8 +526,9 @@ impl Progress {
     /// Progress of frame `frame` of `frames` (a warning when it did not converge).
     fn report(&self, frame: usize, frames: usize, rec: &FrameRecord) {
         let msg = format!(
-            "frame {frame}/{frames}: {} PD iterations{}",
+            "frame {frame}/{frames}: {} {}{}",
             rec.iterations,
+            method_of(&self.log).iterations_name(),
             if rec.converged {
                 ""
             } else {
@@ -564,13 +566,21 @@ fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
     let first = missed[0];
     let its = log.frames.get(first - 1).map(|f| f.iterations).unwrap_or(0);
     let list: Vec<String> = missed.iter().take(20).map(|f| f.to_string()).collect();
+    let method = method_of(log);
     format!(
-        "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} PD iterations; frames {}{}); run status \"incomplete\". Raise solver.max_iterations, or set solver.on_nonconvergence = \"warn\" to accept them",
+        "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
         missed.len(),
         log.frames.len(),
+        method.iterations_name(),
         list.join(", "),
-        if missed.len() > 20 { ", ..." } else { "" }
+        if missed.len() > 20 { ", ..." } else { "" },
+        method.iteration_cap_key(),
     )
+}
+
+/// The run's `solver.method` (its header records the name the method gave).
+fn method_of(log: &RunLog) -> diffphd::model::SolverMethod {
+    log.header.solver_method.parse().unwrap_or_default()
 }
 
 /// The log record of a step's Newton statistics.
@@ -585,5 +595,7 @@ fn newton_record(n: &diffphd::solver::stats::NewtonStats) -> crate::log::NewtonR
         indefinite_factorizations: n.indefinite_factorizations,
         regularizations: n.regularizations,
         factorizations: n.factorizations,
+        stop: n.stop,
+        roundoff_floor: n.roundoff_floor,
     }
 }

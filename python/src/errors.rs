@@ -29,9 +29,9 @@ fn class_of(e: &SessionError) -> &'static str {
         SessionError::Model { .. } => "ModelError",
         SessionError::Backend(_) => "BackendError",
         SessionError::Solver { source, .. } => match source {
-            SolverError::NotConverged { .. } | SolverError::ContactTimeLimit { .. } => {
-                "NotConvergedError"
-            }
+            SolverError::NotConverged { .. }
+            | SolverError::NewtonNotConverged { .. }
+            | SolverError::ContactTimeLimit { .. } => "NotConvergedError",
             SolverError::InitialPenetration(_) | SolverError::InitialOverlap(_) => "SceneError",
             _ => "SolverError",
         },

@@ -23,6 +23,16 @@ pub enum SolverError {
         position: f64,
         projection: f64,
     },
+    /// A Newton step (`method = "newton"`) missed its stopping test under
+    /// `on_nonconvergence = "error"`: neither $\|\nabla g\|\le$ `newton_tol`$\cdot s$ nor the
+    /// round-off stop (`crate::solver::newton` module docs) within `newton_max_iterations`.
+    #[error("frame {frame}: Newton did not converge in {iterations} Newton iterations (relative gradient {relative_gradient:.3e} against solver.newton_tol {tol:.1e})")]
+    NewtonNotConverged {
+        frame: usize,
+        iterations: usize,
+        relative_gradient: f64,
+        tol: f64,
+    },
     /// A contact solve hit its wall-clock cap under `on_nonconvergence = "error"`.
     #[error("frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {max_seconds} s; the step did not converge")]
     ContactTimeLimit {
@@ -78,7 +88,9 @@ impl SolverError {
     /// body (bad input), 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            SolverError::NotConverged { .. } | SolverError::ContactTimeLimit { .. } => 3,
+            SolverError::NotConverged { .. }
+            | SolverError::NewtonNotConverged { .. }
+            | SolverError::ContactTimeLimit { .. } => 3,
             SolverError::InitialPenetration(_) | SolverError::InitialOverlap(_) => 2,
             _ => 1,
         }

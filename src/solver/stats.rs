@@ -73,6 +73,14 @@ pub struct NewtonStats {
     /// Diagonal shifts applied (`none` filter on an indefinite Hessian).
     pub regularizations: usize,
     pub factorizations: usize,
+    /// [`crate::solver::newton::ROUNDOFF_STOP`] when the step stopped at the round-off floor
+    /// instead of the gradient test (`converged` is then true); `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<&'static str>,
+    /// The round-off floor $c\,\epsilon\,\||K|\,|x|\|_2/s$ in the units of
+    /// `relative_gradient`, at the last iterate where the stop checked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roundoff_floor: Option<f64>,
 }
 
 /// Statistics of one adjoint solve.

@@ -13,3 +13,4 @@ mod optimize;
 mod optimize_resume;
 mod param_kinds;
 mod real2sim;
+mod verify;

@@ -12,4 +12,5 @@ mod baselines;
 mod convergence;
 mod defaults_accuracy;
 mod muscle;
+mod newton_roundoff;
 mod physics;

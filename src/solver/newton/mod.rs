@@ -17,7 +17,22 @@
 //! Each iteration assembles the $3n\times3n$ Hessian on the element pattern (free DoFs only),
 //! factors it with the sparse $LL^T$ whose symbolic analysis (METIS ordering, elimination
 //! tree) is computed once per simulator and reused, solves $H\delta=-\nabla g$ and backtracks
-//! (Armijo, $c=10^{-4}$, halving). Element (per quadrature sample) Hessian filters: `none`,
+//! (Armijo, $c=10^{-4}$, halving) until $\|\nabla g\|\le$ `newton_tol`$\cdot s$ ($s$: the norm of the
+//! inertia+damping part plus that of the elastic part of $\nabla g$).
+//!
+//! Round-off stop (issue 37; `method = "newton"` without contact): evaluated at a floating-point
+//! $x$, $\nabla g$ cannot be resolved below the change that rounding $x$ causes, to first order
+//! $|\delta\nabla g|\le\epsilon\,|K|\,|x|$ ($K=\nabla^2g$, $\epsilon$ = `f64::EPSILON`; Higham 2002 §3
+//! style bound). A stiff, slowly loaded body can put that floor above `newton_tol`: measured on a
+//! 100×-contrast twisted tet bar, $\|\nabla g\|$ drops quadratically to $0.10$–$0.15\,\epsilon\||K||x|\|$
+//! and then wanders there (Newton steps of 30–270 ulps of $\|x\|_\infty$, the Armijo test passing or
+//! failing on round-off) until the iteration cap. So an iteration that does not halve the
+//! smallest $\|\nabla g\|$ so far while $\|\nabla g\|\le c\,\epsilon\||K||x|\|_2$ ($c$ = [`ROUNDOFF_C`])
+//! is a stall, and [`ROUNDOFF_K`] stalls in a row (or a line search that finds no decrease down to
+//! trial steps below $\epsilon\|x\|_\infty$ at the floor) end the step as converged, logged as
+//! [`ROUNDOFF_STOP`] (`NewtonStats::stop`, `log.json`). A step that stalls above the floor
+//! still misses its stopping test (exit 3). The direct fallback of the PD method
+//! ([`solve_from`]) tests its own target and does not use this stop. Element (per quadrature sample) Hessian filters: `none`,
 //! `clamp` ($\max(\lambda,\epsilon)$, $\epsilon=10^{-8}$ relative), `abs`, `trust_region` (clamp
 //! when the last step's ratio $\rho$ satisfied $|\rho-1|<\eta$, abs otherwise; Chen et al. 2024)
 //! and `ppn` (Fernández-Fernández et al. 2026: unprojected first; on a failed factorization,
@@ -81,6 +96,32 @@ use rayon::prelude::*;
 use std::time::Instant;
 pub use step::{solve_from, step};
 use system::{NewtonFactor, NewtonSystem};
+
+/// The round-off stop's factor $c$ on the floor $\epsilon\||K||x|\|_2$ (module docs): the measured
+/// stall level is $0.10$–$0.15$, so an iterate still converging (quadratically, from
+/// $10^3$–$10^5$ times the floor) does not meet it.
+pub const ROUNDOFF_C: f64 = 1.0;
+/// Stalls in a row at the floor that end a step (module docs).
+pub const ROUNDOFF_K: usize = 3;
+/// `NewtonStats::stop` (and `log.json`'s `newton.stop`) of a step ended by the round-off stop.
+pub const ROUNDOFF_STOP: &str = "converged to round-off";
+
+/// $\||K|\,|x|\|_2$ on the free DoFs, $K$ the Hessian assembled from the per-sample `hess`:
+/// the first-order bound $\epsilon\,|K|\,|x|$ of the change of $\nabla g$ when $x$ is rounded to
+/// floating point ($|\delta x_j|\le\epsilon|x_j|$), the scale of the round-off stop.
+fn roundoff_scale(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9], x: &[f64]) -> f64 {
+    let k = assemble(sim, sys, hess);
+    let mut y = vec![0.0; x.len()];
+    for (j, xj) in x.iter().enumerate().take(k.n) {
+        for p in k.col_ptr[j]..k.col_ptr[j + 1] {
+            y[k.row_idx[p]] += k.values[p].abs() * xj.abs();
+        }
+    }
+    for &q in &sim.prescribed {
+        y[q] = 0.0;
+    }
+    norm(&y)
+}
 
 /// The objective, its gradient and the per-sample Hessians at `x`.
 struct Eval {

@@ -2,7 +2,10 @@
 //! state, the contact-projected Newton step and the line-searched descent step.
 
 use super::system::{NewtonFactor, NewtonSystem};
-use super::{evaluate, factor_filtered, kkt, Eval, FilterPolicy, Kkt};
+use super::{
+    evaluate, factor_filtered, kkt, roundoff_scale, Eval, FilterPolicy, Kkt, ROUNDOFF_C,
+    ROUNDOFF_K, ROUNDOFF_STOP,
+};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinalgError;
 use crate::solver::error::SolverError;
@@ -39,7 +42,14 @@ pub fn step(
     };
     let ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
     let mut it = Iterate::new(x, ev, cstats);
-    run(sim, (cfg, csettings), (x_t, &y), frame, &mut ncp, &mut it)?;
+    run(
+        sim,
+        (cfg, csettings),
+        (x_t, &y),
+        (frame, true),
+        &mut ncp,
+        &mut it,
+    )?;
     let Iterate {
         mut x, ns, cstats, ..
     } = it;
@@ -58,11 +68,11 @@ pub fn step(
     stats.time_other = t0.elapsed().as_secs_f64();
     sim.contact_time_limit(frame, &stats)?;
     if !ns.converged && sim.config.on_nonconvergence == crate::model::OnNonConvergence::Error {
-        return Err(SolverError::NotConverged {
+        return Err(SolverError::NewtonNotConverged {
             frame,
             iterations: ns.iterations,
-            position: ns.relative_gradient / cfg.tol,
-            projection: 0.0,
+            relative_gradient: ns.relative_gradient,
+            tol: cfg.tol,
         });
     }
     Ok((x, stats))
@@ -72,8 +82,9 @@ pub fn step(
 /// Newton iterations on the step's PD energy from `x` (the settings of `method = "newton"`
 /// with the PD energy; contacts not modelled), stopping at $\|\nabla g\|\le$ `target` on the
 /// free DoFs (the PD force residual, $\nabla g=Ax-b(x)$), the iteration cap, or when no
-/// further decrease is possible. `y` is the step's inertial target. `x` is left at the last
-/// accepted iterate: the energy never increases.
+/// further decrease is possible (without the round-off stop of `method = "newton"`: the
+/// caller tests the residual itself). `y` is the step's inertial target. `x` is left at the
+/// last accepted iterate: the energy never increases.
 pub fn solve_from(
     sim: &mut Simulator,
     frame: usize,
@@ -89,18 +100,26 @@ pub fn solve_from(
     cfg.tol = target / ev.scale.max(f64::MIN_POSITIVE);
     let mut it = Iterate::new(std::mem::take(x), ev, ContactStats::default());
     let csettings = contact_settings(sim.model);
-    let result = run(sim, (cfg, csettings), (x_t, y), frame, &mut None, &mut it);
+    let result = run(
+        sim,
+        (cfg, csettings),
+        (x_t, y),
+        (frame, false),
+        &mut None,
+        &mut it,
+    );
     *x = it.x;
     result.map(|_| it.ns)
 }
 
 /// [`StepCtx::iterate`] on `it` with the simulator's persistent Newton system (pattern and
-/// symbolic factor: taken from `sim`, created on first use, and put back).
+/// symbolic factor: taken from `sim`, created on first use, and put back); `roundoff_stop`
+/// enables the round-off stop (module docs of [`super`]).
 fn run(
     sim: &mut Simulator,
     (cfg, csettings): (crate::solver::config::NewtonConfig, contact::SolveSettings),
     (x_t, y): (&[f64], &[f64]),
-    frame: usize,
+    (frame, roundoff_stop): (usize, bool),
     ncp: &mut Option<(ContactSet, Vec<f64>)>,
     it: &mut Iterate,
 ) -> Result<(), SolverError> {
@@ -115,6 +134,7 @@ fn run(
         x_t,
         csettings,
         frame,
+        roundoff_stop,
     };
     let result = ctx.iterate(&mut sys, ncp, it);
     sim.newton_system = Some(sys);
@@ -130,6 +150,8 @@ struct StepCtx<'a> {
     x_t: &'a [f64],
     csettings: contact::SolveSettings,
     frame: usize,
+    /// Whether the round-off stop applies (`method = "newton"` without contact).
+    roundoff_stop: bool,
 }
 
 /// The state of the Newton iteration of one step.
@@ -143,6 +165,13 @@ struct Iterate {
     tr_clamp: bool,
     /// PPN's progressive threshold δ.
     ppn_delta: f64,
+    /// The smallest $\|\nabla g\|$ so far and the iterations in a row, ending at or above
+    /// half of it, whose $\|\nabla g\|$ was at the round-off floor (the round-off stop).
+    best_gradient: f64,
+    stalls: usize,
+    /// The last line search found no decrease down to a trial step below
+    /// $\epsilon\|x\|_\infty$.
+    line_search_exhausted: bool,
 }
 
 impl Iterate {
@@ -155,6 +184,9 @@ impl Iterate {
             cstats,
             tr_clamp: false,
             ppn_delta: f64::INFINITY,
+            best_gradient: f64::INFINITY,
+            stalls: 0,
+            line_search_exhausted: false,
         }
     }
 }
@@ -196,6 +228,10 @@ impl StepCtx<'_> {
                 it.ns.converged = true;
                 return Ok(());
             }
+            let roundoff_stop = self.roundoff_stop && kk.is_none();
+            if roundoff_stop && self.stalled_at_roundoff(sys, it, gn, scale) {
+                return Ok(());
+            }
             if it.ns.iterations >= cfg.max_iterations {
                 return Ok(());
             }
@@ -220,9 +256,57 @@ impl StepCtx<'_> {
                 _ => self.descent_step(neg, delta, it),
             };
             if !go_on {
+                if roundoff_stop && it.line_search_exhausted {
+                    // no decrease at steps below ε‖x‖: round-off if ∇g is at its floor
+                    let floor = self.roundoff_floor(sys, it);
+                    if gn <= floor {
+                        it.ns.roundoff_floor = Some(floor / scale.max(f64::MIN_POSITIVE));
+                        it.ns.converged = true;
+                        it.ns.stop = Some(ROUNDOFF_STOP);
+                    }
+                }
                 return Ok(());
             }
         }
+    }
+
+    /// The round-off floor of $\|\nabla g\|$ at the iterate: $c\,\epsilon\,\||K|\,|x|\|_2$
+    /// ([`roundoff_scale`], $c$ = [`ROUNDOFF_C`]).
+    fn roundoff_floor(&self, sys: &NewtonSystem, it: &Iterate) -> f64 {
+        ROUNDOFF_C * f64::EPSILON * roundoff_scale(self.sim, sys, &it.ev.hess, &it.x)
+    }
+
+    /// The round-off stop (module docs of [`super`]): an iteration that did not halve the
+    /// smallest $\|\nabla g\|$ so far, ending with $\|\nabla g\|$ at the round-off floor
+    /// ([`StepCtx::roundoff_floor`]), is a stall; [`ROUNDOFF_K`] stalls in a row end the step
+    /// as converged (`stop` = [`ROUNDOFF_STOP`]). Returns whether the step ends. The floor is
+    /// only computed after an iteration without progress, so converging steps pay nothing.
+    fn stalled_at_roundoff(
+        &self,
+        sys: &NewtonSystem,
+        it: &mut Iterate,
+        gn: f64,
+        scale: f64,
+    ) -> bool {
+        let progress = gn <= 0.5 * it.best_gradient;
+        it.best_gradient = it.best_gradient.min(gn);
+        if progress {
+            it.stalls = 0;
+            return false;
+        }
+        let floor = self.roundoff_floor(sys, it);
+        if gn > floor {
+            it.stalls = 0;
+            return false;
+        }
+        it.stalls += 1;
+        it.ns.roundoff_floor = Some(floor / scale.max(f64::MIN_POSITIVE));
+        if it.stalls >= ROUNDOFF_K {
+            it.ns.converged = true;
+            it.ns.stop = Some(ROUNDOFF_STOP);
+            return true;
+        }
+        false
     }
 
     /// Newton step with contact: the quadratic model's minimiser $u=x-H^{-1}\nabla g$
@@ -323,6 +407,7 @@ impl StepCtx<'_> {
     /// or no decrease possible).
     fn descent_step(&self, neg: Vec<f64>, mut delta: Vec<f64>, it: &mut Iterate) -> bool {
         let (cfg, simr) = (&self.cfg, self.sim);
+        it.line_search_exhausted = false;
         let (x, ev) = (&it.x, &it.ev);
         let mut slope: f64 = ev.grad.iter().zip(&delta).map(|(a, b)| a * b).sum();
         if slope.is_nan() || slope >= 0.0 {
@@ -356,7 +441,8 @@ impl StepCtx<'_> {
             it.ns.line_search_halvings += 1;
         }
         let Some((trial, e_new)) = accepted else {
-            // no decrease possible at round-off: stop here
+            // no decrease possible at round-off: stop here (the caller checks the floor)
+            it.line_search_exhausted = step * dmax <= f64::EPSILON * xmax;
             return false;
         };
         if step == 1.0 && pred > 0.0 {

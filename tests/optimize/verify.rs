@@ -1,0 +1,155 @@
+//! `grad --verify` and the frozen-`e_ref` warning (issue 37 item 5): the adjoint gradient of
+//! shipped scenes at their defaults agrees with a tight central difference within 1e-3 per
+//! parameter; a deliberately loose backward tolerance makes `grad --verify` exit 1 with the
+//! numbers; `grad` warns when a Young's-modulus parameter moves the element that sets a
+//! body's default damping reference.
+
+use crate::common;
+use std::process::Command;
+
+fn grad(scene: &str, args: &[&str]) -> (i32, String, String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let o = Command::new(common::bin())
+        .current_dir(common::repo())
+        .arg("grad")
+        .arg(scene)
+        .arg("--out")
+        .arg(&out)
+        .args(["--threads", "1"])
+        .args(args)
+        .output()
+        .expect("run diffphd");
+    let json = std::fs::read_to_string(out.join("grad.json"))
+        .map(|t| serde_json::from_str(&t).expect("grad.json is JSON"))
+        .unwrap_or(serde_json::Value::Null);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        json,
+    )
+}
+
+fn checks(json: &serde_json::Value) -> Vec<serde_json::Value> {
+    json["verify"]["checks"]
+        .as_array()
+        .expect("verify.checks")
+        .clone()
+}
+
+#[test]
+fn grad_verify_agrees_on_shipped_scenes_at_ci_frame_counts() {
+    for (scene, frames, per_parameter) in [
+        ("scenes/cantilever.toml", "5", 3),
+        ("scenes/twist_bands_tet.toml", "6", 3),
+        ("scenes/routing_tendon.toml", "4", 0),
+    ] {
+        let (code, stdout, stderr, json) = grad(scene, &["--frames", frames, "--verify"]);
+        assert_eq!(code, 0, "{scene}: {stdout}{stderr}");
+        let cs = checks(&json);
+        let n = if per_parameter == 0 { 1 } else { per_parameter };
+        assert_eq!(cs.len(), n, "{scene}: {cs:?}");
+        for c in &cs {
+            assert_eq!(c["verdict"], "agree", "{scene}: {c}");
+            let (adj, fd) = (
+                c["adjoint"].as_f64().unwrap(),
+                c["finite_difference"].as_f64().unwrap(),
+            );
+            // a real comparison: a non-zero reference, and the FD's bar resolves 1e-3
+            assert!(fd != 0.0 && adj != 0.0, "{scene}: {c}");
+            assert!(c["error"].as_f64().unwrap() <= 1e-3, "{scene}: {c}");
+            assert!(
+                c["relative_error_bar"].as_f64().unwrap() <= 1e-3,
+                "{scene}: {c}"
+            );
+        }
+        assert!(stdout.contains("AGREE"), "{scene}: {stdout}");
+    }
+}
+
+#[test]
+fn loose_backward_tolerance_makes_grad_verify_exit_1_with_the_numbers() {
+    let (code, stdout, stderr, json) = grad(
+        "scenes/cantilever.toml",
+        &[
+            "--frames",
+            "5",
+            "--verify",
+            "--set",
+            "backward.rel_tol=1e-2",
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("gradient verification failed") && stderr.contains("DISAGREE"),
+        "{stderr}"
+    );
+    let cs = checks(&json);
+    let worst = cs
+        .iter()
+        .map(|c| c["error"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(worst > 1e-3, "{cs:?}");
+    // the message carries the numbers of grad.json
+    let bad = cs
+        .iter()
+        .find(|c| c["verdict"] == "disagree")
+        .expect("a disagreeing check");
+    let shown = format!("{:.2e}", bad["error"].as_f64().unwrap());
+    assert!(stderr.contains(&shown), "{shown} in {stderr}");
+    // the same run passes with a threshold above its error
+    let (code, _, stderr, _) = grad(
+        "scenes/cantilever.toml",
+        &[
+            "--frames",
+            "5",
+            "--verify",
+            "--verify-threshold",
+            &format!("{}", 2.0 * worst),
+            "--set",
+            "backward.rel_tol=1e-2",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // a threshold that is not a positive number is bad input
+    let (code, _, stderr, _) = grad(
+        "scenes/cantilever.toml",
+        &["--frames", "1", "--verify", "--verify-threshold", "0"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn grad_warns_when_a_youngs_parameter_moves_the_default_damping_reference() {
+    let scene = "tests/fixtures/e_ref_soft_region.toml";
+    let warned = |args: &[&str]| {
+        let (code, stdout, stderr, json) = grad(scene, args);
+        assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
+        let w = stderr.contains("default damping reference e_ref");
+        assert_eq!(
+            w,
+            json.get("warnings").is_some(),
+            "{args:?}: {stderr} / {json}"
+        );
+        w
+    };
+    // the soft region's E is the parameter: it sets e_ref
+    assert!(warned(&["--quiet"]));
+    // the whole body's E (covers the soft region too)
+    assert!(warned(&[
+        "--quiet",
+        "--set",
+        "parameter=[{kind=\"youngs_modulus\", log=true}]"
+    ]));
+    // e_ref given in the scene: nothing frozen by default
+    assert!(!warned(&["--quiet", "--set", "body.0.damping.e_ref=1e4"]));
+    // no stiffness-proportional damping: e_ref has no effect
+    assert!(!warned(&["--quiet", "--set", "body.0.damping.beta=0.0"]));
+    // a parameter that leaves E alone
+    assert!(!warned(&[
+        "--quiet",
+        "--set",
+        "parameter=[{kind=\"density\", log=true}]"
+    ]));
+}
