@@ -79,12 +79,11 @@ pub fn energies(state: &MpmState) -> FrameEnergies {
         let p = sim.particles();
         let mass: f64 = p.mass().iter().sum();
         if mass > 0.0 {
-            let c = p
-                .x
-                .iter()
-                .zip(p.mass())
-                .fold(nalgebra::Vector3::zeros(), |a, (x, m)| a + x * *m)
-                / mass;
+            let c =
+                p.x.iter()
+                    .zip(p.mass())
+                    .fold(nalgebra::Vector3::zeros(), |a, (x, m)| a + x * *m)
+                    / mass;
             e.mpm_center_of_mass = [c.x, c.y, c.z];
         }
     }

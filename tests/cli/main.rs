@@ -11,6 +11,7 @@ mod cli_errors;
 mod cli_reference;
 mod determinism;
 mod mesh_tools;
+mod mpm_scenes;
 mod outdir;
 mod output;
 mod reliability;
