@@ -21,6 +21,9 @@ use std::sync::Arc;
 
 type Invalid = (String, String);
 
+/// A region's bounding box and, for a mesh region, its closed surface.
+type Region = ([f64; 3], [f64; 3], Option<TriMesh>);
+
 /// The memory an MPM scene will hold, estimated before anything is allocated:
 /// `diffphd_mpm::mpm::memory_estimate` (41 bytes per node, 528 per particle) of the grid and
 /// of an upper bound of the particle count (every lattice point of each body's bounding box).
@@ -80,11 +83,7 @@ fn read_mesh(
 }
 
 /// Bounding box of an MPM body's region (meshes read here).
-fn region_bounds(
-    ls: &LoadedScene,
-    k: &str,
-    b: &MpmBodySpec,
-) -> Result<([f64; 3], [f64; 3], Option<TriMesh>), Invalid> {
+fn region_bounds(ls: &LoadedScene, k: &str, b: &MpmBodySpec) -> Result<Region, Invalid> {
     Ok(match &b.shape {
         MpmShape::Box { min, max } => (*min, *max, None),
         MpmShape::Sphere { center, radius } => {

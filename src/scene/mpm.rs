@@ -652,3 +652,48 @@ impl RigidBodySpec {
         self.mpm_contact.validate(&format!("{k}.mpm_contact"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// u(t) = s(t)·(value + A sin(2πft + φ)): inside a window the sine rides on the value,
+    /// outside it the drive is zero.
+    #[test]
+    fn drive_value_is_profile_times_value_plus_sine() {
+        let d = DriveSpec {
+            kind: DriveKind::Velocity,
+            value: 0.1,
+            sine: Some(SineSpec {
+                amplitude: 0.05,
+                frequency: 50.0,
+                phase: 0.3,
+            }),
+            profile: Profile::Window {
+                start: 0.01,
+                end: 0.03,
+            },
+        };
+        let t = 0.0123;
+        let want = 0.1 + 0.05 * (2.0 * std::f64::consts::PI * 50.0 * t + 0.3).sin();
+        assert!((d.eval(t) - want).abs() < 1e-15);
+        assert_eq!(d.eval(0.005), 0.0);
+        assert_eq!(d.eval(0.03), 0.0);
+    }
+
+    /// A position drive on an angular DoF and a value on a free DoF are refused naming the key.
+    #[test]
+    fn drive_checks_name_the_key() {
+        let pos = DriveSpec {
+            kind: DriveKind::Position,
+            ..DriveSpec::default()
+        };
+        assert!(pos.validate("k", false).is_ok());
+        assert_eq!(pos.validate("k", true).unwrap_err().0, "k.type");
+        let free = DriveSpec {
+            value: 1.0,
+            ..DriveSpec::default()
+        };
+        assert_eq!(free.validate("k", false).unwrap_err().0, "k.value");
+    }
+}
