@@ -266,6 +266,16 @@ fn mpm_bad_input_is_refused_naming_the_key() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!dir.path().join("out/log.json").exists());
     }
+    // Commands that need the PD model refuse an MPM scene (no panic).
+    let out = Command::new(bin())
+        .arg("grad")
+        .arg(&ff)
+        .arg("--quiet")
+        .output()
+        .expect("run diffphd");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
     let (code, err, _) = simulate(&fixture("mixed_pd_mpm.toml"), &[]);
     assert_eq!(code, 2, "{err}");
     assert!(
