@@ -18,6 +18,7 @@ pub mod linalg;
 pub mod material;
 pub mod mesh;
 pub mod model;
+pub mod mpm;
 pub mod optimize;
 pub mod output;
 pub mod scene;
@@ -70,6 +71,8 @@ pub enum Error {
     #[error(transparent)]
     Outdir(#[from] io::outdir::OutdirError),
     #[error(transparent)]
+    MpmScene(#[from] mpm::MpmSceneError),
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
@@ -91,6 +94,7 @@ impl Error {
             | Error::Plot(_)
             | Error::Metric(_)
             | Error::Ply(_)
+            | Error::MpmScene(_)
             | Error::Unavailable(_) => 2,
             _ => 1,
         }

@@ -16,6 +16,7 @@ pub mod optimize;
 pub mod plot;
 pub mod reference;
 pub mod simulate;
+pub mod simulate_mpm;
 pub mod sweep;
 
 use clap::{Parser, Subcommand};

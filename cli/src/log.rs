@@ -188,3 +188,80 @@ impl RunLog {
         self.frames.push(r);
     }
 }
+
+/// `log.json` of an MPM/rigid `simulate` run (docs/mpm.md): header, status, one record per
+/// frame; rewritten atomically after each frame as the PD log is.
+#[derive(Clone, Debug, Serialize)]
+pub struct MpmRunLog {
+    pub header: MpmRunHeader,
+    pub status: Status,
+    pub error: Option<String>,
+    pub frames: Vec<MpmFrameRecord>,
+    /// Wall-clock seconds of the stepping so far.
+    pub seconds_total: f64,
+}
+
+/// Header of an MPM/rigid run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MpmRunHeader {
+    pub diffphd_version: String,
+    pub git_commit: Option<String>,
+    pub command: String,
+    pub scene: String,
+    pub scene_hash: String,
+    pub overrides: Vec<String>,
+    pub threads: usize,
+    /// `"mpm"`: the MPM–rigid system (docs/mpm.md).
+    pub system: String,
+    /// Frame (rigid) time step Δt (s) and MPM substeps N per frame.
+    pub dt: f64,
+    pub substeps: usize,
+    pub frames_requested: usize,
+    pub particles: usize,
+    pub grid_nodes: u64,
+    /// Grid spacing h (m), absent without MPM bodies.
+    pub spacing: Option<f64>,
+    /// Estimated bytes of the MPM state (grid and particles).
+    pub memory_bytes: Option<u64>,
+    pub mpm_bodies: Vec<String>,
+    /// Rigid bodies, then obstacle colliders, in the order of `frames[].bodies`.
+    pub rigid_bodies: Vec<String>,
+    /// Each MPM body's total mass (kg).
+    pub mpm_body_masses: Vec<f64>,
+    /// Each rigid body's mass (kg).
+    pub rigid_body_masses: Vec<f64>,
+}
+
+/// One frame of an MPM/rigid run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MpmFrameRecord {
+    pub frame: usize,
+    pub time: f64,
+    /// Energies and linear momentum (`diffphd::mpm::FrameEnergies`).
+    pub energies: diffphd::mpm::FrameEnergies,
+    /// Largest particle contact count of a substep; quasi-Newton iterations (largest, total).
+    pub contacts: usize,
+    pub qn_iterations_max: usize,
+    pub qn_iterations_total: usize,
+    pub rigid_contacts: usize,
+    pub bodies: Vec<RigidBodyRecord>,
+    /// Frame files written for this frame.
+    pub files: Vec<String>,
+}
+
+/// Pose, velocity and contact wrenches of one rigid body after a frame.
+#[derive(Clone, Debug, Serialize)]
+pub struct RigidBodyRecord {
+    /// Centre of mass (m) and orientation of the principal axes (unit quaternion w, x, y, z).
+    pub position: [f64; 3],
+    pub orientation: [f64; 4],
+    pub velocity: [f64; 3],
+    pub angular_velocity: [f64; 3],
+    /// Mean force (N) and torque about the centre of mass (N·m) of the MPM particles on the
+    /// body over the step (the accumulated contact impulses / Δt).
+    pub mpm_force: [f64; 3],
+    pub mpm_torque: [f64; 3],
+    /// The same for rigid–rigid and rigid–obstacle contact.
+    pub contact_force: [f64; 3],
+    pub contact_torque: [f64; 3],
+}

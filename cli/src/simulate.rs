@@ -94,10 +94,14 @@ fn write_log(dir: &Path, log: &RunLog) -> Result<(), Failure> {
 /// The state checks every frame passes before it is written (one copy, in the library).
 pub use diffphd::session::{inverted_elements, unrepresentable_state};
 
-/// Run a forward simulation and write its outputs. Returns the final log.
-pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
+/// Run a forward simulation and write its outputs. Returns the final log (`None` for an
+/// MPM/rigid scene, which `simulate_mpm` runs and logs).
+pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     let backend = simulate_backend(args.backend)?;
     let ls = load_scene(args)?;
+    if ls.scene.is_mpm() {
+        return super::simulate_mpm::run(args, ls).map(|()| None);
+    }
     let threads = super::set_threads(ls.scene.solver.threads);
     let model = Model::from_scene(&ls).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display())))
@@ -204,7 +208,7 @@ pub fn run(args: &RunArgs) -> Result<RunLog, Failure> {
     if let Some(b) = &p.bar {
         b.finish();
     }
-    finish(p, &sim, &ls.path)
+    finish(p, &sim, &ls.path).map(Some)
 }
 
 /// The end of a completed run: status `completed`, or `incomplete` (exit 3) when frames

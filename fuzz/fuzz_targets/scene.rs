@@ -1,5 +1,7 @@
 //! Scene TOML → load + overrides + validate, and for small generated meshes the model
-//! build (selectors, regions, initial state, forces, contact settings resolved).
+//! build (selectors, regions, initial state, forces, contact settings resolved); for MPM and
+//! rigid scenes (`[mpm]`, `[[mpm_body]]`, `[[rigid_body]]`) the system build (seeding, the
+//! domain, CFL and memory checks, shapes, drives, obstacle colliders) under a 1 MiB budget.
 //! Input: leading lines `#set KEY=VALUE` are `--set` overrides, the rest is the scene.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -40,6 +42,11 @@ fuzz_target!(|data: &[u8]| {
             // the crab at its coarsest size is 551 cells; finer ones cost milliseconds more
             && m.resolution.is_none_or(|r| r <= 16)
     });
+    if ls.scene.is_mpm() {
+        // The memory budget keeps one input to milliseconds (at most ~2000 particles).
+        let _ = diffphd::mpm::build(&ls, Some((1 << 20, "the fuzz budget".into())));
+        return;
+    }
     if small && ls.scene.bodies.len() <= 4 {
         let _ = diffphd::solver::Model::from_scene(&ls);
     }

@@ -63,6 +63,55 @@ pub fn encode(frame: &SurfaceFrame) -> Vec<u8> {
     out
 }
 
+/// Encode a point cloud or triangle surface as binary little-endian PLY: `element vertex N`
+/// with `float x y z`, then one `float` property per entry of `floats` and one `int` per
+/// entry of `ints` (each one value per vertex), and `element face M` with
+/// `list uchar int vertex_indices` (M = 0 for a point cloud). Used for MPM particle frames
+/// and rigid-body surfaces.
+pub fn encode_table(
+    positions: &[[f64; 3]],
+    floats: &[(&str, &[f64])],
+    ints: &[(&str, &[i64])],
+    faces: &[[usize; 3]],
+) -> Vec<u8> {
+    let nv = positions.len();
+    let mut header = format!(
+        "ply\nformat binary_little_endian 1.0\ncomment diffphd {}\nelement vertex {nv}\nproperty float x\nproperty float y\nproperty float z\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (name, _) in floats {
+        header.push_str(&format!("property float {name}\n"));
+    }
+    for (name, _) in ints {
+        header.push_str(&format!("property int {name}\n"));
+    }
+    header.push_str(&format!(
+        "element face {}\nproperty list uchar int vertex_indices\nend_header\n",
+        faces.len()
+    ));
+    let per = 4 * (3 + floats.len() + ints.len());
+    let mut out = Vec::with_capacity(header.len() + nv * per + faces.len() * 13);
+    out.extend_from_slice(header.as_bytes());
+    for (i, p) in positions.iter().enumerate() {
+        for c in p {
+            out.extend_from_slice(&(*c as f32).to_le_bytes());
+        }
+        for (_, f) in floats {
+            out.extend_from_slice(&(f.get(i).copied().unwrap_or(0.0) as f32).to_le_bytes());
+        }
+        for (_, f) in ints {
+            out.extend_from_slice(&(f.get(i).copied().unwrap_or(0) as i32).to_le_bytes());
+        }
+    }
+    for f in faces {
+        out.push(3u8);
+        for &k in f {
+            out.extend_from_slice(&(k as i32).to_le_bytes());
+        }
+    }
+    out
+}
+
 /// Why [`read_node_positions`] refused a file: the file and the problem.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {why}")]

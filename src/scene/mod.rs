@@ -6,6 +6,7 @@
 
 mod checks;
 pub mod contact;
+pub mod mpm;
 pub mod overrides;
 pub mod resolve;
 pub mod schema;

@@ -115,6 +115,19 @@ impl Model {
     /// Build the model of a loaded scene: meshes, regions, Dirichlet sets, loads, initial state.
     pub fn from_scene(ls: &LoadedScene) -> Result<Model, ModelError> {
         let sc = &ls.scene;
+        if sc.is_mpm() || sc.bodies.is_empty() {
+            return Err(ModelError::Scene {
+                key: if sc.mpm_bodies.is_empty() {
+                    "rigid_body"
+                } else {
+                    "mpm_body"
+                }
+                .into(),
+                msg: "an MPM/rigid scene has no PD model: `diffphd simulate` runs it \
+                      (grad, gradcheck, optimize and the Python session do not)"
+                    .into(),
+            });
+        }
         let obstacles = sc
             .obstacles
             .iter()

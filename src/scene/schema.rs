@@ -41,6 +41,23 @@ pub struct Scene {
     /// Contact model settings (`[contact]`), see `docs/contact.md`.
     #[serde(default)]
     pub contact: ContactSettings,
+    /// Grid, substeps and contact solve of MPM and rigid bodies (`[mpm]`, docs/mpm.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpm: Option<super::mpm::MpmSettings>,
+    /// Material-point bodies (`[[mpm_body]]`, docs/mpm.md).
+    #[serde(rename = "mpm_body", default, skip_serializing_if = "Vec::is_empty")]
+    pub mpm_bodies: Vec<super::mpm::MpmBodySpec>,
+    /// Rigid bodies (`[[rigid_body]]`, docs/mpm.md).
+    #[serde(rename = "rigid_body", default, skip_serializing_if = "Vec::is_empty")]
+    pub rigid_bodies: Vec<super::mpm::RigidBodySpec>,
+}
+
+impl Scene {
+    /// Whether the scene is an MPM/rigid scene (`[[mpm_body]]` or `[[rigid_body]]`), run by
+    /// `crate::mpm` instead of the PD simulator.
+    pub fn is_mpm(&self) -> bool {
+        !self.mpm_bodies.is_empty() || !self.rigid_bodies.is_empty()
+    }
 }
 
 /// `[optimize]`: L-BFGS settings and stopping rules of `diffphd optimize` (docs/optimize.md).

@@ -33,6 +33,9 @@ impl Scene {
             ));
         }
         finite3("simulation.gravity", &self.simulation.gravity)?;
+        if self.is_mpm() || self.mpm.is_some() {
+            return self.validate_mpm();
+        }
         if self.bodies.is_empty() {
             return Err((
                 "body".into(),
@@ -135,6 +138,67 @@ impl Scene {
             o.validate(&format!("obstacle[{i}]"))?;
         }
         self.contact.validate("contact")?;
+        Ok(())
+    }
+}
+
+impl Scene {
+    /// Checks of an MPM/rigid scene (`[mpm]`, `[[mpm_body]]`, `[[rigid_body]]`): the
+    /// per-table ranges, and the refusals of what these scenes do not run (PD bodies beside
+    /// them: the coupling is not built; losses and parameters: not differentiable).
+    fn validate_mpm(&self) -> Check {
+        if !self.bodies.is_empty() {
+            let key = if self.mpm_bodies.is_empty() {
+                "rigid_body"
+            } else {
+                "mpm_body"
+            };
+            return Err((
+                key.into(),
+                "a scene mixing PD [[body]]s with [[mpm_body]]s or [[rigid_body]]s is refused: \
+                 the PD-MPM/rigid coupling is not built (simulate them in separate scenes)"
+                    .into(),
+            ));
+        }
+        if !self.is_mpm() {
+            return Err((
+                "mpm".into(),
+                "[mpm] needs at least one [[mpm_body]] or [[rigid_body]]".into(),
+            ));
+        }
+        if !self.mpm_bodies.is_empty() && self.mpm.is_none() {
+            return Err((
+                "mpm".into(),
+                "[[mpm_body]]s need the grid table [mpm] (domain_min, domain_max, spacing)".into(),
+            ));
+        }
+        if self.loss.is_some() || !self.parameters.is_empty() {
+            let key = if self.loss.is_some() {
+                "loss"
+            } else {
+                "parameter"
+            };
+            return Err((
+                key.into(),
+                "MPM and rigid scenes are not differentiable yet: no [loss] or [[parameter]]"
+                    .into(),
+            ));
+        }
+        if let Some(m) = &self.mpm {
+            m.validate("mpm")?;
+        }
+        for (i, b) in self.mpm_bodies.iter().enumerate() {
+            b.validate(&format!("mpm_body[{i}]"))?;
+        }
+        for (i, b) in self.rigid_bodies.iter().enumerate() {
+            b.validate(&format!("rigid_body[{i}]"))?;
+        }
+        if self.output.every == 0 {
+            return Err(("output.every".into(), "expected at least 1".into()));
+        }
+        for (i, o) in self.obstacles.iter().enumerate() {
+            o.validate(&format!("obstacle[{i}]"))?;
+        }
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ pub mod rollout;
 pub mod simulator;
 pub mod stats;
 pub mod step;
+pub mod timeloop;
 pub mod trust_region;
 
 pub use crate::model::{Derived, MaterialParams, Model};

@@ -14,6 +14,7 @@ use super::loss::Loss;
 use super::offload::OffloadError;
 use super::simulator::Simulator;
 use super::stats::{AdjointStats, StepStats};
+use super::timeloop::{run_system, PdState};
 use crate::linalg::LinearSolver;
 use crate::model::{HessianFilterMode, Motion, SolverMethod};
 use nalgebra::{Matrix3, Vector3};
@@ -83,20 +84,7 @@ pub struct FrameEvent<'a, 'm> {
     pub stats: &'a StepStats,
 }
 
-/// What a sink tells the time loop after a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    /// End the rollout after this frame (an interrupt, a failed check, enough frames).
-    Stop,
-}
-
-/// Why a rollout ended early: the step failed, or the sink returned an error.
-#[derive(Debug)]
-pub enum RolloutError<E> {
-    Step { frame: usize, error: SolverError },
-    Sink(E),
-}
+pub use super::timeloop::{Flow, RolloutError};
 
 /// Where a rollout ended: the last frame taken and its state.
 #[derive(Clone, Debug)]
@@ -108,48 +96,39 @@ pub struct RolloutEnd {
     pub stopped: bool,
 }
 
-/// The one time loop of every command: steps frames `from + 1 ..= to` from the state
-/// `(x, v)` of frame `from`, with the step's velocity $v_{t+1}=(x_{t+1}-x_t)/h$ (the
-/// implicit-Euler update, spec §3; `h` is the model's one time step), and reports every frame
-/// to `sink`. The forward tape, the checkpointed backward's recompute and `simulate`'s frame
-/// writer are sinks of this loop.
+/// The PD rollout on the one time loop ([`super::timeloop::run_system`]): steps frames
+/// `from + 1 ..= to` from the state `(x, v)` of frame `from`, with the step's velocity
+/// $v_{t+1}=(x_{t+1}-x_t)/h$ (the implicit-Euler update, spec §3; `h` is the model's one time
+/// step), and reports every frame to `sink`. The forward tape, the checkpointed backward's
+/// recompute and `simulate`'s frame writer are sinks of this loop.
 pub fn run<'m, E>(
     sim: &mut Simulator<'m>,
     from: usize,
     to: usize,
-    (mut x, mut v): (Vec<f64>, Vec<f64>),
+    (x, v): (Vec<f64>, Vec<f64>),
     mut sink: impl FnMut(FrameEvent<'_, 'm>) -> Result<Flow, E>,
 ) -> Result<RolloutEnd, RolloutError<E>> {
-    let h = sim.model.h;
-    for frame in from + 1..=to {
-        let (xn, stats) = sim
-            .step(frame, &x, &v)
-            .map_err(|error| RolloutError::Step { frame, error })?;
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / h).collect();
-        let x_prev = std::mem::replace(&mut x, xn);
-        let event = FrameEvent {
-            sim: &*sim,
-            frame,
-            time: frame as f64 * h,
-            x: &x,
-            v: &v,
-            x_prev: &x_prev,
-            stats: &stats,
-        };
-        if sink(event).map_err(RolloutError::Sink)? == Flow::Stop {
-            return Ok(RolloutEnd {
-                frame,
-                x,
-                v,
-                stopped: frame < to,
-            });
-        }
-    }
-    Ok(RolloutEnd {
-        frame: to,
+    let state = PdState {
         x,
         v,
-        stopped: false,
+        x_prev: Vec::new(),
+    };
+    let end = run_system(sim, from, to, state, |f| {
+        sink(FrameEvent {
+            sim: f.system,
+            frame: f.frame,
+            time: f.time,
+            x: &f.state.x,
+            v: &f.state.v,
+            x_prev: &f.state.x_prev,
+            stats: f.stats,
+        })
+    })?;
+    Ok(RolloutEnd {
+        frame: end.frame,
+        x: end.state.x,
+        v: end.state.v,
+        stopped: end.stopped,
     })
 }
 

@@ -12,6 +12,7 @@ mod cli_reference;
 mod determinism;
 mod docs;
 mod mesh_tools;
+mod mpm_scenes;
 mod outdir;
 mod output;
 mod reliability;

@@ -1,5 +1,6 @@
 //! Every committed scene in `scenes/` loads, validates, builds its model and (when it
-//! declares `[[parameter]]`s) its inverse problem, and a simulator is set up for it. This
+//! declares `[[parameter]]`s) its inverse problem, and a simulator is set up for it (MPM/rigid
+//! scenes: their system is built). This
 //! catches scene files left behind by a renamed key, a changed default or a moved mesh.
 //! Nothing is simulated here; the scenes' own runs live in `scripts/`.
 
@@ -20,6 +21,14 @@ fn every_committed_scene_loads_and_builds() {
         let name = p.display();
         let sets = external_mesh_override(p, stand_in.path());
         let ls = diffphd::scene::load(p, &sets).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if ls.scene.is_mpm() {
+            // MPM/rigid scenes: the system build (seeding, CFL, shapes, drives, colliders).
+            let (sys, state) =
+                diffphd::mpm::build(&ls, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(sys.frames > 0 && !state.world.bodies.is_empty(), "{name}");
+            eprintln!("{name}: ok (MPM/rigid)");
+            continue;
+        }
         let model =
             diffphd::solver::Model::from_scene(&ls).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(model.num_nodes() > 0 && model.frames > 0, "{name}");
