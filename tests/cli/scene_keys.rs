@@ -144,6 +144,9 @@ fn tables() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("[contact]", "contact", vec![]),
         ("[contact.penalty]", "contact.penalty", vec![]),
         ("[optimize]", "optimize", vec![]),
+        ("[mpm]", "mpm", vec![]),
+        ("[[mpm_body]]", "mpm_body.0", vec!["mpm_body=[{}]"]),
+        ("[[rigid_body]]", "rigid_body.0", vec!["rigid_body=[{}]"]),
     ]
 }
 

@@ -3,6 +3,8 @@
 //! against `gradcheck`'s central differences swept over 4 decades (10η₀ … η₀/1000, the
 //! plateau pair reported), within 1e-4 relative, every row with a non-zero reference.
 
+#![cfg(test)]
+
 use super::ParamClass;
 use crate::optimize::gradcheck::{self, Options};
 use crate::optimize::params::expand_one;
