@@ -19,7 +19,7 @@ mkdir -p docs/gallery target/gallery
 # Scenes whose bodies travel: show two intermediate frames as ghosts.
 TRAIL=" bouncing_ball sysid_bouncing_ball sysid_bouncing_ball_bands initial_state_flight torus_locomotion incline dice strike stack stiff_strikes_soft "
 # Frame caps for the scenes too slow to render whole on a 2-core machine (caption says so).
-declare -A FRAMES=([armadillo_twist]=10 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100)
+declare -A FRAMES=([armadillo_twist]=10 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stack]=20 [stiff_strikes_soft]=30 [strike]=30)
 if [ $# -gt 0 ]; then NAMES=("$@"); else
     NAMES=(); for f in scenes/*.toml; do NAMES+=("$(basename "$f" .toml)"); done
 fi

@@ -253,7 +253,10 @@ fn every_documented_default_is_the_resolved_one() {
 fn commands() -> Vec<(String, String)> {
     let mut out = vec![];
     // docs/tutorial.md's commands run for real, in order, in tests/cli/tutorial.rs.
-    for f in doc_files().into_iter().filter(|f| !f.ends_with("docs/tutorial.md")) {
+    for f in doc_files()
+        .into_iter()
+        .filter(|f| !f.ends_with("docs/tutorial.md"))
+    {
         let text = std::fs::read_to_string(&f).unwrap();
         for (line, body) in blocks(&text, &["sh", "bash", "console"]) {
             let joined = body.replace("\\\n", " ");
