@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import signal
 import threading
 import time
 import _thread
@@ -378,6 +379,9 @@ def test_gil_released_during_simulate():
 
 def test_ctrl_c_raises_keyboard_interrupt():
     scene = diffphd.Scene(CANTILEVER, set={"simulation.frames": 5000})
+    # A runner started in the background (`cmd &` in a script) inherits SIGINT ignored, and
+    # then `interrupt_main` does nothing: install Python's own handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     t0 = time.perf_counter()
@@ -386,6 +390,7 @@ def test_ctrl_c_raises_keyboard_interrupt():
             scene.simulate(threads=1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     # stopped after the current frame, far before 5000 frames
     assert time.perf_counter() - t0 < 20
 
