@@ -9,14 +9,15 @@
 pub mod doctor;
 pub mod grad;
 pub mod gradcheck;
-pub mod log;
 pub mod memory;
 pub mod mesh;
 pub mod optimize;
 pub mod plot;
 pub mod reference;
 pub mod simulate;
-pub mod simulate_mpm;
+
+/// The run logs (`log.json` schema) live with `simulate`; this is their historical path.
+pub use simulate::log;
 pub mod sweep;
 
 use clap::{Parser, Subcommand};

@@ -12,16 +12,16 @@
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
-use super::error::SolverError;
-use super::gate::{DualGate, GateResiduals};
-use super::local;
-use super::newton;
-use super::offload::OffloadError;
-use super::simulator::{contact_settings, norm, ContactOutcome, Simulator};
-use super::stats::{StepStats, TrStats};
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{GateReference, OnNonConvergence, SolverMode};
+use crate::solver::error::SolverError;
+use crate::solver::gate::{DualGate, GateResiduals};
+use crate::solver::local;
+use crate::solver::newton;
+use crate::solver::offload::OffloadError;
+use crate::solver::simulator::{contact_settings, norm, ContactOutcome, Simulator};
+use crate::solver::stats::{StepStats, TrStats};
 use nalgebra::Matrix3;
 use std::time::Instant;
 
@@ -158,7 +158,12 @@ impl Simulator<'_> {
     /// The dual gate, or in accurate mode (`Stop::GateThenPolish`) the hand-over budget
     /// [`Self::HAND_OVER_AFTER`] (not for a gate tighter than 1e-5: that is an accuracy
     /// request, e.g. of the gradient checks, and is waited for).
-    pub(super) fn gate_or_budget(&self, stop: Stop, k: usize, gate: &GateResiduals) -> bool {
+    pub(in crate::solver) fn gate_or_budget(
+        &self,
+        stop: Stop,
+        k: usize,
+        gate: &GateResiduals,
+    ) -> bool {
         DualGate::met(gate)
             || (stop == Stop::GateThenPolish
                 && k + 1 >= Self::HAND_OVER_AFTER
@@ -285,7 +290,7 @@ impl Simulator<'_> {
                 f * w + (f - ft) * (d.beta[model.samples.elem[s]] * w / h)
             })
             .collect();
-        super::muscle::add_linear_terms(model, x, &mut lin);
+        crate::solver::muscle::add_linear_terms(model, x, &mut lin);
         for (l, q) in lin.iter_mut().zip(&loc.q) {
             *l = q - *l;
         }
@@ -318,11 +323,11 @@ impl Simulator<'_> {
             *f += bu;
         }
         self.zero_prescribed(&mut bf);
-        super::gate::RESIDUAL_FLOOR * norm(&bf)
+        crate::solver::gate::RESIDUAL_FLOOR * norm(&bf)
     }
 
     /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
-    pub(super) fn residual_target(&self, it: &PdLoop) -> f64 {
+    pub(in crate::solver) fn residual_target(&self, it: &PdLoop) -> f64 {
         self.config.residual_tol * it.r0.unwrap_or(0.0) + it.floor
     }
 
@@ -590,7 +595,7 @@ impl Simulator<'_> {
                     .map(|(a, b)| (a - b) * (a - b))
                     .sum::<f64>()
                     .sqrt(),
-                super::gate::DISPLACEMENT_FLOOR * norm(x),
+                crate::solver::gate::DISPLACEMENT_FLOOR * norm(x),
             ),
         };
         let bp_ref = bp_prev
@@ -644,7 +649,12 @@ impl Simulator<'_> {
 
     /// The error of a local step that is not finite on the device at `x`: the CPU's
     /// reference step names the element.
-    pub(super) fn device_local_failure(&self, frame: usize, k: usize, x: &[f64]) -> SolverError {
+    pub(in crate::solver) fn device_local_failure(
+        &self,
+        frame: usize,
+        k: usize,
+        x: &[f64],
+    ) -> SolverError {
         let mut warm = self.warm.clone();
         match local::project_all(self.model, &self.derived, x, &mut warm) {
             Err(e) => SolverError::NonFiniteLocal {
@@ -689,7 +699,7 @@ impl Simulator<'_> {
 
     /// The factor of $A$ that contact solves with (Delassus columns, matrix-free products,
     /// the contact adjoint): the accelerator's when one is attached and offers it
-    /// ([`super::offload::Offload::linear_solver`]), otherwise the CPU factor.
+    /// ([`crate::solver::offload::Offload::linear_solver`]), otherwise the CPU factor.
     pub(crate) fn contact_solver(&self) -> &dyn LinearSolver {
         match self.offload.as_deref().and_then(|o| o.linear_solver()) {
             Some(s) => s,
@@ -701,7 +711,11 @@ impl Simulator<'_> {
     /// $\|c_u+b_{p,u}(x)\|$ (free DoFs). The local step runs where the PD iteration's does
     /// ([`Simulator::local_rhs`]: on the accelerator if there is one; the CPU path's
     /// arithmetic is unchanged).
-    pub(super) fn pd_residual(&mut self, rhs: &StepRhs, x: &[f64]) -> Result<(Vec<f64>, f64), ()> {
+    pub(in crate::solver) fn pd_residual(
+        &mut self,
+        rhs: &StepRhs,
+        x: &[f64],
+    ) -> Result<(Vec<f64>, f64), ()> {
         let mut bp = vec![0.0; x.len()];
         self.local_rhs(0, 0, x, rhs, &mut bp).map_err(|_| ())?;
         let b: Vec<f64> = rhs.c.iter().zip(&bp).map(|(a, b)| a + b).collect();
@@ -744,38 +758,42 @@ impl Simulator<'_> {
         self.system.apply_a(&dx, &mut adx);
         let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>()
             - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
-        let e_prev = super::trust_region::pd_energy(self, x_prev, &y, x_t)?;
-        let e_k = super::trust_region::pd_energy(self, x_k, &y, x_t)?;
-        Ok(super::trust_region::blend(pred, e_prev - e_k, e_prev))
+        let e_prev = crate::solver::trust_region::pd_energy(self, x_prev, &y, x_t)?;
+        let e_k = crate::solver::trust_region::pd_energy(self, x_k, &y, x_t)?;
+        Ok(crate::solver::trust_region::blend(
+            pred,
+            e_prev - e_k,
+            e_prev,
+        ))
     }
 }
 
 /// The state of a step's PD iteration, carried across its phases.
-pub(super) struct PdLoop {
-    pub(super) x: Vec<f64>,
-    pub(super) bp: Vec<f64>,
-    pub(super) bp_prev: Vec<f64>,
-    pub(super) xhat: Vec<f64>,
+pub(in crate::solver) struct PdLoop {
+    pub(in crate::solver) x: Vec<f64>,
+    pub(in crate::solver) bp: Vec<f64>,
+    pub(in crate::solver) bp_prev: Vec<f64>,
+    pub(in crate::solver) xhat: Vec<f64>,
     /// PD iterations so far.
-    pub(super) k: usize,
-    pub(super) ncp: Option<NcpState>,
-    pub(super) cstats: ContactStats,
-    pub(super) stats: StepStats,
+    pub(in crate::solver) k: usize,
+    pub(in crate::solver) ncp: Option<NcpState>,
+    pub(in crate::solver) cstats: ContactStats,
+    pub(in crate::solver) stats: StepStats,
     /// The last contact solve met `contact.tolerance` (the gates also require it).
-    pub(super) contact_ok: bool,
-    pub(super) newton_cache: Option<contact::NewtonCache>,
-    pub(super) last_gate: GateResiduals,
-    pub(super) x_before: Vec<f64>,
-    pub(super) b_before: Vec<f64>,
+    pub(in crate::solver) contact_ok: bool,
+    pub(in crate::solver) newton_cache: Option<contact::NewtonCache>,
+    pub(in crate::solver) last_gate: GateResiduals,
+    pub(in crate::solver) x_before: Vec<f64>,
+    pub(in crate::solver) b_before: Vec<f64>,
     /// Force residual $\|b(x^0)-Ax^0\|$ of the step's first iterate (accurate mode).
-    pub(super) r0: Option<f64>,
+    pub(in crate::solver) r0: Option<f64>,
     /// Last force residual relative to `r0`.
-    pub(super) residual: f64,
+    pub(in crate::solver) residual: f64,
     /// Round-off floor of the residual test.
-    pub(super) floor: f64,
+    pub(in crate::solver) floor: f64,
     /// Contact tolerance of the force-balance phase
     /// ([`Simulator::residual_contact_tolerance`]); `None`: `contact.tolerance`.
-    pub(super) contact_tol: Option<f64>,
+    pub(in crate::solver) contact_tol: Option<f64>,
 }
 
 impl PdLoop {
@@ -809,7 +827,7 @@ impl PdLoop {
 
 /// What ends a run of PD iterations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stop {
+pub(in crate::solver) enum Stop {
     /// The dual gate: the step is converged (`mode = "paper"`).
     Gate,
     /// The dual gate hands over to Newton–Krylov (`mode = "accurate"`); the residual is tracked.
@@ -819,7 +837,7 @@ pub(super) enum Stop {
 }
 
 /// Why a run of PD iterations ended.
-pub(super) enum Exit {
+pub(in crate::solver) enum Exit {
     Converged,
     GateMet,
     Cap,
@@ -849,18 +867,18 @@ struct PdStart {
 /// difference computed before it meets a stiffness: no $\|A\|\,\|x\|$ round-off, and the
 /// elastic part has no net force (it passes through $G_s^T$), so nothing is amplified by
 /// the $h^2/m$ of the translational mode.
-pub(super) struct StepRhs {
+pub(in crate::solver) struct StepRhs {
     /// Start-of-step positions $x_t$ (the reference of $u$).
-    pub(super) x_t: Vec<f64>,
+    pub(in crate::solver) x_t: Vec<f64>,
     /// $c_u$.
-    pub(super) c: Vec<f64>,
+    pub(in crate::solver) c: Vec<f64>,
     /// $Q^t_s$ per sample.
     qt: Vec<Matrix3<f64>>,
     /// $\sum_sG_s^T\mathrm{vec}\,Q^t_s$ (for an offloaded local step, which returns $b_p$).
-    pub(super) st: Vec<f64>,
+    pub(in crate::solver) st: Vec<f64>,
     /// Dirichlet values at the end of the step, absolute ($x$) and relative ($u$).
-    pub(super) xd: Vec<f64>,
-    pub(super) xd_u: Vec<f64>,
+    pub(in crate::solver) xd: Vec<f64>,
+    pub(in crate::solver) xd_u: Vec<f64>,
 }
 
 impl Simulator<'_> {
@@ -877,7 +895,7 @@ impl Simulator<'_> {
         let mut qt: Vec<Matrix3<f64>> = (0..model.num_samples())
             .map(|s| model.deformation_gradient(s, x_t) * self.derived.w_total(s))
             .collect();
-        super::muscle::add_linear_terms(model, x_t, &mut qt);
+        crate::solver::muscle::add_linear_terms(model, x_t, &mut qt);
         let mut st = vec![0.0; 3 * n];
         local::scatter(model, &qt, &mut st);
         let xd_u = xd.iter().zip(x_t).map(|(a, b)| a - b).collect();
@@ -893,7 +911,7 @@ impl Simulator<'_> {
 }
 
 /// The NCP contact state of a PD step: contact set, its Delassus operator, multipliers.
-pub(super) type NcpState = (ContactSet, Delassus, Vec<f64>);
+pub(in crate::solver) type NcpState = (ContactSet, Delassus, Vec<f64>);
 
 /// Project the global step `xhat` onto the contact conditions (spec §6.2 steps 10–18):
 /// solve the NCP for the multipliers and add their displacement to `xhat` (fails where a

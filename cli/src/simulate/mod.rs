@@ -1,8 +1,11 @@
-//! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`super::frames`])
+//! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`crate::frames`])
 //! and `log.json`.
 
-use super::{BackendArg, Failure, RunArgs};
+pub mod log;
+pub mod mpm;
+
 use crate::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
+use crate::{BackendArg, Failure, RunArgs};
 use anyhow::Context;
 use diffphd::diagnostics::Diagnostics;
 use diffphd::gpu::Backend;
@@ -100,9 +103,9 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     let backend = simulate_backend(args.backend)?;
     let ls = load_scene(args)?;
     if ls.scene.is_mpm() {
-        return super::simulate_mpm::run(args, ls).map(|()| None);
+        return mpm::run(args, ls).map(|()| None);
     }
-    let threads = super::set_threads(ls.scene.solver.threads);
+    let threads = crate::set_threads(ls.scene.solver.threads);
     let model = Model::from_scene(&ls).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display())))
     })?;
@@ -122,13 +125,13 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     let t_plan = Instant::now();
     let plan = Simulator::plan(&model, &derived).map_err(setup)?;
     let plan_seconds = t_plan.elapsed().as_secs_f64();
-    super::memory::check(
+    crate::memory::check(
         &format!("{}: the simulation", ls.path.display()),
-        &super::memory::simulation(&model, &ls.scene.solver, &plan),
+        &crate::memory::simulation(&model, &ls.scene.solver, &plan),
         args.max_memory,
         "use a coarser mesh or a larger --max-memory",
     )?;
-    let out: PathBuf = super::claim_output("simulate", args, &ls)?;
+    let out: PathBuf = crate::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut sim =
         Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
@@ -168,7 +171,7 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
         quiet: args.quiet,
     };
     write_log(&p.out, &p.log)?;
-    let interrupt = super::interrupt_flag();
+    let interrupt = crate::interrupt_flag();
     let frames = model.frames;
     let start = (x, v);
     let ended = rollout::run(&mut sim, 0, frames, start, |e| {

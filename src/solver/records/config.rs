@@ -1,10 +1,10 @@
 //! Resolved settings of the methods: the forward (`[solver]`), Newton and the backward.
 
-use super::gate::DualGate;
 use crate::model::{
     AdjointMethod, AndersonWindow, GateReference, HessianFilterMode, NewtonEnergy, NewtonFilter,
     OnNonConvergence, SolverMethod, SolverMode, SolverSettings,
 };
+use crate::solver::gate::DualGate;
 
 /// Resolved solver settings.
 #[derive(Clone, Debug)]

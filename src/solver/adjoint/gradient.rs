@@ -11,11 +11,11 @@
 //!
 //! Every per-element quantity uses the element's own $w_e$ (exact on heterogeneous meshes).
 
-use super::backward::StepLinearization;
-use super::offload::{Offload, OffloadError, ParamStep};
-use super::simulator::Simulator;
 use crate::material::law::NhParams;
 use crate::material::{frob, lame_dnu, ParamInput};
+use crate::solver::backward::StepLinearization;
+use crate::solver::offload::{Offload, OffloadError, ParamStep};
+use crate::solver::simulator::Simulator;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -375,7 +375,7 @@ pub fn accumulate_contact(
     };
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let (mut w, _) = super::backward::global_step(sim, lin, &gf, z)?;
+    let (mut w, _) = crate::solver::backward::global_step(sim, lin, &gf, z)?;
     let (zeta, mu) = c.project(&mut w)?;
     let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
     for (o, v) in cg.friction.iter().enumerate() {

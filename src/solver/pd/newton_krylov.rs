@@ -3,10 +3,10 @@
 //! matrix-free and GMRES preconditioned by the persistent factor $A^{-1}$ (docs/NOTES.md,
 //! "Accuracy of the defaults"). Split from `forward.rs`; the PD iteration hands over here.
 
-use super::config::BackwardConfig;
-use super::forward::StepRhs;
-use super::offload::OffloadError;
-use super::simulator::{norm, Simulator};
+use crate::solver::config::BackwardConfig;
+use crate::solver::forward::StepRhs;
+use crate::solver::offload::OffloadError;
+use crate::solver::simulator::{norm, Simulator};
 
 /// Newton–Krylov steps per PD step at most in the line-search phase (muscles,
 /// attachments); the trust-region phase's cap is `[solver] newton_krylov_max_steps`.
@@ -25,12 +25,12 @@ pub const FIRST_RADIUS: f64 = 1e3;
 pub const STALL_STEPS: usize = 6;
 
 /// Outcome of [`Simulator::newton_krylov`].
-pub(super) struct KrylovOutcome {
-    pub(super) converged: bool,
-    pub(super) steps: usize,
-    pub(super) gmres_iterations: usize,
+pub(in crate::solver) struct KrylovOutcome {
+    pub(in crate::solver) converged: bool,
+    pub(in crate::solver) steps: usize,
+    pub(in crate::solver) gmres_iterations: usize,
     /// Final $\|b(x)-Ax\|$ on the free DoFs.
-    pub(super) residual: f64,
+    pub(in crate::solver) residual: f64,
 }
 
 impl KrylovOutcome {
@@ -49,7 +49,7 @@ impl Simulator<'_> {
     /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
     /// kept only if it reduces the residual. Returns (steps, final relative residual), or
     /// the accelerator's failure.
-    pub(super) fn polish(
+    pub(in crate::solver) fn polish(
         &mut self,
         rhs: &StepRhs,
         x: &mut Vec<f64>,
@@ -63,9 +63,9 @@ impl Simulator<'_> {
         let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
-            let lin = super::backward::StepLinearization::for_newton(self, x, false)?;
+            let lin = crate::solver::backward::StepLinearization::for_newton(self, x, false)?;
             let mut delta = vec![0.0; x.len()];
-            super::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg)?;
+            crate::solver::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg)?;
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
             self.impose_prescribed(&mut trial, &rhs.xd);
@@ -94,7 +94,7 @@ impl Simulator<'_> {
     /// leaves `x` at its last accepted iterate, which is never worse than the start; a phase
     /// that does not converge hands over to the caller's direct fallback. An accelerator
     /// failure ends it and is returned.
-    pub(super) fn newton_krylov(
+    pub(in crate::solver) fn newton_krylov(
         &mut self,
         rhs: &StepRhs,
         energy: Option<(&[f64], &[f64])>,
@@ -115,7 +115,7 @@ impl Simulator<'_> {
     /// ($A^{-1}$; [`Simulator::newton_direction`]) to an Eisenstat–Walker-like forcing
     /// tolerance, then a backtracking line search on the merit $F^TA^{-1}F$ (`x` never gets
     /// worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are taken, and the
-    /// projected one ([`super::backward::StepLinearization::projected`], $K\succeq M/h^2$)
+    /// projected one ([`crate::solver::backward::StepLinearization::projected`], $K\succeq M/h^2$)
     /// after a damped step, on negative curvature or after a failed line search. Stops at
     /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps, when neither Jacobian
     /// gives a step, or when $\|F\|$ has not halved over [`STALL_STEPS`] steps. `r` is $F(x)$.
@@ -137,7 +137,7 @@ impl Simulator<'_> {
             if rn <= target || stalled(&history) {
                 break;
             }
-            let lin = super::backward::StepLinearization::for_newton(self, x, !exact)?;
+            let lin = crate::solver::backward::StepLinearization::for_newton(self, x, !exact)?;
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let Some(delta) =
                 self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)?
@@ -196,7 +196,7 @@ impl Simulator<'_> {
     /// ($\nabla\mathcal E_{PD}=-F$, Hessian $K=A-\Delta A(x)$, exact): each step minimizes the
     /// quadratic model $m(\delta)=-F^T\delta+\tfrac12\delta^TK\delta$ over
     /// $\|\delta\|_A\le\Delta$ by Steihaug–Toint CG preconditioned with $A^{-1}$
-    /// ([`super::backward::solve_steihaug`]; negative curvature is followed to the boundary),
+    /// ([`crate::solver::backward::solve_steihaug`]; negative curvature is followed to the boundary),
     /// and is accepted when the energy's actual decrease is more than [`ACCEPT_RATIO`] of the
     /// model's ($\rho$); the region follows [`next_radius`], starting at [`FIRST_RADIUS`] PD
     /// steps. Where the model's decrease is below the energy's round-off, a step is accepted
@@ -217,7 +217,7 @@ impl Simulator<'_> {
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
         let mut out = KrylovOutcome::at(rn);
-        let mut e_x = super::trust_region::pd_energy(self, x, y, x_t)?;
+        let mut e_x = crate::solver::trust_region::pd_energy(self, x, y, x_t)?;
         // the first region: a multiple of the PD step's length ‖A⁻¹F‖_A = (FᵀA⁻¹F)^½
         let mut radius = FIRST_RADIUS * self.merit(&r)?.sqrt();
         let mut lin_cache = None;
@@ -227,13 +227,14 @@ impl Simulator<'_> {
             }
             let lin = match &mut lin_cache {
                 Some(lin) => lin,
-                None => lin_cache.insert(super::backward::StepLinearization::for_newton(
+                None => lin_cache.insert(crate::solver::backward::StepLinearization::for_newton(
                     self, x, false,
                 )?),
             };
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let mut delta = vec![0.0; x.len()];
-            let st = super::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg)?;
+            let st =
+                crate::solver::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg)?;
             out.gmres_iterations += st.krylov.iterations;
             if !delta.iter().all(|v| v.is_finite()) {
                 break;
@@ -245,7 +246,7 @@ impl Simulator<'_> {
                 continue;
             };
             let rn2 = norm(&r2);
-            let e2 = super::trust_region::pd_energy(self, &trial, y, x_t)?;
+            let e2 = crate::solver::trust_region::pd_energy(self, &trial, y, x_t)?;
             let pred = st.model_decrease;
             let roundoff = pred <= 1e3 * f64::EPSILON * e_x.abs();
             // below the round-off the energy cannot judge the step: ‖F‖ does (ρ = 1 or 0)
@@ -276,21 +277,21 @@ impl Simulator<'_> {
     /// Krylov iterations are added to `iterations`.
     fn newton_direction(
         &self,
-        lin: &super::backward::StepLinearization,
+        lin: &crate::solver::backward::StepLinearization,
         f: &[f64],
         cfg: &BackwardConfig,
         exact: bool,
         iterations: &mut usize,
     ) -> Result<Option<Vec<f64>>, OffloadError> {
         let mut delta = vec![0.0; f.len()];
-        let (its, cg_ok, _) = super::backward::solve_pcg(self, lin, f, &mut delta, cfg)?;
+        let (its, cg_ok, _) = crate::solver::backward::solve_pcg(self, lin, f, &mut delta, cfg)?;
         *iterations += its;
         if !cg_ok && its < cfg.max_iterations {
             if exact {
                 return Ok(None);
             }
             delta.iter_mut().for_each(|v| *v = 0.0);
-            let st = super::backward::solve_gmres(self, lin, f, &mut delta, cfg)?;
+            let st = crate::solver::backward::solve_gmres(self, lin, f, &mut delta, cfg)?;
             *iterations += st.iterations;
         }
         Ok(Some(delta))
@@ -299,7 +300,7 @@ impl Simulator<'_> {
     /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
     fn merit(&self, f: &[f64]) -> Result<f64, OffloadError> {
         let mut w = vec![0.0; f.len()];
-        super::backward::solve_a(self, f, &mut w)?;
+        crate::solver::backward::solve_a(self, f, &mut w)?;
         Ok(f.iter().zip(&w).map(|(a, b)| a * b).sum())
     }
 }

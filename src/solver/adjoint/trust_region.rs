@@ -6,12 +6,12 @@
 //! $\rho=\Delta\mathcal E_{act}/\Delta\mathcal E_{pred}$; $\alpha=\tfrac12$ if $|\rho-1|<\eta$ else 1,
 //! and $\alpha=\tfrac12$ when the predicted decrease is at round-off.
 
-use super::local::{self, CHUNK};
-use super::offload::OffloadError;
-use super::simulator::Simulator;
-use super::stats::TrStats;
 use crate::material::interleaved::LANES;
 use crate::material::svd;
+use crate::solver::local::{self, CHUNK};
+use crate::solver::offload::OffloadError;
+use crate::solver::simulator::Simulator;
+use crate::solver::stats::TrStats;
 use rayon::prelude::*;
 
 /// TR tolerance η (Chen et al. 2024a; spec Eq. 29).

@@ -7,8 +7,8 @@
 //! moving more than h in a substep or a contact solve missing its tolerance, 1 other failures,
 //! 130 interrupted.
 
-use super::{Failure, RunArgs};
 use crate::log::{MpmFrameRecord, MpmRunHeader, MpmRunLog, RigidBodyRecord, Status};
+use crate::{Failure, RunArgs};
 use anyhow::anyhow;
 use diffphd::io::write_atomic;
 use diffphd::mpm::frames::MpmFrameWriter;
@@ -55,7 +55,7 @@ fn header(
         command: "simulate".into(),
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),
-        overrides: super::simulate::effective_sets(args),
+        overrides: crate::simulate::effective_sets(args),
         threads,
         system: "mpm".into(),
         dt: sys.dt,
@@ -129,7 +129,7 @@ fn record(
 
 /// The memory budget of the MPM state: `--max-memory`, or the memory available if less.
 fn budget(max_memory: Option<u64>) -> Option<(u64, String)> {
-    match (max_memory, super::memory::available_bytes()) {
+    match (max_memory, crate::memory::available_bytes()) {
         (Some(m), Some(a)) if a < m => Some((a, "the memory available".into())),
         (Some(m), _) => Some((m, "--max-memory".into())),
         (None, Some(a)) => Some((a, "the memory available".into())),
@@ -139,15 +139,15 @@ fn budget(max_memory: Option<u64>) -> Option<(u64, String)> {
 
 /// Run an MPM/rigid scene (see the module doc).
 pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
-    if args.backend != super::BackendArg::Cpu {
+    if args.backend != crate::BackendArg::Cpu {
         return Err(Failure::input(anyhow!(
             "{}: MPM and rigid scenes run on the CPU only (--backend cpu)",
             ls.path.display()
         )));
     }
-    let threads = super::set_threads(ls.scene.solver.threads);
+    let threads = crate::set_threads(ls.scene.solver.threads);
     let (mut system, state) = mpm::build(&ls, budget(args.max_memory)).map_err(Failure::input)?;
-    let out: PathBuf = super::claim_output("simulate", args, &ls)?;
+    let out: PathBuf = crate::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut log = MpmRunLog {
         header: header(args, &ls, &system, &state, threads),
@@ -173,7 +173,7 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     };
     log.frames.push(record(0, 0.0, &state, None, files0));
     write_log(&out, &log)?;
-    let interrupt = super::interrupt_flag();
+    let interrupt = crate::interrupt_flag();
     let frames = system.frames;
     let quiet = args.quiet;
     let ended = run_system(

@@ -8,12 +8,6 @@
 //! weight $w_s$ (exact on heterogeneous meshes; the reference code's mean weight is not).
 //! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, `HessianFilterMode`).
 
-use super::anderson::TypeII;
-use super::config::BackwardConfig;
-use super::local::{self, CHUNK};
-use super::offload::{MuscleStep, Offload, OffloadError};
-use super::simulator::{norm, Simulator};
-use super::stats::AdjointStats;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
 use crate::linalg::krylov::{self, KrylovSpace, KrylovStats};
@@ -23,6 +17,12 @@ use crate::material::svd;
 use crate::material::Linearization;
 use crate::model::AdjointMethod;
 use crate::model::Model;
+use crate::solver::anderson::TypeII;
+use crate::solver::config::BackwardConfig;
+use crate::solver::local::{self, CHUNK};
+use crate::solver::offload::{MuscleStep, Offload, OffloadError};
+use crate::solver::simulator::{norm, Simulator};
+use crate::solver::stats::AdjointStats;
 use nalgebra::Matrix3;
 use rayon::prelude::*;
 
@@ -34,7 +34,7 @@ pub struct StepLinearization<'s> {
     /// each product only applies them.
     spectral: Vec<svd::SpectralLinear>,
     /// Muscle fibres at $x_{t+1}$ (spec §3.5).
-    pub muscle: super::muscle::MuscleLin,
+    pub muscle: crate::solver::muscle::MuscleLin,
     /// Number of samples whose stretch Jacobian the filter changed.
     pub filtered_samples: usize,
     /// Contact block of the step (spec §7.2 step 3), if it had contact candidates.
@@ -43,7 +43,7 @@ pub struct StepLinearization<'s> {
     products: std::sync::Mutex<Vec<Matrix3<f64>>>,
     /// The accelerator's token for this step's $\Delta A$ coefficients
     /// ([`crate::solver::offload::Offload::adjoint_step`]), when the simulator has one.
-    pub(super) device_step: Option<u64>,
+    pub(in crate::solver) device_step: Option<u64>,
     /// Whether the host holds the samples' linearizations (`false`: computed on the
     /// accelerator only, [`StepLinearization::for_newton`], [`StepLinearization::for_adjoint`]).
     host: bool,
@@ -95,7 +95,7 @@ impl<'s> StepLinearization<'s> {
                 }
             });
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
-        let muscle = super::muscle::MuscleLin::new(model, x, d.muscle_time);
+        let muscle = crate::solver::muscle::MuscleLin::new(model, x, d.muscle_time);
         let device_step = match sim.offload.as_ref() {
             Some(off) => Some(plan_device_step(off.as_ref(), &spectral, &muscle)?),
             None => None,
@@ -147,7 +147,7 @@ impl<'s> StepLinearization<'s> {
         (alpha, projected): (f64, bool),
     ) -> Option<Result<Self, OffloadError>> {
         let off = sim.offload.as_ref()?;
-        let muscle = super::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
+        let muscle = crate::solver::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
         let planned = with_fibres(&muscle, |fibres| {
             off.linearize_step(x, (alpha, projected), fibres)
         })?;
@@ -224,7 +224,7 @@ impl<'s> StepLinearization<'s> {
 fn plan_device_step(
     off: &(dyn Offload + Send + Sync + '_),
     spectral: &[svd::SpectralLinear],
-    muscle: &super::muscle::MuscleLin,
+    muscle: &crate::solver::muscle::MuscleLin,
 ) -> Result<u64, OffloadError> {
     let coef = |s: usize| {
         let c = &spectral[s];
@@ -235,7 +235,10 @@ fn plan_device_step(
 
 /// `f` of the muscle fibres' $(a_g,\ell,n)$ of `muscle` as the accelerator takes them
 /// ([`MuscleStep`]).
-fn with_fibres<T>(muscle: &super::muscle::MuscleLin, f: impl FnOnce(&MuscleStep) -> T) -> T {
+fn with_fibres<T>(
+    muscle: &crate::solver::muscle::MuscleLin,
+    f: impl FnOnce(&MuscleStep) -> T,
+) -> T {
     let (len, dir) = muscle.fibre_states();
     f(&MuscleStep {
         activations: muscle.activations(),
@@ -458,7 +461,7 @@ pub fn solve_adjoint(
 
 /// The log's name of the $A^{-1}$-preconditioned GMRES adjoint: `woodbury` (without contact
 /// rows, GMRES with $A^{-1}$) or `gmres`.
-pub(super) fn gmres_method(cfg: &BackwardConfig) -> &'static str {
+pub(in crate::solver) fn gmres_method(cfg: &BackwardConfig) -> &'static str {
     if cfg.method == AdjointMethod::Woodbury {
         "woodbury"
     } else {

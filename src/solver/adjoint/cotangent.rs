@@ -1,10 +1,10 @@
-//! Sources of cotangents for the reverse sweep ([`super::rollout::backward`]): the partial
+//! Sources of cotangents for the reverse sweep ([`crate::solver::rollout::backward`]): the partial
 //! derivatives $\partial\mathcal L/\partial x_t$ and $\partial\mathcal L/\partial v_t$ of a
 //! caller's scalar loss $\mathcal L(x_0, v_0, \dots, x_T, v_T)$ with respect to the states of
 //! any frame $t$ (spec §7.1, where $\mathcal L=\sum_t\ell_t(x_t,v_t)$).
 //!
 //! **Which velocity.** $v_t$ is the state velocity the rollout reports in
-//! [`super::rollout::FrameEvent::v`]: $v_t=(x_t-x_{t-1})/h$ for $t\ge1$ (the implicit-Euler
+//! [`crate::solver::rollout::FrameEvent::v`]: $v_t=(x_t-x_{t-1})/h$ for $t\ge1$ (the implicit-Euler
 //! update of the time loop, spec §3) and the model's initial velocity $v_0$ at the start
 //! frame. The sweep treats $v_t$ as its own variable and chains it into $x_t$ and $x_{t-1}$
 //! itself, so a source gives the *partial* derivatives: $\partial\ell/\partial x_t$ at fixed
@@ -15,7 +15,7 @@
 //! was before sources existed). Implementations: the TOML [`Loss`], the dense per-frame
 //! arrays [`DenseCotangents`] (what Python's autograd hands back), and [`SumOf`] two sources.
 
-use super::loss::Loss;
+use crate::solver::loss::Loss;
 
 /// The states of frame `frame` as the reverse sweep sees them.
 #[derive(Clone, Copy)]

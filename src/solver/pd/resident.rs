@@ -2,16 +2,16 @@
 //! iteration"): the same algorithm as [`Simulator::pd_iterate`] — the PD map, the
 //! force-balance test of `mode = "accurate"`, Anderson (Eqs. 18–21) and the dual gate
 //! (Eq. 22) — with the vectors kept on the device through
-//! [`super::offload::ResidentPd`]. Per iteration only a few norms, Anderson's new dot
+//! [`crate::solver::offload::ResidentPd`]. Per iteration only a few norms, Anderson's new dot
 //! products and its coefficients cross; the iterate comes back when the run of iterations
 //! ends. Steps with NCP contact or trust-region statistics run [`Simulator::pd_iterate`].
 
-use super::error::SolverError;
-use super::forward::{Exit, PdLoop, StepRhs, Stop};
-use super::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
-use super::offload::{MapNorms, OffloadError, ResidentStep};
-use super::simulator::Simulator;
 use crate::model::GateReference;
+use crate::solver::error::SolverError;
+use crate::solver::forward::{Exit, PdLoop, StepRhs, Stop};
+use crate::solver::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
+use crate::solver::offload::{MapNorms, OffloadError, ResidentStep};
+use crate::solver::simulator::Simulator;
 use std::time::Instant;
 
 /// The accelerator's resident loop of `sim`, or the error of a simulator without one.
@@ -32,7 +32,7 @@ impl Simulator<'_> {
     /// Whether the PD iterations of a step run on the accelerator's resident loop: one is
     /// attached and offers it, the step has no NCP contact and no trust-region statistics are
     /// asked for.
-    pub(super) fn runs_resident(&mut self, it: &PdLoop) -> bool {
+    pub(in crate::solver) fn runs_resident(&mut self, it: &PdLoop) -> bool {
         it.ncp.is_none()
             && !self.compute_tr
             && self
@@ -44,7 +44,7 @@ impl Simulator<'_> {
     /// [`Simulator::pd_iterate`] on the resident loop: from `it.x` (uploaded at the start of
     /// the step, or after a host phase moved it) until `stop` says so or the cap; `it.x` is
     /// the iterate when it returns.
-    pub(super) fn pd_iterate_resident(
+    pub(in crate::solver) fn pd_iterate_resident(
         &mut self,
         frame: usize,
         rhs: &StepRhs,

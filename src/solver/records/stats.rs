@@ -1,8 +1,8 @@
 //! Statistics records of a step and of an adjoint solve (what `log.json` and `grad.json`
 //! report), shared by every method.
 
-use super::gate::GateResiduals;
 use crate::contact::{ContactRecord, ContactStats};
+use crate::solver::gate::GateResiduals;
 
 /// Statistics of one time step (what `log.json` records per frame).
 #[derive(Clone, Debug, Default, serde::Serialize)]

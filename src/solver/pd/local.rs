@@ -61,7 +61,7 @@ pub fn project_all_with(
 ) -> Result<LocalResult, NonFiniteSample> {
     let mut q = vec![Matrix3::zeros(); warm.len()];
     project_into(model, d, x, warm, kernel, &mut q);
-    super::muscle::add_projections(model, x, d.muscle_time, &mut q);
+    crate::solver::muscle::add_projections(model, x, d.muscle_time, &mut q);
     if let Some(s) = q.iter().position(|m| !m.iter().all(|v| v.is_finite())) {
         return Err(NonFiniteSample {
             sample: s,
