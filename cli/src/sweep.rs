@@ -1,6 +1,6 @@
 //! `diffphd sweep`: plan a sweep file into a run table, run it on a local pool, emit it for
 //! GNU parallel or a Slurm job array, run one task of it, and collect the results
-//! (docs/sweeps.md). Every executor runs run `I` the same way ([`execute`]): the command as a
+//! (docs/sweeps.md). Every executor runs run `I` the same way (`execute`): the command as a
 //! child process writing into `DIR/run_NNNN/`, its stdout/stderr kept there, its exit code and
 //! wall time recorded in `sweep-status.json`. A finished run with the same hash is skipped.
 //!

@@ -1,6 +1,6 @@
 //! MPM and rigid bodies as scenes of the tool: a validated scene's `[mpm]`, `[[mpm_body]]`,
 //! `[[rigid_body]]` and `[[obstacle]]` tables → the `diffphd-mpm` crate's grid, particles
-//! and rigid world ([`build`]), and the system the one time loop drives
+//! and rigid world ([`build()`]), and the system the one time loop drives
 //! ([`system::MpmSystem`], a [`crate::solver::timeloop::TimeStepped`]): per frame one
 //! asynchronous coupled step (seed Eq. 3–4: N MPM substeps of Δt/N with the convex contact
 //! solve against the frozen rigid state, then one rigid step of Δt). docs/mpm.md.

@@ -5,7 +5,7 @@
 //!
 //! The math is the `diffphd-mpm` crate's; [`crate::mpm`] turns these tables into its types.
 //! Checks here are range checks of single keys; what needs the seeded particles (particles
-//! outside the domain, the CFL bound, memory) is checked by [`crate::mpm::build`], with the
+//! outside the domain, the CFL bound, memory) is checked by [`crate::mpm::build()`], with the
 //! same `(key path, message)` errors.
 
 use crate::model::settings::Profile;

@@ -1,5 +1,5 @@
 //! The one time loop of every system: a [`TimeStepped`] system (PD's [`Simulator`], the
-//! MPM–rigid system of [`crate::particles`]) advances an opaque per-system state frame by
+//! MPM–rigid system of [`crate::mpm`]) advances an opaque per-system state frame by
 //! frame and reports each frame to a caller-supplied sink ([`Flow`] stops it).
 //!
 //! Frame t is the state after t steps of the system's frame time step Δt, at time t·Δt (the

@@ -1,4 +1,4 @@
-//! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`crate::frames`])
+//! `diffphd simulate`: forward rollout with frame files (PLY or VTU, see [`diffphd::io::frames`])
 //! and `log.json`.
 
 pub mod log;

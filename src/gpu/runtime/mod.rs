@@ -1,5 +1,5 @@
 //! The device runtime: the [`device::Device`] seam, its two implementations (the host
-//! [`emulator::Emulator`] and, with feature `cuda`, [`cuda::Cuda`] over [`nvrtc`]), the
+//! [`emulator::Emulator`] and, with feature `cuda`, `cuda::Cuda` over [`nvrtc`]), the
 //! counting wrapper, and the kernel table of `kernels/*.cu`.
 
 pub mod counted;
