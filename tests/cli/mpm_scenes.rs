@@ -311,3 +311,149 @@ fn mpm_particle_moving_more_than_h_ends_the_run() {
     assert!(dir.path().join("out/particles_000002.ply").exists());
     assert!(!dir.path().join("out/particles_000003.ply").exists());
 }
+
+/// A Python with meshio (`DIFFPHD_PYTHON`, else `python3`), as in `vtu_frames.rs`.
+fn meshio_python() -> Option<std::path::PathBuf> {
+    let p = std::env::var_os("DIFFPHD_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("python3"));
+    let ok = Command::new(&p)
+        .args(["-c", "import meshio"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(p)
+}
+
+/// Reads a particle `.vtu` frame with meshio and checks the documented arrays (docs/mpm.md,
+/// "Outputs"): `n` points in `n` vertex cells; point arrays `velocity`, `stress_diagonal` and
+/// `stress_off_diagonal` (3 components); per particle (vertex cell) `plastic_strain`,
+/// `von_mises` and the body `tag`; finite values.
+const PARTICLE_VTU_CHECK: &str = r#"
+import sys, meshio, numpy as np
+m = meshio.read(sys.argv[1]); n = int(sys.argv[2])
+assert m.points.shape == (n, 3), m.points.shape
+assert [c.type for c in m.cells] == ["vertex"] and len(m.cells[0].data) == n, m.cells
+for k in ["velocity", "stress_diagonal", "stress_off_diagonal"]:
+    a = np.asarray(m.point_data[k]); assert a.shape == (n, 3) and np.isfinite(a).all(), (k, a.shape)
+for k in ["plastic_strain", "von_mises", "tag"]:
+    a = np.asarray(m.cell_data[k][0]); assert a.shape == (n,) and np.isfinite(a).all(), (k, a.shape)
+print("ok", n)
+"#;
+
+/// An MPM body seeded from a closed mesh on a moving kinematic collider (fixture
+/// `mesh_block_on_conveyor.toml`): the mesh cube seeds exactly the particles of the equal box
+/// shape; the belt's pose follows x₀ + v t; while the belt slips under the block (the first
+/// 8 ms), the friction impulse is μ times the normal impulse (within 3 %); after
+/// v/(μ g) = 10.2 ms the block moves with the belt (centre-of-mass speed over 20–50 ms within
+/// 2 % of 0.05 m/s). The particle VTU
+/// frame opens in meshio with every documented array (skipped without meshio unless CI).
+#[test]
+fn mpm_mesh_body_rides_a_moving_collider() {
+    let conveyor = fixture("mesh_block_on_conveyor.toml");
+    let (code, err, dir) = simulate(&conveyor, &[]);
+    assert_eq!(code, 0, "{err}");
+    let l = log(&dir);
+    let (n, mass) = (
+        l["header"]["particles"].as_u64().unwrap(),
+        l["header"]["mpm_body_masses"][0].as_f64().unwrap(),
+    );
+    // The same cube as a box shape: the same lattice points inside.
+    let (code, err, boxed) = simulate(
+        &conveyor,
+        &[
+            "--frames",
+            "1",
+            "--set",
+            "mpm_body.0.shape={type=\"box\",min=[-0.01,-0.01,0.0],max=[0.01,0.01,0.02]}",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n, 64);
+    assert_eq!(log(&boxed)["header"]["particles"].as_u64().unwrap(), n);
+    assert!((mass - 8e-3).abs() < 1e-12, "mass {mass}");
+    let frames = l["frames"].as_array().unwrap();
+    let (v_belt, mu_g) = (0.05, 0.5 * 9.81);
+    for f in frames {
+        let t = f["time"].as_f64().unwrap();
+        let x = v3(&f["bodies"][0]["position"])[0];
+        assert!((x - v_belt * t).abs() < 1e-12, "belt at {x}, t = {t}");
+    }
+    let p = |k: usize| v3(&frames[k]["energies"]["mpm_linear_momentum"]);
+    let t = |k: usize| frames[k]["time"].as_f64().unwrap();
+    // Slipping phase, frames 0–8 (v/(μ g) = 10.2 ms): the belt's friction impulse is μ times
+    // its normal impulse m g Δt + ΔP_z (the block's vertical momentum oscillates).
+    let (dpx, dpz) = (p(8)[0] - p(0)[0], p(8)[2] - p(0)[2]);
+    let ratio = dpx / (mass * 9.81 * (t(8) - t(0)) + dpz);
+    assert!(
+        (ratio - 0.5).abs() <= 0.015,
+        "friction / normal impulse {ratio}"
+    );
+    let accel = dpx / mass / (t(8) - t(0));
+    eprintln!("conveyor: friction ratio {ratio}, acceleration {accel} vs mu g = {mu_g}");
+    // Stuck phase, frames 20–50: the block's centre of mass advances with the belt.
+    let x = |k: usize| v3(&frames[k]["energies"]["mpm_center_of_mass"])[0];
+    let speed = (x(50) - x(20)) / (t(50) - t(20));
+    eprintln!("conveyor: block speed {speed} vs {v_belt}");
+    assert!(
+        (speed - v_belt).abs() <= 0.02 * v_belt,
+        "block speed {speed} vs {v_belt}"
+    );
+    let vtu = dir.path().join("out/particles_000050.vtu");
+    assert!(dir.path().join("out/particles.pvd").is_file());
+    let Some(python) = meshio_python() else {
+        super::common::skip_unless_ci("no Python with meshio (set DIFFPHD_PYTHON)");
+        return;
+    };
+    let o = Command::new(python)
+        .args(["-c", PARTICLE_VTU_CHECK])
+        .arg(&vtu)
+        .arg(n.to_string())
+        .output()
+        .expect("run python");
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Capsule and cylinder rigid bodies (fixture `rigid_capsule_cylinder.toml`): masses from
+/// density and shape, ρπr²(2L + 4r/3) and ρπr²·2L; dropped 0.5 mm onto the ground they come
+/// to rest with their centres at r (the capsule lying) and L (the cylinder standing) within
+/// 10 µm, the ground carrying m g within 1 % over the last 50 frames; one surface per body in
+/// the rigid frame.
+#[test]
+fn mpm_capsule_and_cylinder_rest_on_the_ground() {
+    let (code, err, dir) = simulate(&fixture("rigid_capsule_cylinder.toml"), &[]);
+    assert_eq!(code, 0, "{err}");
+    let l = log(&dir);
+    let pi = std::f64::consts::PI;
+    let (r, l_cap, l_cyl) = (0.01, 0.02, 0.015);
+    let masses = [
+        1000.0 * pi * r * r * (2.0 * l_cap + 4.0 * r / 3.0),
+        1000.0 * pi * r * r * 2.0 * l_cyl,
+    ];
+    let rest = [r, l_cyl];
+    for b in 0..2 {
+        let m = l["header"]["rigid_body_masses"][b].as_f64().unwrap();
+        assert!((m - masses[b]).abs() <= 1e-12, "body {b}: mass {m}");
+        let z = v3(&l["frames"][150]["bodies"][b]["position"])[2];
+        assert!((z - rest[b]).abs() <= 1e-5, "body {b} rests at {z}");
+        let frames = &l["frames"].as_array().unwrap()[100..];
+        let fz = frames
+            .iter()
+            .map(|f| v3(&f["bodies"][b]["contact_force"])[2])
+            .sum::<f64>()
+            / frames.len() as f64;
+        let weight = m * 9.81;
+        assert!(
+            (fz - weight).abs() <= 0.01 * weight,
+            "body {b}: ground force {fz} vs {weight}"
+        );
+        // It fell: lower at the end than at the start.
+        let z0 = v3(&l["frames"][0]["bodies"][b]["position"])[2];
+        assert!(z0 - z > 4e-4, "body {b}: {z0} -> {z}");
+    }
+    assert!(ply_vertices(&dir.path().join("out/rigid_000150.ply")) > 16);
+}

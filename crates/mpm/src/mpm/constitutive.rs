@@ -17,6 +17,7 @@
 use nalgebra::{Matrix3, Vector3};
 
 use super::plasticity::Plasticity;
+pub use super::svd::rotation_svd;
 use super::MpmError;
 
 /// Which hyperelastic energy density a material uses (see the module docs).
@@ -96,7 +97,8 @@ impl Material {
                 "must lie in (-1, 0.5)",
             ));
         }
-        self.plasticity.validate(index, self.elastic)
+        self.plasticity
+            .validate(index, self.elastic == ElasticModel::StvkHencky)
     }
 
     /// Energy density ψ(F) (J/m³). NaN for J ≤ 0 under Neo-Hookean or Hencky.
@@ -166,26 +168,6 @@ pub fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
     let c2 = f.column(2);
     // ∂det/∂F: columns are cross products of the other two columns.
     Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
-}
-
-/// SVD with rotations: F = U diag(σ) Vᵀ with det U = det V = +1. For det F < 0 the smallest
-/// singular value carries the sign (Irving et al. 2004, "Invertible finite elements").
-pub fn rotation_svd(f: &Matrix3<f64>) -> (Matrix3<f64>, Vector3<f64>, Matrix3<f64>) {
-    let svd = f.svd(true, true);
-    // With compute_u and compute_v both true, nalgebra always returns both factors.
-    let mut u = svd.u.unwrap_or_else(Matrix3::identity);
-    let mut vt = svd.v_t.unwrap_or_else(Matrix3::identity);
-    let mut s = svd.singular_values;
-    let k = s.imin();
-    if u.determinant() < 0.0 {
-        u.column_mut(k).neg_mut();
-        s[k] = -s[k];
-    }
-    if vt.determinant() < 0.0 {
-        vt.row_mut(k).neg_mut();
-        s[k] = -s[k];
-    }
-    (u, s, vt)
 }
 
 #[cfg(test)]

@@ -25,9 +25,11 @@ pub mod constitutive;
 pub mod coupling;
 pub mod diagnostics;
 pub mod grid;
+pub mod particles;
 pub mod plasticity;
 pub mod seeding;
 pub mod sim;
+pub mod svd;
 pub mod transfer;
 
 pub use constitutive::{ElasticModel, Material};

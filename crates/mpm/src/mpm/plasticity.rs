@@ -27,7 +27,7 @@
 
 use nalgebra::{Matrix3, Vector3};
 
-use super::constitutive::{rotation_svd, ElasticModel};
+use super::svd::rotation_svd;
 use super::MpmError;
 
 /// A plastic model (see the module docs for the return mappings).
@@ -55,7 +55,9 @@ pub struct PlasticState {
 }
 
 impl Plasticity {
-    pub(crate) fn validate(&self, index: usize, elastic: ElasticModel) -> Result<(), MpmError> {
+    /// Checks the parameters of material `index`; `hencky` says whether its elastic model is
+    /// StVK–Hencky, which both return mappings require.
+    pub(crate) fn validate(&self, index: usize, hencky: bool) -> Result<(), MpmError> {
         let bad = |key, value, reason| MpmError::InvalidMaterial {
             material: index,
             key,
@@ -63,7 +65,7 @@ impl Plasticity {
             reason,
         };
         let needs_hencky = |key, value| {
-            if elastic == ElasticModel::StvkHencky {
+            if hencky {
                 Ok(())
             } else {
                 Err(bad(

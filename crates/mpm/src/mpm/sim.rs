@@ -7,53 +7,11 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::constitutive::Material;
 use super::grid::{check_memory, Grid, GridSpec};
+pub use super::particles::Particles;
 use super::plasticity::PlasticState;
 use super::seeding::SeededParticles;
 use super::transfer::{grid_to_particle, particle_to_grid, Scratch};
 use super::MpmError;
-
-/// Particle state (structure of arrays). Kinematic state is public for setting initial
-/// conditions; mass, volume and material are fixed when the simulation is built.
-#[derive(Debug, Clone, Default)]
-pub struct Particles {
-    pub x: Vec<Vector3<f64>>,
-    pub v: Vec<Vector3<f64>>,
-    /// APIC affine velocity Cₚ (≈ ∇v at the particle).
-    pub c: Vec<Matrix3<f64>>,
-    /// Elastic deformation gradient F_E.
-    pub f: Vec<Matrix3<f64>>,
-    pub(crate) mass: Vec<f64>,
-    /// Initial volume V⁰.
-    pub(crate) volume: Vec<f64>,
-    pub plastic: Vec<PlasticState>,
-    /// Index into the simulation's material table.
-    pub(crate) material: Vec<u32>,
-}
-
-impl Particles {
-    /// Particle masses ρV⁰ (fixed at construction).
-    pub fn mass(&self) -> &[f64] {
-        &self.mass
-    }
-
-    /// Initial volumes V⁰ (fixed at construction).
-    pub fn volume(&self) -> &[f64] {
-        &self.volume
-    }
-
-    /// Material (= body) index of each particle (fixed at construction).
-    pub fn material(&self) -> &[u32] {
-        &self.material
-    }
-
-    pub fn len(&self) -> usize {
-        self.x.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.x.is_empty()
-    }
-}
 
 /// One body: seeded particles, a material and a rigid initial velocity
 /// v(x) = v₀ + ω × (x − x̄) about the particles' centroid x̄ (with APIC C = \[ω\]×, the exact

@@ -20,8 +20,8 @@ use nalgebra::{Matrix3, Vector3};
 use super::bspline;
 use super::constitutive::Material;
 use super::grid::Grid;
+use super::particles::Particles;
 use super::plasticity::PlasticState;
-use super::sim::Particles;
 use super::MpmError;
 
 /// Per-substep particle scratch, allocated once.

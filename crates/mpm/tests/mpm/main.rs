@@ -1,0 +1,16 @@
+//! The crate's integration tests, one binary (the workspace caps test binaries; see
+//! docs/mpm.md for the measured known answers). Each module was a binary of its own.
+
+mod contact_coupling;
+mod contact_coupling_bspline;
+mod contact_model;
+mod contact_solver;
+mod coupling_mpm;
+mod mpm_constitutive;
+mod mpm_sand_pile;
+mod mpm_transfers;
+mod mpm_uniaxial;
+mod mpm_walls;
+mod mpm_wave;
+mod rigid_dynamics;
+mod rigid_shapes;
