@@ -104,6 +104,26 @@ impl Plasticity {
         (2.0f64 / 3.0).sqrt() * 2.0 * s / (3.0 - s)
     }
 
+    /// Drucker–Prager sand whose **angle of repose is φ** (`repose_angle_deg`, in (0°, 90°)).
+    ///
+    /// In steady simple shear the non-associated return (flow along dev τ) aligns dev τ with
+    /// the shear rate, so the normal stresses are equal (−p) and the cone ‖dev τ‖ ≤ 3αp gives
+    /// the friction coefficient τ_shear/p = 3α/√2 on the shear planes; a surface avalanche
+    /// stops at that slope. Klár et al.'s α (fitted to Mohr–Coulomb in triaxial compression)
+    /// makes it atan(√6 sin φ/(3 − sin φ)): 29.6° for φ = 25°, 39.3° for φ = 35°. This
+    /// constructor instead takes α = √2 tan φ / 3, i.e. μ = τ̄/p = tan φ with τ̄ = ‖dev τ‖/√2
+    /// (the √J₂ friction law of Dunatunga & Kamrin 2015, "Continuum modelling and simulation
+    /// of granular flows through their many phases", J. Fluid Mech. 779), expressed as the
+    /// Klár angle φ' with α(φ') = √2 tan φ / 3: sin φ' = √3 tan φ / (2 + tan φ/√3).
+    pub fn drucker_prager_repose(repose_angle_deg: f64, volume_correction: bool) -> Self {
+        let t = repose_angle_deg.to_radians().tan();
+        let s = 3f64.sqrt() * t / (2.0 + t / 3f64.sqrt());
+        Plasticity::DruckerPrager {
+            friction_angle_deg: s.clamp(-1.0, 1.0).asin().to_degrees(),
+            volume_correction,
+        }
+    }
+
     /// Applies the return mapping to the trial elastic gradient `f` with Lamé parameters
     /// (μ, λ), updating `state`; returns the projected F_E. The identity for `Plasticity::None`.
     /// Needs det f > 0 for the plastic models (the caller checks).
