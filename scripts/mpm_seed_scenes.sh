@@ -7,8 +7,8 @@
 #   dough rolling (scenes/mpm_dough_rolling.toml, 100 ms): the pin's rotation, driven only by
 #     friction, is 0 while pressing (|omega_y| < 0.5 rad/s over 0-40 ms) and its mean over
 #     70-100 ms is v/r = 6.667 rad/s within 10 %;
-#   the Drucker-Prager piles at script resolution (h = 1/64, +-3 deg, both friction angles):
-#     the crate's ignored tests drucker_prager_pile_fine_*.
+#   the Drucker-Prager piles at script size (slow pours of 3 s, +-3 deg, phi = 25 and 35 deg):
+#     the crate's ignored test mpm_sand_pile::drucker_prager_pile_fine_poured.
 # BIN overrides the binary (default: target/release/diffphd, built here). Exit 1 if a
 # property fails.
 set -euo pipefail
@@ -54,6 +54,6 @@ print(f"dough rolling: |omega_y| <= {press:.3f} rad/s while pressing; mean omega
 sys.exit(0 if press < 0.5 and abs(mean - target) <= 0.1 * target else 1)
 PY
 
-cargo test --release -q -p diffphd-mpm --test mpm -- --ignored drucker_prager_pile_fine \
-  --nocapture --test-threads 1 || status=1
+cargo test --release -q -p diffphd-mpm --test mpm -- --ignored --exact \
+  mpm_sand_pile::drucker_prager_pile_fine_poured --nocapture || status=1
 exit $status
