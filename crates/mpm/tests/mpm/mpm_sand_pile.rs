@@ -21,7 +21,7 @@
 //! | cone, φ | 1.5 s pour + 1 s (CI) | 3 s pour + 1 s (script) |
 //! |---|---|---|
 //! | repose, 25° | 25.8° | 22.8° |
-//! | repose, 35° | 36.5° | 35.8° |
+//! | repose, 35° | 36.5° | 35.9° |
 //! | Klár, 25° (predicted 29.6°) | 31.2° | |
 //! | Klár, 35° (predicted 39.3°) | 36.2° | |
 //!
@@ -289,7 +289,7 @@ fn drucker_prager_poured_piles_stand_at_the_repose_angle() {
 }
 
 /// The same at script size (3 s of pouring, 1616 particles each), ±3°: measured 22.8° and
-/// 35.8°; about 3 minutes (`scripts/mpm_seed_scenes.sh`).
+/// 35.9°; about 3 minutes (`scripts/mpm_seed_scenes.sh`).
 #[test]
 #[ignore]
 fn drucker_prager_pile_fine_poured() {
