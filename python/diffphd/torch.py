@@ -70,8 +70,10 @@ def _theta(scene, values):
         a = np.asarray(a, dtype=np.float64)
         if a.shape != shape:
             raise InputError(f"{name}: expected shape {shape}, got {tuple(a.shape)}")
-        if not np.all(np.isfinite(a)):
-            raise InputError(f"{name}: {a.tolist()} is not finite")
+        bad = np.argwhere(~np.isfinite(a))
+        if len(bad):
+            at = "".join(f"[{i}]" for i in bad[0])
+            raise InputError(f"{name}{at} = {a[tuple(bad[0])]} is not a finite number")
         theta[e["indices"]] = a.reshape(-1)
         where.append((e["indices"], shape))
     return theta, where

@@ -36,14 +36,14 @@ class Controller(torch.nn.Module):
         return 1.0 + 0.3 * torch.tanh(self.net(torch.cat([100.0 * offset, 10.0 * velocity])))
 
 
-def train(scene_path, iterations=10, lr=0.05, seed=0):
+def train(scene_path, iterations=10, lr=0.01, seed=0):
     torch.manual_seed(seed)
     scene = diffphd.Scene(scene_path)
     rest = torch.from_numpy(scene.rest_positions)
     tip = torch.from_numpy((scene.rest_positions[:, 0] >= scene.rest_positions[:, 0].max() - 1e-9).nonzero()[0])
     target = rest[tip, 2].mean() + LIFT
     policy = Controller(len(scene.muscles))
-    opt = torch.optim.Adam(policy.parameters(), lr=lr)
+    opt = torch.optim.Adam(policy.parameters(), lr=lr, betas=(0.5, 0.999))  # little momentum: no overshoot
     T = scene.frames
     losses = []
     for it in range(iterations):

@@ -21,7 +21,7 @@ import diffphd  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODULI = [1e5, 2e5, 5e5, 1e6, 2e6]  # Pa
-COLUMNS = [("youngs_modulus", "f8"), ("tip_drop_final", "f8"), ("tip_drop_max", "f8"),
+COLUMNS = [("youngs_modulus", "f8"), ("tip_dz_final", "f8"), ("tip_dz_min", "f8"),
            ("elastic_energy_final", "f8"), ("iterations", "i8")]
 
 
@@ -32,9 +32,9 @@ def run(scene_path, moduli=MODULI, frames=None):
         r = scene.simulate(frames=frames)
         rest = scene.rest_positions
         tip = rest[:, 0] >= rest[:, 0].max() - 1e-9
-        z = r.positions[:, tip, 2].mean(axis=1) - rest[tip, 2].mean()  # (T+1,) tip drop
+        z = r.positions[:, tip, 2].mean(axis=1) - rest[tip, 2].mean()  # (T+1,) height change
         last = r.log["frames"][-1]
-        rows.append((e, z[-1], z.min(),                       # m, below rest: < 0
+        rows.append((e, z[-1], z.min(),                       # m, below rest < 0
                      last["diagnostics"]["elastic_energy"],    # J, the log's diagnostics
                      sum(f["iterations"] for f in r.log["frames"])))
         curves[e] = (np.arange(len(z)) * scene.dt, z)

@@ -55,7 +55,7 @@ def fit(scene_path, iterations=20):
         return loss
 
     opt.step(closure)
-    moduli = {name: float(torch.exp(t)) for name, t in theta.items()}
+    moduli = {name: float(torch.exp(t.detach())) for name, t in theta.items()}
     return moduli, history
 
 

@@ -40,7 +40,8 @@ def cli_or_skip():
 def test_sysid_reaches_diffphd_optimizes_answer(tmp_path):
     """sysid.py (L-BFGS in PyTorch through dt.rollout) and `diffphd optimize` (argmin's
     L-BFGS through the same adjoint) on tests/fixtures/sysid_regions.toml: the same E per
-    region to 1e-4 relative, both at the truth (1e5, 3e5 Pa) to 1e-4."""
+    region to 1e-5 relative, both at the truth (1e5, 3e5 Pa) to 1e-5 (measured: ~1e-7; the
+    start, 2e5 and 4e5 Pa, is 100 % and 33 % off)."""
     scene = ROOT / "tests" / "fixtures" / "sysid_regions.toml"
     p = subprocess.run([cli_or_skip(), "optimize", str(scene), "--quiet", "--out", str(tmp_path / "opt")],
                        capture_output=True, text=True)
@@ -50,16 +51,17 @@ def test_sysid_reaches_diffphd_optimizes_answer(tmp_path):
     assert history[-1] < 1e-10 * history[0]
     ours = np.array(list(moduli.values()))
     theirs = np.array(list(best.values()) if isinstance(best, dict) else best, dtype=float)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
-    np.testing.assert_allclose(ours, [1e5, 3e5], rtol=1e-4)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    np.testing.assert_allclose(ours, [1e5, 3e5], rtol=1e-5)
 
 
 def test_controller_training_lowers_the_loss():
     """controller.py: 8 iterations of Adam through dt.step on the muscle beam; the loss
-    (the free end held 5 mm above rest) falls to a quarter of its start or less."""
+    (the free end held 5 mm above rest) falls by a factor of 100 or more (measured: 9.19 ->
+    0.0125, factor 735)."""
     losses = example("controller").main([str(ROOT / "tests" / "fixtures" / "muscle_frames.toml"),
                                          "--iterations", "8"])
-    assert losses[0] > 0 and losses[-1] < 0.25 * losses[0], losses
+    assert losses[0] > 1.0 and losses[-1] < 1e-2 * losses[0], losses
 
 
 def test_sweep_table_equals_separate_simulations_and_writes_the_plot(tmp_path):
@@ -73,10 +75,11 @@ def test_sweep_table_equals_separate_simulations_and_writes_the_plot(tmp_path):
         s = diffphd.Scene(scene, set={"body.0.material.youngs_modulus": row["youngs_modulus"]})
         r = s.simulate(frames=4)
         tip = s.rest_positions[:, 0] >= s.rest_positions[:, 0].max() - 1e-9
-        assert row["tip_drop_final"] == r.positions[-1, tip, 2].mean() - s.rest_positions[tip, 2].mean()
+        z = r.positions[:, tip, 2].mean(axis=1) - s.rest_positions[tip, 2].mean()
+        assert row["tip_dz_final"] == z[-1] and row["tip_dz_min"] == z.min()
         assert row["elastic_energy_final"] == r.log["frames"][-1]["diagnostics"]["elastic_energy"]
     # stiffer beams move less: the table is not five copies of one run
-    assert len(set(table["tip_drop_final"])) == 5
+    assert len(set(table["tip_dz_final"].tolist())) == 5
     head = png.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
     assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (640, 400)
