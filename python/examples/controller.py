@@ -46,7 +46,7 @@ def train(scene_path, iterations=10, lr=0.01, seed=0):
     opt = torch.optim.Adam(policy.parameters(), lr=lr, betas=(0.5, 0.999))  # little momentum: no overshoot
     T = scene.frames
     losses = []
-    for it in range(iterations):
+    for _ in range(iterations):
         x = torch.from_numpy(scene.initial_positions)
         v = torch.from_numpy(scene.initial_velocities)
         loss = torch.zeros((), dtype=torch.float64)
