@@ -26,7 +26,7 @@ import torch
 
 from ._errors import InputError
 
-__all__ = ["inputs", "rollout", "step"]
+__all__ = ["frame_activations", "inputs", "rollout", "step"]
 
 
 def inputs(scene):
@@ -70,8 +70,10 @@ def _theta(scene, values):
         a = np.asarray(a, dtype=np.float64)
         if a.shape != shape:
             raise InputError(f"{name}: expected shape {shape}, got {tuple(a.shape)}")
-        if not np.all(np.isfinite(a)):
-            raise InputError(f"{name}: {a.tolist()} is not finite")
+        bad = np.argwhere(~np.isfinite(a))
+        if len(bad):
+            at = "".join(f"[{i}]" for i in bad[0])
+            raise InputError(f"{name}{at} = {a[tuple(bad[0])]} is not a finite number")
         theta[e["indices"]] = a.reshape(-1)
         where.append((e["indices"], shape))
     return theta, where
@@ -258,3 +260,48 @@ def step(scene, x_t, v_t, controls_t=None, *, frame=0, threads=None, **values):
         frame = int(frame)
     names = tuple(values)
     return _Step.apply(scene, _Holder(), names, threads, frame, x_t, v_t, controls_t, *values.values())
+
+
+def frame_activations(scene, activations):
+    """Per-frame muscle activations as ``rollout``/``step`` inputs: ``activations`` ``(T, k)``
+    (a tensor or array; row ``t - 1`` is the activation of the step into frame ``t``, column
+    ``g`` muscle group ``g`` of ``scene.muscles``) becomes ``{name: θ}`` for the scene's
+    ``muscle_activation`` entries, to pass as ``rollout(scene, **frame_activations(scene, a))``.
+
+    The step into frame ``t`` evaluates the group's knots at time ``t·h`` (piecewise linear,
+    knot ``j`` at ``j·τ``), so with ``knot_interval = dt`` and ``T + 1`` knots, knot ``t`` is
+    exactly the activation of that step: row ``t - 1`` goes to knot ``t`` and knot 0 (time 0,
+    used by no step) takes row 0. Each group needs that layout and one ``[[parameter]] kind =
+    "muscle_activation"`` entry over all its knots (no ``knot``); θ is ln a for ``log =
+    true``. Gradients flow back to ``activations``."""
+    muscles = scene.muscles
+    frames = scene.frames
+    a = activations if isinstance(activations, torch.Tensor) else torch.as_tensor(np.asarray(activations, dtype=np.float64))
+    if a.dtype != torch.float64:
+        raise InputError(f"activations: expected a float64 tensor, got {a.dtype}")
+    if tuple(a.shape) != (frames, len(muscles)):
+        raise InputError(f"activations: expected shape ({frames}, {len(muscles)}) (frames, muscle groups), got {tuple(a.shape)}")
+    if not bool(torch.isfinite(a).all()):
+        bad = tuple(int(i) for i in torch.nonzero(~torch.isfinite(a))[0])
+        raise InputError(f"activations[{bad[0]}, {bad[1]}] = {a[bad].item()} is not a finite number")
+    entries = {e["muscle"]: e for e in scene._inputs() if e["kind"] == "muscle_activation"}
+    out = {}
+    for g, m in enumerate(muscles):
+        where = f"muscle group {g} ({m['name']!r})"
+        if len(m["knots"]) != frames + 1 or abs(m["knot_interval"] - scene.dt) > 1e-12 * scene.dt:
+            raise InputError(
+                f"activations: {where} has {len(m['knots'])} knots {m['knot_interval']} s apart; per-frame "
+                f"activations need {frames + 1} knots dt = {scene.dt} s apart (activation = [...], knot_interval = dt)"
+            )
+        e = entries.get(g)
+        if e is None or list(e["knots"]) != list(range(frames + 1)):
+            raise InputError(
+                f"activations: {where} needs a [[parameter]] kind = \"muscle_activation\" entry over all its knots (muscle = {g}, no knot)"
+            )
+        knots = torch.cat([a[:1, g], a[:, g]])
+        if e["log"]:
+            if not bool((knots > 0).all()):
+                raise InputError(f"activations: {where}: log = true needs positive activations")
+            knots = torch.log(knots)
+        out[e["name"]] = knots
+    return out

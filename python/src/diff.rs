@@ -26,7 +26,8 @@ pub struct Tape {
 
 /// The scene's differentiable inputs: one per `[[parameter]]` entry, named by the entry's
 /// expanded names without the component or knot suffix (`initial_velocity[0]` for its three
-/// components), with the indices of its scalars among the problem's parameters.
+/// components), with the indices of its scalars among the problem's parameters (and, for
+/// `muscle_activation`, the group and its knots).
 pub fn inputs<'py>(py: Python<'py>, problem: &Problem) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     let mut k = 0;
@@ -61,6 +62,12 @@ pub fn inputs<'py>(py: Python<'py>, problem: &Problem) -> PyResult<Bound<'py, Py
         d.set_item("kind", problem.params[k].key())?;
         d.set_item("log", problem.params[k].log)?;
         d.set_item("theta", problem.theta0()[k..end].to_vec())?;
+        if problem.params[k].key() == "muscle_activation" {
+            // the group (index into `Scene.muscles`) and the knots the entry's scalars set
+            d.set_item("muscle", problem.params[k].muscle)?;
+            let knots: Vec<usize> = problem.params[k..end].iter().map(|p| p.knot).collect();
+            d.set_item("knots", knots)?;
+        }
         out.append(d)?;
         k = end;
     }

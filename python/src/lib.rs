@@ -612,6 +612,23 @@ impl Scene {
         Ok(d.into_any())
     }
 
+    /// The muscle groups: dicts with `body`, `name`, `stiffness`, `knots` (activation knot
+    /// values) and `knot_interval` (s; knot $k$ at time $k\tau$, piecewise linear between).
+    #[getter]
+    fn muscles<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for g in &self.model.muscles {
+            let d = PyDict::new(py);
+            d.set_item("body", g.body)?;
+            d.set_item("name", &g.name)?;
+            d.set_item("stiffness", g.stiffness)?;
+            d.set_item("knots", g.knots.clone())?;
+            d.set_item("knot_interval", g.knot_interval)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
     /// The differentiable inputs of `diffphd.torch` (one per `[[parameter]]` entry): dicts
     /// with `name`, `parameters` (the scalar names), `indices`, `kind`, `log` and `theta`
     /// (the scene's working variables: ln value for `log = true`).
@@ -787,6 +804,7 @@ fn run_rollout(
         },
         "status": status,
         "error": rollout.incomplete_message(),
+        "initial_diagnostics": rollout.diagnostics.first(),
         "frames": rec.frames,
         "warnings": rollout.warnings,
     });
@@ -834,6 +852,7 @@ fn record(rec: &mut Recorded, f: &FrameState) {
             o.insert("frame".into(), f.frame.into());
             o.insert("time".into(), f.time.into());
             o.insert("inverted_elements".into(), serde_json::json!(f.inverted));
+            o.insert("diagnostics".into(), serde_json::json!(f.diagnostics));
         }
         rec.frames.push(r);
     }
