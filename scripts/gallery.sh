@@ -19,7 +19,7 @@ mkdir -p docs/gallery target/gallery
 # Scenes whose bodies travel: show two intermediate frames as ghosts.
 TRAIL=" bouncing_ball sysid_bouncing_ball sysid_bouncing_ball_bands initial_state_flight torus_locomotion incline dice strike stack stiff_strikes_soft "
 # Frame caps for the scenes too slow to render whole on a 2-core machine (caption says so).
-declare -A FRAMES=([armadillo_twist]=10 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stack]=20 [stiff_strikes_soft]=30 [strike]=30)
+declare -A FRAMES=([mpm_panel_squeeze]=300 [mpm_close_lift_shake]=100 [mpm_dough_rolling]=300 [mpm_box_on_sand]=600 [armadillo_twist]=10 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stack]=20 [stiff_strikes_soft]=30 [strike]=30)
 if [ $# -gt 0 ]; then NAMES=("$@"); else
     NAMES=(); for f in scenes/*.toml; do NAMES+=("$(basename "$f" .toml)"); done
 fi
@@ -36,8 +36,11 @@ for name in "${NAMES[@]}"; do
     secs=$(echo "$(date +%s.%N) - $start" | bc)
     trail=(); [[ "$TRAIL" == *" $name "* ]] && trail=(--trail)
     "$PY" scripts/gallery.py "$scene" "$out" "docs/gallery/$name.png" "${trail[@]}" 2>/dev/null
-    last=$(ls "$out"/frame_*.vtu | tail -1 | sed 's/.*frame_0*\([0-9][0-9]*\)\.vtu/\1/')
-    printf '%s\t%s\t%s\t%.0f\n' "$name" "diffphd ${args[*]:0:2} ${args[*]:6}" "$last" "$secs" >> target/gallery/captions.tsv
+    last=$(ls "$out"/frame_*.vtu "$out"/particles_*.vtu 2>/dev/null | tail -1 | sed 's/.*_0*\([0-9][0-9]*\)\.vtu/\1/')
+    grep -v "^$name	" docs/gallery/captions.tsv > target/gallery/captions.tmp 2>/dev/null || true
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\n' "$name" "diffphd ${args[*]:0:2} ${args[*]:6}" "$last" "$secs" \
+        "$COMMIT" "$(date -u +%Y-%m-%d)" >> target/gallery/captions.tmp
+    sort target/gallery/captions.tmp > docs/gallery/captions.tsv
     echo "$name: frames 0..$last, simulated in ${secs%.*} s" >&2
 done
 {
@@ -47,15 +50,20 @@ done
     echo "0.49 / VTK 9.7, EGL or OSMesa, no display). Each shows the first frame as a grey ghost and"
     echo "the last frame coloured by von Mises stress (log scale); scenes whose bodies travel also"
     echo "show two intermediate frames as fainter ghosts. Obstacle planes and spheres are drawn at"
-    echo "their start positions. Commit $COMMIT, $(date -u +%Y-%m-%d)."
+    echo "their start positions (moving probes and claws have moved on by the last frame). MPM"
+    echo "scenes show their particles as points (the first frame's as a faint ghost) and the rigid"
+    echo "bodies' surfaces. Frame caps (\`--frames\`) keep each scene to minutes on a 2-core machine;"
+    echo "each caption names its command, the commit of the binary and the date (the captions are"
+    echo "kept in \`docs/gallery/captions.tsv\`, so a partial re-run keeps the others)."
     echo
-    sort -u -t$'\t' -k1,1 target/gallery/captions.tsv | while IFS=$'\t' read -r name cmd last secs; do
+    while IFS=$'\t' read -r name cmd last secs commit day; do
+        [ -f "docs/gallery/$name.png" ] || continue
         echo "## $name"
         echo
         echo "![$name](gallery/$name.png)"
         echo
-        echo "\`$cmd\` — frames 0 and $last."
+        echo "\`$cmd\` — frames 0 and $last; commit $commit, $day."
         echo
-    done
+    done < docs/gallery/captions.tsv
 } > docs/gallery.md
 echo "wrote docs/gallery.md and $(ls docs/gallery/*.png | wc -l) pictures ($(du -ch docs/gallery/*.png | tail -1 | cut -f1))"

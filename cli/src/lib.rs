@@ -97,7 +97,8 @@ pub enum Command {
     },
     /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final PLY frames.
     Optimize(optimize::OptimizeArgs),
-    /// SVG of an optimize.json: loss, gradient norm and parameters per iteration.
+    /// SVG or PNG of a run's log: an optimize.json (loss, gradient norm, parameters with bounds
+    /// and truth) or a simulation's log.json (energies and centre of mass against time).
     Plot(plot::PlotArgs),
     /// What this machine can run: CPU threads, CUDA driver and device, NVRTC, the GPU emulator.
     Doctor(doctor::DoctorArgs),

@@ -356,6 +356,26 @@ fn check_command(where_: &str, line: &str, tmp: &Path, beam: &Path) -> Result<()
             args.push(tmp.join("plan").display().to_string());
             args.push("--overwrite".into());
         }
+        "plot" => {
+            // The documented log is the reader's own run: plot the fixture log of its kind
+            // (tests/fixtures/logs/), into the scratch folder.
+            let kind = if args[1].ends_with("optimize.json") {
+                "optimize.json"
+            } else {
+                "log.json"
+            };
+            args[1] = repo
+                .join("tests/fixtures/logs")
+                .join(kind)
+                .display()
+                .to_string();
+            if let Some(i) = args.iter().position(|a| a == "-o" || a == "--output") {
+                let name = Path::new(&args[i + 1]).file_name().unwrap().to_owned();
+                args[i + 1] = tmp.join(name).display().to_string();
+            } else {
+                return Err("no -o: would write into the repository".into());
+            }
+        }
         "sweep" => return Err("sweep run/collect/emit/task run whole sweeps".into()),
         _ => return Err(format!("`diffphd {cmd}` is not run by this test")),
     }

@@ -15,6 +15,7 @@ mod mesh_tools;
 mod mpm_scenes;
 mod outdir;
 mod output;
+mod plot;
 mod reliability;
 mod reproduce;
 mod rough_edges;
