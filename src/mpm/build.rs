@@ -151,9 +151,12 @@ fn material(spec: &crate::scene::mpm::MpmMaterialSpec) -> Material {
         ),
         MpmModel::DruckerPrager => (
             ElasticModel::StvkHencky,
-            Plasticity::DruckerPrager {
-                friction_angle_deg: spec.friction_angle_deg.unwrap_or(0.0),
-                volume_correction: spec.volume_correction,
+            match spec.repose_angle_deg {
+                Some(a) => Plasticity::drucker_prager_repose(a, spec.volume_correction),
+                None => Plasticity::DruckerPrager {
+                    friction_angle_deg: spec.friction_angle_deg.unwrap_or(0.0),
+                    volume_correction: spec.volume_correction,
+                },
             },
         ),
     };
@@ -539,4 +542,44 @@ fn check_cfl(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::mpm::MpmMaterialSpec;
+
+    fn sand(text: &str) -> MpmMaterialSpec {
+        let base = "model = \"drucker_prager\"\ndensity = 1600.0\nyoungs_modulus = 1e6\npoisson_ratio = 0.3\n";
+        toml::from_str(&format!("{base}{text}")).unwrap()
+    }
+
+    /// `friction_angle_deg` is Klár's φ as given; `repose_angle_deg` is the repose cone
+    /// (`Plasticity::drucker_prager_repose`: Klár angle 30.29° for a 35° repose angle).
+    #[test]
+    fn the_two_sand_angles_build_their_cones() {
+        let klar = material(&sand("friction_angle_deg = 35.0"));
+        assert_eq!(
+            klar.plasticity,
+            Plasticity::DruckerPrager {
+                friction_angle_deg: 35.0,
+                volume_correction: true
+            }
+        );
+        let repose = material(&sand("repose_angle_deg = 35.0\nvolume_correction = false"));
+        assert_eq!(
+            repose.plasticity,
+            Plasticity::drucker_prager_repose(35.0, false)
+        );
+        let Plasticity::DruckerPrager {
+            friction_angle_deg, ..
+        } = repose.plasticity
+        else {
+            panic!("not Drucker–Prager: {:?}", repose.plasticity)
+        };
+        assert!(
+            (friction_angle_deg - 30.29).abs() < 0.01,
+            "{friction_angle_deg}"
+        );
+    }
 }

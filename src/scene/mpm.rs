@@ -256,9 +256,16 @@ pub struct MpmMaterialSpec {
     /// `von_mises`: uniaxial yield stress σ_y (Pa).
     #[serde(default)]
     pub yield_stress: Option<f64>,
-    /// `drucker_prager`: friction angle φ (degrees).
+    /// `drucker_prager`: friction angle φ (degrees) of Klár et al. 2016's cone, fitted to
+    /// Mohr–Coulomb in triaxial compression; a pile of it stands steeper than φ (29.6° for
+    /// 25°, 39.3° for 35°: docs/mpm.md). Give this or `repose_angle_deg`.
     #[serde(default)]
     pub friction_angle_deg: Option<f64>,
+    /// `drucker_prager`: the angle of repose (degrees) — the cone whose steady-shear friction
+    /// τ̄/p is tan(angle) (`Plasticity::drucker_prager_repose`), so that a slowly poured pile
+    /// stands at this slope. Give this or `friction_angle_deg`.
+    #[serde(default)]
+    pub repose_angle_deg: Option<f64>,
     /// `drucker_prager`: Tampubolon et al.'s volume correction.
     #[serde(default = "yes")]
     pub volume_correction: bool,
@@ -594,12 +601,23 @@ impl MpmBodySpec {
             MpmModel::VonMises => {
                 needs("yield_stress", m.yield_stress, "von_mises")?;
                 stray("friction_angle_deg", m.friction_angle_deg.is_some())?;
+                stray("repose_angle_deg", m.repose_angle_deg.is_some())?;
             }
             MpmModel::DruckerPrager => {
-                needs("friction_angle_deg", m.friction_angle_deg, "drucker_prager")?;
-                if m.friction_angle_deg.is_some_and(|a| a >= 90.0) {
+                let (key, angle) = match (m.friction_angle_deg, m.repose_angle_deg) {
+                    (Some(_), Some(_)) => {
+                        return Err((
+                            format!("{km}.repose_angle_deg"),
+                            "give `friction_angle_deg` or `repose_angle_deg`, not both".into(),
+                        ))
+                    }
+                    (None, Some(a)) => ("repose_angle_deg", Some(a)),
+                    (a, None) => ("friction_angle_deg", a),
+                };
+                needs(key, angle, "drucker_prager")?;
+                if angle.is_some_and(|a| a >= 90.0) {
                     return Err((
-                        format!("{km}.friction_angle_deg"),
+                        format!("{km}.{key}"),
                         "expected an angle in (0, 90) degrees".into(),
                     ));
                 }
@@ -608,6 +626,7 @@ impl MpmBodySpec {
             MpmModel::FixedCorotated | MpmModel::NeoHookean => {
                 stray("yield_stress", m.yield_stress.is_some())?;
                 stray("friction_angle_deg", m.friction_angle_deg.is_some())?;
+                stray("repose_angle_deg", m.repose_angle_deg.is_some())?;
             }
         }
         Ok(())

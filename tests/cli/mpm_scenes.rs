@@ -234,8 +234,22 @@ fn mpm_box_on_sand_ci_comes_to_rest() {
 #[test]
 fn mpm_bad_input_is_refused_naming_the_key() {
     let ff = fixture("free_fall.toml");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--set", "mpm.spacing=0.0"], "key `mpm.spacing`"),
+        (
+            &[
+                "--set",
+                "mpm_body.0.material={model=\"drucker_prager\",density=1600.0,youngs_modulus=1e6,poisson_ratio=0.3,friction_angle_deg=30.0,repose_angle_deg=30.0}",
+            ],
+            "not both",
+        ),
+        (
+            &[
+                "--set",
+                "mpm_body.0.material={model=\"drucker_prager\",density=1600.0,youngs_modulus=1e6,poisson_ratio=0.3,repose_angle_deg=95.0}",
+            ],
+            "key `mpm_body[0].material.repose_angle_deg`",
+        ),
         (&["--set", "mpm.substeps=0"], "key `mpm.substeps`"),
         (&["--set", "simulation.dt=0.1"], "above the CFL bound"),
         (
