@@ -300,7 +300,7 @@ pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>
                 // Second signal: leave now; every file on disk is complete.
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupt: stopping at the next solver iteration; the frame in progress is not written (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
+            eprintln!("\ninterrupt: stopping at the next solver iteration; the frame or evaluation in progress is dropped (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
             // A step that does not end (a stuck solve) must not make the process deaf to
             // SIGTERM: leave after a grace period; every file on disk is complete.
             std::thread::spawn(|| {
