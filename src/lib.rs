@@ -10,6 +10,7 @@
 // the equations; iterator rewrites would obscure them.
 #![allow(clippy::needless_range_loop)]
 
+pub mod cancel;
 pub mod contact;
 pub mod diagnostics;
 pub mod gpu;

@@ -8,7 +8,13 @@
 //!
 //! Threads: [`with_threads`] runs a closure on a rayon pool of its own (a per-call thread
 //! count), where the command line configures the global pool once.
+//!
+//! Cancellation: [`with_threads_cancellable`] also installs a [`Cancel`] token for the call;
+//! every simulator the closure builds polls it once per solver iteration, and a tripped
+//! token ends the call with [`SolverError::Cancelled`] (exit code 130) inside the step in
+//! progress. The scene, model and problem are not changed by a cancelled call.
 
+use crate::cancel::Cancel;
 use crate::diagnostics::{diagnostics, Diagnostics};
 use crate::gpu::Backend;
 use crate::io::frames::FrameWriter;
@@ -73,7 +79,8 @@ impl SessionError {
 
 /// Run `f` on a rayon pool of `threads` threads (0: every available core) and return its
 /// result with the pool's size. The solver's parallel loops and the factorization
-/// (`rayon::current_num_threads`) use the pool `f` runs on.
+/// (`rayon::current_num_threads`, faer's `Par::rayon`, which runs on the current pool) use
+/// the pool `f` runs on, never rayon's global one.
 pub fn with_threads<R: Send>(
     threads: usize,
     f: impl FnOnce() -> R + Send,
@@ -93,6 +100,16 @@ pub fn with_threads<R: Send>(
             msg: e.to_string(),
         })?;
     Ok(pool.install(|| (f(), rayon::current_num_threads())))
+}
+
+/// [`with_threads`] with `cancel` installed for `f` ([`Cancel::install`]: the simulators
+/// built inside poll it).
+pub fn with_threads_cancellable<R: Send>(
+    threads: usize,
+    cancel: &Cancel,
+    f: impl FnOnce() -> R + Send,
+) -> Result<(R, usize), SessionError> {
+    with_threads(threads, || cancel.install(f))
 }
 
 /// The backend named `name` (`cpu`, `cuda`, `emulator`), refusing one that cannot run here

@@ -282,9 +282,11 @@ pub fn provenance(
 pub const GRACE_SECONDS: u64 = 10;
 
 /// The process-wide interrupt flag, set by SIGINT (Ctrl-C), SIGTERM or SIGHUP (installed
-/// once). `simulate` and `optimize` poll it between frames / evaluations, record status
-/// `interrupted` and exit 130; a second signal, or [`GRACE_SECONDS`] without the current
-/// frame / evaluation finishing, exits at once (130), leaving the last
+/// once). `simulate` and `optimize` poll it between frames / evaluations and, through a
+/// `diffphd::cancel::Cancel` token on the flag, inside every solver iteration (the step or
+/// evaluation in progress is abandoned), record status `interrupted` and exit 130; a second
+/// signal, or [`GRACE_SECONDS`] without the run stopping (a stage that does not poll: a
+/// factorization, a device call), exits at once (130), leaving the last
 /// complete files, with `log.json` at `"running"` (docs/RELIABILITY.md: a log that says
 /// "running" after the process ended is an incomplete run).
 pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
@@ -299,7 +301,7 @@ pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>
                 // Second signal: leave now; every file on disk is complete.
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupt: stopping after the current step (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
+            eprintln!("\ninterrupt: stopping at the next solver iteration; the frame or evaluation in progress is dropped (interrupt again to quit now; quitting anyway in {GRACE_SECONDS} s)");
             // A step that does not end (a stuck solve) must not make the process deaf to
             // SIGTERM: leave after a grace period; every file on disk is complete.
             std::thread::spawn(|| {

@@ -91,14 +91,14 @@ fn theta_of(problem: &Problem, theta: Option<&Bound<'_, PyAny>>) -> PyResult<Vec
     }
 }
 
-/// Run `f` on a pool of `threads` with the GIL released; session errors as exceptions.
+/// Run `f` on a pool of `threads` with the GIL released, Ctrl-C ending it at the next
+/// solver iteration ([`crate::interruptible`]); session errors as exceptions.
 fn pooled<T: Send>(
     py: Python<'_>,
     threads: usize,
     f: impl FnOnce() -> Result<T, SessionError> + Send,
 ) -> PyResult<T> {
-    let (r, _) =
-        guarded(py, || session::with_threads(threads, f))?.map_err(|e| session_err(py, e))?;
+    let (r, _) = crate::interruptible(py, threads, |_| f())?;
     r.map_err(|e| session_err(py, e))
 }
 

@@ -12,6 +12,7 @@ mod arrays;
 mod diff;
 mod errors;
 
+use diffphd::cancel::Cancel;
 use diffphd::gpu::Backend;
 use diffphd::scene::LoadedScene;
 use diffphd::session::{self, FrameState};
@@ -21,7 +22,6 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use errors::{py_err, session_err};
@@ -154,6 +154,56 @@ pub(crate) fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> 
                 format!("internal error (please report it): {what}"),
             )
         })
+}
+
+/// Run `f` on a pool of `threads` with the GIL released, a fresh [`Cancel`] token installed
+/// (every simulator `f` builds polls it once per solver iteration) and handed to `f`. The
+/// calling thread checks Python's signals every 20 ms (the GIL taken briefly); when a
+/// handler raises (Ctrl-C: `KeyboardInterrupt`) the token trips, `f` ends at its next
+/// solver iteration, and the handler's exception is returned whatever `f` returned — the
+/// scene is untouched (each call builds its own simulator). Otherwise `f`'s result and the
+/// pool's size. A panic in `f` is the `DiffphdError` of [`guarded`].
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    threads: usize,
+    f: impl FnOnce(&Cancel) -> T + Send,
+) -> PyResult<(T, usize)> {
+    let cancel = Cancel::new();
+    let mut signal: Option<PyErr> = None;
+    let joined = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker =
+                s.spawn(|| session::with_threads_cancellable(threads, &cancel, || f(&cancel)));
+            while !worker.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if signal.is_none() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        signal = Some(e);
+                        cancel.cancel();
+                    }
+                }
+            }
+            worker.join()
+        })
+    });
+    if let Some(e) = signal {
+        return Err(e);
+    }
+    match joined {
+        Ok(r) => r.map_err(|e| session_err(py, e)),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(py_err(
+                py,
+                "DiffphdError",
+                format!("internal error (please report it): {what}"),
+            ))
+        }
+    }
 }
 
 /// Parse the backend argument.
@@ -559,10 +609,7 @@ impl Scene {
         let (ev, nthreads) = {
             let problem = &problem;
             let theta = &theta;
-            let (r, n) = guarded(py, || {
-                session::with_threads(threads, || problem.evaluate(theta, true))
-            })?
-            .map_err(|e| session_err(py, e))?;
+            let (r, n) = interruptible(py, threads, |_| problem.evaluate(theta, true))?;
             let ev = r.map_err(|source| {
                 session_err(
                     py,
@@ -719,9 +766,8 @@ struct Recorded {
     count: usize,
 }
 
-/// Run the rollout with the GIL released on a pool of `threads`; the calling thread
-/// checks for signals (Ctrl-C) every 50 ms and stops the rollout after the current frame
-/// when a handler raises.
+/// Run the rollout with the GIL released on a pool of `threads` ([`interruptible`]): Ctrl-C
+/// ends it at the next solver iteration with `KeyboardInterrupt`.
 fn run_rollout(
     py: Python<'_>,
     ls: LoadedScene,
@@ -730,7 +776,6 @@ fn run_rollout(
     threads: usize,
     sets: &[String],
 ) -> PyResult<Rollout> {
-    let stop = AtomicBool::new(false);
     let n3 = model.x0.len();
     let has_fc = diffphd::contact::enabled(&model);
     let frames = model.frames + 1;
@@ -741,47 +786,13 @@ fn run_rollout(
         frames: vec![],
         count: 0,
     };
-    let mut signal: Option<PyErr> = None;
-    let result = py.detach(|| {
-        std::thread::scope(|s| {
-            let worker = s.spawn(|| {
-                session::with_threads(threads, || {
-                    session::simulate(&ls, &model, backend, |f: &FrameState| {
-                        record(&mut rec, f);
-                        !stop.load(Ordering::SeqCst)
-                    })
-                })
-            });
-            while !worker.is_finished() {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                if signal.is_none() {
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
-                        signal = Some(e);
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                }
-            }
-            worker.join()
+    let (outcome, nthreads) = interruptible(py, threads, |cancel| {
+        session::simulate(&ls, &model, backend, |f: &FrameState| {
+            record(&mut rec, f);
+            !cancel.is_cancelled()
         })
-    });
-    let (outcome, nthreads) = match result {
-        Ok(Ok((r, n))) => (r, n),
-        Ok(Err(e)) => return Err(session_err(py, e)),
-        Err(_) => {
-            return Err(py_err(
-                py,
-                "DiffphdError",
-                "internal error: the rollout thread panicked (please report it)".into(),
-            ))
-        }
-    };
-    let rollout = match outcome {
-        Ok(r) => r,
-        Err(e) => return Err(session_err(py, e)),
-    };
-    if let Some(e) = signal {
-        return Err(e);
-    }
+    })?;
+    let rollout = outcome.map_err(|e| session_err(py, e))?;
     let status = if rollout.incomplete_message().is_some() {
         "incomplete"
     } else {

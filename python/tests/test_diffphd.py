@@ -399,22 +399,64 @@ def test_gil_released_during_simulate():
     assert after - before > 1000, (after - before, seconds)
 
 
-def test_ctrl_c_raises_keyboard_interrupt():
-    scene = diffphd.Scene(CANTILEVER, set={"simulation.frames": 5000})
+def interrupted_after(seconds, call):
+    """Run `call()` with Python's SIGINT handler installed and interrupt the main thread after
+    `seconds` from a timer thread; assert it raised KeyboardInterrupt and return the seconds
+    from the interrupt to the exception."""
     # A runner started in the background (`cmd &` in a script) inherits SIGINT ignored, and
-    # then `interrupt_main` does nothing: install Python's own handler for this test.
+    # then `interrupt_main` does nothing: install Python's own handler for the call.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.5, _thread.interrupt_main)
+    sent = []
+
+    def fire():
+        sent.append(time.perf_counter())
+        _thread.interrupt_main()
+
+    timer = threading.Timer(seconds, fire)
     timer.start()
-    t0 = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
-            scene.simulate(threads=1)
+            call()
+        return time.perf_counter() - sent[0]
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
-    # stopped after the current frame, far before 5000 frames
+
+
+# One frame that does not end: a gate nobody meets (rel_tol 1e-300, abs_tol 0) and an
+# iteration cap of 1e9. Without cancellation inside the solver's iterations Ctrl-C would wait
+# for the frame; with it, the call ends at the next PD iteration.
+ENDLESS = {
+    **SMALL,
+    "simulation.frames": 1,
+    "solver.mode": "paper",
+    "solver.rel_tol": 1e-300,
+    "solver.abs_tol": 0.0,
+    "solver.max_iterations": 10**9,
+    "solver.on_nonconvergence": "warn",
+}
+
+
+def test_ctrl_c_raises_keyboard_interrupt():
+    long_run = {**SMALL, "simulation.frames": 200000}
+    scene = diffphd.Scene(CANTILEVER, set=long_run)
+    t0 = time.perf_counter()
+    interrupted_after(0.5, lambda: scene.simulate(threads=1))
+    # far before 200000 frames
     assert time.perf_counter() - t0 < 20
+    # the scene is untouched: a second call gives a fresh scene's numbers, bit for bit
+    again = scene.simulate(frames=3, threads=1)
+    fresh = diffphd.Scene(CANTILEVER, set=long_run).simulate(frames=3, threads=1)
+    assert np.array_equal(again.positions, fresh.positions)
+    assert np.array_equal(again.velocities, fresh.velocities)
+
+
+def test_ctrl_c_ends_a_frame_within_one_solver_iteration():
+    scene = diffphd.Scene(CANTILEVER, set=ENDLESS)
+    # simulate (the frame loop) and the differentiable rollout (diffphd.torch's tape)
+    for call in (lambda: scene.simulate(threads=2), lambda: scene._record(threads=1)):
+        latency = interrupted_after(0.3, call)
+        assert latency < 1.0, latency
 
 
 def test_version_and_provenance():

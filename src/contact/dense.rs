@@ -191,6 +191,13 @@ pub fn solve(
     while info.iterations < s.max_newton
         && (inf_norm(&cur.phi) > tol || (info.iterations == 0 && inf_norm(&cur.phi) > s.tolerance))
     {
+        if let Err(c) = s
+            .cancel
+            .poll(crate::cancel::Stage::Contact, info.iterations)
+        {
+            info.cancelled = Some(c);
+            break;
+        }
         if s.out_of_time(t0) {
             info.timed_out = true;
             break;

@@ -193,6 +193,13 @@ pub fn solve(
     while info.iterations < s.max_newton
         && (inf_norm(&f) > tol || (info.iterations == 0 && inf_norm(&f) > s.tolerance))
     {
+        if let Err(c) = s
+            .cancel
+            .poll(crate::cancel::Stage::Contact, info.iterations)
+        {
+            info.cancelled = Some(c);
+            break;
+        }
         if s.out_of_time(t0) {
             info.timed_out = true;
             break;
@@ -230,7 +237,7 @@ pub fn solve(
         };
         let rhs: Vec<f64> = f.iter().map(|v| -v).collect();
         let mut step = vec![0.0; m];
-        try_gmres(
+        try_gmres::<LinalgError>(
             &mut op,
             &mut pre,
             &rhs,

@@ -339,13 +339,16 @@ impl Delassus {
 }
 
 /// Settings of the per-iteration contact solve.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SolveSettings {
     pub fb: FbParams,
     pub tolerance: f64,
     pub max_newton: usize,
     /// Wall-clock cap of one solve (s; `[contact] max_seconds`).
     pub max_seconds: f64,
+    /// The caller's token, polled once per Newton iteration ([`crate::cancel`]): a tripped
+    /// poll ends the solve with [`LinalgError::Cancelled`].
+    pub cancel: crate::cancel::Cancel,
 }
 
 impl SolveSettings {
@@ -367,6 +370,8 @@ pub struct SolveInfo {
     /// The solve stopped at its wall-clock cap ([`SolveSettings::max_seconds`]) before
     /// meeting its tolerance.
     pub timed_out: bool,
+    /// The caller's token tripped before this Newton iteration ([`SolveSettings::cancel`]).
+    pub cancelled: Option<crate::cancel::Cancelled>,
 }
 
 /// LU factor of the last Newton matrix, reused for chord steps while the set of coupled
@@ -413,9 +418,13 @@ pub fn solve(
     s: &SolveSettings,
     cache: &mut Option<NewtonCache>,
 ) -> Result<SolveInfo, LinalgError> {
-    match del {
-        Delassus::Dense(d) => Ok(dense::solve(set, d, u, lambda, s, s.tolerance, cache)),
-        Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, s.tolerance),
+    let info = match del {
+        Delassus::Dense(d) => dense::solve(set, d, u, lambda, s, s.tolerance, cache),
+        Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, s.tolerance)?,
+    };
+    match info.cancelled {
+        Some(c) => Err(LinalgError::Cancelled(c)),
+        None => Ok(info),
     }
 }
 

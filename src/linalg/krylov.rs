@@ -17,6 +17,8 @@
 //! dense work (Hessenberg matrix, Givens rotations, step lengths) is the algorithm's own, on
 //! the host in both cases.
 
+use crate::cancel::{Cancel, Cancelled, Stage};
+
 /// Outcome of a Krylov solve ([`gmres_in`], [`pcg_in`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct KrylovStats {
@@ -76,6 +78,68 @@ pub trait KrylovSpace {
             }
         }
         Ok(h)
+    }
+}
+
+/// A [`KrylovSpace`] that polls a [`Cancel`] token before every application of the operator
+/// (one per GMRES/CG iteration, plus one per restart): a tripped poll is the space's error
+/// (`E: From<Cancelled>`), which ends the method. Every other operation is the inner
+/// space's own, so an untripped token leaves the method's arithmetic unchanged.
+pub struct Cancellable<'c, S> {
+    space: S,
+    cancel: &'c Cancel,
+    applied: usize,
+}
+
+impl<'c, S> Cancellable<'c, S> {
+    pub fn new(space: S, cancel: &'c Cancel) -> Self {
+        Cancellable {
+            space,
+            cancel,
+            applied: 0,
+        }
+    }
+}
+
+impl<S: KrylovSpace + ?Sized, B: std::ops::DerefMut<Target = S>> KrylovSpace for Cancellable<'_, B>
+where
+    S::Error: From<Cancelled>,
+{
+    type Error = S::Error;
+    fn reserve(&mut self, count: usize) -> Result<(), Self::Error> {
+        self.space.reserve(count)
+    }
+    fn upload(&mut self, slot: usize, v: &[f64]) -> Result<(), Self::Error> {
+        self.space.upload(slot, v)
+    }
+    fn download(&mut self, slot: usize, out: &mut [f64]) -> Result<(), Self::Error> {
+        self.space.download(slot, out)
+    }
+    fn dot(&mut self, a: usize, b: usize) -> Result<f64, Self::Error> {
+        self.space.dot(a, b)
+    }
+    fn dots(&mut self, pairs: &[(usize, usize)]) -> Result<Vec<f64>, Self::Error> {
+        self.space.dots(pairs)
+    }
+    fn axpby(&mut self, alpha: f64, x: usize, beta: f64, y: usize) -> Result<(), Self::Error> {
+        self.space.axpby(alpha, x, beta, y)
+    }
+    fn divide(&mut self, x: usize, s: f64, out: usize) -> Result<(), Self::Error> {
+        self.space.divide(x, s, out)
+    }
+    fn copy(&mut self, src: usize, dst: usize) -> Result<(), Self::Error> {
+        self.space.copy(src, dst)
+    }
+    fn op(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
+        self.cancel.poll(Stage::Krylov, self.applied)?;
+        self.applied += 1;
+        self.space.op(x, out)
+    }
+    fn precond(&mut self, x: usize, out: usize) -> Result<(), Self::Error> {
+        self.space.precond(x, out)
+    }
+    fn orthogonalize(&mut self, w: usize, basis: &[usize]) -> Result<Vec<f64>, Self::Error> {
+        self.space.orthogonalize(w, basis)
     }
 }
 

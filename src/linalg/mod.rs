@@ -43,6 +43,10 @@ pub enum LinalgError {
         what: &'static str,
         error: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The caller's [`crate::cancel::Cancel`] token tripped inside an iterative solve (a
+    /// contact solve, an adjoint Krylov iteration); the solve's result is not defined.
+    #[error(transparent)]
+    Cancelled(#[from] crate::cancel::Cancelled),
 }
 
 /// A solver for the three per-axis systems $\hat A_d x_d = b_d$ (spec Eq. 33) with the

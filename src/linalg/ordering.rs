@@ -5,6 +5,9 @@
 
 use super::{CscMatrix, LinalgError};
 
+/// Serializes [`nested_dissection`]'s calls into METIS (its random state is global).
+static METIS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Nested-dissection permutation `(perm, iperm)` of the graph of a symmetric matrix.
 /// Graphs with fewer than 3 vertices get the identity.
 pub fn nested_dissection(a: &CscMatrix) -> Result<(Vec<usize>, Vec<usize>), LinalgError> {
@@ -30,6 +33,12 @@ pub fn nested_dissection(a: &CscMatrix) -> Result<(Vec<usize>, Vec<usize>), Lina
         let id: Vec<usize> = (0..n).collect();
         return Ok((id.clone(), id));
     }
+    // METIS keeps its random generator in process-wide statics (GKlib `random.c`: `mt[]`,
+    // `mti`), reseeded by every call: two calls at once (simulators set up on two threads,
+    // tests running in parallel) interleave their draws, and each may get an ordering other
+    // than its seed's, so a factor and every solve with it differ in the last bits from
+    // run to run. One call at a time keeps the ordering a function of the graph.
+    let _one_at_a_time = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut nvtxs = n as i32;
     let mut options = vec![0i32; metis_sys::METIS_NOPTIONS as usize];
     let mut perm = vec![0i32; n];
@@ -85,5 +94,47 @@ mod tests {
             assert!(!seen[p[new]]);
             seen[p[new]] = true;
         }
+    }
+
+    /// Regression (session 18, the 2-thread determinism flake): METIS's random state is
+    /// process-wide, so orderings computed on several threads at once must still be the
+    /// ordering of a lone call. A 3-D grid large enough for METIS's randomized coarsening
+    /// (below ~120 vertices it orders by minimum degree and draws nothing).
+    #[test]
+    fn concurrent_orderings_equal_a_lone_one() {
+        let m = 16;
+        let n = m * m * m;
+        let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
+        let mut conn = Vec::new();
+        let mut ptr = vec![0];
+        for k in 0..m - 1 {
+            for j in 0..m - 1 {
+                for i in 0..m - 1 {
+                    for (a, b, c) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)] {
+                        conn.push(id(i + a, j + b, k + c));
+                        conn.push(id(i + a, j + b, k + 1));
+                    }
+                    ptr.push(conn.len());
+                }
+            }
+        }
+        let a = CscMatrix::pattern_from_elements(n, &conn, &ptr);
+        let lone = nested_dissection(&a).unwrap();
+        let all: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..4)
+                            .map(|_| nested_dissection(&a).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            all.iter().all(|o| *o == lone),
+            "an ordering differed from the lone call's"
+        );
     }
 }

@@ -60,6 +60,10 @@ pub enum MpmStepError {
         h: f64,
     },
     /// Any other failure of the MPM core in a substep (non-finite, inverted, left the grid).
+    /// The caller's [`crate::cancel::Cancel`] token tripped before substep `substep`
+    /// (0-based) of the frame; exit code 130, as an interrupt.
+    #[error("substep {substep} of {substeps}: cancelled")]
+    Cancelled { substep: usize, substeps: usize },
     #[error("substep {substep} of {substeps}: {source}")]
     Mpm {
         substep: usize,
@@ -86,6 +90,7 @@ impl MpmStepError {
     /// The command line's exit code (see the type's doc).
     pub fn exit_code(&self) -> i32 {
         match self {
+            MpmStepError::Cancelled { .. } => 130,
             MpmStepError::Cfl { .. } => 3,
             MpmStepError::Contact {
                 source: ContactError::NotConverged { .. },
@@ -115,6 +120,10 @@ impl MpmStepError {
                 distance,
                 h,
             },
+            CouplingError::Grid {
+                substep,
+                source: MpmError::Stopped { .. },
+            } => MpmStepError::Cancelled { substep, substeps },
             CouplingError::Grid { substep, source } => MpmStepError::Mpm {
                 substep,
                 substeps,
@@ -153,6 +162,9 @@ pub struct MpmSystem {
     pub velocity_damping: Vec<f64>,
     /// Simulated time of the state.
     pub time: f64,
+    /// The caller's cancellation token, polled before every MPM substep
+    /// ([`crate::cancel`]; [`crate::cancel::Cancel::current`] when built).
+    pub cancel: crate::cancel::Cancel,
 }
 
 impl MpmSystem {
@@ -186,6 +198,7 @@ impl MpmSystem {
                 .collect(),
             velocity_damping,
             time: 0.0,
+            cancel: crate::cancel::Cancel::current(),
         }
     }
 }
@@ -194,10 +207,23 @@ impl MpmSystem {
 struct DampedGrid<'a> {
     sim: &'a mut Simulation,
     rate: f64,
+    /// Polled before each substep's free motion; `substep` counts them.
+    cancel: &'a crate::cancel::Cancel,
+    substep: usize,
 }
 
 impl GridContactProblem for DampedGrid<'_> {
     fn free_motion(&mut self, h: f64) -> Result<(), MpmError> {
+        if self
+            .cancel
+            .poll(crate::cancel::Stage::Mpm, self.substep)
+            .is_err()
+        {
+            return Err(MpmError::Stopped {
+                substep: self.substep as u64,
+            });
+        }
+        self.substep += 1;
         self.sim.free_motion(h)?;
         if self.rate > 0.0 {
             let f = (-self.rate * h).exp();
@@ -276,7 +302,12 @@ impl TimeStepped for MpmSystem {
                 } else {
                     0.0
                 };
-                let mut grid = DampedGrid { sim, rate };
+                let mut grid = DampedGrid {
+                    sim,
+                    rate,
+                    cancel: &self.cancel,
+                    substep: 0,
+                };
                 let rep = coupled_step(&mut s.world, &mut grid, self.dt, n, &self.options)
                     .map_err(|e| MpmStepError::from_coupling(e, n))?;
                 stats.mpm_wrenches = rep

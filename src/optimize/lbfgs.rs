@@ -18,7 +18,8 @@
 //! - **Failures.** A forward/adjoint failure ([`crate::solver::SolverError`]), a non-finite
 //!   loss or a parameter leaving its physical range (ν ∉ (−1, ½), a density, modulus or
 //!   damping coefficient ≤ 0 / < 0) ends the run with status `failed`; an interrupt flag
-//!   (Ctrl-C) ends it with `interrupted` before the next evaluation. In every case the log
+//!   (Ctrl-C) ends it with `interrupted`, abandoning the evaluation in progress at its next
+//!   solver iteration (the flag is the evaluation's `crate::cancel::Cancel` token). In every case the log
 //!   keeps the best evaluated point.
 
 use super::params::Param;
@@ -281,8 +282,15 @@ impl Objective<'_, '_> {
         // The lock is held across the rollout: argmin calls cost and gradient one after
         // the other, so it only serialises those calls.
         let n_eval = sh.log.evaluations.len();
-        let ev = match self.problem.evaluate(&theta, true) {
+        // the interrupt also ends the evaluation in progress, at its next solver iteration
+        let evaluate = || self.problem.evaluate(&theta, true);
+        let ev = match &self.interrupt {
+            Some(flag) => crate::cancel::Cancel::with_flag(flag.clone()).install(evaluate),
+            None => evaluate(),
+        };
+        let ev = match ev {
             Ok(ev) => ev,
+            Err(e) if e.is_cancelled() => return refuse(&mut sh, Stop::Interrupted),
             Err(e) => return refuse(&mut sh, Stop::Failed(format!("evaluation {n_eval}: {e}"))),
         };
         if !ev.loss.is_finite() || ev.gradient.iter().any(|g| !g.is_finite()) {

@@ -192,6 +192,9 @@ fn minimize(
     let mut evals = 0usize;
     let mut t_local = 0.0;
     let mut f = |xx: &[f64]| -> Result<(f64, Vec<f64>), SolverError> {
+        simr.cancel
+            .poll(crate::cancel::Stage::DiffPd, evals)
+            .map_err(|c| SolverError::cancelled(frame, c))?;
         let tl = Instant::now();
         evals += 1;
         let loc = local::project_all(model, &simr.derived, xx, &mut warm).map_err(|e| {
@@ -213,13 +216,8 @@ fn minimize(
         }
         // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
         // quadratic part of compliant attachments (their linear part is in y)
-        let pd = super::trust_region::pd_energy(simr, xx, y, x_t).map_err(|error| {
-            SolverError::Offload {
-                frame,
-                iteration: evals,
-                error,
-            }
-        })?;
+        let pd = super::trust_region::pd_energy(simr, xx, y, x_t)
+            .map_err(|error| SolverError::offload(frame, evals, error))?;
         let e = pd
             + super::muscle::energy(model, xx, simr.derived.muscle_time)
             + crate::contact::attachment::quadratic_energy(&model.attachments, xx);
@@ -471,7 +469,7 @@ pub fn solve_adjoint(
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
-    let device = |error| SolverError::AdjointOffload { frame, error };
+    let device = |error| SolverError::adjoint_offload(frame, error);
     let t0 = Instant::now();
     let n3 = g.len();
     let mut gf = g.to_vec();
@@ -488,7 +486,12 @@ pub fn solve_adjoint(
         stats.seconds = t0.elapsed().as_secs_f64();
         return Ok((z, stats));
     }
+    let mut evals = 0;
     let mut f = |zz: &[f64]| -> Result<(f64, Vec<f64>), SolverError> {
+        sim.cancel
+            .poll(crate::cancel::Stage::Adjoint, evals)
+            .map_err(|c| SolverError::cancelled(frame, c))?;
+        evals += 1;
         let mut kz = vec![0.0; n3];
         apply_k(sim, lin, zz, &mut kz).map_err(device)?;
         let val = 0.5 * dot(zz, &kz) - dot(&gf, zz);

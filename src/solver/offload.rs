@@ -56,6 +56,15 @@ pub enum OffloadError {
     Solve(#[from] LinalgError),
 }
 
+/// A cancellation inside an accelerated stage travels as the solve's
+/// ([`LinalgError::Cancelled`]); the solver's error constructors turn it into
+/// `SolverError::Cancelled`.
+impl From<crate::cancel::Cancelled> for OffloadError {
+    fn from(c: crate::cancel::Cancelled) -> Self {
+        OffloadError::Solve(LinalgError::Cancelled(c))
+    }
+}
+
 /// Stages of a PD iteration an accelerator performs.
 pub trait Offload {
     /// Where the work runs (for logs).

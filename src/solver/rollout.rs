@@ -299,7 +299,7 @@ pub fn backward(
             let g: Vec<f64> = gx.iter().zip(&gv).map(|(a, b)| a + b / h).collect();
             let alpha = filter_alpha(cfg, step_stats);
             // a failure of the accelerator anywhere in this step's adjoint ends the backward
-            let device = |error| SolverError::AdjointOffload { frame, error };
+            let device = |error| SolverError::adjoint_offload(frame, error);
             let lin = StepLinearization::for_adjoint(sim_ref, x_next, alpha)
                 .and_then(|l| l.with_contact(sim_ref, step_stats.contact_record.as_deref()))
                 .map_err(device)?;
@@ -458,7 +458,7 @@ fn method_adjoint(
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
-    let device = |error| SolverError::AdjointOffload { frame, error };
+    let device = |error| SolverError::adjoint_offload(frame, error);
     Ok(match sim.config.method {
         SolverMethod::Diffphd if direct_fallback_applies(sim, lin, cfg) => {
             adjoint_gmres_then_direct(sim, lin, x_next, g, cfg, frame)?
@@ -526,7 +526,7 @@ fn adjoint_gmres_then_direct(
         };
         solve_adjoint(sim, lin, g, &capped, frame)
     }
-    .map_err(|error| SolverError::AdjointOffload { frame, error })?;
+    .map_err(|error| SolverError::adjoint_offload(frame, error))?;
     if st.converged {
         sim.direct_streak.store(0, Relaxed);
         return Ok((z, st));

@@ -54,6 +54,11 @@ pub struct Simulator<'m> {
     pub(crate) diffpd_active: Vec<usize>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
     pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
+    /// The caller's cancellation token, polled once per iteration of every loop of a step
+    /// and of its backward ([`crate::cancel`]); a tripped poll is
+    /// [`SolverError::Cancelled`]. Taken from [`crate::cancel::Cancel::current`] when the
+    /// simulator is built; a caller may replace it.
+    pub cancel: crate::cancel::Cancel,
 }
 
 /// What a step's contact treatment leaves for [`Simulator::contact_finish`].
@@ -76,6 +81,7 @@ pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
         tolerance: model.contact.tolerance,
         max_newton: model.contact.max_newton,
         max_seconds: model.contact.max_seconds,
+        cancel: crate::cancel::Cancel::never(),
     }
 }
 
@@ -174,6 +180,7 @@ impl<'m> Simulator<'m> {
             direct_streak: std::sync::atomic::AtomicUsize::new(0),
             diffpd_active: Vec::new(),
             offload: None,
+            cancel: crate::cancel::Cancel::current(),
         })
     }
 

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cancel;
 mod cli_errors;
 mod cli_reference;
 mod determinism;

@@ -150,6 +150,51 @@ fn per_call_thread_pools() {
     assert!(d <= 1e-12, "1 vs 2 threads: {d}");
 }
 
+/// Regression (session 18): `per_call_thread_pools` once saw two 2-thread runs differ at
+/// 1e-17 under load. METIS keeps its random state in process-wide statics, so simulators
+/// set up on several threads at once (the test binary's parallel tests) could get different
+/// orderings, hence factors that differ in the last bits. A beam large enough for METIS's
+/// randomized coarsening (250 free nodes per axis), set up and run by four threads at once,
+/// each on its own 2-thread pool, beside two busy threads: every run equals a lone run.
+#[test]
+fn two_thread_runs_are_bitwise_equal_under_load() {
+    let ls = load(&["body.0.mesh.cells=[10, 4, 4]", "simulation.frames=2"]);
+    let model = session::build_model(&ls).expect("model");
+    let run = || {
+        let mut last = vec![];
+        let (r, threads) = session::with_threads(2, || {
+            session::simulate(&ls, &model, diffphd::gpu::Backend::Cpu, |f| {
+                last = f.x.to_vec();
+                true
+            })
+        })
+        .expect("pool");
+        r.expect("rollout");
+        assert_eq!(threads, 2);
+        last
+    };
+    let lone = run();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let runs: Vec<Vec<f64>> = std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut a = 0u64;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    a = std::hint::black_box(a.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            });
+        }
+        let hs: Vec<_> = (0..4).map(|_| s.spawn(run)).collect();
+        let out: Vec<_> = hs.into_iter().map(|h| h.join()).collect();
+        // stop the busy threads before a failed run's panic is passed on
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out.into_iter().map(|r| r.expect("run")).collect()
+    });
+    for (i, x) in runs.iter().enumerate() {
+        assert!(x == &lone, "run {i} differs from the lone run");
+    }
+}
+
 /// Backends: the command line's refusal for CUDA without the feature, unknown names.
 #[test]
 fn backend_refusals() {

@@ -172,6 +172,11 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     };
     write_log(&p.out, &p.log)?;
     let interrupt = crate::interrupt_flag();
+    if let Some(flag) = &interrupt {
+        // the solver's iterations poll the interrupt too: a long step ends at its next
+        // iteration (SolverError::Cancelled) instead of running to its end
+        sim.cancel = diffphd::cancel::Cancel::with_flag(flag.clone());
+    }
     let frames = model.frames;
     let start = (x, v);
     let ended = rollout::run(&mut sim, 0, frames, start, |e| {
@@ -188,6 +193,22 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
         Ok(if stop { Flow::Stop } else { Flow::Continue })
     });
     match ended {
+        Err(RolloutError::Step { frame, error }) if error.is_cancelled() => {
+            // interrupted inside frame `frame`: it is not written; the earlier frames are
+            p.log.status = Status::Interrupted;
+            p.log.error = Some(format!("interrupted in frame {frame} ({error})"));
+            p.log.summary.seconds_total = p.t_run.elapsed().as_secs_f64();
+            write_log(&p.out, &p.log)?;
+            p.abandon();
+            return Err(Failure {
+                code: 130,
+                error: anyhow::anyhow!(
+                    "interrupted in frame {frame}/{}; frames and log.json so far in {}",
+                    model.frames,
+                    p.out.display()
+                ),
+            });
+        }
         Err(RolloutError::Step { error, .. }) => {
             p.record_failure(error.to_string())?;
             p.abandon();

@@ -174,6 +174,10 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     log.frames.push(record(0, 0.0, &state, None, files0));
     write_log(&out, &log)?;
     let interrupt = crate::interrupt_flag();
+    if let Some(flag) = &interrupt {
+        // the substeps poll the interrupt too: a long frame ends at its next substep
+        system.cancel = diffphd::cancel::Cancel::with_flag(flag.clone());
+    }
     let frames = system.frames;
     let quiet = args.quiet;
     let ended = run_system(
@@ -212,6 +216,20 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     );
     let scene = ls.path.display().to_string();
     match ended {
+        Err(RolloutError::Step { frame, error }) if error.exit_code() == 130 => {
+            // interrupted inside frame `frame`: it is not written; the earlier frames are
+            log.status = Status::Interrupted;
+            log.error = Some(format!("interrupted in frame {frame} ({error})"));
+            log.seconds_total = t_run.elapsed().as_secs_f64();
+            write_log(&out, &log)?;
+            Err(Failure {
+                code: 130,
+                error: anyhow!(
+                    "interrupted in frame {frame}/{frames}; frames and log.json so far in {}",
+                    out.display()
+                ),
+            })
+        }
         Err(RolloutError::Step { frame, error }) => {
             let msg = format!("frame {frame}, {error}");
             log.status = Status::Failed;

@@ -8,9 +8,10 @@
 //! weight $w_s$ (exact on heterogeneous meshes; the reference code's mean weight is not).
 //! The Neo-Hookean stretch Jacobian can be filtered (Eqs. 24–25, `HessianFilterMode`).
 
+use crate::cancel::Stage;
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ContactRecord;
-use crate::linalg::krylov::{self, KrylovSpace, KrylovStats};
+use crate::linalg::krylov::{self, Cancellable, KrylovSpace, KrylovStats};
 use crate::material::interleaved::LANES;
 use crate::material::neohookean::HessianFilter;
 use crate::material::svd;
@@ -396,11 +397,13 @@ pub fn solve_gmres_monitored(
         max_iter: cfg.max_iterations,
     };
     if let Some(mut space) = device_space(sim, lin) {
-        return krylov::gmres_monitored(space.as_mut(), g, z, &settings, monitor);
+        let mut space = Cancellable::new(space.as_mut(), &sim.cancel);
+        return krylov::gmres_monitored(&mut space, g, z, &settings, monitor);
     }
     let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
     let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
     let mut space = krylov::HostSpace::new(g.len(), &mut op, &mut pre);
+    let mut space = Cancellable::new(&mut space, &sim.cancel);
     krylov::gmres_monitored(&mut space, g, z, &settings, monitor)
 }
 
@@ -534,6 +537,7 @@ fn adjoint_fixed_point(
     let mut rel = f64::INFINITY;
     let mut it = 0;
     while it < cfg.max_iterations {
+        sim.cancel.poll(Stage::Adjoint, it)?;
         // true residual of the current iterate: K z - g (free DoFs)
         apply_k(sim, lin, &z, &mut kz)?;
         let r = norm(&kz.iter().zip(gf).map(|(a, b)| a - b).collect::<Vec<_>>());
@@ -601,11 +605,22 @@ pub fn solve_pcg(
 ) -> Result<(usize, bool, f64), OffloadError> {
     let settings = pcg_settings(cfg);
     let st = match device_space(sim, lin) {
-        Some(mut space) => krylov::pcg_in(space.as_mut(), gf, z, &settings)?,
+        Some(mut space) => krylov::pcg_in(
+            &mut Cancellable::new(space.as_mut(), &sim.cancel),
+            gf,
+            z,
+            &settings,
+        )?,
         None => {
             let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
             let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-            krylov::try_pcg(&mut op, &mut pre, gf, z, &settings)?
+            let mut space = krylov::HostSpace::new(gf.len(), &mut op, &mut pre);
+            krylov::pcg_in(
+                &mut Cancellable::new(&mut space, &sim.cancel),
+                gf,
+                z,
+                &settings,
+            )?
         }
     };
     Ok((st.iterations, st.converged, st.relative_residual))
@@ -625,11 +640,21 @@ pub fn solve_steihaug(
 ) -> Result<krylov::SteihaugStats, OffloadError> {
     let settings = pcg_settings(cfg);
     match device_space(sim, lin) {
-        Some(mut space) => krylov::steihaug_in(space.as_mut(), f, delta, radius, &settings),
+        Some(mut space) => {
+            let mut space = Cancellable::new(space.as_mut(), &sim.cancel);
+            krylov::steihaug_in(&mut space, f, delta, radius, &settings)
+        }
         None => {
             let mut op = |v: &[f64], out: &mut [f64]| apply_k(sim, lin, v, out);
             let mut pre = |v: &[f64], out: &mut [f64]| solve_a(sim, v, out);
-            krylov::try_steihaug(&mut op, &mut pre, f, delta, radius, &settings)
+            let mut space = krylov::HostSpace::new(f.len(), &mut op, &mut pre);
+            krylov::steihaug_in(
+                &mut Cancellable::new(&mut space, &sim.cancel),
+                f,
+                delta,
+                radius,
+                &settings,
+            )
         }
     }
 }
@@ -680,6 +705,7 @@ fn solve_adjoint_contact(
         norm(&r)
     };
     while it < cfg.max_iterations {
+        sim.cancel.poll(Stage::Adjoint, it)?;
         let (mut w, q) = global_step(sim, lin, gf, &z)?;
         let (_, mu) = c.project(&mut w)?;
         let r = residual(&q, &mu);
@@ -726,9 +752,9 @@ fn solve_adjoint_contact(
         solve_a(sim, gf, &mut rhs)?;
         c.project(&mut rhs)?;
         // the fixed-point residual is A^{-1}-scaled: tighten by the ratio of the norms
-        let st = crate::linalg::krylov::try_gmres::<OffloadError>(
-            &mut op,
-            &mut pre,
+        let mut space = krylov::HostSpace::<OffloadError>::new(n3, &mut op, &mut pre);
+        let st = krylov::gmres_in(
+            &mut Cancellable::new(&mut space, &sim.cancel),
             &rhs,
             &mut zg,
             &crate::linalg::krylov::GmresSettings {
@@ -809,9 +835,9 @@ pub fn solve_adjoint_kkt(
         Ok(())
     };
     let mut y = vec![0.0; n3 + na];
-    let st = crate::linalg::krylov::try_gmres::<OffloadError>(
-        &mut op,
-        &mut prec,
+    let mut space = krylov::HostSpace::<OffloadError>::new(n3 + na, &mut op, &mut prec);
+    let st = krylov::gmres_in(
+        &mut Cancellable::new(&mut space, &sim.cancel),
         &b,
         &mut y,
         &crate::linalg::krylov::GmresSettings {

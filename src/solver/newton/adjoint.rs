@@ -3,6 +3,7 @@
 //! `crate::solver::newton`.
 
 use super::*;
+use crate::linalg::krylov;
 
 /// Adjoint of one Newton step: $\nabla^2g(x_{t+1})z=g$ on the free DoFs by one direct solve
 /// (exact Hessian, or with the backward filter's element projection for the ablation); with
@@ -69,18 +70,19 @@ pub fn solve_adjoint(
             use crate::linalg::LinearSolver;
             sim.system.solve_homogeneous(v, out)
         };
-        let st = crate::linalg::krylov::try_gmres::<LinalgError>(
-            &mut op,
-            &mut pre,
+        let mut space = krylov::HostSpace::<LinalgError>::new(gf.len(), &mut op, &mut pre);
+        let st = krylov::gmres_in(
+            &mut krylov::Cancellable::new(&mut space, &sim.cancel),
             &gf,
             &mut z,
-            &crate::linalg::krylov::GmresSettings {
+            &krylov::GmresSettings {
                 restart: cfg.gmres_restart,
                 rel_tol: cfg.rel_tol,
                 abs_tol: cfg.abs_tol,
                 max_iter: cfg.max_iterations,
             },
-        )?;
+        )
+        .map_err(|e| SolverError::linalg(frame, e))?;
         gmres_iterations = st.iterations;
     }
     let mut kz = vec![0.0; z.len()];
@@ -88,7 +90,7 @@ pub fn solve_adjoint(
         if ns.regularizations > 0 {
             // indefinite K with contact: the same KKT system by the PD-side contact adjoint
             let (z, mut st) = crate::solver::backward::solve_adjoint(sim, lin, g, cfg, frame)
-                .map_err(|error| SolverError::AdjointOffload { frame, error })?;
+                .map_err(|error| SolverError::adjoint_offload(frame, error))?;
             st.method = format!("newton_indefinite:{}", st.method);
             return Ok((z, st));
         }

@@ -34,7 +34,10 @@ pub fn step(
     let mut x = x_t.to_vec();
     sim.impose_prescribed(&mut x, &xd);
     let t_c = Instant::now();
-    let csettings = contact_settings(model);
+    let csettings = contact::SolveSettings {
+        cancel: sim.cancel.clone(),
+        ..contact_settings(model)
+    };
     let mut ncp = sim.contact_begin(t_start, x_t, v_t);
     let cstats = ContactStats {
         seconds_setup: t_c.elapsed().as_secs_f64(),
@@ -99,7 +102,10 @@ pub fn solve_from(
     // it means `target`
     cfg.tol = target / ev.scale.max(f64::MIN_POSITIVE);
     let mut it = Iterate::new(std::mem::take(x), ev, ContactStats::default());
-    let csettings = contact_settings(sim.model);
+    let csettings = contact::SolveSettings {
+        cancel: sim.cancel.clone(),
+        ..contact_settings(sim.model)
+    };
     let result = run(
         sim,
         (cfg, csettings),
@@ -235,6 +241,9 @@ impl StepCtx<'_> {
             if it.ns.iterations >= cfg.max_iterations {
                 return Ok(());
             }
+            simr.cancel
+                .poll(crate::cancel::Stage::Newton, it.ns.iterations)
+                .map_err(|c| SolverError::cancelled(self.frame, c))?;
             let policy = FilterPolicy {
                 filter: cfg.filter,
                 tr_clamp: it.tr_clamp,
@@ -250,9 +259,9 @@ impl StepCtx<'_> {
             let neg: Vec<f64> = it.ev.grad.iter().map(|v| -v).collect();
             let delta = sys.solve(&neg)?;
             let go_on = match (ncp.as_mut(), kk.as_ref()) {
-                (Some((set, lambda)), Some(k0)) => {
-                    self.contact_step(sys, (set, lambda), k0, &delta, (scale, contact_ok), it)?
-                }
+                (Some((set, lambda)), Some(k0)) => self
+                    .contact_step(sys, (set, lambda), k0, &delta, (scale, contact_ok), it)
+                    .map_err(|e| SolverError::linalg(self.frame, e))?,
                 _ => self.descent_step(neg, delta, it),
             };
             if !go_on {

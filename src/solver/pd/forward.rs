@@ -12,6 +12,7 @@
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
+use crate::cancel::Stage;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{GateReference, OnNonConvergence, SolverMode};
@@ -70,13 +71,9 @@ impl Simulator<'_> {
                 Exit::GateMet => {
                     // accurate mode: the dual gate is the hand-over point to Newton–Krylov
                     let y = self.inertial_target(x_t, v_t, &f_ext);
-                    let handed = self.hand_over((x_t, &y), &rhs, &mut it).map_err(|error| {
-                        SolverError::Offload {
-                            frame,
-                            iteration: it.k,
-                            error,
-                        }
-                    })?;
+                    let handed = self
+                        .hand_over((x_t, &y), &rhs, &mut it)
+                        .map_err(|error| SolverError::offload(frame, it.k, error))?;
                     if handed || self.direct_fallback(frame, (x_t, &y), &rhs, &mut it)? {
                         break true;
                     }
@@ -104,21 +101,13 @@ impl Simulator<'_> {
         if accurate && converged && ncp.is_none() {
             let t0 = Instant::now();
             self.refine(&rhs, &mut x)
-                .map_err(|error| SolverError::Solve {
-                    frame,
-                    iteration: k,
-                    error,
-                })?;
+                .map_err(|error| SolverError::solve(frame, k, error))?;
             stats.time_other += t0.elapsed().as_secs_f64();
         }
         // Newton polish does not model NCP contact (penalty forces are explicit, in f_ext).
         if self.config.newton_polish > 0 && converged && ncp.is_none() {
             self.polish_into(&rhs, &mut x, &mut stats)
-                .map_err(|error| SolverError::Offload {
-                    frame,
-                    iteration: k,
-                    error,
-                })?;
+                .map_err(|error| SolverError::offload(frame, k, error))?;
         }
         let outcome = ContactOutcome {
             ncp: ncp.take().map(|(set, _, lambda)| (set, lambda)),
@@ -139,11 +128,7 @@ impl Simulator<'_> {
         stats.anderson_guard_firings = self.aa.guard_firings() - guard0;
         if self.compute_tr && !x_before.is_empty() {
             let tr = self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x);
-            stats.tr = Some(tr.map_err(|error| SolverError::Offload {
-                frame,
-                iteration: k,
-                error,
-            })?);
+            stats.tr = Some(tr.map_err(|error| SolverError::offload(frame, k, error))?);
         }
         self.nonconvergence(frame, &stats)?;
         Ok((x, stats))
@@ -378,12 +363,16 @@ impl Simulator<'_> {
         let csettings = contact_settings(self.model);
         let solve_settings = contact::SolveSettings {
             tolerance: it.contact_tol.unwrap_or(csettings.tolerance),
+            cancel: self.cancel.clone(),
             ..csettings
         };
         let n3 = it.x.len();
         let mut ag = vec![0.0; n3];
         while it.k < self.config.max_iterations {
             let k = it.k;
+            self.cancel
+                .poll(Stage::Pd, k)
+                .map_err(|c| SolverError::cancelled(frame, c))?;
             let t0 = Instant::now();
             self.local_rhs(frame, k, &it.x, rhs, &mut it.bp)?;
             let t1 = Instant::now();
@@ -404,11 +393,7 @@ impl Simulator<'_> {
                     &mut it.xhat,
                     &mut it.newton_cache,
                 )
-                .map_err(|error| SolverError::Solve {
-                    frame,
-                    iteration: k,
-                    error,
-                })?;
+                .map_err(|error| SolverError::solve(frame, k, error))?;
                 it.contact_ok = info.residual <= csettings.tolerance && !info.timed_out;
                 if info.timed_out {
                     it.cstats.time_limit_iteration.get_or_insert(k);
@@ -538,13 +523,8 @@ impl Simulator<'_> {
         let t_c = Instant::now();
         let ncp = match self.contact_begin(t_start, x_t, v_t) {
             Some((set, lambda)) => {
-                let del = Delassus::new(&set, self.contact_solver()).map_err(|error| {
-                    SolverError::Solve {
-                        frame,
-                        iteration: 0,
-                        error,
-                    }
-                })?;
+                let del = Delassus::new(&set, self.contact_solver())
+                    .map_err(|error| SolverError::solve(frame, 0, error))?;
                 Some((set, del, lambda))
             }
             None => None,
@@ -619,11 +599,8 @@ impl Simulator<'_> {
         bp: &mut [f64],
     ) -> Result<(), SolverError> {
         if let Some(off) = self.offload.as_mut() {
-            off.local_rhs(x, bp).map_err(|error| SolverError::Offload {
-                frame,
-                iteration: k,
-                error,
-            })?;
+            off.local_rhs(x, bp)
+                .map_err(|error| SolverError::offload(frame, k, error))?;
             if bp.iter().all(|v| v.is_finite()) {
                 for (b, st) in bp.iter_mut().zip(&rhs.st) {
                     *b -= st;
@@ -662,11 +639,7 @@ impl Simulator<'_> {
                 iteration: k,
                 element: e.element,
             },
-            Ok(_) => SolverError::Offload {
-                frame,
-                iteration: k,
-                error: OffloadError::NonFiniteLocal,
-            },
+            Ok(_) => SolverError::offload(frame, k, OffloadError::NonFiniteLocal),
         }
     }
 
@@ -681,19 +654,13 @@ impl Simulator<'_> {
         x: &mut [f64],
     ) -> Result<(), SolverError> {
         match self.offload.as_mut() {
-            Some(off) => off.solve(b, xd, x).map_err(|error| SolverError::Offload {
-                frame,
-                iteration: k,
-                error,
-            }),
+            Some(off) => off
+                .solve(b, xd, x)
+                .map_err(|error| SolverError::offload(frame, k, error)),
             None => self
                 .system
                 .solve(b, xd, x)
-                .map_err(|error| SolverError::Solve {
-                    frame,
-                    iteration: k,
-                    error,
-                }),
+                .map_err(|error| SolverError::solve(frame, k, error)),
         }
     }
 

@@ -20,10 +20,12 @@ macro_rules! resident {
         $sim.offload
             .as_deref_mut()
             .and_then(|o| o.resident())
-            .ok_or_else(|| SolverError::Offload {
-                frame: $frame,
-                iteration: $k,
-                error: $crate::solver::offload::OffloadError::NoResident,
+            .ok_or_else(|| {
+                SolverError::offload(
+                    $frame,
+                    $k,
+                    $crate::solver::offload::OffloadError::NoResident,
+                )
             })
     };
 }
@@ -51,13 +53,7 @@ impl Simulator<'_> {
         it: &mut PdLoop,
         stop: Stop,
     ) -> Result<Exit, SolverError> {
-        let err = |k: usize| {
-            move |error: OffloadError| SolverError::Offload {
-                frame,
-                iteration: k,
-                error,
-            }
-        };
+        let err = |k: usize| move |error: OffloadError| SolverError::offload(frame, k, error);
         let window = self.aa.window();
         let res = resident!(self, frame, it.k)?;
         if it.k == 0 {
@@ -77,6 +73,9 @@ impl Simulator<'_> {
         let mut exit = Exit::Cap;
         while it.k < self.config.max_iterations {
             let k = it.k;
+            self.cancel
+                .poll(crate::cancel::Stage::Pd, k)
+                .map_err(|c| SolverError::cancelled(frame, c))?;
             let t0 = Instant::now();
             let tracked = stop != Stop::Gate;
             let res = resident!(self, frame, k)?;
@@ -126,11 +125,7 @@ impl Simulator<'_> {
     /// A non-finite PD map ends the step as on the host: a local step that is not finite is
     /// named by the CPU's reference step, a diverged global step by its first bad element.
     fn resident_finite(&mut self, frame: usize, k: usize, n: &MapNorms) -> Result<(), SolverError> {
-        let offload = |error: OffloadError| SolverError::Offload {
-            frame,
-            iteration: k,
-            error,
-        };
+        let offload = |error: OffloadError| SolverError::offload(frame, k, error);
         if !n.bp.is_finite() {
             let x = resident!(self, frame, k)?.x().map_err(offload)?;
             return Err(self.device_local_failure(frame, k, &x));

@@ -80,13 +80,96 @@ pub enum SolverError {
         iteration: usize,
         error: crate::linalg::LinalgError,
     },
+    /// The caller's [`crate::cancel::Cancel`] token tripped in the step (forward) or the
+    /// backward of frame `frame`, at iteration `iteration` of the loop `stage`. The step's
+    /// state is not defined; the simulator's factor and settings are unchanged, so it can
+    /// run again.
+    #[error("frame {frame}: cancelled at {stage} {iteration}")]
+    Cancelled {
+        frame: usize,
+        stage: crate::cancel::Stage,
+        iteration: usize,
+    },
+}
+
+impl SolverError {
+    /// A tripped poll in frame `frame`.
+    pub fn cancelled(frame: usize, c: crate::cancel::Cancelled) -> Self {
+        SolverError::Cancelled {
+            frame,
+            stage: c.stage,
+            iteration: c.iteration,
+        }
+    }
+
+    /// [`SolverError::Solve`], or [`SolverError::Cancelled`] for a cancelled solve.
+    pub fn solve(frame: usize, iteration: usize, error: crate::linalg::LinalgError) -> Self {
+        match error {
+            crate::linalg::LinalgError::Cancelled(c) => Self::cancelled(frame, c),
+            error => SolverError::Solve {
+                frame,
+                iteration,
+                error,
+            },
+        }
+    }
+
+    /// [`SolverError::Linalg`], or [`SolverError::Cancelled`] for a cancelled solve.
+    pub fn linalg(frame: usize, error: crate::linalg::LinalgError) -> Self {
+        match error {
+            crate::linalg::LinalgError::Cancelled(c) => Self::cancelled(frame, c),
+            error => SolverError::Linalg(error),
+        }
+    }
+
+    /// [`SolverError::Offload`], or [`SolverError::Cancelled`] for a cancelled stage.
+    pub fn offload(
+        frame: usize,
+        iteration: usize,
+        error: crate::solver::offload::OffloadError,
+    ) -> Self {
+        match error {
+            crate::solver::offload::OffloadError::Solve(crate::linalg::LinalgError::Cancelled(
+                c,
+            )) => Self::cancelled(frame, c),
+            error => SolverError::Offload {
+                frame,
+                iteration,
+                error,
+            },
+        }
+    }
+
+    /// [`SolverError::AdjointOffload`], or [`SolverError::Cancelled`] for a cancelled
+    /// backward solve.
+    pub fn adjoint_offload(frame: usize, error: crate::solver::offload::OffloadError) -> Self {
+        match error {
+            crate::solver::offload::OffloadError::Solve(crate::linalg::LinalgError::Cancelled(
+                c,
+            )) => Self::cancelled(frame, c),
+            error => SolverError::AdjointOffload { frame, error },
+        }
+    }
+
+    /// Whether the step was cancelled by the caller's token ([`SolverError::Cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(
+            self,
+            SolverError::Cancelled { .. }
+                | SolverError::Linalg(crate::linalg::LinalgError::Cancelled(_))
+        )
+    }
 }
 
 impl SolverError {
     /// The CLI's exit code: 3 for a step that missed its stopping test (or its contact time
     /// cap) under `on_nonconvergence = "error"`, 2 for a start inside an obstacle or another
-    /// body (bad input), 1 otherwise.
+    /// body (bad input), 130 for a cancelled step (the exit code of an interrupt), 1
+    /// otherwise.
     pub fn exit_code(&self) -> i32 {
+        if self.is_cancelled() {
+            return 130;
+        }
         match self {
             SolverError::NotConverged { .. }
             | SolverError::NewtonNotConverged { .. }

@@ -107,4 +107,8 @@ pub enum MpmError {
     /// `finish_substep` was called without a preceding `substep_free_motion`, or vice versa.
     #[error("substep {substep}: {what}")]
     SubstepOrder { substep: u64, what: &'static str },
+    /// The caller stopped the run before substep `substep` (a grid problem's `free_motion`
+    /// returns it when its owner asks to stop: an interrupt, a deadline).
+    #[error("substep {substep}: stopped by the caller")]
+    Stopped { substep: u64 },
 }
