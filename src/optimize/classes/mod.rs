@@ -281,7 +281,7 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(kinds.len(), 17, "{kinds:?}");
+        assert_eq!(kinds.len(), 19, "{kinds:?}");
         for k in &kinds {
             let kind: ParamKind = serde_json::from_value(serde_json::json!(k)).unwrap();
             assert_eq!(of_kind(kind).map(|c| c.key()), Some(k.as_str()));
