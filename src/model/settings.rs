@@ -684,7 +684,9 @@ pub struct ContactSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_static_friction: Option<f64>,
     /// Transition speed $v_s$ (m/s) of the static-to-dynamic friction law
-    /// $\mu=\mu_k+(\mu_s-\mu_k)e^{-(\|v_t\|/v_s)^2}$ (used only where $\mu_s>\mu_k$).
+    /// $\mu=\mu_k+(\mu_s-\mu_k)e^{-(\|v_t\|/v_s)^2}$ (used only where $\mu_s>\mu_k$). Keep it
+    /// above the speed $h\,a_k$ dynamic friction lets a body gain in one step, or the implicit
+    /// step also admits a sliding solution from rest (docs/contact.md §2a).
     #[serde(default = "d_vslip")]
     pub stick_slip_speed: f64,
     /// `"auto"` (default), `"dense"` or `"iterative"`: how the contact Newton systems and the
@@ -697,7 +699,7 @@ pub struct ContactSettings {
     pub self_contact: bool,
 }
 fn d_vslip() -> f64 {
-    1e-3
+    0.1
 }
 fn d_ctol() -> f64 {
     1e-12
