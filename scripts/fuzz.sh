@@ -73,6 +73,12 @@ for t in "${targets[@]}"; do
         printf '{"parameters":[{"name":"p","initial":1}],"evaluations":[{"index":0,"loss":1,"gradient_norm":1,"parameters":[1]}],"iterations":[{"iteration":0,"evaluation":0,"loss":1,"gradient_norm":1,"parameters":[1]}]}' > fuzz/corpus/plot_json/min.json ;;
     esac
   fi
+  if [ "$t" = scene ]; then
+    # the static/dynamic friction keys (issue 38), also into corpora seeded before them
+    seed scene tests/fixtures/static_friction_incline.toml tests/fixtures/params/stick_slip_block.toml
+    { printf '#set contact.body_friction=0.3\n#set contact.body_static_friction=0.6\n#set contact.stick_slip_speed=0.01\n'
+      cat tests/fixtures/params/two_bodies.toml; } > fuzz/corpus/scene/two_bodies_static_friction.toml
+  fi
   mkdir -p "fuzz/artifacts/$t" fuzz/logs
   echo "== $t: ${secs}s"
   (cd fuzz && cargo +nightly fuzz run --sanitizer none -a "$t" "corpus/$t" -- \

@@ -55,8 +55,10 @@ pub struct ContactAdjoint<'s> {
 
 /// Contact contributions to the parameter gradients of one step.
 pub struct ContactGradients {
-    /// $d\mathcal L/d\mu_o$ per obstacle.
+    /// $d\mathcal L/d\mu_o$ per obstacle ($\mu_s$ and $\mu_k$ moved together).
     pub friction: Vec<f64>,
+    /// $d\mathcal L/d\mu_{s,o}$ per obstacle ($\mu_k$ fixed).
+    pub static_friction: Vec<f64>,
     /// $d\mathcal L/d\tau_o$ (obstacle translation) per obstacle.
     pub offset: Vec<Vector3<f64>>,
     /// $d\mathcal L/dx_t$ through the friction anchors (node-major `3n`).
@@ -64,6 +66,8 @@ pub struct ContactGradients {
     /// $d\mathcal L/d\mu$ of body–body contacts (`contact.body_friction`; not a declared
     /// parameter kind yet).
     pub body_friction: f64,
+    /// $d\mathcal L/d\mu_s$ of body–body contacts ($\mu_k$ fixed).
+    pub body_static_friction: f64,
 }
 
 impl<'s> ContactAdjoint<'s> {
@@ -442,9 +446,11 @@ impl<'s> ContactAdjoint<'s> {
         let set = &self.rec.set;
         let mut out = ContactGradients {
             friction: vec![0.0; n_obstacles],
+            static_friction: vec![0.0; n_obstacles],
             offset: vec![Vector3::zeros(); n_obstacles],
             x_t: vec![0.0; 3 * n],
             body_friction: 0.0,
+            body_static_friction: 0.0,
         };
         let v3 = |x: &[f64], i: usize| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
         for j in 0..set.len() {
@@ -457,6 +463,8 @@ impl<'s> ContactAdjoint<'s> {
                 // depends on x_t of the node and of the triangle's nodes
                 if rows.len() == 3 {
                     out.body_friction -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
+                    out.body_static_friction -=
+                        (0..3).map(|a| zeta[o + a] * b.dmu_s[a]).sum::<f64>();
                 }
                 let i = set.node[j];
                 let nodes = [i, tri.nodes[0], tri.nodes[1], tri.nodes[2]];
@@ -493,6 +501,7 @@ impl<'s> ContactAdjoint<'s> {
             let mut dir = zi * lam[o];
             if rows.len() == 3 {
                 out.friction[ob] -= (0..3).map(|a| zeta[o + a] * b.dmu[a]).sum::<f64>();
+                out.static_friction[ob] -= (0..3).map(|a| zeta[o + a] * b.dmu_s[a]).sum::<f64>();
                 let vf = v - set.obstacle_motion[j];
                 for k in 0..2 {
                     let g = h.transpose() * (set.dtangent[j][k].transpose() * vf);

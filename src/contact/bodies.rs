@@ -28,6 +28,7 @@
 //! Backward: the frame depends on $x_t$ of the four nodes; its derivatives (of $d_r$, $a_r$
 //! and $w_k$) are taken by central differences of [`frame`] ([`frame_gradient`]).
 
+use super::ncp::Coulomb;
 use super::{ContactSet, Stencil, StepStart, Tri, BODY};
 use crate::model::Model;
 use nalgebra::{Vector2, Vector3};
@@ -260,9 +261,9 @@ struct Rows {
 
 /// Push one body–body contact (node `i`, stencil `tri`, its rows, FB scale `kappa`, friction
 /// `mu`) onto `set`.
-fn push(set: &mut ContactSet, i: usize, tri: Tri, r: Rows, kappa: f64, mu: f64, x_t: &[f64]) {
+fn push(set: &mut ContactSet, i: usize, tri: Tri, r: Rows, kappa: f64, mu: Coulomb, x_t: &[f64]) {
     let Rows { normal, tangent, d } = r;
-    let rows = if mu > 0.0 { 3 } else { 1 };
+    let rows = if mu.max() > 0.0 { 3 } else { 1 };
     set.node.push(i);
     set.obstacle.push(BODY);
     set.normal.push(normal);
@@ -327,8 +328,8 @@ struct Scan<'a> {
     h: f64,
     /// $\|g\|$.
     g: f64,
-    /// Body–body friction coefficient.
-    mu: f64,
+    /// Body–body friction coefficients.
+    mu: Coulomb,
     self_contact: bool,
     /// Largest nodal speed $\max_i\|v_{t,i}\|$ of every body.
     vmax: Vec<f64>,
@@ -383,7 +384,14 @@ impl<'a> Scan<'a> {
             v_t,
             h,
             g,
-            mu: model.contact.body_friction,
+            mu: Coulomb {
+                kinetic: model.contact.body_friction,
+                stat: model
+                    .contact
+                    .body_static_friction
+                    .unwrap_or(model.contact.body_friction),
+                slip: model.contact.stick_slip_speed * h,
+            },
             self_contact: model.contact.self_contact,
             vmax,
             surf,

@@ -35,7 +35,7 @@ pub mod penalty;
 use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{ContactSolver, Model};
 use nalgebra::{Matrix3, Vector2, Vector3};
-use ncp::{FbParams, Local};
+use ncp::{Coulomb, FbParams, Local};
 use obstacle::Obstacle;
 
 pub use dense::DenseDelassus;
@@ -55,8 +55,9 @@ pub struct ContactSet {
     pub anchor: Vec<Vector2<f64>>,
     /// FB scale $\kappa_j$ (m/N).
     pub kappa: Vec<f64>,
-    /// Coulomb coefficient of the obstacle.
-    pub mu: Vec<f64>,
+    /// Coulomb coefficients of the obstacle (or of body–body contact): $\mu_k$, $\mu_s$ and
+    /// the transition slip $v_sh$.
+    pub mu: Vec<Coulomb>,
     /// Displacement $u_{obs}$ of the obstacle's contact point over the step.
     pub obstacle_motion: Vec<Vector3<f64>>,
     /// Linearisation point $p=x_{t,i}$ of the frame.
@@ -205,7 +206,12 @@ impl ContactSet {
                 let u_obs =
                     ob.point_at(&q.surface_ref, t_end) - ob.point_at(&q.surface_ref, t_start);
                 let a = p + u_obs;
-                let rows = if ob.friction > 0.0 { 3 } else { 1 };
+                let mu = Coulomb {
+                    kinetic: ob.friction,
+                    stat: ob.static_friction.unwrap_or(ob.friction),
+                    slip: model.contact.stick_slip_speed * h,
+                };
+                let rows = if mu.max() > 0.0 { 3 } else { 1 };
                 s.node.push(i);
                 s.obstacle.push(o);
                 s.normal.push(n);
@@ -213,7 +219,7 @@ impl ContactSet {
                 s.gap_offset.push(n.dot(&p) - q.dist);
                 s.anchor.push(Vector2::new(tg[0].dot(&a), tg[1].dot(&a)));
                 s.kappa.push(kappa[i]);
-                s.mu.push(ob.friction);
+                s.mu.push(mu);
                 s.obstacle_motion.push(u_obs);
                 s.origin.push(p);
                 s.hessian.push(ob.hessian(&p, t_end));
@@ -295,7 +301,7 @@ impl ContactSet {
                     &delta[r.clone()],
                     &lambda[r.clone()],
                     self.kappa[j],
-                    self.mu[j],
+                    &self.mu[j],
                     r.len(),
                     fb,
                 )
@@ -528,7 +534,7 @@ impl ContactRecord {
                 if r.len() == 3 {
                     let lf = Vector2::new(lambda[r0 + 1], lambda[r0 + 2]);
                     let df = Vector2::new(delta[r0 + 1], delta[r0 + 2]);
-                    if df.norm() > k * (set.mu[j] * ln - lf.norm()) {
+                    if df.norm() > k * (set.mu[j].at(&df).0 * ln - lf.norm()) {
                         State::Slide
                     } else {
                         State::Stick

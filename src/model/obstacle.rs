@@ -36,8 +36,12 @@ pub enum Shape {
 pub struct Obstacle {
     pub name: String,
     pub shape: Shape,
-    /// Coulomb coefficient μ (differentiable: `friction` parameter).
+    /// Coulomb coefficient μ; with `static_friction` the dynamic (kinetic) one $\mu_k$
+    /// (differentiable: `friction` parameter).
     pub friction: f64,
+    /// Static coefficient $\mu_s\ge\mu_k$; `None`: $\mu_s=\mu_k$ = `friction`
+    /// (differentiable: `static_friction` parameter).
+    pub static_friction: Option<f64>,
     pub restitution: f64,
     pub motion: Motion,
     /// Rotation centre of `rotate` motions.
@@ -72,6 +76,7 @@ impl Obstacle {
             name,
             shape,
             friction,
+            static_friction: None,
             restitution,
             motion,
             center,

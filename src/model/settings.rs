@@ -675,9 +675,20 @@ pub struct ContactSettings {
     /// boundary triangles of every other body (NCP model only).
     #[serde(default)]
     pub bodies: bool,
-    /// Coulomb coefficient μ of body–body contacts (0 = frictionless).
+    /// Coulomb coefficient μ of body–body contacts (0 = frictionless); with
+    /// `body_static_friction` the dynamic (kinetic) coefficient $\mu_k$.
     #[serde(default)]
     pub body_friction: f64,
+    /// Static coefficient $\mu_s\ge$ `body_friction` of body–body contacts (default: equal to
+    /// `body_friction`, one coefficient).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_static_friction: Option<f64>,
+    /// Transition speed $v_s$ (m/s) of the static-to-dynamic friction law
+    /// $\mu=\mu_k+(\mu_s-\mu_k)e^{-(\|v_t\|/v_s)^2}$ (used only where $\mu_s>\mu_k$). Keep it
+    /// above the speed $h\,a_k$ dynamic friction lets a body gain in one step, or the implicit
+    /// step also admits a sliding solution from rest (docs/contact.md §2a).
+    #[serde(default = "d_vslip")]
+    pub stick_slip_speed: f64,
     /// `"auto"` (default), `"dense"` or `"iterative"`: how the contact Newton systems and the
     /// contact adjoint are solved (same answers to the contact tolerance).
     #[serde(default)]
@@ -686,6 +697,9 @@ pub struct ContactSettings {
     /// between non-adjacent primitives of one body whose surfaces face each other.
     #[serde(default)]
     pub self_contact: bool,
+}
+fn d_vslip() -> f64 {
+    0.1
 }
 fn d_ctol() -> f64 {
     1e-12
@@ -716,6 +730,8 @@ impl Default for ContactSettings {
             penalty: PenaltySettings::default(),
             bodies: false,
             body_friction: 0.0,
+            body_static_friction: None,
+            stick_slip_speed: d_vslip(),
             solver: ContactSolver::Auto,
             self_contact: false,
         }

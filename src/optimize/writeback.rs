@@ -374,7 +374,23 @@ fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
     if !close_all(&stiff(&m), &stiff(target)) || !close_all(&targets(&m), &targets(target)) {
         bad.push("attachments".into());
     }
-    if !close(m.contact.body_friction, target.contact.body_friction) {
+    let friction = |m: &Model| -> Vec<f64> {
+        m.obstacles
+            .iter()
+            .flat_map(|o| [o.friction, o.static_friction.unwrap_or(o.friction)])
+            .collect()
+    };
+    if !close_all(&friction(&m), &friction(target)) {
+        bad.push("obstacle friction".into());
+    }
+    let body_static = |m: &Model| {
+        m.contact
+            .body_static_friction
+            .unwrap_or(m.contact.body_friction)
+    };
+    if !close(m.contact.body_friction, target.contact.body_friction)
+        || !close(body_static(&m), body_static(target))
+    {
         bad.push("body friction".into());
     }
     bad

@@ -57,9 +57,15 @@ pub struct ObstacleSpec {
     /// `capsule`, `cylinder`: second axis end point.
     #[serde(default)]
     pub b: Option<[f64; 3]>,
-    /// Coulomb friction coefficient μ (0 = frictionless).
+    /// Coulomb friction coefficient μ (0 = frictionless); with `static_friction` the dynamic
+    /// (kinetic) coefficient $\mu_k$ of sliding contact.
     #[serde(default)]
     pub friction: f64,
+    /// Static friction coefficient $\mu_s\ge$ `friction` (the coefficient at rest; the law
+    /// falls to `friction` above `contact.stick_slip_speed`). Default: equal to `friction`.
+    /// NCP contact only (refused with `contact.model = "penalty"` and in MPM scenes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub static_friction: Option<f64>,
     /// Restitution coefficient $e_r\in\[0,1\]$ (velocity post-correction of spec §6.2 step 24;
     /// not differentiated).
     #[serde(default)]
@@ -77,6 +83,20 @@ fn nonzero3(key: &str, v: &[f64; 3]) -> Check {
     } else {
         Err((key.into(), "expected a non-zero vector".into()))
     }
+}
+
+/// A static coefficient `value` (key `key`), when given, is finite and at least the dynamic
+/// one (`dynamic_key` = `dynamic`).
+fn static_at_least(key: &str, value: Option<f64>, dynamic_key: &str, dynamic: f64) -> Check {
+    let Some(v) = value else { return Ok(()) };
+    nonneg(key, v)?;
+    if v < dynamic {
+        return Err((
+            key.into(),
+            format!("expected a static coefficient >= {dynamic_key} ({dynamic}), got {v}"),
+        ));
+    }
+    Ok(())
 }
 
 fn require<T: Copy>(k: &str, field: &str, v: Option<T>, kind: &str) -> Result<T, (String, String)> {
@@ -177,6 +197,12 @@ impl ObstacleSpec {
             }
         }
         nonneg(&format!("{k}.friction"), self.friction)?;
+        static_at_least(
+            &format!("{k}.static_friction"),
+            self.static_friction,
+            "friction",
+            self.friction,
+        )?;
         if !(self.restitution.is_finite() && (0.0..=1.0).contains(&self.restitution)) {
             return Err((
                 format!("{k}.restitution"),
@@ -228,6 +254,23 @@ impl ContactSettings {
         )?;
         positive(&format!("{k}.penalty.velocity_epsilon"), p.velocity_epsilon)?;
         nonneg(&format!("{k}.body_friction"), self.body_friction)?;
+        static_at_least(
+            &format!("{k}.body_static_friction"),
+            self.body_static_friction,
+            "body_friction",
+            self.body_friction,
+        )?;
+        positive(&format!("{k}.stick_slip_speed"), self.stick_slip_speed)?;
+        if self
+            .body_static_friction
+            .is_some_and(|s| s != self.body_friction)
+            && self.model == ContactModel::Penalty
+        {
+            return Err((
+                format!("{k}.body_static_friction"),
+                "static friction above body_friction needs model = \"ncp\"".into(),
+            ));
+        }
         if self.bodies && self.model == ContactModel::Penalty {
             return Err((
                 format!("{k}.bodies"),

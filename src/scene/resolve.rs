@@ -645,13 +645,15 @@ pub fn obstacle(s: &ObstacleSpec, index: usize) -> Obstacle {
             radius: s.radius.unwrap_or(1.0),
         },
     };
-    Obstacle::new(
+    let mut o = Obstacle::new(
         s.name.clone().unwrap_or_else(|| format!("obstacle{index}")),
         shape,
         s.friction,
         s.restitution,
         s.motion.clone(),
-    )
+    );
+    o.static_friction = s.static_friction;
+    o
 }
 
 #[cfg(test)]

@@ -295,7 +295,7 @@ pub struct ParamSpec {
     /// each).
     #[serde(default)]
     pub knot: Option<usize>,
-    /// `friction`, `obstacle_offset`: obstacle index (`[[obstacle]]` order).
+    /// `friction`, `static_friction`, `obstacle_offset`: obstacle index (`[[obstacle]]` order).
     #[serde(default)]
     pub obstacle: Option<usize>,
     /// `attachment_stiffness`, `attachment_offset`: index of the body's
@@ -345,12 +345,18 @@ pub enum ParamKind {
     Gravity,
     /// Activation of a muscle group (`muscle`).
     MuscleActivation,
-    /// Coulomb friction coefficient of an obstacle.
+    /// Coulomb friction coefficient of an obstacle (with `static_friction` set: the dynamic
+    /// coefficient alone).
     Friction,
+    /// Static friction coefficient of an obstacle (`static_friction`; NCP contact only).
+    StaticFriction,
     /// Rigid translation (m) of an obstacle (its whole trajectory).
     ObstacleOffset,
-    /// Coulomb friction coefficient of body–body contact (`contact.body_friction`).
+    /// Coulomb friction coefficient of body–body contact (`contact.body_friction`; with
+    /// `contact.body_static_friction` set: the dynamic coefficient alone).
     BodyFriction,
+    /// Static friction coefficient of body–body contact (`contact.body_static_friction`).
+    BodyStaticFriction,
     /// Stiffness $k=1/c$ (N/m per node) of a compliant attachment (`attachment`).
     AttachmentStiffness,
     /// Rigid translation (m) of a compliant attachment's target (its whole trajectory).

@@ -136,6 +136,30 @@ impl Scene {
         self.optimize.validate()?;
         for (i, o) in self.obstacles.iter().enumerate() {
             o.validate(&format!("obstacle[{i}]"))?;
+            if o.static_friction.is_some_and(|s| s != o.friction)
+                && self.contact.model == crate::scene::ContactModel::Penalty
+            {
+                return Err((
+                    format!("obstacle[{i}].static_friction"),
+                    "static friction above `friction` needs contact.model = \"ncp\" (the \
+                     penalty model has one coefficient)"
+                        .into(),
+                ));
+            }
+        }
+        if self.contact.model == crate::scene::ContactModel::Penalty {
+            if let Some(i) = self
+                .parameters
+                .iter()
+                .position(|p| p.kind == crate::scene::ParamKind::StaticFriction)
+            {
+                return Err((
+                    format!("parameter[{i}].kind"),
+                    "`static_friction` needs contact.model = \"ncp\" (the penalty model has one \
+                     coefficient, `friction`)"
+                        .into(),
+                ));
+            }
         }
         self.contact.validate("contact")?;
         Ok(())
@@ -198,6 +222,13 @@ impl Scene {
         }
         for (i, o) in self.obstacles.iter().enumerate() {
             o.validate(&format!("obstacle[{i}]"))?;
+            if o.static_friction.is_some() {
+                return Err((
+                    format!("obstacle[{i}].static_friction"),
+                    "MPM and rigid scenes use one friction coefficient per obstacle (`friction`)"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }

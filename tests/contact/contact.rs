@@ -58,7 +58,9 @@ fn check_invariants(r: &Run, tol: f64) -> (f64, f64, f64, f64) {
             worst_work = worst_work.max((ln * dn).abs());
             if s.rows(j).len() == 3 {
                 let lf = (rec.lambda[o + 1].powi(2) + rec.lambda[o + 2].powi(2)).sqrt();
-                worst_cone = worst_cone.max(lf - s.mu[j] * ln.max(0.0));
+                let df = nalgebra::Vector2::new(rec.delta[o + 1], rec.delta[o + 2]);
+                let mu = s.mu[j].at(&df).0;
+                worst_cone = worst_cone.max(lf - mu * ln.max(0.0));
                 if rec.state[j] == State::Stick {
                     let slip = (rec.delta[o + 1].powi(2) + rec.delta[o + 2].powi(2)).sqrt();
                     assert!(slip <= 10.0 * tol, "frame {}: sticking slip {slip}", t + 1);

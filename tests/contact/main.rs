@@ -15,3 +15,4 @@ mod contact_stack;
 mod contact_strike;
 mod inverse_contact;
 mod paper_scenes;
+mod static_friction;

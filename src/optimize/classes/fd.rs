@@ -76,8 +76,9 @@ macro_rules! param_fd_tests {
     };
 }
 
+use super::contact::body_static_friction::*;
 use super::contact::{attachment_offset::*, attachment_stiffness::*, body_friction::*};
-use super::contact::{friction::*, obstacle_offset::*};
+use super::contact::{friction::*, obstacle_offset::*, static_friction::*};
 use super::initial::{rotation::*, state_direction::*, translation::*, velocity::*};
 use super::loads::{force_scale::*, gravity::*, muscle_activation::*};
 use super::material::{damping_alpha::*, damping_beta::*, density::*};
@@ -99,8 +100,14 @@ param_fd_tests! {
     attachment_stiffness: AttachmentStiffness, "loaded_bar.toml", "{kind = 'attachment_stiffness', log = true}";
     attachment_offset: AttachmentOffset, "loaded_bar.toml", "{kind = 'attachment_offset'}";
     friction: Friction, "sliding_block.toml", "{kind = 'friction', obstacle = 0}";
+    static_friction: StaticFriction, "sliding_block_static.toml", "{kind = 'static_friction', obstacle = 0}";
+    dynamic_friction_sliding: Friction, "sliding_block_static.toml", "{kind = 'friction', obstacle = 0}";
+    static_friction_stick_slip: StaticFriction, "stick_slip_block.toml", "{kind = 'static_friction', obstacle = 0}";
+    dynamic_friction_stick_slip: Friction, "stick_slip_block.toml", "{kind = 'friction', obstacle = 0}";
     obstacle_offset: ObstacleOffset, "sliding_block.toml", "{kind = 'obstacle_offset', obstacle = 0, component = 2}";
     body_friction: BodyFriction, "two_bodies.toml", "{kind = 'body_friction'}";
+    body_static_friction: BodyStaticFriction, "two_bodies_static.toml", "{kind = 'body_static_friction'}";
+    body_dynamic_friction: BodyFriction, "two_bodies_static.toml", "{kind = 'body_friction'}";
     // the test-only class (dummy.rs): its spec's kind is not read, the class is given
     test_gravity_magnitude: super::dummy::GravityMagnitude, "loaded_bar.toml", "{kind = 'density', log = true}";
 }

@@ -48,8 +48,10 @@ pub static CLASSES: &[&dyn ParamClass] = &[
     &loads::gravity::Gravity,
     &loads::muscle_activation::MuscleActivation,
     &contact::friction::Friction,
+    &contact::static_friction::StaticFriction,
     &contact::obstacle_offset::ObstacleOffset,
     &contact::body_friction::BodyFriction,
+    &contact::body_static_friction::BodyStaticFriction,
     &contact::attachment_stiffness::AttachmentStiffness,
     &contact::attachment_offset::AttachmentOffset,
     #[cfg(test)] &dummy::GravityMagnitude,
@@ -279,7 +281,7 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(kinds.len(), 17, "{kinds:?}");
+        assert_eq!(kinds.len(), 19, "{kinds:?}");
         for k in &kinds {
             let kind: ParamKind = serde_json::from_value(serde_json::json!(k)).unwrap();
             assert_eq!(of_kind(kind).map(|c| c.key()), Some(k.as_str()));
@@ -311,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             only(|c| c.refs().obstacle, "an obstacle"),
-            "only `friction` and `obstacle_offset` take an obstacle"
+            "only `friction`, `static_friction` and `obstacle_offset` take an obstacle"
         );
     }
 

@@ -41,12 +41,17 @@ pub struct Gradients {
     pub gravity: [f64; 3],
     /// $d\mathcal L/da_{g,k}$ per muscle group and activation knot (one knot: constant).
     pub muscle_activation: Vec<Vec<f64>>,
-    /// $d\mathcal L/d\mu_o$ per obstacle (Coulomb coefficient).
+    /// $d\mathcal L/d\mu_o$ per obstacle (Coulomb coefficient; $\mu_s$ and $\mu_k$ moved
+    /// together).
     pub friction: Vec<f64>,
+    /// $d\mathcal L/d\mu_{s,o}$ per obstacle (static coefficient, $\mu_k$ fixed; NCP only).
+    pub static_friction: Vec<f64>,
     /// $d\mathcal L/d\tau_o$ per obstacle (rigid translation of its trajectory).
     pub obstacle_offset: Vec<[f64; 3]>,
     /// $d\mathcal L/d\mu_b$ of body–body contact (`contact.body_friction`).
     pub body_friction: f64,
+    /// $d\mathcal L/d\mu_s$ of body–body contact (`contact.body_static_friction`).
+    pub body_static_friction: f64,
     /// $d\mathcal L/dk_g$ per compliant attachment group (stiffness $k=1/c$).
     pub attachment_stiffness: Vec<f64>,
     /// $d\mathcal L/d\tau_g$ per compliant attachment group (translation of the target).
@@ -69,8 +74,10 @@ impl Gradients {
             gravity: [0.0; 3],
             muscle_activation: m.muscles.iter().map(|g| vec![0.0; g.knots.len()]).collect(),
             friction: vec![0.0; m.obstacles.len()],
+            static_friction: vec![0.0; m.obstacles.len()],
             obstacle_offset: vec![[0.0; 3]; m.obstacles.len()],
             body_friction: 0.0,
+            body_static_friction: 0.0,
             attachment_stiffness: vec![0.0; m.attachments.len()],
             attachment_offset: vec![[0.0; 3]; m.attachments.len()],
         }
@@ -381,7 +388,11 @@ pub fn accumulate_contact(
     for (o, v) in cg.friction.iter().enumerate() {
         grads.friction[o] += v;
     }
+    for (o, v) in cg.static_friction.iter().enumerate() {
+        grads.static_friction[o] += v;
+    }
     grads.body_friction += cg.body_friction;
+    grads.body_static_friction += cg.body_static_friction;
     for (o, v) in cg.offset.iter().enumerate() {
         for d in 0..3 {
             grads.obstacle_offset[o][d] += v[d];

@@ -1,6 +1,7 @@
 //! `body_friction`: the Coulomb coefficient $\mu_b$ of body–body contact, with
 //! $d\mathcal L/d\mu_b$ from the contact solve's adjoint; written to
-//! `contact.body_friction`.
+//! `contact.body_friction`. With `contact.body_static_friction` set it is the dynamic
+//! coefficient $\mu_k$ alone (the joint derivative minus $d\mathcal L/d\mu_s$).
 
 use super::friction_step;
 use crate::model::Model;
@@ -28,8 +29,11 @@ impl ParamClass for BodyFriction {
     fn set(&self, _: &Param, m: &mut Model, v: f64) {
         m.contact.body_friction = v;
     }
-    fn gradient(&self, _: &Param, _: &Model, g: &Gradients, _: f64) -> f64 {
-        g.body_friction
+    fn gradient(&self, _: &Param, m: &Model, g: &Gradients, _: f64) -> f64 {
+        match m.contact.body_static_friction {
+            None => g.body_friction,
+            Some(_) => g.body_friction - g.body_static_friction,
+        }
     }
     fn fd_step(&self, _: &Param, _: &Model, v: f64) -> f64 {
         friction_step(v)
