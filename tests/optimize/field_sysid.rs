@@ -1,7 +1,7 @@
 //! Field system identification (issue 39, "must show" 2): the per-element Young's modulus of
 //! the two-material beam of `tests/fixtures/field_beam.toml` (32 hex elements, E = 1e5 Pa
 //! near the clamp and 4e5 Pa in the outer half; gravity and a released 30° twist drive it,
-//! 20 frames) recovered from the positions of every boundary node at every frame (no
+//! 10 frames) recovered from the positions of every boundary node at every frame (no
 //! noise), starting from the uniform 2e5 Pa, with and without a smoothness penalty.
 //!
 //! The error measure is the RMS of $\ln E_e-\ln E_e^*$ weighted by each element's
@@ -32,9 +32,11 @@ struct Truth {
 fn truth() -> Truth {
     let ls = load(&fixture(), &[]).expect("fixture loads");
     let model = Model::from_scene(&ls).expect("model");
-    let mut sim = Simulator::new(&model, &ls.scene.solver).expect("simulator");
-    let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default()).expect("rollout");
-    let states = ro.all_states().expect("every state kept");
+    let states = {
+        let mut sim = Simulator::new(&model, &ls.scene.solver).expect("simulator");
+        let ro = rollout::forward(&mut sim, model.frames, 1, &Loss::default()).expect("rollout");
+        ro.all_states().expect("every state kept")
+    };
     let mut weights = vec![0.0; model.num_elements()];
     for x in &states[1..] {
         for (w, u) in weights
@@ -99,7 +101,7 @@ fn weighted_rms(t: &Truth, e: &[f64]) -> f64 {
     (num / den).sqrt()
 }
 
-/// Run L-BFGS on `problem` (the fixture's `[optimize]`: at most 200 iterations) and return
+/// Run L-BFGS on `problem` (the fixture's `[optimize]`: at most 40 iterations) and return
 /// the best field, with a line for the report.
 fn fit(t: &Truth, problem: &Problem, label: &str) -> Vec<f64> {
     let t0 = std::time::Instant::now();
@@ -141,7 +143,9 @@ fn fit(t: &Truth, problem: &Problem, label: &str) -> Vec<f64> {
 }
 
 /// Must show 2: within 5 % weighted RMS of log E, without a penalty and with the
-/// Laplacian penalty of weight 1e-9 (start 2e5 Pa everywhere, 200 iterations at most).
+/// Laplacian penalty of weight 1e-9 (start 2e5 Pa everywhere, 40 iterations at most;
+/// measured: 1.7 % and 1.6 %, from 69 % at the start; the unweighted RMS stays near 19 %:
+/// the tip elements store little energy and are not identified).
 #[test]
 fn field_sysid_recovers_a_two_material_beam() {
     let t = truth();
@@ -228,7 +232,10 @@ fn field_optimize_writes_a_per_element_file_that_simulates_to_the_optimum() {
         .iter()
         .map(|v| v.as_f64().unwrap())
         .collect();
-    assert_eq!(values, best, "the file holds the best point exactly");
+    // the file holds the model's moduli, E_scene·(v / v_scene): the best point to round-off
+    for (f, b) in values.iter().zip(&best) {
+        assert!((f - b).abs() <= 1e-15 * b, "{f} vs {b}");
+    }
     let text = std::fs::read_to_string(opt.join("optimized.toml")).unwrap();
     assert!(
         text.contains("Rebuilt model matches the optimized one: yes"),
@@ -240,7 +247,7 @@ fn field_optimize_writes_a_per_element_file_that_simulates_to_the_optimum() {
         "--out",
         again.to_str().unwrap(),
     ]);
-    let last = diffphd::io::frames::frame_name(20);
+    let last = diffphd::io::frames::frame_name(10);
     let a = std::fs::read(opt.join(&last)).unwrap();
     let b = std::fs::read(again.join(&last)).unwrap();
     assert!(a == b, "final frames differ");
