@@ -5,7 +5,10 @@
 //! the class's module doc says where: `body[b].material.*`, `body[b].damping.*`,
 //! `body[b].initial.*`, `simulation.gravity`, force groups, muscle activations, friction,
 //! attachments); what has no scene key (`obstacle_offset`, `initial_state_direction`) is
-//! reported in the notes.
+//! reported in the notes. A `youngs_modulus_field` body's moduli go into a per-element file
+//! beside `optimized.toml` ([`WriteBack::files`]; the class's module doc), written after the
+//! absolute-path pass so the scene names it relative to its own folder; the check rebuilds
+//! the model from the text and the files in a private temporary folder.
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
 //! starts from the optimum. The result is verified: the model built from the new text must
