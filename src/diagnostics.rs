@@ -165,6 +165,21 @@ pub fn diagnostics(model: &Model, mass: &[f64], x: &[f64], v: &[f64]) -> Diagnos
     d
 }
 
+/// The law's elastic energy of each element, $U_e=\sum_{s\in e}V_s\,\psi(F_s;\mu_e,\lambda_e)$
+/// (J), at positions `x`: the per-element terms of [`Diagnostics::elastic_energy`], which is
+/// their sum (e.g. the weights of a per-element field fit's error, issue 39).
+pub fn element_energies(model: &Model, x: &[f64]) -> Vec<f64> {
+    let terms: Vec<f64> = (0..model.num_samples())
+        .into_par_iter()
+        .map(|s| sample_terms(model, s, x).energy)
+        .collect();
+    let mut out = vec![0.0; model.num_elements()];
+    for (s, u) in terms.iter().enumerate() {
+        out[model.samples.elem[s]] += u;
+    }
+    out
+}
+
 impl Diagnostics {
     /// The diagnostics of a rollout frame (the sink's per-frame function): the event's
     /// state with its simulator's model and lumped masses.

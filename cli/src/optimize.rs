@@ -1,6 +1,7 @@
 //! `diffphd optimize`: L-BFGS on the scene's `[[parameter]]`s against its `[loss]`
 //! (docs/optimize.md). Writes `optimize.json` (rewritten atomically after every evaluation),
-//! `optimized.toml` and the frame files (PLY or VTU) of the final rollout at the best parameters.
+//! `optimized.toml` (with the per-element files of `youngs_modulus_field` parameters beside it)
+//! and the frame files (PLY or VTU) of the final rollout at the best parameters.
 //!
 //! Exit codes: 0 completed, 1 an evaluation failed (outputs still written with the best
 //! point), 2 bad input, 130 interrupted by Ctrl-C or SIGTERM (outputs written with the best
@@ -343,6 +344,10 @@ fn write_outputs(
         if wb.exact { "yes" } else { "NO (see notes)" }
     ));
     text.push_str(&wb.toml);
+    for f in &wb.files {
+        diffphd::io::write_atomic(&out.join(&f.name), f.text.as_bytes())
+            .with_context(|| format!("cannot write {}", out.join(&f.name).display()))?;
+    }
     diffphd::io::write_atomic(&out.join("optimized.toml"), text.as_bytes())
         .with_context(|| format!("cannot write {}", out.join("optimized.toml").display()))?;
     if !problem.ls.scene.output.frames {

@@ -88,6 +88,13 @@ fn a_uniform_stretch_has_the_analytic_energy_strain_and_centre_of_mass() {
     assert_eq!(d.inverted_elements, 0);
     let total = d.elastic_energy + d.kinetic_energy + d.gravitational_energy;
     assert_eq!(d.total_energy, total);
+    // per element: each of the 12 cubes holds μ ε² (0.1 m)³, and they sum to the total
+    let per = element_energies(&model, &model.x0);
+    assert_eq!(per.len(), 12);
+    for u in &per {
+        assert!(rel(*u, mu * eps * eps * 1e-3) < 1e-10, "{u}");
+    }
+    assert!(rel(per.iter().sum(), d.elastic_energy) < 1e-13);
 
     // Compression shows as the smallest principal strain; an inverted element is counted,
     // and a Neo-Hookean one has infinite energy (serialized as "inf").

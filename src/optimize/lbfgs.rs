@@ -68,7 +68,11 @@ pub struct EvalRecord {
     pub index: usize,
     /// L-BFGS iteration that requested it (0: the start point).
     pub iteration: usize,
+    /// The loss, a `regularize` penalty included.
     pub loss: f64,
+    /// The penalties' part of `loss` (only with a `regularize` declaration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regularization: Option<f64>,
     /// Parameter values (user units).
     pub parameters: Vec<f64>,
     /// $d\mathcal L/d\,$value per parameter (user units).
@@ -322,6 +326,7 @@ impl Objective<'_, '_> {
             index: sh.log.evaluations.len(),
             iteration: sh.iteration,
             loss: ev.loss,
+            regularization: ev.regularization,
             parameters: values,
             gradient,
             u: u.to_vec(),

@@ -7,6 +7,7 @@ pub mod gradcheck;
 pub mod lbfgs;
 pub mod params;
 pub mod problem;
+pub mod regularize;
 pub mod transform;
 pub mod verify;
 pub mod writeback;

@@ -19,7 +19,7 @@ pub struct Param {
     /// Its class (scene key, shape, value, set, gradient, write-back).
     pub class: &'static dyn ParamClass,
     pub body: usize,
-    /// Elements (youngs_modulus) or empty.
+    /// Elements (youngs_modulus; youngs_modulus_field: its one element) or empty.
     pub elements: Vec<usize>,
     pub component: usize,
     /// Global force-group index (force_scale).
@@ -107,9 +107,24 @@ pub fn expand_one(
     };
     let vector = class.shape() == Shape::Vector3;
     let comps = components(vector, s, &key)?;
-    for (c, knot) in comps
+    // a field: one scalar per element (named by its index in the body), else one with all
+    let field = class.shape() == Shape::Elements;
+    let first = model.bodies[s.body].elements.start;
+    let sets: Vec<Vec<usize>> = if field {
+        elements.iter().map(|&e| vec![e]).collect()
+    } else {
+        vec![elements]
+    };
+    if s.regularize.is_some() && !field {
+        return Err((
+            format!("{key}.regularize"),
+            only(|c| c.shape() == Shape::Elements, "`regularize`"),
+        ));
+    }
+    for ((c, knot), elements) in comps
         .iter()
         .flat_map(|&c| knots.iter().map(move |&k| (c, k)))
+        .flat_map(|ck| sets.iter().map(move |els| (ck, els)))
     {
         let mut name = s
             .name
@@ -120,6 +135,9 @@ pub fn expand_one(
         }
         if nknots > 1 {
             name.push_str(&format!(".knot{knot}"));
+        }
+        if field {
+            name.push_str(&format!(".e{}", elements[0] - first));
         }
         if s.log {
             name = format!("log {name}");

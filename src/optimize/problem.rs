@@ -31,7 +31,11 @@ pub enum ProblemError {
 /// Result of one evaluation.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Evaluation {
+    /// The loss, the penalties of `regularize` included.
     pub loss: f64,
+    /// The penalties' part of `loss` (only with a `regularize` declaration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regularization: Option<f64>,
     /// $d\mathcal L/d\theta$ (empty when not requested).
     pub gradient: Vec<f64>,
     /// Assembly, ordering and factorization of the global matrix (s; part of the forward).
@@ -103,6 +107,9 @@ pub struct Problem {
     pub ls: LoadedScene,
     pub base: Model,
     pub params: Vec<Param>,
+    /// Smoothness penalties of field parameters (`[[parameter]] regularize`), added to the
+    /// loss.
+    pub regularizers: Vec<super::regularize::Regularizer>,
     pub loss: Loss,
     pub backward: BackwardConfig,
     /// Compute the forward TR statistics (needed by the `trust_region` filter).
@@ -156,6 +163,8 @@ impl Problem {
             return Err(setup("loss.term", "declare at least one [[loss.term]]"));
         }
         let params = expand(&ls.scene.parameters, &base).map_err(|(k, m)| setup(&k, m))?;
+        let regularizers = super::regularize::build(&ls.scene.parameters, &params, &base)
+            .map_err(|(k, m)| setup(&k, m))?;
         let mut terms = Vec::new();
         let mut reference: Option<Vec<Vec<f64>>> = None;
         for (i, t) in spec.terms.iter().enumerate() {
@@ -235,6 +244,7 @@ impl Problem {
             ls,
             base,
             params,
+            regularizers,
             loss: Loss { terms },
             backward,
             needs_tr,
@@ -319,8 +329,16 @@ impl Problem {
             .filter(|(_, s)| !s.converged)
             .map(|(t, _)| t + 1)
             .collect();
+        let (penalty, penalty_grad) = if self.regularizers.is_empty() {
+            (None, vec![])
+        } else {
+            let values = self.values_at(theta);
+            let (r, g) = super::regularize::total(&self.regularizers, &self.params, &values);
+            (Some(r), g)
+        };
         let mut ev = Evaluation {
-            loss,
+            loss: loss + penalty.unwrap_or(0.0),
+            regularization: penalty,
             gradient: vec![],
             setup_seconds: sim.setup_seconds,
             accelerator_setup_seconds,
@@ -373,6 +391,9 @@ impl Problem {
                 .zip(&values)
                 .map(|(p, &v)| p.gradient(&model, &br.grads, v))
                 .collect();
+            for (g, r) in ev.gradient.iter_mut().zip(&penalty_grad) {
+                *g += r;
+            }
             ev.backward_seconds = t1.elapsed().as_secs_f64();
             ev.backward_traffic = span(&traffic1, &traffic(&sim));
             ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();

@@ -5,7 +5,10 @@
 //! the class's module doc says where: `body[b].material.*`, `body[b].damping.*`,
 //! `body[b].initial.*`, `simulation.gravity`, force groups, muscle activations, friction,
 //! attachments); what has no scene key (`obstacle_offset`, `initial_state_direction`) is
-//! reported in the notes.
+//! reported in the notes. A `youngs_modulus_field` body's moduli go into a per-element file
+//! beside `optimized.toml` ([`WriteBack::files`]; the class's module doc), written after the
+//! absolute-path pass so the scene names it relative to its own folder; the check rebuilds
+//! the model from the text and the files in a private temporary folder.
 //!
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
 //! starts from the optimum. The result is verified: the model built from the new text must
@@ -20,6 +23,7 @@
 //! output directory, where the scene's relative paths would not resolve, and it must load as
 //! a scene from there (to continue an optimization from it).
 
+use super::classes::material::youngs_modulus_field::{self, ElementFile};
 use super::classes::material::{damping_beta, youngs_modulus};
 use super::params::Param;
 use super::problem::Problem;
@@ -37,6 +41,9 @@ pub struct WriteBack {
     pub notes: Vec<String>,
     /// Whether the rebuilt model reproduces the optimized model.
     pub exact: bool,
+    /// Per-element files the TOML names relative to its own folder (`youngs_modulus_field`):
+    /// write them beside `optimized.toml`.
+    pub files: Vec<ElementFile>,
 }
 
 /// Why the effective scene could not be rewritten. The writers walk the scene's TOML by key
@@ -293,15 +300,41 @@ fn close_all(a: &[f64], b: &[f64]) -> bool {
             .all(|(x, y)| (x - y).abs() <= 1e-9 * scale + 1e-12)
 }
 
-/// Differences between the optimized model and the one built from `text`.
-fn verify(problem: &Problem, target: &Model, text: &str) -> Vec<String> {
-    let ls = match scene::load_str(text, &problem.ls.path, &[]) {
-        Ok(l) => l,
-        Err(e) => return vec![format!("the written scene does not load: {e}")],
+/// The model of the written scene `text` with its per-element `files`: loaded from
+/// `problem`'s path when there are none, else from a private temporary folder holding the
+/// scene and the files as `optimize` writes them (removed afterwards).
+fn rebuild(problem: &Problem, text: &str, files: &[ElementFile]) -> Result<Model, String> {
+    let build = |path: &std::path::Path| -> Result<Model, String> {
+        let ls = scene::load_str(text, path, &[])
+            .map_err(|e| format!("the written scene does not load: {e}"))?;
+        Model::from_scene(&ls).map_err(|e| format!("the written scene does not build: {e}"))
     };
-    let m = match Model::from_scene(&ls) {
+    if files.is_empty() {
+        return build(&problem.ls.path);
+    }
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("diffphd-writeback-{}-{n}", std::process::id()));
+    let written = std::fs::create_dir_all(&dir).and_then(|_| {
+        files
+            .iter()
+            .try_for_each(|f| crate::io::write_atomic(&dir.join(&f.name), f.text.as_bytes()))
+    });
+    let m = match written {
+        Ok(()) => build(&dir.join("optimized.toml")),
+        Err(e) => Err(format!(
+            "cannot write the per-element files to check them: {e}"
+        )),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    m
+}
+
+/// Differences between the optimized model and the one built from `text` and `files`.
+fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) -> Vec<String> {
+    let m = match rebuild(problem, text, files) {
         Ok(m) => m,
-        Err(e) => return vec![format!("the written scene does not build: {e}")],
+        Err(e) => return vec![e],
     };
     let mut bad = Vec::new();
     let p = &m.params;
@@ -518,8 +551,24 @@ fn one_pass(
     let mut sets = dedup_sets(sets);
     keep_reference(&mut root, base, problem, &mut sets)?;
     absolutize_inputs(&mut root, &problem.ls);
+    // after the absolute paths: the field files lie beside optimized.toml
+    let files = youngs_modulus_field::write_fields(&mut root, &problem.params, target, &mut notes)?;
+    let has_reference = problem
+        .ls
+        .scene
+        .loss
+        .as_ref()
+        .is_some_and(|l| l.reference.is_some());
+    if !files.is_empty() && has_reference {
+        notes.push(
+            "[loss.reference] is simulated from this scene: its overrides of Young's moduli \
+             act on top of the per-element file, not as in the source scene (a field fit's \
+             reference is best given as `reference_dir`)"
+                .into(),
+        );
+    }
     let text = toml::to_string(&root).map_err(WritebackError::Serialize)?;
-    let bad = verify(problem, target, &text);
+    let bad = verify(problem, target, &text, &files);
     let exact = bad.is_empty();
     if !exact {
         notes.push(format!(
@@ -538,6 +587,7 @@ fn one_pass(
         sets,
         notes,
         exact,
+        files,
     };
     Ok((wb, needs_append))
 }

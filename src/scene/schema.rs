@@ -276,7 +276,8 @@ pub struct ParamSpec {
     pub kind: ParamKind,
     #[serde(default)]
     pub body: usize,
-    /// `youngs_modulus`: region index of the body (omit: every element of the body).
+    /// `youngs_modulus`, `youngs_modulus_field`: region index of the body (omit: every element
+    /// of the body).
     #[serde(default)]
     pub region: Option<usize>,
     /// Vector kinds: component 0, 1 or 2 (omit: all three).
@@ -321,6 +322,39 @@ pub struct ParamSpec {
     /// optimizer works on that variable divided by `scale` (default 1).
     #[serde(default)]
     pub scale: Option<f64>,
+    /// `youngs_modulus_field`: smoothness penalty over face-adjacent elements, added to the
+    /// loss (omit: none).
+    #[serde(default)]
+    pub regularize: Option<Regularize>,
+}
+
+/// `[[parameter]] regularize = { kind, weight, epsilon }`: a smoothness penalty on a
+/// per-element field over the pairs $(e,f)$ of its elements that share a face, on
+/// $d_{ef}=\ln E_e-\ln E_f$: `laplacian` $R=w\sum d_{ef}^2$ (the graph Laplacian's
+/// quadratic form), `tv` $R=w\sum(\sqrt{d_{ef}^2+\varepsilon^2}-\varepsilon)$ (smoothed
+/// total variation).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Regularize {
+    pub kind: RegularizeKind,
+    /// Weight w ≥ 0 (loss units).
+    pub weight: f64,
+    /// `tv`: smoothing ε > 0 of |d| (default 0.01).
+    #[serde(default = "d_tv_epsilon")]
+    pub epsilon: f64,
+}
+fn d_tv_epsilon() -> f64 {
+    0.01
+}
+
+/// Penalty of [`Regularize`].
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RegularizeKind {
+    /// $w\sum_{(e,f)}(\ln E_e-\ln E_f)^2$.
+    Laplacian,
+    /// $w\sum_{(e,f)}(\sqrt{(\ln E_e-\ln E_f)^2+\varepsilon^2}-\varepsilon)$.
+    Tv,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -361,6 +395,8 @@ pub enum ParamKind {
     AttachmentStiffness,
     /// Rigid translation (m) of a compliant attachment's target (its whole trajectory).
     AttachmentOffset,
+    /// Young's modulus of each element of the body (or region): one parameter per element.
+    YoungsModulusField,
 }
 
 /// `[simulation]`

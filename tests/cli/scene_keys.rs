@@ -140,6 +140,7 @@ fn tables() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("loss term `chamfer`", "loss.term.0", vec!["loss.term.0={ type = \"chamfer\" }"]),
         ("chamfer `captures` entry", "loss.term.0.captures.0", vec!["loss.term.0={ type = \"chamfer\", captures = [{ frame = 1, file = \"a.ply\" }] }"]),
         ("[[parameter]]", "parameter.0", vec![]),
+        ("parameter `regularize`", "parameter.0.regularize", vec![]),
         ("[[obstacle]]", "obstacle.0", vec![]),
         ("[contact]", "contact", vec![]),
         ("[contact.penalty]", "contact.penalty", vec![]),

@@ -8,6 +8,7 @@
 mod common;
 
 mod example_cotangents;
+mod field_sysid;
 mod gradients;
 mod optimize;
 mod optimize_resume;

@@ -54,6 +54,7 @@ pub static CLASSES: &[&dyn ParamClass] = &[
     &contact::body_static_friction::BodyStaticFriction,
     &contact::attachment_stiffness::AttachmentStiffness,
     &contact::attachment_offset::AttachmentOffset,
+    &material::youngs_modulus_field::YoungsModulusField,
     #[cfg(test)] &dummy::GravityMagnitude,
 ];
 
@@ -68,6 +69,9 @@ pub enum Shape {
     /// One scalar per activation knot of a muscle group (`knot`, or every knot), named
     /// `.knotK` when the group has several.
     Knots,
+    /// One scalar per element of the region (or of the whole body), named `.eK` with K the
+    /// element's index in its body.
+    Elements,
 }
 
 /// The owners a class refers to besides its body: the `[[parameter]]` keys it takes.
@@ -281,7 +285,7 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(kinds.len(), 19, "{kinds:?}");
+        assert_eq!(kinds.len(), 20, "{kinds:?}");
         for k in &kinds {
             let kind: ParamKind = serde_json::from_value(serde_json::json!(k)).unwrap();
             assert_eq!(of_kind(kind).map(|c| c.key()), Some(k.as_str()));
@@ -309,7 +313,7 @@ mod tests {
     fn only_lists_the_classes_that_take_a_key() {
         assert_eq!(
             only(|c| c.refs().region, "a region"),
-            "only `youngs_modulus` takes a region"
+            "only `youngs_modulus` and `youngs_modulus_field` take a region"
         );
         assert_eq!(
             only(|c| c.refs().obstacle, "an obstacle"),

@@ -8,6 +8,7 @@ pub mod damping_beta;
 pub mod density;
 pub mod poisson_ratio;
 pub mod youngs_modulus;
+pub mod youngs_modulus_field;
 
 use crate::optimize::writeback::{body_mut, table, SceneText, Walk};
 use toml::Value;
