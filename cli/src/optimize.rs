@@ -192,10 +192,10 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    verify_failure = Some(
-                        anyhow::Error::new(e)
-                            .context(format!("gradient verification at iteration {}", it.iteration)),
-                    );
+                    verify_failure = Some(anyhow::Error::new(e).context(format!(
+                        "gradient verification at iteration {}",
+                        it.iteration
+                    )));
                     stop.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
             }

@@ -226,13 +226,19 @@ impl SystemPlan {
     /// work of three independent scalar factorizations, the unit of the solver's cost model
     /// (`solver::auto`).
     pub fn axis_factor_flops(&self) -> f64 {
-        self.axes.iter().map(|&k| self.reduced[k].symbolic.flops()).sum()
+        self.axes
+            .iter()
+            .map(|&k| self.reduced[k].symbolic.flops())
+            .sum()
     }
 
     /// Stored values of $L$ counted per axis (as [`SystemPlan::axis_factor_flops`]): the
     /// entries one PD iteration's three pairs of triangular solves read.
     pub fn axis_nnz_factor(&self) -> usize {
-        self.axes.iter().map(|&k| self.reduced[k].symbolic.nnz_l()).sum()
+        self.axes
+            .iter()
+            .map(|&k| self.reduced[k].symbolic.nnz_l())
+            .sum()
     }
 
     /// Free nodes per axis summed over the three axes: the free degrees of freedom.

@@ -248,7 +248,8 @@ impl Problem {
             method: b.method,
             // `adjoint = "auto"` is resolved per evaluation (`backward_config`)
             direct_after: b.direct_after.unwrap_or(crate::model::DEFAULT_DIRECT_AFTER),
-            direct_first: b.direct_after.is_none() && b.adjoint == crate::model::AdjointSolve::Direct,
+            direct_first: b.direct_after.is_none()
+                && b.adjoint == crate::model::AdjointSolve::Direct,
             device_direct_after: b.device_direct_after,
             device_gmres_restart: b.device_gmres_restart,
         };
@@ -358,7 +359,10 @@ impl Problem {
         if b.adjoint != crate::model::AdjointSolve::Auto || b.direct_after.is_some() {
             return (cfg, None);
         }
-        let mut pinned = self.adjoint_choice.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pinned = self
+            .adjoint_choice
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let c = pinned
             .get_or_insert_with(|| {
                 let mut q = crate::solver::auto::MethodQuantities::of(sim.model, sim.system.plan());

@@ -77,7 +77,9 @@ impl MethodQuantities {
             .params
             .youngs
             .iter()
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| (lo.min(e), hi.max(e)));
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
+                (lo.min(e), hi.max(e))
+            });
         MethodQuantities {
             free_dofs: plan.free_dofs(),
             nnz_factor: plan.axis_nnz_factor(),
@@ -257,7 +259,10 @@ mod tests {
         let small = choose_method(&q(2268, 128.0, 1.0));
         assert_eq!(small.method, SolverMethod::Newton, "{}", small.reason);
         assert!(small.reason.contains("128"), "{}", small.reason);
-        assert_eq!(choose_method(&q(8019, 300.0, 1.0)).method, SolverMethod::Newton);
+        assert_eq!(
+            choose_method(&q(8019, 300.0, 1.0)).method,
+            SolverMethod::Newton
+        );
         let large = choose_method(&q(29763, 301.0, 1.0));
         assert_eq!(large.method, SolverMethod::Diffphd, "{}", large.reason);
     }
@@ -290,7 +295,11 @@ mod tests {
         let mut d = small.clone();
         d.device = true;
         let c = choose_adjoint(&d, None);
-        assert!(!c.direct_first && c.reason.contains("device"), "{}", c.reason);
+        assert!(
+            !c.direct_first && c.reason.contains("device"),
+            "{}",
+            c.reason
+        );
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

@@ -116,10 +116,17 @@ fn a_step_auto_misses_is_retried_with_the_other_method() {
     let pd_log = json(pd.path(), "log.json");
     let (a, b) = (com(&log, 1), com(&pd_log, 1));
     let start = com(&pd_log, 0);
-    let motion = b.iter().zip(&start).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+    let motion = b
+        .iter()
+        .zip(&start)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
     assert!(motion > 0.0);
     for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() <= 1e-6 * motion, "{a:?} vs {b:?} (motion {motion})");
+        assert!(
+            (x - y).abs() <= 1e-6 * motion,
+            "{a:?} vs {b:?} (motion {motion})"
+        );
     }
     let (code, err, _) = run(
         "simulate",
@@ -167,7 +174,10 @@ fn auto_on_a_device_is_pd() {
     assert_eq!(code, 0, "{err}");
     let h = &json(dir.path(), "log.json")["header"];
     assert_eq!(h["solver_method"], "diffphd", "{h}");
-    assert!(h["method_reason"].as_str().unwrap().contains("device"), "{h}");
+    assert!(
+        h["method_reason"].as_str().unwrap().contains("device"),
+        "{h}"
+    );
 }
 
 /// `backward.adjoint = "direct"` factors every frame and lands on the GMRES adjoint's
@@ -202,8 +212,16 @@ fn the_direct_adjoint_gives_the_gmres_gradient() {
     };
     let (gm, _) = grad(&["backward.adjoint=\"gmres\""]);
     let (dr, _) = grad(&["backward.adjoint=\"direct\""]);
-    assert!(methods(&dr).iter().all(|m| m == "direct"), "{:?}", methods(&dr));
-    assert!(methods(&gm).iter().any(|m| m != "direct"), "{:?}", methods(&gm));
+    assert!(
+        methods(&dr).iter().all(|m| m == "direct"),
+        "{:?}",
+        methods(&dr)
+    );
+    assert!(
+        methods(&gm).iter().any(|m| m != "direct"),
+        "{:?}",
+        methods(&gm)
+    );
     let (a, b) = (g(&gm), g(&dr));
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!(scale > 0.0);
@@ -215,5 +233,8 @@ fn the_direct_adjoint_gives_the_gmres_gradient() {
     assert!(why.contains("direct"), "{why}");
     assert_eq!(g(&au), b, "auto chose direct: the same gradient");
     let (_, err) = grad(&["backward.direct_after=1"]);
-    assert!(err.contains("backward.direct_after = 1 is deprecated"), "{err}");
+    assert!(
+        err.contains("backward.direct_after = 1 is deprecated"),
+        "{err}"
+    );
 }
