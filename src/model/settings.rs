@@ -119,7 +119,7 @@ impl Default for BackwardSettings {
             anderson_window: d_bwin(),
             filter: Default::default(),
             gmres_restart: d_restart(),
-            adjoint: AdjointSolve::Auto,
+            adjoint: AdjointSolve::default(),
             direct_after: None,
             device_direct_after: d_device_direct_after(),
             device_gmres_restart: d_device_restart(),
