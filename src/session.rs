@@ -147,7 +147,7 @@ pub fn check_gpu_model(
     if backend == Backend::Cpu {
         return Ok(());
     }
-    if method != SolverMethod::Diffphd {
+    if !matches!(method, SolverMethod::Diffphd | SolverMethod::Auto) {
         return Err(SessionError::Backend(format!(
             "--backend {backend:?}: the GPU path runs the PD method only (solver.method = \"diffphd\")"
         )));
@@ -196,6 +196,9 @@ pub fn attach_offload(
     sim: &mut Simulator,
     backend: Backend,
 ) -> Result<Option<String>, SessionError> {
+    if backend != Backend::Cpu {
+        sim.resolve_for_device();
+    }
     check_gpu_model(sim.model, sim.config.method, backend)?;
     let off = device_offload(sim, backend)
         .map_err(|why| SessionError::Backend(format!("--backend {backend:?}: {why}")))?;
@@ -219,6 +222,7 @@ pub fn accelerate_problem(
     check_gpu_model(&problem.base, problem.ls.scene.solver.method, backend)?;
     let said = std::sync::atomic::AtomicBool::new(false);
     problem.accelerate = Some(Box::new(move |sim: &mut Simulator| {
+        sim.resolve_for_device();
         sim.offload = device_offload(sim, backend)?;
         if let Some(off) = &sim.offload {
             if !said.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -636,8 +640,8 @@ impl Tape {
             source,
         };
         let mut sim = simulator(problem, &self.model).map_err(fail)?;
-        let br =
-            rollout::backward(&mut sim, &self.rollout, source, &problem.backward).map_err(fail)?;
+        let (backward, _) = problem.backward_config(&sim);
+        let br = rollout::backward(&mut sim, &self.rollout, source, &backward).map_err(fail)?;
         let values = problem.values_at(theta);
         let gradient = problem
             .params
@@ -665,6 +669,7 @@ impl Tape {
 fn simulator<'m>(problem: &Problem, model: &'m Model) -> Result<Simulator<'m>, SolverError> {
     let derived = model.derive(&model.params);
     let mut sim = Simulator::with_plan(model, derived, &problem.ls.scene.solver, problem.plan())?;
+    problem.pin_method(&mut sim);
     sim.compute_tr = problem.needs_tr;
     if let Some(attach) = &problem.accelerate {
         attach(&mut sim).map_err(SolverError::Accelerator)?;

@@ -48,7 +48,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check_problem(&problem, args.max_memory)?;
+    problem.memory_budget = super::memory::check_problem(&problem, args.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
@@ -60,6 +60,9 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
+    problem
+        .resolve_method()
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let theta = problem.theta0();
     let ev = problem
         .evaluate(&theta, true)
@@ -86,6 +89,8 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     );
     json.as_object_mut().expect("object").extend(
         serde_json::json!({
+        "method": ev.method,
+        "method_reason": ev.method_reason,
         "parameters": names,
         "theta": theta,
         "values": problem.values_at(&theta),

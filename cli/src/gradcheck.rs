@@ -69,7 +69,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check_problem(&problem, args.run.max_memory)?;
+    problem.memory_budget = super::memory::check_problem(&problem, args.run.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, args.run.quiet)?;
     for (flag, list) in [
         ("--param", &args.params),

@@ -61,7 +61,7 @@ pub struct RunArgs {
     /// available). See docs/RELIABILITY.md.
     #[arg(long, value_parser = memory::parse_bytes, value_name = "BYTES")]
     pub max_memory: Option<u64>,
-    /// Solver method (overrides `solver.method`): diffphd, diffpd or newton.
+    /// Solver method (overrides `solver.method`): diffphd, diffpd, newton or auto.
     #[arg(long)]
     pub solver: Option<diffphd::scene::SolverMethod>,
     /// Replace the output of another run in the output directory (its diffphd files,

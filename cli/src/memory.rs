@@ -123,7 +123,10 @@ pub fn simulation(model: &Model, settings: &SolverSettings, plan: &SystemPlan) -
 /// symbolic analysis, kept for its evaluations) and refuse the run when model, solver
 /// state, factor and rollout tape together exceed the limit — before the first numeric
 /// factorization or rollout allocates.
-pub fn check_problem(problem: &Problem, max_memory: Option<u64>) -> Result<(), Failure> {
+///
+/// Returns the bytes left under the limit (`None` when no limit is known): the budget of
+/// `backward.adjoint = "auto"`'s direct adjoint ([`Problem::memory_budget`]).
+pub fn check_problem(problem: &Problem, max_memory: Option<u64>) -> Result<Option<u64>, Failure> {
     let plan = problem.prepare_plan().map_err(|e| {
         Failure::input(anyhow::Error::new(e).context(format!(
             "{}: setting up the solver",
@@ -143,7 +146,19 @@ pub fn check_problem(problem: &Problem, max_memory: Option<u64>) -> Result<(), F
         &est,
         max_memory,
         "use fewer frames, a larger backward.checkpoint_every, a coarser mesh, or a larger --max-memory",
-    )
+    )?;
+    Ok(limit(max_memory).map(|(l, _)| l.saturating_sub(est.total())))
+}
+
+/// The memory limit of a run and its name: the smaller of `--max-memory` and the memory
+/// available (`None` when neither is known).
+fn limit(max_memory: Option<u64>) -> Option<(u64, &'static str)> {
+    match (max_memory, available_bytes()) {
+        (Some(m), Some(a)) if a < m => Some((a, "the memory available")),
+        (Some(m), _) => Some((m, "--max-memory")),
+        (None, Some(a)) => Some((a, "the memory available")),
+        (None, None) => None,
+    }
 }
 
 /// Refuse `what` (needing about `est`) above `--max-memory` or the memory available now;
@@ -155,11 +170,8 @@ pub fn check(
     hint: &str,
 ) -> Result<(), Failure> {
     let estimate = est.total();
-    let (limit, name) = match (max_memory, available_bytes()) {
-        (Some(m), Some(a)) if a < m => (a, "the memory available"),
-        (Some(m), _) => (m, "--max-memory"),
-        (None, Some(a)) => (a, "the memory available"),
-        (None, None) => return Ok(()),
+    let Some((limit, name)) = limit(max_memory) else {
+        return Ok(());
     };
     if estimate > limit {
         return Err(Failure::input(anyhow::anyhow!(

@@ -32,6 +32,60 @@ pub struct OptimizeArgs {
     /// `[optimize]` and `[output]` may differ, e.g. a larger `--max-evaluations`).
     #[arg(long)]
     pub resume: bool,
+    /// Check the gradient as `grad --verify` does (a central finite difference at tight
+    /// forward tolerances, per parameter up to 3, else one seeded random direction) at the
+    /// start point and every N-th iterate. A check that fails stops the run with exit 1
+    /// naming the iterate and the numbers; `optimized.toml` and the frames then hold the
+    /// last iterate that passed (docs/optimize.md "Verified gradients"). 0: never
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub verify_every: usize,
+    /// --verify-every: the largest accepted error (as `grad --verify-threshold`)
+    #[arg(long, value_name = "ERR", default_value_t = diffphd::optimize::verify::DEFAULT_THRESHOLD)]
+    pub verify_threshold: f64,
+}
+
+/// One `--verify-every` check: the iterate and its verification.
+#[derive(serde::Serialize)]
+struct IterateCheck {
+    iteration: usize,
+    evaluation: usize,
+    parameters: Vec<f64>,
+    verify: diffphd::optimize::verify::Verification,
+}
+
+/// The check of iterate `it` of `log` (its evaluation's parameters and gradient, in θ).
+fn verify_iterate(
+    problem: &Problem,
+    log: &OptimizeLog,
+    iteration: usize,
+    opts: &diffphd::optimize::verify::Options,
+) -> Result<Option<IterateCheck>, diffphd::optimize::problem::ProblemError> {
+    let Some(it) = log.iterations.iter().find(|i| i.iteration == iteration) else {
+        return Ok(None);
+    };
+    let Some(ev) = log.evaluations.get(it.evaluation) else {
+        return Ok(None);
+    };
+    let theta: Vec<f64> = problem
+        .params
+        .iter()
+        .zip(&ev.parameters)
+        .map(|(p, &v)| p.to_theta(v))
+        .collect();
+    // the log holds dL/dvalue; the check compares dL/dθ
+    let g: Vec<f64> = problem
+        .params
+        .iter()
+        .zip(ev.parameters.iter().zip(&ev.gradient))
+        .map(|(p, (&v, &g))| if p.log { g * v } else { g })
+        .collect();
+    let verify = diffphd::optimize::verify::verify(problem, &theta, &g, opts)?;
+    Ok(Some(IterateCheck {
+        iteration,
+        evaluation: it.evaluation,
+        parameters: ev.parameters.clone(),
+        verify,
+    }))
 }
 
 /// What a run produced.
@@ -59,14 +113,23 @@ pub fn with_caps(args: &OptimizeArgs) -> RunArgs {
 
 pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let backend = super::simulate::check_backend(args.run.backend)?;
+    let thr = args.verify_threshold;
+    if !(thr.is_finite() && thr > 0.0) {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--verify-threshold {thr}: expected a finite number > 0"
+        )));
+    }
     let run = with_caps(args);
     let ls = super::simulate::load_scene(&run)?;
     let threads = super::set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    super::memory::check_problem(&problem, run.max_memory)?;
+    problem.memory_budget = super::memory::check_problem(&problem, run.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, run.quiet)?;
+    problem
+        .resolve_method()
+        .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {
@@ -88,6 +151,16 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let quiet = run.quiet;
     let mut write_error: Option<std::io::Error> = None;
     let mut seen_iters = 0usize;
+    // --verify-every: the checks so far, the first failure (or error), and the stop flag
+    let stop = super::interrupt_flag()
+        .unwrap_or_else(|| std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let verify_opts = diffphd::optimize::verify::Options {
+        seed: 1,
+        threshold: args.verify_threshold,
+    };
+    let mut checks: Vec<IterateCheck> = Vec::new();
+    let mut verify_failure: Option<anyhow::Error> = None;
+    let problem_ref = &problem;
     let mut on_update = |log: &OptimizeLog| {
         if let Err(e) = write_json(&json_path, log) {
             write_error.get_or_insert(e);
@@ -95,6 +168,39 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         let Some(it) = log.iterations.last() else {
             return;
         };
+        let every = args.verify_every;
+        if every > 0
+            && verify_failure.is_none()
+            && log.iterations.len() > seen_iters
+            && it.iteration % every == 0
+            && checks.iter().all(|c| c.iteration != it.iteration)
+        {
+            match verify_iterate(problem_ref, log, it.iteration, &verify_opts) {
+                Ok(Some(c)) => {
+                    if !quiet {
+                        eprint!("iteration {}: {}", c.iteration, c.verify.table());
+                    }
+                    if !c.verify.passed() {
+                        verify_failure = Some(anyhow::anyhow!(
+                            "gradient verification failed at iteration {} (evaluation {}; optimize.json \"verify\"):\n{}",
+                            c.iteration,
+                            c.evaluation,
+                            c.verify.table().trim_end()
+                        ));
+                        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    checks.push(c);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    verify_failure = Some(anyhow::Error::new(e).context(format!(
+                        "gradient verification at iteration {}",
+                        it.iteration
+                    )));
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
         let msg = format!(
             "loss {:.6e} |grad| {:.3e} evals {}",
             it.loss,
@@ -117,7 +223,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         &problem,
         &settings,
         header,
-        super::interrupt_flag(),
+        Some(stop.clone()),
         &mut on_update,
         resume,
     )
@@ -129,6 +235,29 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         return Err(Failure::input(
             anyhow::Error::new(e).context(format!("cannot write {}", json_path.display())),
         ));
+    }
+    if args.verify_every > 0 {
+        // optimize.json with the checks
+        let mut v = serde_json::to_value(&log).expect("log serializes");
+        v.as_object_mut()
+            .expect("object")
+            .insert("verify".into(), serde_json::json!(checks));
+        let text = serde_json::to_string_pretty(&v).expect("json");
+        diffphd::io::write_atomic(&json_path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", json_path.display()))
+            .map_err(Failure::input)?;
+    }
+    if let Some(failure) = verify_failure {
+        // outputs at the last iterate whose gradient passed
+        let good = checks.iter().rev().find(|c| c.verify.passed());
+        if let Some(c) = good {
+            write_outputs(&problem, &c.parameters, &log, &out).map_err(Failure::input)?;
+        }
+        let kept = match good {
+            Some(c) => format!("optimized.toml holds iteration {}", c.iteration),
+            None => "no iterate passed: no optimized.toml".to_string(),
+        };
+        return Err(Failure::run(anyhow::anyhow!("{failure:#}\n({kept})")));
     }
     // Outputs at the best point.
     if let Some(best) = &log.best {
@@ -177,6 +306,8 @@ fn header(
             "frames": problem.base.frames,
             "dt": problem.base.h,
             "problem_hash": problem.ls.problem_hash(),
+            "method": problem.resolved_method(),
+            "method_reason": problem.method_choice().map(|c| c.reason),
             "resumed_evaluations": replayed,
         })
         .as_object()
@@ -361,6 +492,7 @@ fn write_outputs(
         .collect();
     let model = problem.model_at(&theta);
     let ro = Simulator::new(&model, &problem.ls.scene.solver).and_then(|mut sim| {
+        problem.pin_method(&mut sim);
         if let Some(attach) = &problem.accelerate {
             attach(&mut sim).map_err(diffphd::solver::SolverError::Accelerator)?;
         }

@@ -66,6 +66,31 @@ impl SymbolicFactor {
         self.symbolic.len_val()
     }
 
+    /// Floating-point operations of one numeric factorization, from the structure of $L$:
+    /// $\sum_j c_j^2$ with $c_j$ the count of column $j$ of $L$ (diagonal included), the
+    /// leading term of a left- or right-looking sparse Cholesky (George & Liu 1981, §2.2).
+    /// Known after the analysis, before any numeric work; deterministic (the ordering is).
+    pub fn flops(&self) -> f64 {
+        use faer::sparse::linalg::cholesky::SymbolicCholeskyRaw;
+        let sq = |c: usize| (c as f64) * (c as f64);
+        match self.symbolic.raw() {
+            SymbolicCholeskyRaw::Simplicial(s) => {
+                // simplicial L stores the diagonal in each column
+                s.col_ptr().windows(2).map(|w| sq(w[1] - w[0])).sum()
+            }
+            SymbolicCholeskyRaw::Supernodal(s) => {
+                let rows = s.col_ptr_for_row_idx();
+                (0..s.n_supernodes())
+                    .map(|k| {
+                        let w = s.supernode_end()[k] - s.supernode_begin()[k];
+                        let below = rows[k + 1] - rows[k];
+                        (0..w).map(|j| sq(w - j + below)).sum::<f64>()
+                    })
+                    .sum()
+            }
+        }
+    }
+
     /// Bytes of the numeric factorization: the values of $L$ (8 each) plus the work space
     /// the factorization allocates while it runs.
     pub fn numeric_bytes(&self) -> u64 {

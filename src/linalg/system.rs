@@ -221,6 +221,31 @@ impl SystemPlan {
         self.reduced.iter().map(|r| r.symbolic.nnz_l()).sum()
     }
 
+    /// Floating-point operations of factoring the three axes' reduced systems, counted per
+    /// axis ([`SymbolicFactor::flops`]; axes sharing one analysis count it once each): the
+    /// work of three independent scalar factorizations, the unit of the solver's cost model
+    /// (`solver::auto`).
+    pub fn axis_factor_flops(&self) -> f64 {
+        self.axes
+            .iter()
+            .map(|&k| self.reduced[k].symbolic.flops())
+            .sum()
+    }
+
+    /// Stored values of $L$ counted per axis (as [`SystemPlan::axis_factor_flops`]): the
+    /// entries one PD iteration's three pairs of triangular solves read.
+    pub fn axis_nnz_factor(&self) -> usize {
+        self.axes
+            .iter()
+            .map(|&k| self.reduced[k].symbolic.nnz_l())
+            .sum()
+    }
+
+    /// Free nodes per axis summed over the three axes: the free degrees of freedom.
+    pub fn free_dofs(&self) -> usize {
+        self.axes.iter().map(|&k| self.reduced[k].free.len()).sum()
+    }
+
     /// Whether a matrix of `a`'s pattern with the prescribed sets `dirichlet` can be
     /// factored on this plan.
     pub fn fits(&self, a: &CscMatrix, dirichlet: &[AxisDirichlet; 3]) -> bool {
@@ -526,6 +551,27 @@ mod tests {
             err,
             Some(LinalgError::PatternMismatch { n: 41, .. })
         ));
+    }
+
+    /// The flop estimate is $\sum_jc_j^2$: a dense $k\times k$ block (one element over all
+    /// nodes) has column counts $k,k-1,\dots,1$ under any ordering; counted per axis.
+    #[test]
+    fn factor_flops_of_a_dense_block_are_the_sum_of_squares() {
+        let k = 9;
+        let conn: Vec<usize> = (0..k).collect();
+        let mut a = CscMatrix::pattern_from_elements(k, &conn, &[0, k]);
+        for i in 0..k {
+            for j in 0..k {
+                a.add(i, j, if i == j { k as f64 } else { -0.5 });
+            }
+        }
+        let none = AxisDirichlet { nodes: vec![] };
+        let fixed = AxisDirichlet { nodes: vec![0] };
+        let plan = SystemPlan::new(&a, [none.clone(), none, fixed]).unwrap();
+        let sq = |k: usize| (k * (k + 1) * (2 * k + 1) / 6) as f64;
+        assert_eq!(plan.axis_factor_flops(), 2.0 * sq(k) + sq(k - 1));
+        assert!(plan.axis_nnz_factor() >= 2 * k * (k + 1) / 2);
+        assert_eq!(plan.free_dofs(), 3 * k - 1);
     }
 
     /// The factor's size is known from the plan (symbolic analysis) before the numeric

@@ -43,15 +43,22 @@ pub struct BackwardSettings {
     /// Restart length of the GMRES fallback of the adjoint solve.
     #[serde(default = "d_restart")]
     pub gmres_restart: usize,
-    /// PD method, `"woodbury"`/`"gmres"` adjoint without contact rows, CPU backend: a frame
-    /// whose $A^{-1}$-preconditioned GMRES has not converged after this many iterations is
-    /// solved directly instead: the step's PD Hessian $K=A-\Delta A$ is assembled and
-    /// factored (the Newton baseline's adjoint). High-contrast meshes, where $A^{-1}$ is a
-    /// poor preconditioner, need 1,000–5,000 GMRES iterations a frame (issue 14, armadillo);
-    /// a factorization costs about as much as 50–150 of them. `0`: never (GMRES to
-    /// `max_iterations`). Default 150.
-    #[serde(default = "d_direct_after")]
-    pub direct_after: usize,
+    /// How the PD method solves each frame's adjoint system $Kz=g$, $K=A-\Delta A$, where
+    /// the frame has no contact rows and the Hessian is exact (`filter = "none"`):
+    /// `"gmres"` (default: the Krylov solver of `method`, a frame handed to the direct solve
+    /// past 150 iterations — high-contrast meshes need 1,000–5,000 a frame, a factorization
+    /// costs about 50–150), `"direct"` ($K$ assembled and factored every frame, the Newton
+    /// baseline's adjoint: exact to round-off) or `"auto"` (`"direct"` on the CPU where
+    /// $K$'s factor fits the memory budget and the cost model says it pays, `"gmres"`
+    /// otherwise, without the hand-over where the factor does not fit; on a device the
+    /// device policy of `device_direct_after`; `crate::solver::auto::choose_adjoint`).
+    #[serde(default)]
+    pub adjoint: AdjointSolve,
+    /// Deprecated (use `adjoint`): a frame whose $A^{-1}$-preconditioned GMRES has not
+    /// converged after this many iterations is solved directly; `0`: never. When set it
+    /// overrides `adjoint` (with a warning). Unset by default (150 with `adjoint = "gmres"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_after: Option<usize>,
     /// The same frames on an accelerator (`--backend cuda` or `emulator`), whose GMRES iteration
     /// costs 10–20× less than on the CPU while the direct solve is the same host
     /// factorization: one GMRES run of at most this many iterations, restarted every
@@ -88,9 +95,12 @@ fn d_bwin() -> usize {
 fn d_restart() -> usize {
     50
 }
-fn d_direct_after() -> usize {
-    150
-}
+/// GMRES iterations after which a frame's adjoint is handed to the direct solve when
+/// `adjoint = "auto"` keeps GMRES (and on a device, where the continuation policy starts):
+/// the value `direct_after` had by default before issue 37. High-contrast meshes need
+/// 1,000–5,000 GMRES iterations a frame (issue 14, armadillo); a factorization costs about as
+/// much as 50–150 of them.
+pub const DEFAULT_DIRECT_AFTER: usize = 150;
 fn d_device_direct_after() -> usize {
     2000
 }
@@ -109,7 +119,8 @@ impl Default for BackwardSettings {
             anderson_window: d_bwin(),
             filter: Default::default(),
             gmres_restart: d_restart(),
-            direct_after: d_direct_after(),
+            adjoint: AdjointSolve::default(),
+            direct_after: None,
             device_direct_after: d_device_direct_after(),
             device_gmres_restart: d_device_restart(),
             checkpoint_every: 1,
@@ -310,7 +321,10 @@ pub struct SolverSettings {
     pub polish_tol: f64,
     /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
     /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
-    /// implicit-Euler objective, see `crate::solver::newton`).
+    /// implicit-Euler objective, see `crate::solver::newton`) or `"auto"` (accurate PD or
+    /// Newton by a deterministic rule over the scene's size, factor fill and stiffness
+    /// contrast, `crate::solver::auto`; logged as `method_reason`; a step that misses its
+    /// stopping test is retried with the other method; on a device: PD).
     #[serde(default)]
     pub method: SolverMethod,
     /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
@@ -371,6 +385,9 @@ pub enum SolverMethod {
     Diffphd,
     Diffpd,
     Newton,
+    /// Accurate PD or Newton, chosen per scene by a rule over deterministic quantities
+    /// (`crate::solver::auto`); resolved when the simulator is built, never stepped as such.
+    Auto,
 }
 
 impl SolverMethod {
@@ -379,6 +396,7 @@ impl SolverMethod {
             SolverMethod::Diffphd => "diffphd",
             SolverMethod::Diffpd => "diffpd",
             SolverMethod::Newton => "newton",
+            SolverMethod::Auto => "auto",
         }
     }
 
@@ -388,6 +406,7 @@ impl SolverMethod {
         match self {
             SolverMethod::Diffphd | SolverMethod::Diffpd => "PD iterations",
             SolverMethod::Newton => "Newton iterations",
+            SolverMethod::Auto => "iterations",
         }
     }
 
@@ -396,13 +415,14 @@ impl SolverMethod {
         match self {
             SolverMethod::Diffphd | SolverMethod::Diffpd => "solver.max_iterations",
             SolverMethod::Newton => "solver.newton_max_iterations",
+            SolverMethod::Auto => "solver.method",
         }
     }
 }
 
 /// A `solver.method` name that is not one of [`SolverMethod`]'s.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown solver method {0:?} (expected diffphd, diffpd or newton)")]
+#[error("unknown solver method {0:?} (expected diffphd, diffpd, newton or auto)")]
 pub struct UnknownSolverMethod(pub String);
 
 impl std::str::FromStr for SolverMethod {
@@ -412,6 +432,7 @@ impl std::str::FromStr for SolverMethod {
             "diffphd" => Ok(SolverMethod::Diffphd),
             "diffpd" => Ok(SolverMethod::Diffpd),
             "newton" => Ok(SolverMethod::Newton),
+            "auto" => Ok(SolverMethod::Auto),
             _ => Err(UnknownSolverMethod(s.to_string())),
         }
     }
@@ -753,6 +774,34 @@ pub enum HessianFilterMode {
     Abs,
     /// α ∈ {½, 1} per step from the forward's ratio ρ (Eq. 29).
     TrustRegion,
+}
+
+/// `[backward] adjoint`: iterative or direct solve of each frame's adjoint system.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AdjointSolve {
+    /// Chosen per scene by a deterministic rule (`crate::solver::auto::choose_adjoint`).
+    Auto,
+    /// The Krylov solver of `backward.method`, handing a frame to the direct solve past
+    /// [`DEFAULT_DIRECT_AFTER`] iterations (the safety net for ill-conditioned frames).
+    #[default]
+    Gmres,
+    /// The factored PD Hessian every frame.
+    Direct,
+}
+
+impl BackwardSettings {
+    /// Warnings for deprecated keys that are set (printed by the commands).
+    pub fn deprecations(&self) -> Vec<String> {
+        match self.direct_after {
+            Some(n) => vec![format!(
+                "backward.direct_after = {n} is deprecated: use backward.adjoint = \"auto\", \"gmres\" or \"direct\" (direct_after overrides adjoint while it is set)"
+            )],
+            None => vec![],
+        }
+    }
 }
 
 /// Adjoint linear solver (spec §7.2; issue 7 "adjoint solver choice").

@@ -31,6 +31,14 @@ pub enum ProblemError {
 /// Result of one evaluation.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Evaluation {
+    /// The method the forward and backward ran (`solver.method`, `auto` resolved).
+    pub method: crate::model::SolverMethod,
+    /// Why `solver.method = "auto"` chose it (absent for an explicit method).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method_reason: Option<String>,
+    /// Why `backward.adjoint = "auto"` solved the frames as it did (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjoint_reason: Option<String>,
     /// The loss, the penalties of `regularize` included.
     pub loss: f64,
     /// The penalties' part of `loss` (only with a `regularize` declaration).
@@ -99,6 +107,10 @@ pub struct FrameDiagnostics {
     /// device path this is host factorizations (issue 15: the 56k box's forward on an H200).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<crate::solver::stats::NewtonStats>,
+    /// `solver.method = "auto"`: the method whose attempt at this step missed its stopping
+    /// test before the other one solved it (`solver::step`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_from: Option<crate::model::SolverMethod>,
     pub adjoint: Option<crate::solver::stats::AdjointStats>,
 }
 
@@ -120,6 +132,15 @@ pub struct Problem {
     /// and reused by the later ones (the pattern depends on the mesh and the Dirichlet sets
     /// only, not on the parameters).
     plan: Mutex<Option<Arc<SystemPlan>>>,
+    /// `solver.method = "auto"` as the first evaluation resolved it, kept for every later
+    /// one (a parameter that moves E would otherwise move the stiffness contrast and could
+    /// switch the method between the iterates of one optimization).
+    method_choice: Mutex<Option<crate::solver::auto::MethodChoice>>,
+    /// `backward.adjoint = "auto"` as the first evaluation resolved it.
+    adjoint_choice: Mutex<Option<crate::solver::auto::AdjointChoice>>,
+    /// Bytes the direct adjoint's factor may take (`backward.adjoint = "auto"`); `None`: no
+    /// limit known. The CLI sets it from `--max-memory` or the memory available.
+    pub memory_budget: Option<u64>,
     /// Attaches an accelerator (`Simulator::offload`) to the simulator of every evaluation,
     /// so that its forward and backward run on it (`--backend`; set by the CLI, which knows
     /// the devices: this layer does not). `None`: the CPU path.
@@ -234,7 +255,10 @@ impl Problem {
             filter: b.filter,
             gmres_restart: b.gmres_restart,
             method: b.method,
-            direct_after: b.direct_after,
+            // `adjoint = "auto"` is resolved per evaluation (`backward_config`)
+            direct_after: b.direct_after.unwrap_or(crate::model::DEFAULT_DIRECT_AFTER),
+            direct_first: b.direct_after.is_none()
+                && b.adjoint == crate::model::AdjointSolve::Direct,
             device_direct_after: b.device_direct_after,
             device_gmres_restart: b.device_gmres_restart,
         };
@@ -250,6 +274,9 @@ impl Problem {
             needs_tr,
             checkpoint_every: ls_checkpoint,
             plan: Mutex::new(None),
+            method_choice: Mutex::new(None),
+            adjoint_choice: Mutex::new(None),
+            memory_budget: None,
             accelerate: None,
         })
     }
@@ -269,6 +296,102 @@ impl Problem {
     /// `None` before either).
     pub fn plan(&self) -> Option<Arc<SystemPlan>> {
         self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How `solver.method = "auto"` was resolved (by the first evaluation; `None` before it
+    /// and for an explicit method).
+    pub fn method_choice(&self) -> Option<crate::solver::auto::MethodChoice> {
+        self.method_choice
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Use `choice` for `solver.method = "auto"` in every evaluation (a problem derived from
+    /// another, e.g. `grad --verify`'s tight one, keeps the other's method).
+    pub fn pin_method_choice(&self, choice: Option<crate::solver::auto::MethodChoice>) {
+        *self.method_choice.lock().unwrap_or_else(|e| e.into_inner()) = choice;
+    }
+
+    /// `solver.method = "auto"` resolved on the base model before any evaluation (its
+    /// symbolic analysis is kept for the evaluations): what `grad` and `optimize` log up
+    /// front. `None` for an explicit method.
+    pub fn resolve_method(&self) -> Result<Option<crate::solver::auto::MethodChoice>, SolverError> {
+        if self.ls.scene.solver.method != crate::model::SolverMethod::Auto {
+            return Ok(None);
+        }
+        if let Some(c) = self.method_choice() {
+            return Ok(Some(c));
+        }
+        let plan = match self.plan() {
+            Some(p) => p,
+            None => self.prepare_plan()?,
+        };
+        let mut q = crate::solver::auto::MethodQuantities::of(&self.base, &plan);
+        q.device = self.accelerate.is_some();
+        let c = crate::solver::auto::choose_method(&q);
+        self.pin_method_choice(Some(c.clone()));
+        Ok(Some(c))
+    }
+
+    /// `solver.method = "auto"`: give `sim` (built on a model of this problem) the method
+    /// the problem's first evaluation chose, or record `sim`'s choice when it is the first.
+    /// Explicit methods: nothing.
+    pub fn pin_method(&self, sim: &mut Simulator) {
+        let Some(own) = &sim.config.choice else {
+            return;
+        };
+        let mut pinned = self.method_choice.lock().unwrap_or_else(|e| e.into_inner());
+        let c = match &*pinned {
+            Some(c) => c.clone(),
+            None => {
+                // with an accelerator (`accelerate`), the device rule
+                let mut q = own.quantities.clone();
+                q.device = self.accelerate.is_some();
+                crate::solver::auto::choose_method(&q)
+            }
+        };
+        sim.config.method = c.method;
+        sim.config.choice = Some(c.clone());
+        *pinned = Some(c);
+    }
+
+    /// The backward settings of an evaluation on `sim`: the scene's, with `backward.adjoint
+    /// = "auto"` resolved (once, by the first evaluation; `solver::auto::choose_adjoint` over
+    /// `sim`'s symbolic analysis, its device and [`Problem::memory_budget`]). The choice, if
+    /// any, is returned for the logs.
+    pub fn backward_config(
+        &self,
+        sim: &Simulator,
+    ) -> (BackwardConfig, Option<crate::solver::auto::AdjointChoice>) {
+        let b = &self.ls.scene.backward;
+        let mut cfg = self.backward.clone();
+        if b.adjoint != crate::model::AdjointSolve::Auto || b.direct_after.is_some() {
+            return (cfg, None);
+        }
+        let mut pinned = self
+            .adjoint_choice
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let c = pinned
+            .get_or_insert_with(|| {
+                let mut q = crate::solver::auto::MethodQuantities::of(sim.model, sim.system.plan());
+                q.device = sim.offload.is_some();
+                crate::solver::auto::choose_adjoint(&q, self.memory_budget)
+            })
+            .clone();
+        cfg.direct_first = c.direct_first;
+        cfg.direct_after = c.direct_after;
+        (cfg, Some(c))
+    }
+
+    /// The scene's `solver.method` with `auto` replaced by the method it resolved to (what
+    /// `optimize` writes into `optimized.toml`).
+    pub fn resolved_method(&self) -> crate::model::SolverMethod {
+        match self.method_choice() {
+            Some(c) => c.method,
+            None => self.ls.scene.solver.method,
+        }
     }
 
     /// The scalar parameters' names, in θ order.
@@ -306,6 +429,7 @@ impl Problem {
         let derived = model.derive(&model.params);
         let mut sim = Simulator::with_plan(&model, derived, &self.ls.scene.solver, plan)?;
         *self.plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(sim.system.plan().clone());
+        self.pin_method(&mut sim);
         sim.compute_tr = self.needs_tr && with_gradient;
         let t_attach = Instant::now();
         if let Some(attach) = &self.accelerate {
@@ -337,6 +461,9 @@ impl Problem {
             (Some(r), g)
         };
         let mut ev = Evaluation {
+            method: sim.config.method,
+            method_reason: sim.config.choice.as_ref().map(|c| c.reason.clone()),
+            adjoint_reason: None,
             loss: loss + penalty.unwrap_or(0.0),
             regularization: penalty,
             gradient: vec![],
@@ -374,6 +501,7 @@ impl Problem {
                     seconds_other: st.time_other,
                     newton_krylov_steps: st.polish_steps,
                     newton: st.newton.clone(),
+                    retried_from: st.retried_from,
                     adjoint: None,
                 })
                 .collect(),
@@ -382,7 +510,9 @@ impl Problem {
         };
         if with_gradient {
             let t1 = Instant::now();
-            let br = rollout::backward(&mut sim, &ro, &self.loss, &self.backward)?;
+            let (backward, adjoint) = self.backward_config(&sim);
+            ev.adjoint_reason = adjoint.map(|c| c.reason);
+            let br = rollout::backward(&mut sim, &ro, &self.loss, &backward)?;
             ev.tape_bytes = ro.tape_bytes();
             let values = self.values_at(theta);
             ev.gradient = self

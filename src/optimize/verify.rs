@@ -158,6 +158,7 @@ pub fn verify(
     let mut ls = problem.ls.clone();
     tighten(&mut ls.scene.solver);
     let tight = Problem::new(ls)?;
+    tight.pin_method_choice(problem.method_choice());
     let np = problem.params.len();
     let steps: Vec<f64> = problem
         .params

@@ -523,6 +523,26 @@ fn keep_reference(
     Ok(())
 }
 
+/// `solver.method = "auto"`: write the method it resolved to (issue 37: the optimized scene
+/// re-runs with the method its gradients were computed with, whatever the rule would say
+/// at the optimized parameters).
+fn pin_method(root: &mut Table, problem: &Problem, sets: &mut Vec<String>) {
+    if problem.ls.scene.solver.method != crate::model::SolverMethod::Auto {
+        return;
+    }
+    let method = problem.resolved_method();
+    if method == crate::model::SolverMethod::Auto {
+        return; // not evaluated yet: nothing to pin
+    }
+    let solver = root
+        .entry("solver")
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(t) = solver {
+        t.insert("method".into(), Value::String(method.as_str().into()));
+        sets.push(format!("solver.method=\"{}\"", method.as_str()));
+    }
+}
+
 /// Write the optimized `values` (user units) back into the effective scene: in place first,
 /// and where that is not exact for Young's moduli, again with the factors as appended regions.
 pub fn write_back(problem: &Problem, values: &[f64]) -> Result<WriteBack, WritebackError> {
@@ -548,6 +568,7 @@ fn one_pass(
     rewrite(
         &mut root, problem, target, values, append_e, &mut sets, &mut notes,
     )?;
+    pin_method(&mut root, problem, &mut sets);
     let mut sets = dedup_sets(sets);
     keep_reference(&mut root, base, problem, &mut sets)?;
     absolutize_inputs(&mut root, &problem.ls);

@@ -3,6 +3,7 @@
 
 pub mod adjoint;
 pub mod assembly;
+pub mod auto;
 pub mod diffpd;
 pub mod muscle;
 pub mod newton;

@@ -460,10 +460,13 @@ fn method_adjoint(
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
     let device = |error| SolverError::adjoint_offload(frame, error);
     Ok(match sim.config.method {
-        SolverMethod::Diffphd if direct_fallback_applies(sim, lin, cfg) => {
+        SolverMethod::Diffphd | SolverMethod::Auto if direct_fallback_applies(sim, lin, cfg) => {
             adjoint_gmres_then_direct(sim, lin, x_next, g, cfg, frame)?
         }
-        SolverMethod::Diffphd => solve_adjoint(sim, lin, g, cfg, frame).map_err(device)?,
+        // `Auto` is resolved when the simulator is built; never seen here
+        SolverMethod::Diffphd | SolverMethod::Auto => {
+            solve_adjoint(sim, lin, g, cfg, frame).map_err(device)?
+        }
         SolverMethod::Diffpd => super::diffpd::solve_adjoint(sim, lin, g, cfg, frame)?,
         SolverMethod::Newton => {
             super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?
@@ -480,7 +483,7 @@ fn method_adjoint(
 /// frame, gradient 5.3e-5 off the CPU's).
 fn direct_fallback_applies(sim: &Simulator, lin: &StepLinearization, cfg: &BackwardConfig) -> bool {
     use crate::model::{AdjointMethod, NewtonEnergy};
-    cfg.direct_after > 0
+    (cfg.direct_after > 0 || cfg.direct_first)
         && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
         && cfg.filter == HessianFilterMode::None
         && lin.contact.is_none()
@@ -507,6 +510,12 @@ fn adjoint_gmres_then_direct(
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
     use std::sync::atomic::Ordering::Relaxed;
     let streak = sim.direct_streak.load(Relaxed);
+    if cfg.direct_first {
+        let (z, mut direct) =
+            super::newton::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)?;
+        direct.method = "direct".into();
+        return Ok((z, direct));
+    }
     if streak > 0 && !streak.is_multiple_of(DIRECT_RETRY) {
         // the previous frame's GMRES ran past the cap: K is alike from frame to frame, so
         // this one goes straight to the direct solve (GMRES is tried again every

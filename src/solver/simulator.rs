@@ -135,7 +135,7 @@ impl<'m> Simulator<'m> {
             .flat_map(|d| sets[d].nodes.iter().map(move |&i| 3 * i + d))
             .collect();
         prescribed.sort_unstable();
-        let config = SolverConfig::from_settings(settings, derived.heterogeneous);
+        let mut config = SolverConfig::from_settings(settings, derived.heterogeneous);
         let aa = TypeII::new(config.window, config.gamma_max);
         let contact_nodes: Vec<usize> = model
             .boundary_nodes
@@ -143,6 +143,12 @@ impl<'m> Simulator<'m> {
             .copied()
             .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
             .collect();
+        if settings.method == crate::model::SolverMethod::Auto {
+            let q = super::auto::MethodQuantities::of(model, system.plan());
+            let choice = super::auto::choose_method(&q);
+            config.method = choice.method;
+            config.choice = Some(choice);
+        }
         if let Some(p) = crate::contact::initial::deepest_penetration(
             model,
             &model.obstacles,
@@ -182,6 +188,17 @@ impl<'m> Simulator<'m> {
             offload: None,
             cancel: crate::cancel::Cancel::current(),
         })
+    }
+
+    /// Before a device is attached: a method chosen by `solver.method = "auto"` becomes the
+    /// PD method (the device runs PD only; rule 1 of `solver::auto`). Explicit methods are
+    /// left as they are (the device refuses them).
+    pub fn resolve_for_device(&mut self) {
+        if let Some(c) = &mut self.config.choice {
+            c.quantities.device = true;
+            *c = super::auto::choose_method(&c.quantities);
+            self.config.method = c.method;
+        }
     }
 
     /// `Err(ContactTimeLimit)` for a step whose contact solve hit `contact.max_seconds`

@@ -153,3 +153,148 @@ fn grad_warns_when_a_youngs_parameter_moves_the_default_damping_reference() {
         "parameter=[{kind=\"density\", log=true}]"
     ]));
 }
+
+/// Issue 37 "must show" 4: `grad --verify` on every shipped scene with `[[parameter]]`s, at CI
+/// frame counts, each check within 1e-3 with the FD's own bar within 1e-3. Scenes not run,
+/// and why, are listed in `SKIPPED` (the test fails if a scene with parameters is neither
+/// run nor listed).
+#[test]
+fn grad_verify_on_every_shipped_scene_with_parameters() {
+    // (scene, frames, extra --set): CI frame counts
+    const RUN: &[(&str, &str, &[&str])] = &[
+        ("cantilever", "1", &[]),
+        ("cantilever_diffpd", "1", &[]),
+        ("initial_state_bunny", "2", &[]),
+        ("initial_state_flight", "2", &[]),
+        ("real2sim_probe", "20", &[]), // its captures are frames 12 and 20
+        ("routing_tendon", "2", &[]),
+        ("sysid_bouncing_ball", "12", &[]), // first contact at about frame 8
+        ("sysid_bouncing_ball_bands", "12", &[]),
+        ("sysid_cantilever", "2", &[]),
+        ("torus_locomotion", "2", &[]),
+        ("twist_bands_tet", "2", &[]),
+    ];
+    const SKIPPED: &[(&str, &str)] = &[
+        (
+            "armadillo_twist",
+            "44k DoF at 1000x contrast: one grad takes minutes (scripts/bench_frontier.sh)",
+        ),
+        (
+            "bouncing_ball",
+            "sysid_bouncing_ball's ball 3.5 cm higher: before its first contact (about frame 15, 5.4k DoF) E, nu, rho do not move the loss (gradient 1e-15, the FD is round-off); the ball with contact is verified through sysid_bouncing_ball(_bands)",
+        ),
+        (
+            "dice",
+            "its captures are frames 12 and 20: 20 frames of grad --verify took 100 s under load",
+        ),
+        (
+            "plant",
+            "its mesh (DiffPD's plant.bin) is not in the repository",
+        ),
+    ];
+    let dir = common::repo().join("scenes");
+    let mut with_params: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scenes/")
+        .filter_map(|e| {
+            let p = e.expect("entry").path();
+            let text = std::fs::read_to_string(&p).ok()?;
+            let has = p.extension().is_some_and(|x| x == "toml")
+                && text.lines().any(|l| l.trim() == "[[parameter]]");
+            has.then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
+        })
+        .collect();
+    with_params.sort();
+    let mut covered: Vec<String> = RUN
+        .iter()
+        .map(|r| r.0.to_string())
+        .chain(SKIPPED.iter().map(|s| s.0.to_string()))
+        .collect();
+    covered.sort();
+    assert_eq!(
+        with_params, covered,
+        "scenes with [[parameter]]s vs this test's lists"
+    );
+    for (name, why) in SKIPPED {
+        eprintln!("SKIPPED {name}: {why}");
+    }
+    let mut failures = Vec::new();
+    for (name, frames, sets) in RUN {
+        let t0 = std::time::Instant::now();
+        let scene = format!("scenes/{name}.toml");
+        let mut args = vec!["--frames", frames, "--verify", "--quiet"];
+        for s in *sets {
+            args.extend(["--set", s]);
+        }
+        let (code, stdout, stderr, json) = grad(&scene, &args);
+        eprintln!("{name}: exit {code}, {:.1} s", t0.elapsed().as_secs_f64());
+        if code != 0 || json.is_null() {
+            failures.push(format!("{name}: exit {code}: {stdout}{stderr}"));
+            continue;
+        }
+        for c in checks(&json) {
+            let (err, bar) = (
+                c["error"].as_f64().unwrap_or(f64::INFINITY),
+                c["relative_error_bar"].as_f64().unwrap_or(f64::INFINITY),
+            );
+            let fd = c["finite_difference"].as_f64().unwrap_or(0.0);
+            if c["verdict"] != "agree" || err > 1e-3 || bar > 1e-3 || fd == 0.0 {
+                failures.push(format!("{name}: {c}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `optimize --verify-every N`: the checks are in optimize.json; a deliberately loose backward
+/// tolerance stops the run with exit 1 naming the iterate and the numbers, keeping no
+/// optimized.toml when the start point already fails.
+#[test]
+fn optimize_verify_every_checks_iterates_and_stops_on_a_bad_gradient() {
+    let run = |sets: &[&str]| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cmd = Command::new(common::bin());
+        cmd.current_dir(common::repo())
+            .args(["optimize", "scenes/sysid_cantilever.toml", "--out"])
+            .arg(dir.path().join("out"))
+            .args(["--threads", "1", "--quiet", "--frames", "3"])
+            .args(["--max-iterations", "2", "--verify-every", "1"]);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let o = cmd.output().expect("run diffphd");
+        let log: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/optimize.json")).expect("optimize.json"),
+        )
+        .expect("JSON");
+        let toml = dir.path().join("out/optimized.toml").exists();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            log,
+            toml,
+        )
+    };
+    let (code, err, log, toml) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    let v = log["verify"].as_array().expect("verify");
+    let iters: Vec<u64> = v.iter().map(|c| c["iteration"].as_u64().unwrap()).collect();
+    let done = log["iterations"].as_array().unwrap().len() as u64;
+    assert_eq!(iters, (0..done).collect::<Vec<_>>(), "{log}");
+    for c in v {
+        assert_eq!(c["verify"]["checks"][0]["verdict"], "agree", "{c}");
+    }
+    assert!(toml);
+    let (code, err, log, toml) = run(&["backward.rel_tol=1e-1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("gradient verification failed at iteration 0")
+            && err.contains("DISAGREE")
+            && err.contains("no optimized.toml"),
+        "{err}"
+    );
+    assert_eq!(
+        log["verify"][0]["verify"]["checks"][0]["verdict"],
+        "disagree"
+    );
+    assert!(!toml);
+}

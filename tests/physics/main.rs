@@ -8,6 +8,7 @@
 mod common;
 
 mod attachment;
+mod auto_method;
 mod baselines;
 mod convergence;
 mod defaults_accuracy;

@@ -25,8 +25,11 @@ pub struct RunHeader {
     pub anderson_window: usize,
     /// `solver.gate_reference` of the run: what the position gate is relative to.
     pub gate_reference: diffphd::model::GateReference,
-    /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`).
+    /// `solver.method` of the run (`diffphd`, `diffpd`, `newton`; `auto` resolved).
     pub solver_method: String,
+    /// Why `solver.method = "auto"` chose `solver_method` (absent for an explicit method).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method_reason: Option<String>,
     /// Assembly + ordering + factorization time (s).
     pub setup_seconds: f64,
     /// Stored entries of the Cholesky factor(s).
@@ -80,6 +83,10 @@ pub struct FrameRecord {
     /// projected elements, regularisations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<NewtonRecord>,
+    /// `solver.method = "auto"`: the method whose attempt missed this step's stopping test;
+    /// the other method then solved the step from its start (these are its statistics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_from: Option<diffphd::model::SolverMethod>,
 }
 
 /// The force-balance record of a step under `solver.mode = "accurate"`.

@@ -37,7 +37,11 @@ pub fn effective_sets(args: &RunArgs) -> Vec<String> {
 
 /// Load the scene with the command-line overrides (`--frames` becomes a `--set`).
 pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
-    scene::load(&args.scene, &effective_sets(args)).map_err(Failure::input)
+    let ls = scene::load(&args.scene, &effective_sets(args)).map_err(Failure::input)?;
+    for w in ls.scene.backward.deprecations() {
+        eprintln!("warning: {w}");
+    }
+    Ok(ls)
 }
 
 /// The backend of a command that runs forward and backward (`grad`, `gradcheck`, `optimize`),
@@ -320,6 +324,7 @@ fn run_header(
         anderson_window: sim.config.window,
         gate_reference: sim.config.gate_reference,
         solver_method: sim.config.method.as_str().into(),
+        method_reason: sim.config.choice.as_ref().map(|c| c.reason.clone()),
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
         warnings: model.warnings.clone(),
@@ -373,6 +378,7 @@ fn frame_record(
         file,
         contact: stats.contact.clone(),
         newton: stats.newton.as_ref().map(newton_record),
+        retried_from: stats.retried_from,
     }
 }
 

@@ -750,6 +750,7 @@ mod tests {
             gmres_restart: 50,
             method: crate::model::AdjointMethod::FixedPoint,
             direct_after: 0,
+            direct_first: false,
             device_direct_after: 0,
             device_gmres_restart: 50,
         };

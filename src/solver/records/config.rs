@@ -26,8 +26,11 @@ pub struct SolverConfig {
     pub direct_fallback: bool,
     /// `[solver] newton_krylov_max_steps`: subproblems of a Newton–Krylov phase at most.
     pub newton_krylov_max_steps: usize,
-    /// `[solver] method` (issue 7 baselines).
+    /// `[solver] method` (issue 7 baselines), resolved: never `Auto` once the simulator is
+    /// built (`Simulator::with_plan` applies `solver::auto`).
     pub method: SolverMethod,
+    /// How `method = "auto"` was resolved (`None` for an explicit method).
+    pub choice: Option<crate::solver::auto::MethodChoice>,
     /// Settings of `method = "newton"`.
     pub newton: NewtonConfig,
     /// L-BFGS history of `method = "diffpd"`.
@@ -70,7 +73,12 @@ impl SolverConfig {
             polish_tol: s.polish_tol,
             direct_fallback: s.direct_fallback,
             newton_krylov_max_steps: s.newton_krylov_max_steps,
-            method: s.method,
+            // `auto` is resolved by the simulator, which has the symbolic analysis
+            method: match s.method {
+                SolverMethod::Auto => SolverMethod::Diffphd,
+                m => m,
+            },
+            choice: None,
             newton: NewtonConfig {
                 energy: s.newton_energy,
                 filter: s.newton_filter,
@@ -104,8 +112,11 @@ pub struct BackwardConfig {
     pub gmres_restart: usize,
     pub method: AdjointMethod,
     /// GMRES iterations after which a frame's adjoint is solved directly (0: never); see
-    /// [`crate::model::BackwardSettings::direct_after`].
+    /// [`crate::model::BackwardSettings::adjoint`].
     pub direct_after: usize,
+    /// Solve every eligible frame directly, without a GMRES attempt (`adjoint = "direct"`,
+    /// or `"auto"` resolved to it).
+    pub direct_first: bool,
     /// The accelerator's cap past `direct_after` (0: as on the CPU); see
     /// [`crate::model::BackwardSettings::device_direct_after`].
     pub device_direct_after: usize,
@@ -128,6 +139,7 @@ impl BackwardConfig {
             gmres_restart: restart,
             method: AdjointMethod::Gmres,
             direct_after: 0,
+            direct_first: false,
             device_direct_after: 0,
             device_gmres_restart: restart,
         }

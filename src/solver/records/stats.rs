@@ -42,6 +42,11 @@ pub struct StepStats {
     /// solved with, pinned at their start-of-step positions (what the backward restricts to).
     #[serde(skip)]
     pub diffpd_active: Option<Vec<usize>>,
+    /// `solver.method = "auto"`: the method whose attempt missed the step's stopping test;
+    /// the step was then solved from its start by the other method (`solver::step`), whose
+    /// statistics these are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_from: Option<crate::model::SolverMethod>,
 }
 
 /// Ratio and blend of one step.

@@ -1,0 +1,316 @@
+//! `solver.method = "auto"` (issue 37 item 1): the method of a scene chosen once, before the
+//! first step, by a rule over deterministic quantities of the model and its symbolic analysis
+//! (never over measured timings), so that the same scene picks the same method on any machine
+//! and load. The rule ([`choose_method`], in this order):
+//!
+//! 1. **Device backend** → accurate PD (`diffphd`): the device runs the PD iteration only.
+//! 2. **Stiffness contrast** $\max_eE_e/\min_eE_e\ge$ [`CONTRAST_NEWTON`] → Newton. PD's
+//!    contraction rate is set by the spread of the stiffness around the one constant matrix
+//!    $A$; Newton's factor of the true Hessian does not care. Measured (docs/BENCHMARKS.md,
+//!    "Speed and accuracy against Newton", total time Newton / PD): twist bands 1000×, 975
+//!    DoF, 0.31; armadillo 1000×, 44k DoF, 0.33 (Newton 3× faster even at the largest size);
+//!    the Crab at 1000× under contact did not converge with PD (docs/paper-scenes.md).
+//! 3. Otherwise the **per-iteration cost model**: one PD iteration costs the three axes'
+//!    pairs of triangular solves, $C_{PD}=4Z$ flops ($Z$ = stored entries of the axes'
+//!    factors, [`crate::linalg::SystemPlan::axis_nnz_factor`]), plus the local step; one Newton
+//!    iteration a numeric factorization of the $3\times3$-block Hessian on the same node
+//!    graph, whose column counts are three times the scalar factor's over three times the
+//!    columns: $C_N=9F$ ($F=\sum_jc_j^2$ over the axes' factors,
+//!    [`crate::linalg::SystemPlan::axis_factor_flops`]). The ratio $\rho=C_N/C_{PD}$ is the
+//!    number of PD iterations one Newton iteration costs; it grows with the fill of the
+//!    factor (about $n^{1/3}$ on 3D meshes). Newton is chosen when $\rho\le$
+//!    [`BREAK_EVEN_RATIO`], the ratio at which the measured total times cross (module
+//!    constant docs). Contact adds work to both methods per iteration (a contact solve on
+//!    their own factor) and does not move the crossing in the measurements (the bouncing
+//!    ball with contact, 5.4k DoF: 0.77, between the contact-free cantilevers' 0.61 and 0.88),
+//!    so contact counts are logged but not part of the rule.
+//!
+//! Explicit choices (`diffphd`, `diffpd`, `newton`) are never changed. A step of a method
+//! chosen by `auto` that misses its stopping test is retried from the step's start with the
+//! other method (`solver::step`); explicit choices are not retried.
+
+use crate::linalg::SystemPlan;
+use crate::model::{Model, SolverMethod};
+
+/// Stiffness contrast at and above which `auto` picks Newton.
+pub const CONTRAST_NEWTON: f64 = 100.0;
+
+/// Largest cost ratio $\rho=C_N/C_{PD}$ (PD iterations per Newton iteration, module docs) at
+/// which `auto` picks Newton. Derived from the frontier (docs/BENCHMARKS.md, total time
+/// Newton / PD at equal accuracy, > 1: PD faster) with $\rho$ from this analysis:
+/// cantilever 20×5×5 hex (2,268 DoF, $\rho=131$): 0.61; cantilever_diffpd 32×8×8 hex (8,019
+/// DoF, $\rho=217$): 0.88; bouncing ball (5,445 DoF, contact, $\rho=268$): 0.77; the Plant
+/// (29,763 DoF, its mesh is not in the repository): 2.23. A power law through the two
+/// contact-free cantilevers ($r\propto\rho^{0.73}$) crosses 1 at $\rho\approx260$ and puts
+/// the Plant's 2.23 at $\rho\approx780$; 300 keeps every scene measured faster with Newton
+/// on Newton (the ball at 268) and the Plant on PD. The lead's frontier re-run on an idle
+/// machine is the check of this constant.
+pub const BREAK_EVEN_RATIO: f64 = 300.0;
+
+/// The deterministic inputs of the rule.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MethodQuantities {
+    /// Free degrees of freedom (3 × nodes − prescribed).
+    pub free_dofs: usize,
+    /// Stored entries of the three axes' Cholesky factors of $A$.
+    pub nnz_factor: usize,
+    /// Flops of factoring the three axes' systems ($\sum_jc_j^2$ per axis).
+    pub factor_flops: f64,
+    /// $\max_eE_e/\min_eE_e$ over the elements.
+    pub stiffness_contrast: f64,
+    /// Contact candidates: the boundary nodes when the scene has obstacles or body contact,
+    /// else 0.
+    pub contact_candidates: usize,
+    /// The run's backend is a device (`--backend cuda` or `emulator`).
+    pub device: bool,
+}
+
+impl MethodQuantities {
+    /// The quantities of `model` with the symbolic analysis `plan` of its PD matrix.
+    pub fn of(model: &Model, plan: &SystemPlan) -> Self {
+        let contact_candidates = if model.obstacles.is_empty() && !model.contact.bodies {
+            0
+        } else {
+            model.boundary_nodes.len()
+        };
+        let (lo, hi) = model
+            .params
+            .youngs
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
+                (lo.min(e), hi.max(e))
+            });
+        MethodQuantities {
+            free_dofs: plan.free_dofs(),
+            nnz_factor: plan.axis_nnz_factor(),
+            factor_flops: plan.axis_factor_flops(),
+            stiffness_contrast: if lo > 0.0 && hi.is_finite() {
+                hi / lo
+            } else {
+                1.0
+            },
+            contact_candidates,
+            device: false,
+        }
+    }
+
+    /// PD iterations one Newton iteration costs, $\rho=9F/4Z$ (module docs).
+    pub fn cost_ratio(&self) -> f64 {
+        9.0 * self.factor_flops / (4.0 * self.nnz_factor.max(1) as f64)
+    }
+}
+
+/// The resolved method of `solver.method = "auto"` and why (logged in `log.json`,
+/// `grad.json`, `optimize.json`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MethodChoice {
+    pub method: SolverMethod,
+    /// One line: the rule that decided and its numbers.
+    pub reason: String,
+    pub quantities: MethodQuantities,
+}
+
+/// The rule of the module docs: a pure function of the quantities.
+pub fn choose_method(q: &MethodQuantities) -> MethodChoice {
+    let (method, reason) = if q.device {
+        (
+            SolverMethod::Diffphd,
+            "device backend: the device runs the PD method".to_string(),
+        )
+    } else if q.stiffness_contrast >= CONTRAST_NEWTON {
+        (
+            SolverMethod::Newton,
+            format!(
+                "stiffness contrast {:.3e} >= {CONTRAST_NEWTON:e}: PD converges slowly",
+                q.stiffness_contrast
+            ),
+        )
+    } else if q.cost_ratio() <= BREAK_EVEN_RATIO {
+        (
+            SolverMethod::Newton,
+            format!(
+                "a Newton iteration costs {:.0} PD iterations (<= {BREAK_EVEN_RATIO:.0}): factor flops {:.3e}, nnz(L) {}",
+                q.cost_ratio(),
+                q.factor_flops,
+                q.nnz_factor
+            ),
+        )
+    } else {
+        (
+            SolverMethod::Diffphd,
+            format!(
+                "a Newton iteration costs {:.0} PD iterations (> {BREAK_EVEN_RATIO:.0}): factor flops {:.3e}, nnz(L) {}",
+                q.cost_ratio(),
+                q.factor_flops,
+                q.nnz_factor
+            ),
+        )
+    };
+    MethodChoice {
+        method,
+        reason,
+        quantities: q.clone(),
+    }
+}
+
+/// Largest cost ratio $\rho$ at which `backward.adjoint = "auto"` solves every frame
+/// directly on the CPU. A frame's GMRES adjoint costs $n_g$ products with $\Delta A$ and
+/// $A^{-1}$ solves ($n_g$ = 85–143 per frame on the frontier scenes), the direct one a
+/// numeric factorization of $K$ ($9F$) and two solves: by flops the direct solve wins for
+/// $\rho\lesssim n_g$, and the supernodal factorization runs its flops several times faster
+/// than the memory-bound triangular solves, which moves the crossing up. Measured
+/// (docs/benchmarks-log.md "The backward: the direct adjoint is the faster CPU method at
+/// these sizes", one thread, idle): direct-first 1.11–1.63× faster than GMRES on every
+/// frontier scene, up to the Plant (29,763 DoF); 1000 keeps those scenes direct with room.
+pub const DIRECT_ADJOINT_RATIO: f64 = 1000.0;
+
+/// Estimated bytes of the direct adjoint's factor of $K$ ($3\times3$ blocks on the node
+/// graph: about three times the stored entries of the three axes' factors, 8 bytes each,
+/// and as much again of work space).
+pub fn direct_adjoint_bytes(q: &MethodQuantities) -> u64 {
+    2 * 8 * 3 * q.nnz_factor as u64
+}
+
+/// The resolved `backward.adjoint = "auto"`: the settings of the frame solve and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AdjointChoice {
+    /// Every eligible frame solved directly.
+    pub direct_first: bool,
+    /// GMRES iterations before a frame is handed to the direct solve (0: never).
+    pub direct_after: usize,
+    pub reason: String,
+}
+
+/// `backward.adjoint = "auto"` (the rule of [`DIRECT_ADJOINT_RATIO`]): on a device the
+/// device policy (GMRES, handed to the host factorization past
+/// [`crate::model::DEFAULT_DIRECT_AFTER`] when its rate says so); on the CPU the direct
+/// solve when $K$'s estimated factor fits `budget` (bytes; `None`: no limit known) and
+/// $\rho\le$ [`DIRECT_ADJOINT_RATIO`]; GMRES with the hand-over where it fits but costs
+/// more; GMRES alone where it does not fit.
+pub fn choose_adjoint(q: &MethodQuantities, budget: Option<u64>) -> AdjointChoice {
+    let bytes = direct_adjoint_bytes(q);
+    let fits = budget.is_none_or(|b| bytes <= b);
+    let handover = crate::model::DEFAULT_DIRECT_AFTER;
+    if q.device {
+        return AdjointChoice {
+            direct_first: false,
+            direct_after: handover,
+            reason: "device backend: device GMRES, host factorization past its policy".into(),
+        };
+    }
+    if !fits {
+        return AdjointChoice {
+            direct_first: false,
+            direct_after: 0,
+            reason: format!(
+                "the direct adjoint's factor (~{bytes} bytes) exceeds the memory budget: GMRES"
+            ),
+        };
+    }
+    if q.cost_ratio() <= DIRECT_ADJOINT_RATIO {
+        AdjointChoice {
+            direct_first: true,
+            direct_after: handover,
+            reason: format!(
+                "a factorization of K costs {:.0} A^-1 solves (<= {DIRECT_ADJOINT_RATIO:.0}) and fits (~{bytes} bytes): direct",
+                q.cost_ratio()
+            ),
+        }
+    } else {
+        AdjointChoice {
+            direct_first: false,
+            direct_after: handover,
+            reason: format!(
+                "a factorization of K costs {:.0} A^-1 solves (> {DIRECT_ADJOINT_RATIO:.0}): GMRES, direct past {handover} iterations",
+                q.cost_ratio()
+            ),
+        }
+    }
+}
+
+/// The method a step of a method chosen by `auto` is retried with when it misses its
+/// stopping test: the other one of the pair.
+pub fn other_method(m: SolverMethod) -> SolverMethod {
+    match m {
+        SolverMethod::Newton => SolverMethod::Diffphd,
+        _ => SolverMethod::Newton,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(dofs: usize, ratio: f64, contrast: f64) -> MethodQuantities {
+        // nnz and flops with the given cost ratio 9F/4Z
+        let z = 10 * dofs;
+        MethodQuantities {
+            free_dofs: dofs,
+            nnz_factor: z,
+            factor_flops: ratio * 4.0 * z as f64 / 9.0,
+            stiffness_contrast: contrast,
+            contact_candidates: 0,
+            device: false,
+        }
+    }
+
+    #[test]
+    fn small_homogeneous_scenes_pick_newton_large_ones_pd() {
+        let small = choose_method(&q(2268, 128.0, 1.0));
+        assert_eq!(small.method, SolverMethod::Newton, "{}", small.reason);
+        assert!(small.reason.contains("128"), "{}", small.reason);
+        assert_eq!(
+            choose_method(&q(8019, 300.0, 1.0)).method,
+            SolverMethod::Newton
+        );
+        let large = choose_method(&q(29763, 301.0, 1.0));
+        assert_eq!(large.method, SolverMethod::Diffphd, "{}", large.reason);
+    }
+
+    #[test]
+    fn contrast_picks_newton_at_any_size_and_the_device_pd() {
+        let c = choose_method(&q(44241, 5000.0, 1000.0));
+        assert_eq!(c.method, SolverMethod::Newton);
+        assert!(c.reason.contains("contrast"), "{}", c.reason);
+        assert_eq!(
+            choose_method(&q(44241, 5000.0, 99.0)).method,
+            SolverMethod::Diffphd
+        );
+        let mut d = q(100, 1.0, 1000.0);
+        d.device = true;
+        let c = choose_method(&d);
+        assert_eq!(c.method, SolverMethod::Diffphd);
+        assert!(c.reason.contains("device"), "{}", c.reason);
+    }
+
+    #[test]
+    fn the_adjoint_is_direct_where_it_fits_and_pays() {
+        let small = q(2268, 128.0, 1.0);
+        let c = choose_adjoint(&small, None);
+        assert!(c.direct_first, "{}", c.reason);
+        let c = choose_adjoint(&small, Some(direct_adjoint_bytes(&small) - 1));
+        assert!(!c.direct_first && c.direct_after == 0, "{}", c.reason);
+        let c = choose_adjoint(&q(200_000, 5000.0, 1.0), None);
+        assert!(!c.direct_first && c.direct_after == 150, "{}", c.reason);
+        let mut d = small.clone();
+        d.device = true;
+        let c = choose_adjoint(&d, None);
+        assert!(
+            !c.direct_first && c.reason.contains("device"),
+            "{}",
+            c.reason
+        );
+    }
+
+    /// The rule reads only its inputs: the same quantities give the same choice.
+    #[test]
+    fn the_choice_is_a_function_of_the_quantities() {
+        for (r, c) in [(10.0, 1.0), (299.0, 50.0), (1e4, 1.0), (1e4, 200.0)] {
+            let a = choose_method(&q(1000, r, c));
+            let b = choose_method(&q(1000, r, c));
+            assert_eq!((a.method, a.reason), (b.method, b.reason));
+        }
+        assert_eq!(other_method(SolverMethod::Newton), SolverMethod::Diffphd);
+        assert_eq!(other_method(SolverMethod::Diffphd), SolverMethod::Newton);
+    }
+}

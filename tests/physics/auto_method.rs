@@ -1,0 +1,240 @@
+//! `solver.method = "auto"` and `backward.adjoint` (issue 37 items 1 and 2): the choice is
+//! the rule's (`diffphd::solver::auto`) on the scene's deterministic quantities, it is logged
+//! with its reason, the run it makes is the explicit method's bit for bit, a step the chosen
+//! method misses is retried with the other one, `optimize` pins the resolved method in
+//! `optimized.toml`, a device runs PD, and the direct adjoint gives the GMRES adjoint's
+//! gradient.
+
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `diffphd <cmd> <scene> --out <tmp>/out --threads 1 --quiet <args>`: exit code, stderr,
+/// and the temp dir.
+fn run(cmd: &str, scene: &str, args: &[&str]) -> (i32, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(common::bin())
+        .current_dir(common::repo())
+        .args([cmd, scene, "--out"])
+        .arg(dir.path().join("out"))
+        .args(["--threads", "1", "--quiet"])
+        .args(args)
+        .output()
+        .expect("run diffphd");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        dir,
+    )
+}
+
+fn json(dir: &Path, file: &str) -> serde_json::Value {
+    let p: PathBuf = dir.join("out").join(file);
+    let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).expect("JSON")
+}
+
+const AUTO: &str = "solver.method=\"auto\"";
+
+/// The cantilever (2,268 DoF, homogeneous, cost ratio 131 ≤ 300) resolves to Newton and the
+/// twist bands (100× contrast) too, by their rules; the run equals `--solver newton` bit for
+/// bit; an explicit method logs no reason.
+#[test]
+fn auto_logs_the_rules_choice_and_runs_it() {
+    let (code, err, auto) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "2", "--set", AUTO],
+    );
+    assert_eq!(code, 0, "{err}");
+    let h = &json(auto.path(), "log.json")["header"];
+    assert_eq!(h["solver_method"], "newton", "{h}");
+    let why = h["method_reason"].as_str().expect("method_reason");
+    assert!(why.contains("costs 131 PD iterations"), "{why}");
+    let (code, err, newton) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "2", "--solver", "newton"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(json(newton.path(), "log.json")["header"]
+        .get("method_reason")
+        .is_none());
+    for f in ["frame_00001.ply", "frame_00002.ply"] {
+        let a = std::fs::read(auto.path().join("out").join(f)).expect(f);
+        let b = std::fs::read(newton.path().join("out").join(f)).expect(f);
+        assert!(a == b, "{f}: auto and --solver newton differ");
+    }
+    let (code, err, bands) = run(
+        "simulate",
+        "scenes/twist_bands_tet.toml",
+        &["--frames", "1", "--set", AUTO],
+    );
+    assert_eq!(code, 0, "{err}");
+    let h = &json(bands.path(), "log.json")["header"];
+    assert_eq!(h["solver_method"], "newton");
+    assert!(
+        h["method_reason"].as_str().unwrap().contains("contrast"),
+        "{h}"
+    );
+}
+
+/// A step the chosen method misses (Newton capped at one iteration) is solved again from its
+/// start by accurate PD: every frame converges, carries `retried_from = "newton"`, and the
+/// states are PD's own (an explicit `--solver newton` with the same cap fails with exit 3).
+#[test]
+fn a_step_auto_misses_is_retried_with_the_other_method() {
+    let cap = "solver.newton_max_iterations=1";
+    let (code, err, dir) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "2", "--set", AUTO, "--set", cap],
+    );
+    assert_eq!(code, 0, "{err}");
+    let log = json(dir.path(), "log.json");
+    for f in log["frames"].as_array().unwrap() {
+        assert_eq!(f["retried_from"], "newton", "{f}");
+        assert_eq!(f["converged"], true, "{f}");
+        assert!(f.get("newton").is_none(), "PD's statistics expected: {f}");
+    }
+    let (code, _, pd) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "2", "--solver", "diffphd"],
+    );
+    assert_eq!(code, 0);
+    // the retried states are PD's to its stopping test: centre of mass within 1e-6 of the
+    // motion (both converged to residual_tol 1e-8)
+    let com = |log: &serde_json::Value, f: usize| -> Vec<f64> {
+        log["frames"][f]["diagnostics"]["center_of_mass"]
+            .as_array()
+            .unwrap_or_else(|| panic!("center_of_mass in {}", log["frames"][f]))
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let pd_log = json(pd.path(), "log.json");
+    let (a, b) = (com(&log, 1), com(&pd_log, 1));
+    let start = com(&pd_log, 0);
+    let motion = b
+        .iter()
+        .zip(&start)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
+    assert!(motion > 0.0);
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= 1e-6 * motion,
+            "{a:?} vs {b:?} (motion {motion})"
+        );
+    }
+    let (code, err, _) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "2", "--solver", "newton", "--set", cap],
+    );
+    assert_eq!(code, 3, "an explicit method is not retried: {err}");
+}
+
+/// `grad` and `optimize` log the method and why; `optimize` writes the resolved method into
+/// `optimized.toml`, which then runs it explicitly.
+#[test]
+fn grad_and_optimize_log_and_pin_the_resolved_method() {
+    let (code, err, dir) = run(
+        "grad",
+        "scenes/sysid_cantilever.toml",
+        &["--frames", "2", "--set", AUTO],
+    );
+    assert_eq!(code, 0, "{err}");
+    let g = json(dir.path(), "grad.json");
+    assert_eq!(g["method"], "newton", "{}", g["method"]);
+    assert!(g["method_reason"].as_str().is_some(), "{g}");
+    let (code, err, dir) = run(
+        "optimize",
+        "scenes/sysid_cantilever.toml",
+        &["--frames", "2", "--max-iterations", "1", "--set", AUTO],
+    );
+    assert_eq!(code, 0, "{err}");
+    let o = json(dir.path(), "optimize.json");
+    assert_eq!(o["header"]["method"], "newton", "{}", o["header"]);
+    assert!(o["header"]["method_reason"].as_str().is_some());
+    let written = dir.path().join("out").join("optimized.toml");
+    let ls = diffphd::scene::load(&written, &[]).expect("optimized.toml loads");
+    assert_eq!(ls.scene.solver.method, diffphd::model::SolverMethod::Newton);
+}
+
+/// On a device `auto` is PD (the emulator backend runs the device code on the host).
+#[test]
+fn auto_on_a_device_is_pd() {
+    let (code, err, dir) = run(
+        "simulate",
+        "scenes/cantilever.toml",
+        &["--frames", "1", "--backend", "emulator", "--set", AUTO],
+    );
+    assert_eq!(code, 0, "{err}");
+    let h = &json(dir.path(), "log.json")["header"];
+    assert_eq!(h["solver_method"], "diffphd", "{h}");
+    assert!(
+        h["method_reason"].as_str().unwrap().contains("device"),
+        "{h}"
+    );
+}
+
+/// `backward.adjoint = "direct"` factors every frame and lands on the GMRES adjoint's
+/// gradient (to GMRES's tolerance); `"auto"` says why it chose; the deprecated
+/// `direct_after` still works, with a warning.
+#[test]
+fn the_direct_adjoint_gives_the_gmres_gradient() {
+    let grad = |sets: &[&str]| {
+        let mut args = vec!["--frames", "3"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let (code, err, dir) = run("grad", "scenes/cantilever.toml", &args);
+        assert_eq!(code, 0, "{sets:?}: {err}");
+        (json(dir.path(), "grad.json"), err)
+    };
+    let g = |j: &serde_json::Value| -> Vec<f64> {
+        j["evaluation"]["gradient"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let methods = |j: &serde_json::Value| -> Vec<String> {
+        j["evaluation"]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["adjoint"]["method"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let (gm, _) = grad(&["backward.adjoint=\"gmres\""]);
+    let (dr, _) = grad(&["backward.adjoint=\"direct\""]);
+    assert!(
+        methods(&dr).iter().all(|m| m == "direct"),
+        "{:?}",
+        methods(&dr)
+    );
+    assert!(
+        methods(&gm).iter().any(|m| m != "direct"),
+        "{:?}",
+        methods(&gm)
+    );
+    let (a, b) = (g(&gm), g(&dr));
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(scale > 0.0);
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= 1e-5 * scale, "gmres {a:?} direct {b:?}");
+    }
+    let (au, _) = grad(&["backward.adjoint=\"auto\""]);
+    let why = au["evaluation"]["adjoint_reason"].as_str().expect("reason");
+    assert!(why.contains("direct"), "{why}");
+    assert_eq!(g(&au), b, "auto chose direct: the same gradient");
+    let (_, err) = grad(&["backward.direct_after=1"]);
+    assert!(
+        err.contains("backward.direct_after = 1 is deprecated"),
+        "{err}"
+    );
+}
