@@ -75,6 +75,23 @@ fn chart(log: &serde_json::Value, truth: &[String]) -> anyhow::Result<Chart> {
     bail!("neither an optimize log (`iterations`) nor a simulation log (`frames`)")
 }
 
+/// The image of a log (optimize or simulation) in `format`, as `diffphd plot` writes it
+/// (also the fuzz target `plot_json`'s entry: any JSON value gives bytes or an error).
+pub fn render_log(
+    log: &serde_json::Value,
+    truth: &[String],
+    format: Format,
+) -> anyhow::Result<Vec<u8>> {
+    draw_chart(&chart(log, truth)?, format)
+}
+
+fn draw_chart(chart: &Chart, format: Format) -> anyhow::Result<Vec<u8>> {
+    match chart {
+        Chart::Optimize(s) => draw::render(format, s),
+        Chart::Simulation(s) => draw::render(format, s),
+    }
+}
+
 pub fn run(args: &PlotArgs) -> Result<(), Failure> {
     let input = args.input.display().to_string();
     let text = std::fs::read_to_string(&args.input)
@@ -95,12 +112,9 @@ pub fn run(args: &PlotArgs) -> Result<(), Failure> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(default));
     let format = Format::of(&output).map_err(Failure::input)?;
-    let bytes = match &chart {
-        Chart::Optimize(s) => draw::render(format, s),
-        Chart::Simulation(s) => draw::render(format, s),
-    }
-    .with_context(|| format!("cannot draw {}", output.display()))
-    .map_err(Failure::input)?;
+    let bytes = draw_chart(&chart, format)
+        .with_context(|| format!("cannot draw {}", output.display()))
+        .map_err(Failure::input)?;
     diffphd::io::write_atomic(&output, &bytes)
         .with_context(|| format!("cannot write {}", output.display()))
         .map_err(Failure::input)
