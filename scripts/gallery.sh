@@ -36,7 +36,7 @@ for name in "${NAMES[@]}"; do
     secs=$(echo "$(date +%s.%N) - $start" | bc)
     trail=(); [[ "$TRAIL" == *" $name "* ]] && trail=(--trail)
     "$PY" scripts/gallery.py "$scene" "$out" "docs/gallery/$name.png" "${trail[@]}" 2>/dev/null
-    last=$(ls "$out"/frame_*.vtu "$out"/particles_*.vtu 2>/dev/null | tail -1 | sed 's/.*_0*\([0-9][0-9]*\)\.vtu/\1/')
+    last=$( (ls "$out"/frame_*.vtu "$out"/particles_*.vtu 2>/dev/null || true) | tail -1 | sed 's/.*_0*\([0-9][0-9]*\)\.vtu/\1/')
     grep -v "^$name	" docs/gallery/captions.tsv > target/gallery/captions.tmp 2>/dev/null || true
     printf '%s\t%s\t%s\t%.0f\t%s\t%s\n' "$name" "diffphd ${args[*]:0:2} ${args[*]:6}" "$last" "$secs" \
         "$COMMIT" "$(date -u +%Y-%m-%d)" >> target/gallery/captions.tmp

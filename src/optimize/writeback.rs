@@ -303,11 +303,10 @@ fn close_all(a: &[f64], b: &[f64]) -> bool {
 /// The model of the written scene `text` with its per-element `files`: loaded from
 /// `problem`'s path when there are none, else from a private temporary folder holding the
 /// scene and the files as `optimize` writes them (removed afterwards).
-fn rebuild(problem: &Problem, text: &str, files: &[ElementFile]) -> Result<Model, String> {
-    let build = |path: &std::path::Path| -> Result<Model, String> {
-        let ls = scene::load_str(text, path, &[])
-            .map_err(|e| format!("the written scene does not load: {e}"))?;
-        Model::from_scene(&ls).map_err(|e| format!("the written scene does not build: {e}"))
+fn rebuild(problem: &Problem, text: &str, files: &[ElementFile]) -> Result<Model, RebuildError> {
+    let build = |path: &std::path::Path| -> Result<Model, RebuildError> {
+        let ls = scene::load_str(text, path, &[]).map_err(RebuildError::Load)?;
+        Model::from_scene(&ls).map_err(RebuildError::Build)
     };
     if files.is_empty() {
         return build(&problem.ls.path);
@@ -322,19 +321,28 @@ fn rebuild(problem: &Problem, text: &str, files: &[ElementFile]) -> Result<Model
     });
     let m = match written {
         Ok(()) => build(&dir.join("optimized.toml")),
-        Err(e) => Err(format!(
-            "cannot write the per-element files to check them: {e}"
-        )),
+        Err(e) => Err(RebuildError::Files(e)),
     };
     let _ = std::fs::remove_dir_all(&dir);
     m
+}
+
+/// Why the written scene could not be rebuilt for the reproduction check.
+#[derive(Debug, thiserror::Error)]
+enum RebuildError {
+    #[error("the written scene does not load: {0}")]
+    Load(scene::SceneError),
+    #[error("the written scene does not build: {0}")]
+    Build(scene::ModelError),
+    #[error("cannot write the per-element files to check them: {0}")]
+    Files(std::io::Error),
 }
 
 /// Differences between the optimized model and the one built from `text` and `files`.
 fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) -> Vec<String> {
     let m = match rebuild(problem, text, files) {
         Ok(m) => m,
-        Err(e) => return vec![e],
+        Err(e) => return vec![e.to_string()],
     };
     let mut bad = Vec::new();
     let p = &m.params;
