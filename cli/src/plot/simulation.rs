@@ -65,8 +65,7 @@ impl Series {
             bail!("its frames carry no `diagnostics` or `energies` (a log of an older diffphd?)");
         };
         let dt = num(&log["header"]["dt"]);
-        let time_of =
-            |k: usize, f: &Value| f["time"].as_f64().unwrap_or_else(|| (k as f64 + 1.0) * dt);
+        let time_of = |k: usize, f: &Value| f["time"].as_f64().unwrap_or((k as f64 + 1.0) * dt);
         let mut records: Vec<(f64, &Value)> = Vec::new();
         if let Some(init) = log
             .get("initial_diagnostics")
