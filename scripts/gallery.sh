@@ -2,6 +2,7 @@
 # Render docs/gallery/<scene>.png for every shipped scene and write docs/gallery.md.
 #
 #   scripts/gallery.sh [SCENE_NAME ...]     (default: every scenes/*.toml)
+#   scripts/gallery.sh --index              (only rewrite docs/gallery.md from the captions)
 #
 # Each scene runs with the release binary (`cargo build --release` first) as shipped, at
 # its own frame count unless listed in FRAMES below (the caption then says so), with VTU
@@ -20,7 +21,7 @@ mkdir -p docs/gallery target/gallery
 TRAIL=" bouncing_ball sysid_bouncing_ball sysid_bouncing_ball_bands initial_state_flight torus_locomotion incline dice strike stack stiff_strikes_soft "
 # Frame caps for the scenes too slow to render whole on a 2-core machine (caption says so).
 declare -A FRAMES=([mpm_panel_squeeze]=300 [mpm_close_lift_shake]=100 [mpm_dough_rolling]=300 [mpm_box_on_sand]=600 [armadillo_twist]=10 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stack]=20 [stiff_strikes_soft]=30 [strike]=30)
-if [ $# -gt 0 ]; then NAMES=("$@"); else
+if [ "${1:-}" = --index ]; then NAMES=(); elif [ $# -gt 0 ]; then NAMES=("$@"); else
     NAMES=(); for f in scenes/*.toml; do NAMES+=("$(basename "$f" .toml)"); done
 fi
 for name in "${NAMES[@]}"; do
