@@ -5,13 +5,12 @@
 //! the dynamic coefficient $\mu_k$ alone ($d\mathcal L/d\mu_k=$ the joint sum minus
 //! $d\mathcal L/d\mu_s$; the `static_friction` class is the other one).
 
-use super::friction_step;
+use super::{friction_step, write_obstacle_coefficient};
 use crate::model::Model;
 use crate::optimize::classes::{Owner, ParamClass, Refs};
 use crate::optimize::params::Param;
 use crate::optimize::writeback::{SceneText, Walk};
 use crate::solver::gradient::Gradients;
-use toml::Value;
 
 pub struct Friction;
 
@@ -47,17 +46,7 @@ impl ParamClass for Friction {
         friction_step(v)
     }
     fn write_back(&self, w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()> {
-        let o = p.obstacle;
-        if let Some(t) = w
-            .root
-            .get_mut("obstacle")
-            .and_then(|a| a.as_array_mut())
-            .and_then(|a| a.get_mut(o))
-            .and_then(|t| t.as_table_mut())
-        {
-            t.insert("friction".into(), Value::Float(v));
-        }
-        w.sets.push(format!("obstacle.{o}.friction={v:e}"));
+        write_obstacle_coefficient(w, p.obstacle, "friction", v);
         Ok(())
     }
 }

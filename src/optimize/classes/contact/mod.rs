@@ -21,3 +21,24 @@ pub(crate) fn offset_step(m: &crate::model::Model) -> f64 {
 pub(crate) fn friction_step(abs_value: f64) -> f64 {
     1e-3 * abs_value.max(0.01)
 }
+
+/// Write obstacle `o`'s coefficient `key` (`friction`, `static_friction`) into the scene text
+/// and record its `--set` line. An obstacle the text does not hold as a table (one given only
+/// by `--set`) is reached through the `--set` line alone.
+pub(crate) fn write_obstacle_coefficient(
+    w: &mut crate::optimize::writeback::SceneText<'_>,
+    o: usize,
+    key: &str,
+    v: f64,
+) {
+    if let Some(t) = w
+        .root
+        .get_mut("obstacle")
+        .and_then(|a| a.as_array_mut())
+        .and_then(|a| a.get_mut(o))
+        .and_then(|t| t.as_table_mut())
+    {
+        t.insert(key.into(), toml::Value::Float(v));
+    }
+    w.sets.push(format!("obstacle.{o}.{key}={v:e}"));
+}

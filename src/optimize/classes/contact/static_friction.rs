@@ -5,13 +5,12 @@
 //! `obstacle[o].static_friction`. NCP contact only (scene validation refuses it with the
 //! penalty model).
 
-use super::friction_step;
+use super::{friction_step, write_obstacle_coefficient};
 use crate::model::Model;
 use crate::optimize::classes::{Owner, ParamClass, Refs};
 use crate::optimize::params::Param;
 use crate::optimize::writeback::{SceneText, Walk};
 use crate::solver::gradient::Gradients;
-use toml::Value;
 
 pub struct StaticFriction;
 
@@ -45,17 +44,7 @@ impl ParamClass for StaticFriction {
         friction_step(v)
     }
     fn write_back(&self, w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()> {
-        let o = p.obstacle;
-        if let Some(t) = w
-            .root
-            .get_mut("obstacle")
-            .and_then(|a| a.as_array_mut())
-            .and_then(|a| a.get_mut(o))
-            .and_then(|t| t.as_table_mut())
-        {
-            t.insert("static_friction".into(), Value::Float(v));
-        }
-        w.sets.push(format!("obstacle.{o}.static_friction={v:e}"));
+        write_obstacle_coefficient(w, p.obstacle, "static_friction", v);
         Ok(())
     }
 }
