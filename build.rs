@@ -19,6 +19,8 @@ fn compile_kernels() {
         "kernels/gradient.cu",
         "kernels/muscle.cu",
         "kernels/resident.cu",
+        "kernels/sort.cu",
+        "kernels/mpm.cu",
     ];
     let mut build = cc::Build::new();
     build
@@ -38,5 +40,6 @@ fn compile_kernels() {
     }
     println!("cargo:rerun-if-changed=kernels/device.h");
     println!("cargo:rerun-if-changed=kernels/material.h");
+    println!("cargo:rerun-if-changed=kernels/mpm.h");
     build.compile("diffphd_kernels_host");
 }

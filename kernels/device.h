@@ -35,6 +35,8 @@ using std::fmax;
 using std::copysign;
 using std::isinf;
 using std::fmin;
+using std::exp;
+using std::floor;
 #endif
 
 // Double-precision epsilon (2^-52), as Rust's f64::EPSILON.

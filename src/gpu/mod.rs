@@ -8,9 +8,11 @@
 pub mod gradient;
 pub mod linalg;
 pub mod local;
+pub mod mpm;
 pub mod offload;
 pub mod resident;
 pub mod runtime;
+pub mod sort;
 
 // The runtime and the linear algebra under their historical paths (`gpu::device`, `gpu::system`).
 pub use linalg::{factor, krylov, pipeline, reduce, system};

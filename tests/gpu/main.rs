@@ -11,6 +11,7 @@ mod common;
 mod gpu;
 mod gpu_gradient_terms;
 mod gpu_krylov;
+mod gpu_mpm;
 mod gpu_parity;
 mod gpu_rollouts;
 mod kernels_compile;

@@ -28,12 +28,15 @@ pub const SOURCES: &[(&str, &str)] = &[
         "kernels/resident.cu",
         include_str!("../../../kernels/resident.cu"),
     ),
+    ("kernels/sort.cu", include_str!("../../../kernels/sort.cu")),
+    ("kernels/mpm.cu", include_str!("../../../kernels/mpm.cu")),
 ];
 
 /// Headers the sources include, by include name.
 pub const HEADERS: &[(&str, &str)] = &[
     ("device.h", include_str!("../../../kernels/device.h")),
     ("material.h", include_str!("../../../kernels/material.h")),
+    ("mpm.h", include_str!("../../../kernels/mpm.h")),
 ];
 
 /// Argument kinds of a kernel parameter after the implicit count `n`.
@@ -259,6 +262,26 @@ kernel_table! {
     SumGroups = dphd_sum_groups in "kernels/vector.cu" (chunks: Int, partial: In, out: Out);
     /// `w -= V h` for a block `V` of `q` vectors (classical Gram–Schmidt's update).
     SubtractBlock = dphd_subtract_block in "kernels/resident.cu" (q: Int, h: In, v: In, w: Out);
+    // --- the stable key/value sort and bin ranges (sort.cu): MPM re-binning, broad phases ---
+    /// `out[i] = i`.
+    Iota32 = dphd_iota32 in "kernels/sort.cu" (out: Index32Out);
+    /// One pass of the stable global-memory merge sort by key: runs of width `w` merged.
+    MergePass = dphd_merge_pass in "kernels/sort.cu" (w: Int, keys_in: Index32, vals_in: Index32, keys_out: Index32Out, vals_out: Index32Out);
+    /// `start[c]` = first position of a key `>= c` in sorted `keys` (binary search per bin).
+    BinStarts = dphd_bin_starts in "kernels/sort.cu" (len: Int, keys: Index32, start: Index32Out);
+    /// `dst[i] = src[i]` from 32-bit indices to doubles (exact).
+    Index32ToReal = dphd_index32_to_real in "kernels/sort.cu" (src: Index32, dst: Out);
+    /// `dst[i] = src[i]` from doubles to 32-bit indices (exact for integers below 2^31).
+    RealToIndex32 = dphd_real_to_index32 in "kernels/sort.cu" (src: In, dst: Index32Out);
+    // --- the MLS-MPM substep (mpm.cu, mpm.h; crates/mpm's transfer.rs and grid.rs) ---
+    /// Per particle: weights, the stress-and-affine matrix, the bin key, failure codes.
+    MpmPrepare = dphd_mpm_prepare in "kernels/mpm.cu" (nmat: Int, dt: Real, dims: Index, geo: In, x: In, c: In, f: In, mass: In, volume: In, material: Index, mat: In, frac: Out, weights: Out, affine: Out, key: Index32Out, code: Out, value: Out);
+    /// Per node: the P2G gather over the 27 neighbouring bins in the CPU's order.
+    MpmP2g = dphd_mpm_p2g in "kernels/mpm.cu" (dims: Index, geo: In, start: Index32, sorted: Index32, frac: In, weights: In, mass: In, v: In, affine: In, gm: Out, gmv: Out);
+    /// Per node: momentum to velocity, gravity, walls.
+    MpmGridUpdate = dphd_mpm_grid_update in "kernels/mpm.cu" (dt: Real, dims: Index, geo: In, gm: In, gv: Out);
+    /// Per particle: G2P, APIC affine velocity, F update, return mapping, advection.
+    MpmG2p = dphd_mpm_g2p in "kernels/mpm.cu" (dt: Real, dims: Index, geo: In, gv: In, frac: In, weights: In, x: In, f: In, plastic: In, material: Index, mat: In, x_out: Out, v_out: Out, c_out: Out, f_out: Out, plastic_out: Out, code: Out, value: Out);
 }
 
 #[cfg(test)]
