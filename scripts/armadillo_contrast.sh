@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 for c in 1 10 100 1000; do
   lo=$(python3 -c "print(f'{$c ** -0.5:.10g}')")
   hi=$(python3 -c "print(f'{$c ** 0.5:.10g}')")
-  "$B" simulate scenes/armadillo_twist.toml --quiet --overwrite --out "$OUT/c$c" \
+  "$B" simulate scenes/armadillo_twist.toml --quiet --overwrite --out "$OUT/c$c" --set 'output.format="ply"' \
     --set body.0.region.0.scale="$lo" --set body.0.region.1.scale="$hi" "$@" || true
 done
 python3 - "$OUT" <<'PY'

@@ -14,7 +14,7 @@ SEED=${2:-1}
 BIN=${DIFFPHD:-target/release/diffphd}
 SCENE=scenes/dice.toml
 mkdir -p "$OUT"
-"$BIN" simulate "$SCENE" --out "$OUT/truth" --overwrite --quiet \
+"$BIN" simulate "$SCENE" --out "$OUT/truth" --overwrite --quiet --set 'output.format="ply"' \
     --set 'obstacle.0.center=[0.004, 0.003, 0.0362]' --set body.0.material.youngs_modulus=2e5
 rm -f scenes/dice/frame_*.ply
 python3 scripts/real2sim_captures.py "$OUT/truth" scenes/dice \

@@ -12,7 +12,7 @@
 #                                          widened to [0, 2] (out/torus_locomotion_wide/)
 # Pass scene names to run a subset (e.g. `scripts/optimize_scenes.sh torus_locomotion`);
 # further arguments after `--` go to `diffphd optimize` (e.g. `-- --threads 1`).
-# Outputs in out/<scene>/ (optimize.json, optimized.toml, frame_*.ply, loss.svg).
+# Outputs in out/<scene>/ (optimize.json, optimized.toml, frame_*.vtu + frames.pvd, loss.svg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet

@@ -11,7 +11,7 @@ OUT=${1:-out/real2sim}
 BIN=${DIFFPHD:-target/release/diffphd}
 SCENE=scenes/real2sim_probe.toml
 mkdir -p "$OUT"
-"$BIN" simulate "$SCENE" --out "$OUT/truth" --overwrite --quiet \
+"$BIN" simulate "$SCENE" --out "$OUT/truth" --overwrite --quiet --set 'output.format="ply"' \
     --set 'obstacle.0.center=[0.045, 0.006, -0.018]' --set body.0.material.youngs_modulus=4e4
 rm -f scenes/real2sim_probe/frame_*.ply
 python3 scripts/real2sim_captures.py "$OUT/truth" scenes/real2sim_probe \

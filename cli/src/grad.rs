@@ -4,6 +4,7 @@
 
 use super::{Failure, RunArgs};
 use anyhow::Context;
+use diffphd::optimize::classes::material::youngs_modulus;
 use diffphd::optimize::problem::Problem;
 use std::path::PathBuf;
 
@@ -56,7 +57,11 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         )));
     }
     let out: PathBuf = super::claim_output("grad", args, &problem.ls)?;
-    let warnings = diffphd::optimize::verify::frozen_e_ref_warnings(&problem);
+    let mut warnings = diffphd::optimize::verify::frozen_e_ref_warnings(&problem);
+    warnings.extend(youngs_modulus::old_meaning_warnings(
+        &problem.params,
+        &problem.base,
+    ));
     for w in &warnings {
         eprintln!("warning: {w}");
     }

@@ -84,7 +84,7 @@ pub enum BackendArg {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Forward rollout: writes PLY surface frames and log.json.
+    /// Forward rollout: writes frames (VTU volumes by default, or PLY surfaces) and log.json.
     Simulate(RunArgs),
     /// One forward + backward pass: loss and gradient of the declared [[parameter]]s.
     Grad(grad::GradArgs),
@@ -95,7 +95,7 @@ pub enum Command {
         #[command(subcommand)]
         cmd: mesh::MeshCommand,
     },
-    /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final PLY frames.
+    /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final frames.
     Optimize(optimize::OptimizeArgs),
     /// SVG or PNG of a run's log: an optimize.json (loss, gradient norm, parameters with bounds
     /// and truth) or a simulation's log.json (energies and centre of mass against time).

@@ -9,6 +9,7 @@
 
 use super::{Failure, RunArgs};
 use anyhow::Context;
+use diffphd::optimize::classes::material::youngs_modulus;
 use diffphd::optimize::lbfgs::{self, EvalRecord, OptimizeLog, Resume, Status};
 use diffphd::optimize::problem::Problem;
 use diffphd::optimize::writeback;
@@ -125,6 +126,9 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
+    for w in youngs_modulus::old_meaning_warnings(&problem.params, &problem.base) {
+        eprintln!("warning: {path}: {w}");
+    }
     problem.memory_budget = super::memory::check_problem(&problem, run.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, run.quiet)?;
     problem

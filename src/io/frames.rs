@@ -1,4 +1,4 @@
-//! Frame files of a rollout: PLY surfaces (default) or `.vtu` volumes, and their names.
+//! Frame files of a rollout: `.vtu` volumes (default) or PLY surfaces, and their names.
 //!
 //! - **PLY** (`frame_00012.ply`): the boundary surface of every body with per-vertex velocity,
 //!   Young's modulus (element average) and, in scenes with obstacles, the contact force.
@@ -20,12 +20,12 @@ use super::{ply, write_atomic};
 use std::ops::Range;
 use std::path::Path;
 
-/// Stable PLY frame file name (also what tracking losses read back).
+/// Stable PLY frame file name (tracking losses read it back when no `.vtu` frame is there).
 pub fn frame_name(frame: usize) -> String {
     format!("frame_{frame:05}.ply")
 }
 
-/// Stable VTU frame file name.
+/// Stable VTU frame file name (what tracking losses read back first).
 pub fn vtu_frame_name(frame: usize) -> String {
     format!("frame_{frame:05}.vtu")
 }
@@ -90,25 +90,38 @@ pub struct SurfaceMap {
     pub node_youngs: Vec<f64>,
 }
 
+/// The boundary nodes of a PLY frame in vertex order: every node of the triangles in
+/// `surface` (all bodies' boundary triangles in body order), numbered by first appearance.
+/// Also the node order of a tracking loss read from `.vtu` frames
+/// (`optimize::problem`), so that it sums over the same nodes in the same order as one read
+/// from PLY frames.
+pub fn surface_node_order<'a>(
+    num_nodes: usize,
+    surface: impl IntoIterator<Item = &'a [usize; 3]>,
+) -> Vec<usize> {
+    let mut seen = vec![false; num_nodes];
+    let mut nodes = Vec::new();
+    for t in surface {
+        for &i in t {
+            if !seen[i] {
+                seen[i] = true;
+                nodes.push(i);
+            }
+        }
+    }
+    nodes
+}
+
 impl SurfaceMap {
     pub fn new(layout: &FrameLayout) -> Self {
         let n = layout.num_nodes;
+        let surface = layout.bodies.iter().flat_map(|b| b.surface.iter());
+        let nodes = surface_node_order(n, surface.clone());
         let mut local = vec![u32::MAX; n];
-        let mut nodes = Vec::new();
-        let mut faces = Vec::new();
-        for b in &layout.bodies {
-            for t in &b.surface {
-                let mut f = [0u32; 3];
-                for k in 0..3 {
-                    if local[t[k]] == u32::MAX {
-                        local[t[k]] = nodes.len() as u32;
-                        nodes.push(t[k]);
-                    }
-                    f[k] = local[t[k]];
-                }
-                faces.push(f);
-            }
+        for (k, &i) in nodes.iter().enumerate() {
+            local[i] = k as u32;
         }
+        let faces = surface.map(|t| t.map(|i| local[i])).collect();
         let mut sum = vec![0.0; n];
         let mut cnt = vec![0usize; n];
         for b in &layout.bodies {

@@ -193,7 +193,7 @@ impl Problem {
             terms.push(match t {
                 LossTermSpec::Tracking { weight, reference_dir } => {
                     if let Some(dir) = reference_dir {
-                        tracking_from_ply(&ls, &base, &ls.resolve(dir), *weight, &key)?
+                        tracking_from_frames(&base, &ls.resolve(dir), *weight, &key)?
                     } else {
                         if reference.is_none() {
                             let sets = spec.reference.as_ref().map(|r| r.set.clone()).ok_or_else(|| {
@@ -734,64 +734,128 @@ fn capture_files(
     Ok(found)
 }
 
-/// Tracking term from `frame_NNNNN.ply` files written by `simulate`.
-fn tracking_from_ply(
-    ls: &LoadedScene,
+/// Tracking term from the frames `simulate` wrote into `dir`: per frame `t` in `1..=frames`,
+/// `frame_t.vtu` if it exists (the default format, full double precision), else
+/// `frame_t.ply` (32-bit floats); frames with neither file are not tracked.
+///
+/// Either format tracks the same nodes in the same order: the boundary nodes in the PLY
+/// frames' vertex order ([`crate::io::frames::surface_node_order`]). A `.vtu` frame holds
+/// every node (point array `node`), and only its boundary nodes are taken, so that a
+/// reference written as `.vtu` gives the loss a PLY reference of the same run gives, up to
+/// the PLY's float32 rounding of the positions (relative 2⁻²⁴ per coordinate), and the
+/// scene's `weight` keeps its meaning (docs/NOTES.md "Frame format").
+fn tracking_from_frames(
     base: &Model,
     dir: &std::path::Path,
     weight: f64,
     key: &str,
 ) -> Result<Term, ProblemError> {
-    let _ = ls;
+    let fail = |m: String| setup(&format!("{key}.reference_dir"), m);
+    let boundary = crate::io::frames::surface_node_order(
+        base.num_nodes(),
+        base.bodies.iter().flat_map(|b| b.surface.iter()),
+    );
     let mut nodes: Option<Vec<usize>> = None;
     let mut frames = Vec::new();
     for t in 1..=base.frames {
-        let path = dir.join(crate::io::frames::frame_name(t));
-        if !path.exists() {
+        let vtu = dir.join(crate::io::frames::vtu_frame_name(t));
+        let ply = dir.join(crate::io::frames::frame_name(t));
+        let (path, pts) = if vtu.exists() {
+            let pts = vtu_node_positions(&vtu, &boundary, base.num_nodes(), &fail)?;
+            (vtu, pts)
+        } else if ply.exists() {
+            let pts = crate::io::ply::read_node_positions(&ply).map_err(|m| fail(m.to_string()))?;
+            (ply, pts)
+        } else {
             continue;
-        }
-        let pts = crate::io::ply::read_node_positions(&path)
-            .map_err(|m| setup(&format!("{key}.reference_dir"), m.to_string()))?;
+        };
         let these: Vec<usize> = pts.iter().map(|p| p.0).collect();
         if let Some(&bad) = these.iter().find(|&&i| i >= base.num_nodes()) {
-            return Err(setup(
-                &format!("{key}.reference_dir"),
-                format!(
-                    "{}: node {bad} does not exist in this scene",
-                    path.display()
-                ),
-            ));
+            return Err(fail(format!(
+                "{}: node {bad} does not exist in this scene",
+                path.display()
+            )));
         }
         match &nodes {
             None => nodes = Some(these),
             Some(n) if *n != these => {
-                return Err(setup(
-                    &format!("{key}.reference_dir"),
-                    format!(
-                        "{}: a different node set than the first frame",
-                        path.display()
-                    ),
-                ))
+                return Err(fail(format!(
+                    "{}: a different node set than the first frame",
+                    path.display()
+                )))
             }
             _ => {}
         }
         frames.push((t, pts.into_iter().map(|p| p.1).collect()));
     }
     let nodes = nodes.ok_or_else(|| {
-        setup(
-            &format!("{key}.reference_dir"),
-            format!(
-                "{}: no frame_NNNNN.ply files for frames 1..={}",
-                dir.display(),
-                base.frames
-            ),
-        )
+        fail(format!(
+            "{}: no frame_NNNNN.vtu or frame_NNNNN.ply files for frames 1..={}",
+            dir.display(),
+            base.frames
+        ))
     })?;
     Ok(Term::Tracking {
         weight,
         nodes,
         frames,
     })
+}
+
+/// `(node, position)` of each node of `boundary`, in that order, from a `.vtu` frame written
+/// by `simulate` (point array `node`: the global node index of each point); `fail` turns a
+/// message naming the file and, where one, the node into the error.
+fn vtu_node_positions(
+    path: &std::path::Path,
+    boundary: &[usize],
+    num_nodes: usize,
+    fail: &dyn Fn(String) -> ProblemError,
+) -> Result<Vec<(usize, [f64; 3])>, ProblemError> {
+    let name = path.display();
+    let bytes = crate::io::input::read_input(path).map_err(|e| fail(format!("{name}: {e}")))?;
+    let grid = crate::io::vtu_read::parse_vtu_grid(&bytes)
+        .map_err(|e| fail(format!("{name}: line {}: {e}", e.line)))?;
+    let node = grid
+        .point_data
+        .iter()
+        .find(|a| a.name == "node" && a.components == 1)
+        .ok_or_else(|| {
+            fail(format!(
+                "{name}: no point array `node` (the global node index)"
+            ))
+        })?;
+    let crate::io::vtu_read::VtuValues::Int(index) = &node.values else {
+        return Err(fail(format!(
+            "{name}: point array `node` is not an integer array"
+        )));
+    };
+    if index.len() != grid.points.len() {
+        return Err(fail(format!(
+            "{name}: point array `node` has {} values for {} points",
+            index.len(),
+            grid.points.len()
+        )));
+    }
+    let mut at = vec![usize::MAX; num_nodes];
+    for (k, &i) in index.iter().enumerate() {
+        match usize::try_from(i).ok().filter(|&i| i < num_nodes) {
+            Some(i) => at[i] = k,
+            None => {
+                return Err(fail(format!(
+                    "{name}: node {i} does not exist in this scene"
+                )))
+            }
+        }
+    }
+    boundary
+        .iter()
+        .map(|&i| match at[i] {
+            usize::MAX => Err(fail(format!(
+                "{name}: boundary node {i} is not in the frame"
+            ))),
+            k => Ok((i, grid.points[k])),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -837,8 +837,9 @@ pub struct Output {
     /// Write frame files (frame 0 and every `every`-th frame).
     #[serde(default = "d_true")]
     pub frames: bool,
-    /// Frame file format: `"ply"` (boundary surfaces, default) or `"vtu"` (volume meshes
-    /// plus a ParaView collection `frames.pvd`).
+    /// Frame file format: `"vtu"` (volume meshes with every field plus a ParaView collection
+    /// `frames.pvd`, default: what ParaView, PyVista and meshio show) or `"ply"` (boundary
+    /// surfaces, for point-cloud tools; VTK's PLY reader drops their vertex properties).
     #[serde(default)]
     pub format: FrameFormat,
     /// How `.vtu` frames store their arrays: `"zlib"` (appended binary in zlib-compressed
@@ -853,8 +854,8 @@ pub struct Output {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum FrameFormat {
-    #[default]
     Ply,
+    #[default]
     Vtu,
 }
 fn d_outdir() -> String {
@@ -869,7 +870,7 @@ impl Default for Output {
             directory: d_outdir(),
             every: 1,
             frames: true,
-            format: FrameFormat::Ply,
+            format: FrameFormat::Vtu,
             vtu_encoding: Default::default(),
         }
     }

@@ -39,8 +39,8 @@ fn expect_error(scene: &str, files: &[(&str, &str)], needles: &[&str]) {
 fn good_scene_runs() {
     let r = run_cli("simulate", GOOD, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let n = common::ply_vertices(&r.out().join("frame_00002.ply"));
-    let x0 = common::ply_vertices(&r.out().join("frame_00000.ply"));
+    let n = common::vtu_points(&r.out().join("frame_00002.vtu")).len();
+    let x0 = common::vtu_points(&r.out().join("frame_00000.vtu")).len();
     assert_eq!(n, x0, "every frame holds every node");
 }
 

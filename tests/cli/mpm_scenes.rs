@@ -3,7 +3,7 @@
 //! frame files, and the refusals of bad input (exit 2) and of a particle moving more than h in
 //! a substep (exit 3).
 
-use super::common::{bin, ply_vertices, repo};
+use super::common::{bin, repo, vtu_points};
 use std::path::Path;
 use std::process::Command;
 
@@ -82,7 +82,7 @@ fn mpm_free_fall_matches_the_discrete_solution() {
     let particles = h["particles"].as_u64().unwrap() as usize;
     assert_eq!(particles, 64);
     assert_eq!(
-        ply_vertices(&dir.path().join("out/particles_000020.ply")),
+        vtu_points(&dir.path().join("out/particles_000020.vtu")).len(),
         particles
     );
 }
@@ -139,7 +139,10 @@ fn mpm_panel_squeeze_ci_reaches_the_analytic_forces() {
     };
     assert!((z(800) - z(500)).abs() <= 1e-3, "creep {}", z(800) - z(500));
     // Rigid frames: one closed box surface per panel (8 vertices each).
-    assert_eq!(ply_vertices(&dir.path().join("out/rigid_000800.ply")), 16);
+    assert_eq!(
+        vtu_points(&dir.path().join("out/rigid_000800.vtu")).len(),
+        16
+    );
 }
 
 /// Close-lift-shake (seed Fig. 3) at CI size: only the first 40 frames (4 ms) of the 10 ms
@@ -322,8 +325,8 @@ fn mpm_particle_moving_more_than_h_ends_the_run() {
     let l = log(&dir);
     assert_eq!(l["status"], "failed");
     assert_eq!(l["frames"].as_array().unwrap().len(), 3);
-    assert!(dir.path().join("out/particles_000002.ply").exists());
-    assert!(!dir.path().join("out/particles_000003.ply").exists());
+    assert!(dir.path().join("out/particles_000002.vtu").exists());
+    assert!(!dir.path().join("out/particles_000003.vtu").exists());
 }
 
 /// A Python with meshio (`DIFFPHD_PYTHON`, else `python3`), as in `vtu_frames.rs`.
@@ -469,5 +472,5 @@ fn mpm_capsule_and_cylinder_rest_on_the_ground() {
         let z0 = v3(&l["frames"][0]["bodies"][b]["position"])[2];
         assert!(z0 - z > 4e-4, "body {b}: {z0} -> {z}");
     }
-    assert!(ply_vertices(&dir.path().join("out/rigid_000150.ply")) > 16);
+    assert!(vtu_points(&dir.path().join("out/rigid_000150.vtu")).len() > 16);
 }

@@ -91,7 +91,7 @@ fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() 
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         frames_in(&d.path().join("o")),
-        vec!["frame_00000.ply", "frame_00001.ply"],
+        vec!["frame_00000.vtu", "frame_00001.vtu"],
         "stale frames 2 and 3 of a.toml removed"
     );
     let log: serde_json::Value =

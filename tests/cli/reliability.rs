@@ -26,20 +26,30 @@ density = 1000.0
 select = { face = "x_min" }
 "#;
 
-/// Every `frame_*.ply` present parses completely and holds only finite numbers.
+/// Every `frame_*.vtu` (the default format) or `frame_*.ply` present parses completely and
+/// holds only finite numbers.
 fn frames_are_complete_and_finite(dir: &std::path::Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         assert!(!name.ends_with(".tmp"), "temp file left: {name}");
-        if !(name.starts_with("frame_") && name.ends_with(".ply")) {
+        if !name.starts_with("frame_") {
             continue;
         }
-        let pts = diffphd::io::ply::read_node_positions(&p)
-            .unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
+        let pts: Vec<[f64; 3]> = if name.ends_with(".vtu") {
+            super::common::vtu_points(&p)
+        } else if name.ends_with(".ply") {
+            diffphd::io::ply::read_node_positions(&p)
+                .unwrap_or_else(|e| panic!("{name} does not parse: {e}"))
+                .into_iter()
+                .map(|(_, x)| x)
+                .collect()
+        } else {
+            continue;
+        };
         assert!(!pts.is_empty());
-        for (_, x) in &pts {
+        for x in &pts {
             assert!(x.iter().all(|c| c.is_finite()), "{name}: {x:?}");
         }
         n += 1;
@@ -73,7 +83,7 @@ fn values_beyond_f32_are_refused_with_their_key() {
             .replace("dirichlet.", "dirichlet[0].");
         assert!(r.stderr.contains(&key), "{set}: {} lacks {key}", r.stderr);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
-        assert!(!r.out().join("frame_00000.ply").exists(), "{set}");
+        assert!(!r.out().join("frame_00000.vtu").exists(), "{set}");
     }
 }
 
@@ -188,7 +198,7 @@ fn absurd_time_steps_are_stable_or_refused() {
     let r = run_cli("simulate", &free, &[], &["--set", "simulation.dt=1e20"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("matrix"), "{}", r.stderr);
-    assert!(!r.out().join("frame_00001.ply").exists());
+    assert!(!r.out().join("frame_00001.vtu").exists());
 }
 
 /// An element that inverts mid-run is reported in log.json (`inverted_elements`: count and
@@ -284,7 +294,7 @@ fn simulate_sigint_and_sigterm_are_recorded_as_interrupted() {
             "--out".as_ref(),
             out.as_os_str(),
         ]);
-        wait_for(&out.join("frame_00003.ply"), "frame 3");
+        wait_for(&out.join("frame_00003.vtu"), "frame 3");
         signal(&child, sig);
         let res = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&res.stderr);
@@ -294,7 +304,7 @@ fn simulate_sigint_and_sigterm_are_recorded_as_interrupted() {
         let frames = log["frames"].as_array().unwrap();
         assert!(frames.len() >= 3 && frames.len() < 100_000);
         for f in frames {
-            common::ply_vertices(&out.join(f["file"].as_str().unwrap()));
+            common::vtu_points(&out.join(f["file"].as_str().unwrap()));
         }
         assert!(frames_are_complete_and_finite(&out) >= frames.len());
     }
@@ -306,7 +316,7 @@ fn simulate_sigint_and_sigterm_are_recorded_as_interrupted() {
 fn write_error_marks_the_log_failed_and_leaves_no_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    std::fs::create_dir_all(out.join("frame_00002.ply")).unwrap();
+    std::fs::create_dir_all(out.join("frame_00002.vtu")).unwrap();
     let sp = dir.path().join("s.toml");
     std::fs::write(&sp, BEAM).unwrap();
     let res = std::process::Command::new(common::bin())
@@ -349,7 +359,7 @@ fn sigkill_leaves_complete_files_and_an_incomplete_status() {
         "--out".as_ref(),
         out.as_os_str(),
     ]);
-    wait_for(&out.join("frame_00004.ply"), "frame 4");
+    wait_for(&out.join("frame_00004.vtu"), "frame 4");
     child.kill().unwrap();
     child.wait().unwrap();
     let log = read_json(&out.join("log.json"));
@@ -438,7 +448,7 @@ fn frames_are_complete_and_finite_ignoring_tmp(dir: &std::path::Path) -> usize {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         let n = p.file_name().unwrap().to_string_lossy().into_owned();
-        if n.starts_with("frame_") && n.ends_with(".ply") {
+        if n.starts_with("frame_") && (n.ends_with(".vtu") || n.ends_with(".ply")) {
             std::fs::copy(&p, scratch.path().join(&n)).unwrap();
         }
     }

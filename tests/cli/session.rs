@@ -232,7 +232,7 @@ fn writes_the_frame_files() {
             .map(|(f, t, x, v)| (*f, *t, &x[..], &v[..], None)),
     )
     .expect("write");
-    assert_eq!(names, vec!["frame_00000.ply", "frame_00001.ply"]);
-    let bytes = std::fs::read(dir.path().join(&names[1])).expect("read");
-    assert!(bytes.starts_with(b"ply\nformat binary_little_endian 1.0\n"));
+    assert_eq!(names, vec!["frame_00000.vtu", "frame_00001.vtu"]);
+    let points = super::common::vtu_points(&dir.path().join(&names[1]));
+    assert_eq!(points.len(), model.num_nodes());
 }

@@ -93,6 +93,16 @@ pub fn ply_vertices(path: &Path) -> usize {
     n
 }
 
+/// The points of a `.vtu` frame written by `simulate` (the default format), after parsing
+/// all of it with the library's reader: a file that merely exists, or an empty grid, fails.
+pub fn vtu_points(path: &Path) -> Vec<[f64; 3]> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let grid = diffphd::io::vtu_read::parse_vtu_grid(&bytes)
+        .unwrap_or_else(|e| panic!("{}: not a valid .vtu: {e}", path.display()));
+    assert!(!grid.points.is_empty(), "{}: no points", path.display());
+    grid.points
+}
+
 /// `optimized.toml` in `out` loads as a scene whose declared parameters hold the values of
 /// `best.parameters` (user units) from the same run's optimize.json.
 pub fn assert_optimized_scene(out: &Path, best: &serde_json::Value) {

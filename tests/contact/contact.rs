@@ -415,7 +415,7 @@ density = 1000.0
 #[test]
 fn ply_frames_carry_contact_forces() {
     let text = &common::scenes::resting_block(30, "[solver]\nrel_tol = 1e-10\n");
-    let r = common::run_cli("simulate", text, &[], &[]);
+    let r = common::run_cli("simulate", text, &[], &["--set", "output.format=\"ply\""]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     use ply_rs_bw::ply::Property;
     let f = std::fs::File::open(r.out().join("frame_00030.ply")).unwrap();

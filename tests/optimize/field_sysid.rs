@@ -247,7 +247,7 @@ fn field_optimize_writes_a_per_element_file_that_simulates_to_the_optimum() {
         "--out",
         again.to_str().unwrap(),
     ]);
-    let last = diffphd::io::frames::frame_name(10);
+    let last = diffphd::io::frames::vtu_frame_name(10);
     let a = std::fs::read(opt.join(&last)).unwrap();
     let b = std::fs::read(again.join(&last)).unwrap();
     assert!(a == b, "final frames differ");

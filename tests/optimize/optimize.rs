@@ -128,7 +128,7 @@ fn sysid_recovers_e_and_nu_from_3x_off() {
     // Final rollout's frames.
     for t in 0..=10 {
         assert!(
-            r.out().join(format!("frame_{t:05}.ply")).exists(),
+            r.out().join(format!("frame_{t:05}.vtu")).exists(),
             "frame {t}"
         );
     }

@@ -176,3 +176,35 @@ fn bad_attachment_parameters_name_the_key() {
     let e = err("[[parameter]]\nkind = \"density\"\nattachment = 1\n");
     assert!(e.contains("parameter[0].attachment"), "{e}");
 }
+
+/// The value of a `youngs_modulus` parameter (issue 39): the modulus its elements share, as
+/// the scene gives it (the two regions of `sysid_regions.toml`: 2e5 and 4e5 Pa), and a factor
+/// 1 when their moduli differ (the whole two-region body; before, the mean, 3e5). Bounds on
+/// that factor draw the one-line warning for the old meaning. At the scene's values the
+/// gradient w.r.t. the factor equals the one w.r.t. its log (d/d ln f = f·d/df, f = 1): the
+/// old mean-E gradient times d(mean)/d(factor) = 3e5.
+#[test]
+fn youngs_modulus_value_is_the_sets_modulus_or_a_factor() {
+    use diffphd::optimize::classes::material::youngs_modulus::old_meaning_warnings;
+    let path = common::repo().join("tests/fixtures/sysid_regions.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let params = "parameter=[{kind=\"youngs_modulus\", region=0}, {kind=\"youngs_modulus\", region=1}, {kind=\"youngs_modulus\", log=true}, {kind=\"youngs_modulus\", lower=1e4, upper=1e7}]";
+    let problem = Problem::new(common::load(&text, &[params])).unwrap();
+    let values: Vec<f64> = problem.params.iter().map(|p| p.base_value).collect();
+    assert_eq!(values, [2e5, 4e5, 1.0, 1.0]);
+    let warnings = old_meaning_warnings(&problem.params, &problem.base);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("parameter[3]"), "{}", warnings[0]);
+    let ev = problem.evaluate(&problem.theta0(), true).unwrap();
+    let g = &ev.gradient;
+    eprintln!("gradient {g:?}");
+    assert!(g[2].abs() > 0.0);
+    assert!((g[3] / g[2] - 1.0).abs() < 1e-12, "{} vs {}", g[3], g[2]);
+    // the factor scales both regions: its gradient is E_0·dL/dE_0 + E_1·dL/dE_1
+    let by_regions = 2e5 * g[0] + 4e5 * g[1];
+    assert!(
+        (g[3] / by_regions - 1.0).abs() < 1e-10,
+        "{} vs {by_regions}",
+        g[3]
+    );
+}

@@ -106,8 +106,18 @@ fn real2sim_fit_recovers_probe_location_and_modulus() {
     );
     let modulus = format!("body.0.material.youngs_modulus={TRUTH_E}");
     let (scene_s, truth_s) = (scene.to_str().unwrap(), truth.to_str().unwrap());
+    // PLY frames: their vertices are the boundary surface a scan would see
     diffphd(&[
-        "simulate", scene_s, "--out", truth_s, "--set", &center, "--set", &modulus,
+        "simulate",
+        scene_s,
+        "--out",
+        truth_s,
+        "--set",
+        &center,
+        "--set",
+        &modulus,
+        "--set",
+        "output.format=\"ply\"",
     ]);
     for (k, f) in FRAMES.iter().enumerate() {
         let frame = truth.join(diffphd::io::frames::frame_name(*f));

@@ -60,7 +60,7 @@ fn auto_logs_the_rules_choice_and_runs_it() {
     assert!(json(newton.path(), "log.json")["header"]
         .get("method_reason")
         .is_none());
-    for f in ["frame_00001.ply", "frame_00002.ply"] {
+    for f in ["frame_00001.vtu", "frame_00002.vtu"] {
         let a = std::fs::read(auto.path().join("out").join(f)).expect(f);
         let b = std::fs::read(newton.path().join("out").join(f)).expect(f);
         assert!(a == b, "{f}: auto and --solver newton differ");

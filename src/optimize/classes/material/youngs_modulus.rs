@@ -1,8 +1,12 @@
 //! `youngs_modulus`: a factor on the base moduli $E_e$ of a region's elements (or the whole
 //! body's). Parameters compose as independent factors, $E_e=E_e^{base}\prod_p v_p/v_p^{base}$
 //! ([`crate::optimize::params::apply_all`]), so $dE_e/dv_p=E_e/v_p$ and
-//! $d\mathcal L/dv_p=\sum_{e\in p}E_e/v_p\,d\mathcal L/dE_e$. The value is the mean of $E_e$
-//! over the elements. Written back as the factor $v/v^{base}$ on `material.youngs_modulus`
+//! $d\mathcal L/dv_p=\sum_{e\in p}E_e/v_p\,d\mathcal L/dE_e$. The value ([`set_value`]) is
+//! the set's modulus $E$ in Pa when its elements share one (a homogeneous body, one region),
+//! and otherwise a dimensionless factor on the scene's moduli, $v^{base}=1$ (a whole-body
+//! parameter of a body with stiffer regions). Until session 19 it was the mean of $E_e$ in
+//! both cases; [`old_meaning_warnings`] flags bounds written for that meaning. Written back as
+//! the factor $v/v^{base}$ on `material.youngs_modulus`
 //! and every absolute region modulus (whole body), or on region r's `youngs_modulus` /
 //! `scale`; where that is not exact, as an appended `[[body.region]]` with `scale`.
 
@@ -35,7 +39,7 @@ impl ParamClass for YoungsModulus {
         Domain::POSITIVE
     }
     fn value(&self, p: &Param, m: &Model) -> f64 {
-        p.elements.iter().map(|&e| m.params.youngs[e]).sum::<f64>() / p.elements.len() as f64
+        set_value(&p.elements, m)
     }
     /// Nothing: E parameters compose as factors ([`ParamClass::apply`]).
     fn set(&self, _: &Param, _: &mut Model, _: f64) {}
@@ -60,6 +64,38 @@ impl ParamClass for YoungsModulus {
             scale_in_place(bt, p.body, region, f, w.sets)
         }
     }
+}
+
+/// The modulus the elements share (Pa), `None` when they differ (or there are none).
+pub fn common_youngs(elements: &[usize], m: &Model) -> Option<f64> {
+    let (&first, rest) = elements.split_first()?;
+    let e = m.params.youngs[first];
+    rest.iter().all(|&k| m.params.youngs[k] == e).then_some(e)
+}
+
+/// A `youngs_modulus` parameter's value on the scene's model: the elements' common modulus,
+/// or the factor 1 when their moduli differ (the parameter then scales them all, keeping
+/// their ratios).
+pub fn set_value(elements: &[usize], m: &Model) -> f64 {
+    common_youngs(elements, m).unwrap_or(1.0)
+}
+
+/// One line per `youngs_modulus` parameter whose value is a factor (its elements' moduli
+/// differ) but which declares `lower`, `upper` or `initial`: bounds and starts written for a
+/// modulus (as the old meaning, the set's mean modulus, asked; e.g. an `optimized.toml` from
+/// before the change) now bound a factor whose scene value is 1.
+pub fn old_meaning_warnings(params: &[Param], base: &Model) -> Vec<String> {
+    params
+        .iter()
+        .filter(|p| p.key() == KEY && common_youngs(&p.elements, base).is_none())
+        .filter(|p| p.lower.is_some() || p.upper.is_some() || p.initial.is_some())
+        .map(|p| {
+            format!(
+                "parameter[{}] ({}): its elements' moduli differ, so its value is a factor on them (1 = as in the scene), not a modulus in Pa as before session 19; check its lower/upper/initial",
+                p.index, p.name
+            )
+        })
+        .collect()
 }
 
 /// Factor `f` as an appended `[[body.region]]` with `scale = f`, selecting what region
