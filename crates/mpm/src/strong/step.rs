@@ -1,10 +1,14 @@
 //! Building the strongly coupled problem from an MLS-MPM [`Simulation`] and a [`RigidWorld`],
 //! its Newton solve with a sparse Cholesky factorisation (faer), and the end of the step.
 
-use faer::linalg::solvers::Solve;
-use faer::sparse::linalg::LltError;
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::sparse::linalg::cholesky::{
+    factorize_symbolic_cholesky, CholeskySymbolicParams, LltRef, SymbolicCholesky,
+    SymmetricOrdering,
+};
 use faer::sparse::SparseColMat;
-use faer::{MatMut, Side};
+use faer::{Conj, MatMut, Par, Side};
 use nalgebra::{DMatrix, DVector, Vector3};
 
 use super::problem::{ElasticTerm, StrongContact, StrongProblem};
@@ -64,15 +68,72 @@ fn residual(
     )
 }
 
+/// Solves H x = rhs in place by a serial sparse Cholesky factorisation of `h` (lower triangle
+/// stored). The symbolic analysis (AMD ordering, elimination tree) is computed on the first
+/// call and reused: the Hessian's pattern is fixed within a step (the node pairs of the
+/// particles' and contacts' stencils, the rigid rows).
+fn cholesky_solve(
+    h: &SparseColMat<usize, f64>,
+    symbolic: &mut Option<SymbolicCholesky<usize>>,
+    rhs: &mut [f64],
+) -> Result<(), ContactError> {
+    let n = rhs.len();
+    if symbolic.is_none() {
+        let s = factorize_symbolic_cholesky(
+            h.symbolic(),
+            Side::Lower,
+            SymmetricOrdering::Amd,
+            CholeskySymbolicParams::default(),
+        )
+        .map_err(|_| ContactError::DimensionMismatch {
+            what: "strong-coupling Hessian (symbolic factorisation failed)",
+            got: n,
+            expected: n,
+        })?;
+        *symbolic = Some(s);
+    }
+    let Some(sym) = symbolic.as_ref() else {
+        return Err(ContactError::NotPositiveDefinite { node: 0 });
+    };
+    let mut values = vec![0.0; sym.len_val()];
+    let mut mem = MemBuffer::new(
+        sym.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default())
+            .or(sym.solve_in_place_scratch::<f64>(1, Par::Seq)),
+    );
+    sym.factorize_numeric_llt(
+        &mut values,
+        h.as_ref(),
+        Side::Lower,
+        LltRegularization::default(),
+        Par::Seq,
+        MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .map_err(|e| match e {
+        faer::linalg::solvers::LltError::NonPositivePivot { index } => {
+            ContactError::NotPositiveDefinite { node: index / 3 }
+        }
+    })?;
+    LltRef::new(sym, &values).solve_in_place_with_conj(
+        Conj::No,
+        MatMut::from_column_major_slice_mut(rhs, n, 1),
+        Par::Seq,
+        MemStack::new(&mut mem),
+    );
+    Ok(())
+}
+
 impl StrongProblem {
     /// Newton's method on E (module doc of [`super`]): the step Δx = −∇²E⁻¹∇E from a sparse
-    /// Cholesky factorisation of the full Hessian (faer, AMD ordering, serial), then the exact
+    /// Cholesky factorisation of the full Hessian (faer, AMD ordering, serial; the symbolic
+    /// analysis once per step, the numeric factorisation every iteration), then the exact
     /// line search of the weak coupling's solver on φ(α) = E(x + αΔx); stop when
     /// ‖D∇E‖ < ε_a + ε_r·max(‖DMx‖, ‖D∇(E_el + Σℓ_c)‖). Starts from (v*, ũ).
     pub fn solve_newton(&self, options: &SolverOptions) -> Result<StrongSolution, ContactError> {
         let ndof = self.num_dofs();
         let quadratic = self.quadratic_hessian();
         let mut x = self.initial_guess();
+        let mut symbolic = None;
         let mut stats = SolveStats {
             objective: vec![self.objective(&x)],
             ..Default::default()
@@ -104,14 +165,8 @@ impl StrongProblem {
                     got: triplets.len(),
                     expected: ndof,
                 })?;
-            let llt = h.sp_cholesky(Side::Lower).map_err(|e| match e {
-                LltError::Numeric(
-                    faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index },
-                ) => ContactError::NotPositiveDefinite { node: index / 3 },
-                _ => ContactError::NotPositiveDefinite { node: 0 },
-            })?;
             let mut dx: Vec<f64> = g.total.iter().map(|v| -v).collect();
-            llt.solve_in_place(MatMut::from_column_major_slice_mut(&mut dx, ndof, 1));
+            cholesky_solve(&h, &mut symbolic, &mut dx)?;
             let dx = DVector::from_vec(dx);
             // Exact line search in difference form (as the weak coupling's solver).
             let dphi0 = g.total.dot(&dx);
