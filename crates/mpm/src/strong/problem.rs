@@ -396,7 +396,7 @@ mod tests {
     #[test]
     fn window_slots_are_unique_and_bounded() {
         let a = [10, 10, 10];
-        let mut seen = vec![false; WINDOW];
+        let mut seen = [false; WINDOW];
         for dz in -2..=2 {
             for dy in -2..=2 {
                 for dx in -2..=2 {
