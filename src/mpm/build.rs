@@ -6,8 +6,8 @@ use super::system::{MpmState, MpmSystem};
 use super::MpmSceneError;
 use crate::model::Motion;
 use crate::scene::mpm::{
-    DriveKind, DriveSpec, LaggedSpec, MpmBodySpec, MpmModel, MpmSettings, MpmShape, RigidBodySpec,
-    RigidShapeSpec, WallKindSpec,
+    CouplingKind, DriveKind, DriveSpec, LaggedSpec, MpmBodySpec, MpmModel, MpmSettings, MpmShape,
+    RigidBodySpec, RigidShapeSpec, WallKindSpec,
 };
 use crate::scene::{LoadedScene, ObstacleKind, ObstacleSpec};
 use diffphd_mpm::contact::LaggedParams;
@@ -489,7 +489,10 @@ pub fn build(
             }
             let sim = Simulation::new(spec, SimParams { gravity }, bodies, u64::MAX)
                 .map_err(|e| invalid(("mpm".into(), e.to_string())))?;
-            check_cfl(m, &sim, &world, dt).map_err(invalid)?;
+            // The strong coupling is implicit: no explicit time-step bound.
+            if m.coupling == CouplingKind::Weak {
+                check_cfl(m, &sim, &world, dt).map_err(invalid)?;
+            }
             (Some(sim), Some(m.clone()))
         }
         m => (None, m.clone()),

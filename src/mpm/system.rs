@@ -4,9 +4,13 @@
 //! argmin_v ½‖v − v*‖²_M + Σ ℓ_c(J_c v − b_c) (lagged Hunt–Crossley, quasi-Newton with exact
 //! line search, ε_r = `mpm.rel_tol`) → G2P and return mapping, against the rigid state
 //! frozen at tⁿ; then one rigid step of Δt with the accumulated impulses. Without MPM bodies
-//! a frame is one rigid step (`RigidWorld::step`).
+//! a frame is one rigid step (`RigidWorld::step`). With `mpm.coupling = "strong"` a frame is
+//! instead one strongly coupled, fully implicit step (`diffphd_mpm::strong::strong_step`, the
+//! seed's baseline [10]: grid velocities, rigid DoFs and contact in one convex problem, Newton
+//! with a sparse Cholesky, ε_r = `mpm.rel_tol`); its Newton iterations are reported as the
+//! frame's solver iterations.
 
-use super::super::scene::mpm::MpmSettings;
+use super::super::scene::mpm::{CouplingKind, MpmSettings};
 use super::super::scene::Scene;
 use crate::solver::timeloop::TimeStepped;
 use diffphd_mpm::contact::{
@@ -14,6 +18,7 @@ use diffphd_mpm::contact::{
 };
 use diffphd_mpm::mpm::{MpmError, Simulation};
 use diffphd_mpm::rigid::{RigidError, RigidWorld};
+use diffphd_mpm::strong::strong_step;
 use nalgebra::Vector3;
 
 /// The opaque state of an MPM/rigid rollout: the particles and grid (absent without MPM
@@ -147,6 +152,8 @@ pub struct MpmSystem {
     pub dt: f64,
     /// MPM substeps N per frame.
     pub substeps: usize,
+    /// Weak (seed) or strong (baseline \[10\]) coupling (`mpm.coupling`).
+    pub coupling: CouplingKind,
     /// Frames of the run (`simulation.frames`).
     pub frames: usize,
     /// The quasi-Newton solve's settings (`mpm.rel_tol`, `mpm.max_iterations`).
@@ -183,6 +190,7 @@ impl MpmSystem {
         MpmSystem {
             dt,
             substeps: m.map_or(1, |m| m.substeps),
+            coupling: m.map_or(CouplingKind::Weak, |m| m.coupling),
             frames: scene.simulation.frames,
             options,
             grid_damping: m.map_or(0.0, |m| m.grid_damping),
@@ -302,14 +310,28 @@ impl TimeStepped for MpmSystem {
                 } else {
                     0.0
                 };
-                let mut grid = DampedGrid {
-                    sim,
-                    rate,
-                    cancel: &self.cancel,
-                    substep: 0,
-                };
-                let rep = coupled_step(&mut s.world, &mut grid, self.dt, n, &self.options)
-                    .map_err(|e| MpmStepError::from_coupling(e, n))?;
+                let rep = match self.coupling {
+                    CouplingKind::Weak => {
+                        let mut grid = DampedGrid {
+                            sim,
+                            rate,
+                            cancel: &self.cancel,
+                            substep: 0,
+                        };
+                        coupled_step(&mut s.world, &mut grid, self.dt, n, &self.options)
+                    }
+                    CouplingKind::Strong => {
+                        if self.cancel.poll(crate::cancel::Stage::Mpm, 0).is_err() {
+                            return Err(MpmStepError::Cancelled {
+                                substep: 0,
+                                substeps: 1,
+                            });
+                        }
+                        let damping = (-rate * self.dt).exp();
+                        strong_step(&mut s.world, sim, self.dt, &self.options, damping)
+                    }
+                }
+                .map_err(|e| MpmStepError::from_coupling(e, n))?;
                 stats.mpm_wrenches = rep
                     .body_impulses
                     .iter()

@@ -54,6 +54,13 @@ pub struct MpmSettings {
     /// Whether rigid bodies collide with each other (rigid–obstacle contact is always on).
     #[serde(default = "yes")]
     pub rigid_rigid_contact: bool,
+    /// How MPM and rigid bodies are coupled: `weak` (the seed's asynchronous time-splitting,
+    /// N explicit substeps with the quasi-Newton contact solve) or `strong` (the seed's
+    /// baseline \[10\]: one fully implicit convex problem per frame over grid velocities,
+    /// rigid DoFs and contact, Newton with a sparse Cholesky; `rel_tol` and `max_iterations`
+    /// then apply to Newton; needs `substeps = 1`; no CFL bound). docs/mpm.md.
+    #[serde(default)]
+    pub coupling: CouplingKind,
     /// Contact parameters of rigid bodies against `[[obstacle]]` planes and colliders
     /// (default: Drake's point-contact defaults; μ is the obstacle's `friction`).
     #[serde(default)]
@@ -81,6 +88,19 @@ fn d_max_iterations() -> usize {
 }
 fn yes() -> bool {
     true
+}
+
+/// `mpm.coupling`: the weak (seed) or strong (the seed's baseline \[10\]) MPM–rigid coupling.
+#[derive(
+    Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CouplingKind {
+    /// Asynchronous time-splitting (seed Eq. 3–4), explicit MPM substeps.
+    #[default]
+    Weak,
+    /// One fully implicit convex problem per frame (`diffphd_mpm::strong`).
+    Strong,
 }
 
 /// Boundary condition of a face of the grid domain.
@@ -495,6 +515,16 @@ impl MpmSettings {
             return Err((
                 format!("{k}.substeps"),
                 "expected at least 1 MPM substep per frame".into(),
+            ));
+        }
+        if self.coupling == CouplingKind::Strong && self.substeps != 1 {
+            return Err((
+                format!("{k}.substeps"),
+                format!(
+                    "coupling = \"strong\" takes one implicit step per frame: expected \
+                     substeps = 1, got {}",
+                    self.substeps
+                ),
             ));
         }
         if !(self.cfl > 0.0 && self.cfl <= 1.0) {

@@ -11,9 +11,12 @@
 //! - [`rigid`]: rigid bodies (shapes, mass and inertia, signed distance, DoF drives).
 //! - [`contact`]: the lagged compliant contact model and its convex per-substep problem,
 //!   solved by the block-diagonal quasi-Newton method with exact line search (seed §IV-A–C).
+//! - [`strong`]: the strongly coupled, fully implicit step of the seed's baseline \[10\]
+//!   (one convex problem over grid velocities, rigid DoFs and contact; Newton, sparse Cholesky).
 
 #![allow(clippy::needless_range_loop)]
 
 pub mod contact;
 pub mod mpm;
 pub mod rigid;
+pub mod strong;

@@ -233,6 +233,24 @@ impl Grid {
         }
     }
 
+    /// The wall conditions of [`Grid::update`] applied to a full array of node velocities
+    /// (the strongly coupled step applies them to its solved velocities).
+    pub(crate) fn apply_walls(&self, v: &mut [Vector3<f64>]) {
+        let t = self.spec.wall_cells;
+        let cells = self.spec.cells;
+        for (idx, vi) in v.iter_mut().enumerate() {
+            let c = self.coords(idx);
+            for a in 0..3 {
+                if c[a] < t {
+                    apply_wall(self.spec.walls[2 * a], a, -1.0, vi);
+                }
+                if c[a] > cells[a] - t {
+                    apply_wall(self.spec.walls[2 * a + 1], a, 1.0, vi);
+                }
+            }
+        }
+    }
+
     /// Σᵢ mᵢ vᵢ and Σᵢ xᵢ × mᵢ vᵢ (for checking the transfers).
     pub fn momenta(&self) -> (Vector3<f64>, Vector3<f64>) {
         let mut p = Vector3::zeros();

@@ -17,7 +17,7 @@ pub mod world;
 pub use body::{Drive, Profile, RigidBody};
 pub use mesh::TriMesh;
 pub use shape::{MassProperties, Shape};
-pub use world::{HalfSpace, RigidContact, RigidStepReport, RigidWorld};
+pub use world::{FreeMotionTarget, HalfSpace, RigidContact, RigidStepReport, RigidWorld};
 
 use thiserror::Error;
 

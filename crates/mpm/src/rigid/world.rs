@@ -82,6 +82,17 @@ impl HalfSpace {
     }
 }
 
+/// The constrained free motion of one body over a step ([`RigidWorld::free_motion_targets`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FreeMotionTarget {
+    /// (v, ω): the shifted free-motion target on dynamic DoFs, the drive's value on the others.
+    pub target: Vector6<f64>,
+    /// diag(m I₃, I_w) at the step-start pose.
+    pub mass: Matrix6<f64>,
+    /// Which of the six DoFs are dynamic (not velocity- or position-driven).
+    pub dynamic: [bool; 6],
+}
+
 /// One rigid contact of a step, with its impulse.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RigidContact {
@@ -361,31 +372,16 @@ impl RigidWorld {
             .collect()
     }
 
-    /// Advances by `h` with `external` impulses per body (empty slice: none). See the module doc.
-    pub fn step(&mut self, h: f64, external: &[Wrench]) -> Result<RigidStepReport, RigidError> {
-        if !(h > 0.0 && h.is_finite()) {
-            return Err(RigidError::InvalidValue {
-                what: "time step",
-                value: h,
-            });
-        }
-        let nb = self.bodies.len();
-        if !external.is_empty() && external.len() != nb {
-            return Err(RigidError::WrenchCount {
-                got: external.len(),
-                expected: nb,
-            });
-        }
-        for (b, body) in self.bodies.iter().enumerate() {
-            body.validate_drives(b)?;
-        }
-        let (t0, t1) = (self.time, self.time + h);
-        let mut contacts = self.detect_contacts()?;
-
-        // 1. Free motion: unconstrained targets u*, prescribed values, masses per body.
-        let mut targets = Vec::with_capacity(nb);
-        let mut masses = Vec::with_capacity(nb);
-        let mut dynamic = Vec::with_capacity(nb);
+    /// Step 1 of [`RigidWorld::step`] (module doc) for a step of length `h` from the current
+    /// time, per body: the free-motion target of the dynamic DoFs (shifted by
+    /// −M_FF⁻¹M_FP(v_P − v*_P)) and the prescribed values of the driven DoFs, the 6×6 mass
+    /// diag(m I, I_w) and which DoFs are dynamic. Minimising ½(u − target)ᵀM(u − target) over
+    /// the dynamic DoFs with the others at their values is the constrained free motion. The
+    /// strongly coupled step (`crate::strong`) poses the rigid part of its problem with it.
+    pub fn free_motion_targets(&self, h: f64, external: &[Wrench]) -> Vec<FreeMotionTarget> {
+        let t0 = self.time;
+        let t1 = t0 + h;
+        let mut out = Vec::with_capacity(self.bodies.len());
         for (b, body) in self.bodies.iter().enumerate() {
             let ext = external.get(b).copied().unwrap_or_default();
             let m = body.mass();
@@ -440,10 +436,41 @@ impl RigidWorld {
                     value[i] -= shift[r];
                 }
             }
-            targets.push(value);
-            masses.push(mb);
-            dynamic.push(dyn_mask);
+            out.push(FreeMotionTarget {
+                target: value,
+                mass: mb,
+                dynamic: dyn_mask,
+            });
         }
+        out
+    }
+
+    /// Advances by `h` with `external` impulses per body (empty slice: none). See the module doc.
+    pub fn step(&mut self, h: f64, external: &[Wrench]) -> Result<RigidStepReport, RigidError> {
+        if !(h > 0.0 && h.is_finite()) {
+            return Err(RigidError::InvalidValue {
+                what: "time step",
+                value: h,
+            });
+        }
+        let nb = self.bodies.len();
+        if !external.is_empty() && external.len() != nb {
+            return Err(RigidError::WrenchCount {
+                got: external.len(),
+                expected: nb,
+            });
+        }
+        for (b, body) in self.bodies.iter().enumerate() {
+            body.validate_drives(b)?;
+        }
+        let t1 = self.time + h;
+        let mut contacts = self.detect_contacts()?;
+
+        // 1. Free motion: unconstrained targets u*, prescribed values, masses per body.
+        let free = self.free_motion_targets(h, external);
+        let targets: Vec<Vector6<f64>> = free.iter().map(|t| t.target).collect();
+        let masses: Vec<Matrix6<f64>> = free.iter().map(|t| t.mass).collect();
+        let dynamic: Vec<[bool; 6]> = free.iter().map(|t| t.dynamic).collect();
 
         // DoF map of the reduced problem.
         let mut index = vec![[usize::MAX; 6]; nb];

@@ -14,3 +14,4 @@ mod mpm_walls;
 mod mpm_wave;
 mod rigid_dynamics;
 mod rigid_shapes;
+mod strong_coupling;
