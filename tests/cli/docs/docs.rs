@@ -8,7 +8,6 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Skipped TOML blocks and command lines allowed (each skip prints its reason).
 const MAX_SKIPPED_BLOCKS: usize = 2;
@@ -57,20 +56,10 @@ fn blocks(text: &str, langs: &[&str]) -> Vec<(usize, String)> {
     out
 }
 
+/// `diffphd <args>` in `dir`: exit code, stdout and stderr together.
 fn diffphd(dir: &Path, args: &[&str]) -> (i32, String) {
-    let o = Command::new(common::bin())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run diffphd");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+    let (code, out, err) = common::run_in(dir, args);
+    (code, out + &err)
 }
 
 fn base_scene() -> String {
@@ -252,7 +241,7 @@ fn every_documented_default_is_the_resolved_one() {
 /// The documented command lines (`sh` blocks, continuation lines joined, comments cut).
 fn commands() -> Vec<(String, String)> {
     let mut out = vec![];
-    // docs/tutorial.md's commands run for real, in order, in tests/cli/tutorial.rs.
+    // docs/tutorial.md's commands run for real, in order, in tests/cli/docs/tutorial.rs.
     for f in doc_files()
         .into_iter()
         .filter(|f| !f.ends_with("docs/tutorial.md"))

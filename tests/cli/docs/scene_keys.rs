@@ -7,59 +7,9 @@
 use crate::common;
 
 /// A scene that has every table (so each can be probed).
-const FULL: &str = r#"schema_version = 1
-[simulation]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 1, 1]
-dx = 0.1
-[body.transform]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-[[body.region]]
-select = { box = { min = [0, 0, 0], max = [1, 1, 1] } }
-scale = 2.0
-[body.damping]
-[[body.dirichlet]]
-select = { face = "x_min" }
-motion = { type = "rotate", axis = [1, 0, 0], rate = 1.0 }
-[body.initial]
-twist = { axis = [1, 0, 0], angle_deg = 10.0 }
-[[body.force]]
-select = { face = "x_max" }
-force = [0.0, 0.0, -1.0]
-profile = { type = "ramp", duration = 0.1 }
-[[body.force]]
-select = { face = "x_max" }
-twist = { axis = [1, 0, 0], magnitude = 1.0 }
-[[body.muscle]]
-select = { all = true }
-fiber = [1.0, 0.0, 0.0]
-stiffness = 1e4
-[[body.attachment]]
-select = { face = "x_max" }
-[solver]
-[output]
-[backward]
-[loss]
-reference = { set = [] }
-[[loss.term]]
-type = "random_linear"
-[[parameter]]
-kind = "density"
-[[obstacle]]
-type = "plane"
-point = [0, 0, -1]
-normal = [0, 0, 1]
-[contact]
-[contact.penalty]
-[optimize]
-"#;
+fn full() -> String {
+    common::fixture("scenes/scene_keys/full", &[])
+}
 
 /// The keys the schema expects at `table` (a `--set` path; "" = top level), after the
 /// optional `prep` overrides.
@@ -74,7 +24,7 @@ fn keys(table: &str, prep: &[&str]) -> Vec<String> {
     };
     let mut sets: Vec<String> = prep.iter().map(|s| s.to_string()).collect();
     sets.push(probe);
-    let err = diffphd::scene::load_str(FULL, std::path::Path::new("full.toml"), &sets)
+    let err = diffphd::scene::load_str(&full(), std::path::Path::new("full.toml"), &sets)
         .err()
         .unwrap_or_else(|| panic!("{table}: the probe was accepted"))
         .to_string();
@@ -99,39 +49,39 @@ fn keys(table: &str, prep: &[&str]) -> Vec<String> {
 /// are an untagged enum (serde names no keys for it) and are not probed; neither are the
 /// unit variants `motion = { type = "fixed" }` and `profile = { type = "constant" }`, which
 /// serde accepts with any extra key (a known gap, see docs/RELIABILITY.md).
-fn tables() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+fn tables() -> Vec<(String, &'static str, Vec<&'static str>)> {
     let sel = "=body.0.region.0.select";
-    vec![
+    let rows: Vec<(&str, &str, Vec<&str>)> = vec![
         ("top level", "", vec![]),
-        ("[simulation]", "simulation", vec![]),
-        ("[[body]]", "body.0", vec![]),
-        ("[body.mesh]", "body.0.mesh", vec![]),
-        ("[body.transform]", "body.0.transform", vec![]),
-        ("[body.material]", "body.0.material", vec![]),
-        ("[[body.region]]", "body.0.region.0", vec![]),
+        (HEADER, "simulation", vec![]),
+        (HEADER, "body.0", vec![]),
+        (HEADER, "body.0.mesh", vec![]),
+        (HEADER, "body.0.transform", vec![]),
+        (HEADER, "body.0.material", vec![]),
+        (HEADER, "body.0.region.0", vec![]),
         ("element selectors (`select` of regions and muscles)", sel, vec![]),
         ("node selectors (`select` of dirichlet, forces, attachments, node_target)", "=body.0.dirichlet.0.select", vec![]),
         ("selector `box`", "body.0.region.0.select.box", vec![]),
         ("selector `half_space`", "body.0.region.0.select.half_space", vec!["body.0.region.0.select={ half_space = { point = [0, 0, 0], normal = [1, 0, 0] } }"]),
         ("selector `sphere`", "body.0.region.0.select.sphere", vec!["body.0.region.0.select={ sphere = { center = [0, 0, 0], radius = 1.0 } }"]),
-        ("[body.damping]", "body.0.damping", vec![]),
-        ("[[body.dirichlet]]", "body.0.dirichlet.0", vec![]),
+        (HEADER, "body.0.damping", vec![]),
+        (HEADER, "body.0.dirichlet.0", vec![]),
         ("motion `translate`", "body.0.dirichlet.0.motion", vec!["body.0.dirichlet.0.motion={ type = \"translate\", velocity = [0, 0, 0] }"]),
         ("motion `rotate`", "body.0.dirichlet.0.motion", vec![]),
-        ("[body.initial]", "body.0.initial", vec![]),
+        (HEADER, "body.0.initial", vec![]),
         ("initial `twist`", "body.0.initial.twist", vec![]),
-        ("[[body.force]]", "body.0.force.0", vec![]),
+        (HEADER, "body.0.force.0", vec![]),
         ("force `twist`", "body.0.force.1.twist", vec![]),
         ("profile `ramp`", "body.0.force.0.profile", vec![]),
         ("profile `window`", "body.0.force.0.profile", vec!["body.0.force.0.profile={ type = \"window\", start = 0.0, end = 1.0 }"]),
         ("profile `table`", "body.0.force.0.profile", vec!["body.0.force.0.profile={ type = \"table\", times = [0.0], values = [1.0] }"]),
-        ("[[body.muscle]]", "body.0.muscle.0", vec![]),
-        ("[[body.attachment]]", "body.0.attachment.0", vec![]),
-        ("[solver]", "solver", vec![]),
-        ("[output]", "output", vec![]),
-        ("[backward]", "backward", vec![]),
-        ("[loss]", "loss", vec![]),
-        ("[loss.reference]", "loss.reference", vec![]),
+        (HEADER, "body.0.muscle.0", vec![]),
+        (HEADER, "body.0.attachment.0", vec![]),
+        (HEADER, "solver", vec![]),
+        (HEADER, "output", vec![]),
+        (HEADER, "backward", vec![]),
+        (HEADER, "loss", vec![]),
+        (HEADER, "loss.reference", vec![]),
         ("loss term `tracking`", "loss.term.0", vec!["loss.term.0={ type = \"tracking\" }"]),
         ("loss term `center_of_mass`", "loss.term.0", vec!["loss.term.0={ type = \"center_of_mass\", target = [0, 0, 0] }"]),
         ("loss term `center_of_mass_direction`", "loss.term.0", vec!["loss.term.0={ type = \"center_of_mass_direction\", direction = [1, 0, 0] }"]),
@@ -139,16 +89,48 @@ fn tables() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("loss term `random_linear`", "loss.term.0", vec![]),
         ("loss term `chamfer`", "loss.term.0", vec!["loss.term.0={ type = \"chamfer\" }"]),
         ("chamfer `captures` entry", "loss.term.0.captures.0", vec!["loss.term.0={ type = \"chamfer\", captures = [{ frame = 1, file = \"a.ply\" }] }"]),
-        ("[[parameter]]", "parameter.0", vec![]),
+        (HEADER, "parameter.0", vec![]),
         ("parameter `regularize`", "parameter.0.regularize", vec![]),
-        ("[[obstacle]]", "obstacle.0", vec![]),
-        ("[contact]", "contact", vec![]),
-        ("[contact.penalty]", "contact.penalty", vec![]),
-        ("[optimize]", "optimize", vec![]),
-        ("[mpm]", "mpm", vec![]),
-        ("[[mpm_body]]", "mpm_body.0", vec!["mpm_body=[{}]"]),
-        ("[[rigid_body]]", "rigid_body.0", vec!["rigid_body=[{}]"]),
-    ]
+        (HEADER, "obstacle.0", vec![]),
+        (HEADER, "contact", vec![]),
+        (HEADER, "contact.penalty", vec![]),
+        (HEADER, "optimize", vec![]),
+        (HEADER, "mpm", vec![]),
+        (HEADER, "mpm_body.0", vec!["mpm_body=[{}]"]),
+        (HEADER, "rigid_body.0", vec!["rigid_body=[{}]"]),
+    ];
+    rows.into_iter()
+        .map(|(heading, path, prep)| {
+            let heading = if heading == HEADER {
+                header_of(path)
+            } else {
+                heading.to_string()
+            };
+            (heading, path, prep)
+        })
+        .collect()
+}
+
+/// Marks a row of [`tables`] whose heading is its table's TOML header ([`header_of`]).
+const HEADER: &str = "";
+
+/// The TOML header of the table at a probe path: `simulation` → `[simulation]`, `body.0` →
+/// `[[body]]` (an array entry), `body.0.mesh` → `[body.mesh]`.
+fn header_of(path: &str) -> String {
+    let name: Vec<&str> = path
+        .split('.')
+        .filter(|s| s.parse::<usize>().is_err())
+        .collect();
+    let name = name.join(".");
+    if path
+        .rsplit('.')
+        .next()
+        .is_some_and(|s| s.parse::<usize>().is_ok())
+    {
+        format!("[[{name}]]")
+    } else {
+        format!("[{name}]")
+    }
 }
 
 fn index() -> String {
@@ -158,7 +140,7 @@ fn index() -> String {
         let heading = if heading.starts_with('[') {
             format!("`{heading}`")
         } else {
-            heading.to_string()
+            heading
         };
         s.push_str(&format!("- {heading}: {}\n", k.join(", ")));
     }

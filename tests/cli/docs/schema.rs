@@ -4,19 +4,9 @@
 
 use crate::common;
 
-const BASE: &str = r#"schema_version = 1
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [1, 1, 1]
-dx = 0.1
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+fn base() -> String {
+    common::fixture("scenes/schema/base", &[])
+}
 
 #[test]
 fn committed_schema_equals_the_generated_one() {
@@ -77,7 +67,7 @@ fn hand_written_enum_schemas_list_values_the_loader_accepts() {
             );
             let set = format!("{key}=\"{v}\"");
             let r = diffphd::scene::load_str(
-                BASE,
+                &base(),
                 std::path::Path::new("s.toml"),
                 std::slice::from_ref(&set),
             );
@@ -90,6 +80,6 @@ fn hand_written_enum_schemas_list_values_the_loader_accepts() {
             }
         }
         let bad = format!("{key}=\"no_such_value\"");
-        assert!(diffphd::scene::load_str(BASE, std::path::Path::new("s.toml"), &[bad]).is_err());
+        assert!(diffphd::scene::load_str(&base(), std::path::Path::new("s.toml"), &[bad]).is_err());
     }
 }

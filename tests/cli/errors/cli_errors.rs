@@ -4,22 +4,9 @@
 use crate::common;
 use common::run_cli;
 
-const GOOD: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 2
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 1, 1]
-dx = 0.1
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+fn good() -> String {
+    common::fixture("scenes/cli_errors/good", &[])
+}
 
 fn expect_error(scene: &str, files: &[(&str, &str)], needles: &[&str]) {
     let r = run_cli("simulate", scene, files, &[]);
@@ -37,7 +24,7 @@ fn expect_error(scene: &str, files: &[(&str, &str)], needles: &[&str]) {
 
 #[test]
 fn good_scene_runs() {
-    let r = run_cli("simulate", GOOD, &[], &[]);
+    let r = run_cli("simulate", &good(), &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let n = common::ply_vertices(&r.out().join("frame_00002.ply"));
     let x0 = common::ply_vertices(&r.out().join("frame_00000.ply"));
@@ -47,12 +34,13 @@ fn good_scene_runs() {
 #[test]
 fn unknown_key_is_named() {
     expect_error(
-        &GOOD.replace("density = 1000.0", "density = 1000.0\ndensty = 3"),
+        &good().replace("density = 1000.0", "density = 1000.0\ndensty = 3"),
         &[],
         &["densty"],
     );
     expect_error(
-        &GOOD.replace("[simulation]", "[simulaton]"),
+        // a misspelt table header: the fixture's first `simulation` is its header
+        &good().replacen("simulation", "simulaton", 1),
         &[],
         &["simulaton"],
     );
@@ -61,7 +49,7 @@ fn unknown_key_is_named() {
 #[test]
 fn poisson_ratio_at_or_above_half_is_rejected() {
     expect_error(
-        &GOOD.replace("poisson_ratio = 0.3", "poisson_ratio = 0.5"),
+        &good().replace("poisson_ratio = 0.3", "poisson_ratio = 0.5"),
         &[],
         &["body[0].material.poisson_ratio", "0.5"],
     );
@@ -70,12 +58,12 @@ fn poisson_ratio_at_or_above_half_is_rejected() {
 #[test]
 fn non_positive_youngs_modulus_is_rejected() {
     expect_error(
-        &GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = -1.0"),
+        &good().replace("youngs_modulus = 1e6", "youngs_modulus = -1.0"),
         &[],
         &["body[0].material.youngs_modulus"],
     );
     expect_error(
-        &GOOD.replace("youngs_modulus = 1e6", "youngs_modulus = 0.0"),
+        &good().replace("youngs_modulus = 1e6", "youngs_modulus = 0.0"),
         &[],
         &["youngs_modulus"],
     );
@@ -84,7 +72,7 @@ fn non_positive_youngs_modulus_is_rejected() {
 #[test]
 fn non_positive_dt_is_rejected() {
     expect_error(
-        &GOOD.replace("dt = 0.01", "dt = 0.0"),
+        &good().replace("dt = 0.01", "dt = 0.0"),
         &[],
         &["simulation.dt"],
     );
@@ -94,7 +82,7 @@ fn non_positive_dt_is_rejected() {
 fn bad_override_is_named() {
     let r = run_cli(
         "simulate",
-        GOOD,
+        &good(),
         &[],
         &["--set", "body.5.material.density=2"],
     );
@@ -109,11 +97,11 @@ fn bad_override_is_named() {
 fn bad_mass_convention_is_named() {
     for (scene, args) in [
         (
-            GOOD.replace("density = 1000.0", "density = 1000.0\nmass = \"diffpd\""),
+            &good().replace("density = 1000.0", "density = 1000.0\nmass = \"diffpd\""),
             vec![],
         ),
         (
-            GOOD.to_string(),
+            &good().to_string(),
             vec!["--set", "body.0.material.mass=\"lumpd\""],
         ),
     ] {
@@ -129,30 +117,20 @@ fn bad_mass_convention_is_named() {
     }
     let ok = run_cli(
         "simulate",
-        GOOD,
+        &good(),
         &[],
         &["--set", "body.0.material.mass=\"uniform\""],
     );
     assert_eq!(ok.code, 0, "{}", ok.stderr);
 }
 
-const FILE_SCENE: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 1
-[[body]]
-[body.mesh]
-file = "m.node"
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+fn file_scene() -> String {
+    common::fixture("scenes/cli_errors/file_scene", &[])
+}
 
 #[test]
 fn missing_mesh_file_is_named() {
-    expect_error(FILE_SCENE, &[], &["m.node", "body[0].mesh.file"]);
+    expect_error(&file_scene(), &[], &["m.node", "body[0].mesh.file"]);
 }
 
 #[test]
@@ -160,7 +138,7 @@ fn malformed_mesh_line_is_named() {
     let node = "4 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 oops\n";
     let ele = "1 4 0\n0 0 1 2 3\n";
     expect_error(
-        FILE_SCENE,
+        &file_scene(),
         &[("m.node", node), ("m.ele", ele)],
         &["m.node:5"],
     );
@@ -172,7 +150,7 @@ fn degenerate_element_is_named() {
     let node = "6 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n4 1 1 0\n5 2 2 0\n";
     let ele = "2 4 0\n0 0 1 2 3\n1 1 2 4 5\n";
     expect_error(
-        FILE_SCENE,
+        &file_scene(),
         &[("m.node", node), ("m.ele", ele)],
         &["element 1"],
     );
@@ -187,7 +165,7 @@ fn inverted_tet_is_repaired_and_reported() {
     let ele = "2 4 0\n0 0 1 2 3\n1 1 3 2 4\n";
     let r = run_cli(
         "simulate",
-        FILE_SCENE,
+        &file_scene(),
         &[("m.node", node), ("m.ele", ele)],
         &[],
     );
@@ -208,7 +186,7 @@ fn inverted_hexahedron_is_rejected_with_its_index() {
     // Two unit cubes (MEDIT, VTK node order); in the second the top face is rotated by
     // 180 degrees, which inverts some corners but not all.
     let mesh = "MeshVersionFormatted 2\nDimension 3\nVertices\n12\n0 0 0 0\n1 0 0 0\n1 1 0 0\n0 1 0 0\n0 0 1 0\n1 0 1 0\n1 1 1 0\n0 1 1 0\n2 0 0 0\n2 1 0 0\n2 0 1 0\n2 1 1 0\nHexahedra\n2\n1 2 3 4 5 6 7 8 1\n2 9 10 3 7 11 12 6 1\nEnd\n";
-    let scene = FILE_SCENE.replace("m.node", "m.mesh");
+    let scene = &file_scene().replace("m.node", "m.mesh");
     let r = run_cli("simulate", &scene, &[("m.mesh", mesh)], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
@@ -220,9 +198,12 @@ fn inverted_hexahedron_is_rejected_with_its_index() {
 
 // ---- Error classes of issue 18 -------------------------------------------------------
 
-/// GOOD with a loss (and optionally parameters), for `grad`/`gradcheck`.
+/// [`good`] with a loss (and optionally parameters: the `parameter` array, a TOML inline
+/// array), for `grad`/`gradcheck`.
 fn with_loss(params: &str) -> String {
-    format!("{GOOD}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n{params}")
+    let set = format!("parameter={params}");
+    let sets: &[&str] = if params.is_empty() { &[] } else { &[&set] };
+    common::fixture("scenes/cli_errors/good_with_loss", sets)
 }
 
 /// `grad` on a scene without `[[parameter]]` is bad input (it exited 0), in one line.
@@ -238,7 +219,7 @@ fn grad_without_parameters_exits_2_in_one_line() {
 /// `--decades`) are bad input, refused before any work (they exited 1, "run failed").
 #[test]
 fn gradcheck_bad_numeric_arguments_exit_2() {
-    let scene = with_loss("[[parameter]]\nkind = \"density\"\n");
+    let scene = with_loss(r#"[{ kind = "density" }]"#);
     for arg in [
         "--eps=nan",
         "--eps=0",
@@ -262,7 +243,7 @@ fn gradcheck_bad_numeric_arguments_exit_2() {
 /// (they are applied as overrides; the message used to blame "--set overrides").
 #[test]
 fn frames_and_threads_do_not_blame_a_set_never_given() {
-    let bad = GOOD.replace("density = 1000.0", "density = 1000.0\ndensty = 3");
+    let bad = &good().replace("density = 1000.0", "density = 1000.0\ndensty = 3");
     for args in [
         &["--frames", "1"][..],
         &["--threads", "1"],
@@ -292,7 +273,7 @@ fn override_errors_name_the_right_table() {
     assert!(!r.stderr.contains("body"), "{}", r.stderr);
     let r = run_cli(
         "simulate",
-        GOOD,
+        &good(),
         &[],
         &["--set", "body.0.material.densty=3"],
     );
@@ -315,11 +296,12 @@ fn override_errors_name_the_right_table() {
 
 // ---- Captured geometry of a chamfer loss term (issue 16, item 5) ---------------------
 
-/// GOOD with a chamfer term whose frame map is `captures` (TOML array body), and one
+/// [`good`] with a chamfer term whose frame map is `captures` (TOML array body), and one
 /// declared parameter, for `grad`.
 fn with_chamfer(captures: &str) -> String {
-    format!(
-        "{GOOD}[loss]\n[[loss.term]]\ntype = \"chamfer\"\ncaptures = [{captures}]\n[[parameter]]\nkind = \"density\"\n"
+    common::fixture(
+        "scenes/cli_errors/good_chamfer",
+        &[&format!("loss.term.0.captures=[{captures}]")],
     )
 }
 
@@ -386,7 +368,10 @@ fn bad_captures_are_named() {
     // no frame map at all, and a capture folder without frame files
     let r = run_cli(
         "grad",
-        &with_chamfer("").replace("captures = []", "capture_dir = \".\""),
+        &common::fixture(
+            "scenes/cli_errors/good_chamfer",
+            &[r#"loss.term.0={ type = "chamfer", capture_dir = "." }"#],
+        ),
         &[],
         &[],
     );

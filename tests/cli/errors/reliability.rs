@@ -6,25 +6,16 @@
 use crate::common;
 use common::run_cli;
 
+/// A random-linear loss and the density parameter (`--set` expressions).
+const DENSITY_GRADIENT: [&str; 2] = [
+    r#"loss.term=[{ type = "random_linear" }]"#,
+    r#"parameter=[{ kind = "density" }]"#,
+];
+
 /// A clamped 3×1×1 hex beam, 3 frames.
-const BEAM: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 3
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [3, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { face = "x_min" }
-"#;
+fn beam() -> String {
+    common::fixture("scenes/reliability/beam", &[])
+}
 
 /// Every `frame_*.ply` present parses completely and holds only finite numbers.
 fn frames_are_complete_and_finite(dir: &std::path::Path) -> usize {
@@ -66,7 +57,7 @@ fn values_beyond_f32_are_refused_with_their_key() {
             "body.dirichlet.motion.rate",
         ),
     ] {
-        let r = run_cli("simulate", BEAM, &[], &["--set", set]);
+        let r = run_cli("simulate", &beam(), &[], &["--set", set]);
         assert_eq!(r.code, 2, "{set}: {}", r.stderr);
         let key = key
             .replace("body.", "body[0].")
@@ -84,11 +75,14 @@ fn values_beyond_f32_are_refused_with_their_key() {
 fn state_beyond_f32_mid_run_fails_with_frame_and_element() {
     // A ramp to 3e37 N on a beam without stiffness (E = 1e-20) and ρ = 1e-3: x ≈ h²F/m is
     // finite in f64 but beyond f32 from frame 1 on.
-    let scene = format!(
-        "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [0.0, 0.0, 3e37]\nprofile = {{ type = \"ramp\", duration = 0.03 }}\n"
-    )
-    .replace("youngs_modulus = 1e5", "youngs_modulus = 1e-20")
-    .replace("density = 1000.0", "density = 1e-3");
+    let scene = common::fixture(
+        "scenes/reliability/beam",
+        &[
+            r#"body.0.force=[{ select = { face = "x_max" }, force = [0.0, 0.0, 3e37], profile = { type = "ramp", duration = 0.03 } }]"#,
+            "body.0.material.youngs_modulus=1e-20",
+            "body.0.material.density=1e-3",
+        ],
+    );
     let r = run_cli("simulate", &scene, &[], &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     for needle in ["frame ", "iteration", "node ", "element "] {
@@ -103,7 +97,12 @@ fn state_beyond_f32_mid_run_fails_with_frame_and_element() {
 /// A gate ratio that is not a number is written as a string ("inf"), never as `null`.
 #[test]
 fn non_finite_gate_ratios_are_not_null() {
-    let r = run_cli("simulate", BEAM, &[], &["--set", "solver.max_iterations=1"]);
+    let r = run_cli(
+        "simulate",
+        &beam(),
+        &[],
+        &["--set", "solver.max_iterations=1"],
+    );
     // no frame can converge in one iteration: the run finishes as "incomplete", exit 3
     // (solver.on_nonconvergence = "fail", the default since issue 14)
     assert_eq!(r.code, 3, "{}", r.stderr);
@@ -136,7 +135,7 @@ fn nan_and_inf_in_the_scene_are_refused() {
         "simulation.gravity=[0.0, 0.0, -inf]",
         "body.0.initial.velocity=[inf, 0, 0]",
     ] {
-        let r = run_cli("simulate", BEAM, &[], &["--set", set]);
+        let r = run_cli("simulate", &beam(), &[], &["--set", set]);
         assert_eq!(r.code, 2, "{set}: {}", r.stderr);
         assert!(r.stderr.contains("finite"), "{set}: {}", r.stderr);
         assert!(!r.out().join("log.json").exists());
@@ -147,8 +146,9 @@ fn nan_and_inf_in_the_scene_are_refused() {
 /// step with frame, PD iteration and element.
 #[test]
 fn nan_injected_into_forces_is_reported_with_frame_iteration_and_element() {
-    let text = format!(
-        "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [0.0, 0.0, -1.0]\n"
+    let text = common::fixture(
+        "scenes/reliability/beam",
+        &[r#"body.0.force=[{ select = { face = "x_max" }, force = [0.0, 0.0, -1.0] }]"#],
     );
     let ls = common::load(&text, &[]);
     for bad in [f64::NAN, f64::INFINITY] {
@@ -174,7 +174,7 @@ fn nan_injected_into_forces_is_reported_with_frame_iteration_and_element() {
 /// and element (`state_beyond_f32_mid_run_fails_with_frame_and_element`).
 #[test]
 fn absurd_time_steps_are_stable_or_refused() {
-    let r = run_cli("simulate", BEAM, &[], &["--set", "simulation.dt=1e6"]);
+    let r = run_cli("simulate", &beam(), &[], &["--set", "simulation.dt=1e6"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     assert_eq!(log["status"], "completed");
@@ -184,7 +184,7 @@ fn absurd_time_steps_are_stable_or_refused() {
         .iter()
         .all(|f| f["converged"] == true));
     assert_eq!(frames_are_complete_and_finite(&r.out()), 4);
-    let free = BEAM.replace("[[body.dirichlet]]\nselect = { face = \"x_min\" }\n", "");
+    let free = common::fixture("scenes/reliability/beam", &["body.0.dirichlet=[]"]);
     let r = run_cli("simulate", &free, &[], &["--set", "simulation.dt=1e20"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("matrix"), "{}", r.stderr);
@@ -195,8 +195,9 @@ fn absurd_time_steps_are_stable_or_refused() {
 /// first element) from the frame it appears in; frames before it carry no record.
 #[test]
 fn element_inverted_mid_run_is_reported_with_frame_and_element() {
-    let scene = format!(
-        "{BEAM}[[body.force]]\nselect = {{ face = \"x_max\" }}\nforce = [-30.0, 0.0, 0.0]\n"
+    let scene = common::fixture(
+        "scenes/reliability/beam",
+        &[r#"body.0.force=[{ select = { face = "x_max" }, force = [-30.0, 0.0, 0.0] }]"#],
     );
     // the frame where the element inverts does not converge (it did not before issue 14
     // either, then reported with exit 0): accept it, this test is about the report
@@ -229,10 +230,15 @@ fn element_inverted_mid_run_is_reported_with_frame_and_element() {
 
 // ---- Kill safety and signals -----------------------------------------------------------
 
-/// BEAM with `frames` frames, every frame written.
+/// [`beam`] with `frames` frames and 12×4×4 cells, every frame written.
 fn long_beam(frames: usize) -> String {
-    BEAM.replace("frames = 3", &format!("frames = {frames}"))
-        .replace("cells = [3, 1, 1]", "cells = [12, 4, 4]")
+    common::fixture(
+        "scenes/reliability/beam",
+        &[
+            &format!("simulation.frames={frames}"),
+            "body.0.mesh.cells=[12, 4, 4]",
+        ],
+    )
 }
 
 /// Spawn `diffphd <args>` with stderr piped.
@@ -308,7 +314,7 @@ fn write_error_marks_the_log_failed_and_leaves_no_temp_file() {
     let out = dir.path().join("out");
     std::fs::create_dir_all(out.join("frame_00002.ply")).unwrap();
     let sp = dir.path().join("s.toml");
-    std::fs::write(&sp, BEAM).unwrap();
+    std::fs::write(&sp, &beam()).unwrap();
     let res = std::process::Command::new(common::bin())
         .args([
             "simulate".as_ref(),
@@ -334,7 +340,7 @@ fn write_error_marks_the_log_failed_and_leaves_no_temp_file() {
 /// SIGKILL mid-run (no handler can run): every result file present parses completely and
 /// the logs record the run as incomplete — status "running" with no end record, which
 /// docs/RELIABILITY.md defines as incomplete once the process is gone. (`simulate`'s
-/// frame-level variant is `killed_run_leaves_valid_frames_and_log` in tests/cli/output.rs.)
+/// frame-level variant is `killed_run_leaves_valid_frames_and_log` in tests/cli/outputs/output.rs.)
 #[test]
 fn sigkill_leaves_complete_files_and_an_incomplete_status() {
     // simulate
@@ -358,9 +364,14 @@ fn sigkill_leaves_complete_files_and_an_incomplete_status() {
     assert!(frames_are_complete_and_finite_ignoring_tmp(&out) >= 4);
 
     // optimize
-    let scene = format!(
-        "{}[loss]\n[loss.reference]\nset = [\"body.0.material.youngs_modulus=2e5\"]\n[[loss.term]]\ntype = \"tracking\"\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n[optimize]\nmax_evaluations = 100000\nmax_iterations = 100000\ngrad_tol = 0.0\n",
-        BEAM.replace("frames = 3", "frames = 40")
+    let scene = common::fixture(
+        "scenes/reliability/beam",
+        &[
+            "simulation.frames=40",
+            r#"loss={ reference = { set = ["body.0.material.youngs_modulus=2e5"] }, term = [{ type = "tracking" }] }"#,
+            r#"parameter=[{ kind = "youngs_modulus", log = true }]"#,
+            "optimize={ max_evaluations = 100000, max_iterations = 100000, grad_tol = 0.0 }",
+        ],
     );
     std::fs::write(&sp, scene).unwrap();
     let out = dir.path().join("opt");
@@ -448,32 +459,9 @@ fn frames_are_complete_and_finite_ignoring_tmp(dir: &std::path::Path) -> usize {
 // ---- Bodies that start in contact ------------------------------------------------------
 
 /// A 2×2×2 block with its lower face at height `z`, above a ground plane.
-fn block_at(z: f64) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 2
-[[body]]
-name = "block"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-origin = [0.0, 0.0, {z}]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[obstacle]]
-name = "ground"
-type = "plane"
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-"#
-    )
+fn block_at(z: f64, extra: &[&str]) -> String {
+    let origin = [format!("body.0.mesh.origin=[0.0, 0.0, {z}]")];
+    common::fixture_sets("scenes/reliability/block_at", &origin, extra)
 }
 
 /// A body that starts inside an obstacle is refused before the first step (exit 2), naming
@@ -482,7 +470,7 @@ normal = [0.0, 0.0, 1.0]
 #[test]
 fn body_starting_inside_an_obstacle_is_refused_with_body_node_and_obstacle() {
     let t0 = std::time::Instant::now();
-    let r = run_cli("simulate", &block_at(-1.0), &[], &[]);
+    let r = run_cli("simulate", &block_at(-1.0, &[]), &[], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     for needle in [
         "body 0",
@@ -496,10 +484,7 @@ fn body_starting_inside_an_obstacle_is_refused_with_body_node_and_obstacle() {
     }
     assert!(t0.elapsed().as_secs() < 30, "refused at once");
     // The same through the inverse-problem path (every evaluation builds a simulator).
-    let scene = format!(
-        "{}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n",
-        block_at(-1.0)
-    );
+    let scene = block_at(-1.0, &DENSITY_GRADIENT);
     let r = run_cli("grad", &scene, &[], &[]);
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -508,7 +493,7 @@ fn body_starting_inside_an_obstacle_is_refused_with_body_node_and_obstacle() {
         r.stderr
     );
     // Touching (1e-4 m deep, the margin is half an edge = 2.5 cm): resolved by the solve.
-    let r = run_cli("simulate", &block_at(-1e-4), &[], &[]);
+    let r = run_cli("simulate", &block_at(-1e-4, &[]), &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
@@ -518,7 +503,7 @@ fn body_starting_inside_an_obstacle_is_refused_with_body_node_and_obstacle() {
 /// the estimate in the message, nothing written); a bad `--max-memory` is bad input.
 #[test]
 fn tape_over_max_memory_is_refused_with_the_estimate() {
-    let scene = format!("{BEAM}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n");
+    let scene = common::fixture("scenes/reliability/beam", &DENSITY_GRADIENT);
     for cmd in ["grad", "gradcheck", "optimize"] {
         let r = run_cli(cmd, &scene, &[], &["--max-memory", "1K"]);
         assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
@@ -543,44 +528,9 @@ fn tape_over_max_memory_is_refused_with_the_estimate() {
 
 /// A 2×2×1 slab clamped at its bottom and a 1×1×1 cube whose lowest face is at height `z`
 /// (the slab's top is at 0.05 m), `[contact] bodies = true`, margin 5 mm.
-fn cube_on_slab(z: f64) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 2
-[[body]]
-name = "slab"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body]]
-name = "cube"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.04
-origin = [0.032, 0.028, {z}]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[contact]
-bodies = true
-margin = 0.005
-"#
-    )
+fn cube_on_slab(z: f64, extra: &[&str]) -> String {
+    let origin = [format!("body.1.mesh.origin=[0.032, 0.028, {z}]")];
+    common::fixture_sets("scenes/reliability/cube_on_slab", &origin, extra)
 }
 
 /// Two bodies that overlap at frame 0 (`[contact] bodies = true`) are refused before the
@@ -590,7 +540,7 @@ margin = 0.005
 #[test]
 fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
     // the cube's lower face 25 mm inside the 50 mm slab
-    let r = run_cli("simulate", &cube_on_slab(0.025), &[], &[]);
+    let r = run_cli("simulate", &cube_on_slab(0.025, &[]), &[], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     for needle in [
@@ -604,16 +554,19 @@ fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
         assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
     }
     // the same through the inverse-problem path: bad input there too
-    let scene = format!(
-        "{}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\nbody = 1\n",
-        cube_on_slab(0.025)
+    let scene = cube_on_slab(
+        0.025,
+        &[
+            r#"loss.term=[{ type = "random_linear" }]"#,
+            r#"parameter=[{ kind = "density", body = 1 }]"#,
+        ],
     );
     let r = run_cli("grad", &scene, &[], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("starts inside body"), "{}", r.stderr);
     // 1 mm deep (within the 5 mm margin) and resting on top: both run
     for z in [0.049, 0.0501] {
-        let r = run_cli("simulate", &cube_on_slab(z), &[], &[]);
+        let r = run_cli("simulate", &cube_on_slab(z, &[]), &[], &[]);
         assert_ne!(r.code, 2, "z = {z}: {}", r.stderr);
         assert!(!r.stderr.contains("starts inside"), "{}", r.stderr);
     }
@@ -628,7 +581,7 @@ fn bodies_overlapping_at_the_start_are_refused_with_body_node_and_triangle() {
 #[test]
 fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
     // resting 1 mm inside the ground: every step needs a contact solve
-    let scene = block_at(-1e-3);
+    let scene = block_at(-1e-3, &[]);
     // `cmd` on `text` under a 1 ns contact cap, plus one more `--set`
     let capped = |cmd: &str, text: &str, set: Option<&str>| {
         let mut args = vec!["--set", "contact.max_seconds=1e-9"];
@@ -689,9 +642,7 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
         r.stderr
     );
     // the inverse-problem path reports it too
-    let inverse = format!(
-        "{scene}[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"density\"\n"
-    );
+    let inverse = block_at(-1e-3, &DENSITY_GRADIENT);
     let r = capped("grad", &inverse, None);
     assert_eq!(r.code, 3, "grad: {}", r.stderr);
     assert!(
@@ -723,10 +674,14 @@ fn contact_solve_over_its_time_cap_is_reported_with_frame_iteration_and_cap() {
 /// samples) is a few MiB: more than 2 MiB, less than 64 MiB.
 #[test]
 fn model_and_factor_over_max_memory_are_refused_with_the_estimate() {
-    let scene = BEAM
-        .replace("cells = [3, 1, 1]", "cells = [16, 8, 8]")
-        .replace("dx = 0.05", "dx = 0.01")
-        .replace("frames = 3", "frames = 1");
+    let scene = common::fixture(
+        "scenes/reliability/beam",
+        &[
+            "body.0.mesh.cells=[16, 8, 8]",
+            "body.0.mesh.dx=0.01",
+            "simulation.frames=1",
+        ],
+    );
     let r = run_cli("simulate", &scene, &[], &["--max-memory", "2M"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);

@@ -8,56 +8,14 @@ use common::bin;
 use std::path::Path;
 use std::process::Command;
 
-const SCENE: &str = r#"schema_version = 1
-[simulation]
-dt = 0.005
-frames = 6
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [4, 3, 2]
-dx = 0.02
-origin = [0.0, 0.0, 0.001]
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.35
-density = 1000.0
-[[body.region]]
-select = { half_space = { point = [0.04, 0, 0], normal = [1, 0, 0] } }
-scale = 20.0
-[body.initial]
-velocity = [0.4, 0.1, -0.6]
-angular_velocity = [0.0, 3.0, 0.0]
-[[obstacle]]
-type = "plane"
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-friction = 0.3
-[solver]
-rel_tol = 1e-7
-[output]
-format = "vtu"
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[parameter]]
-kind = "youngs_modulus"
-region = 0
-log = true
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "friction"
-obstacle = 0
-"#;
+fn scene() -> String {
+    common::fixture("scenes/determinism/scene", &[])
+}
 
 /// Frame files (name, bytes) and the gradient of one `simulate` + `grad` pair at `threads`.
 fn run(dir: &Path, tag: &str, threads: usize) -> (Vec<(String, Vec<u8>)>, Vec<f64>) {
     let sp = dir.join("scene.toml");
-    std::fs::write(&sp, SCENE).unwrap();
+    std::fs::write(&sp, &scene()).unwrap();
     let out = dir.join(tag);
     for cmd in ["simulate", "grad"] {
         let o = Command::new(bin())

@@ -3,39 +3,12 @@
 //! every output records what produced it; `--dry-run` writes nothing.
 
 use crate::common;
+use common::run_in as diffphd;
 use std::path::Path;
 use std::process::Command;
 
-const TINY: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 3
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [2, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { face = "x_min" }
-"#;
-
-fn diffphd(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(common::bin())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run diffphd");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+fn tiny() -> String {
+    common::fixture("scenes/outdir/tiny", &[])
 }
 
 fn frames_in(dir: &Path) -> Vec<String> {
@@ -51,10 +24,13 @@ fn frames_in(dir: &Path) -> Vec<String> {
 #[test]
 fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
     std::fs::write(
         d.path().join("b.toml"),
-        TINY.replace("youngs_modulus = 1e5", "youngs_modulus = 2e5"),
+        &common::fixture(
+            "scenes/outdir/tiny",
+            &["body.0.material.youngs_modulus=2e5"],
+        ),
     )
     .unwrap();
     let (code, _, err) = diffphd(d.path(), &["simulate", "a.toml", "--out", "o", "-q"]);
@@ -112,7 +88,7 @@ fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() 
 #[test]
 fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
     let (code, out, err) = diffphd(
         d.path(),
         &[
@@ -130,7 +106,8 @@ fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
     assert!(out.contains("poisson_ratio = 0.41"), "{out}");
     assert!(out.contains("# output directory: o"), "{out}");
     // Defaults are filled in and the printed scene loads as it is.
-    assert!(out.contains("[solver]"), "{out}");
+    let table: toml::Table = toml::from_str(&out).expect("the printed scene is TOML");
+    assert!(table.get("solver").is_some_and(|v| v.is_table()), "{out}");
     let printed = diffphd::scene::load_str(&out, Path::new("printed.toml"), &[]).unwrap();
     let (code, _, err) = diffphd(
         d.path(),
@@ -148,7 +125,7 @@ fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
 #[test]
 fn concurrent_runs_into_one_folder_leave_one_owner_and_no_mixed_frames() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), TINY).unwrap();
+    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
     let children: Vec<_> = ["1e5", "2e5", "3e5", "4e5", "5e5"]
         .iter()
         .map(|e| {
@@ -189,22 +166,22 @@ fn concurrent_runs_into_one_folder_leave_one_owner_and_no_mixed_frames() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-const TINY_LOSS: &str = r#"
-[loss]
-reference = { set = ["body.0.material.youngs_modulus=2e5"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
+/// A tracking loss against E = 2e5 and the log Young's modulus parameter (`--set`s).
+const TINY_LOSS: [&str; 2] = [
+    r#"loss={ reference = { set = ["body.0.material.youngs_modulus=2e5"] }, term = [{ type = "tracking" }] }"#,
+    r#"parameter=[{ kind = "youngs_modulus", log = true }]"#,
+];
 
 /// Issue 17 item 5: every output records the binary version, git commit, scene hash, every
 /// override (including those `--frames`/`--threads` stand for), threads and backend.
 #[test]
 fn every_output_records_what_produced_it() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), format!("{TINY}{TINY_LOSS}")).unwrap();
+    std::fs::write(
+        d.path().join("a.toml"),
+        common::fixture("scenes/outdir/tiny", &TINY_LOSS),
+    )
+    .unwrap();
     let common_args = [
         "--frames",
         "2",

@@ -8,31 +8,9 @@ use ply_rs_bw::ply::Property;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SCENE: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 4
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [3, 2, 2]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.region]]
-select = { half_space = { point = [0.075, 0, 0], normal = [1, 0, 0] } }
-youngs_modulus = 4e5
-[body.initial]
-velocity = [0.0, 0.0, 0.5]
-[[body.dirichlet]]
-select = { face = "x_min" }
-[output]
-every = 2
-"#;
+fn scene() -> String {
+    common::fixture("scenes/output/scene", &[])
+}
 
 fn read_ply(path: &std::path::Path) -> ply_rs_bw::ply::Ply<ply_rs_bw::ply::DefaultElement> {
     let mut f = std::io::BufReader::new(std::fs::File::open(path).unwrap());
@@ -51,7 +29,7 @@ fn float(p: &Property) -> f64 {
 
 #[test]
 fn ply_frames_round_trip_through_an_independent_parser() {
-    let r = run_cli("simulate", SCENE, &[], &[]);
+    let r = run_cli("simulate", &scene(), &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     assert_eq!(log["status"], "completed");
@@ -113,10 +91,14 @@ fn ply_frames_round_trip_through_an_independent_parser() {
 
 #[test]
 fn killed_run_leaves_valid_frames_and_log() {
-    let scene = SCENE
-        .replace("frames = 4", "frames = 100000")
-        .replace("every = 2", "every = 1")
-        .replace("cells = [3, 2, 2]", "cells = [8, 4, 4]");
+    let scene = &common::fixture(
+        "scenes/output/scene",
+        &[
+            "simulation.frames=100000",
+            "output.every=1",
+            "body.0.mesh.cells=[8, 4, 4]",
+        ],
+    );
     let dir = tempfile::tempdir().unwrap();
     let sp = dir.path().join("s.toml");
     std::fs::write(&sp, scene).unwrap();
@@ -170,10 +152,14 @@ fn divergence_is_reported_with_frame_iteration_and_element_and_the_log_survives(
     // A mass-dominated fall of 3e38 m/s² for a 10 s step: the state leaves the range the
     // frame files can hold in the first frame (x ≈ h²g = 3e40; scene values beyond that
     // range, like the 1e308 this test used, are now refused as input).
-    let scene = SCENE
-        .replace("[simulation]", "[simulation]\ngravity = [0.0, 0.0, -3e38]")
-        .replace("dt = 0.01", "dt = 10.0")
-        .replace("density = 1000.0", "density = 3e38");
+    let scene = &common::fixture(
+        "scenes/output/scene",
+        &[
+            "simulation.gravity=[0.0, 0.0, -3e38]",
+            "simulation.dt=10.0",
+            "body.0.material.density=3e38",
+        ],
+    );
     let r = run_cli("simulate", &scene, &[], &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     for needle in ["frame 1", "iteration", "element"] {
@@ -210,28 +196,12 @@ fn vtu_pieces(xml: &str, name: &str) -> Vec<Vec<f64>> {
 /// with its time (issue 6).
 #[test]
 fn vtu_frames_hold_every_body_and_match_the_ply_frames() {
-    let two_bodies = format!(
-        "{SCENE}{}",
-        r#"[[body]]
-name = "hexes"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-translation = [0.0, 0.5, 0.0]
-[[body.dirichlet]]
-select = { face = "x_min" }
-"#
-    )
-    .replace("[output]\nevery = 2\n", "")
-        + "[output]\nevery = 2\n";
+    let two_bodies = common::fixture(
+        "scenes/output/scene",
+        &[
+            r#"body+={ name = "hexes", mesh = { generator = "box", element = "hex8", cells = [2, 2, 1], dx = 0.05 }, material = { model = "corotated", youngs_modulus = 2e5, poisson_ratio = 0.3, density = 1000.0 }, initial = { translation = [0.0, 0.5, 0.0] }, dirichlet = [{ select = { face = "x_min" } }] }"#,
+        ],
+    );
     let vtu = run_cli(
         "simulate",
         &two_bodies,
@@ -405,11 +375,11 @@ fn grad_final_state_is_the_simulated_last_frame() {
         "--set",
         "parameter=[{kind=\"youngs_modulus\", log=true}]",
     ];
-    let sim = run_cli("simulate", SCENE, &[], &sets);
+    let sim = run_cli("simulate", &scene(), &[], &sets);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
     let grad = run_cli(
         "grad",
-        SCENE,
+        &scene(),
         &[],
         &[&sets[..], &["--final-state"]].concat(),
     );
@@ -451,7 +421,7 @@ fn grad_final_state_is_the_simulated_last_frame() {
     );
     assert!(max > 0.0);
     // Without the flag grad.json has no final_state.
-    let plain = run_cli("grad", SCENE, &[], &sets);
+    let plain = run_cli("grad", &scene(), &[], &sets);
     let p: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(plain.out().join("grad.json")).unwrap())
             .unwrap();

@@ -8,220 +8,32 @@ use common::bin;
 use std::path::Path;
 use std::process::Command;
 
-/// A 4×1×1 hex beam (0.2 m), clamped at x = 0, 6 frames of 10 ms, VTU frames, plus `extra`.
-fn beam(extra: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 6
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [4, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e5
-poisson_ratio = 0.3
-density = 1000.0
-{extra}
-[solver]
-rel_tol = 1e-10
-abs_tol = 1e-14
-max_iterations = 20000
-threads = 1
-[output]
-format = "vtu"
-vtu_encoding = "ascii"
-"#
-    )
-}
-
-/// A 2×2×2 hex block 2 mm above a frictional ground plane, falling onto it.
-fn block_on_ground(extra: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.005
-frames = 8
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.02
-origin = [0.0, 0.0, 0.002]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.3, 0.0, -0.5]
-{extra}
-[[obstacle]]
-type = "plane"
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-friction = 0.4
-[solver]
-rel_tol = 1e-10
-abs_tol = 1e-14
-max_iterations = 20000
-threads = 1
-[output]
-format = "vtu"
-vtu_encoding = "ascii"
-"#
-    )
-}
-
 /// Stiffness-amplified damping with `e_ref` at its default (the body's smallest E): the log
 /// E of the softest region is optimized (the defect: the re-simulation recomputed E_ref
 /// from the optimized moduli).
 fn sysid_damped_regions() -> String {
-    beam(
-        r#"[[body.region]]
-select = { box = { min = [0.1, -1, -1], max = [1, 1, 1] } }
-youngs_modulus = 5e4
-[body.damping]
-beta = 0.02
-[[body.dirichlet]]
-select = { face = "x_min" }
-[body.initial]
-twist = { axis = [1, 0, 0], angle_deg = 20.0 }
-[loss]
-reference = { set = ["body.0.region.0.youngs_modulus=2e4"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-region = 0
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-lower = 0.1
-upper = 0.45
-"#,
-    )
+    common::fixture("scenes/reproduce/sysid_damped_regions", &[])
 }
 
 /// Loads and whole-body scalars: force scale, gravity, density, both damping coefficients
 /// and the whole-body E (amplified damping, default e_ref again).
 fn loads_and_scalars() -> String {
-    beam(
-        r#"[body.damping]
-alpha = 0.5
-beta = 0.01
-[[body.dirichlet]]
-select = { face = "x_min" }
-[[body.force]]
-select = { face = "x_max" }
-force = [0.0, 0.0, -0.5]
-per = "total"
-[loss]
-[[loss.term]]
-type = "node_target"
-select = { face = "x_max" }
-target = [0.2, 0.01, -0.01]
-[[parameter]]
-kind = "force_scale"
-[[parameter]]
-kind = "gravity"
-component = 2
-[[parameter]]
-kind = "density"
-log = true
-[[parameter]]
-kind = "damping_alpha"
-lower = 0.0
-upper = 5.0
-[[parameter]]
-kind = "damping_beta"
-lower = 0.0
-upper = 0.1
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#,
-    )
+    common::fixture("scenes/reproduce/loads_and_scalars", &[])
 }
 
 /// Muscle activations (two fibre groups bending the beam).
 fn muscles() -> String {
-    beam(
-        r#"[[body.dirichlet]]
-select = { face = "x_min" }
-[[body.muscle]]
-select = { box = { min = [-1, -1, -1], max = [1, 1, 0.025] } }
-fiber = [1.0, 0.0, 0.0]
-stiffness = 2e5
-[[body.muscle]]
-select = { box = { min = [-1, -1, 0.025], max = [1, 1, 1] } }
-fiber = [1.0, 0.0, 0.0]
-stiffness = 2e5
-activation = [1.0, 0.9, 1.0]
-[loss]
-[[loss.term]]
-type = "node_target"
-select = { face = "x_max" }
-target = [0.19, 0.02, 0.02]
-[[parameter]]
-kind = "muscle_activation"
-muscle = 0
-lower = 0.5
-upper = 1.5
-[[parameter]]
-kind = "muscle_activation"
-muscle = 1
-lower = 0.5
-upper = 1.5
-"#,
-    )
+    common::fixture("scenes/reproduce/muscles", &[])
 }
 
 /// Initial state (translation, rotation, velocity) of a block landing on the ground.
 fn initial_state_contact() -> String {
-    block_on_ground(
-        r#"[loss]
-[[loss.term]]
-type = "center_of_mass"
-target = [0.02, 0.01, 0.015]
-[[parameter]]
-kind = "initial_translation"
-component = 0
-[[parameter]]
-kind = "initial_rotation"
-component = 2
-[[parameter]]
-kind = "initial_velocity"
-"#,
-    )
+    common::fixture("scenes/reproduce/initial_state_contact", &[])
 }
 
 /// Material identification through contact (E, ν and the ground's friction).
 fn sysid_contact() -> String {
-    block_on_ground(
-        r#"[loss]
-reference = { set = ["body.0.material.youngs_modulus=2e5", "obstacle.0.friction=0.6"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-lower = 0.1
-upper = 0.45
-[[parameter]]
-kind = "friction"
-obstacle = 0
-lower = 0.05
-upper = 1.5
-"#,
-    )
+    common::fixture("scenes/reproduce/sysid_contact", &[])
 }
 
 fn run(args: &[&std::ffi::OsStr]) -> (i32, String) {
