@@ -433,7 +433,7 @@ fn slurm_array_script_runs_sweep_task_and_chunks_big_sweeps() {
 /// command that finishes the sweep; exit 130. The rerun it names completes the rest.
 #[test]
 fn sweep_run_interrupted_says_what_to_rerun() {
-    let (d, child, first) = start_long_sweep(std::process::Stdio::piped());
+    let (d, child, _) = start_long_sweep(std::process::Stdio::piped());
     let st = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
