@@ -26,7 +26,7 @@ fn sweep_with(nus: &str, extra: &[&str]) -> String {
 
 fn setup(sweep: &str) -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("tiny.toml"), &scene()).unwrap();
+    std::fs::write(d.path().join("tiny.toml"), scene()).unwrap();
     let sp = d.path().join("grid.sweep.toml");
     std::fs::write(&sp, sweep).unwrap();
     (d, sp)

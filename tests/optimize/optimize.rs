@@ -193,7 +193,7 @@ fn youngs_modulus_write_back_is_exact_with_overlapping_regions() {
 fn sigint_leaves_a_valid_log_with_the_best_point() {
     let dir = tempfile::tempdir().unwrap();
     let sp = dir.path().join("scene.toml");
-    std::fs::write(&sp, &sysid().replace("frames = 10", "frames = 4")).unwrap();
+    std::fs::write(&sp, sysid().replace("frames = 10", "frames = 4")).unwrap();
     let out = dir.path().join("out");
     let child = Command::new(bin())
         .arg("optimize")
@@ -240,7 +240,7 @@ fn leaving_the_physical_range_fails_cleanly() {
         .replace("lower = 0.1\nupper = 0.45\n", "")
         .replace("frames = 10", "frames = 3")
         .replace("grad_tol = 1e-6", "grad_tol = 1e-6\ninitial_step = 5.0");
-    let r = run_cli("optimize", &scene, &[], &[]);
+    let r = run_cli("optimize", scene, &[], &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("parameter[1]"), "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
@@ -284,13 +284,13 @@ fn bad_bounds_name_the_key() {
 #[test]
 fn iteration_and_evaluation_caps() {
     let scene = &sysid().replace("frames = 10", "frames = 3");
-    let r = run_cli("optimize", &scene, &[], &["--max-iterations", "1"]);
+    let r = run_cli("optimize", scene, &[], &["--max-iterations", "1"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
     assert_eq!(v["status"], "completed");
     assert_eq!(v["termination"], "max_iterations (1) reached");
     assert_eq!(v["iterations"].as_array().unwrap().len(), 2);
-    let r = run_cli("optimize", &scene, &[], &["--max-evaluations", "3"]);
+    let r = run_cli("optimize", scene, &[], &["--max-evaluations", "3"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
     assert_eq!(v["status"], "completed");

@@ -105,7 +105,7 @@ fn bad_mass_convention_is_named() {
             vec!["--set", "body.0.material.mass=\"lumpd\""],
         ),
     ] {
-        let r = run_cli("simulate", &scene, &[], &args);
+        let r = run_cli("simulate", scene, &[], &args);
         assert_eq!(r.code, 2, "{}", r.stderr);
         if !args.is_empty() {
             assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
@@ -187,7 +187,7 @@ fn inverted_hexahedron_is_rejected_with_its_index() {
     // 180 degrees, which inverts some corners but not all.
     let mesh = "MeshVersionFormatted 2\nDimension 3\nVertices\n12\n0 0 0 0\n1 0 0 0\n1 1 0 0\n0 1 0 0\n0 0 1 0\n1 0 1 0\n1 1 1 0\n0 1 1 0\n2 0 0 0\n2 1 0 0\n2 0 1 0\n2 1 1 0\nHexahedra\n2\n1 2 3 4 5 6 7 8 1\n2 9 10 3 7 11 12 6 1\nEnd\n";
     let scene = &file_scene().replace("m.node", "m.mesh");
-    let r = run_cli("simulate", &scene, &[("m.mesh", mesh)], &[]);
+    let r = run_cli("simulate", scene, &[("m.mesh", mesh)], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("element 1") && r.stderr.contains("inverted"),
@@ -245,13 +245,17 @@ fn gradcheck_bad_numeric_arguments_exit_2() {
 fn frames_and_threads_do_not_blame_a_set_never_given() {
     let bad = &good().replace("density = 1000.0", "density = 1000.0\ndensty = 3");
     // the typo's line in the file (the fixture's header comment comes first)
-    let line = bad.lines().position(|l| l == "densty = 3").expect("the typo") + 1;
+    let line = bad
+        .lines()
+        .position(|l| l == "densty = 3")
+        .expect("the typo")
+        + 1;
     for args in [
         &["--frames", "1"][..],
         &["--threads", "1"],
         &["--frames", "1", "--threads", "1"],
     ] {
-        let r = run_cli("simulate", &bad, &[], args);
+        let r = run_cli("simulate", bad, &[], args);
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(r.stderr.contains("densty"), "{}", r.stderr);
         assert!(

@@ -314,7 +314,7 @@ fn write_error_marks_the_log_failed_and_leaves_no_temp_file() {
     let out = dir.path().join("out");
     std::fs::create_dir_all(out.join("frame_00002.ply")).unwrap();
     let sp = dir.path().join("s.toml");
-    std::fs::write(&sp, &beam()).unwrap();
+    std::fs::write(&sp, beam()).unwrap();
     let res = std::process::Command::new(common::bin())
         .args([
             "simulate".as_ref(),

@@ -15,7 +15,7 @@ fn scene() -> String {
 /// Frame files (name, bytes) and the gradient of one `simulate` + `grad` pair at `threads`.
 fn run(dir: &Path, tag: &str, threads: usize) -> (Vec<(String, Vec<u8>)>, Vec<f64>) {
     let sp = dir.join("scene.toml");
-    std::fs::write(&sp, &scene()).unwrap();
+    std::fs::write(&sp, scene()).unwrap();
     let out = dir.join(tag);
     for cmd in ["simulate", "grad"] {
         let o = Command::new(bin())

@@ -24,10 +24,10 @@ fn frames_in(dir: &Path) -> Vec<String> {
 #[test]
 fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
+    std::fs::write(d.path().join("a.toml"), tiny()).unwrap();
     std::fs::write(
         d.path().join("b.toml"),
-        &common::fixture(
+        common::fixture(
             "scenes/outdir/tiny",
             &["body.0.material.youngs_modulus=2e5"],
         ),
@@ -88,7 +88,7 @@ fn two_scenes_into_one_folder_are_refused_and_overwrite_leaves_no_stale_frame() 
 #[test]
 fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
+    std::fs::write(d.path().join("a.toml"), tiny()).unwrap();
     let (code, out, err) = diffphd(
         d.path(),
         &[
@@ -125,7 +125,7 @@ fn dry_run_prints_the_resolved_scene_and_writes_nothing() {
 #[test]
 fn concurrent_runs_into_one_folder_leave_one_owner_and_no_mixed_frames() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("a.toml"), &tiny()).unwrap();
+    std::fs::write(d.path().join("a.toml"), tiny()).unwrap();
     let children: Vec<_> = ["1e5", "2e5", "3e5", "4e5", "5e5"]
         .iter()
         .map(|e| {

@@ -160,7 +160,7 @@ fn divergence_is_reported_with_frame_iteration_and_element_and_the_log_survives(
             "body.0.material.density=3e38",
         ],
     );
-    let r = run_cli("simulate", &scene, &[], &[]);
+    let r = run_cli("simulate", scene, &[], &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     for needle in ["frame 1", "iteration", "element"] {
         assert!(r.stderr.contains(needle), "{:?} lacks {needle:?}", r.stderr);
