@@ -38,12 +38,12 @@ for t in "${targets[@]}"; do
       scene) seed scene scenes/*.toml ;;
       mesh_tetgen)
         mkdir -p fuzz/corpus/mesh_tetgen
-        for n in tests/fixtures/meshes/*.node; do
+        for n in tests/fixtures/meshes/*.node tests/fixtures/meshes/bad/*.node; do
           e=${n%.node}.ele
           { cat "$n"; printf -- '---\n'; [ -f "$e" ] && cat "$e"; } > "fuzz/corpus/mesh_tetgen/$(basename "${n%.node}")"
         done ;;
-      mesh_gmsh) seed mesh_gmsh tests/fixtures/meshes/*.msh ;;
-      mesh_medit) seed mesh_medit tests/fixtures/meshes/*.mesh ;;
+      mesh_gmsh) seed mesh_gmsh tests/fixtures/meshes/*.msh tests/fixtures/meshes/bad/*.msh ;;
+      mesh_medit) seed mesh_medit tests/fixtures/meshes/*.mesh tests/fixtures/meshes/bad/*.mesh ;;
       mesh_vtk) seed mesh_vtk tests/fixtures/meshes/*.vtk meshes/bunny_hex_coarse.vtk meshes/torus_hex_coarse.vtk ;;
       mesh_vtu)
         seed mesh_vtu tests/fixtures/vtu/*.vtu

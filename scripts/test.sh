@@ -24,7 +24,7 @@ fi
 step "Python test venv (scripts/py_env.sh)"
 VENV="$(scripts/py_env.sh)"
 echo "$VENV" >&2
-# The Python with meshio and PyVista that the frame-viewer test (tests/cli/vtu_frames.rs) runs.
+# The Python with meshio and PyVista that the frame-viewer test (tests/cli/outputs/vtu_frames.rs) runs.
 export DIFFPHD_PYTHON="${DIFFPHD_PYTHON:-$VENV/bin/python}"
 
 step "cargo test --release --workspace --exclude diffphd-python $*"

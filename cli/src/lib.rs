@@ -82,6 +82,9 @@ pub enum BackendArg {
     Emulator,
 }
 
+// The variants' doc comments are the `--help` text (TOML names like `[[parameter]]`), not
+// rustdoc links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Forward rollout: writes frames (VTU volumes by default, or PLY surfaces) and log.json.

@@ -1,6 +1,6 @@
 //! The command-line reference (`docs/cli.md`), generated from the clap definitions so that
 //! the documented flags and defaults are the ones the code has: `diffphd schema --cli`
-//! prints it and `tests/cli/cli_reference.rs` keeps the committed copy equal to it.
+//! prints it and `tests/cli/docs/cli_reference.rs` keeps the committed copy equal to it.
 
 use clap::CommandFactory;
 use std::fmt::Write;

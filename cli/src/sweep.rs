@@ -32,6 +32,8 @@ pub enum SweepCommand {
     Collect(CollectArgs),
 }
 
+// The fields' doc comments are the `--help` text (`out/sweeps/<name>`), not HTML.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(clap::Args, Debug)]
 pub struct PlanArgs {
     /// Sweep file (`*.sweep.toml`).

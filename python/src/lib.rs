@@ -6,7 +6,7 @@
 //! [`diffphd::optimize::problem::Problem::evaluate`] (as `diffphd grad`). Arrays go out as
 //! NumPy arrays; arrays in are read through read-only views (no copy when C-contiguous
 //! float64). Every error becomes one of the exception classes of `diffphd/_errors.py`
-//! ([`errors`] is the one place that maps them).
+//! (`errors` is the one place that maps them).
 
 mod arrays;
 mod diff;

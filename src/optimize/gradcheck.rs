@@ -211,11 +211,10 @@ mod tests {
     use super::*;
     use crate::optimize::problem::Problem;
 
-    /// A two-cell bar clamped at x_min, its density the one parameter, with `loss`.
+    /// A two-cell bar clamped at x_min, its density the one parameter, with `loss` (a `--set`
+    /// of `loss.term`).
     fn problem(loss: &str) -> Problem {
-        let text = format!(
-            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 2\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[body.dirichlet]]\nselect = {{ face = \"x_min\" }}\n{loss}[[parameter]]\nkind = \"density\"\n"
-        );
+        let text = crate::scene::overrides::fixture("scenes/unit/gradcheck_bar", &[loss]);
         let ls = crate::scene::load_str(&text, std::path::Path::new("inline.toml"), &[])
             .expect("scene loads");
         Problem::new(ls).expect("problem builds")
@@ -235,7 +234,7 @@ mod tests {
     #[test]
     fn zero_reference_fails_unless_expected() {
         // a loss the parameter moves: a real comparison, which passes
-        let moved = problem("[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n");
+        let moved = problem(r#"loss.term=[{ type = "random_linear", seed = 1 }]"#);
         let rep = check(&moved, &opts(&[])).unwrap();
         let row = &rep.rows[0];
         assert!(
@@ -247,7 +246,7 @@ mod tests {
         let rep = check(&moved, &opts(&[&row.name])).unwrap();
         assert!(!rep.rows[0].pass && !rep.all_pass, "{}", table(&rep));
         // a loss no parameter reaches (a constant): adjoint 0 and FD 0 compare nothing
-        let flat = problem("[[loss.term]]\ntype = \"random_linear\"\nseed = 1\nweight = 0.0\n");
+        let flat = problem(r#"loss.term=[{ type = "random_linear", seed = 1, weight = 0.0 }]"#);
         let rep = check(&flat, &opts(&[])).unwrap();
         let row = &rep.rows[0];
         assert!(

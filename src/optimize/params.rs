@@ -7,46 +7,11 @@
 //! Working variable: θ = value, or θ = ln(value) with `log = true` (then
 //! $d\mathcal L/d\theta=\text{value}\cdot d\mathcal L/d\,\text{value}$).
 
+pub use super::classes::api::Param;
 use super::classes::{self, only, Owner, ParamClass, Shape};
 use crate::model::Model;
 use crate::scene::{ParamKind, ParamSpec};
 use crate::solver::gradient::Gradients;
-
-/// A resolved scalar parameter.
-#[derive(Clone, Debug)]
-pub struct Param {
-    pub name: String,
-    /// Its class (scene key, shape, value, set, gradient, write-back).
-    pub class: &'static dyn ParamClass,
-    pub body: usize,
-    /// Elements (youngs_modulus; youngs_modulus_field: its one element) or empty.
-    pub elements: Vec<usize>,
-    pub component: usize,
-    /// Global force-group index (force_scale).
-    pub force: usize,
-    /// Global muscle-group index (muscle_activation).
-    pub muscle: usize,
-    /// Activation knot of the muscle group (muscle_activation).
-    pub knot: usize,
-    pub seed: u64,
-    /// Obstacle index (friction, obstacle_offset).
-    pub obstacle: usize,
-    /// Global compliant attachment group (attachment_stiffness, attachment_offset).
-    pub attachment: usize,
-    pub log: bool,
-    pub fd_step: Option<f64>,
-    /// Value in the base model (for Young's modulus: the mean over `elements`).
-    pub base_value: f64,
-    /// `optimize` bounds in user units (`lower`/`upper`), if declared.
-    pub lower: Option<f64>,
-    pub upper: Option<f64>,
-    /// `optimize` starting value in user units (`initial`), if declared.
-    pub initial: Option<f64>,
-    /// `optimize` variable scale (`scale`, default 1).
-    pub scale: f64,
-    /// Index of the declaring `[[parameter]]` entry.
-    pub index: usize,
-}
 
 /// The scene key of a `kind` (`youngs_modulus`, …): its registered class's key.
 pub fn kind_name(k: ParamKind) -> &'static str {

@@ -879,7 +879,7 @@ mod tests {
     /// plans from scratch.
     #[test]
     fn later_evaluations_reuse_the_linear_algebra_plan() {
-        let text = "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 3\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"tet4\"\ncells = [3, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[body.dirichlet]]\nselect = { face = \"x_min\" }\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n";
+        let text = &crate::scene::overrides::fixture("scenes/unit/plan_reuse", &[]);
         let load = || crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
         let problem = Problem::new(load()).unwrap();
         assert!(problem.plan().is_none());

@@ -23,11 +23,13 @@
 //! output directory, where the scene's relative paths would not resolve, and it must load as
 //! a scene from there (to continue an optimization from it).
 
+pub use super::classes::api::{SceneText, Walk, WritebackError};
+
+use super::classes::api::{body_mut, missing, table, Param};
 use super::classes::material::youngs_modulus_field::{self, ElementFile};
 use super::classes::material::{damping_beta, youngs_modulus};
-use super::params::Param;
 use super::problem::Problem;
-use crate::scene::{self, ParamSpec};
+use crate::scene;
 use crate::solver::Model;
 use toml::{Table, Value};
 
@@ -44,126 +46,6 @@ pub struct WriteBack {
     /// Per-element files the TOML names relative to its own folder (`youngs_modulus_field`):
     /// write them beside `optimized.toml`.
     pub files: Vec<ElementFile>,
-}
-
-/// Why the effective scene could not be rewritten. The writers walk the scene's TOML by key
-/// path; the validated scene always has the keys a parameter names, so an error here means a
-/// hand-built [`Problem`] whose scene text does not match its parameters. Names the key path
-/// (`body.0.force.2`).
-#[derive(Debug, thiserror::Error)]
-pub enum WritebackError {
-    #[error("optimized.toml: scene key `{path}` is missing or not {expected}")]
-    Key {
-        path: String,
-        expected: &'static str,
-    },
-    #[error("optimized.toml: the effective scene does not parse: {0}")]
-    Parse(toml::de::Error),
-    #[error("optimized.toml: the rewritten scene does not serialize: {0}")]
-    Serialize(toml::ser::Error),
-}
-
-/// A write-back step's result.
-pub type Walk<T> = Result<T, WritebackError>;
-
-/// The scene TOML being rewritten, handed to each parameter class's
-/// [`super::classes::ParamClass::write_back`]: the root table, the problem (its declared
-/// `[[parameter]]`s and scene), whether Young's-modulus factors go into appended regions,
-/// and the `--set` lines and notes collected so far.
-pub struct SceneText<'a> {
-    pub root: &'a mut Table,
-    pub problem: &'a Problem,
-    /// Express E factors as appended `[[body.region]]`s (the second pass).
-    pub append_e: bool,
-    pub sets: &'a mut Vec<String>,
-    pub notes: &'a mut Vec<String>,
-}
-
-impl<'a> SceneText<'a> {
-    /// The `[[parameter]]` entry `p` was declared by.
-    pub fn spec(&self, p: &Param) -> Walk<&'a ParamSpec> {
-        let problem: &'a Problem = self.problem;
-        problem
-            .ls
-            .scene
-            .parameters
-            .get(p.index)
-            .ok_or_else(|| missing(format!("parameter.{}", p.index), "a declared parameter"))
-    }
-}
-
-/// `path.key` (`key` at the root).
-fn sub(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
-pub(crate) fn missing(path: String, expected: &'static str) -> WritebackError {
-    WritebackError::Key { path, expected }
-}
-
-/// The table `key` of `t` at `path`, created empty where absent.
-pub(crate) fn table<'t>(t: &'t mut Table, path: &str, key: &str) -> Walk<&'t mut Table> {
-    t.entry(key.to_string())
-        .or_insert_with(|| Value::Table(Table::new()))
-        .as_table_mut()
-        .ok_or_else(|| missing(sub(path, key), "a table"))
-}
-
-/// Entry `i` of the array of tables `key` of `t` at `path` (`[[body]]`, `[[body.force]]`).
-pub(crate) fn item<'t>(t: &'t mut Table, path: &str, key: &str, i: usize) -> Walk<&'t mut Table> {
-    t.get_mut(key)
-        .and_then(|a| a.as_array_mut())
-        .and_then(|a| a.get_mut(i))
-        .and_then(|v| v.as_table_mut())
-        .ok_or_else(|| missing(format!("{}.{i}", sub(path, key)), "a table"))
-}
-
-/// `[[body]]` entry `b`.
-pub(crate) fn body_mut(root: &mut Table, b: usize) -> Walk<&mut Table> {
-    item(root, "", "body", b)
-}
-
-pub(crate) fn num(v: &Value) -> Option<f64> {
-    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
-}
-
-/// Component `c` of the 3-vector `key` of `t` at `path` (created as zeros where absent) set
-/// to `f(old)`; returns the new value.
-pub(crate) fn set3(
-    t: &mut Table,
-    path: &str,
-    key: &str,
-    c: usize,
-    f: impl Fn(f64) -> f64,
-) -> Walk<f64> {
-    let arr = t
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Array(vec![Value::Float(0.0); 3]));
-    let x = arr
-        .as_array_mut()
-        .and_then(|a| a.get_mut(c))
-        .ok_or_else(|| missing(sub(path, key), "a 3-vector"))?;
-    let new = f(num(x).unwrap_or(0.0));
-    *x = Value::Float(new);
-    Ok(new)
-}
-
-/// `PATH=[a, b, c]`: a whole 3-vector, so the line also works on a scene that does not
-/// write the vector (a `--set` cannot create array entries one by one).
-pub(crate) fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
-    let a = t
-        .get(key)
-        .and_then(|v| v.as_array())
-        .ok_or_else(|| missing(path.to_string(), "a 3-vector"))?;
-    let s: Vec<String> = a
-        .iter()
-        .map(|x| format!("{:e}", num(x).unwrap_or(0.0)))
-        .collect();
-    Ok(format!("{path}=[{}]", s.join(", ")))
 }
 
 /// The `[loss.reference] set` list of the scene (created empty where absent).
@@ -248,13 +130,6 @@ fn pin_e_ref(
     Ok(())
 }
 
-pub(crate) fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
-    let v = t.get_mut(key)?;
-    let new = num(v)? * f;
-    *v = Value::Float(new);
-    Some(new)
-}
-
 /// Rewrite `root` in place; `append_e`: express E factors as appended regions. Each
 /// parameter's class writes its keys; `--set` equivalents go to `sets`, what cannot be
 /// written to `notes`.
@@ -269,7 +144,7 @@ fn rewrite(
 ) -> Walk<()> {
     let mut w = SceneText {
         root: &mut *root,
-        problem,
+        scene: &problem.ls.scene,
         append_e,
         sets: &mut *sets,
         notes: &mut *notes,

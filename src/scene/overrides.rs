@@ -106,6 +106,26 @@ fn parse_value(raw: &str) -> Value {
     }
 }
 
+/// Test fixture: `tests/fixtures/<name>.toml` with `sets` applied by [`apply`], as TOML text
+/// (the unit tests' scenes are files, as the integration tests' are). Without sets the
+/// file's text as it is.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str, sets: &[&str]) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(format!("{name}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if sets.is_empty() {
+        return text;
+    }
+    let mut table: Table =
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for s in sets {
+        apply(&mut table, s).unwrap_or_else(|e| panic!("{}: {s}: {e}", path.display()));
+    }
+    toml::to_string(&table).expect("a TOML table serializes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +133,7 @@ mod tests {
     #[test]
     fn sets_nested_keys_and_array_entries() {
         let mut t: Table =
-            toml::from_str("[a]\nb = 1\n[[body]]\nname = \"x\"\n[[body]]\nname = \"y\"").unwrap();
+            toml::from_str("a = { b = 1 }\nbody = [{ name = \"x\" }, { name = \"y\" }]").unwrap();
         apply(&mut t, "a.b=2.5").unwrap();
         apply(&mut t, "body.1.name=z").unwrap();
         apply(&mut t, "body[0].material.e=[1, 2]").unwrap();

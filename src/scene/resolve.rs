@@ -687,7 +687,7 @@ mod tests {
     #[test]
     fn builder_and_resolve_agree_on_a_clamped_box() {
         use crate::model::ModelBuilder;
-        let text = "schema_version = 1\n[simulation]\ndt = 0.02\nframes = 3\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"tet4\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"neohookean\"\nyoungs_modulus = 2e5\npoisson_ratio = 0.35\ndensity = 900.0\n[body.damping]\nalpha = 1.0\nbeta = 0.01\n[[body.dirichlet]]\nselect = { face = \"x_min\" }\n";
+        let text = &crate::scene::overrides::fixture("scenes/unit/clamped_box", &[]);
         let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
         let a = resolve(&ls).unwrap();
         let b = ModelBuilder::new(crate::mesh::generate::box_tet([2, 1, 1], 0.1, [0.0; 3]))

@@ -505,25 +505,17 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    const SCENE: &str = r#"schema_version = 1
-[simulation]
-frames = 2
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [1, 1, 1]
-dx = 0.1
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+    /// Plan `tests/fixtures/sweeps/unit/<name>.sweep.toml` over the fixture scene `s.toml`.
+    fn sweep(name: &str) -> (tempfile::TempDir, Result<Plan, SweepError>) {
+        let text = crate::scene::overrides::fixture(&format!("sweeps/unit/{name}.sweep"), &[]);
+        sweep_text(&text)
+    }
 
-    fn sweep(text: &str) -> (tempfile::TempDir, Result<Plan, SweepError>) {
+    /// Plan the sweep `text` over the fixture scene `s.toml`.
+    fn sweep_text(text: &str) -> (tempfile::TempDir, Result<Plan, SweepError>) {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("s.toml"), SCENE).unwrap();
+        let scene = crate::scene::overrides::fixture("scenes/unit/sweep_scene", &[]);
+        std::fs::write(d.path().join("s.toml"), scene).unwrap();
         let p = d.path().join("x.sweep.toml");
         std::fs::write(&p, text).unwrap();
         let r = super::super::load(&p).and_then(|s| expand(&s));
@@ -539,18 +531,7 @@ density = 1000.0
 
     #[test]
     fn grid_is_a_product_with_the_first_axis_slowest_and_exact_log_points() {
-        let (_d, p) = sweep(
-            r#"scene = "s.toml"
-command = "simulate"
-[[axis]]
-key = "body.0.material.youngs_modulus"
-name = "E"
-log = { from = 1e4, to = 1e6, count = 3 }
-[[axis]]
-key = "body.0.material.poisson_ratio"
-values = [0.2, 0.3]
-"#,
-        );
+        let (_d, p) = sweep("grid");
         let p = p.unwrap();
         assert_eq!(p.runs.len(), 6);
         assert_eq!(floats(&p, 0), vec![1e4, 1e4, 1e5, 1e5, 1e6, 1e6]);
@@ -575,35 +556,11 @@ values = [0.2, 0.3]
 
     #[test]
     fn zipped_axes_advance_together_and_mismatched_lengths_name_the_axis() {
-        let (_d, p) = sweep(
-            r#"scene = "s.toml"
-command = "simulate"
-[[axis]]
-key = "body.0.material.youngs_modulus"
-linear = { from = 1e5, to = 3e5, count = 3 }
-zip = "m"
-[[axis]]
-key = "body.0.material.density"
-values = [900.0, 1000.0, 1100.0]
-zip = "m"
-"#,
-        );
+        let (_d, p) = sweep("zip");
         let p = p.unwrap();
         assert_eq!(floats(&p, 0), vec![1e5, 2e5, 3e5]);
         assert_eq!(floats(&p, 1), vec![900.0, 1000.0, 1100.0]);
-        let (_d, p) = sweep(
-            r#"scene = "s.toml"
-command = "simulate"
-[[axis]]
-key = "body.0.material.youngs_modulus"
-values = [1e5, 2e5]
-zip = "m"
-[[axis]]
-key = "body.0.material.density"
-values = [900.0]
-zip = "m"
-"#,
-        );
+        let (_d, p) = sweep("zip_mismatch");
         let e = p.unwrap_err().to_string();
         assert!(
             e.contains("axis 1 (`body.0.material.density`)") && e.contains("zipped"),
@@ -613,28 +570,14 @@ zip = "m"
 
     #[test]
     fn unknown_keys_are_refused_with_the_axis_named_and_out_of_range_values_are_marked() {
-        let (_d, p) = sweep(
-            r#"scene = "s.toml"
-command = "simulate"
-[[axis]]
-key = "body.0.material.youngs_modulu"
-values = [1e5]
-"#,
-        );
+        let (_d, p) = sweep("unknown_key");
         let e = p.unwrap_err().to_string();
         assert!(
             e.contains("axis 0 (`body.0.material.youngs_modulu`)"),
             "{e}"
         );
         assert!(e.contains("youngs_modulu"), "{e}");
-        let (_d, p) = sweep(
-            r#"scene = "s.toml"
-command = "simulate"
-[[axis]]
-key = "body.0.material.poisson_ratio"
-values = [0.3, 0.7]
-"#,
-        );
+        let (_d, p) = sweep("out_of_range");
         let t = p.unwrap().table().unwrap();
         assert!(t.runs[0].check.invalid.is_none());
         let why = t.runs[1].check.invalid.as_deref().unwrap();
@@ -643,23 +586,9 @@ values = [0.3, 0.7]
 
     #[test]
     fn latin_hypercube_puts_one_sample_in_every_stratum_and_is_seeded() {
-        let text = r#"scene = "s.toml"
-command = "simulate"
-[sample]
-method = "latin"
-count = 8
-seed = 11
-[[axis]]
-key = "body.0.material.youngs_modulus"
-range = [1e4, 1e6]
-scale = "log"
-[[axis]]
-key = "body.0.material.poisson_ratio"
-range = [0.1, 0.45]
-"#;
-        let (_d, p) = sweep(text);
+        let (_d, p) = sweep("latin");
         let p = p.unwrap();
-        let (_d2, q) = sweep(text);
+        let (_d2, q) = sweep("latin");
         assert_eq!(floats(&p, 0), floats(&q.unwrap(), 0));
         let mut strata: Vec<usize> = floats(&p, 1)
             .iter()
@@ -683,22 +612,23 @@ range = [0.1, 0.45]
             ("log = { from = 0.0, to = 1.0, count = 3 }", "from` > 0"),
             ("linear = { from = 0.0, to = 1.0, count = 0 }", "at least 1"),
             (
-                "values = [1.0]\nlinear = { from = 0.0, to = 1.0, count = 2 }",
+                "values = [1.0], linear = { from = 0.0, to = 1.0, count = 2 }",
                 "exactly one",
             ),
         ] {
-            let (_d, p) = sweep(&format!(
-                "scene = \"s.toml\"\ncommand = \"simulate\"\n[[axis]]\nkey = \"body.0.material.density\"\n{axis}\n"
+            let (_d, p) = sweep_text(&format!(
+                "scene = \"s.toml\"\ncommand = \"simulate\"\naxis = [{{ key = \"body.0.material.density\", {axis} }}]\n"
             ));
             let e = p.unwrap_err().to_string();
             assert!(e.contains("axis 0") && e.contains(want), "{axis}: {e}");
         }
-        let (_d, p) = sweep("scene = \"s.toml\"\ncommand = \"grad\"\nargs = [\"--out\", \"x\"]\n");
+        let (_d, p) =
+            sweep_text("scene = \"s.toml\"\ncommand = \"grad\"\nargs = [\"--out\", \"x\"]\n");
         assert!(p
             .unwrap_err()
             .to_string()
             .contains("`--out` is set by the sweep"));
-        let (_d, p) = sweep("scene = \"nope.toml\"\ncommand = \"grad\"\n");
+        let (_d, p) = sweep_text("scene = \"nope.toml\"\ncommand = \"grad\"\n");
         assert!(p.unwrap_err().to_string().contains("does not exist"));
     }
 }

@@ -2,6 +2,7 @@
 //! (0 clean, 1 defects, 2 unreadable input), format conversion chains, voxelization of
 //! generated surfaces, and a scene that simulates a voxelized mesh file.
 
+use crate::common;
 use diffphd::mesh::generate::{box_hex, box_tet};
 use diffphd::mesh::readers::read_mesh;
 use diffphd::mesh::shapes::{icosphere, torus};
@@ -261,19 +262,7 @@ fn scene_runs_on_a_voxelized_mesh_file() {
         &["voxelize", "ball.obj", "--dx", "0.025", "--out", "ball.vtk"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let scene = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 2
-[[body]]
-[body.mesh]
-file = "ball.vtk"
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+    let scene = &common::fixture("scenes/mesh_tools/voxelized", &[]);
     std::fs::write(d.join("scene.toml"), scene).expect("scene");
     let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))
         .args(["simulate", "scene.toml", "--out", "out", "--quiet"])
@@ -581,8 +570,9 @@ fn simulate_refuses_duplicate_elements_and_unreferenced_nodes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let simulate = |file: &str| {
-        let scene = format!(
-            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 1\n[[body]]\n[body.mesh]\nfile = \"{file}\"\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n"
+        let scene = common::fixture(
+            "scenes/no_mesh",
+            &[&format!("body.0.mesh={{ file = \"{file}\" }}")],
         );
         std::fs::write(d.join("scene.toml"), scene).expect("scene");
         let o = Command::new(env!("CARGO_BIN_EXE_diffphd"))

@@ -3,33 +3,18 @@
 //! the backend refusal and the frame files. The comparison with the command line's frames,
 //! bit for bit, is in `python/tests` (`test_simulate_bitwise_equal_to_cli`).
 
+use crate::common;
 use diffphd::session::{self, Outcome};
 use std::path::Path;
 
 /// A clamped hex beam with a heavy tip load, released at rest: it sags.
-const SCENE: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 3
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [6, 2, 2]
-dx = 0.02
-[body.material]
-model = "corotated"
-youngs_modulus = 2e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { face = "x_min" }
-"#;
+fn scene() -> String {
+    common::fixture("scenes/session/scene", &[])
+}
 
 fn load(sets: &[&str]) -> diffphd::scene::LoadedScene {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    diffphd::scene::load_str(SCENE, Path::new("session_test.toml"), &sets).expect("scene")
+    diffphd::scene::load_str(&scene(), Path::new("session_test.toml"), &sets).expect("scene")
 }
 
 /// Every frame 0..=T, frame 0 the initial state, v_{t+1} = (x_{t+1} − x_t)/h bit for bit,

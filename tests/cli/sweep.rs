@@ -7,57 +7,26 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SCENE: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 3
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [3, 1, 1]
-dx = 0.03
-[body.material]
-model = "corotated"
-youngs_modulus = 3e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { face = "x_min" }
-[loss]
-reference = { set = ["body.0.material.youngs_modulus=1e5", "body.0.material.poisson_ratio=0.4"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-"#;
+fn scene() -> String {
+    common::fixture("scenes/sweep/scene", &[])
+}
 
 /// A sweep over E (log, 3 values) x nu (`nus`) of the tiny scene, `grad` per run.
 fn sweep_text(nus: &str) -> String {
-    format!(
-        r#"scene = "tiny.toml"
-command = "grad"
-[[axis]]
-key = "body.0.material.youngs_modulus"
-name = "E"
-log = {{ from = 3e4, to = 3e5, count = 3 }}
-[[axis]]
-key = "body.0.material.poisson_ratio"
-name = "nu"
-values = {nus}
-[collect]
-plots = ["loss:E", "loss:E:nu"]
-"#
-    )
+    sweep_with(nus, &[])
+}
+
+/// [`sweep_text`] with `extra` sets (`tests/fixtures/sweeps/grid.sweep.toml`).
+fn sweep_with(nus: &str, extra: &[&str]) -> String {
+    let values = format!("axis.1.values={nus}");
+    let mut sets = vec![values.as_str()];
+    sets.extend_from_slice(extra);
+    common::fixture("sweeps/grid.sweep", &sets)
 }
 
 fn setup(sweep: &str) -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("tiny.toml"), SCENE).unwrap();
+    std::fs::write(d.path().join("tiny.toml"), scene()).unwrap();
     let sp = d.path().join("grid.sweep.toml");
     std::fs::write(&sp, sweep).unwrap();
     (d, sp)
@@ -286,9 +255,7 @@ fn a_failing_axis_point_is_reported_without_stopping_the_others() {
 
 #[test]
 fn bad_axes_are_refused_with_the_key_named() {
-    let (d, _) = setup(
-        &sweep_text("[0.3]").replace("body.0.material.youngs_modulus", "body.0.material.youngs"),
-    );
+    let (d, _) = setup(&sweep_with("[0.3]", &["axis.0.key=body.0.material.youngs"]));
     let o = diffphd(
         d.path(),
         &["sweep", "plan", "grid.sweep.toml", "--out", "s"],
@@ -299,13 +266,16 @@ fn bad_axes_are_refused_with_the_key_named() {
     assert!(!d.path().join("s").exists());
 }
 
-#[test]
-fn a_killed_sweep_keeps_its_finished_runs() {
-    let (d, _) = setup(&format!(
-        "set = [\"simulation.frames=40\"]\n{}",
-        sweep_text("[0.3, 0.35, 0.4, 0.45]")
+/// `sweep run` (one job, `-q`, stderr to `stderr`) of a 12-run sweep of 40-frame runs,
+/// returned once its first run has finished (its `sweep-status.json`, within 60 s).
+fn start_long_sweep(
+    stderr: std::process::Stdio,
+) -> (tempfile::TempDir, std::process::Child, std::path::PathBuf) {
+    let (d, _) = setup(&sweep_with(
+        "[0.3, 0.35, 0.4, 0.45]",
+        &[r#"set=["simulation.frames=40"]"#],
     ));
-    let mut child = Command::new(common::bin())
+    let child = Command::new(common::bin())
         .current_dir(d.path())
         .args([
             "sweep",
@@ -317,6 +287,7 @@ fn a_killed_sweep_keeps_its_finished_runs() {
             "1",
             "-q",
         ])
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let first = d.path().join("k/run_0000/sweep-status.json");
@@ -324,6 +295,12 @@ fn a_killed_sweep_keeps_its_finished_runs() {
     while !first.exists() && t0.elapsed().as_secs() < 60 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    (d, child, first)
+}
+
+#[test]
+fn a_killed_sweep_keeps_its_finished_runs() {
+    let (d, mut child, first) = start_long_sweep(std::process::Stdio::inherit());
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(json(&first)["exit_code"], 0, "the first run finished");
@@ -456,30 +433,7 @@ fn slurm_array_script_runs_sweep_task_and_chunks_big_sweeps() {
 /// command that finishes the sweep; exit 130. The rerun it names completes the rest.
 #[test]
 fn sweep_run_interrupted_says_what_to_rerun() {
-    let (d, _) = setup(&format!(
-        "set = [\"simulation.frames=40\"]\n{}",
-        sweep_text("[0.3, 0.35, 0.4, 0.45]")
-    ));
-    let child = Command::new(common::bin())
-        .current_dir(d.path())
-        .args([
-            "sweep",
-            "run",
-            "grid.sweep.toml",
-            "--out",
-            "k",
-            "--jobs",
-            "1",
-            "-q",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let first = d.path().join("k/run_0000/sweep-status.json");
-    let t0 = std::time::Instant::now();
-    while !first.exists() && t0.elapsed().as_secs() < 60 {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let (d, child, _) = start_long_sweep(std::process::Stdio::piped());
     let st = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -48,41 +48,17 @@ pub fn deformed(m: &Model, amp: f64, seed: u64) -> Vec<f64> {
 /// A 1×1×4 beam (2×2×4 cells) with three overlapping muscle groups (two vertical-fibre
 /// halves, one circumferential top group), activations varying in time.
 pub fn muscle_scene(element: &str, material: &str, frames: usize) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 4]
-dx = 0.025
-[body.material]
-model = "{material}"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
-fiber = [0.0, 0.2, 1.0]
-stiffness = 4e4
-activation = [0.9, 0.7]
-[[body.muscle]]
-select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
-fiber = [0.0, 0.0, 1.0]
-stiffness = 4e4
-activation = [1.05, 1.2]
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
-fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
-stiffness = 2e4
-activation = 0.8
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-"#
-    )
+    muscle_scene_with(element, material, frames, &[])
+}
+
+/// [`muscle_scene`] with `extra` sets applied last (`scenes/gpu/muscle_beam.toml`).
+pub fn muscle_scene_with(element: &str, material: &str, frames: usize, extra: &[&str]) -> String {
+    let sets = [
+        format!("simulation.frames={frames}"),
+        format!("body.0.mesh.element={element}"),
+        format!("body.0.material.model={material}"),
+    ];
+    super::fixture_sets("scenes/gpu/muscle_beam", &sets, extra)
 }
 
 /// Each parity check runs on the emulator everywhere, and on a CUDA device when the binary is

@@ -81,6 +81,20 @@ pub fn run_cli(cmd: &str, scene: &str, extra_files: &[(&str, &str)], args: &[&st
     }
 }
 
+/// `diffphd <args>` run in `dir`: exit code, stdout, stderr.
+pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(bin())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run diffphd");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// The vertex count of a frame file written by `simulate` (PLY, ASCII or binary), after
 /// parsing all of it: a file that merely exists, or holds a header only, fails.
 pub fn ply_vertices(path: &Path) -> usize {
@@ -134,6 +148,70 @@ pub fn iterations(log: &serde_json::Value) -> Vec<u64> {
         .iter()
         .map(|f| f["iterations"].as_u64().unwrap())
         .collect()
+}
+
+/// The scene fixture `tests/fixtures/<name>.toml` with `sets` applied, as scene text.
+///
+/// Each set is a `--set` expression (`simulation.frames=10`, `body.0.mesh.element=tet4`,
+/// `parameter=[{ kind = "density" }]`), applied by the scene loader's own
+/// [`diffphd::scene::overrides::apply`]; `path+=VALUE` appends `VALUE` to the array at
+/// `path` (a second `[[body]]`, one more `[[loss.term]]`), which `--set` cannot. Without
+/// sets the file's text is returned as it is. Tests write a shared fixture plus what
+/// differs, not a copy of the scene text.
+pub fn fixture(name: &str, sets: &[&str]) -> String {
+    scene_file(
+        &repo().join("tests/fixtures").join(format!("{name}.toml")),
+        sets,
+    )
+}
+
+/// [`fixture`] with computed `sets` (`format!`ed) followed by `extra`.
+pub fn fixture_sets(name: &str, sets: &[String], extra: &[&str]) -> String {
+    let mut all: Vec<&str> = sets.iter().map(String::as_str).collect();
+    all.extend_from_slice(extra);
+    fixture(name, &all)
+}
+
+/// The scene file at `path` with `sets` applied, as scene text ([`fixture`]).
+pub fn scene_file(path: &Path, sets: &[&str]) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if sets.is_empty() {
+        return text;
+    }
+    let mut table: toml::Table =
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for s in sets {
+        let fail = |e: &dyn std::fmt::Display| -> ! { panic!("{}: {s}: {e}", path.display()) };
+        match s.split_once('=') {
+            Some((key, value)) if key.ends_with('+') => {
+                let mut one = toml::Table::new();
+                diffphd::scene::overrides::apply(&mut one, &format!("v={value}"))
+                    .unwrap_or_else(|e| fail(&e));
+                let value = one.remove("v").unwrap_or_else(|| fail(&"no value"));
+                let mut node = toml::Value::Table(std::mem::take(&mut table));
+                let mut cur = &mut node;
+                for seg in key.trim_end_matches('+').trim().split('.') {
+                    cur = match (cur, seg.parse::<usize>()) {
+                        (toml::Value::Array(a), Ok(i)) => a.get_mut(i),
+                        (toml::Value::Table(t), _) => {
+                            Some(t.entry(seg).or_insert_with(|| toml::Value::Array(vec![])))
+                        }
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| fail(&format!("no `{seg}` here")));
+                }
+                match cur {
+                    toml::Value::Array(a) => a.push(value),
+                    _ => fail(&"not an array"),
+                }
+                if let toml::Value::Table(t) = node {
+                    table = t;
+                }
+            }
+            _ => diffphd::scene::overrides::apply(&mut table, s).unwrap_or_else(|e| fail(&e)),
+        }
+    }
+    toml::to_string(&table).expect("a TOML table serializes")
 }
 
 /// Load a scene from text for library-level tests.

@@ -1,93 +1,33 @@
 //! Scene builders shared by the integration tests (instead of scene text copied between
-//! test files). Each returns the scene text that the tests load or pass to the binary.
+//! test files): a fixture of `tests/fixtures/scenes/` plus `--set` overrides
+//! ([`super::fixture`]). Each returns the scene text that the tests load or pass to the
+//! binary.
 
-/// Two-body scene: a 1×1×1 hex cube (`e_cube`, E = 1e5 Pa) thrown (v = (0.3, 0.1, -0.6)
-/// m/s, ω = (0, 1, 0)) onto a 2×2×1 hex slab (E = 2e4 Pa) clamped at its bottom, body–body
-/// contact with Coulomb coefficient `body_friction` and FB smoothing `smoothing`, over
-/// `frames` steps of 4 ms; tight forward and adjoint tolerances; loss: a random linear term
-/// and the cube's centre of mass; `params` appended (`[[parameter]]` entries).
+use super::fixture;
+
+/// Two-body scene (`scenes/two_bodies.toml`): a 1×1×1 hex cube (`e_cube`, E = 1e5 Pa)
+/// thrown (v = (0.3, 0.1, -0.6) m/s, ω = (0, 1, 0)) onto a 2×2×1 hex slab (E = 2e4 Pa)
+/// clamped at its bottom, body–body contact with Coulomb coefficient `body_friction` and FB
+/// smoothing `smoothing`, over `frames` steps of 4 ms; tight forward and adjoint tolerances;
+/// loss: a random linear term and the cube's centre of mass; `params`: the `parameter`
+/// array as a TOML inline array (`[{ kind = "body_friction" }]`).
 pub fn two_bodies(smoothing: f64, body_friction: f64, frames: usize, params: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = {frames}
-[[body]]
-name = "slab"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body]]
-name = "cube"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.04
-origin = [0.032, 0.028, 0.055]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.3, 0.1, -0.6]
-angular_velocity = [0.0, 1.0, 0.0]
-[contact]
-bodies = true
-body_friction = {body_friction}
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[loss.term]]
-type = "center_of_mass"
-body = 1
-target = [0.1, 0.05, 0.1]
-{params}"#
-    )
+    let sets = [
+        format!("simulation.frames={frames}"),
+        format!("contact.body_friction={body_friction}"),
+        format!("contact.smoothing={smoothing:e}"),
+        format!("parameter={params}"),
+    ];
+    let n = if params.is_empty() { 3 } else { 4 };
+    let sets: Vec<&str> = sets[..n].iter().map(String::as_str).collect();
+    fixture("scenes/two_bodies", &sets)
 }
-
-/// The parameters of the block-on-plane gradient checks: initial velocity, the plane's
-/// friction and normal offset, and log Young's modulus.
-pub const PLANE_PARAMS: &str = r#"
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-component = 2
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
 
 /// A 2×2×1 block (hex or tet, corotated or Neo-Hookean) launched from height `z0` with
 /// `velocity` (spinning about y at 2 rad/s) onto a frictional plane (μ = 0.3), `frames` steps
 /// of `dt`, Young's modulus `e`, FB smoothing `smoothing`; tight tolerances everywhere;
-/// loss: a random linear term and the centre of mass.
+/// loss: a random linear term and the centre of mass; parameters: initial velocity, the
+/// plane's friction and normal offset, log Young's modulus (`scenes/block_on_plane.toml`).
 #[derive(Clone, Copy, Debug)]
 pub struct BlockOnPlane {
     pub element: &'static str,
@@ -140,12 +80,12 @@ impl BlockOnPlane {
         }
     }
 
-    /// The scene text with [`PLANE_PARAMS`].
-    pub fn text(&self) -> String {
+    /// The scene text with `extra` `--set` expressions applied last.
+    pub fn text_with(&self, extra: &[&str]) -> String {
         let BlockOnPlane {
             element,
             model,
-            velocity,
+            velocity: [vx, vy, vz],
             z0,
             frames,
             smoothing,
@@ -153,105 +93,48 @@ impl BlockOnPlane {
             e,
             newton_tol,
         } = *self;
-        let newton_tol = if newton_tol {
-            "newton_tol = 1e-12\n"
-        } else {
-            ""
-        };
-        let params = PLANE_PARAMS;
-        format!(
-            r#"schema_version = 1
-[simulation]
-dt = {dt}
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 1]
-dx = 0.05
-origin = [0.0, 0.0, {z0}]
-[body.material]
-model = "{model}"
-youngs_modulus = {e:e}
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [{}, {}, {}]
-angular_velocity = [0.0, 2.0, 0.0]
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.3
-[contact]
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-{newton_tol}[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "center_of_mass"
-target = [0.2, 0.0, 0.1]
-{params}"#,
-            velocity[0], velocity[1], velocity[2]
-        )
+        let mut sets = vec![
+            format!("simulation.dt={dt}"),
+            format!("simulation.frames={frames}"),
+            format!("body.0.mesh.element={element}"),
+            format!("body.0.mesh.origin=[0.0, 0.0, {z0}]"),
+            format!("body.0.material.model={model}"),
+            format!("body.0.material.youngs_modulus={e:e}"),
+            format!("body.0.initial.velocity=[{vx}, {vy}, {vz}]"),
+            format!("contact.smoothing={smoothing:e}"),
+        ];
+        if newton_tol {
+            sets.push("solver.newton_tol=1e-12".into());
+        }
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        fixture("scenes/block_on_plane", &sets)
+    }
+
+    /// The scene text.
+    pub fn text(&self) -> String {
+        self.text_with(&[])
     }
 }
 
 /// [`BlockOnPlane::sliding`] with the plane replaced by a sphere of radius 0.3 m at the
 /// origin: the block lands on its top (from (-0.05, -0.03, 0.3001), v = (0.5, 0.2, -0.3) m/s)
-/// and slides off; the obstacle offset is a 3-vector parameter.
-pub fn block_on_sphere(smoothing: f64) -> String {
-    let text = BlockOnPlane::sliding(smoothing)
-        .text()
-        .replace(
-            "type = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]",
-            "type = \"sphere\"\ncenter = [0, 0, 0]\nradius = 0.3",
-        )
-        .replace("origin = [0.0, 0.0, 0]", "origin = [-0.05, -0.03, 0.3001]")
-        .replace("velocity = [0.8, 0.3, 0]", "velocity = [0.5, 0.2, -0.3]")
-        .replace("component = 2\n", "");
-    assert!(text.contains("sphere") && text.contains("0.3001") && text.contains("-0.3]"));
-    text
+/// and slides off; the obstacle offset is a 3-vector parameter; `extra` sets last.
+pub fn block_on_sphere(smoothing: f64, extra: &[&str]) -> String {
+    let mut sets = vec![
+        "obstacle.0={ type = \"sphere\", center = [0, 0, 0], radius = 0.3, friction = 0.3 }",
+        "body.0.mesh.origin=[-0.05, -0.03, 0.3001]",
+        "body.0.initial.velocity=[0.5, 0.2, -0.3]",
+        "parameter.2={ kind = \"obstacle_offset\", obstacle = 0 }",
+    ];
+    sets.extend_from_slice(extra);
+    BlockOnPlane::sliding(smoothing).text_with(&sets)
 }
 
 /// A 2×2×1 hex block (corotated, E = 1e5 Pa, mass damping α = 20) resting on a plane with
 /// friction 0.5, every bottom node in sticking contact from the first frame; `frames` steps
-/// of 10 ms; `tail` appended after the obstacle (settings, loss, parameters).
-pub fn resting_block(frames: usize, tail: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.5
-{tail}"#
-    )
+/// of 10 ms; `sets` add settings, loss and parameters (`scenes/resting_block.toml`).
+pub fn resting_block(frames: usize, sets: &[&str]) -> String {
+    let frames = [format!("simulation.frames={frames}")];
+    super::fixture_sets("scenes/resting_block", &frames, sets)
 }

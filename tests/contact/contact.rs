@@ -83,31 +83,10 @@ fn check_invariants(r: &Run, tol: f64) -> (f64, f64, f64, f64) {
     (worst_gap, worst_compl, worst_work, worst_cone)
 }
 
-const BLOCK: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 300
-gravity = [0.981, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.101
-[solver]
-rel_tol = 1e-10
-abs_tol = 1e-14
-"#;
+/// The stick/slip block (`scenes/contact/pushed_block.toml`).
+fn block() -> String {
+    common::fixture("scenes/contact/pushed_block", &[])
+}
 
 /// Zeng 2026's stick/slip test (S3 App. A.2): a block on a plane pushed horizontally by
 /// 0.1·m·g (here: a horizontal gravity component) stays put with μ = 0.101 and slides with
@@ -116,8 +95,8 @@ abs_tol = 1e-14
 /// then does not move, so the shorter horizon separates the two just as clearly.
 #[test]
 fn block_pushed_by_a_tenth_of_its_weight_sticks_or_slides() {
-    let stick = run(BLOCK, &[]);
-    let slide = run(BLOCK, &["obstacle.0.friction=0.099"]);
+    let stick = run(&block(), &[]);
+    let slide = run(&block(), &["obstacle.0.friction=0.099"]);
     let x0 = centroid(&stick.model, &stick.xs[0])[0];
     let ds: Vec<f64> = stick
         .xs
@@ -153,37 +132,19 @@ fn block_pushed_by_a_tenth_of_its_weight_sticks_or_slides() {
     check_invariants(&slide, 1e-9);
 }
 
+/// A block on an incline of angle θ (`scenes/contact/incline.toml`).
 fn incline(theta_deg: f64) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 100
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.transform]
-rotation_deg = [0.0, {neg}, 0.0]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-[[obstacle]]
-type = "halfspace"
-point = [0, 0, 0]
-normal = [{nx}, 0, {nz}]
-friction = 0.5
-[solver]
-rel_tol = 1e-10
-abs_tol = 1e-14
-"#,
-        neg = -theta_deg,
-        nx = -theta_deg.to_radians().sin(),
-        nz = theta_deg.to_radians().cos()
+    let (neg, nx, nz) = (
+        -theta_deg,
+        -theta_deg.to_radians().sin(),
+        theta_deg.to_radians().cos(),
+    );
+    common::fixture(
+        "scenes/contact/incline",
+        &[
+            &format!("body.0.transform.rotation_deg=[0.0, {neg}, 0.0]"),
+            &format!("obstacle.0.normal=[{nx}, 0, {nz}]"),
+        ],
     )
 }
 
@@ -228,32 +189,7 @@ fn incline_sticks_iff_mu_exceeds_tan_theta() {
 /// gap is a constraint on $x_{t+1}$, not on a velocity, so errors cannot accumulate.
 #[test]
 fn resting_body_does_not_drift_over_1000_frames() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.02
-frames = 1000
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 1.0
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.5
-[solver]
-rel_tol = 1e-9
-abs_tol = 1e-14
-"#;
+    let text = &common::fixture("scenes/contact/resting_cube", &[]);
     let r = run(text, &[]);
     let pen = r
         .steps
@@ -279,33 +215,10 @@ abs_tol = 1e-14
     assert!(r.steps.iter().all(|s| s.converged));
 }
 
-const BALL: &str = r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 40
-[[body]]
-[body.mesh]
-generator = "sphere"
-element = "hex8"
-radius = 0.04
-dx = 0.01
-origin = [0.0, 0.0, 0.11]
-[body.material]
-model = "neohookean"
-youngs_modulus = 2e5
-poisson_ratio = 0.4
-density = 1000.0
-[body.initial]
-velocity = [1.5, 0.5, -1.0]
-[[obstacle]]
-type = "plane"
-point = [0, 0, 0]
-normal = [0, 0, 1]
-friction = 0.5
-[solver]
-rel_tol = 1e-7
-abs_tol = 1e-12
-"#;
+/// The small ball (`scenes/contact/small_ball.toml`).
+fn ball() -> String {
+    common::fixture("scenes/contact/small_ball", &[])
+}
 
 /// Issue 4 item 2 (bouncing ball): a voxel ball thrown at the ground never penetrates it by
 /// more than 1e-9 m, and bounces (the centroid's vertical velocity turns positive). A small
@@ -313,7 +226,7 @@ abs_tol = 1e-12
 /// test short; `scenes/bouncing_ball.toml` is the full-size setup.
 #[test]
 fn bouncing_voxel_ball_does_not_penetrate() {
-    let r = run(BALL, &[]);
+    let r = run(&ball(), &[]);
     let h = r.model.h;
     let pen = r
         .steps
@@ -350,51 +263,33 @@ fn bouncing_voxel_ball_does_not_penetrate() {
 /// Bad obstacle and contact input is rejected with the key path (exit 2, no panic).
 #[test]
 fn bad_contact_input_names_the_key() {
-    let base = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 2
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.1
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-"#;
     let cases: [(&str, &[&str]); 7] = [
         (
-            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = 1.0\nnormal = [0, 0, 1]\n",
+            r#"obstacle=[{ type = "sphere", center = [0, 0, 0], radius = 1.0, normal = [0, 0, 1] }]"#,
             &["obstacle[0].normal", "sphere"],
         ),
         (
-            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\n",
+            r#"obstacle=[{ type = "sphere", center = [0, 0, 0] }]"#,
             &["obstacle[0].radius"],
         ),
         (
-            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 0]\n",
+            r#"obstacle=[{ type = "plane", point = [0, 0, 0], normal = [0, 0, 0] }]"#,
             &["obstacle[0].normal", "non-zero"],
         ),
         (
-            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\nfriction = -0.1\n",
+            r#"obstacle=[{ type = "plane", point = [0, 0, 0], normal = [0, 0, 1], friction = -0.1 }]"#,
             &["obstacle[0].friction"],
         ),
         (
-            "[[obstacle]]\ntype = \"box\"\nmin = [0, 0, 0]\nmax = [1, -1, 1]\n",
+            r#"obstacle=[{ type = "box", min = [0, 0, 0], max = [1, -1, 1] }]"#,
             &["obstacle[0].max"],
         ),
-        (
-            "[[obstacle]]\ntype = \"cone\"\n",
-            &["cone"],
-        ),
-        ("[contact]\nsmoothing = -1.0\n", &["contact.smoothing"]),
+        (r#"obstacle=[{ type = "cone" }]"#, &["cone"]),
+        ("contact.smoothing=-1.0", &["contact.smoothing"]),
     ];
     for (extra, needles) in cases {
-        let r = common::run_cli("simulate", &format!("{base}{extra}"), &[], &[]);
+        let text = common::fixture("scenes/unit_cube", &[extra]);
+        let r = common::run_cli("simulate", &text, &[], &[]);
         assert_eq!(r.code, 2, "{extra}: exit {}: {}", r.code, r.stderr);
         for n in needles {
             assert!(r.stderr.contains(n), "{extra}: {:?} lacks {n:?}", r.stderr);
@@ -402,8 +297,13 @@ density = 1000.0
         assert!(!r.stderr.contains("panicked"));
     }
     // a friction parameter must name an existing obstacle
-    let text = format!(
-        "{base}[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 1]\n[loss]\n[[loss.term]]\ntype = \"random_linear\"\n[[parameter]]\nkind = \"friction\"\nobstacle = 3\n"
+    let text = common::fixture(
+        "scenes/unit_cube",
+        &[
+            r#"obstacle=[{ type = "plane", point = [0, 0, 0], normal = [0, 0, 1] }]"#,
+            r#"loss.term=[{ type = "random_linear" }]"#,
+            r#"parameter=[{ kind = "friction", obstacle = 3 }]"#,
+        ],
     );
     let r = common::run_cli("gradcheck", &text, &[], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -414,7 +314,7 @@ density = 1000.0
 /// contact forces carry the weight.
 #[test]
 fn ply_frames_carry_contact_forces() {
-    let text = &common::scenes::resting_block(30, "[solver]\nrel_tol = 1e-10\n");
+    let text = &common::scenes::resting_block(30, &["solver.rel_tol=1e-10"]);
     let r = common::run_cli("simulate", text, &[], &["--set", "output.format=\"ply\""]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     use ply_rs_bw::ply::Property;

@@ -9,22 +9,13 @@ use crate::common;
 use common::scenes::two_bodies;
 use diffphd::solver::Model;
 
-const PARAMS: &str = r#"
-[[parameter]]
-kind = "initial_velocity"
-body = 1
-[[parameter]]
-kind = "youngs_modulus"
-body = 0
-log = true
-[[parameter]]
-kind = "youngs_modulus"
-body = 1
-log = true
-[[parameter]]
-kind = "density"
-body = 1
-"#;
+/// The cube's initial velocity and density, both bodies' log Young's moduli.
+const PARAMS: &str = r#"[
+  { kind = "initial_velocity", body = 1 },
+  { kind = "youngs_modulus", body = 0, log = true },
+  { kind = "youngs_modulus", body = 1, log = true },
+  { kind = "density", body = 1 },
+]"#;
 
 /// Smoothed body–body contact with friction: impact, compression, sliding; every
 /// parameter within 1e-4 of central differences.

@@ -62,10 +62,10 @@ fn hard_contact_report() {
 /// agree with the adjoint to 1e-7).
 #[test]
 fn bouncing_block_penalty() {
-    let text = bouncing(0.0).replace(
-        "[contact]\n",
-        "[contact]\nmodel = \"penalty\"\npenalty = { stiffness = 3e6, power = 3.0, friction_viscosity = 20.0 }\n",
-    );
+    let text = BlockOnPlane::bouncing(0.0).text_with(&[
+        "contact.model=\"penalty\"",
+        "contact.penalty={ stiffness = 3e6, power = 3.0, friction_viscosity = 20.0 }",
+    ]);
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 5);
     common::assert_all_pass("bouncing, penalty", &rep);
     let mu = rep.rows.iter().find(|r| r.name == "friction[0]").unwrap();
@@ -78,7 +78,7 @@ fn bouncing_block_penalty() {
 /// here), including the rotation of the contact force directions.
 #[test]
 fn block_on_sphere_smoothed() {
-    let text = common::scenes::block_on_sphere(1e-10);
+    let text = common::scenes::block_on_sphere(1e-10, &[]);
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("block on a sphere, smoothed", &rep);
 }
@@ -87,11 +87,12 @@ fn block_on_sphere_smoothed() {
 /// ground (the box stays clear of the ground so that no node touches both obstacles).
 #[test]
 fn pushed_by_moving_box_smoothed() {
-    let text = sliding(1e-10).replace(
-        "[contact]\n",
-        "[[obstacle]]\ntype = \"box\"\nmin = [-0.2, -0.1, 0.03]\nmax = [-0.0001, 0.2, 0.2]\nfriction = 0.2\nmotion = { type = \"translate\", velocity = [0.3, 0.0, 0.0] }\n[contact]\n",
-    ).replace("velocity = [0.8, 0.3, 0]", "velocity = [0.0, 0.0, 0.0]")
-        + "[[parameter]]\nkind = \"obstacle_offset\"\nobstacle = 1\ncomponent = 0\n[[parameter]]\nkind = \"friction\"\nobstacle = 1\n";
+    let text = BlockOnPlane::sliding(1e-10).text_with(&[
+        r#"obstacle+={ type = "box", min = [-0.2, -0.1, 0.03], max = [-0.0001, 0.2, 0.2], friction = 0.2, motion = { type = "translate", velocity = [0.3, 0.0, 0.0] } }"#,
+        "body.0.initial.velocity=[0.0, 0.0, 0.0]",
+        r#"parameter+={ kind = "obstacle_offset", obstacle = 1, component = 0 }"#,
+        r#"parameter+={ kind = "friction", obstacle = 1 }"#,
+    ]);
     assert!(text.contains("translate") && text.contains("velocity = [0.0, 0.0, 0.0]"));
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("pushed by a moving box, smoothed", &rep);
@@ -102,61 +103,7 @@ fn pushed_by_moving_box_smoothed() {
 /// density, μ, obstacle offset and initial translation).
 #[test]
 fn clamped_beam_hits_ground_smoothed() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 12
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [4, 1, 1]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.0, 0.2, -0.5]
-[[body.dirichlet]]
-select = { face = "x_min" }
-motion = { type = "translate", velocity = [0.0, 0.0, -0.05] }
-[[obstacle]]
-type = "plane"
-point = [0, 0, -0.01]
-normal = [0, 0, 1]
-friction = 0.4
-[contact]
-smoothing = 1e-10
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 5
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-component = 2
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "initial_translation"
-component = 2
-"#;
+    let text = &common::fixture("scenes/contact_gradients/clamped_beam", &[]);
     let (rep, _) = common::gradcheck_text(text, 1e-4, 4);
     common::assert_all_pass("clamped beam on the ground, smoothed", &rep);
 }
@@ -243,7 +190,7 @@ fn woodbury_adjoint_matches_fixed_point() {
 /// parameter of the bouncing block: v₀, μ, obstacle offset, log E).
 #[test]
 fn woodbury_adjoint_gradcheck() {
-    let text = bouncing(1e-10).replace("[backward]\n", "[backward]\nmethod = \"woodbury\"\n");
+    let text = BlockOnPlane::bouncing(1e-10).text_with(&["backward.method=\"woodbury\""]);
     assert!(text.contains("method = \"woodbury\""));
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("bouncing, smoothed, woodbury", &rep);

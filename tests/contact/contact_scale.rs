@@ -109,31 +109,23 @@ fn ci_napkin_iterative_matches_dense() {
 /// the matrix-free $W$) equals the dense-LU one.
 #[test]
 fn ci_napkin_gradient_iterative_matches_dense() {
-    let extra = r#"
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 5
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "friction"
-obstacle = 0
-[[parameter]]
-kind = "obstacle_offset"
-obstacle = 0
-component = 0
-"#;
     let grad = |solver: &str| {
         let s = sets(
             25,
             solver,
-            &["body.0.region.0.scale=0.1", "backward.rel_tol=1e-12"],
+            &[
+                "body.0.region.0.scale=0.1",
+                "backward.rel_tol=1e-12",
+                r#"loss.term=[{ type = "random_linear", seed = 5 }]"#,
+                r#"parameter=[
+                    { kind = "youngs_modulus", log = true },
+                    { kind = "friction", obstacle = 0 },
+                    { kind = "obstacle_offset", obstacle = 0, component = 0 },
+                ]"#,
+            ],
         );
         let s: Vec<&str> = s.iter().map(|x| x.as_str()).collect();
-        let text = napkin() + extra;
-        let p = Problem::new(common::load(&text, &s)).unwrap();
+        let p = Problem::new(common::load(&napkin(), &s)).unwrap();
         let ev = p.evaluate(&p.theta0(), true).unwrap();
         assert!(ev.nonconverged_backward_frames.is_empty(), "{solver}");
         ev.gradient
@@ -156,13 +148,14 @@ component = 0
 /// would take the dense path under `"auto"`).
 #[test]
 fn iterative_adjoint_gradcheck_block_on_sphere() {
-    let com = "[[loss.term]]\ntype = \"center_of_mass\"\ntarget = [0.2, 0.0, 0.1]\n";
-    let text = common::scenes::block_on_sphere(1e-10)
-        .replace(com, "")
-        .replace(
-            "tolerance = 1e-15\n",
-            "tolerance = 1e-15\nsolver = \"iterative\"\n",
-        );
+    // without the centre-of-mass loss term
+    let text = common::scenes::block_on_sphere(
+        1e-10,
+        &[
+            r#"loss.term=[{ type = "random_linear", seed = 11 }]"#,
+            "contact.solver=\"iterative\"",
+        ],
+    );
     assert!(!text.contains("center_of_mass") && text.contains("solver = \"iterative\""));
     let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("block on a sphere, iterative contact solve", &rep);

@@ -10,25 +10,14 @@ use diffphd::optimize::problem::Problem;
 use diffphd::solver::Model;
 
 /// One layer: hex box of `cells` × `dx` centred on the z axis (shifted by `shift` in x/y),
-/// bottom at `z0`, Young's modulus `e`.
+/// bottom at `z0`, Young's modulus `e`, as a `[[body]]` inline table.
 fn layer(name: &str, cells: [usize; 3], dx: f64, z0: f64, shift: f64, e: f64) -> String {
     let ox = -(cells[0] as f64) * dx / 2.0 + shift;
     let oy = -(cells[1] as f64) * dx / 2.0 - shift;
     format!(
-        r#"[[body]]
-name = "{name}"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [{}, {}, {}]
-dx = {dx}
-origin = [{ox}, {oy}, {z0}]
-[body.material]
-model = "corotated"
-youngs_modulus = {e:e}
-poisson_ratio = 0.3
-density = 1000.0
-"#,
+        "name = \"{name}\", \
+         mesh = {{ generator = \"box\", element = \"hex8\", cells = [{}, {}, {}], dx = {dx}, origin = [{ox}, {oy}, {z0}] }}, \
+         material = {{ model = \"corotated\", youngs_modulus = {e:e}, poisson_ratio = 0.3, density = 1000.0 }}",
         cells[0], cells[1], cells[2]
     )
 }
@@ -36,10 +25,7 @@ density = 1000.0
 /// A gripper plate moving along z at `vz` (every node prescribed).
 fn gripper(name: &str, z0: f64, vz: f64) -> String {
     format!(
-        r#"{}[[body.dirichlet]]
-select = {{ all = true }}
-motion = {{ type = "translate", velocity = [0.0, 0.0, {vz}] }}
-"#,
+        "{}, dirichlet = [{{ select = {{ all = true }}, motion = {{ type = \"translate\", velocity = [0.0, 0.0, {vz}] }} }}]",
         layer(name, [2, 2, 1], 0.015, z0, 0.0, 1e7)
     )
 }
@@ -47,7 +33,7 @@ motion = {{ type = "translate", velocity = [0.0, 0.0, {vz}] }}
 /// Forward stopping rule of the squeeze test: the paper's dual gate at 1e-13, relative to
 /// the step's displacement (the default reference; its round-off floor 2.2e-12‖x‖ is what
 /// binds).
-const GATE_SQUEEZE: &str = "rel_tol = 1e-13\n";
+const GATE_SQUEEZE: &[&str] = &["solver.rel_tol=1e-13"];
 
 /// Forward stopping rule of the gradient check: the position gate (no round-off floor) at
 /// 1e-14‖x‖ with an Anderson window of 10. Why (measured, docs/contact.md §6): under
@@ -57,80 +43,56 @@ const GATE_SQUEEZE: &str = "rel_tol = 1e-13\n";
 /// central difference at step 1e-3, 1e-3 of dL/d log E of the claw. This gate: 7.7e-12 of
 /// noise for 1.2× the PD iterations. (The window must be set: `"auto"` picks 1 with the
 /// position gate on a heterogeneous scene, which needs 10× the iterations here.)
-const GATE_GRADCHECK: &str =
-    "gate_reference = \"position\"\nrel_tol = 1e-14\nanderson_window = 10\n";
+const GATE_GRADCHECK: &[&str] = &[
+    "solver.gate_reference=\"position\"",
+    "solver.rel_tol=1e-14",
+    "solver.anderson_window=10",
+];
 
-/// CI stack: grippers closing at 2 × `v` for `frames` steps of 2 ms, claws `e_claw`, PD
-/// stopping rule `gate` (lines of `[solver]`).
+/// CI stack (`scenes/contact_stack/stack.toml`): grippers closing at 2 × `v` for `frames`
+/// steps of 2 ms, claws `e_claw`, PD stopping rule `gate` (`[solver]` sets), `params` the
+/// `parameter` array (a TOML inline array) or empty.
 fn stack(
     frames: usize,
     smoothing: f64,
     e_claw: f64,
     v: f64,
     mu: f64,
-    gate: &str,
-    extra: &str,
+    gate: &[&str],
+    params: &str,
 ) -> String {
-    let mut s = format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.002
-frames = {frames}
-gravity = [0.0, 0.0, 0.0]
-"#
-    );
-    s += &gripper("gripper bottom", -0.035, v);
-    s += &layer("claw bottom", [2, 2, 1], 0.008, -0.0195, 0.0003, e_claw);
-    s += &layer("cookie bottom", [3, 3, 1], 0.006, -0.011, -0.0004, 1e5);
-    s += &layer("cream", [3, 3, 1], 0.005, -0.0045, 0.0002, 2e4);
-    s += &layer("cookie top", [3, 3, 1], 0.006, 0.001, 0.0005, 1e5);
-    s += &layer("claw top", [2, 2, 1], 0.008, 0.0075, -0.0002, e_claw);
-    s += &gripper("gripper top", 0.016, -v);
-    s += &format!(
-        r#"[contact]
-bodies = true
-solver = "dense"
-body_friction = {mu}
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-mode = "paper"
-{gate}abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-method = "fixed_point"
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[loss.term]]
-type = "center_of_mass"
-body = 3
-target = [0.001, 0.0, 0.002]
-{extra}"#
-    );
-    s
+    let bodies = [
+        gripper("gripper bottom", -0.035, v),
+        layer("claw bottom", [2, 2, 1], 0.008, -0.0195, 0.0003, e_claw),
+        layer("cookie bottom", [3, 3, 1], 0.006, -0.011, -0.0004, 1e5),
+        layer("cream", [3, 3, 1], 0.005, -0.0045, 0.0002, 2e4),
+        layer("cookie top", [3, 3, 1], 0.006, 0.001, 0.0005, 1e5),
+        layer("claw top", [2, 2, 1], 0.008, 0.0075, -0.0002, e_claw),
+        gripper("gripper top", 0.016, -v),
+    ];
+    let mut sets = vec![
+        format!("simulation.frames={frames}"),
+        format!("body=[{{ {} }}]", bodies.join(" }, { ")),
+        format!("contact.body_friction={mu}"),
+        format!("contact.smoothing={smoothing:e}"),
+    ];
+    if !params.is_empty() {
+        sets.push(format!("parameter={params}"));
+    }
+    common::fixture_sets("scenes/contact_stack/stack", &sets, gate)
 }
 
 /// (active contacts, max penetration) per frame; panics on a non-converged step.
 fn rollout(text: &str) -> Vec<(usize, f64)> {
     let ls = common::load(text, &[]);
     let model = Model::from_scene(&ls).unwrap();
-    let mut sim = diffphd::solver::Simulator::new(&model, &ls.scene.solver).unwrap();
-    let (mut x, mut v) = (model.x0.clone(), model.v0.clone());
-    let mut out = vec![];
-    for f in 1..=model.frames {
-        let (xn, st) = sim.step(f, &x, &v).unwrap();
-        assert!(st.converged, "frame {f} not converged");
-        v = xn.iter().zip(&x).map(|(a, b)| (a - b) / model.h).collect();
-        x = xn;
-        let c = st.contact.unwrap_or_default();
-        out.push((c.active, c.max_penetration));
-    }
-    out
+    common::converged_steps(&model, &ls.scene.solver)
+        .into_iter()
+        .map(|st| {
+            let c = st.contact.unwrap_or_default();
+            (c.active, c.max_penetration)
+        })
+        .collect()
 }
 
 /// The squeeze completes at the stiffest setting (claws 1000× the cream), every
@@ -193,19 +155,11 @@ fn check_rows(problem: &Problem, only: &[&str], eps: Option<f64>, decades: usize
 /// converged to round-off (20× the PD iterations) — hence the 10-frame horizon.
 #[test]
 fn stack_smoothed_gradients() {
-    let params = r#"
-[[parameter]]
-kind = "youngs_modulus"
-body = 3
-log = true
-[[parameter]]
-kind = "youngs_modulus"
-body = 1
-log = true
-[[parameter]]
-kind = "initial_velocity"
-body = 2
-"#;
+    let params = r#"[
+        { kind = "youngs_modulus", body = 3, log = true },
+        { kind = "youngs_modulus", body = 1, log = true },
+        { kind = "initial_velocity", body = 2 },
+    ]"#;
     let text = stack(10, 1e-10, 2e6, 0.08, 0.0, GATE_GRADCHECK, params);
     let frames = rollout(&text);
     assert!(frames.last().unwrap().0 >= 12, "no squeeze in the horizon");

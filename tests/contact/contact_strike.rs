@@ -10,89 +10,17 @@ use crate::common;
 use diffphd::contact::{State, Stencil};
 use diffphd::solver::Model;
 
-/// CI strike scene: `frames` steps of 2 ms, contact smoothing `smoothing`, extra text
-/// (parameters) appended.
-fn strike(frames: usize, smoothing: f64, extra: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.002
-frames = {frames}
-gravity = [0.0, 0.0, 0.0]
-[[body]]
-name = "character"
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [1, 1, 3]
-dx = 0.015
-origin = [-0.03, -0.0075, -0.03]
-[body.material]
-model = "corotated"
-youngs_modulus = 5e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body.attachment]]
-select = {{ face = "z_max" }}
-compliance = 1e-3
-motion = {{ type = "rotate", axis = [0, 0, 1], center = [0, 0, 0], rate = 12.0 }}
-[[body]]
-name = "blade"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [6, 1, 1]
-dx = 0.01
-origin = [0.0, -0.005, -0.005]
-[body.material]
-model = "corotated"
-youngs_modulus = 3e6
-poisson_ratio = 0.3
-density = 2000.0
-[body.initial]
-rotation_deg = [45.0, 0.0, 0.0]
-[[body.attachment]]
-select = {{ face = "x_min" }}
-compliance = 1e-4
-motion = {{ type = "rotate", axis = [0, 0, 1], center = [0, 0, 0], rate = 12.0 }}
-[[body]]
-name = "ball"
-[body.mesh]
-generator = "sphere"
-element = "hex8"
-radius = 0.02
-dx = 0.01
-origin = [0.045, 0.031, 0.0]
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[contact]
-bodies = true
-body_friction = 0.4
-smoothing = {smoothing:e}
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 5
-[[loss.term]]
-type = "center_of_mass"
-body = 2
-target = [0.05, 0.06, 0.0]
-{extra}"#
-    )
+/// CI strike scene (`scenes/contact_strike/strike.toml`): `frames` steps of 2 ms, contact
+/// smoothing `smoothing`, `params` the `parameter` array (a TOML inline array) or empty.
+fn strike(frames: usize, smoothing: f64, params: &str) -> String {
+    let sets = [
+        format!("simulation.frames={frames}"),
+        format!("contact.smoothing={smoothing:e}"),
+        format!("parameter={params}"),
+    ];
+    let n = if params.is_empty() { 2 } else { 3 };
+    let sets: Vec<&str> = sets[..n].iter().map(String::as_str).collect();
+    common::fixture("scenes/contact_strike/strike", &sets)
 }
 
 /// Per frame of a forward rollout.
@@ -143,25 +71,6 @@ fn frame_of(st: &diffphd::solver::StepStats) -> Frame {
     fr
 }
 
-/// Times the contact between blade and ball was re-established after being lost (chatter).
-fn recontacts(frames: &[Frame]) -> usize {
-    let mut n = 0;
-    let mut seen = false;
-    let mut lost = false;
-    for f in frames {
-        if f.active > 0 {
-            if lost {
-                n += 1;
-                lost = false;
-            }
-            seen = true;
-        } else if seen {
-            lost = true;
-        }
-    }
-    n
-}
-
 /// The strike: contact is made, edge–edge contacts are active, both friction states occur,
 /// nothing penetrates beyond the contact tolerance and the contact does not chatter.
 #[test]
@@ -193,7 +102,8 @@ fn blade_strikes_ball_without_penetration_or_chatter() {
     // tolerance: 0.25 % of the 1 cm element (the frozen linearised frame, docs/contact.md)
     assert!(pen <= 2.5e-5, "node penetration {pen:e} m");
     assert!(epen <= 2.5e-5, "edge penetration {epen:e} m");
-    let re = recontacts(&frames);
+    let active: Vec<usize> = frames.iter().map(|f| f.active).collect();
+    let re = super::paper_scenes::recontacts(&active);
     assert!(re <= 1, "contact chatters: re-established {re} times");
 }
 
@@ -203,30 +113,14 @@ fn blade_strikes_ball_without_penetration_or_chatter() {
 /// rotating compliant attachment.
 #[test]
 fn strike_smoothed_gradients_with_edge_contact() {
-    let params = r#"
-[[parameter]]
-kind = "initial_velocity"
-body = 2
-[[parameter]]
-kind = "density"
-body = 2
-[[parameter]]
-kind = "youngs_modulus"
-body = 1
-log = true
-[[parameter]]
-kind = "body_friction"
-log = true
-[[parameter]]
-kind = "attachment_stiffness"
-body = 1
-attachment = 0
-log = true
-[[parameter]]
-kind = "attachment_offset"
-body = 1
-attachment = 0
-"#;
+    let params = r#"[
+        { kind = "initial_velocity", body = 2 },
+        { kind = "density", body = 2 },
+        { kind = "youngs_modulus", body = 1, log = true },
+        { kind = "body_friction", log = true },
+        { kind = "attachment_stiffness", body = 1, attachment = 0, log = true },
+        { kind = "attachment_offset", body = 1, attachment = 0 },
+    ]"#;
     let text = strike(12, 1e-10, params);
     let frames = rollout(&text);
     let edge: usize = frames.iter().map(|f| f.edge_active).sum();
@@ -247,37 +141,9 @@ attachment = 0
 /// while the bar merely bends: the 1-ring and facing filters), and the tip stays out of the
 /// bar; without `self_contact` the same fold passes through.
 fn fold(self_contact: bool) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 70
-gravity = [0.0, 0.0, 0.0]
-[[body]]
-name = "bar"
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [10, 1, 1]
-dx = 0.01
-[body.material]
-model = "corotated"
-youngs_modulus = 2e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = {{ box = {{ min = [-0.001, -1.0, -1.0], max = [0.041, 1.0, 1.0] }} }}
-[[body.attachment]]
-select = {{ face = "x_max" }}
-compliance = 1e-3
-motion = {{ type = "rotate", axis = [0, 0, 1], center = [0.06, 0.005, 0.005], rate = 12.0 }}
-[contact]
-bodies = true
-self_contact = {self_contact}
-body_friction = 0.2
-[solver]
-rel_tol = 1e-10
-"#
+    common::fixture(
+        "scenes/contact_strike/fold",
+        &[&format!("contact.self_contact={self_contact}")],
     )
 }
 

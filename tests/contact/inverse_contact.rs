@@ -10,58 +10,9 @@ use common::run_cli;
 /// A 2-voxel-radius hex ball (dx = 2.5 cm) thrown at the frictional ground (μ = 0.5):
 /// impact at frame ~5 of 20 (h = 4 ms), tracking loss over every frame. Truth E = 2e5 Pa,
 /// ν = 0.4; start E = 6e5 (3× off), ν = 0.3.
-const BALL: &str = r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 20
-[[body]]
-[body.mesh]
-generator = "sphere"
-element = "hex8"
-radius = 0.05
-dx = 0.025
-origin = [0.0, 0.0, 0.07]
-[body.material]
-model = "neohookean"
-youngs_modulus = 6.0e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [1.0, 0.3, -1.0]
-[[obstacle]]
-type = "plane"
-point = [0.0, 0.0, 0.0]
-normal = [0.0, 0.0, 1.0]
-friction = 0.5
-[contact]
-smoothing = 1.0e-10
-[solver]
-rel_tol = 1e-9
-abs_tol = 1e-14
-max_iterations = 20000
-threads = 1
-[backward]
-rel_tol = 1e-10
-abs_tol = 1e-16
-[loss]
-reference = { set = ["body.0.material.youngs_modulus=2e5", "body.0.material.poisson_ratio=0.4"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-lower = 1.0e4
-upper = 1.0e7
-[[parameter]]
-kind = "poisson_ratio"
-lower = 0.1
-upper = 0.48
-[optimize]
-max_iterations = 40
-max_evaluations = 60
-grad_tol = 1e-8
-target_loss = 1e-13
-"#;
+fn ball() -> String {
+    common::fixture("scenes/inverse_contact/ball", &[])
+}
 
 fn read_json(p: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -70,7 +21,7 @@ fn read_json(p: &std::path::Path) -> serde_json::Value {
 #[test]
 fn small_bouncing_ball_sysid_recovers_e_and_nu() {
     // The reference rollout really goes through contact.
-    let sim = run_cli("simulate", BALL, &[], &["--set", "output.frames=false"]);
+    let sim = run_cli("simulate", &ball(), &[], &["--set", "output.frames=false"]);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
     let summary = &sim.log()["summary"];
     assert!(
@@ -78,7 +29,7 @@ fn small_bouncing_ball_sysid_recovers_e_and_nu() {
         "{summary}"
     );
     let t0 = std::time::Instant::now();
-    let r = run_cli("optimize", BALL, &[], &["--set", "output.frames=false"]);
+    let r = run_cli("optimize", &ball(), &[], &["--set", "output.frames=false"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = read_json(&r.out().join("optimize.json"));
     assert_eq!(log["status"], "completed");

@@ -112,7 +112,7 @@ fn oreo_ci_size_squeezes_without_penetration() {
 
 /// Chatter metric of one body–body impact: the number of times the contact, once made, is
 /// lost and made again (0 for one clean impact; each extra on/off cycle counts one).
-fn recontacts(active: &[usize]) -> usize {
+pub(crate) fn recontacts(active: &[usize]) -> usize {
     let (mut n, mut seen, mut lost) = (0, false, false);
     for &a in active {
         if a > 0 {
@@ -159,42 +159,42 @@ fn gatorman_ci_size_strike_without_penetration_or_chatter() {
 /// Bad input for the new generators and keys: exit 2 with one line naming the key.
 #[test]
 fn bad_generator_keys_are_one_line_errors() {
-    let base = |mesh: &str| {
-        format!(
-            "schema_version = 1\n[simulation]\ndt = 0.01\nframes = 1\n[[body]]\n[body.mesh]\n{mesh}\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n"
-        )
-    };
+    let base =
+        |mesh: &str| common::fixture("scenes/no_mesh", &[&format!("body.0.mesh={{ {mesh} }}")]);
     let cases = [
         (
-            "generator = \"crab\"\nelement = \"tet4\"\nresolution = 3",
+            r#"generator = "crab", element = "tet4", resolution = 3"#,
             "body[0].mesh.resolution",
         ),
         (
-            "generator = \"crab\"\nelement = \"tet4\"\nresolution = 12\ndx = 0.01",
-            "body[0].mesh.dx",
-        ),
-        ("generator = \"crab\"\nelement = \"tet4\"", "body[0].mesh.resolution"),
-        (
-            "generator = \"cylinder\"\nelement = \"hex8\"\nradius = 0.01\ndx = 0.002",
-            "body[0].mesh.height",
-        ),
-        (
-            "generator = \"cylinder\"\nelement = \"hex8\"\nradius = 0.01\nheight = -1.0\ndx = 0.002",
-            "body[0].mesh.height",
-        ),
-        (
-            "generator = \"cylinder\"\nelement = \"hex8\"\nradius = 10.0\nheight = 10.0\ndx = 0.001",
+            r#"generator = "crab", element = "tet4", resolution = 12, dx = 0.01"#,
             "body[0].mesh.dx",
         ),
         (
-            "generator = \"rounded_box\"\nelement = \"tet4\"\nsize = [0.02, 0.02, 0.01]\nradius = 0.006\ndx = 0.002",
+            r#"generator = "crab", element = "tet4""#,
+            "body[0].mesh.resolution",
+        ),
+        (
+            r#"generator = "cylinder", element = "hex8", radius = 0.01, dx = 0.002"#,
+            "body[0].mesh.height",
+        ),
+        (
+            r#"generator = "cylinder", element = "hex8", radius = 0.01, height = -1.0, dx = 0.002"#,
+            "body[0].mesh.height",
+        ),
+        (
+            r#"generator = "cylinder", element = "hex8", radius = 10.0, height = 10.0, dx = 0.001"#,
+            "body[0].mesh.dx",
+        ),
+        (
+            r#"generator = "rounded_box", element = "tet4", size = [0.02, 0.02, 0.01], radius = 0.006, dx = 0.002"#,
             "body[0].mesh.radius",
         ),
         (
-            "generator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.1\nresolution = 12",
+            r#"generator = "box", element = "hex8", cells = [1, 1, 1], dx = 0.1, resolution = 12"#,
             "body[0].mesh.resolution",
         ),
-        ("file = \"x.vtk\"\nsize = [1.0, 1.0, 1.0]", "body[0].mesh"),
+        (r#"file = "x.vtk", size = [1.0, 1.0, 1.0]"#, "body[0].mesh"),
     ];
     for (mesh, key) in cases {
         let r = common::run_cli("simulate", &base(mesh), &[], &[]);

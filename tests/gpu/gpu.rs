@@ -20,8 +20,8 @@ fn cuda_probe_reports_a_reason_or_a_device() {
 /// `--backend cuda` is refused with exit 2 and the reason; with one it runs.
 #[test]
 fn backend_cuda_is_refused_with_the_reason() {
-    let scene = "schema_version = 1\n[simulation]\nframes = 1\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.3\ndensity = 1000.0\n";
-    let r = common::run_cli("simulate", scene, &[], &["--backend", "cuda"]);
+    let scene = common::fixture("scenes/gpu/box", &[]);
+    let r = common::run_cli("simulate", &scene, &[], &["--backend", "cuda"]);
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     let required = std::env::var_os("REQUIRE_CUDA").is_some_and(|v| v == "1");
     if required || (cfg!(feature = "cuda") && diffphd::gpu::cuda_status().is_ok()) {
@@ -53,8 +53,9 @@ fn doctor_reports_the_cpu_path_and_exits_zero() {
 /// another solver method than PD up front, with exit 2 and one line, and runs muscles.
 #[test]
 fn backend_emulator_runs_simulate_and_grad_and_refuses_other_methods() {
-    let scene = "schema_version = 1\n[simulation]\nframes = 3\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [3, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.3\ndensity = 1000.0\n";
-    let r = common::run_cli("simulate", scene, &[], &["--backend", "emulator"]);
+    let bar = ["simulation.frames=3", "body.0.mesh.cells=[3, 1, 1]"];
+    let scene = common::fixture("scenes/gpu/box", &bar);
+    let r = common::run_cli("simulate", &scene, &[], &["--backend", "emulator"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     assert_eq!(log["header"]["backend"], "emulator");
@@ -66,9 +67,12 @@ fn backend_emulator_runs_simulate_and_grad_and_refuses_other_methods() {
         "no device launches: {}",
         log["summary"]
     );
-    let with_loss = format!(
-        "{scene}[[body.dirichlet]]\nselect = {{ face = \"x_min\" }}\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n[[parameter]]\nkind = \"youngs_modulus\"\n"
-    );
+    let loss = [
+        r#"body.0.dirichlet=[{ select = { face = "x_min" } }]"#,
+        r#"loss.term=[{ type = "random_linear", seed = 1 }]"#,
+        r#"parameter=[{ kind = "youngs_modulus" }]"#,
+    ];
+    let with_loss = common::fixture("scenes/gpu/box", &[&bar[..], &loss].concat());
     let g = common::run_cli(
         "grad",
         &with_loss,
@@ -80,10 +84,8 @@ fn backend_emulator_runs_simulate_and_grad_and_refuses_other_methods() {
     assert_eq!(g.stderr.trim().lines().count(), 1, "{}", g.stderr);
     // muscles run on the GPU path (local step on the device, the muscle term of ΔA·z on the
     // host): `grad` completes
-    let muscles = with_loss.replace(
-        "[[body.dirichlet]]",
-        "[[body.muscle]]\nselect = { box = { min = [-1, -1, -1], max = [1, 1, 1] } }\nfiber = [1.0, 0.0, 0.0]\nstiffness = 1e4\n[[body.dirichlet]]",
-    );
+    let muscle = r#"body.0.muscle=[{ select = { box = { min = [-1, -1, -1], max = [1, 1, 1] } }, fiber = [1.0, 0.0, 0.0], stiffness = 1e4 }]"#;
+    let muscles = common::fixture("scenes/gpu/box", &[&bar[..], &loss, &[muscle]].concat());
     let g = common::run_cli("grad", &muscles, &[], &["--backend", "emulator"]);
     assert_eq!(g.code, 0, "{}", g.stderr);
     let json: serde_json::Value =

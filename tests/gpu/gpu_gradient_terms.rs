@@ -7,7 +7,7 @@
 use crate::common;
 use crate::on_every_device;
 
-use common::gpu::{deformed, muscle_scene, noise, rel};
+use common::gpu::{deformed, muscle_scene, muscle_scene_with, noise, rel};
 use diffphd::gpu::device::Device;
 use diffphd::gpu::offload::DeviceOffload;
 use diffphd::gpu::Emulator;
@@ -75,41 +75,19 @@ fn muscle_delta_a_on<D: Device + Clone + 'static>(d: &D) {
 /// force group, and a Neo-Hookean tet block beside it with its own force group and mass
 /// damping; gravity on.
 fn two_body_scene() -> String {
-    muscle_scene("hex8", "corotated", 3)
-        .replace(
-            "cells = [2, 2, 4]\ndx = 0.025",
-            "cells = [4, 4, 12]\ndx = 0.0125",
-        )
-        .replace(
-            "[simulation]\n",
-            "[simulation]\ngravity = [0.3, -0.2, -9.81]\n",
-        )
-        + r#"[body.damping]
-alpha = 1.5
-[[body.force]]
-select = { face = "z_max" }
-force = [0.5, -0.25, 1.0]
-profile = { type = "ramp", duration = 0.05 }
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [2, 2, 3]
-dx = 0.02
-origin = [0.2, 0.0, 0.0]
-[body.material]
-model = "neohookean"
-youngs_modulus = 2e5
-poisson_ratio = 0.35
-density = 800.0
-[body.damping]
-alpha = 0.7
-[[body.force]]
-select = { face = "x_max" }
-force = [-0.2, 0.1, 0.3]
-[[body.dirichlet]]
-select = { face = "x_min" }
-"#
+    muscle_scene_with(
+        "hex8",
+        "corotated",
+        3,
+        &[
+            "body.0.mesh.cells=[4, 4, 12]",
+            "body.0.mesh.dx=0.0125",
+            "simulation.gravity=[0.3, -0.2, -9.81]",
+            "body.0.damping={ alpha = 1.5 }",
+            r#"body.0.force=[{ select = { face = "z_max" }, force = [0.5, -0.25, 1.0], profile = { type = "ramp", duration = 0.05 } }]"#,
+            r#"body+={ mesh = { generator = "box", element = "tet4", cells = [2, 2, 3], dx = 0.02, origin = [0.2, 0.0, 0.0] }, material = { model = "neohookean", youngs_modulus = 2e5, poisson_ratio = 0.35, density = 800.0 }, damping = { alpha = 0.7 }, force = [{ select = { face = "x_max" }, force = [-0.2, 0.1, 0.3] }], dirichlet = [{ select = { face = "x_min" } }] }"#,
+        ],
+    )
 }
 
 /// Every class of `accumulate_step` for one step with the offload (device sums: material,
@@ -182,43 +160,30 @@ fn gradient_terms_on<D: Device + Clone + 'static>(d: &D) {
 /// in tests/gpu/gpu_parity.rs). Measured 2026-11-26: see the printed line.
 #[test]
 fn grad_cli_on_the_emulator_matches_the_cpu_gradient_with_muscles() {
-    let text = muscle_scene("hex8", "corotated", 4).replace(
-        "[simulation]\n",
-        "[simulation]\ngravity = [0.0, 0.0, -9.81]\n",
-    ) + r#"[body.damping]
-alpha = 1.5
-[[body.force]]
-select = { face = "z_max" }
-force = [0.5, -0.25, 1.0]
-profile = { type = "ramp", duration = 0.05 }
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "node_target"
-select = { face = "z_max" }
-target = [0.03, 0.02, 0.08]
-[[parameter]]
-kind = "muscle_activation"
-muscle = 0
-[[parameter]]
-kind = "muscle_activation"
-muscle = 1
-[[parameter]]
-kind = "muscle_activation"
-muscle = 2
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "damping_alpha"
-[[parameter]]
-kind = "gravity"
-[[parameter]]
-kind = "force_scale"
-[[parameter]]
-kind = "youngs_modulus"
-"#;
+    let text = muscle_scene_with(
+        "hex8",
+        "corotated",
+        4,
+        &[
+            "simulation.gravity=[0.0, 0.0, -9.81]",
+            "body.0.damping={ alpha = 1.5 }",
+            r#"body.0.force=[{ select = { face = "z_max" }, force = [0.5, -0.25, 1.0], profile = { type = "ramp", duration = 0.05 } }]"#,
+            r#"loss.term=[
+                { type = "random_linear", seed = 11 },
+                { type = "node_target", select = { face = "z_max" }, target = [0.03, 0.02, 0.08] },
+            ]"#,
+            r#"parameter=[
+                { kind = "muscle_activation", muscle = 0 },
+                { kind = "muscle_activation", muscle = 1 },
+                { kind = "muscle_activation", muscle = 2 },
+                { kind = "density" },
+                { kind = "damping_alpha" },
+                { kind = "gravity" },
+                { kind = "force_scale" },
+                { kind = "youngs_modulus" },
+            ]"#,
+        ],
+    );
     let args: Vec<String> = [
         "solver.residual_tol=1e-14",
         "solver.newton_polish=8",

@@ -9,7 +9,7 @@
 use crate::common;
 use crate::on_every_device;
 
-use common::gpu::{deformed, muscle_scene, noise, rel};
+use common::gpu::{deformed, muscle_scene_with, noise, rel};
 use diffphd::gpu::offload::DeviceOffload;
 use diffphd::gpu::system::SolveCounts;
 use diffphd::gpu::{Device, Emulator};
@@ -36,9 +36,11 @@ on_every_device! {
 fn scenes() -> Vec<(&'static str, String, f64)> {
     let cantilever =
         std::fs::read_to_string(common::repo().join("scenes/cantilever.toml")).unwrap();
-    let beam = muscle_scene("tet4", "neohookean", 4).replace(
-        "cells = [2, 2, 4]\ndx = 0.025",
-        "cells = [4, 4, 16]\ndx = 0.0125",
+    let beam = muscle_scene_with(
+        "tet4",
+        "neohookean",
+        4,
+        &["body.0.mesh.cells=[4, 4, 16]", "body.0.mesh.dx=0.0125"],
     );
     vec![
         ("cantilever", cantilever, 0.002),

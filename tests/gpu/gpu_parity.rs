@@ -31,14 +31,18 @@ use diffphd::linalg::{ordering, SparseCholesky};
 use diffphd::model::Model;
 use diffphd::solver::offload::OffloadError;
 
-fn scene(element: &str) -> String {
-    format!(
-        "schema_version = 1\n[simulation]\nframes = 1\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"{element}\"\ncells = [5, 3, 2]\ndx = 0.05\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e6\npoisson_ratio = 0.45\ndensity = 1000.0\n"
-    )
+/// The parity box (`scenes/gpu/parity_box.toml`) with `element` and `model`, `extra` sets
+/// last.
+fn scene(element: &str, model: &str, extra: &[&str]) -> String {
+    let sets = [
+        format!("body.0.mesh.element={element}"),
+        format!("body.0.material.model={model}"),
+    ];
+    common::fixture_sets("scenes/gpu/parity_box", &sets, extra)
 }
 
 fn model(element: &str) -> Model {
-    Model::from_scene(&common::load(&scene(element), &[])).expect("model builds")
+    Model::from_scene(&common::load(&scene(element, "corotated", &[]), &[])).expect("model builds")
 }
 
 /// Local step on the emulator vs `solver::local` (CPU): Q_s per sample and b_p, hex and tet,
@@ -51,7 +55,7 @@ fn local_step_matches_the_cpu_path_on<D: Device + Clone>(dev: &D) {
         ("hex8", "neohookean"),
         ("tet4", "neohookean"),
     ] {
-        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+        let text = scene(element, material, &[]);
         let m = Model::from_scene(&common::load(&text, &[])).unwrap();
         let d = m.derive(&m.params);
         let arrays = LocalArrays::from_model(&m);
@@ -224,7 +228,7 @@ fn with_product<D: Device + Clone>(
         &mut diffphd::gpu::local::DeviceAdjointProduct<D>,
     ),
 ) {
-    let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+    let text = scene(element, material, &[]);
     let ls = common::load(&text, &[]);
     let m = Model::from_scene(&ls).unwrap();
     let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
@@ -249,7 +253,7 @@ fn trust_region_energy_matches_the_cpu_energy_on<D: Device + Clone + 'static>(de
         ("hex8", "neohookean"),
         ("tet4", "neohookean"),
     ] {
-        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""));
+        let text = scene(element, material, &[]);
         let ls = common::load(&text, &[]);
         let m = Model::from_scene(&ls).unwrap();
         let cpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
@@ -901,8 +905,14 @@ fn param_gradients_match_the_cpu_path_on<D: Device + Clone + 'static>(dev: &D) {
     use diffphd::solver::backward::StepLinearization;
     use diffphd::solver::gradient::{accumulate_step, Gradients, StepStates};
     for (element, material) in [("hex8", "corotated"), ("tet4", "neohookean")] {
-        let text = scene(element).replace("\"corotated\"", &format!("\"{material}\""))
-            + "[body.damping]\nbeta = 0.01\nstiffness_scaling = \"amplified\"\n[[body.region]]\nselect = { box = { min = [0.1, -1.0, -1.0], max = [1.0, 1.0, 1.0] } }\nscale = 10.0\n";
+        let text = scene(
+            element,
+            material,
+            &[
+                r#"body.0.damping={ beta = 0.01, stiffness_scaling = "amplified" }"#,
+                "body.0.region=[{ select = { box = { min = [0.1, -1.0, -1.0], max = [1.0, 1.0, 1.0] } }, scale = 10.0 }]",
+            ],
+        );
         let ls = common::load(&text, &[]);
         let m = Model::from_scene(&ls).unwrap();
         let cpu = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();

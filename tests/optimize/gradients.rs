@@ -6,112 +6,53 @@
 use crate::common;
 use diffphd::optimize::problem::Problem;
 
-const PARAMS: &str = r#"
-[[parameter]]
-kind = "youngs_modulus"
-region = 0
-log = true
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "damping_alpha"
-[[parameter]]
-kind = "damping_beta"
-[[parameter]]
-kind = "initial_translation"
-component = 2
-[[parameter]]
-kind = "initial_rotation"
-component = 0
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "initial_state_direction"
-seed = 3
-[[parameter]]
-kind = "force_scale"
-[[parameter]]
-kind = "gravity"
-component = 2
-"#;
-
-fn scene(element: &str, model: &str, het_scale: f64, alpha: f64, beta: f64) -> String {
+/// The beam of `scenes/gradients/beam.toml` (every parameter kind of the beam declared)
+/// with `element`, `model`, the band's modulus scale and the damping; `extra` sets last.
+fn scene(
+    element: &str,
+    model: &str,
+    het_scale: f64,
+    alpha: f64,
+    beta: f64,
+    extra: &[&str],
+) -> String {
     let cells = if element == "hex8" {
         "[4, 1, 1]"
     } else {
         "[3, 1, 1]"
     };
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 5
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = {cells}
-dx = 0.05
-[body.material]
-model = "{model}"
-youngs_modulus = 2e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.region]]
-select = {{ box = {{ min = [0.1, -1, -1], max = [0.2, 1, 1] }} }}
-scale = {het_scale}
-[body.damping]
-alpha = {alpha}
-beta = {beta}
-[body.initial]
-twist = {{ axis = [1, 0, 0], angle_deg = 30.0 }}
-velocity = [0.0, 0.1, 0.0]
-[[body.dirichlet]]
-select = {{ face = "x_min" }}
-[[body.force]]
-select = {{ face = "x_max" }}
-force = [0.0, 0.0, -0.5]
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[loss.term]]
-type = "center_of_mass"
-target = [0.1, 0.0, 0.0]
-{PARAMS}"#
-    )
+    let sets = [
+        format!("body.0.mesh.element={element}"),
+        format!("body.0.mesh.cells={cells}"),
+        format!("body.0.material.model={model}"),
+        format!("body.0.region.0.scale={het_scale}"),
+        format!("body.0.damping.alpha={alpha}"),
+        format!("body.0.damping.beta={beta}"),
+    ];
+    common::fixture_sets("scenes/gradients/beam", &sets, extra)
 }
 
 #[test]
 fn hex_corotated_heterogeneous_damped() {
-    let rep = common::gradcheck_text(&scene("hex8", "corotated", 0.01, 20.0, 0.002), 1e-5, 4).0;
+    let rep =
+        common::gradcheck_text(&scene("hex8", "corotated", 0.01, 20.0, 0.002, &[]), 1e-5, 4).0;
     common::assert_all_pass("hex corotated 100x damped", &rep);
 }
 
 #[test]
 fn tet_neohookean_heterogeneous_damped() {
-    let rep = common::gradcheck_text(&scene("tet4", "neohookean", 0.01, 20.0, 0.002), 1e-5, 4).0;
+    let rep = common::gradcheck_text(
+        &scene("tet4", "neohookean", 0.01, 20.0, 0.002, &[]),
+        1e-5,
+        4,
+    )
+    .0;
     common::assert_all_pass("tet NH 100x damped", &rep);
 }
 
 #[test]
 fn hex_neohookean_homogeneous_undamped() {
-    let text = scene("hex8", "neohookean", 1.0, 0.0, 0.0);
+    let text = scene("hex8", "neohookean", 1.0, 0.0, 0.0, &[]);
     // Damping parameters are checked at zero (one-sided physics is still smooth in α, β).
     let rep = common::gradcheck_text(&text, 1e-5, 4).0;
     common::assert_all_pass("hex NH homogeneous", &rep);
@@ -119,7 +60,7 @@ fn hex_neohookean_homogeneous_undamped() {
 
 #[test]
 fn tet_corotated_homogeneous_undamped() {
-    let rep = common::gradcheck_text(&scene("tet4", "corotated", 1.0, 0.0, 0.0), 1e-5, 4).0;
+    let rep = common::gradcheck_text(&scene("tet4", "corotated", 1.0, 0.0, 0.0, &[]), 1e-5, 4).0;
     common::assert_all_pass("tet corotated homogeneous", &rep);
 }
 
@@ -128,22 +69,21 @@ fn tet_corotated_homogeneous_undamped() {
 /// gravity) and of an elastic parameter match central differences, hex and tet.
 #[test]
 fn uniform_mass_gradients_hex_and_tet() {
-    let params = r#"
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "damping_alpha"
-[[parameter]]
-kind = "gravity"
-component = 2
-"#;
+    let params = r#"parameter=[
+        { kind = "density" },
+        { kind = "youngs_modulus", log = true },
+        { kind = "damping_alpha" },
+        { kind = "gravity", component = 2 },
+    ]"#;
     for (element, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
-        let text = scene(element, model, 0.1, 20.0, 0.002)
-            .replace("density = 1000.0", "density = 1000.0\nmass = \"uniform\"")
-            .replace(PARAMS, params);
+        let text = scene(
+            element,
+            model,
+            0.1,
+            20.0,
+            0.002,
+            &["body.0.material.mass=\"uniform\"", params],
+        );
         assert!(text.contains("mass = \"uniform\"") && !text.contains("initial_velocity"));
         let (rep, problem) = common::gradcheck_text(&text, 1e-5, 4);
         common::assert_all_pass(&format!("{element} {model} uniform mass"), &rep);
@@ -168,47 +108,7 @@ component = 2
 /// need here). See docs/NOTES.md.
 #[test]
 fn indefinite_prox_hessian_exact_vs_trust_region() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.001
-frames = 5
-gravity = [0, 0, 0]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.49
-density = 1e4
-[body.initial]
-scale = 1.8
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-10
-abs_tol = 1e-16
-max_iterations = 300
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-[[parameter]]
-kind = "initial_state_direction"
-seed = 5
-"#;
+    let text = &common::fixture("scenes/gradients/indefinite_prox", &[]);
     let exact = common::gradcheck_text(text, 1e-5, 4).0;
     common::assert_all_pass("exact adjoint, indefinite H_sigma", &exact);
     assert_eq!(exact.evaluation.filtered_samples, 0);
@@ -244,7 +144,7 @@ seed = 5
 /// budget).
 #[test]
 fn nonconverged_adjoint_frames_are_reported() {
-    let text = scene("hex8", "corotated", 0.01, 0.0, 0.0);
+    let text = scene("hex8", "corotated", 0.01, 0.0, 0.0, &[]);
     let ls = common::load(
         &text,
         &[
@@ -267,7 +167,14 @@ fn nonconverged_adjoint_frames_are_reported() {
 /// gradient (to the forward tolerance), smaller tape.
 #[test]
 fn checkpointing_gives_the_same_gradient_with_a_smaller_tape() {
-    let text = scene("hex8", "corotated", 0.01, 5.0, 0.001).replace("frames = 5", "frames = 7");
+    let text = scene(
+        "hex8",
+        "corotated",
+        0.01,
+        5.0,
+        0.001,
+        &["simulation.frames=7"],
+    );
     let full = Problem::new(common::load(&text, &[])).unwrap();
     let ck = Problem::new(common::load(&text, &["backward.checkpoint_every=3"])).unwrap();
     let a = full.evaluate(&full.theta0(), true).unwrap();
@@ -292,45 +199,17 @@ fn checkpointing_gives_the_same_gradient_with_a_smaller_tape() {
         .is_some_and(|s| s.converged && s.iterations > 0)));
 }
 
-const TRACK: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 6
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [4, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 3e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 5.0
-[[body.dirichlet]]
-select = { face = "x_min" }
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-"#;
+/// A clamped, damped hex beam with log E and ν as parameters, and `sets` (the loss).
+fn track(sets: &[&str]) -> String {
+    common::fixture("scenes/gradients/track", sets)
+}
 
 /// Tracking loss against a reference simulated with `[loss.reference]` overrides.
 #[test]
 fn tracking_loss_against_override_reference() {
-    let text = format!("{TRACK}[loss]\nreference = {{ set = [\"body.0.material.youngs_modulus=1e6\"] }}\n[[loss.term]]\ntype = \"tracking\"\n");
+    let text = track(&[
+        r#"loss={ reference = { set = ["body.0.material.youngs_modulus=1e6"] }, term = [{ type = "tracking" }] }"#,
+    ]);
     let rep = common::gradcheck_text(&text, 1e-5, 4).0;
     common::assert_all_pass("tracking vs override reference", &rep);
     assert!(rep.loss > 0.0);
@@ -346,7 +225,7 @@ fn tracking_loss_against_override_reference() {
 fn tracking_loss_against_vtu_and_ply_frames() {
     let dir = tempfile::tempdir().unwrap();
     let refscene = dir.path().join("ref.toml");
-    std::fs::write(&refscene, TRACK).unwrap();
+    std::fs::write(&refscene, track(&[])).unwrap();
     let reference = |name: &str, format: &[&str]| {
         let st = std::process::Command::new(common::bin())
             .args(["simulate", refscene.to_str().unwrap(), "--quiet", "--out"])
@@ -356,10 +235,10 @@ fn tracking_loss_against_vtu_and_ply_frames() {
             .status()
             .unwrap();
         assert!(st.success());
-        format!(
-            "{TRACK}[loss]\n[[loss.term]]\ntype = \"tracking\"\nreference_dir = \"{}\"\n",
+        track(&[&format!(
+            r#"loss.term=[{{ type = "tracking", reference_dir = "{}" }}]"#,
             dir.path().join(name).display()
-        )
+        )])
     };
     let vtu = reference("vtu", &[]);
     assert!(dir.path().join("vtu/frame_00006.vtu").exists());
@@ -390,7 +269,7 @@ fn tracking_loss_against_vtu_and_ply_frames() {
 /// (forced by an absurd tolerance), and the JSON report is written either way.
 #[test]
 fn gradcheck_cli_exit_codes_and_report() {
-    let text = format!("{TRACK}[loss]\n[[loss.term]]\ntype = \"random_linear\"\nseed = 1\n");
+    let text = track(&[r#"loss.term=[{ type = "random_linear", seed = 1 }]"#]);
     let ok = common::run_cli("gradcheck", &text, &[], &["--rtol", "1e-4"]);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
     let rep: serde_json::Value =

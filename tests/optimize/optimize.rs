@@ -15,52 +15,9 @@ const NU_TRUE: f64 = 0.4;
 
 /// 6×2×2 hex cantilever, released from a 30° twist under gravity, 10 frames. The scene
 /// says E = 3e5, ν = 0.3; the reference trajectory is the same scene at E = 1e5, ν = 0.4.
-const SYSID: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 10
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [6, 2, 2]
-dx = 0.02
-[body.material]
-model = "corotated"
-youngs_modulus = 3e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-twist = { axis = [1, 0, 0], angle_deg = 30.0 }
-[[body.dirichlet]]
-select = { face = "x_min" }
-[solver]
-rel_tol = 1e-8
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 3
-polish_tol = 1e-14
-threads = 1
-[backward]
-rel_tol = 1e-10
-abs_tol = 1e-16
-[loss]
-reference = { set = ["body.0.material.youngs_modulus=1e5", "body.0.material.poisson_ratio=0.4"] }
-[[loss.term]]
-type = "tracking"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-lower = 1e4
-upper = 1e7
-[[parameter]]
-kind = "poisson_ratio"
-lower = 0.1
-upper = 0.45
-[optimize]
-max_iterations = 40
-grad_tol = 1e-6
-"#;
+fn sysid() -> String {
+    common::fixture("scenes/optimize/sysid", &[])
+}
 
 fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
@@ -71,7 +28,7 @@ fn read_json(path: &std::path::Path) -> serde_json::Value {
 #[test]
 fn sysid_recovers_e_and_nu_from_3x_off() {
     let t0 = std::time::Instant::now();
-    let r = run_cli("optimize", SYSID, &[], &[]);
+    let r = run_cli("optimize", &sysid(), &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = read_json(&r.out().join("optimize.json"));
     assert_eq!(log["status"], "completed");
@@ -148,48 +105,13 @@ fn sysid_recovers_e_and_nu_from_3x_off() {
 
 /// A free-flying 2×2×2 hex block under gravity: the initial velocity and height that put
 /// the centre of mass on a target after 10 frames (DiffPD's Bunny, without the ground).
-const FLIGHT: &str = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 10
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.5, 0.0, 0.0]
-[solver]
-rel_tol = 1e-8
-threads = 1
-[loss]
-[[loss.term]]
-type = "center_of_mass"
-target = [0.3, 0.2, 0.1]
-[[parameter]]
-kind = "initial_velocity"
-component = 0
-lower = -3.0
-upper = 3.0
-[[parameter]]
-kind = "initial_velocity"
-component = 1
-[[parameter]]
-kind = "initial_translation"
-component = 2
-[optimize]
-grad_tol = 1e-9
-"#;
+fn flight() -> String {
+    common::fixture("scenes/optimize/flight", &[])
+}
 
 #[test]
 fn initial_state_reaches_the_target_and_writes_back() {
-    let ls = common::load(FLIGHT, &[]);
+    let ls = common::load(&flight(), &[]);
     let problem = Problem::new(ls).unwrap();
     let mut n = 0usize;
     let mut cb = |_: &diffphd::optimize::lbfgs::OptimizeLog| n += 1;
@@ -233,46 +155,7 @@ fn initial_state_reaches_the_target_and_writes_back() {
 /// rewritten in place; the fallback appends regions and the rebuilt model still matches.
 #[test]
 fn youngs_modulus_write_back_is_exact_with_overlapping_regions() {
-    let text = r#"schema_version = 1
-[simulation]
-frames = 1
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [4, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.region]]
-select = { box = { min = [0.0, -1, -1], max = [0.1, 1, 1] } }
-scale = 3.0
-[[body.region]]
-select = { box = { min = [0.05, -1, -1], max = [0.15, 1, 1] } }
-youngs_modulus = 7e5
-[[body.force]]
-select = { face = "x_max" }
-force = [0.0, 0.0, -1.0]
-[loss]
-[[loss.term]]
-type = "random_linear"
-[[parameter]]
-kind = "youngs_modulus"
-[[parameter]]
-kind = "youngs_modulus"
-region = 0
-log = true
-[[parameter]]
-kind = "youngs_modulus"
-region = 1
-[[parameter]]
-kind = "force_scale"
-[[parameter]]
-kind = "damping_beta"
-"#;
+    let text = &common::fixture("scenes/optimize/overlapping_regions", &[]);
     let problem = Problem::new(common::load(text, &[])).unwrap();
     let values = vec![
         2.0 * problem.params[0].base_value,
@@ -285,9 +168,14 @@ kind = "damping_beta"
     assert!(wb.exact, "{:?}", wb.notes);
     assert!(wb.notes.iter().any(|n| n.contains("appended")));
     // Without overlap in-place rewriting is exact and needs no appended region.
-    let single = text.replace(
-        "[[parameter]]\nkind = \"youngs_modulus\"\nregion = 0\nlog = true\n",
-        "",
+    let single = common::fixture(
+        "scenes/optimize/overlapping_regions",
+        &[r#"parameter=[
+            { kind = "youngs_modulus" },
+            { kind = "youngs_modulus", region = 1 },
+            { kind = "force_scale" },
+            { kind = "damping_beta" },
+        ]"#],
     );
     let problem = Problem::new(common::load(&single, &[])).unwrap();
     let wb = write_back(&problem, &[2e5, 9e5, 2.5, 0.01]).unwrap();
@@ -305,7 +193,7 @@ kind = "damping_beta"
 fn sigint_leaves_a_valid_log_with_the_best_point() {
     let dir = tempfile::tempdir().unwrap();
     let sp = dir.path().join("scene.toml");
-    std::fs::write(&sp, SYSID.replace("frames = 10", "frames = 4")).unwrap();
+    std::fs::write(&sp, sysid().replace("frames = 10", "frames = 4")).unwrap();
     let out = dir.path().join("out");
     let child = Command::new(bin())
         .arg("optimize")
@@ -348,11 +236,11 @@ fn sigint_leaves_a_valid_log_with_the_best_point() {
 /// exit 1, status "failed", best point kept and written.
 #[test]
 fn leaving_the_physical_range_fails_cleanly() {
-    let scene = SYSID
+    let scene = &sysid()
         .replace("lower = 0.1\nupper = 0.45\n", "")
         .replace("frames = 10", "frames = 3")
         .replace("grad_tol = 1e-6", "grad_tol = 1e-6\ninitial_step = 5.0");
-    let r = run_cli("optimize", &scene, &[], &[]);
+    let r = run_cli("optimize", scene, &[], &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("parameter[1]"), "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
@@ -384,7 +272,7 @@ fn bad_bounds_name_the_key() {
             "line_search",
         ),
     ] {
-        let r = run_cli("optimize", &SYSID.replace(from, to), &[], &[]);
+        let r = run_cli("optimize", &sysid().replace(from, to), &[], &[]);
         assert_eq!(r.code, 2, "{needle}: {}", r.stderr);
         assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"));
@@ -395,14 +283,14 @@ fn bad_bounds_name_the_key() {
 /// evaluation cap is never exceeded (also inside a line search).
 #[test]
 fn iteration_and_evaluation_caps() {
-    let scene = SYSID.replace("frames = 10", "frames = 3");
-    let r = run_cli("optimize", &scene, &[], &["--max-iterations", "1"]);
+    let scene = &sysid().replace("frames = 10", "frames = 3");
+    let r = run_cli("optimize", scene, &[], &["--max-iterations", "1"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
     assert_eq!(v["status"], "completed");
     assert_eq!(v["termination"], "max_iterations (1) reached");
     assert_eq!(v["iterations"].as_array().unwrap().len(), 2);
-    let r = run_cli("optimize", &scene, &[], &["--max-evaluations", "3"]);
+    let r = run_cli("optimize", scene, &[], &["--max-evaluations", "3"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = read_json(&r.out().join("optimize.json"));
     assert_eq!(v["status"], "completed");
@@ -448,34 +336,7 @@ fn optimized_scene_keeps_selector_files_reachable() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("fixed.txt"), "# clamped\n0 1 2 3\n").unwrap();
     let scene = dir.path().join("scene.toml");
-    std::fs::write(
-        &scene,
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 2
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { nodes_file = "fixed.txt" }
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 1
-[[parameter]]
-kind = "density"
-"#,
-    )
-    .unwrap();
+    std::fs::write(&scene, common::fixture("scenes/optimize/nodes_file", &[])).unwrap();
     let problem =
         diffphd::optimize::problem::Problem::new(diffphd::scene::load(&scene, &[]).unwrap())
             .unwrap();
@@ -496,7 +357,7 @@ kind = "density"
 fn interrupt_before_a_natural_stop_is_reported() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let ls = common::load(FLIGHT, &[]);
+    let ls = common::load(&flight(), &[]);
     let problem = Problem::new(ls).unwrap();
     let mut settings = problem.ls.scene.optimize.clone();
     settings.max_iterations = 1;

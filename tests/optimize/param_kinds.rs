@@ -11,76 +11,32 @@ use diffphd::optimize::problem::Problem;
 
 /// A stiff 1×1×1 hex cube (`e_cube`) thrown onto a soft 2×2×1 hex slab clamped at its
 /// bottom (body–body contact, μ = 0.3, smoothed FB 2ε² = 1e-10), 12 steps of 4 ms: impact,
-/// compression and sliding.
+/// compression and sliding; `params`: the `parameter` array, a TOML inline array.
 fn two_bodies(params: &str) -> String {
     common::scenes::two_bodies(1e-10, 0.3, 12, params)
 }
 
 /// A 2×2×2 hex block (0.1 m) hanging from a compliant attachment of its top face to a
 /// translating target point, under gravity with mass damping; a second, hard attachment
-/// (compliance 0: a Dirichlet group) holds one bottom corner node.
+/// (compliance 0: a Dirichlet group) holds one bottom corner node; `params`: the
+/// `parameter` array, a TOML inline array.
 fn hanging(params: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 15
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 3e4
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[body.attachment]]
-select = {{ box = {{ min = [-0.01, -0.01, -0.01], max = [0.01, 0.01, 0.01] }} }}
-compliance = 0.0
-[[body.attachment]]
-select = {{ face = "z_max" }}
-compliance = 5e-3
-target = [0.05, 0.05, 0.15]
-motion = {{ type = "translate", velocity = [0.2, 0.0, 0.1] }}
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-16
-max_iterations = 20000
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[loss.term]]
-type = "center_of_mass"
-target = [0.1, 0.0, 0.0]
-{params}"#
+    common::fixture(
+        "scenes/hanging_attachment",
+        &[&format!("parameter={params}")],
     )
 }
 
-const ATTACHMENT_PARAMS: &str = r#"
-[[parameter]]
-kind = "attachment_stiffness"
-attachment = 1
-log = true
-[[parameter]]
-kind = "attachment_offset"
-attachment = 1
-"#;
+const ATTACHMENT_PARAMS: &str = r#"[
+  { kind = "attachment_stiffness", attachment = 1, log = true },
+  { kind = "attachment_offset", attachment = 1 },
+]"#;
 
 /// `body_friction` through smoothed body–body contact with sliding: adjoint against
 /// central differences within 1e-4, and the horizon really has frictional contacts.
 #[test]
 fn body_friction_gradient_matches_finite_differences() {
-    let text = two_bodies("[[parameter]]\nkind = \"body_friction\"\n");
+    let text = two_bodies(r#"[{ kind = "body_friction" }]"#);
     let (rep, problem) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("body friction", &rep);
     assert_eq!(problem.params[0].name, "body_friction[bodies]");
@@ -129,7 +85,7 @@ fn new_kinds_are_written_back() {
     );
 
     let problem = Problem::new(common::load(
-        &two_bodies("[[parameter]]\nkind = \"body_friction\"\n"),
+        &two_bodies(r#"[{ kind = "body_friction" }]"#),
         &[],
     ))
     .unwrap();
@@ -166,14 +122,14 @@ fn bad_attachment_parameters_name_the_key() {
             Err(e) => e.to_string(),
         }
     };
-    let e = err("[[parameter]]\nkind = \"attachment_stiffness\"\n");
+    let e = err(r#"[{ kind = "attachment_stiffness" }]"#);
     assert!(
         e.contains("parameter[0].attachment") && e.contains("compliant attachment 0"),
         "{e}"
     );
-    let e = err("[[parameter]]\nkind = \"attachment_offset\"\nattachment = 5\n");
+    let e = err(r#"[{ kind = "attachment_offset", attachment = 5 }]"#);
     assert!(e.contains("parameter[0].attachment"), "{e}");
-    let e = err("[[parameter]]\nkind = \"density\"\nattachment = 1\n");
+    let e = err(r#"[{ kind = "density", attachment = 1 }]"#);
     assert!(e.contains("parameter[0].attachment"), "{e}");
 }
 

@@ -199,7 +199,8 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
             let p = e.expect("entry").path();
             let text = std::fs::read_to_string(&p).ok()?;
             let has = p.extension().is_some_and(|x| x == "toml")
-                && text.lines().any(|l| l.trim() == "[[parameter]]");
+                && toml::from_str::<toml::Table>(&text)
+                    .is_ok_and(|t| t.get("parameter").and_then(|v| v.as_array()).is_some());
             has.then(|| p.file_stem().unwrap().to_string_lossy().into_owned())
         })
         .collect();

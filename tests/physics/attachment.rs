@@ -10,37 +10,13 @@ use diffphd::optimize::problem::Problem;
 use diffphd::solver::{rollout, Model, Simulator};
 
 /// A 2×2×2 hex block (0.1 m, ρ 1000, E 1e8) whose top face hangs from attachments with
-/// `compliance`, under gravity, h 10 ms, mass damping α = 20 1/s.
-fn hanging(compliance: f64, frames: usize, extra: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = {frames}
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e8
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[body.attachment]]
-select = {{ face = "z_max" }}
-compliance = {compliance:e}
-{extra}
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-16
-max_iterations = 20000
-"#
-    )
+/// `compliance`, under gravity, h 10 ms, mass damping α = 20 1/s; `extra` sets last.
+fn hanging(compliance: f64, frames: usize, extra: &[&str]) -> String {
+    let sets = [
+        format!("simulation.frames={frames}"),
+        format!("body.0.attachment.0.compliance={compliance:e}"),
+    ];
+    common::fixture_sets("scenes/physics/hanging_block", &sets, extra)
 }
 
 fn run(model: &Model, ls: &diffphd::scene::LoadedScene) -> Vec<f64> {
@@ -60,7 +36,7 @@ fn run(model: &Model, ls: &diffphd::scene::LoadedScene) -> Vec<f64> {
 #[test]
 fn hanging_block_stretches_by_mg_over_k() {
     let c = 1e-2; // k = 100 N/m per node
-    let ls = common::load(&hanging(c, 300, ""), &[]);
+    let ls = common::load(&hanging(c, 300, &[]), &[]);
     let model = Model::from_scene(&ls).unwrap();
     assert_eq!(model.attachments.len(), 1);
     let g = &model.attachments[0];
@@ -90,7 +66,7 @@ fn hanging_block_stretches_by_mg_over_k() {
 /// target point with compliance 0 is rejected with the key named.
 #[test]
 fn hard_attachment_holds_and_bad_input_is_named() {
-    let ls = common::load(&hanging(0.0, 20, ""), &[]);
+    let ls = common::load(&hanging(0.0, 20, &[]), &[]);
     let model = Model::from_scene(&ls).unwrap();
     assert!(model.attachments.is_empty());
     assert_eq!(model.dirichlet.len(), 1);
@@ -107,13 +83,13 @@ fn hard_attachment_holds_and_bad_input_is_named() {
         .step_by(3)
         .zip(model.x0.iter().skip(2).step_by(3))
         .any(|(a, b)| b - a > 1e-7));
-    let bad = hanging(0.0, 20, "target = [0.0, 0.0, 0.2]");
+    let bad = hanging(0.0, 20, &["body.0.attachment.0.target=[0.0, 0.0, 0.2]"]);
     let err = diffphd::scene::load_str(&bad, std::path::Path::new("x.toml"), &[])
         .map(|_| ())
         .expect_err("rejected")
         .to_string();
     assert!(err.contains("attachment[0].compliance"), "{err}");
-    let neg = hanging(-1.0, 20, "");
+    let neg = hanging(-1.0, 20, &[]);
     let err = diffphd::scene::load_str(&neg, std::path::Path::new("x.toml"), &[])
         .map(|_| ())
         .expect_err("rejected")
@@ -128,21 +104,14 @@ fn attachment_gradients_match_finite_differences() {
     let text = hanging(
         5e-3,
         15,
-        "target = [0.05, 0.05, 0.15]\nmotion = { type = \"translate\", velocity = [0.2, 0.0, 0.1] }",
-    )
-    .replace("youngs_modulus = 1e8", "youngs_modulus = 3e4")
-        + r#"[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[loss.term]]
-type = "center_of_mass"
-target = [0.1, 0.0, 0.0]
-"#;
+        &[
+            "body.0.attachment.0.target=[0.05, 0.05, 0.15]",
+            r#"body.0.attachment.0.motion={ type = "translate", velocity = [0.2, 0.0, 0.1] }"#,
+            "body.0.material.youngs_modulus=3e4",
+            "backward={ rel_tol = 1e-12, abs_tol = 1e-20, max_iterations = 2000 }",
+            r#"loss.term=[{ type = "random_linear", seed = 7 }, { type = "center_of_mass", target = [0.1, 0.0, 0.0] }]"#,
+        ],
+    );
     let problem = Problem::new(common::load(&text, &[])).unwrap();
     let base = problem.base.clone();
     let loss_of = |m: &Model| -> f64 {

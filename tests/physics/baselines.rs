@@ -10,85 +10,24 @@ use common::scenes::BlockOnPlane;
 use diffphd::optimize::problem::Problem;
 use diffphd::solver::Simulator;
 
-const PARAMS: &str = r#"
-[[parameter]]
-kind = "youngs_modulus"
-region = 0
-log = true
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "damping_alpha"
-[[parameter]]
-kind = "damping_beta"
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "force_scale"
-"#;
+/// The Newton baseline as the method (`--set`).
+const NEWTON: &str = "solver.method=\"newton\"";
 
-/// Small clamped beam: 100× heterogeneous, damped, twisted, tip load.
-fn scene(element: &str, model: &str, frames: usize) -> String {
+/// Small clamped beam: 100× heterogeneous, damped, twisted, tip load, its material parameters,
+/// initial velocity and force scale declared (`scenes/baselines/beam.toml`); plus `extra` sets.
+fn scene(element: &str, model: &str, frames: usize, extra: &[&str]) -> String {
     let cells = if element == "hex8" {
         "[4, 1, 1]"
     } else {
         "[3, 1, 1]"
     };
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = {frames}
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = {cells}
-dx = 0.05
-[body.material]
-model = "{model}"
-youngs_modulus = 2e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.region]]
-select = {{ box = {{ min = [0.1, -1, -1], max = [0.2, 1, 1] }} }}
-scale = 0.01
-[body.damping]
-alpha = 2.0
-beta = 0.002
-[body.initial]
-twist = {{ axis = [1, 0, 0], angle_deg = 30.0 }}
-velocity = [0.0, 0.1, 0.0]
-[[body.dirichlet]]
-select = {{ face = "x_min" }}
-[[body.force]]
-select = {{ face = "x_max" }}
-force = [0.0, 0.0, -0.5]
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-newton_tol = 1e-12
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[loss.term]]
-type = "center_of_mass"
-target = [0.1, 0.0, 0.0]
-{PARAMS}"#
-    )
+    let sets = [
+        format!("simulation.frames={frames}"),
+        format!("body.0.mesh.element={element}"),
+        format!("body.0.mesh.cells={cells}"),
+        format!("body.0.material.model={model}"),
+    ];
+    common::fixture_sets("scenes/baselines/beam", &sets, extra)
 }
 
 struct RunResult {
@@ -148,7 +87,7 @@ fn grad_rel(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn check_agreement(element: &str, model: &str) {
-    let text = scene(element, model, 4);
+    let text = scene(element, model, 4, &[]);
     let phd = run(&text, &[]);
     let dpd = run(&text, &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"]);
     let nwt = run(&text, &["solver.method=\"newton\""]);
@@ -182,10 +121,7 @@ fn methods_agree_on_neohookean_tet_beam() {
 /// The Newton adjoint (one direct solve per step) against central finite differences.
 #[test]
 fn newton_gradient_matches_finite_differences() {
-    let text = scene("tet4", "neohookean", 3).replace(
-        "newton_tol = 1e-12",
-        "newton_tol = 1e-12\nmethod = \"newton\"",
-    );
+    let text = scene("tet4", "neohookean", 3, &[NEWTON]);
     let rep = common::gradcheck_text(&text, 1e-5, 4).0;
     common::assert_all_pass("newton NH tet", &rep);
 }
@@ -195,7 +131,7 @@ fn newton_gradient_matches_finite_differences() {
 /// `material.fit_range` (Eq. 12); the gap must shrink monotonically.
 #[test]
 fn envelope_gap_shrinks_as_pd_weight_grows() {
-    let base = scene("tet4", "neohookean", 3);
+    let base = scene("tet4", "neohookean", 3, &[]);
     let mut gaps = vec![];
     for r in ["0.1", "0.5", "0.9", "0.99"] {
         let fr = format!("body.0.material.fit_range={r}");
@@ -237,31 +173,7 @@ fn envelope_gap_shrinks_as_pd_weight_grows() {
 /// element counts and Newton iterations.
 #[test]
 fn ppn_projects_fewer_elements_than_full_projection() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.02
-frames = 6
-gravity = [0.0, 0.0, 0.0]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [6, 2, 2]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.45
-density = 1000.0
-[body.initial]
-twist = { axis = [1, 0, 0], angle_deg = 150.0 }
-[[body.dirichlet]]
-select = { face = "x_min" }
-[solver]
-method = "newton"
-newton_energy = "true"
-newton_tol = 1e-9
-"#;
+    let text = &common::fixture("scenes/baselines/ppn", &[]);
     let count = |filter: &str| {
         let out = common::run_cli(
             "simulate",
@@ -318,9 +230,12 @@ fn baselines_run_contact_and_diffpd_refuses_body_contact() {
         let lambda = c["max_lambda"].as_f64().expect("contact.max_lambda");
         assert!(active >= 10 && lambda > 1.0, "{m}: no ground contact: {c}");
     }
-    let two = text.replace(
-        "[[obstacle]]",
-        "[[body]]\nname = \"b\"\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [1, 1, 1]\ndx = 0.05\norigin = [0.5, 0.5, 0.0]\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[contact]\nbodies = true\n[[obstacle]]",
+    let two = common::scene_file(
+        &common::repo().join("scenes/bouncing_ball.toml"),
+        &[
+            r#"body+={ name = "b", mesh = { generator = "box", element = "hex8", cells = [1, 1, 1], dx = 0.05, origin = [0.5, 0.5, 0.0] }, material = { model = "corotated", youngs_modulus = 1e5, poisson_ratio = 0.3, density = 1000.0 } }"#,
+            "contact.bodies=true",
+        ],
     );
     let out = common::run_cli(
         "simulate",
@@ -340,13 +255,14 @@ fn baselines_run_contact_and_diffpd_refuses_body_contact() {
 /// change under the perturbation.
 #[test]
 fn diffpd_glue_contact_gradient_matches_finite_differences() {
-    let base = bouncing("hex8", "corotated", 0.0);
-    let cut = base.find("[[parameter]]").unwrap();
-    let text = format!(
-        "{}[[parameter]]\nkind = \"initial_velocity\"\n[[parameter]]\nkind = \"youngs_modulus\"\nlog = true\n",
-        &base[..cut]
-    )
-    .replace("newton_tol = 1e-12", "newton_tol = 1e-12\nmethod = \"diffpd\"");
+    let text = BlockOnPlane {
+        newton_tol: true,
+        ..BlockOnPlane::bouncing(0.0)
+    }
+    .text_with(&[
+        r#"parameter=[{ kind = "initial_velocity" }, { kind = "youngs_modulus", log = true }]"#,
+        "solver.method=\"diffpd\"",
+    ]);
     let ls = common::load(&text, &[]);
     let model = diffphd::solver::Model::from_scene(&ls).unwrap();
     let mut sim = Simulator::new(&model, &ls.scene.solver).unwrap();
@@ -390,6 +306,24 @@ fn sliding(element: &'static str, model: &'static str, smoothing: f64) -> String
 /// Falls 3 cm, hits the ground, sticks, slips and separates within 15 steps of 4 ms.
 fn bouncing(element: &'static str, model: &'static str, smoothing: f64) -> String {
     contact_scene(BlockOnPlane::bouncing(smoothing), element, model)
+}
+
+/// [`sliding`] (hex, corotated) with the Newton baseline as the method.
+fn sliding_newton(smoothing: f64) -> String {
+    BlockOnPlane {
+        newton_tol: true,
+        ..BlockOnPlane::sliding(smoothing)
+    }
+    .text_with(&[NEWTON])
+}
+
+/// [`bouncing`] (hex, corotated) with the Newton baseline as the method.
+fn bouncing_newton(smoothing: f64) -> String {
+    BlockOnPlane {
+        newton_tol: true,
+        ..BlockOnPlane::bouncing(smoothing)
+    }
+    .text_with(&[NEWTON])
 }
 
 /// Newton with NCP contact (the oracle) and diffphd solve the same contact problem: final
@@ -450,13 +384,9 @@ fn newton_contact_matches_diffphd() {
 #[test]
 fn newton_contact_gradient_matches_finite_differences() {
     for (name, text) in [
-        ("sliding, smoothed", sliding("hex8", "corotated", 1e-10)),
-        ("bouncing, smoothed", bouncing("hex8", "corotated", 1e-10)),
+        ("sliding, smoothed", sliding_newton(1e-10)),
+        ("bouncing, smoothed", bouncing_newton(1e-10)),
     ] {
-        let text = text.replace(
-            "newton_tol = 1e-12",
-            "newton_tol = 1e-12\nmethod = \"newton\"",
-        );
         let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
@@ -464,13 +394,9 @@ fn newton_contact_gradient_matches_finite_differences() {
         common::assert_all_pass(name, &rep);
     }
     for (name, text) in [
-        ("sliding, hard", sliding("hex8", "corotated", 0.0)),
-        ("bouncing, hard", bouncing("hex8", "corotated", 0.0)),
+        ("sliding, hard", sliding_newton(0.0)),
+        ("bouncing, hard", bouncing_newton(0.0)),
     ] {
-        let text = text.replace(
-            "newton_tol = 1e-12",
-            "newton_tol = 1e-12\nmethod = \"newton\"",
-        );
         let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!("newton {name}: {} rel.err {:.2e}", r.name, r.rel_error);
@@ -485,105 +411,8 @@ fn newton_contact_gradient_matches_finite_differences() {
 /// agree on state and gradient.
 #[test]
 fn newton_matches_diffphd_on_body_contact_and_attachments() {
-    let bodies = r#"schema_version = 1
-[simulation]
-dt = 0.004
-frames = 20
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e4
-poisson_ratio = 0.3
-density = 1000.0
-[[body.dirichlet]]
-select = { face = "z_min" }
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [1, 1, 1]
-dx = 0.04
-origin = [0.032, 0.028, 0.055]
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.3, 0.1, -0.6]
-angular_velocity = [0.0, 1.0, 0.0]
-[contact]
-bodies = true
-body_friction = 0.3
-smoothing = 1e-10
-tolerance = 1e-15
-[solver]
-rel_tol = 1e-13
-abs_tol = 1e-16
-max_iterations = 20000
-newton_tol = 1e-12
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-20
-max_iterations = 2000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 3
-[[parameter]]
-kind = "initial_velocity"
-body = 1
-[[parameter]]
-kind = "youngs_modulus"
-body = 0
-log = true
-"#;
-    let attached = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 4
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [2, 1, 1]
-dx = 0.05
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[body.initial]
-velocity = [0.0, 0.3, 0.0]
-[[body.attachment]]
-select = { face = "x_min" }
-compliance = 1e-4
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-newton_tol = 1e-12
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 5
-[[parameter]]
-kind = "initial_velocity"
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#;
+    let bodies = &common::fixture("scenes/baselines/newton_bodies", &[]);
+    let attached = &common::fixture("scenes/baselines/newton_attached", &[]);
     for (name, text) in [("body-body contact", bodies), ("attachment", attached)] {
         let phd = run(text, &[]);
         let nwt = run(text, &["solver.method=\"newton\""]);
@@ -605,74 +434,12 @@ log = true
 
 /// A vertical beam clamped at the bottom with three muscle groups (two vertical-fibre
 /// halves, one circumferential) and their activations as parameters.
-fn muscle_scene(element: &str, model: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 4
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 4]
-dx = 0.025
-[body.material]
-model = "{model}"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
-fiber = [0.0, 0.2, 1.0]
-stiffness = 4e4
-activation = 0.9
-[[body.muscle]]
-select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
-fiber = [0.0, 0.0, 1.0]
-stiffness = 4e4
-activation = 1.05
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
-fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
-stiffness = 2e4
-activation = 0.8
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-newton_tol = 1e-12
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "node_target"
-select = {{ face = "z_max" }}
-target = [0.03, 0.02, 0.08]
-[[parameter]]
-kind = "muscle_activation"
-muscle = 0
-[[parameter]]
-kind = "muscle_activation"
-muscle = 1
-log = true
-[[parameter]]
-kind = "muscle_activation"
-muscle = 2
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-"#
-    )
+fn muscle_scene(element: &str, model: &str, extra: &[&str]) -> String {
+    let sets = [
+        format!("body.0.mesh.element={element}"),
+        format!("body.0.material.model={model}"),
+    ];
+    common::fixture_sets("scenes/baselines/muscles", &sets, extra)
 }
 
 /// Muscles in the baselines: Newton (muscle term in g, ∇g and the Hessian) and DiffPD
@@ -680,7 +447,7 @@ log = true
 #[test]
 fn baselines_agree_with_diffphd_on_muscles() {
     for (el, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
-        let text = muscle_scene(el, model);
+        let text = muscle_scene(el, model, &[]);
         let phd = run(&text, &[]);
         let dpd = run(&text, &["solver.method=\"diffpd\"", "solver.rel_tol=1e-13"]);
         let nwt = run(&text, &["solver.method=\"newton\""]);
@@ -704,10 +471,7 @@ fn baselines_agree_with_diffphd_on_muscles() {
 /// Newton activation gradients against central finite differences.
 #[test]
 fn newton_muscle_gradient_matches_finite_differences() {
-    let text = muscle_scene("hex8", "corotated").replace(
-        "newton_tol = 1e-12",
-        "newton_tol = 1e-12\nmethod = \"newton\"",
-    );
+    let text = muscle_scene("hex8", "corotated", &[NEWTON]);
     let (rep, _) = common::gradcheck_text(&text, 1e-5, 4);
     for r in &rep.rows {
         eprintln!("newton muscles: {} rel.err {:.2e}", r.name, r.rel_error);
@@ -720,7 +484,7 @@ fn newton_muscle_gradient_matches_finite_differences() {
 #[test]
 fn pcg_adjoint_matches_fixed_point() {
     for (el, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
-        let text = scene(el, model, 3);
+        let text = scene(el, model, 3, &[]);
         let fp = run(&text, &[]);
         let ls = common::load(&text, &["backward.method=\"pcg\""]);
         let problem = Problem::new(ls).unwrap();
@@ -743,7 +507,12 @@ fn pcg_adjoint_matches_fixed_point() {
 /// true-NH step all filters reach the same state (to the Newton tolerance).
 #[test]
 fn newton_filters_reach_the_same_state() {
-    let text = scene("tet4", "neohookean", 2).replace("angle_deg = 30.0", "angle_deg = 120.0");
+    let text = scene(
+        "tet4",
+        "neohookean",
+        2,
+        &["body.0.initial.twist={ axis = [1, 0, 0], angle_deg = 120.0 }"],
+    );
     let mut states: Vec<(String, Vec<f64>)> = vec![];
     for filter in ["none", "clamp", "abs", "trust_region", "ppn"] {
         let f = format!("solver.newton_filter=\"{filter}\"");
@@ -779,7 +548,7 @@ fn newton_filters_reach_the_same_state() {
 /// displacement reference (‖x_k − x_t‖) stops within the tolerance of the Newton oracle.
 #[test]
 fn displacement_gate_tracks_the_oracle_at_default_tolerance() {
-    let text = scene("tet4", "neohookean", 4);
+    let text = scene("tet4", "neohookean", 4, &[]);
     let oracle = run(&text, &["solver.method=\"newton\""]);
     let loose = [
         "solver.rel_tol=1e-4",

@@ -4,71 +4,20 @@ use crate::common;
 use common::{iterations, run_cli};
 
 fn cantilever_small(het_scale: f64) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 10
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [12, 3, 3]
-dx = 0.02
-[body.material]
-model = "corotated"
-youngs_modulus = 1e6
-poisson_ratio = 0.45
-density = 1000.0
-[[body.region]]
-select = {{ box = {{ min = [0.08, -1, -1], max = [0.16, 1, 1] }} }}
-scale = {het_scale}
-[body.initial]
-twist = {{ axis = [1, 0, 0], angle_deg = 45.0 }}
-[[body.dirichlet]]
-select = {{ face = "x_min" }}
-[solver]
-rel_tol = 1e-6
-max_iterations = 20000
-"#
+    common::fixture(
+        "scenes/convergence/cantilever_small",
+        &[&format!("body.0.region.0.scale={het_scale}")],
     )
 }
 
 fn bands_tet(contrast: f64) -> String {
     let mid = contrast.sqrt();
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.03
-frames = 12
-gravity = [0, 0, 0]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [3, 3, 9]
-dx = 0.02
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.45
-density = 1000.0
-[[body.region]]
-select = {{ box = {{ min = [-1, -1, 0.06], max = [1, 1, 0.12] }} }}
-scale = {mid}
-[[body.region]]
-select = {{ box = {{ min = [-1, -1, 0.12], max = [1, 1, 1] }} }}
-scale = {contrast}
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[[body.force]]
-select = {{ face = "z_max" }}
-twist = {{ axis = [0, 0, 1], magnitude = 1.0 }}
-profile = {{ type = "ramp", duration = 0.3 }}
-[solver]
-rel_tol = 1e-6
-max_iterations = 20000
-"#
+    common::fixture(
+        "scenes/convergence/bands_tet",
+        &[
+            &format!("body.0.region.0.scale={mid}"),
+            &format!("body.0.region.1.scale={contrast}"),
+        ],
     )
 }
 
@@ -211,32 +160,7 @@ fn armadillo_scene_resolves_and_converges_at_1000x() {
 /// gate's floor of 2.2e-12‖x_k‖ lets every frame converge in a few iterations.
 #[test]
 fn stiff_slow_body_converges_under_the_displacement_gate() {
-    let scene = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 20
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 2]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 1e8
-poisson_ratio = 0.3
-density = 1000.0
-[body.damping]
-alpha = 20.0
-[[body.attachment]]
-select = { face = "z_max" }
-compliance = 1e-2
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-16
-max_iterations = 2000
-"#;
+    let scene = &common::fixture("scenes/convergence/stiff_slow_body", &[]);
     let r = run_cli("simulate", scene, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();

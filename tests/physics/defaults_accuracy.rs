@@ -15,21 +15,17 @@ use crate::common;
 use diffphd::optimize::problem::Problem;
 use diffphd::solver::Simulator;
 
-const LOSS_AND_PARAMS: &str = r#"
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-[[parameter]]
-kind = "density"
-[[parameter]]
-kind = "initial_velocity"
-"#;
+/// A `random_linear` loss and the material, density and initial-velocity parameters, as
+/// `--set` expressions.
+const LOSS_AND_PARAMS: [&str; 2] = [
+    r#"loss={ term = [{ type = "random_linear", seed = 11 }] }"#,
+    r#"parameter=[
+        { kind = "youngs_modulus", log = true },
+        { kind = "poisson_ratio" },
+        { kind = "density" },
+        { kind = "initial_velocity" },
+    ]"#,
+];
 
 /// The scene file with its `[solver]`, `[backward]` and `[output]` tables removed, plus a
 /// loss and parameters.
@@ -39,7 +35,10 @@ fn scene_at_defaults(file: &str) -> String {
     for key in ["solver", "backward", "output", "loss", "parameter"] {
         table.remove(key);
     }
-    format!("{}\n{LOSS_AND_PARAMS}", toml::to_string(&table).unwrap())
+    for set in LOSS_AND_PARAMS {
+        diffphd::scene::overrides::apply(&mut table, set).unwrap();
+    }
+    toml::to_string(&table).unwrap()
 }
 
 struct Measured {
@@ -213,48 +212,7 @@ fn bouncing_ball_defaults_match_the_newton_oracle() {
 /// ("adjoint did not converge") on a small corotated tet scene, with the default adjoint.
 #[test]
 fn gradcheck_tight_settings_do_not_fail_grad_on_a_corotated_tet_bar() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 6
-gravity = [0.0, 0.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [4, 1, 1]
-dx = 0.05
-[body.material]
-model = "corotated"
-youngs_modulus = 2e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.region]]
-select = { box = { min = [0.1, -1, -1], max = [0.2, 1, 1] } }
-scale = 100.0
-[body.initial]
-twist = { axis = [1, 0, 0], angle_deg = 30.0 }
-[[body.dirichlet]]
-select = { face = "x_min" }
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 7
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-"#;
+    let text = &common::fixture("scenes/tet_bar_tight", &[]);
     let r = common::run_cli("grad", text, &[], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let grad: serde_json::Value =
@@ -277,7 +235,7 @@ kind = "poisson_ratio"
 /// `newton_tol = 1e-10` on frame 28: relative gradient 1.1e-10 after 80 halvings, its
 /// round-off for a body at rest.)
 fn resting_block() -> String {
-    common::scenes::resting_block(20, LOSS_AND_PARAMS)
+    common::scenes::resting_block(20, &LOSS_AND_PARAMS)
 }
 
 /// Regression (issue 14): accurate mode on resting, sticking friction contact. The force

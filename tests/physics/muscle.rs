@@ -10,75 +10,12 @@ use diffphd::optimize::problem::Problem;
 /// A vertical 1×1×4 beam clamped at the bottom, two muscle groups (x halves) with vertical
 /// fibres and one circumferential group; tight tolerances as in tests/optimize/gradients.rs.
 fn gradcheck_scene(element: &str, model: &str) -> String {
-    format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 5
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [2, 2, 4]
-dx = 0.025
-[body.material]
-model = "{model}"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, -1], max = [0.025, 1, 1] }} }}
-fiber = [0.0, 0.2, 1.0]
-stiffness = 4e4
-activation = 0.9
-[[body.muscle]]
-select = {{ box = {{ min = [0.025, -1, -1], max = [1, 1, 1] }} }}
-fiber = [0.0, 0.0, 1.0]
-stiffness = 4e4
-activation = 1.05
-[[body.muscle]]
-select = {{ box = {{ min = [-1, -1, 0.05], max = [1, 1, 1] }} }}
-fiber = {{ circumferential = {{ axis = [0.0, 0.0, 1.0] }} }}
-stiffness = 2e4
-activation = 0.8
-[[body.dirichlet]]
-select = {{ face = "z_min" }}
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 11
-[[loss.term]]
-type = "node_target"
-select = {{ face = "z_max" }}
-target = [0.03, 0.02, 0.08]
-[[parameter]]
-kind = "muscle_activation"
-muscle = 0
-[[parameter]]
-kind = "muscle_activation"
-muscle = 1
-log = true
-[[parameter]]
-kind = "muscle_activation"
-muscle = 2
-[[parameter]]
-kind = "youngs_modulus"
-log = true
-[[parameter]]
-kind = "poisson_ratio"
-[[parameter]]
-kind = "density"
-"#
+    common::fixture(
+        "scenes/muscle/beam",
+        &[
+            &format!("body.0.mesh.element={element}"),
+            &format!("body.0.material.model={model}"),
+        ],
     )
 }
 
@@ -109,61 +46,7 @@ fn muscle_activation_gradients_tet_neohookean() {
 /// against central differences.
 #[test]
 fn muscle_knot_activation_gradients() {
-    let text = r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 7
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 4]
-dx = 0.025
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.4
-density = 1000.0
-[[body.muscle]]
-select = { box = { min = [-1, -1, -1], max = [0.025, 1, 1] } }
-fiber = [0.0, 0.2, 1.0]
-stiffness = 4e4
-activation = [1.0, 0.8, 0.9]
-knot_interval = 0.023
-[[body.muscle]]
-select = { box = { min = [0.025, -1, -1], max = [1, 1, 1] } }
-fiber = [0.0, 0.0, 1.0]
-stiffness = 4e4
-activation = [0.95, 1.1, 0.85, 1.0]
-[[body.dirichlet]]
-select = { face = "z_min" }
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-max_iterations = 20000
-newton_polish = 10
-polish_tol = 1e-30
-[backward]
-rel_tol = 1e-12
-abs_tol = 1e-18
-max_iterations = 5000
-[loss]
-[[loss.term]]
-type = "random_linear"
-seed = 5
-[[loss.term]]
-type = "node_target"
-select = { face = "z_max" }
-target = [0.03, 0.02, 0.08]
-[[parameter]]
-kind = "muscle_activation"
-muscle = 0
-knot = 1
-[[parameter]]
-kind = "muscle_activation"
-muscle = 1
-log = true
-"#;
+    let text = &common::fixture("scenes/muscle/knots", &[]);
     let (rep, problem) = common::gradcheck_text(text, 1e-6, 4);
     let m = &problem.base.muscles;
     assert_eq!((m[0].knots.len(), m[1].knots.len()), (3, 4));
@@ -193,49 +76,30 @@ log = true
 #[test]
 fn small_routing_tendon_reaches_its_target() {
     let dx = 0.02;
-    let mut text = String::from(
-        r#"schema_version = 1
-[simulation]
-dt = 0.01
-frames = 10
-gravity = [0.0, 0.0, 0.0]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 2, 6]
-dx = 0.02
-[body.material]
-model = "corotated"
-youngs_modulus = 5e4
-poisson_ratio = 0.4
-density = 1000.0
-[body.damping]
-alpha = 5.0
-[[body.dirichlet]]
-select = { face = "z_min" }
-[solver]
-rel_tol = 1e-8
-threads = 1
-"#,
+    let columns: Vec<String> = [(0, 0), (1, 0), (0, 1), (1, 1)]
+        .iter()
+        .enumerate()
+        .map(|(j, (x, y))| {
+            let (x0, y0) = (*x as f64 * dx, *y as f64 * dx);
+            format!(
+                "{{ name = \"column{j}\", select = {{ box = {{ min = [{x0}, {y0}, -1], max = [{}, {}, 1] }} }}, fiber = [0.0, 0.0, 1.0], stiffness = 1e5 }}",
+                x0 + dx,
+                y0 + dx
+            )
+        })
+        .collect();
+    let params: Vec<String> = (0..4)
+        .map(|j| {
+            format!("{{ kind = \"muscle_activation\", muscle = {j}, lower = 0.5, upper = 1.5 }}")
+        })
+        .collect();
+    let text = common::fixture(
+        "scenes/muscle/tendon",
+        &[
+            &format!("body.0.muscle=[{}]", columns.join(", ")),
+            &format!("parameter=[{}]", params.join(", ")),
+        ],
     );
-    for (j, (x, y)) in [(0, 0), (1, 0), (0, 1), (1, 1)].iter().enumerate() {
-        let (x0, y0) = (*x as f64 * dx, *y as f64 * dx);
-        text.push_str(&format!(
-            "[[body.muscle]]\nname = \"column{j}\"\nselect = {{ box = {{ min = [{x0}, {y0}, -1], max = [{}, {}, 1] }} }}\nfiber = [0.0, 0.0, 1.0]\nstiffness = 1e5\n",
-            x0 + dx,
-            y0 + dx
-        ));
-    }
-    text.push_str(
-        "[loss]\n[[loss.term]]\ntype = \"node_target\"\nselect = { face = \"z_max\" }\ntarget = [0.0, 0.0, 0.0]\n",
-    );
-    for j in 0..4 {
-        text.push_str(&format!(
-            "[[parameter]]\nkind = \"muscle_activation\"\nmuscle = {j}\nlower = 0.5\nupper = 1.5\n"
-        ));
-    }
-    text.push_str("[optimize]\nmax_iterations = 40\ngrad_tol = 1e-7\n");
     // Target: the tip mean at the "true" activations.
     let truth = [0.8, 1.0, 0.9, 1.1];
     let sets: Vec<String> = truth
@@ -308,50 +172,41 @@ threads = 1
 #[test]
 fn bad_muscle_input_names_the_key() {
     let base = gradcheck_scene("hex8", "corotated");
-    for (from, to, needle) in [
-        ("muscle = 1\n", "muscle = 7\n", "parameter[1].muscle"),
+    let cases: [(&[&str], &str); 9] = [
+        (&["parameter.1.muscle=7"], "parameter[1].muscle"),
         (
-            "stiffness = 2e4",
-            "stiffness = -1.0",
+            &["body.0.muscle.2.stiffness=-1.0"],
             "body[0].muscle[2].stiffness",
         ),
         (
-            "fiber = [0.0, 0.0, 1.0]",
-            "fiber = [0.0, 0.0, 0.0]",
+            &["body.0.muscle.1.fiber=[0.0, 0.0, 0.0]"],
             "body[0].muscle[1].fiber",
         ),
         (
-            "min = [0.025, -1, -1], max = [1, 1, 1]",
-            "min = [5.0, 5, 5], max = [6, 6, 6]",
+            &["body.0.muscle.1.select={ box = { min = [5.0, 5, 5], max = [6, 6, 6] } }"],
             "body[0].muscle[1].select",
         ),
         (
-            "activation = 0.8",
-            "activation = []",
+            &["body.0.muscle.2.activation=[]"],
             "body[0].muscle[2].activation",
         ),
         (
-            "activation = 0.8",
-            "activation = [0.8, 0.9]\nknot_interval = -0.1",
+            &[
+                "body.0.muscle.2.activation=[0.8, 0.9]",
+                "body.0.muscle.2.knot_interval=-0.1",
+            ],
             "body[0].muscle[2].knot_interval",
         ),
         (
-            "activation = 0.8",
-            "activation = 0.8\nknot_interval = 0.1",
+            &["body.0.muscle.2.knot_interval=0.1"],
             "body[0].muscle[2].knot_interval",
         ),
-        (
-            "muscle = 1\nlog = true\n",
-            "muscle = 1\nknot = 1\nlog = true\n",
-            "parameter[1].knot",
-        ),
-        (
-            "kind = \"density\"\n",
-            "kind = \"density\"\nknot = 0\n",
-            "parameter[5].knot",
-        ),
-    ] {
-        let text = base.replacen(from, to, 1);
+        (&["parameter.1.knot=1"], "parameter[1].knot"),
+        (&["parameter.5.knot=0"], "parameter[5].knot"),
+    ];
+    for (sets, needle) in cases {
+        // the fixture is the hex corotated beam
+        let text = common::fixture("scenes/muscle/beam", sets);
         assert_ne!(text, base, "{needle}: pattern not found");
         let r = common::run_cli("gradcheck", &text, &[], &[]);
         assert_eq!(r.code, 2, "{needle}: {}", r.stderr);

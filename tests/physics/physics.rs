@@ -12,29 +12,12 @@ use diffphd::solver::{Model, Simulator};
 #[test]
 fn free_fall_matches_implicit_euler_to_round_off() {
     for (model_name, element) in [("corotated", "hex8"), ("neohookean", "tet4")] {
-        let scene = format!(
-            r#"schema_version = 1
-[simulation]
-dt = 0.005
-frames = 20
-gravity = [0.3, -1.0, -9.81]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "{element}"
-cells = [3, 2, 2]
-dx = 0.05
-[body.material]
-model = "{model_name}"
-youngs_modulus = 1e6
-poisson_ratio = 0.3
-density = 1000.0
-[body.initial]
-velocity = [0.5, 0.0, 1.0]
-[solver]
-rel_tol = 1e-12
-abs_tol = 1e-14
-"#
+        let scene = common::fixture(
+            "scenes/physics/free_fall",
+            &[
+                &format!("body.0.mesh.element={element}"),
+                &format!("body.0.material.model={model_name}"),
+            ],
         );
         let ls = common::load(&scene, &[]);
         let model = Model::from_scene(&ls).unwrap();
@@ -71,32 +54,16 @@ abs_tol = 1e-14
 /// elasticity with E = 2μ; the volume surrogate is switched off). Returns (δ, δ_EB).
 fn cantilever_deflection(cells: [usize; 3], dx: f64) -> (f64, f64) {
     let (e, rho, gz): (f64, f64, f64) = (1e9, 1000.0, -9.81);
-    let scene = format!(
-        r#"schema_version = 1
-[simulation]
-dt = 0.2
-frames = 12
-gravity = [0.0, 0.0, {gz}]
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [{}, {}, {}]
-dx = {dx}
-[body.material]
-model = "corotated"
-youngs_modulus = {e}
-poisson_ratio = 0.0
-density = {rho}
-[body.damping]
-alpha = 20.0
-[[body.dirichlet]]
-select = {{ face = "x_min" }}
-[solver]
-rel_tol = 1e-10
-abs_tol = 1e-14
-"#,
-        cells[0], cells[1], cells[2]
+    // the fixture holds e, rho and gz
+    let scene = common::fixture(
+        "scenes/physics/cantilever_weight",
+        &[
+            &format!(
+                "body.0.mesh.cells=[{}, {}, {}]",
+                cells[0], cells[1], cells[2]
+            ),
+            &format!("body.0.mesh.dx={dx}"),
+        ],
     );
     let ls = common::load(&scene, &[]);
     let model = Model::from_scene(&ls).unwrap();
@@ -287,31 +254,7 @@ fn uniform_mass_is_rho_times_the_mean_element_volume() {
     assert!(close(total(&m), tet.num_nodes() as f64 * cell / 6.0));
     assert!(close(tet.mean_element_volume(0), dx.powi(3) / 6.0));
     // from a scene and `--set`, per body: body 0 (dx = 0.1) uniform, body 1 lumped
-    let two = r#"schema_version = 1
-[[body]]
-[body.mesh]
-generator = "box"
-element = "hex8"
-cells = [2, 1, 1]
-dx = 0.1
-[body.material]
-model = "corotated"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 500.0
-[[body]]
-[body.mesh]
-generator = "box"
-element = "tet4"
-cells = [1, 1, 1]
-dx = 0.05
-origin = [1.0, 0.0, 0.0]
-[body.material]
-model = "neohookean"
-youngs_modulus = 1e5
-poisson_ratio = 0.3
-density = 1000.0
-"#;
+    let two = &common::fixture("scenes/physics/two_bodies_mass", &[]);
     let ls = common::load(two, &["body.0.material.mass=\"uniform\""]);
     let model = Model::from_scene(&ls).unwrap();
     assert_eq!(model.bodies[0].mass, MassConvention::Uniform);

@@ -5,10 +5,8 @@
 //! `simulation.gravity` vector. The scene format does not name it (no `ParamKind`), so its
 //! test expands it from a declaration with [`crate::optimize::params::expand_one`].
 
-use super::{Domain, Owner, ParamClass};
 use crate::model::Model;
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{table, SceneText, Walk};
+use crate::optimize::classes::api::{table, Domain, Owner, Param, ParamClass, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 
@@ -43,7 +41,7 @@ impl ParamClass for GravityMagnitude {
         (0..3).map(|c| g.gravity[c] * m.gravity[c] / n).sum()
     }
     fn write_back(&self, w: &mut SceneText<'_>, _: &Param, v: f64) -> Walk<()> {
-        let g = w.problem.ls.scene.simulation.gravity;
+        let g = w.scene.simulation.gravity;
         let s = v / norm(g);
         let sim = table(w.root, "", "simulation")?;
         sim.insert(

@@ -4,7 +4,7 @@
 //! A class states what differs between kinds — its scene key, shape, the owners it refers to
 //! (region, force group, muscle group, obstacle, attachment), its physical range, and how a
 //! value is read from ([`ParamClass::value`]) and written into ([`ParamClass::set`]) a
-//! [`Model`], read out of the adjoint's per-class sums ([`ParamClass::gradient`],
+//! [`crate::model::Model`], read out of the adjoint's per-class sums ([`ParamClass::gradient`],
 //! $d\mathcal L/d\,\text{value}$), stepped by the central differences
 //! ([`ParamClass::fd_step`]) and written back into the scene TOML
 //! ([`ParamClass::write_back`]). Everything else — expansion into scalars and their names,
@@ -16,6 +16,7 @@
 //! $x_0,v_0$), `loads/` (external forces, gravity, muscles), `contact/` (obstacles, body–body
 //! contact, compliant attachments).
 
+pub mod api;
 pub mod contact;
 #[cfg(test)]
 mod dummy;
@@ -25,11 +26,8 @@ pub mod initial;
 pub mod loads;
 pub mod material;
 
-use super::params::Param;
-use super::writeback::{SceneText, Walk};
-use crate::model::Model;
 use crate::scene::ParamKind;
-use crate::solver::gradient::Gradients;
+pub use api::{ClassInfo, Domain, Owner, ParamClass, Refs, Shape};
 
 /// Every parameter class, one registration line each (the order is the order of the
 /// "only … takes …" messages).
@@ -57,167 +55,6 @@ pub static CLASSES: &[&dyn ParamClass] = &[
     &material::youngs_modulus_field::YoungsModulusField,
     #[cfg(test)] &dummy::GravityMagnitude,
 ];
-
-/// How one `[[parameter]]` declaration expands into scalar parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shape {
-    /// One scalar.
-    Scalar,
-    /// A 3-vector: one scalar per `component` (all three without one), named `.x/.y/.z`.
-    Vector3,
-    /// One scalar per activation knot of a muscle group (`knot`, or every knot), named
-    /// `.knotK` when the group has several.
-    Knots,
-    /// One scalar per element of the region (or of the whole body), named `.eK` with K the
-    /// element's index in its body.
-    Elements,
-}
-
-/// The owners a class refers to besides its body: the `[[parameter]]` keys it takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Refs {
-    /// `region` (a `[[body.region]]` of the body; omitted: every element).
-    pub region: bool,
-    /// `force` (the body's force group, default 0).
-    pub force: bool,
-    /// `muscle` (the body's muscle group, default 0) and `knot`.
-    pub muscle: bool,
-    /// `obstacle` (an `[[obstacle]]` index, required).
-    pub obstacle: bool,
-    /// `attachment` (the body's compliant attachment, default 0).
-    pub attachment: bool,
-}
-
-/// Whose parameter it is, for the default name `kind[owner]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Owner {
-    /// The body (`body`, default 0).
-    Body,
-    /// The obstacle (`obstacle`).
-    Obstacle,
-    /// The whole scene, with this label.
-    Scene(&'static str),
-}
-
-/// The physical range of a value: $v>\text{lower}$ (or $\ge$ when `lower_closed`) and
-/// $v<\text{upper}$; values outside stop the optimizer (`optimize`'s domain error).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Domain {
-    pub lower: f64,
-    pub lower_closed: bool,
-    pub upper: f64,
-}
-
-impl Domain {
-    /// Every real number.
-    pub const REAL: Domain = Domain {
-        lower: f64::NEG_INFINITY,
-        lower_closed: false,
-        upper: f64::INFINITY,
-    };
-    /// $v>0$.
-    pub const POSITIVE: Domain = Domain {
-        lower: 0.0,
-        lower_closed: false,
-        upper: f64::INFINITY,
-    };
-    /// $v\ge0$.
-    pub const NON_NEGATIVE: Domain = Domain {
-        lower: 0.0,
-        lower_closed: true,
-        upper: f64::INFINITY,
-    };
-
-    /// Whether `v` is in the range (a finite check is separate).
-    pub fn contains(&self, v: f64) -> bool {
-        let above = if self.lower_closed {
-            v >= self.lower
-        } else {
-            v > self.lower
-        };
-        above && v < self.upper
-    }
-}
-
-/// One parameter class (module doc). `p` is a resolved scalar parameter of this class;
-/// values are in user units.
-pub trait ParamClass: Sync {
-    /// The scene key (`kind = "…"`).
-    fn key(&self) -> &'static str;
-    /// How a declaration expands.
-    fn shape(&self) -> Shape {
-        Shape::Scalar
-    }
-    /// The owner keys it takes.
-    fn refs(&self) -> Refs {
-        Refs::default()
-    }
-    /// Whose parameter it is (default name).
-    fn owner(&self) -> Owner {
-        Owner::Body
-    }
-    /// Whether values are positive, so that `log = true` is allowed.
-    fn positive(&self) -> bool {
-        false
-    }
-    /// Physical range.
-    fn domain(&self) -> Domain {
-        Domain::REAL
-    }
-    /// The value in `m`.
-    fn value(&self, p: &Param, m: &Model) -> f64;
-    /// Write `v` into `m` (refreshing what depends on it).
-    fn set(&self, p: &Param, m: &mut Model, v: f64);
-    /// Apply `v` while building the model at a parameter vector
-    /// ([`super::params::apply_all`]): [`ParamClass::set`], unless the class composes with
-    /// others (Young's moduli multiply `youngs_factor`, applied after every parameter).
-    fn apply(&self, p: &Param, m: &mut Model, v: f64, youngs_factor: &mut [f64]) {
-        let _ = youngs_factor;
-        self.set(p, m, v);
-    }
-    /// $d\mathcal L/d\,\text{value}$ from the adjoint's sums `g`, at the model `m` built with
-    /// this parameter at `v`.
-    fn gradient(&self, p: &Param, m: &Model, g: &Gradients, v: f64) -> f64;
-    /// Default central-difference step in the value (not log, no `fd_step`), given
-    /// $|v|$: 1e-3 relative, 1e-3 absolute at 0.
-    fn fd_step(&self, p: &Param, m: &Model, abs_value: f64) -> f64 {
-        let _ = (p, m);
-        1e-3 * if abs_value > 0.0 { abs_value } else { 1.0 }
-    }
-    /// Write `v` back into the scene's TOML (or say in a note why not).
-    fn write_back(&self, w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()>;
-}
-
-impl std::fmt::Debug for dyn ParamClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-/// What a class declares, for listings (the Python package, `diffphd` reports): key,
-/// shape, owner keys, whether `log` is allowed, physical range.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ClassInfo {
-    pub key: &'static str,
-    pub shape: Shape,
-    pub refs: Refs,
-    pub positive: bool,
-    pub domain: Domain,
-}
-
-impl dyn ParamClass {
-    /// Its declared properties.
-    pub fn info(&self) -> ClassInfo {
-        ClassInfo {
-            key: self.key(),
-            shape: self.shape(),
-            refs: self.refs(),
-            positive: self.positive(),
-            domain: self.domain(),
-        }
-    }
-}
 
 /// Every registered class's [`ClassInfo`], in registration order.
 pub fn list() -> Vec<ClassInfo> {

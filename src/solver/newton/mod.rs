@@ -625,7 +625,7 @@ mod tests {
     /// ∇g against central differences of g, ∇²g against central differences of ∇g.
     #[test]
     fn muscle_and_attachment_terms_of_the_objective_match_finite_differences() {
-        let text = "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 1, 1]\ndx = 0.1\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.4\ndensity = 1000.0\n[[body.muscle]]\nselect = { box = { min = [-1, -1, -1], max = [0.1, 1, 1] } }\nfiber = [1.0, 0.3, 0.0]\nstiffness = 5e4\nactivation = 0.8\n[[body.attachment]]\nselect = { face = \"x_max\" }\ncompliance = 1e-4\n";
+        let text = &crate::scene::overrides::fixture("scenes/unit/newton_muscle_attachment", &[]);
         let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
         let model = Model::from_scene(&ls).unwrap();
         assert!(!model.muscles.is_empty() && !model.attachments.is_empty());
@@ -705,7 +705,7 @@ mod tests {
                 true
             }
         }
-        let text = "schema_version = 1\n[simulation]\ndt = 0.01\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"hex8\"\ncells = [2, 2, 1]\ndx = 0.05\n[body.material]\nmodel = \"corotated\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.3\ndensity = 1000.0\n[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0.2, 0, 1]\nfriction = 0.3\n";
+        let text = &crate::scene::overrides::fixture("scenes/unit/newton_tilted_plane", &[]);
         let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
         let model = Model::from_scene(&ls).unwrap();
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
@@ -733,7 +733,7 @@ mod tests {
     /// the adjoint still solves the unshifted system (shifted factor + GMRES).
     #[test]
     fn indefinite_hessian_adjoint_solves_the_exact_system() {
-        let text = "schema_version = 1\n[simulation]\ndt = 0.1\ngravity = [0, 0, 0]\n[[body]]\n[body.mesh]\ngenerator = \"box\"\nelement = \"tet4\"\ncells = [2, 2, 2]\ndx = 0.05\n[body.material]\nmodel = \"neohookean\"\nyoungs_modulus = 1e5\npoisson_ratio = 0.49\ndensity = 1.0\n[body.initial]\nscale = 1.8\n[solver]\nmethod = \"newton\"\n";
+        let text = &crate::scene::overrides::fixture("scenes/unit/newton_indefinite", &[]);
         let ls = crate::scene::load_str(text, std::path::Path::new("t.toml"), &[]).unwrap();
         let model = Model::from_scene(&ls).unwrap();
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();

@@ -436,9 +436,12 @@ mod tests {
     use proptest::prelude::*;
     use std::path::PathBuf;
 
+    /// `tests/fixtures/meshes/<name>`; the malformed files (`bad_*`) are in `bad/`.
     fn fixture(name: &str) -> PathBuf {
+        let dir = if name.starts_with("bad_") { "bad" } else { "" };
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/meshes")
+            .join(dir)
             .join(name)
     }
 

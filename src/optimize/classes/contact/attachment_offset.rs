@@ -5,9 +5,9 @@
 
 use super::offset_step;
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Refs, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, item, set3, vector_set, SceneText, Walk};
+use crate::optimize::classes::api::{
+    body_mut, item, set3, vector_set, Param, ParamClass, Refs, SceneText, Shape, Walk,
+};
 use crate::solver::gradient::Gradients;
 
 pub struct AttachmentOffset;

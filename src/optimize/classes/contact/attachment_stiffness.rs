@@ -4,9 +4,7 @@
 //! `body[b].attachment[j].compliance` = 1/value.
 
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Refs};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, item, SceneText, Walk};
+use crate::optimize::classes::api::{body_mut, item, Param, ParamClass, Refs, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 

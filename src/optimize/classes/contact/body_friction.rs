@@ -5,9 +5,7 @@
 
 use super::friction_step;
 use crate::model::Model;
-use crate::optimize::classes::{Owner, ParamClass};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{table, SceneText, Walk};
+use crate::optimize::classes::api::{table, Owner, Param, ParamClass, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 

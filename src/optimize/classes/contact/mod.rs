@@ -26,7 +26,7 @@ pub(crate) fn friction_step(abs_value: f64) -> f64 {
 /// and record its `--set` line. An obstacle the text does not hold as a table (one given only
 /// by `--set`) is reached through the `--set` line alone.
 pub(crate) fn write_obstacle_coefficient(
-    w: &mut crate::optimize::writeback::SceneText<'_>,
+    w: &mut crate::optimize::classes::api::SceneText<'_>,
     o: usize,
     key: &str,
     v: f64,

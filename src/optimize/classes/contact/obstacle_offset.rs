@@ -4,9 +4,7 @@
 
 use super::offset_step;
 use crate::model::Model;
-use crate::optimize::classes::{Owner, ParamClass, Refs, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{SceneText, Walk};
+use crate::optimize::classes::api::{Owner, Param, ParamClass, Refs, SceneText, Shape, Walk};
 use crate::solver::gradient::Gradients;
 
 pub struct ObstacleOffset;

@@ -7,9 +7,7 @@
 
 use super::{friction_step, write_obstacle_coefficient};
 use crate::model::Model;
-use crate::optimize::classes::{Owner, ParamClass, Refs};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{SceneText, Walk};
+use crate::optimize::classes::api::{Owner, Param, ParamClass, Refs, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 
 pub struct StaticFriction;

@@ -8,8 +8,7 @@ pub mod state_direction;
 pub mod translation;
 pub mod velocity;
 
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, set3, table, vector_set, SceneText, Walk};
+use crate::optimize::classes::api::{body_mut, set3, table, vector_set, Param, SceneText, Walk};
 
 /// Component `p.component` of the body's `[body.initial] key` vector set to `f(old)`, with
 /// the whole vector's `--set` line.

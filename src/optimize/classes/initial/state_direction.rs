@@ -4,9 +4,7 @@
 //! it: the write-back reports it.
 
 use crate::model::{state_direction, Model};
-use crate::optimize::classes::ParamClass;
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{SceneText, Walk};
+use crate::optimize::classes::api::{Param, ParamClass, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 
 pub struct InitialStateDirection;

@@ -4,9 +4,7 @@
 
 use super::write_initial;
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{SceneText, Walk};
+use crate::optimize::classes::api::{Param, ParamClass, SceneText, Shape, Walk};
 use crate::solver::gradient::Gradients;
 
 pub struct InitialVelocity;

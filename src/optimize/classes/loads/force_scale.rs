@@ -4,9 +4,9 @@
 //! times the scale.
 
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Refs};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, item, num, scale_num, SceneText, Walk};
+use crate::optimize::classes::api::{
+    body_mut, item, num, scale_num, Param, ParamClass, Refs, SceneText, Walk,
+};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 

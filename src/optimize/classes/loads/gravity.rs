@@ -3,9 +3,9 @@
 //! value written out first when the file leaves it at the default).
 
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{set3, table, vector_set, SceneText, Walk};
+use crate::optimize::classes::api::{
+    set3, table, vector_set, Param, ParamClass, SceneText, Shape, Walk,
+};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 
@@ -32,7 +32,7 @@ impl ParamClass for Gravity {
         1e-3 * v.max(1.0)
     }
     fn write_back(&self, w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()> {
-        let scene_g = w.problem.ls.scene.simulation.gravity;
+        let scene_g = w.scene.simulation.gravity;
         let sim = table(w.root, "", "simulation")?;
         if !sim.contains_key("gravity") {
             sim.insert(

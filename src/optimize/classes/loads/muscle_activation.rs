@@ -4,9 +4,9 @@
 //! `body[b].muscle[j].activation` (entry k of an array of knots).
 
 use crate::model::Model;
-use crate::optimize::classes::{ParamClass, Refs, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, item, missing, SceneText, Walk};
+use crate::optimize::classes::api::{
+    body_mut, item, missing, Param, ParamClass, Refs, SceneText, Shape, Walk,
+};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 

@@ -4,9 +4,7 @@
 
 use super::write_body_scalar;
 use crate::model::Model;
-use crate::optimize::classes::{Domain, ParamClass};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{SceneText, Walk};
+use crate::optimize::classes::api::{Domain, Param, ParamClass, SceneText, Walk};
 use crate::solver::gradient::Gradients;
 
 pub struct DampingBeta;

@@ -10,7 +10,7 @@ pub mod poisson_ratio;
 pub mod youngs_modulus;
 pub mod youngs_modulus_field;
 
-use crate::optimize::writeback::{body_mut, table, SceneText, Walk};
+use crate::optimize::classes::api::{body_mut, table, SceneText, Walk};
 use toml::Value;
 
 /// `body[b].{group}.{key} = v` (the table created where absent), with its `--set` line.

@@ -11,9 +11,9 @@
 //! `scale`; where that is not exact, as an appended `[[body.region]]` with `scale`.
 
 use crate::model::Model;
-use crate::optimize::classes::{Domain, ParamClass, Refs};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, item, missing, scale_num, SceneText, Walk};
+use crate::optimize::classes::api::{
+    body_mut, item, missing, scale_num, Domain, Param, ParamClass, Refs, SceneText, Walk,
+};
 use crate::solver::gradient::Gradients;
 use toml::{Table, Value};
 

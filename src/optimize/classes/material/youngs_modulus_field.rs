@@ -16,9 +16,9 @@
 //! and indices kept), so the file alone gives every element's modulus.
 
 use crate::model::Model;
-use crate::optimize::classes::{Domain, ParamClass, Refs, Shape};
-use crate::optimize::params::Param;
-use crate::optimize::writeback::{body_mut, table, SceneText, Walk};
+use crate::optimize::classes::api::{
+    body_mut, table, Domain, Param, ParamClass, Refs, SceneText, Shape, Walk,
+};
 use crate::solver::gradient::Gradients;
 use toml::Value;
 
