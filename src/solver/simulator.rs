@@ -146,13 +146,7 @@ impl<'m> Simulator<'m> {
             .copied()
             .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
             .collect();
-        if settings.method == crate::model::SolverMethod::Auto {
-            let q = super::auto::MethodQuantities::of(model, system.plan());
-            let choice = super::auto::choose_method(&q);
-            config.method = choice.method;
-            config.choice = Some(choice);
-        }
-        let stepper = super::stepper::register(&config);
+        let stepper = super::stepper::build(model, system.plan(), settings.method, &mut config);
         if let Some(p) = crate::contact::initial::deepest_penetration(
             model,
             &model.obstacles,

@@ -1,6 +1,6 @@
 //! The PD method as a [`Stepper`] (`solver.method = "diffphd"`): its state is the Anderson
 //! accelerator of the iteration and the direct-adjoint streak of its backward; the step is
-//! [`Simulator::step_pd`] (`forward`), the adjoint [`super::adjoint::solve`].
+//! `Simulator::step_pd` (`forward`), the adjoint `adjoint::solve` (`pd/adjoint.rs`).
 
 use super::adjoint;
 use super::anderson::TypeII;

@@ -1,8 +1,8 @@
 //! The method seam: a [`Stepper`] is one time-integration method of the PD model — its
 //! forward step, its part of the step's linearization for the adjoint and its adjoint
-//! solve — with its own state. [`register`] is the one place that turns `[solver] method`
-//! into a stepper, when the simulator is built (and again when `auto`'s choice is revised
-//! before the first step, [`Simulator::set_method_choice`]): the PD method
+//! solve — with its own state. [`build`] and [`register`] are the one place that turns
+//! `[solver] method` into a stepper, when the simulator is built (and again when `auto`'s
+//! choice is revised before the first step, [`Simulator::set_method_choice`]): the PD method
 //! ([`crate::solver::pd::stepper`]), Newton ([`crate::solver::newton::stepper`]), DiffPD's
 //! L-BFGS PD ([`crate::solver::diffpd::stepper`]), and for `method = "auto"` the composite
 //! [`auto::AutoStepper`] that retries a missed step with the other method. What every method
@@ -33,7 +33,8 @@ use super::offload::OffloadError;
 use super::pd::stepper::PdStepper;
 use super::simulator::Simulator;
 use super::stats::{AdjointStats, StepStats};
-use crate::model::SolverMethod;
+use crate::linalg::SystemPlan;
+use crate::model::{Model, SolverMethod};
 
 /// One time-integration method with its own state (module docs).
 pub trait Stepper: Send + Sync {
@@ -82,10 +83,28 @@ pub trait Stepper: Send + Sync {
     ) -> Result<(Vec<f64>, AdjointStats), SolverError>;
 }
 
+/// The stepper of `requested` (`[solver] method`) on `model`, whose PD matrix has the
+/// symbolic analysis `plan`: `auto` is resolved here by [`super::auto::choose_method`]
+/// (recorded in `config.method` and `config.choice`), then [`register`]ed.
+pub fn build(
+    model: &Model,
+    plan: &SystemPlan,
+    requested: SolverMethod,
+    config: &mut SolverConfig,
+) -> Box<dyn Stepper> {
+    if requested == SolverMethod::Auto {
+        let q = super::auto::MethodQuantities::of(model, plan);
+        let choice = super::auto::choose_method(&q);
+        config.method = choice.method;
+        config.choice = Some(choice);
+    }
+    register(config)
+}
+
 /// The stepper of the resolved settings `config`: the one place that matches
 /// `SolverMethod`. With `auto`'s choice (`config.choice`) the composite that retries a
 /// missed step with the other method of the pair.
-pub(crate) fn register(config: &SolverConfig) -> Box<dyn Stepper> {
+pub fn register(config: &SolverConfig) -> Box<dyn Stepper> {
     let one = |method: SolverMethod| -> Box<dyn Stepper> {
         match method {
             SolverMethod::Newton => Box::new(NewtonStepper),
