@@ -66,7 +66,7 @@ pub struct BackwardSettings {
     /// $10^{-10}$). Up to `direct_after` iterations it stops at `rel_tol` as the CPU path
     /// does; from there, every 50 iterations, it goes on while the last 50 iterations' rate
     /// projects convergence within this many in all; otherwise the frame is solved directly
-    /// (`solver::rollout::DevicePolicy`). H100, 1M-tet box at restart 50 (session 11):
+    /// (`solver::pd::adjoint::DevicePolicy`). H100, 1M-tet box at restart 50 (session 11):
     /// 641 iterations, 12.3 s, instead of 150 and a 48 s factorization, gradient 4.5e-10
     /// from the direct adjoint's. `0`: as on the CPU. Default 2000.
     #[serde(default = "d_device_direct_after")]

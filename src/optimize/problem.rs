@@ -108,7 +108,7 @@ pub struct FrameDiagnostics {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub newton: Option<crate::solver::stats::NewtonStats>,
     /// `solver.method = "auto"`: the method whose attempt at this step missed its stopping
-    /// test before the other one solved it (`solver::step`).
+    /// test before the other one solved it (`solver::stepper::auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,
     pub adjoint: Option<crate::solver::stats::AdjointStats>,
@@ -351,8 +351,7 @@ impl Problem {
                 crate::solver::auto::choose_method(&q)
             }
         };
-        sim.config.method = c.method;
-        sim.config.choice = Some(c.clone());
+        sim.set_method_choice(c.clone());
         *pinned = Some(c);
     }
 

@@ -27,7 +27,7 @@
 //!
 //! Explicit choices (`diffphd`, `diffpd`, `newton`) are never changed. A step of a method
 //! chosen by `auto` that misses its stopping test is retried from the step's start with the
-//! other method (`solver::step`); explicit choices are not retried.
+//! other method (`solver::stepper::auto::AutoStepper`); explicit choices are not retried.
 
 use crate::linalg::SystemPlan;
 use crate::model::{Model, SolverMethod};

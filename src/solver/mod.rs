@@ -12,7 +12,7 @@ pub mod pd;
 pub mod records;
 pub mod rollout;
 pub mod simulator;
-pub mod step;
+pub mod stepper;
 pub mod timeloop;
 
 // The stages, adjoint and records under their historical paths (`solver::forward`, ...).

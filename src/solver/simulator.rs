@@ -1,15 +1,15 @@
 //! The simulator: model, derived parameters, the factored PD system and the solver state
 //! every method shares, with the step context written once: external and penalty forces,
 //! the constant right-hand side, Dirichlet values, contact begin/finish (spec §6.2) and
-//! restitution. The methods themselves (PD in `forward`, `newton`, `diffpd`) and their
-//! dispatch (`step`) live above this file.
+//! restitution. The methods themselves (`pd/`, `newton/`, `diffpd/`, each a
+//! [`Stepper`] with its own state) and their registration (`stepper`) live above this file.
 
-use super::anderson::TypeII;
 use super::assembly;
 use super::config::SolverConfig;
 use super::error::SolverError;
 use super::newton::system::NewtonSystem;
 use super::stats::StepStats;
+use super::stepper::Stepper;
 use crate::contact::{self, ncp::FbParams, ContactRecord, ContactSet, ContactStats};
 use crate::linalg::{CscMatrix, GlobalSystem, SystemPlan};
 use crate::model::{Derived, Model, SolverSettings};
@@ -40,18 +40,15 @@ pub struct Simulator<'m> {
     contact_warm: HashMap<(usize, usize), [f64; 3]>,
     /// Warm starts of the per-sample projections (the local step).
     pub(crate) warm: Vec<Vector3<f64>>,
-    /// Anderson accelerator of the PD iteration.
-    pub(crate) aa: TypeII,
-    /// Hessian pattern and reusable symbolic factor of the Newton baseline.
+    /// The method ([`super::stepper::register`]) with its own state.
+    pub(crate) stepper: Box<dyn Stepper>,
+    /// Hessian pattern and reusable symbolic factor of Newton's steps, shared with the PD
+    /// method's direct fallback (`solver.direct_fallback`).
     pub(crate) newton_system: Option<Box<NewtonSystem>>,
     /// The same for the direct adjoint (`backward.direct_after`, the Newton baseline's
     /// adjoint): its pattern, ordering and symbolic factor are the rollout's, computed at its
     /// first direct solve and reused by every later one (numeric refactorization only).
     pub(crate) adjoint_system: std::sync::Mutex<Option<Box<NewtonSystem>>>,
-    /// Consecutive backward frames solved by the direct adjoint (`backward.direct_after`).
-    pub(crate) direct_streak: std::sync::atomic::AtomicUsize,
-    /// Active contact set of the previous step (`method = "diffpd"`, warm start).
-    pub(crate) diffpd_active: Vec<usize>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
     pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
     /// The caller's cancellation token, polled once per iteration of every loop of a step
@@ -83,6 +80,13 @@ pub(crate) fn contact_settings(model: &Model) -> contact::SolveSettings {
         max_seconds: model.contact.max_seconds,
         cancel: crate::cancel::Cancel::never(),
     }
+}
+
+/// The simulator's own system and prescribed list while [`Simulator::pin_nodes`] has
+/// swapped in a pinned one.
+pub struct PinnedNodes {
+    system: GlobalSystem,
+    prescribed: Vec<usize>,
 }
 
 /// Euclidean norm.
@@ -136,19 +140,13 @@ impl<'m> Simulator<'m> {
             .collect();
         prescribed.sort_unstable();
         let mut config = SolverConfig::from_settings(settings, derived.heterogeneous);
-        let aa = TypeII::new(config.window, config.gamma_max);
         let contact_nodes: Vec<usize> = model
             .boundary_nodes
             .iter()
             .copied()
             .filter(|&i| (0..3).all(|d| prescribed.binary_search(&(3 * i + d)).is_err()))
             .collect();
-        if settings.method == crate::model::SolverMethod::Auto {
-            let q = super::auto::MethodQuantities::of(model, system.plan());
-            let choice = super::auto::choose_method(&q);
-            config.method = choice.method;
-            config.choice = Some(choice);
-        }
+        let stepper = super::stepper::build(model, system.plan(), settings.method, &mut config);
         if let Some(p) = crate::contact::initial::deepest_penetration(
             model,
             &model.obstacles,
@@ -180,11 +178,9 @@ impl<'m> Simulator<'m> {
             prescribed,
             setup_seconds: t0.elapsed().as_secs_f64(),
             compute_tr: false,
-            aa,
+            stepper,
             newton_system: None,
             adjoint_system: std::sync::Mutex::new(None),
-            direct_streak: std::sync::atomic::AtomicUsize::new(0),
-            diffpd_active: Vec::new(),
             offload: None,
             cancel: crate::cancel::Cancel::current(),
         })
@@ -194,10 +190,10 @@ impl<'m> Simulator<'m> {
     /// PD method (the device runs PD only; rule 1 of `solver::auto`). Explicit methods are
     /// left as they are (the device refuses them).
     pub fn resolve_for_device(&mut self) {
-        if let Some(c) = &mut self.config.choice {
-            c.quantities.device = true;
-            *c = super::auto::choose_method(&c.quantities);
-            self.config.method = c.method;
+        if let Some(c) = &self.config.choice {
+            let mut q = c.quantities.clone();
+            q.device = true;
+            self.set_method_choice(super::auto::choose_method(&q));
         }
     }
 
@@ -222,6 +218,41 @@ impl<'m> Simulator<'m> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Hold the nodes `pinned` fixed (all three axes) as extra Dirichlet DoFs: the PD matrix
+    /// factored with them added to the Dirichlet sets and the enlarged prescribed list are
+    /// swapped in; the originals are returned for [`Simulator::unpin_nodes`]. DiffPD's glue
+    /// contact (diffpd-notes §1.9) solves its steps so, and the backward linearizes such a
+    /// step the same way ([`super::stepper::Stepper::pinned_nodes`]): the reduced system
+    /// $A_{\bar C\bar C}$ of Eq. 35, here refactored per active set instead of DiffPD's
+    /// Woodbury update (Alg. 4; same matrix).
+    pub fn pin_nodes(&mut self, pinned: &[usize]) -> Result<PinnedNodes, SolverError> {
+        // the same unreduced A the simulator factored; only the Dirichlet sets grow
+        let a = self.system.a.clone();
+        let mut sets = self.model.dirichlet_sets();
+        let mut pres = self.prescribed.clone();
+        for set in sets.iter_mut() {
+            set.nodes.extend_from_slice(pinned);
+            set.nodes.sort_unstable();
+            set.nodes.dedup();
+        }
+        for &i in pinned {
+            pres.extend([3 * i, 3 * i + 1, 3 * i + 2]);
+        }
+        pres.sort_unstable();
+        pres.dedup();
+        let sys = GlobalSystem::new(a, sets)?;
+        Ok(PinnedNodes {
+            system: std::mem::replace(&mut self.system, sys),
+            prescribed: std::mem::replace(&mut self.prescribed, pres),
+        })
+    }
+
+    /// Undo [`Simulator::pin_nodes`].
+    pub fn unpin_nodes(&mut self, saved: PinnedNodes) {
+        self.system = saved.system;
+        self.prescribed = saved.prescribed;
     }
 
     /// Zero the prescribed (Dirichlet) entries of a node-major vector: the free-DoF part

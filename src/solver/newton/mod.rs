@@ -74,6 +74,7 @@
 pub mod adjoint;
 pub mod element;
 mod step;
+pub mod stepper;
 pub mod system;
 
 use super::backward::StepLinearization;

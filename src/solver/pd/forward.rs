@@ -12,6 +12,7 @@
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
+use super::anderson::TypeII;
 use crate::cancel::Stage;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{LinalgError, LinearSolver};
@@ -37,6 +38,7 @@ impl Simulator<'_> {
     /// apply (active NCP contacts) or stall, PD iterations go on under the same residual test.
     pub(crate) fn step_pd(
         &mut self,
+        aa: &mut TypeII,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -49,8 +51,8 @@ impl Simulator<'_> {
             ncp,
             cstats,
         } = self.begin_pd(frame, x_t, v_t)?;
-        let guard0 = self.aa.guard_firings();
-        self.aa.reset();
+        let guard0 = aa.guard_firings();
+        aa.reset();
         let accurate = self.config.mode == SolverMode::Accurate;
         let mut it = PdLoop::new(x, ncp, cstats);
         let mut stop = if accurate {
@@ -61,9 +63,9 @@ impl Simulator<'_> {
         let resident = self.runs_resident(&it);
         let converged = loop {
             let exit = if resident {
-                self.pd_iterate_resident(frame, &rhs, &mut it, stop)?
+                self.pd_iterate_resident(aa, frame, &rhs, &mut it, stop)?
             } else {
-                self.pd_iterate(frame, &rhs, &mut it, stop)?
+                self.pd_iterate(aa, frame, &rhs, &mut it, stop)?
             };
             match exit {
                 Exit::Converged => break true,
@@ -79,7 +81,7 @@ impl Simulator<'_> {
                     }
                     // PD goes on from the (never worse) iterate under the residual test, with
                     // the contact solved as tightly as that test can see
-                    self.aa.reset();
+                    aa.reset();
                     self.residual_contact_tolerance(&mut it);
                     stop = Stop::Residual;
                 }
@@ -125,7 +127,7 @@ impl Simulator<'_> {
                 f64::INFINITY
             });
         }
-        stats.anderson_guard_firings = self.aa.guard_firings() - guard0;
+        stats.anderson_guard_firings = aa.guard_firings() - guard0;
         if self.compute_tr && !x_before.is_empty() {
             let tr = self.tr_stats(x_t, v_t, &f_ext, &x_before, &b_before, &x);
             stats.tr = Some(tr.map_err(|error| SolverError::offload(frame, k, error))?);
@@ -354,6 +356,7 @@ impl Simulator<'_> {
     /// PD iterations (Anderson-accelerated) from `it.x` until `stop` says so or the cap.
     fn pd_iterate(
         &mut self,
+        aa: &mut TypeII,
         frame: usize,
         rhs: &StepRhs,
         it: &mut PdLoop,
@@ -428,7 +431,7 @@ impl Simulator<'_> {
                     converged = true;
                 }
             }
-            let mut xn = self.aa.step(&it.x, &g);
+            let mut xn = aa.step(&it.x, &g);
             self.impose_prescribed(&mut xn, xd);
             if k >= 1 {
                 it.last_gate = self.gate_residuals(&it.x, x_t, &g, (&it.bp, &it.bp_prev), &rhs.st);

@@ -6,6 +6,7 @@
 //! products and its coefficients cross; the iterate comes back when the run of iterations
 //! ends. Steps with NCP contact or trust-region statistics run [`Simulator::pd_iterate`].
 
+use super::anderson::TypeII;
 use crate::model::GateReference;
 use crate::solver::error::SolverError;
 use crate::solver::forward::{Exit, PdLoop, StepRhs, Stop};
@@ -48,13 +49,14 @@ impl Simulator<'_> {
     /// the iterate when it returns.
     pub(in crate::solver) fn pd_iterate_resident(
         &mut self,
+        aa: &mut TypeII,
         frame: usize,
         rhs: &StepRhs,
         it: &mut PdLoop,
         stop: Stop,
     ) -> Result<Exit, SolverError> {
         let err = |k: usize| move |error: OffloadError| SolverError::offload(frame, k, error);
-        let window = self.aa.window();
+        let window = aa.window();
         let res = resident!(self, frame, it.k)?;
         if it.k == 0 {
             let step = ResidentStep {
@@ -95,7 +97,7 @@ impl Simulator<'_> {
                 converged = stop == Stop::Residual && rn <= self.residual_target(it);
             }
             let res = resident!(self, frame, k)?;
-            self.aa.core_mut().advance(res).map_err(err(k))?;
+            aa.core_mut().advance(res).map_err(err(k))?;
             res.accept().map_err(err(k))?;
             if k >= 1 {
                 it.last_gate = self.resident_gate(&norms);

@@ -43,7 +43,7 @@ pub struct StepStats {
     #[serde(skip)]
     pub diffpd_active: Option<Vec<usize>>,
     /// `solver.method = "auto"`: the method whose attempt missed the step's stopping test;
-    /// the step was then solved from its start by the other method (`solver::step`), whose
+    /// the step was then solved from its start by the other method (`solver::stepper::auto`), whose
     /// statistics these are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,

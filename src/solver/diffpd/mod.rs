@@ -3,13 +3,13 @@
 //!
 //! Forward: minimise the PD objective
 //! $g(x)=\tfrac1{2h^2}\|x-y\|_M^2+\tfrac1{2h}\|x-x_t\|^2_{\mathcal D}+E_{PD}(x)$ (the same energy as
-//! [`super::trust_region::pd_energy`]) with gradient $\nabla g=Ax-b(x)$ (one local step) by
+//! [`crate::solver::trust_region::pd_energy`]) with gradient $\nabla g=Ax-b(x)$ (one local step) by
 //! L-BFGS with the initial inverse Hessian $H_0=A^{-1}$ (one prefactorized solve per
 //! iteration), history `solver.lbfgs_history` (10), Armijo backtracking ($c=10^{-4}$, halving,
 //! at most 10), a descent fallback to $-A^{-1}\nabla g$, and DiffPD's stop
 //! $\|\nabla g_F\|\le\epsilon_r\|\tfrac{M}{h^2}y_F\|+\epsilon_a$ (`solver.rel_tol`, `abs_tol`).
 //!
-//! Muscle fibres (spec §3.5) are part of $A$, $b(x)$ and the energy ([`super::muscle::energy`]).
+//! Muscle fibres (spec §3.5) are part of $A$, $b(x)$ and the energy ([`crate::solver::muscle::energy`]).
 //! Contact against obstacles: DiffPD's own active-set "glue" contact ([`step`]); the backward
 //! restricts the adjoint to the free DoFs of the step's active set ($z_C=0$, Alg. 5) and
 //! routes $(g-Kz)_C$ to $x_{t,C}$ (the pinned positions); the set is held fixed (no
@@ -21,16 +21,18 @@
 //! matrix (non-descent direction or iteration cap), this code falls back to
 //! $A^{-1}$-preconditioned GMRES from the best iterate (recorded as `lbfgs+gmres`).
 
-use super::backward::{apply_k, solve_gmres, StepLinearization};
-use super::config::BackwardConfig;
-use super::error::SolverError;
-use super::local;
-use super::simulator::{norm, ContactOutcome, Simulator};
-use super::stats::{AdjointStats, StepStats};
 use crate::linalg::LinearSolver;
+use crate::solver::backward::{apply_k, solve_gmres, StepLinearization};
+use crate::solver::config::BackwardConfig;
+use crate::solver::error::SolverError;
+use crate::solver::local;
+use crate::solver::simulator::{norm, ContactOutcome, Simulator};
+use crate::solver::stats::{AdjointStats, StepStats};
 use nalgebra::Vector3;
 use std::collections::VecDeque;
 use std::time::Instant;
+
+pub mod stepper;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -140,42 +142,6 @@ pub fn lbfgs_minimize(
     }
 }
 
-/// The PD matrix factored with the contact nodes `pinned` added to the Dirichlet sets (all
-/// three axes), swapped into `sim` together with the enlarged prescribed list. Returns the
-/// originals for [`unpin`]. DiffPD's glue contact (diffpd-notes §1.9): the reduced system
-/// $A_{\bar C\bar C}$ of Eq. 35, here refactored per active set instead of DiffPD's Woodbury
-/// update (Alg. 4; same matrix).
-pub fn pin(
-    sim: &mut Simulator,
-    pinned: &[usize],
-) -> Result<(crate::linalg::GlobalSystem, Vec<usize>), SolverError> {
-    let model = sim.model;
-    // the same unreduced A the simulator factored; only the Dirichlet sets grow
-    let a = sim.system.a.clone();
-    let mut sets = model.dirichlet_sets();
-    let mut pres = sim.prescribed.clone();
-    for set in sets.iter_mut() {
-        set.nodes.extend_from_slice(pinned);
-        set.nodes.sort_unstable();
-        set.nodes.dedup();
-    }
-    for &i in pinned {
-        pres.extend([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
-    pres.sort_unstable();
-    pres.dedup();
-    let sys = crate::linalg::GlobalSystem::new(a, sets)?;
-    let old_sys = std::mem::replace(&mut sim.system, sys);
-    let old_pres = std::mem::replace(&mut sim.prescribed, pres);
-    Ok((old_sys, old_pres))
-}
-
-/// Undo [`pin`].
-pub fn unpin(sim: &mut Simulator, saved: (crate::linalg::GlobalSystem, Vec<usize>)) {
-    sim.system = saved.0;
-    sim.prescribed = saved.1;
-}
-
 /// L-BFGS minimisation of the PD objective of one step from `x` (prescribed entries already
 /// set; they stay fixed). Returns the outcome and the local-step seconds.
 fn minimize(
@@ -216,10 +182,10 @@ fn minimize(
         }
         // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
         // quadratic part of compliant attachments (their linear part is in y)
-        let pd = super::trust_region::pd_energy(simr, xx, y, x_t)
+        let pd = crate::solver::trust_region::pd_energy(simr, xx, y, x_t)
             .map_err(|error| SolverError::offload(frame, evals, error))?;
         let e = pd
-            + super::muscle::energy(model, xx, simr.derived.muscle_time)
+            + crate::solver::muscle::energy(model, xx, simr.derived.muscle_time)
             + crate::contact::attachment::quadratic_energy(&model.attachments, xx);
         t_local += tl.elapsed().as_secs_f64();
         Ok((e, g))
@@ -256,6 +222,7 @@ pub const MAX_CONTACT_ITERATIONS: usize = 5;
 /// set repeats (also on a 2-cycle). Penalty contact is the explicit force, as in diffphd.
 pub fn step(
     sim: &mut Simulator,
+    previous_active: &[usize],
     frame: usize,
     x_t: &[f64],
     v_t: &[f64],
@@ -277,7 +244,7 @@ pub fn step(
     let glue = !model.obstacles.is_empty() && penalty_force.is_none();
     let t_end = frame as f64 * h;
     let mut active: Vec<usize> = if glue {
-        sim.diffpd_active.clone()
+        previous_active.to_vec()
     } else {
         vec![]
     };
@@ -299,13 +266,13 @@ pub fn step(
         let saved = if active.is_empty() {
             None
         } else {
-            Some(pin(sim, &active)?)
+            Some(sim.pin_nodes(&active)?)
         };
         x = x_t.to_vec();
         sim.impose_prescribed(&mut x, &xd);
         let res = minimize(sim, frame, x_t, &y, &c, thresh, &mut x);
         if let Some(sv) = saved {
-            unpin(sim, sv);
+            sim.unpin_nodes(sv);
         }
         let (out, tl) = res?;
         iterations += out.iterations;
@@ -423,9 +390,10 @@ fn next_active_set(
 
 /// Record the glue contact of a solved step: the reaction (∇g at the nodes of the solved
 /// set `active`, zero elsewhere) as the step's contact record, its statistics, and the set
-/// (the warm start of the next step and what the backward pins).
+/// (the warm start of the next step, kept by [`stepper::DiffpdStepper`], and what the
+/// backward pins).
 fn record_glue(
-    sim: &mut Simulator,
+    sim: &Simulator,
     active: Vec<usize>,
     (x, r): (&[f64], &[f64]),
     t_end: f64,
@@ -436,7 +404,6 @@ fn record_glue(
     for &i in &active {
         reaction[3 * i..3 * i + 3].copy_from_slice(&r[3 * i..3 * i + 3]);
     }
-    sim.diffpd_active = active.clone();
     let cstats = crate::contact::ContactStats {
         candidates: sim.contact_nodes.len(),
         active: active.len(),
