@@ -49,6 +49,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     problem.memory_budget = super::memory::check_problem(&problem, args.max_memory)?;
+    problem.estimate_error = true;
     super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
@@ -130,8 +131,21 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     .map_err(Failure::input)?;
     if !args.quiet {
         println!("loss = {:.10e}", ev.loss);
-        for (n, g) in names.iter().zip(&ev.gradient) {
-            println!("  dL/d{n} = {g:.10e}");
+        let uncovered = ev
+            .error_estimate
+            .as_ref()
+            .map_or(0, |e| e.skipped_frames.len());
+        if uncovered > 0 {
+            println!(
+                "  (error estimates: {uncovered} of {} frames not covered: their adjoint has contact rows or glue pins)",
+                ev.frames.len()
+            );
+        }
+        for (i, (n, g)) in names.iter().zip(&ev.gradient).enumerate() {
+            match ev.gradient_error_estimate.get(i) {
+                Some(e) => println!("  dL/d{n} = {g:.10e}  (error estimate {e:.1e})"),
+                None => println!("  dL/d{n} = {g:.10e}"),
+            }
         }
         let frames = ev.frames.len().max(1) as f64;
         println!(
