@@ -49,8 +49,10 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     problem.memory_budget = super::memory::check_problem(&problem, args.max_memory)?;
-    problem.estimate_error = true;
     super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
+    // the error sweep on the CPU path only: on a device its products would enter the
+    // backward's traffic record (docs/gradcheck.md "The gradient's error bar")
+    problem.estimate_error = problem.accelerate.is_none();
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"
