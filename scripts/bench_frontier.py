@@ -97,6 +97,16 @@ def state_error(x, x_ref, scale):
     return worst / scale if scale > 0 else math.inf
 
 
+def gradient_error_per_parameter(g, g_ref):
+    """Issue 37's per-parameter error: max_i |g_i - g*_i| / max(|g*_i|, 1e-3 max_j |g*_j|)."""
+    if len(g) != len(g_ref) or not g_ref:
+        return None
+    top = max(abs(b) for b in g_ref)
+    errs = [abs(a - b) / max(abs(b), 1e-3 * top) if max(abs(b), top) > 0 else abs(a - b)
+            for a, b in zip(g, g_ref)]
+    return max(errs) if all(math.isfinite(e) for e in errs) else math.inf
+
+
 def gradient_error(g, g_ref):
     """||g - g_ref|| / ||g_ref||."""
     if len(g) != len(g_ref):
@@ -170,6 +180,8 @@ def analyse_scene(oracle, runs, levels):
         r["state_error"] = state_error(r["positions"], oracle["positions"],
                                        oracle["max_displacement"])
         r["gradient_error"] = gradient_error(r["gradient"], oracle["gradient"])
+        r["gradient_error_per_parameter"] = gradient_error_per_parameter(r["gradient"],
+                                                                         oracle["gradient"])
         r["total_s"] = r["forward_s"] + r["backward_s"]
     methods = []
     for r in runs:
@@ -231,6 +243,9 @@ def scene_markdown(sc, levels):
             ok = (r["state_error"] <= TARGET_STATE and r["gradient_error"] <= TARGET_GRAD)
             notes.append("meets target" if ok else "misses target (%g / %g)" % (
                 TARGET_STATE, TARGET_GRAD))
+            notes.append("per-parameter grad err %s" % fmt_e(r.get("gradient_error_per_parameter")))
+        if r.get("resolved_method") and r["resolved_method"] != r["method"]:
+            notes.append("ran %s" % r["resolved_method"])
         if r.get("error"):
             out.append("| %s | %s | - | - | - | - | - | - | - | %s |" % (
                 r["method"], r["setting"], r["error"][:90].replace("|", "/")))
@@ -314,6 +329,7 @@ def load_one(d):
         "loss": ev["loss"], "gradient": ev["gradient"], "parameters": g.get("parameters"),
         "positions": fs["positions"], "max_displacement": fs["max_displacement"],
         "nodes": len(fs["positions"]) // 3, "git_commit": g.get("git_commit"),
+        "resolved_method": g.get("method"), "method_reason": g.get("method_reason"),
     })
     notes = []
     if rec["fwd_nonconverged"]:
@@ -368,6 +384,9 @@ def ladder(method, args):
     """[(setting label, extra --set list)] of one method: default settings, then the ladder.
     `newton:FILTER` sets the Newton filter; `diffphd:paper` the paper's stopping rule."""
     meth, _, variant = method.partition(":")
+    if meth == "auto":
+        # issue 37: the rule's choice at its defaults only (the ladders are its two methods')
+        return meth, [("default", [])]
     if meth == "newton":
         base = ['%s="%s"' % (NEWTON_FILTER_KEY, variant)] if variant else []
     elif meth == "diffphd" and variant == "paper":

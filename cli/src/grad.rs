@@ -51,6 +51,9 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     problem.memory_budget = super::memory::check_problem(&problem, args.max_memory)?;
     super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
+    // the error sweep on the CPU path only: on a device its products would enter the
+    // backward's traffic record (docs/gradcheck.md "The gradient's error bar")
+    problem.estimate_error = problem.accelerate.is_none();
     if problem.params.is_empty() {
         return Err(Failure::input(anyhow::anyhow!(
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"
@@ -135,8 +138,21 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     .map_err(Failure::input)?;
     if !args.quiet {
         println!("loss = {:.10e}", ev.loss);
-        for (n, g) in names.iter().zip(&ev.gradient) {
-            println!("  dL/d{n} = {g:.10e}");
+        let uncovered = ev
+            .error_estimate
+            .as_ref()
+            .map_or(0, |e| e.skipped_frames.len());
+        if uncovered > 0 {
+            println!(
+                "  (error estimates: {uncovered} of {} frames not covered: their adjoint has contact rows or glue pins)",
+                ev.frames.len()
+            );
+        }
+        for (i, (n, g)) in names.iter().zip(&ev.gradient).enumerate() {
+            match ev.gradient_error_estimate.get(i) {
+                Some(e) => println!("  dL/d{n} = {g:.10e}  (error estimate {e:.1e})"),
+                None => println!("  dL/d{n} = {g:.10e}"),
+            }
         }
         let frames = ev.frames.len().max(1) as f64;
         println!(

@@ -77,6 +77,14 @@ pub struct Evaluation {
     pub filtered_samples: usize,
     /// Bytes of states kept by the tape (see `backward.checkpoint_every`).
     pub tape_bytes: usize,
+    /// Per parameter, the magnitude of the gradient's first-order error from the adjoint
+    /// solves' residuals (only with [`Problem::estimate_error`]; docs/gradcheck.md "The
+    /// gradient's error bar").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gradient_error_estimate: Vec<f64>,
+    /// How the estimate was made (only with [`Problem::estimate_error`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_estimate: Option<ErrorEstimateInfo>,
     /// Per-frame forward and adjoint diagnostics (spec §10.5 I4, I5).
     pub frames: Vec<FrameDiagnostics>,
     /// Node positions of the final frame (not serialised; `grad --final-state` writes them).
@@ -87,6 +95,23 @@ pub struct Evaluation {
     /// errors (not serialised; `grad --final-state` writes it).
     #[serde(skip)]
     pub max_displacement: f64,
+}
+
+/// The error sweep behind [`Evaluation::gradient_error_estimate`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ErrorEstimateInfo {
+    /// The signed first-order error $g^*-\tilde g$ per parameter (its magnitude is the
+    /// estimate).
+    pub signed: Vec<f64>,
+    /// Largest relative residual $\|g_t-K_t\tilde z_t\|/\|g_t\|$ of a step's adjoint
+    /// (frames solved directly: taken as 0).
+    pub max_relative_adjoint_residual: f64,
+    /// Frames whose adjoint is another system (NCP contact rows, glue pins): not modelled.
+    pub skipped_frames: Vec<usize>,
+    /// GMRES iterations of the correction solves, and the seconds of the whole error sweep
+    /// (not part of `backward_seconds`).
+    pub iterations: usize,
+    pub seconds: f64,
 }
 
 /// Per-frame diagnostics of one evaluation.
@@ -145,6 +170,9 @@ pub struct Problem {
     /// so that its forward and backward run on it (`--backend`; set by the CLI, which knows
     /// the devices: this layer does not). `None`: the CPU path.
     pub accelerate: Option<Box<Accelerate>>,
+    /// Estimate the gradient's error from the adjoint residuals with every gradient
+    /// ([`crate::solver::adjoint::error_estimate`]; `grad` sets it).
+    pub estimate_error: bool,
 }
 
 /// The closure of [`Problem::accelerate`]: attach an accelerator to a simulator, or say why not.
@@ -278,6 +306,7 @@ impl Problem {
             adjoint_choice: Mutex::new(None),
             memory_budget: None,
             accelerate: None,
+            estimate_error: false,
         })
     }
 
@@ -487,6 +516,8 @@ impl Problem {
             max_abs_adjoint: 0.0,
             filtered_samples: 0,
             tape_bytes: ro.tape_bytes(),
+            gradient_error_estimate: vec![],
+            error_estimate: None,
             frames: ro
                 .steps
                 .iter()
@@ -511,9 +542,31 @@ impl Problem {
             let t1 = Instant::now();
             let (backward, adjoint) = self.backward_config(&sim);
             ev.adjoint_reason = adjoint.map(|c| c.reason);
-            let br = rollout::backward(&mut sim, &ro, &self.loss, &backward)?;
+            let br = rollout::backward_estimated(
+                &mut sim,
+                &ro,
+                &self.loss,
+                &backward,
+                self.estimate_error,
+            )?;
             ev.tape_bytes = ro.tape_bytes();
             let values = self.values_at(theta);
+            if let Some(es) = &br.error {
+                let signed: Vec<f64> = self
+                    .params
+                    .iter()
+                    .zip(&values)
+                    .map(|(p, &v)| p.gradient(&model, &es.grads, v))
+                    .collect();
+                ev.gradient_error_estimate = signed.iter().map(|e| e.abs()).collect();
+                ev.error_estimate = Some(ErrorEstimateInfo {
+                    signed,
+                    max_relative_adjoint_residual: es.max_relative_residual,
+                    skipped_frames: es.skipped_frames.clone(),
+                    iterations: es.iterations,
+                    seconds: es.seconds,
+                });
+            }
             ev.gradient = self
                 .params
                 .iter()
@@ -523,7 +576,9 @@ impl Problem {
             for (g, r) in ev.gradient.iter_mut().zip(&penalty_grad) {
                 *g += r;
             }
-            ev.backward_seconds = t1.elapsed().as_secs_f64();
+            // the error sweep is reported on its own (`error_estimate.seconds`)
+            let sweep = ev.error_estimate.as_ref().map_or(0.0, |e| e.seconds);
+            ev.backward_seconds = t1.elapsed().as_secs_f64() - sweep;
             ev.backward_traffic = span(&traffic1, &traffic(&sim));
             ev.adjoint_iterations = br.adjoint.iter().map(|a| a.iterations).sum();
             ev.nonconverged_backward_frames = br.nonconverged();

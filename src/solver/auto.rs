@@ -25,6 +25,10 @@
 //!    ball with contact, 5.4k DoF: 0.77, between the contact-free cantilevers' 0.61 and 0.88),
 //!    so contact counts are logged but not part of the rule.
 //!
+//! 3a. (before the cost model) a contact-free scene whose **stiffness number**
+//!    $s=\max_eh^2E_e/(\rho_eV_e^{2/3})\le$ [`STIFFNESS_NUMBER_PD`] → PD: inertia dominates
+//!    its steps and PD converges in few iterations (the Plant: $\rho=110$, yet PD 2.23× faster).
+//!
 //! Explicit choices (`diffphd`, `diffpd`, `newton`) are never changed. A step of a method
 //! chosen by `auto` that misses its stopping test is retried from the step's start with the
 //! other method (`solver::stepper::auto::AutoStepper`); explicit choices are not retried.
@@ -63,6 +67,9 @@ pub struct MethodQuantities {
     pub contact_candidates: usize,
     /// The run's backend is a device (`--backend cuda` or `emulator`).
     pub device: bool,
+    /// $\max_e h^2E_e/(\rho_e V_e^{2/3})$: the stiffness of an element against its inertia
+    /// over one step ([`STIFFNESS_NUMBER_PD`]).
+    pub stiffness_number: f64,
 }
 
 impl MethodQuantities {
@@ -91,6 +98,7 @@ impl MethodQuantities {
             },
             contact_candidates,
             device: false,
+            stiffness_number: stiffness_number(model),
         }
     }
 
@@ -99,6 +107,37 @@ impl MethodQuantities {
         9.0 * self.factor_flops / (4.0 * self.nnz_factor.max(1) as f64)
     }
 }
+
+/// $\max_e h^2E_e/(\rho_eV_e^{2/3})$ over the elements ($V_e^{1/3}$: the element's size; 0
+/// for a model without elements).
+pub fn stiffness_number(model: &Model) -> f64 {
+    let h2 = model.h * model.h;
+    (0..model.num_elements())
+        .map(|e| {
+            let rho = model.params.density[model.elem_body[e]];
+            let l2 = model.elem_volume[e].abs().powf(2.0 / 3.0);
+            if rho > 0.0 && l2 > 0.0 {
+                h2 * model.params.youngs[e] / (rho * l2)
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Largest stiffness number $s=\max_eh^2E_e/(\rho_eV_e^{2/3})$ at which `auto` picks PD on
+/// a contact-free scene whatever the cost ratio. $A=M/h^2+\sum w_sG^TG$ and the step's
+/// Hessian differ by the local steps' $\Delta A$, which is of the order of the stiffness
+/// terms; the smaller they are against the inertia ($s$), the faster PD contracts, while a
+/// Newton iteration costs the same. Measured (frontier, docs/BENCHMARKS.md; PD iterations
+/// per Newton iteration at equal accuracy, $N_{PD}/N_N=\rho/r$ with $r$ the total-time
+/// ratio Newton/PD): the Plant ($s=148$, $\rho=110$) 49 — PD 2.23× faster; cantilever ($s=390$
+/// in its soft part, 3,900 in its 10× region) 215 and cantilever_diffpd ($s=1000$) 247 —
+/// Newton faster. The bouncing ball ($s=205$, $\rho=268$, 348, Newton 1.3× faster) has
+/// contact, which adds PD iterations: the rule applies to contact-free scenes only. 200 is
+/// between the Plant and the cantilever's soft part; the one winning PD scene makes this a
+/// single-point calibration (docs/scene-format.md, "The rule checked").
+pub const STIFFNESS_NUMBER_PD: f64 = 200.0;
 
 /// The resolved method of `solver.method = "auto"` and why (logged in `log.json`,
 /// `grad.json`, `optimize.json`).
@@ -123,6 +162,14 @@ pub fn choose_method(q: &MethodQuantities) -> MethodChoice {
             format!(
                 "stiffness contrast {:.3e} >= {CONTRAST_NEWTON:e}: PD converges slowly",
                 q.stiffness_contrast
+            ),
+        )
+    } else if q.contact_candidates == 0 && q.stiffness_number <= STIFFNESS_NUMBER_PD {
+        (
+            SolverMethod::Diffphd,
+            format!(
+                "stiffness number {:.0} <= {STIFFNESS_NUMBER_PD:.0} without contact: PD converges in few iterations",
+                q.stiffness_number
             ),
         )
     } else if q.cost_ratio() <= BREAK_EVEN_RATIO {
@@ -251,6 +298,7 @@ mod tests {
             stiffness_contrast: contrast,
             contact_candidates: 0,
             device: false,
+            stiffness_number: 1e3,
         }
     }
 
@@ -300,6 +348,26 @@ mod tests {
             "{}",
             c.reason
         );
+    }
+
+    /// The Plant (s = 148, ρ = 110, no contact) picks PD; the same numbers with contact (the
+    /// bouncing ball's case) or a stiffer body (cantilever_diffpd, s = 1000) Newton.
+    #[test]
+    fn soft_against_inertia_contact_free_scenes_pick_pd() {
+        let mut plant = q(29634, 110.0, 1.0);
+        plant.stiffness_number = 148.0;
+        let c = choose_method(&plant);
+        assert_eq!(c.method, SolverMethod::Diffphd, "{}", c.reason);
+        assert!(c.reason.contains("stiffness number 148"), "{}", c.reason);
+        let mut ball = plant.clone();
+        ball.contact_candidates = 890;
+        assert_eq!(choose_method(&ball).method, SolverMethod::Newton);
+        let mut stiff = plant.clone();
+        stiff.stiffness_number = 1000.0;
+        assert_eq!(choose_method(&stiff).method, SolverMethod::Newton);
+        let mut contrast = plant;
+        contrast.stiffness_contrast = 100.0;
+        assert_eq!(choose_method(&contrast).method, SolverMethod::Newton);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

@@ -5,6 +5,7 @@
 //! Jacobians, TR blend) is recomputed element-locally at $x_{t+1}$. Memory: $24n$ bytes
 //! per frame ($3n$ f64) plus the per-step statistics.
 
+use super::adjoint::error_estimate::{ErrorStep, ErrorSweep};
 use super::backward::StepLinearization;
 use super::config::BackwardConfig;
 use super::cotangent::{CotangentFrame, CotangentSource};
@@ -208,6 +209,9 @@ pub struct BackwardResult {
     pub v_start: Vec<f64>,
     /// One entry per step, last step first.
     pub adjoint: Vec<AdjointStats>,
+    /// The gradients' first-order error from the adjoint residuals
+    /// ([`backward_estimated`] with `estimate_error`).
+    pub error: Option<ErrorSweep>,
 }
 
 impl BackwardResult {
@@ -251,6 +255,20 @@ pub fn backward(
     source: &dyn CotangentSource,
     cfg: &BackwardConfig,
 ) -> Result<BackwardResult, SolverError> {
+    backward_estimated(sim, ro, source, cfg, false)
+}
+
+/// [`backward`], and with `estimate_error` the first-order error of the gradients from the
+/// adjoint solves' residuals alongside ([`super::adjoint::error_estimate`], in
+/// [`BackwardResult::error`]).
+pub fn backward_estimated(
+    sim: &mut Simulator,
+    ro: &Rollout,
+    source: &dyn CotangentSource,
+    cfg: &BackwardConfig,
+    estimate_error: bool,
+) -> Result<BackwardResult, SolverError> {
+    let mut error = estimate_error.then(|| ErrorSweep::new(sim));
     let h = sim.model.h;
     let n = sim.model.num_nodes();
     let t_end = ro.frames;
@@ -330,6 +348,17 @@ pub fn backward(
             accumulate_step(sim_ref, &lin, step, &z, &mut grads).map_err(device)?;
             let contact =
                 accumulate_contact(sim_ref, &lin, step, (&g, &z), &mut grads).map_err(device)?;
+            if let Some(es) = error.as_mut() {
+                let es_step = ErrorStep {
+                    states: step,
+                    g: &g,
+                    z: &z,
+                    other_system: lin.contact.is_some() || pinned.is_some(),
+                    exact: stepper.adjoint_is_exact(&st),
+                };
+                es.step(sim_ref, &lin, cfg, es_step, propagate)
+                    .map_err(device)?;
+            }
             let (mut dx, mut dv) = propagate(sim_ref, &z, &gv);
             if t > t_start {
                 let x_prev = if t > c {
@@ -397,6 +426,7 @@ pub fn backward(
         x_start,
         v_start,
         adjoint,
+        error: error.map(|e| e.finish(t_start == 0)),
     })
 }
 

@@ -30,6 +30,10 @@ pub struct RunHeader {
     /// Why `solver.method = "auto"` chose `solver_method` (absent for an explicit method).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method_reason: Option<String>,
+    /// The rule's inputs behind `method_reason` (DoF, nnz(L), factor flops, stiffness
+    /// contrast, contact candidates; absent for an explicit method).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method_quantities: Option<diffphd::solver::auto::MethodQuantities>,
     /// Assembly + ordering + factorization time (s).
     pub setup_seconds: f64,
     /// Stored entries of the Cholesky factor(s).

@@ -325,6 +325,7 @@ fn run_header(
         gate_reference: sim.config.gate_reference,
         solver_method: sim.config.method.as_str().into(),
         method_reason: sim.config.choice.as_ref().map(|c| c.reason.clone()),
+        method_quantities: sim.config.choice.as_ref().map(|c| c.quantities.clone()),
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
         warnings: model.warnings.clone(),

@@ -4,6 +4,7 @@
 
 pub mod backward;
 pub mod cotangent;
+pub mod error_estimate;
 pub mod gradient;
 pub mod loss;
 pub mod trust_region;

@@ -36,4 +36,9 @@ impl Stepper for NewtonStepper {
     ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
         super::adjoint::solve_adjoint(sim, lin, x_next, g, cfg, frame)
     }
+
+    /// Newton's adjoint is a direct solve with the Hessian's factor.
+    fn adjoint_is_exact(&self, _stats: &AdjointStats) -> bool {
+        true
+    }
 }

@@ -79,4 +79,8 @@ impl Stepper for AutoStepper {
     ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
         self.chosen.adjoint(sim, lin, x_next_g, cfg, frame)
     }
+
+    fn adjoint_is_exact(&self, stats: &AdjointStats) -> bool {
+        self.chosen.adjoint_is_exact(stats)
+    }
 }

@@ -81,6 +81,13 @@ pub trait Stepper: Send + Sync {
         cfg: &BackwardConfig,
         frame: usize,
     ) -> Result<(Vec<f64>, AdjointStats), SolverError>;
+
+    /// Whether the adjoint solve that produced `stats` was exact to round-off (a direct
+    /// factorization), so that the gradient error estimate skips its residual
+    /// ([`super::adjoint::error_estimate`]). Default: the PD adjoint's record says `direct`.
+    fn adjoint_is_exact(&self, stats: &AdjointStats) -> bool {
+        stats.method.contains("direct")
+    }
 }
 
 /// The stepper of `requested` (`[solver] method`) on `model`, whose PD matrix has the
