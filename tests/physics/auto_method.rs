@@ -137,7 +137,9 @@ fn a_step_auto_misses_is_retried_with_the_other_method() {
 }
 
 /// `grad` and `optimize` log the method and why; `optimize` writes the resolved method into
-/// `optimized.toml`, which then runs it explicitly.
+/// `optimized.toml`, which then runs it explicitly. (The sysid cantilever: its small stiffness
+/// number makes `auto` pick PD since session 19's rule check; the test holds whichever method
+/// the rule picks to the same record in all three places.)
 #[test]
 fn grad_and_optimize_log_and_pin_the_resolved_method() {
     let (code, err, dir) = run(
@@ -147,7 +149,8 @@ fn grad_and_optimize_log_and_pin_the_resolved_method() {
     );
     assert_eq!(code, 0, "{err}");
     let g = json(dir.path(), "grad.json");
-    assert_eq!(g["method"], "newton", "{}", g["method"]);
+    let method = g["method"].as_str().expect("grad.json method").to_string();
+    assert!(method == "newton" || method == "diffphd", "{method}");
     assert!(g["method_reason"].as_str().is_some(), "{g}");
     let (code, err, dir) = run(
         "optimize",
@@ -156,11 +159,15 @@ fn grad_and_optimize_log_and_pin_the_resolved_method() {
     );
     assert_eq!(code, 0, "{err}");
     let o = json(dir.path(), "optimize.json");
-    assert_eq!(o["header"]["method"], "newton", "{}", o["header"]);
+    assert_eq!(o["header"]["method"], method.as_str(), "{}", o["header"]);
     assert!(o["header"]["method_reason"].as_str().is_some());
     let written = dir.path().join("out").join("optimized.toml");
     let ls = diffphd::scene::load(&written, &[]).expect("optimized.toml loads");
-    assert_eq!(ls.scene.solver.method, diffphd::model::SolverMethod::Newton);
+    let pinned = match method.as_str() {
+        "newton" => diffphd::model::SolverMethod::Newton,
+        _ => diffphd::model::SolverMethod::Diffphd,
+    };
+    assert_eq!(ls.scene.solver.method, pinned);
 }
 
 /// On a device `auto` is PD (the emulator backend runs the device code on the host).
