@@ -52,6 +52,9 @@ pub struct Simulator<'m> {
     pub(crate) direct_streak: std::sync::atomic::AtomicUsize,
     /// Active contact set of the previous step (`method = "diffpd"`, warm start).
     pub(crate) diffpd_active: Vec<usize>,
+    /// `solver.diffpd_linear = "schwarz"`: the Schwarz system of the prescribed DoFs it was
+    /// built for (`diffpd::schwarz_system`; rebuilt when the glue contact pins others).
+    pub(crate) schwarz: std::sync::Mutex<Option<super::diffpd::SchwarzCache>>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
     pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
     /// The caller's cancellation token, polled once per iteration of every loop of a step
@@ -185,6 +188,7 @@ impl<'m> Simulator<'m> {
             adjoint_system: std::sync::Mutex::new(None),
             direct_streak: std::sync::atomic::AtomicUsize::new(0),
             diffpd_active: Vec::new(),
+            schwarz: std::sync::Mutex::new(None),
             offload: None,
             cancel: crate::cancel::Cancel::current(),
         })
