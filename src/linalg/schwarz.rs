@@ -39,6 +39,11 @@ pub const SUBDOMAIN_NODES: usize = 32;
 /// Fixed chunk length of the deterministic parallel reductions.
 const CHUNK: usize = 4096;
 
+/// Below these sizes the PCG's vector operations and the fine level run on one thread
+/// (rayon's overhead exceeds the work); the results are the same either way.
+const PAR_MIN_NODES: usize = 16384;
+const PAR_MIN_DOMAINS: usize = 256;
+
 /// Morton (Z-curve) order of `points`: node indices sorted by the interleaved bits of
 /// their coordinates quantised to 21 bits on the bounding box (ties by index).
 pub fn morton_order(points: &[[f64; 3]]) -> Vec<usize> {
@@ -99,7 +104,7 @@ impl DenseCholesky {
             for p in 0..j {
                 d -= b[j * k + p] * b[j * k + p];
             }
-            if !(d > 0.0) || !d.is_finite() {
+            if !d.is_finite() || d <= 0.0 {
                 return Err(j);
             }
             let d = d.sqrt();
@@ -221,15 +226,16 @@ impl AxisPreconditioner {
             }
             self.coarse.solve(&mut rc);
             // fine level: one block solve per subdomain, in parallel (disjoint outputs)
-            let fine: Vec<Vec<f64>> = self
-                .domains
-                .par_iter()
-                .map(|(nodes, f)| {
-                    let mut x: Vec<f64> = nodes.iter().map(|&i| r[3 * i + d]).collect();
-                    f.solve(&mut x);
-                    x
-                })
-                .collect();
+            let solve = |(nodes, f): &(Vec<usize>, DenseCholesky)| {
+                let mut x: Vec<f64> = nodes.iter().map(|&i| r[3 * i + d]).collect();
+                f.solve(&mut x);
+                x
+            };
+            let fine: Vec<Vec<f64>> = if self.domains.len() >= PAR_MIN_DOMAINS {
+                self.domains.par_iter().map(solve).collect()
+            } else {
+                self.domains.iter().map(solve).collect()
+            };
             for (s, ((nodes, _), x)) in self.domains.iter().zip(&fine).enumerate() {
                 for (&i, v) in nodes.iter().zip(x) {
                     z[3 * i + d] = v + rc[s];
@@ -321,26 +327,31 @@ impl SchwarzSystem {
     pub fn apply_reduced(&self, x: &[f64], y: &mut [f64]) {
         let a = &self.a;
         let pres = &self.prescribed;
-        y[..3 * a.n]
-            .par_chunks_mut(3 * 1024)
-            .enumerate()
-            .for_each(|(c, yc)| {
-                for (k, yi) in yc.chunks_mut(3).enumerate() {
-                    let i = c * 1024 + k;
-                    let mut acc = [0.0; 3];
-                    for e in a.col_ptr[i]..a.col_ptr[i + 1] {
-                        let (j, v) = (a.row_idx[e], a.values[e]);
-                        for d in 0..3 {
-                            if !pres[3 * j + d] {
-                                acc[d] += v * x[3 * j + d];
-                            }
+        let row = |(c, yc): (usize, &mut [f64])| {
+            for (k, yi) in yc.chunks_mut(3).enumerate() {
+                let i = c * 1024 + k;
+                let mut acc = [0.0; 3];
+                for e in a.col_ptr[i]..a.col_ptr[i + 1] {
+                    let (j, v) = (a.row_idx[e], a.values[e]);
+                    for d in 0..3 {
+                        if !pres[3 * j + d] {
+                            acc[d] += v * x[3 * j + d];
                         }
                     }
-                    for d in 0..3 {
-                        yi[d] = if pres[3 * i + d] { 0.0 } else { acc[d] };
-                    }
                 }
-            });
+                for d in 0..3 {
+                    yi[d] = if pres[3 * i + d] { 0.0 } else { acc[d] };
+                }
+            }
+        };
+        if a.n >= PAR_MIN_NODES {
+            y[..3 * a.n]
+                .par_chunks_mut(3 * 1024)
+                .enumerate()
+                .for_each(row);
+        } else {
+            y[..3 * a.n].chunks_mut(3 * 1024).enumerate().for_each(row);
+        }
     }
 
     /// Solve $A_{FF}z_F=q_F$, $z_D=0$, by conjugate gradients preconditioned with $M^{-1}$
@@ -377,23 +388,19 @@ impl SchwarzSystem {
             }
             self.apply_reduced(&p, &mut ap);
             let pap = dot(&p, &ap);
-            if !(pap > 0.0) {
+            if pap.is_nan() || pap <= 0.0 {
                 break;
             }
             let alpha = rs / pap;
-            z.par_iter_mut()
-                .zip(&p)
-                .for_each(|(zi, pi)| *zi += alpha * pi);
-            r.par_iter_mut()
-                .zip(&ap)
-                .for_each(|(ri, ai)| *ri -= alpha * ai);
+            z.iter_mut().zip(&p).for_each(|(zi, pi)| *zi += alpha * pi);
+            r.iter_mut().zip(&ap).for_each(|(ri, ai)| *ri -= alpha * ai);
             out.iterations += 1;
             rnorm = dot(&r, &r).sqrt();
             self.precondition(&r, &mut s);
             let rs_new = dot(&r, &s);
             let beta = rs_new / rs;
             rs = rs_new;
-            p.par_iter_mut()
+            p.iter_mut()
                 .zip(&s)
                 .for_each(|(pi, si)| *pi = si + beta * *pi);
         }
@@ -403,13 +410,18 @@ impl SchwarzSystem {
     }
 }
 
-/// $a\cdot b$ summed in fixed chunks (in parallel), then the chunk sums in order.
+/// $a\cdot b$ summed in fixed chunks (in parallel on long vectors), then the chunk sums in
+/// order: the same sum either way.
 fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let parts: Vec<f64> = a
-        .par_chunks(CHUNK)
-        .zip(b.par_chunks(CHUNK))
-        .map(|(x, y)| x.iter().zip(y).map(|(u, v)| u * v).sum::<f64>())
-        .collect();
+    let chunk = |(x, y): (&[f64], &[f64])| x.iter().zip(y).map(|(u, v)| u * v).sum::<f64>();
+    let parts: Vec<f64> = if a.len() >= 3 * PAR_MIN_NODES {
+        a.par_chunks(CHUNK)
+            .zip(b.par_chunks(CHUNK))
+            .map(chunk)
+            .collect()
+    } else {
+        a.chunks(CHUNK).zip(b.chunks(CHUNK)).map(chunk).collect()
+    };
     parts.iter().sum()
 }
 
@@ -519,7 +531,7 @@ mod tests {
                 );
             }
         }
-        let is_free = |k: usize| !(k % 3 != 1 && fixed.contains(&(k / 3)));
+        let is_free = |k: usize| k % 3 == 1 || !fixed.contains(&(k / 3));
         for k in (0..n3).filter(|&k| !is_free(k)) {
             assert!((0..n3).all(|c| m[k * n3 + c] == 0.0));
         }
