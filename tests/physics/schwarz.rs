@@ -104,10 +104,11 @@ fn diffpd_schwarz_equals_cholesky_and_passes_gradcheck() {
 /// scene loader, and by the CLI with exit 2 and a one-line message.
 #[test]
 fn bad_diffpd_linear_value_names_the_key() {
-    let err = diffphd::scene::load(&fixture(), &["solver.diffpd_linear=\"lu\"".to_string()])
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(err) = diffphd::scene::load(&fixture(), &["solver.diffpd_linear=\"lu\"".to_string()])
+    else {
+        panic!("solver.diffpd_linear = \"lu\" was accepted");
+    };
+    let err = err.to_string();
     assert!(err.contains("diffpd_linear"), "{err}");
     let text = std::fs::read_to_string(fixture()).unwrap();
     let out = common::run_cli("simulate", &text, &[], &["--set", "solver.diffpd_linear=7"]);
