@@ -9,6 +9,7 @@ pub mod cholesky;
 pub mod csc;
 pub mod krylov;
 pub mod ordering;
+pub mod schwarz;
 pub mod system;
 
 pub use cholesky::{SparseCholesky, SymbolicFactor};

@@ -344,6 +344,13 @@ pub struct SolverSettings {
     /// L-BFGS history of `method = "diffpd"` (Liu 2017 / DiffPD: 10).
     #[serde(default = "d_lbfgs_history")]
     pub lbfgs_history: usize,
+    /// How `method = "diffpd"` applies $A^{-1}$ (its L-BFGS initial inverse Hessian, forward
+    /// and adjoint): `"cholesky"` (the prefactorized direct solve, DiffPD's own) or
+    /// `"schwarz"` (conjugate gradients with the two-level additive Schwarz preconditioner,
+    /// Nicolaides coarse space: the CPU stand-in for the paper's MAS baseline,
+    /// `crate::linalg::schwarz`).
+    #[serde(default)]
+    pub diffpd_linear: DiffpdLinear,
 }
 fn d_residual_tol() -> f64 {
     1e-8
@@ -373,6 +380,19 @@ fn d_newton_tol() -> f64 {
 }
 fn d_lbfgs_history() -> usize {
     10
+}
+
+/// `[solver] diffpd_linear`.
+#[derive(
+    Clone, Copy, Debug, Serialize, Deserialize, Default, PartialEq, Eq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DiffpdLinear {
+    /// The prefactorized sparse Cholesky solve (DiffPD).
+    #[default]
+    Cholesky,
+    /// PCG with the two-level additive Schwarz preconditioner (Nicolaides coarse space).
+    Schwarz,
 }
 
 /// `[solver] method`.
@@ -517,6 +537,7 @@ impl Default for SolverSettings {
             newton_max_iterations: d_newton_maxit(),
             newton_tol: d_newton_tol(),
             lbfgs_history: d_lbfgs_history(),
+            diffpd_linear: DiffpdLinear::Cholesky,
         }
     }
 }

@@ -136,6 +136,9 @@ pub struct FrameDiagnostics {
     /// test before the other one solved it (`solver::stepper::auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,
+    /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schwarz: Option<crate::solver::stats::PcgStats>,
     pub adjoint: Option<crate::solver::stats::AdjointStats>,
 }
 
@@ -532,6 +535,7 @@ impl Problem {
                     newton_krylov_steps: st.polish_steps,
                     newton: st.newton.clone(),
                     retried_from: st.retried_from,
+                    schwarz: st.schwarz,
                     adjoint: None,
                 })
                 .collect(),

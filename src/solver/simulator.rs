@@ -49,6 +49,9 @@ pub struct Simulator<'m> {
     /// adjoint): its pattern, ordering and symbolic factor are the rollout's, computed at its
     /// first direct solve and reused by every later one (numeric refactorization only).
     pub(crate) adjoint_system: std::sync::Mutex<Option<Box<NewtonSystem>>>,
+    /// `solver.diffpd_linear = "schwarz"`: the Schwarz system of the prescribed DoFs it was
+    /// built for (`diffpd::schwarz_system`; rebuilt when the glue contact pins others).
+    pub(crate) schwarz: std::sync::Mutex<Option<super::diffpd::SchwarzCache>>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
     pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
     /// The caller's cancellation token, polled once per iteration of every loop of a step
@@ -181,6 +184,7 @@ impl<'m> Simulator<'m> {
             stepper,
             newton_system: None,
             adjoint_system: std::sync::Mutex::new(None),
+            schwarz: std::sync::Mutex::new(None),
             offload: None,
             cancel: crate::cancel::Cancel::current(),
         })

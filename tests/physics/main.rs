@@ -15,3 +15,4 @@ mod defaults_accuracy;
 mod muscle;
 mod newton_roundoff;
 mod physics;
+mod schwarz;

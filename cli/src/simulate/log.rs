@@ -91,6 +91,10 @@ pub struct FrameRecord {
     /// the other method then solved the step from its start (these are its statistics).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<diffphd::model::SolverMethod>,
+    /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves (count, iterations, and
+    /// `not_converged`: solves stopped at the iteration cap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schwarz: Option<diffphd::solver::stats::PcgStats>,
 }
 
 /// The force-balance record of a step under `solver.mode = "accurate"`.

@@ -380,6 +380,7 @@ fn frame_record(
         contact: stats.contact.clone(),
         newton: stats.newton.as_ref().map(newton_record),
         retried_from: stats.retried_from,
+        schwarz: stats.schwarz,
     }
 }
 

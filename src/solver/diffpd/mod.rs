@@ -20,16 +20,27 @@
 //! \epsilon_a$ (`[backward]` tolerances). Where DiffPD falls back to a direct LDLᵀ of the exact
 //! matrix (non-descent direction or iteration cap), this code falls back to
 //! $A^{-1}$-preconditioned GMRES from the best iterate (recorded as `lbfgs+gmres`).
+//!
+//! `solver.diffpd_linear = "schwarz"` (the paper's MAS row, simplified): every $H_0=A^{-1}$
+//! application above, forward and adjoint, is instead conjugate gradients with the two-level
+//! additive Schwarz preconditioner (Nicolaides coarse space, 32-node Morton subdomains,
+//! [`crate::linalg::schwarz`]), from 0 to the relative residual `solver.rel_tol` (forward) or
+//! `backward.rel_tol` (adjoint), at most [`PCG_MAX_ITERATIONS`]; solves stopped at the cap
+//! are counted in the step's / adjoint's `schwarz.not_converged`. The Cholesky factor is
+//! still computed (and refactored per glue set by [`pin`]): the GMRES fallback uses it.
 
-use crate::linalg::LinearSolver;
+use crate::linalg::schwarz::{SchwarzSystem, SUBDOMAIN_NODES};
+use crate::linalg::{AxisDirichlet, LinearSolver};
 use crate::solver::backward::{apply_k, solve_gmres, StepLinearization};
 use crate::solver::config::BackwardConfig;
 use crate::solver::error::SolverError;
 use crate::solver::local;
 use crate::solver::simulator::{norm, ContactOutcome, Simulator};
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::stats::{AdjointStats, PcgStats, StepStats};
 use nalgebra::Vector3;
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub mod stepper;
@@ -142,8 +153,64 @@ pub fn lbfgs_minimize(
     }
 }
 
+/// Iteration cap of one PCG solve of `solver.diffpd_linear = "schwarz"`.
+pub const PCG_MAX_ITERATIONS: usize = 1000;
+
+/// The Schwarz system of [`Simulator::schwarz`] and the prescribed DoFs it was built for.
+pub type SchwarzCache = (Vec<usize>, Arc<SchwarzSystem>);
+
+/// The Schwarz system of `sim`'s current matrix and prescribed DoFs (built at first use and
+/// whenever the prescribed DoFs changed, e.g. glue-contact nodes pinned by [`pin`]), or
+/// `None` with `solver.diffpd_linear = "cholesky"`.
+fn schwarz_system(sim: &Simulator) -> Result<Option<Arc<SchwarzSystem>>, SolverError> {
+    if sim.config.diffpd_linear != crate::model::DiffpdLinear::Schwarz {
+        return Ok(None);
+    }
+    // a poisoned lock only means another thread panicked while building; rebuild
+    let mut cache = sim.schwarz.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((key, s)) = cache.as_ref() {
+        if *key == sim.prescribed {
+            return Ok(Some(s.clone()));
+        }
+    }
+    let sets = [0, 1, 2].map(|d| AxisDirichlet {
+        nodes: sim.system.prescribed_nodes(d).to_vec(),
+    });
+    let s = Arc::new(SchwarzSystem::new(
+        sim.system.a.clone(),
+        &sets,
+        &sim.model.rest,
+        SUBDOMAIN_NODES,
+    )?);
+    *cache = Some((sim.prescribed.clone(), s.clone()));
+    Ok(Some(s))
+}
+
+/// $z=A_{FF}^{-1}q$ ($z_D=0$): the Cholesky solve, or PCG with `schwarz` to `rel_tol`
+/// (counted in `pcg`).
+fn apply_inverse(
+    sim: &Simulator,
+    schwarz: Option<&SchwarzSystem>,
+    rel_tol: f64,
+    pcg: &Cell<PcgStats>,
+    q: &[f64],
+) -> Result<Vec<f64>, SolverError> {
+    let mut z = vec![0.0; q.len()];
+    match schwarz {
+        Some(s) => {
+            let o = s.solve_homogeneous(q, &mut z, rel_tol, PCG_MAX_ITERATIONS);
+            let mut st = pcg.get();
+            st.add(&o);
+            pcg.set(st);
+        }
+        None => sim.system.solve_homogeneous(q, &mut z)?,
+    }
+    Ok(z)
+}
+
 /// L-BFGS minimisation of the PD objective of one step from `x` (prescribed entries already
-/// set; they stay fixed). Returns the outcome and the local-step seconds.
+/// set; they stay fixed). Returns the outcome, the local-step seconds and the PCG solves of
+/// `solver.diffpd_linear = "schwarz"`.
 fn minimize(
     simr: &Simulator,
     frame: usize,
@@ -152,7 +219,7 @@ fn minimize(
     c: &[f64],
     thresh: f64,
     x: &mut Vec<f64>,
-) -> Result<(LbfgsOutcome, f64), SolverError> {
+) -> Result<(LbfgsOutcome, f64, Option<PcgStats>), SolverError> {
     let model = simr.model;
     let mut warm = vec![Vector3::zeros(); model.num_samples()];
     let mut evals = 0usize;
@@ -190,11 +257,9 @@ fn minimize(
         t_local += tl.elapsed().as_secs_f64();
         Ok((e, g))
     };
-    let h0 = |q: &[f64]| -> Result<Vec<f64>, SolverError> {
-        let mut z = vec![0.0; q.len()];
-        simr.system.solve_homogeneous(q, &mut z)?;
-        Ok(z)
-    };
+    let schwarz = schwarz_system(simr)?;
+    let pcg = Cell::new(PcgStats::default());
+    let h0 = |q: &[f64]| apply_inverse(simr, schwarz.as_deref(), simr.config.gate.rel, &pcg, q);
     let done = |g: &[f64]| norm(g) <= thresh;
     let out = lbfgs_minimize(
         x,
@@ -205,7 +270,7 @@ fn minimize(
         simr.config.max_iterations,
         10,
     )?;
-    Ok((out, t_local))
+    Ok((out, t_local, schwarz.map(|_| pcg.get())))
 }
 
 /// Active-set iterations of DiffPD's glue contact (diffpd-notes §1.9, Alg. 3; the
@@ -256,6 +321,7 @@ pub fn step(
     // ∇g(x) of the last solved set: its values at the active nodes are the contact forces
     let mut r = vec![];
     let mut set_iterations = 0;
+    let mut pcg: Option<PcgStats> = None;
     loop {
         set_iterations += 1;
         for &i in &active {
@@ -274,7 +340,10 @@ pub fn step(
         if let Some(sv) = saved {
             sim.unpin_nodes(sv);
         }
-        let (out, tl) = res?;
+        let (out, tl, p) = res?;
+        if let Some(p) = p {
+            pcg.get_or_insert_with(PcgStats::default).merge(&p);
+        }
         iterations += out.iterations;
         lbfgs_converged = out.converged;
         t_local += tl;
@@ -308,6 +377,7 @@ pub fn step(
         converged: lbfgs_converged,
         time_local: t_local,
         time_other: t0.elapsed().as_secs_f64() - t_local,
+        schwarz: pcg,
         ..Default::default()
     };
     if glue {
@@ -465,17 +535,16 @@ pub fn solve_adjoint(
         let grad: Vec<f64> = kz.iter().zip(&gf).map(|(a, b)| a - b).collect();
         Ok((val, grad))
     };
-    let h0 = |q: &[f64]| -> Result<Vec<f64>, SolverError> {
-        let mut w = vec![0.0; q.len()];
-        sim.system.solve_homogeneous(q, &mut w)?;
-        Ok(w)
-    };
+    let schwarz = schwarz_system(sim)?;
+    let pcg = Cell::new(PcgStats::default());
+    let h0 = |q: &[f64]| apply_inverse(sim, schwarz.as_deref(), cfg.rel_tol, &pcg, q);
     let thresh = cfg.rel_tol * gnorm + cfg.abs_tol;
     let done = |r: &[f64]| norm(r) <= thresh;
     // the quadratic objective fails only where K z or A^{-1} does
     let out = lbfgs_minimize(&mut z, &mut f, &h0, &done, 10, cfg.max_iterations, 10)?;
     stats.iterations = out.iterations;
     stats.converged = out.converged;
+    stats.schwarz = schwarz.map(|_| pcg.get());
     if !out.converged {
         let st = solve_gmres(sim, lin, &gf, &mut z, cfg).map_err(device)?;
         stats.method = "lbfgs+gmres".into();

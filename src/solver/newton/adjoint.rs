@@ -126,6 +126,7 @@ pub fn solve_adjoint(
             "newton_direct_shifted+gmres".into()
         },
         gmres_iterations,
+        ..Default::default()
     };
     Ok((z, stats))
 }

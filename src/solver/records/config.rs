@@ -1,8 +1,8 @@
 //! Resolved settings of the methods: the forward (`[solver]`), Newton and the backward.
 
 use crate::model::{
-    AdjointMethod, AndersonWindow, GateReference, HessianFilterMode, NewtonEnergy, NewtonFilter,
-    OnNonConvergence, SolverMethod, SolverMode, SolverSettings,
+    AdjointMethod, AndersonWindow, DiffpdLinear, GateReference, HessianFilterMode, NewtonEnergy,
+    NewtonFilter, OnNonConvergence, SolverMethod, SolverMode, SolverSettings,
 };
 use crate::solver::gate::DualGate;
 
@@ -35,6 +35,8 @@ pub struct SolverConfig {
     pub newton: NewtonConfig,
     /// L-BFGS history of `method = "diffpd"`.
     pub lbfgs_history: usize,
+    /// `[solver] diffpd_linear`: how `method = "diffpd"` applies $A^{-1}$.
+    pub diffpd_linear: DiffpdLinear,
 }
 
 impl SolverConfig {
@@ -86,6 +88,7 @@ impl SolverConfig {
                 tol: s.newton_tol,
             },
             lbfgs_history: s.lbfgs_history,
+            diffpd_linear: s.diffpd_linear,
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct StepStats {
     /// statistics these are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,
+    /// `method = "diffpd"` with `solver.diffpd_linear = "schwarz"`: the PCG solves of the
+    /// step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schwarz: Option<PcgStats>,
 }
 
 /// Ratio and blend of one step.
@@ -105,4 +109,41 @@ pub struct AdjointStats {
     /// its cap and GMRES (preconditioned by $A^{-1}$) finished the solve.
     pub method: String,
     pub gmres_iterations: usize,
+    /// `solver.diffpd_linear = "schwarz"`: the PCG solves that applied $A^{-1}$.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schwarz: Option<PcgStats>,
+}
+
+/// The preconditioned-CG solves of `solver.diffpd_linear = "schwarz"` in one step or one
+/// adjoint solve (`crate::linalg::schwarz`): how many, their iterations, and how many
+/// stopped at the iteration cap above the tolerance (`not_converged`, reported, never
+/// silent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PcgStats {
+    pub solves: usize,
+    pub iterations: usize,
+    pub max_iterations: usize,
+    pub not_converged: usize,
+    /// Largest relative residual at exit over the solves.
+    pub max_relative_residual: f64,
+}
+
+impl PcgStats {
+    /// Count one solve.
+    pub fn add(&mut self, o: &crate::linalg::schwarz::PcgOutcome) {
+        self.solves += 1;
+        self.iterations += o.iterations;
+        self.max_iterations = self.max_iterations.max(o.iterations);
+        self.not_converged += usize::from(!o.converged);
+        self.max_relative_residual = self.max_relative_residual.max(o.relative_residual);
+    }
+
+    /// Sum of two records.
+    pub fn merge(&mut self, o: &PcgStats) {
+        self.solves += o.solves;
+        self.iterations += o.iterations;
+        self.max_iterations = self.max_iterations.max(o.max_iterations);
+        self.not_converged += o.not_converged;
+        self.max_relative_residual = self.max_relative_residual.max(o.max_relative_residual);
+    }
 }
