@@ -29,7 +29,12 @@ fn float(p: &Property) -> f64 {
 
 #[test]
 fn ply_frames_round_trip_through_an_independent_parser() {
-    let r = run_cli("simulate", &scene(), &[], &["--set", "output.format=\"ply\""]);
+    let r = run_cli(
+        "simulate",
+        &scene(),
+        &[],
+        &["--set", "output.format=\"ply\""],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let log = r.log();
     assert_eq!(log["status"], "completed");
