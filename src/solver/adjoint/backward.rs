@@ -407,6 +407,45 @@ pub fn solve_gmres_monitored(
     krylov::gmres_monitored(&mut space, g, z, &settings, monitor)
 }
 
+/// The start every step adjoint shares: the clock, the right-hand side $g$ with its
+/// prescribed entries zeroed ($z_D=0$), its norm and the statistics record of `method`.
+pub(crate) struct AdjointStart {
+    pub t0: std::time::Instant,
+    pub g: Vec<f64>,
+    pub gnorm: f64,
+    pub stats: AdjointStats,
+}
+
+impl AdjointStart {
+    pub(crate) fn new(sim: &Simulator, g: &[f64], frame: usize, method: &str) -> AdjointStart {
+        let t0 = std::time::Instant::now();
+        let mut gf = g.to_vec();
+        sim.zero_prescribed(&mut gf);
+        let gnorm = norm(&gf);
+        let stats = AdjointStats {
+            frame,
+            method: method.into(),
+            ..Default::default()
+        };
+        AdjointStart {
+            t0,
+            g: gf,
+            gnorm,
+            stats,
+        }
+    }
+
+    /// With $g_F=0$ the answer $z=0$, converged; `None` otherwise.
+    pub(crate) fn zero_answer(&self) -> Option<(Vec<f64>, AdjointStats)> {
+        (self.gnorm == 0.0).then(|| {
+            let mut stats = self.stats.clone();
+            stats.converged = true;
+            stats.seconds = self.t0.elapsed().as_secs_f64();
+            (vec![0.0; self.g.len()], stats)
+        })
+    }
+}
+
 /// Fixed-point adjoint iterations without halving the residual before GMRES takes over
 /// (issue 14: 21,561 fixed-point iterations on one scan-mesh rollout).
 pub const FIXED_POINT_STALL: usize = 200;
@@ -422,21 +461,16 @@ pub fn solve_adjoint(
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
-    let t0 = std::time::Instant::now();
-    let n3 = g.len();
-    let mut gf = g.to_vec();
-    sim.zero_prescribed(&mut gf);
-    let gnorm = norm(&gf);
-    let mut stats = AdjointStats {
-        frame,
-        method: "fixed_point".into(),
-        ..Default::default()
-    };
-    if gnorm == 0.0 {
-        stats.converged = true;
-        stats.seconds = t0.elapsed().as_secs_f64();
-        return Ok((vec![0.0; n3], stats));
+    let start = AdjointStart::new(sim, g, frame, "fixed_point");
+    if let Some(answer) = start.zero_answer() {
+        return Ok(answer);
     }
+    let AdjointStart {
+        t0,
+        g: gf,
+        gnorm,
+        mut stats,
+    } = start;
     if let Some(c) = &lin.contact {
         let pre = match cfg.method {
             AdjointMethod::FixedPoint => {

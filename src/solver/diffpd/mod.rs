@@ -31,7 +31,7 @@
 
 use crate::linalg::schwarz::{SchwarzSystem, SUBDOMAIN_NODES};
 use crate::linalg::{AxisDirichlet, LinearSolver};
-use crate::solver::backward::{apply_k, solve_gmres, StepLinearization};
+use crate::solver::backward::{apply_k, solve_gmres, AdjointStart, StepLinearization};
 use crate::solver::config::BackwardConfig;
 use crate::solver::error::SolverError;
 use crate::solver::local;
@@ -507,22 +507,18 @@ pub fn solve_adjoint(
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
     let device = |error| SolverError::adjoint_offload(frame, error);
-    let t0 = Instant::now();
     let n3 = g.len();
-    let mut gf = g.to_vec();
-    sim.zero_prescribed(&mut gf);
-    let gnorm = norm(&gf);
-    let mut stats = AdjointStats {
-        frame,
-        method: "lbfgs".into(),
-        ..Default::default()
-    };
-    let mut z = vec![0.0; n3];
-    if gnorm == 0.0 {
-        stats.converged = true;
-        stats.seconds = t0.elapsed().as_secs_f64();
-        return Ok((z, stats));
+    let start = AdjointStart::new(sim, g, frame, "lbfgs");
+    if let Some(answer) = start.zero_answer() {
+        return Ok(answer);
     }
+    let AdjointStart {
+        t0,
+        g: gf,
+        gnorm,
+        mut stats,
+    } = start;
+    let mut z = vec![0.0; n3];
     let mut evals = 0;
     let mut f = |zz: &[f64]| -> Result<(f64, Vec<f64>), SolverError> {
         sim.cancel
