@@ -103,7 +103,7 @@ fn grad_run(dir: &Path, tag: &str, threads: usize, method: &str) -> (Vec<f64>, V
         &[
             "body.0.mesh.cells=[10, 6, 4]",
             "body.0.mesh.dx=0.01",
-            "simulation.frames=3",
+            "simulation.frames=2",
         ],
     );
     std::fs::write(&sp, text).unwrap();
