@@ -131,6 +131,9 @@ pub struct Model {
     pub contact_kappa: Vec<f64>,
     /// Candidate margin (m): `contact.margin` or half the median element edge.
     pub contact_margin: f64,
+    /// Node → (sample, corner) adjacency of the gathers ([`Model::gather_gt`]), built at
+    /// first use.
+    pub node_samples: std::sync::OnceLock<super::gather::NodeSamples>,
 }
 
 /// Rigid change of a body's initial state: $x_0=c+R(\varphi)(\hat x_0-c)+t$, $v_0=\hat v_0+u$,

@@ -204,7 +204,8 @@ impl<'s> StepLinearization<'s> {
             return;
         }
         // per-sample products in parallel into a buffer reused across products (no
-        // allocation per Krylov iteration), then the scatter in sample order
+        // allocation per Krylov iteration), then the scatter as a node-parallel gather in
+        // sample order (the same bits on any thread count)
         let mut dps = self.products.lock().unwrap_or_else(|e| e.into_inner());
         self.spectral
             .par_iter()
@@ -212,9 +213,8 @@ impl<'s> StepLinearization<'s> {
             .map(|(s, lin)| lin.apply(&model.gradient_of(s, z)))
             .collect_into_vec(&mut dps);
         out.iter_mut().for_each(|v| *v = 0.0);
-        for (s, dp) in dps.iter().enumerate() {
-            model.scatter_gt(s, dp, out);
-        }
+        let dps: &[Matrix3<f64>] = &dps;
+        model.gather_gt(|s| dps[s], out);
         self.muscle.apply(model, z, out);
     }
 }

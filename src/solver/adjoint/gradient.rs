@@ -16,6 +16,7 @@ use crate::material::{frob, lame_dnu, ParamInput};
 use crate::solver::backward::StepLinearization;
 use crate::solver::offload::{Offload, OffloadError, ParamStep};
 use crate::solver::simulator::Simulator;
+use rayon::prelude::*;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -197,7 +198,10 @@ fn host_material_terms(
     let model = sim.model;
     let d = &sim.derived;
     let p = &model.params;
+    // per-sample terms in parallel, summed below in sample order (the same bits on any
+    // thread count)
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
+        .into_par_iter()
         .map(|s| {
             let e = model.samples.elem[s];
             let b = model.elem_body[e];

@@ -200,14 +200,16 @@ fn evaluate(
             }
         }
     }
-    let mut hess = Vec::with_capacity(if with_hessian { per.len() } else { 0 });
-    for (s, (e, p, hs)) in per.into_iter().enumerate() {
+    for (e, _, _) in &per {
         e_el += e;
-        model.scatter_gt(s, &p, &mut g_el);
-        if with_hessian {
-            hess.push(hs);
-        }
     }
+    // G_sᵀ vec P_s in sample order onto the attachments' part, gathered per node in parallel
+    model.gather_gt(|s| per[s].1, &mut g_el);
+    let hess = if with_hessian {
+        per.into_iter().map(|(_, _, hs)| hs).collect()
+    } else {
+        Vec::new()
+    };
     let mut grad: Vec<f64> = g_in.iter().zip(&g_el).map(|(a, b)| a + b).collect();
     for &k in &sim.prescribed {
         grad[k] = 0.0;
@@ -244,40 +246,14 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
             }
         }
     }
-    for (s, hs) in hess.iter().enumerate() {
-        let e = model.samples.elem[s];
-        let el = model.element(e);
-        let g = model.sample_grads(s);
-        let cb = d.beta[e] * d.w_total(s) / h;
-        // block (a, b) of G_sᵀ H G_s: v_ij = Σ_k g_a[k] (H g_b)[3i+k][j] with
-        // (H g_b)[r][j] = Σ_l H[r][3j+l] g_b[l], formed once per node b (27 products per
-        // block instead of 81)
-        // on the stack: at most 8 nodes per element (Hex8)
-        let mut hg = [[[0.0; 3]; 9]; 8];
-        for (m, gb) in hg.iter_mut().zip(g) {
-            for (r, row) in m.iter_mut().enumerate() {
-                for (j, v) in row.iter_mut().enumerate() {
-                    *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
-                }
-            }
-        }
-        let nv = el.len();
-        let slots = &sys.slots[sys.slot_ptr[e]..sys.slot_ptr[e + 1]];
-        for a in 0..nv {
-            for b in 0..nv {
-                let lap = g[a][0] * g[b][0] + g[a][1] * g[b][1] + g[a][2] * g[b][2];
-                for i in 0..3 {
-                    for j in 0..3 {
-                        let mut v: f64 = (0..3).map(|kk| g[a][kk] * hg[b][3 * i + kk][j]).sum();
-                        if i == j {
-                            v += cb * lap;
-                        }
-                        vals[slots[(3 * a + i) * 3 * nv + 3 * b + j] as usize] += v;
-                    }
-                }
-            }
-        }
-    }
+    // the sample blocks, gathered per stored value in sample order (parallel, the same
+    // bits on any thread count)
+    sys.gather.add_samples(
+        model,
+        hess,
+        |s| d.beta[model.samples.elem[s]] * d.w_total(s) / h,
+        &mut vals,
+    );
     CscMatrix {
         values: vals,
         ..sys.pattern.clone()
