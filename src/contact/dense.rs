@@ -623,9 +623,19 @@ mod tests {
         for j in 0..groups * per {
             set.offset.push(3 * (j + 1));
             let (delta, lambda) = if j % 2 == 0 {
-                ([1e-9 * rng.next(), 1e-4 * rng.next(), 1e-4 * rng.next()], [2.0 + rng.next(), 0.3 * rng.next(), 0.3 * rng.next()])
+                (
+                    [1e-9 * rng.next(), 1e-4 * rng.next(), 1e-4 * rng.next()],
+                    [2.0 + rng.next(), 0.3 * rng.next(), 0.3 * rng.next()],
+                )
             } else {
-                ([1e-5 * (1.5 + rng.next()), 1e-4 * rng.next(), 1e-4 * rng.next()], [0.1 * (1.5 + rng.next()), 0.01, -0.01])
+                (
+                    [
+                        1e-5 * (1.5 + rng.next()),
+                        1e-4 * rng.next(),
+                        1e-4 * rng.next(),
+                    ],
+                    [0.1 * (1.5 + rng.next()), 0.01, -0.01],
+                )
             };
             locals.push(local(&delta, &lambda, 1e-3, &mu, 3, &fb));
         }
@@ -648,7 +658,11 @@ mod tests {
             smoothing: 0.0,
             s_floor: 1e-14,
         };
-        for (groups, per, chain, sparse) in [(6, 30, true, true), (6, 30, false, false), (2, 20, true, false)] {
+        for (groups, per, chain, sparse) in [
+            (6, 30, true, true),
+            (6, 30, false, false),
+            (2, 20, true, false),
+        ] {
             let (set, del, locals) = system(groups, per, chain);
             let m = set.offset[set.offset.len() - 1];
             let nt = DenseNewton {
@@ -668,7 +682,8 @@ mod tests {
                 .count() as f64
                 / (m * m) as f64;
             assert!(density < 0.5, "density {density}");
-            let dense = NewtonFactor::Dense(nt.newton_matrix(&locals, &coupled, &pos).partial_piv_lu());
+            let dense =
+                NewtonFactor::Dense(nt.newton_matrix(&locals, &coupled, &pos).partial_piv_lu());
             let mut rng = Rng(7);
             let rhs: Vec<f64> = (0..m).map(|_| rng.next()).collect();
             let mut xs = faer::Mat::from_fn(m, 1, |i, _| rhs[i]);
@@ -680,7 +695,10 @@ mod tests {
                 .map(|i| (xs[(i, 0)] - xd[(i, 0)]).abs())
                 .fold(0.0, f64::max);
             assert!(norm > 1.0, "trivial solution: {norm:e}");
-            assert!(diff <= 1e-10 * norm, "sparse vs dense LU: {diff:e} of {norm:e}");
+            assert!(
+                diff <= 1e-10 * norm,
+                "sparse vs dense LU: {diff:e} of {norm:e}"
+            );
         }
     }
 }

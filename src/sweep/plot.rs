@@ -128,8 +128,8 @@ pub fn data(results: &Results, table: &PlanTable, spec: &PlotSpec) -> Result<Plo
     match &spec.y {
         None => {
             let series = line_series(results, table, spec, m, x);
-            let log_x = xa.scale == Scale::Log
-                && series.iter().flat_map(|s| s.1.iter()).all(|p| p.0 > 0.0);
+            let log_x =
+                xa.scale == Scale::Log && series.iter().flat_map(|s| s.1.iter()).all(|p| p.0 > 0.0);
             Ok(PlotData::Line(LineData {
                 series,
                 log_x,
@@ -283,8 +283,15 @@ mod tests {
         assert_eq!(d.x_key, "body.0.material.youngs_modulus");
         let labels: Vec<&str> = d.series.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(labels, ["nu=0.3", "nu=0.45"]);
-        assert_eq!(d.series[0].1, vec![(1e4, 1.3e4), (1e5, 1.3e5), (1e6, 1.3e6)]);
-        assert_eq!(d.series[1].1, vec![(1e4, 1.45e4)], "null and missing runs left out");
+        assert_eq!(
+            d.series[0].1,
+            vec![(1e4, 1.3e4), (1e5, 1.3e5), (1e6, 1.3e6)]
+        );
+        assert_eq!(
+            d.series[1].1,
+            vec![(1e4, 1.45e4)],
+            "null and missing runs left out"
+        );
         let err = data(&r, &t, &PlotSpec::parse("loss:size").unwrap()).unwrap_err();
         assert!(err.to_string().contains("no column `size`"), "{err}");
         let err = data(&r, &t, &PlotSpec::parse("E:loss").unwrap()).unwrap_err();
@@ -301,6 +308,10 @@ mod tests {
         assert_eq!(h.x.len(), 3);
         assert_eq!(h.y.len(), 2);
         assert_eq!(h.cells[0], vec![Some(1.3e4), Some(1.3e5), Some(1.3e6)]);
-        assert_eq!(h.cells[1], vec![Some(1.45e4), None, None], "a null metric, a missing run");
+        assert_eq!(
+            h.cells[1],
+            vec![Some(1.45e4), None, None],
+            "a null metric, a missing run"
+        );
     }
 }

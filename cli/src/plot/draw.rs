@@ -240,9 +240,9 @@ impl Panel {
         match (self.log_x, self.log_y) {
             (false, true) => lines!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())),
             (false, false) => lines!(builder.build_cartesian_2d(x0..x1, y0..y1)),
-            (true, true) => lines!(
-                builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
-            ),
+            (true, true) => {
+                lines!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()))
+            }
             (true, false) => lines!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1)),
         }
         Ok(())

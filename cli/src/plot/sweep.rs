@@ -42,7 +42,12 @@ impl Marks {
         let (body, kind) = match parts[..] {
             ["body", b, "material", kind] => (b.parse::<i64>().ok(), kind),
             [_, kind] => (None, kind),
-            _ => return Marks { truth, ..Marks::default() },
+            _ => {
+                return Marks {
+                    truth,
+                    ..Marks::default()
+                }
+            }
         };
         let param = scene
             .get("parameter")
@@ -169,7 +174,11 @@ pub fn viridis(t: f64) -> RGBColor {
         [94.0, 201.0, 98.0],
         [253.0, 231.0, 37.0],
     ];
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * 4.0;
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    } * 4.0;
     let i = (t.floor() as usize).min(3);
     let f = t - i as f64;
     let c = |k: usize| (STOPS[i][k] + f * (STOPS[i + 1][k] - STOPS[i][k])).round() as u8;
@@ -179,7 +188,14 @@ pub fn viridis(t: f64) -> RGBColor {
 impl HeatPlot {
     /// The colour scale: (lo, hi, log) of the finite cells.
     fn scale(&self) -> Option<(f64, f64, bool)> {
-        let vals: Vec<f64> = self.data.cells.iter().flatten().flatten().copied().collect();
+        let vals: Vec<f64> = self
+            .data
+            .cells
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .collect();
         let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (lo <= hi).then_some((lo, hi, lo > 0.0 && hi / lo >= 100.0))
@@ -206,7 +222,8 @@ impl Drawable for HeatPlot {
         let (w, _) = self.size();
         let (grid, bar) = area.split_horizontally(w - BAR_W);
         let (nx, ny) = (self.data.x.len(), self.data.y.len());
-        let label = |v: &serde_json::Value| data::num(v).map(fmt_num).unwrap_or_else(|| json_text(v));
+        let label =
+            |v: &serde_json::Value| data::num(v).map(fmt_num).unwrap_or_else(|| json_text(v));
         let xl: Vec<String> = self.data.x.iter().map(label).collect();
         let yl: Vec<String> = self.data.y.iter().map(label).collect();
         let mut chart = ChartBuilder::on(&grid)
@@ -216,10 +233,7 @@ impl Drawable for HeatPlot {
             .y_label_area_size(80)
             .build_cartesian_2d(0.0..nx.max(1) as f64, 0.0..ny.max(1) as f64)
             .map_err(err)?;
-        let (xf, yf) = (
-            |v: &f64| cell_label(&xl, *v),
-            |v: &f64| cell_label(&yl, *v),
-        );
+        let (xf, yf) = (|v: &f64| cell_label(&xl, *v), |v: &f64| cell_label(&yl, *v));
         chart
             .configure_mesh()
             .disable_mesh()
@@ -377,7 +391,10 @@ parameter = [
         let nu = Marks::of(&s, "body.0.material.poisson_ratio");
         assert_eq!((nu.truth, nu.lower, nu.upper), (Some(0.4), None, None));
         let nu1 = Marks::of(&s, "body.1.material.poisson_ratio");
-        assert_eq!((nu1.truth, nu1.lower, nu1.upper), (None, Some(0.2), Some(0.45)));
+        assert_eq!(
+            (nu1.truth, nu1.lower, nu1.upper),
+            (None, Some(0.2), Some(0.45))
+        );
         assert_eq!(Marks::of(&s, "solver.rel_tol"), Marks::default());
     }
 
@@ -417,8 +434,14 @@ parameter = [
         let svg = String::from_utf8(render(&r, &t, &spec, Some(&s), Format::Svg).unwrap()).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("nu=0.3") && svg.contains("nu=0.45"), "legend");
-        assert!(svg.contains("truth 1e5") && svg.contains("bounds"), "marks' legend");
-        assert!(svg.contains("\n1e7\n"), "the x axis reaches the upper bound: {svg}");
+        assert!(
+            svg.contains("truth 1e5") && svg.contains("bounds"),
+            "marks' legend"
+        );
+        assert!(
+            svg.contains("\n1e7\n"),
+            "the x axis reaches the upper bound: {svg}"
+        );
         let without = String::from_utf8(render(&r, &t, &spec, None, Format::Svg).unwrap()).unwrap();
         assert!(!without.contains("truth"), "no scene, no marks");
         let png = render(&r, &t, &spec, Some(&s), Format::Png).unwrap();
