@@ -79,7 +79,10 @@ done
         echo
         echo "![$name](gallery/$name.png)"
         echo
-        echo "\`$cmd\` — frames 0 and $last; commit $commit, $day."
+        asked=$(echo "$cmd" | sed -n 's/.*--frames \([0-9]*\).*/\1/p')
+        stop=""
+        [ -n "$asked" ] && [ "$last" -lt "$asked" ] && stop=" (the run stopped at the script's time limit after frame $last; frames 0–$last are those of the command)"
+        echo "\`$cmd\` — frames 0 and $last$stop; commit $commit, $day."
         echo
     done < docs/gallery/captions.tsv
     missing=()
