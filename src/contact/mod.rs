@@ -384,7 +384,7 @@ pub struct SolveInfo {
 /// rows does not change (within one time step).
 pub struct NewtonCache {
     coupled: Vec<usize>,
-    lu: faer::linalg::solvers::PartialPivLu<f64>,
+    lu: dense::NewtonFactor,
 }
 
 pub(crate) fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
