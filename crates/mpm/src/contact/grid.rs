@@ -179,7 +179,10 @@ impl GridProblem {
         e + self
             .contacts
             .iter()
-            .map(|c| c.model.cost(&(c.frame.tr_mul(&gather(&c.nodes, v)) - c.bias)))
+            .map(|c| {
+                c.model
+                    .cost(&(c.frame.tr_mul(&gather(&c.nodes, v)) - c.bias))
+            })
             .sum::<f64>()
     }
 

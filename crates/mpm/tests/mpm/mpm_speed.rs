@@ -29,8 +29,16 @@ fn dough() -> (Simulation, RigidWorld) {
     let particles = Lattice::new(origin, h, 8)
         .seed_box([-0.04, -0.02, -0.02], [0.04, 0.02, 0.0])
         .unwrap();
-    let zmin = particles.positions.iter().map(|x| x.z).fold(f64::MAX, f64::min);
-    let ztop = particles.positions.iter().map(|x| x.z).fold(f64::MIN, f64::max);
+    let zmin = particles
+        .positions
+        .iter()
+        .map(|x| x.z)
+        .fold(f64::MAX, f64::min);
+    let ztop = particles
+        .positions
+        .iter()
+        .map(|x| x.z)
+        .fold(f64::MIN, f64::max);
     let material = Material {
         plasticity: Plasticity::VonMises { yield_stress: 2e3 },
         ..Material::elastic(1000.0, 1e5, 0.3, ElasticModel::StvkHencky)
@@ -131,6 +139,7 @@ fn dough_at(substeps: usize, h: f64, ws: &mut CouplingWorkspace) -> (Simulation,
 fn warm_start_cuts_the_dough_substep_iterations_and_keeps_the_solution() {
     let h = 1e-4;
     let mut ws = CouplingWorkspace::new();
+    ws.warm_start = true;
     let (_sim, _world) = dough_at(150, h, &mut ws);
     let problem = &ws.problem.problem;
     let nc = problem.contacts.len();
@@ -152,7 +161,9 @@ fn warm_start_cuts_the_dough_substep_iterations_and_keeps_the_solution() {
     let v_opt = qn.v.clone();
     let mut rows = Vec::new();
     for tol in [1e-1, 1e-5] {
-        let cold = problem.solve_quasi_newton_in(None, &opts(tol), &mut qn).unwrap();
+        let cold = problem
+            .solve_quasi_newton_in(None, &opts(tol), &mut qn)
+            .unwrap();
         let cold_err = mass_norm(&problem.mass, &qn.v, &v_opt);
         let warm_stats = problem
             .solve_quasi_newton_in(Some(&warm), &opts(tol), &mut qn)
@@ -174,12 +185,18 @@ fn warm_start_cuts_the_dough_substep_iterations_and_keeps_the_solution() {
     let ((cold1, warm1), (cold5, warm5)) = (rows[0], rows[1]);
     // Measured (t = 15 ms, 144 contacts, 385 nodes): ε_r = 1e-1 cold 7, warm 0; ε_r = 1e-5
     // cold 145, warm 91 (the rate is the same, linear; the warm start saves the first decades).
-    assert!(cold5 >= 20, "the reference substep must be a hard one ({cold5})");
+    assert!(
+        cold5 >= 20,
+        "the reference substep must be a hard one ({cold5})"
+    );
     assert!(
         4 * warm5 <= 3 * cold5,
         "warm start at ε_r = 1e-5: {warm5} iterations vs cold {cold5}"
     );
-    assert!(cold1 >= 3 && warm1 == 0, "ε_r = 1e-1: warm {warm1}, cold {cold1}");
+    assert!(
+        cold1 >= 3 && warm1 == 0,
+        "ε_r = 1e-1: warm {warm1}, cold {cold1}"
+    );
 }
 
 /// Where the time goes (one thread, release), printed, not asserted: the dough at the
