@@ -14,7 +14,8 @@ use super::super::scene::mpm::{CouplingKind, MpmSettings};
 use super::super::scene::Scene;
 use crate::solver::timeloop::TimeStepped;
 use diffphd_mpm::contact::{
-    coupled_step, ContactError, CouplingError, GridContactProblem, SolverOptions, Wrench,
+    coupled_step_in, ContactError, CouplingError, CouplingWorkspace, GridContactProblem,
+    SolverOptions, Wrench,
 };
 use diffphd_mpm::mpm::{MpmError, Simulation};
 use diffphd_mpm::rigid::{RigidError, RigidWorld};
@@ -172,6 +173,9 @@ pub struct MpmSystem {
     /// The caller's cancellation token, polled before every MPM substep
     /// ([`crate::cancel`]; [`crate::cancel::Cancel::current`] when built).
     pub cancel: crate::cancel::Cancel,
+    /// The weak coupling's buffers, sized once, and its contact solves' warm start
+    /// (`diffphd_mpm::contact::CouplingWorkspace`), carried from frame to frame.
+    pub workspace: CouplingWorkspace,
 }
 
 impl MpmSystem {
@@ -207,6 +211,7 @@ impl MpmSystem {
             velocity_damping,
             time: 0.0,
             cancel: crate::cancel::Cancel::current(),
+            workspace: CouplingWorkspace::new(),
         }
     }
 }
@@ -318,7 +323,14 @@ impl TimeStepped for MpmSystem {
                             cancel: &self.cancel,
                             substep: 0,
                         };
-                        coupled_step(&mut s.world, &mut grid, self.dt, n, &self.options)
+                        coupled_step_in(
+                            &mut s.world,
+                            &mut grid,
+                            self.dt,
+                            n,
+                            &self.options,
+                            &mut self.workspace,
+                        )
                     }
                     CouplingKind::Strong => {
                         if self.cancel.poll(crate::cancel::Stage::Mpm, 0).is_err() {
