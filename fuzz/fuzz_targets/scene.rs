@@ -2,7 +2,8 @@
 //! build (selectors, regions, initial state, forces, contact settings resolved); for MPM and
 //! rigid scenes (`[mpm]`, `[[mpm_body]]`, `[[rigid_body]]`) the system build (seeding, the
 //! domain, CFL and memory checks, shapes, drives, obstacle colliders) under a 1 MiB budget.
-//! Input: leading lines `#set KEY=VALUE` are `--set` overrides, the rest is the scene.
+//! Input: leading lines `#set KEY=VALUE` are `--set` overrides, the rest is the scene; an
+//! input starting with the line `#forces` is a `contact_force` loss term's measurement file.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -10,6 +11,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    if let Some(rest) = text.strip_prefix("#forces\n") {
+        let _ = diffphd::optimize::problem::parse_forces(rest, 64);
+        return;
+    }
     let mut sets = Vec::new();
     let mut body = text;
     while let Some(rest) = body.strip_prefix("#set ") {
