@@ -10,7 +10,8 @@ The observations are noise-free (sigma 0): a ground-truth run's surface frames a
 
     scripts/dice_hessian.py [OUT] [--ci] [--step 0.02]
 
---ci: the CI size of tests/optimize/dice.rs (dx 6 mm, 10 frames at 0.1 m/s); default: the
+--ci: the CI size of tests/optimize/dice.rs (dx 6 mm, 10 frames at 0.1 m/s, probe radius
+12 mm); default: the
 scene's own (paper) size. Needs a release build (DIFFPHD overrides target/release/diffphd).
 Wall time (2 cores, loaded): CI size ~1 min, paper size ~10 min.
 """
@@ -27,8 +28,9 @@ BIN = os.environ.get("DIFFPHD", os.path.join(ROOT, "target/release/diffphd"))
 SCENE = os.path.join(ROOT, "scenes/dice.toml")
 TRUTH = (0.004, 0.003, 2e5)
 SCALE = 0.005  # the offsets' `scale` in scenes/dice.toml
-CI = ["body.0.mesh.dx=0.006", "simulation.frames=10",
+CI = ["body.0.mesh.dx=0.006", "simulation.frames=10", "obstacle.0.radius=0.012",
       "obstacle.0.motion.velocity=[0.0, 0.0, -0.1]"]
+Z = {True: 0.0432, False: 0.0362}  # probe centre height (CI: the 12 mm probe 0.9 mm above)
 
 
 def run(args):
@@ -80,7 +82,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     size = CI if a.ci else []
     x, y, e = TRUTH
-    truth = [f"obstacle.0.center=[{x}, {y}, 0.0362]", f"body.0.material.youngs_modulus={e}"]
+    z = Z[a.ci]
+    truth = [f"obstacle.0.center=[{x}, {y}, {z}]", f"body.0.material.youngs_modulus={e}"]
     # noise-free observations
     run(["simulate", SCENE, "--out", f"{out}/truth", "--overwrite",
          "--set", 'output.format="ply"'] + sets(size + truth))
@@ -102,12 +105,13 @@ def main():
         px, py, le = x + SCALE * u[0], y + SCALE * u[1], math.exp(math.log(e) + u[2])
         # the parameters are offsets from the scene's centre: put the centre at the point
         # and read the gradient at offset 0
-        s = size + obs + [f"obstacle.0.center=[{px}, {py}, 0.0362]",
+        s = size + obs + [f"obstacle.0.center=[{px}, {py}, {z}]",
                           f"body.0.material.youngs_modulus={le}",
                           f"loss.term.0.weight={weights[0]}", f"loss.term.1.weight={weights[1]}"]
         run(["grad", SCENE, "--out", f"{out}/grad", "--overwrite"] + sets(s))
+        # grad.json's gradient is in the working variables θ: offsets in m, ln E (log)
         g = json.load(open(f"{out}/grad/grad.json"))["evaluation"]["gradient"]
-        return [g[0] * SCALE, g[1] * SCALE, g[2] * le]
+        return [g[0] * SCALE, g[1] * SCALE, g[2]]
 
     report = {"size": "ci" if a.ci else "paper", "step_u": a.step,
               "variables": ["x / 5 mm", "y / 5 mm", "ln E"], "terms": {}}

@@ -806,13 +806,22 @@ pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<(usize, [f64; 3])>,
             .filter(|t| !t.is_empty())
             .collect();
         if f.len() != 4 {
-            return Err((k + 1, format!("expected 4 values (frame, fx, fy, fz), found {}", f.len())));
+            return Err((
+                k + 1,
+                format!("expected 4 values (frame, fx, fy, fz), found {}", f.len()),
+            ));
         }
-        let frame: usize = f[0]
-            .parse()
-            .map_err(|_| (k + 1, format!("frame `{}` is not a non-negative integer", f[0])))?;
+        let frame: usize = f[0].parse().map_err(|_| {
+            (
+                k + 1,
+                format!("frame `{}` is not a non-negative integer", f[0]),
+            )
+        })?;
         if frame == 0 || frame > frames {
-            return Err((k + 1, format!("frame {frame} is outside the simulated frames 1..={frames}")));
+            return Err((
+                k + 1,
+                format!("frame {frame} is outside the simulated frames 1..={frames}"),
+            ));
         }
         let mut v = [0.0; 3];
         for d in 0..3 {
@@ -820,7 +829,12 @@ pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<(usize, [f64; 3])>,
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-                .ok_or_else(|| (k + 1, format!("force `{}` is not a finite number", f[d + 1])))?;
+                .ok_or_else(|| {
+                    (
+                        k + 1,
+                        format!("force `{}` is not a finite number", f[d + 1]),
+                    )
+                })?;
         }
         if out.iter().any(|(t, _)| *t == frame) {
             return Err((k + 1, format!("frame {frame} is measured twice")));

@@ -423,23 +423,71 @@ fn bad_force_measurements_are_named() {
     assert_eq!(ok.code, 0, "{}", ok.stderr);
     let file = "file = \"f.csv\"";
     let cases: [(&str, &str, &[&str], &[&str]); 8] = [
-        ("file = \"missing.csv\"", "", &[], &["loss.term[0].file", "missing.csv"]),
-        (file, "1, 0, 0\n", &[], &["loss.term[0].file", "f.csv:1", "4 values"]),
-        (file, "1, 0, nan, 0\n", &[], &["loss.term[0].file", "f.csv:1", "finite"]),
-        (file, "# c\n3, 0, 0, 1\n", &[], &["loss.term[0].file", "f.csv:2", "frame 3", "1..=2"]),
-        (file, "1 0 0 1\n1 0 0 2\n", &[], &["loss.term[0].file", "f.csv:2", "twice"]),
-        (file, "frame,fx,fy,fz\n", &[], &["loss.term[0].file", "no measurement"]),
-        ("file = \"f.csv\", obstacle = 1", good, &[], &["loss.term[0].obstacle", "obstacle 1"]),
-        (file, good, &["contact.model=\"penalty\""], &["loss.term[0].type", "penalty"]),
+        (
+            "file = \"missing.csv\"",
+            "",
+            &[],
+            &["loss.term[0].file", "missing.csv"],
+        ),
+        (
+            file,
+            "1, 0, 0\n",
+            &[],
+            &["loss.term[0].file", "f.csv:1", "4 values"],
+        ),
+        (
+            file,
+            "1, 0, nan, 0\n",
+            &[],
+            &["loss.term[0].file", "f.csv:1", "finite"],
+        ),
+        (
+            file,
+            "# c\n3, 0, 0, 1\n",
+            &[],
+            &["loss.term[0].file", "f.csv:2", "frame 3", "1..=2"],
+        ),
+        (
+            file,
+            "1 0 0 1\n1 0 0 2\n",
+            &[],
+            &["loss.term[0].file", "f.csv:2", "twice"],
+        ),
+        (
+            file,
+            "frame,fx,fy,fz\n",
+            &[],
+            &["loss.term[0].file", "no measurement"],
+        ),
+        (
+            "file = \"f.csv\", obstacle = 1",
+            good,
+            &[],
+            &["loss.term[0].obstacle", "obstacle 1"],
+        ),
+        (
+            file,
+            good,
+            &["contact.model=\"penalty\""],
+            &["loss.term[0].type", "penalty"],
+        ),
     ];
     for (keys, text, extra, needles) in cases {
-        let files: &[(&str, &str)] = if text.is_empty() { &[] } else { &[("f.csv", text)] };
+        let files: &[(&str, &str)] = if text.is_empty() {
+            &[]
+        } else {
+            &[("f.csv", text)]
+        };
         let r = run(keys, files, extra);
         assert_eq!(r.code, 2, "{keys} {text:?}: {}", r.stderr);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{keys}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
         for n in needles {
-            assert!(r.stderr.contains(n), "{keys} {text:?}: {:?} lacks {n:?}", r.stderr);
+            assert!(
+                r.stderr.contains(n),
+                "{keys} {text:?}: {:?} lacks {n:?}",
+                r.stderr
+            );
         }
     }
 }
