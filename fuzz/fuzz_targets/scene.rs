@@ -1,4 +1,4 @@
-//! Scene TOML (+ leading `#set` lines) → load, validate, model build (body: `diffphd_fuzz_bodies::scene`).
+//! Scene TOML (+ leading `#set` lines; or `#forces` + a force measurement file) → load, validate, model build (body: `diffphd_fuzz_bodies::scene`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

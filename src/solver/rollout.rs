@@ -180,6 +180,9 @@ pub fn forward_from(
     let mut total = 0.0;
     run_infallible(sim, start, frames, state, |e| {
         total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
+        if loss.has_force_terms() {
+            total += loss.force_value(e.frame, e.stats.contact_record.as_deref());
+        }
         if (e.frame - start).is_multiple_of(k) || e.frame == frames {
             kept.insert(e.frame, (e.x.to_vec(), e.v.to_vec()));
         }
@@ -316,9 +319,17 @@ pub fn backward_estimated(
             let alpha = filter_alpha(cfg, step_stats);
             // a failure of the accelerator anywhere in this step's adjoint ends the backward
             let device = |error| SolverError::adjoint_offload(frame, error);
-            let lin = stepper
+            let mut lin = stepper
                 .linearize(sim_ref, x_next, alpha, step_stats)
                 .map_err(device)?;
+            // a loss on this step's contact forces (a load cell): the contact rows' own
+            // right-hand side g_λ (crate::contact::adjoint)
+            if let (Some(c), Some(rec)) = (lin.contact.as_mut(), &step_stats.contact_record) {
+                let force = source.contact_force(frame, rec);
+                if !force.is_empty() {
+                    c.set_force_cotangent(force);
+                }
+            }
             let (z, mut st) = stepper.adjoint(sim_ref, &lin, (x_next, &g), cfg, frame)?;
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {

@@ -32,7 +32,7 @@ fn diffphd(args: &[&str]) {
 
 /// `points` plus isotropic Gaussian noise of deviation `sigma` (Box–Muller on the library's
 /// seeded uniform numbers), in a seeded random order.
-fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
+pub(crate) fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
     let u = diffphd::model::seeded_uniform(seed, 7 * points.len());
     let unit = |k: usize| (0.5 * (u[k] + 1.0)).clamp(1e-300, 1.0);
     let gauss =
@@ -49,7 +49,7 @@ fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
     out.into_iter().map(|(_, p)| p).collect()
 }
 
-fn write_cloud(path: &Path, pts: &[[f64; 3]]) {
+pub(crate) fn write_cloud(path: &Path, pts: &[[f64; 3]]) {
     let mut s = String::new();
     if path.extension().is_some_and(|e| e == "ply") {
         s.push_str(&format!(

@@ -77,11 +77,16 @@ pub fn plot_json(data: &[u8]) {
 /// Scene TOML → load + overrides + validate, and for small generated meshes the model build
 /// (selectors, regions, initial state, forces, contact settings resolved); for MPM and rigid
 /// scenes the system build under a 1 MiB budget. Leading lines `#set KEY=VALUE` are `--set`
-/// overrides, the rest is the scene.
+/// overrides, the rest is the scene; an input starting with the line `#forces` is a
+/// `contact_force` loss term's measurement file instead.
 pub fn scene(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    if let Some(rest) = text.strip_prefix("#forces\n") {
+        let _ = diffphd::optimize::problem::parse_forces(rest, 64);
+        return;
+    }
     let mut sets = Vec::new();
     let mut body = text;
     while let Some(rest) = body.strip_prefix("#set ") {

@@ -462,7 +462,9 @@ pub fn solve_adjoint(
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let start = AdjointStart::new(sim, g, frame, "fixed_point");
-    if let Some(answer) = start.zero_answer() {
+    // a loss on the contact forces is a right-hand side of its own (g_λ): z ≠ 0 with g = 0
+    let force_rhs = lin.contact.as_ref().is_some_and(|c| c.has_rhs());
+    if let Some(answer) = start.zero_answer().filter(|_| !force_rhs) {
         return Ok(answer);
     }
     let AdjointStart {
@@ -725,7 +727,8 @@ fn solve_adjoint_contact(
     t0: std::time::Instant,
 ) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let n3 = gf.len();
-    let gnorm = norm(gf);
+    // the residual's scale: g and the force g_λ puts on the z rows (a contact-force loss)
+    let gnorm = norm(gf) + c.rhs_scale(n3)?;
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
     let mut best = (f64::INFINITY, z.clone());
@@ -772,7 +775,7 @@ fn solve_adjoint_contact(
             sim.zero_prescribed(&mut dv);
             let mut w = vec![0.0; n3];
             solve_a(sim, &dv, &mut w)?;
-            c.project(&mut w)?;
+            c.project_linear(&mut w)?;
             for i in 0..n3 {
                 out[i] = v[i] - w[i];
             }
@@ -782,6 +785,7 @@ fn solve_adjoint_contact(
             out.copy_from_slice(v);
             Ok(())
         };
+        // (I − Π A⁻¹ΔA) z = Π A⁻¹g + z_c: the affine projection of A⁻¹g (g_λ's z_c included)
         let mut rhs = vec![0.0; n3];
         solve_a(sim, gf, &mut rhs)?;
         c.project(&mut rhs)?;
@@ -847,7 +851,9 @@ pub fn solve_adjoint_kkt(
     let n3 = gf.len();
     let na = c.num_kept();
     let mut b = gf.to_vec();
-    b.resize(n3 + na, 0.0);
+    // the contact rows' right-hand side: g_λ of a contact-force loss (else 0)
+    b.extend(c.rhs_kept());
+    debug_assert_eq!(b.len(), n3 + na);
     let mut op = |y: &[f64], out: &mut [f64]| {
         let (z, zeta) = y.split_at(n3);
         let (oz, oc) = out.split_at_mut(n3);

@@ -86,6 +86,8 @@ pub fn solve_adjoint(
         gmres_iterations = st.iterations;
     }
     let mut kz = vec![0.0; z.len()];
+    // the residual's scale: g and the force a contact-force loss's g_λ puts on the z rows
+    let mut force_scale = 0.0;
     if let Some(c) = lin.contact.as_ref() {
         if ns.regularizations > 0 {
             // indefinite K with contact: the same KKT system by the PD-side contact adjoint
@@ -99,7 +101,8 @@ pub fn solve_adjoint(
             k: Some(&k),
             n: sim.model.num_nodes(),
         };
-        let ca = ContactAdjoint::new(&c.rec, &fac)?;
+        let ca = ContactAdjoint::new(&c.rec, &fac)?.with_force_of(c);
+        force_scale = ca.rhs_scale(z.len())?;
         let (_, mu) = ca.project(&mut z)?;
         sim.zero_prescribed(&mut z);
         // KKT residual g − Kz − Jᵀμ
@@ -110,7 +113,7 @@ pub fn solve_adjoint(
     kz.iter_mut().zip(&kz2).for_each(|(a, b)| *a += b);
     sim.zero_prescribed(&mut kz);
     let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
-    let gn = norm(&gf);
+    let gn = norm(&gf) + force_scale;
     let stats = AdjointStats {
         frame,
         iterations: 1,
