@@ -105,6 +105,14 @@ fn fuzz_bodies_survive_mutated_scene_files() {
     assert!(s.len() >= 40, "scene corpus too small: {}", s.len());
     let n = run(&s, 12, diffphd_fuzz_bodies::scene);
     assert!(n >= 40 * 20);
+    // a `contact_force` term's measurement file, behind the body's `#forces` line
+    let forces = seeds("scenes/dice", &["force.csv"], 64 << 10);
+    assert_eq!(forces.len(), 1);
+    run(&forces, 24, |d| {
+        let mut f = b"#forces\n".to_vec();
+        f.extend_from_slice(d);
+        diffphd_fuzz_bodies::scene(&f)
+    });
 }
 
 #[test]
