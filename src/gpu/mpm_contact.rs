@@ -364,7 +364,9 @@ impl<D: Device> DeviceContact<D> {
                 |alpha| match self.line_terms(mpm, alpha) {
                     Ok((d1, d2)) => (dphi0 + alpha * a - d1, a + d2),
                     Err(e) => {
-                        failure = failure.or(Some(e));
+                        if failure.is_none() {
+                            failure = Some(e);
+                        }
                         (0.0, 0.0)
                     }
                 },
