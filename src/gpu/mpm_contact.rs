@@ -39,12 +39,12 @@ use nalgebra::Vector3;
 
 use crate::cancel::Stage;
 use crate::gpu::device::{Arg, Device};
-use crate::gpu::{Backend, Counted, Emulator};
-use crate::mpm::system::{MpmOffload, MpmOffloadStep, MpmStepError};
 use crate::gpu::kernels::Kernel;
 use crate::gpu::mpm::{DeviceMpm, DeviceMpmError};
 use crate::gpu::reduce;
 use crate::gpu::GpuError;
+use crate::gpu::{Backend, Counted, Emulator};
+use crate::mpm::system::{MpmOffload, MpmOffloadStep, MpmStepError};
 
 /// Doubles per geometry row of the device table (kernels/mpm_contact.cu).
 pub const GEOMETRY_ROW: usize = 32;
@@ -528,7 +528,8 @@ impl<D: Device> DeviceContact<D> {
         )?;
         let p = dev.download_prefix(&self.slot_partial, 6 * self.bodies * parts)?;
         for (b, w) in impulses.iter_mut().enumerate().take(self.bodies) {
-            let sum = |q: usize| -> f64 { p[(6 * b + q) * parts..(6 * b + q + 1) * parts].iter().sum() };
+            let sum =
+                |q: usize| -> f64 { p[(6 * b + q) * parts..(6 * b + q + 1) * parts].iter().sum() };
             *w += Wrench {
                 force: Vector3::new(sum(0), sum(1), sum(2)),
                 torque: Vector3::new(sum(3), sum(4), sum(5)),
@@ -644,8 +645,8 @@ impl<D: Device + Clone> DeviceMpmOffload<D> {
         before_substep: impl FnMut(usize) -> Result<(), DeviceCouplingError>,
     ) -> Result<CoupledStepReport, DeviceCouplingError> {
         if self.run.is_none() {
-            let mpm = DeviceMpm::new(self.dev.clone(), sim)
-                .map_err(|e| DeviceCouplingError::at(e, 0))?;
+            let mpm =
+                DeviceMpm::new(self.dev.clone(), sim).map_err(|e| DeviceCouplingError::at(e, 0))?;
             let contact = DeviceContact::new(&mpm, world)?;
             self.run = Some((mpm, contact));
         }
@@ -685,19 +686,11 @@ impl<D: Device + Clone> MpmOffload for DeviceMpmOffload<D> {
     ) -> Result<CoupledStepReport, MpmStepError> {
         let n = step.substeps;
         let cancel = step.cancel;
-        self.step(
-            world,
-            sim,
-            step.dt,
-            n,
-            step.damp,
-            step.options,
-            |k| {
-                cancel
-                    .poll(Stage::Mpm, k)
-                    .map_err(|_| DeviceCouplingError::Cancelled { substep: k })
-            },
-        )
+        self.step(world, sim, step.dt, n, step.damp, step.options, |k| {
+            cancel
+                .poll(Stage::Mpm, k)
+                .map_err(|_| DeviceCouplingError::Cancelled { substep: k })
+        })
         .map_err(|e| match e {
             DeviceCouplingError::Coupling(c) => MpmStepError::from_coupling(c, n),
             DeviceCouplingError::Cancelled { substep } => MpmStepError::Cancelled {

@@ -582,7 +582,10 @@ fn mpm_emulator_backend_writes_the_cpu_frames() {
     }
     assert!(fc[4]["qn_iterations_total"].as_u64().unwrap() > 0);
     eprintln!("emulator vs CPU frames: largest position difference {worst:.2e} of 2 cm");
-    assert!(worst <= 1e-10, "positions differ by {worst:e} of the block size");
+    assert!(
+        worst <= 1e-10,
+        "positions differ by {worst:e} of the block size"
+    );
     // refusals: the strong coupling, a scene without MPM bodies
     let (code, err, _) = simulate(
         &conveyor,

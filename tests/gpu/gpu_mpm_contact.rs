@@ -57,13 +57,9 @@ fn world(lo: Vector3<f64>, hi: Vector3<f64>) -> RigidWorld {
         friction: 0.6,
         ..LaggedParams::mpm_default()
     };
-    let ground = HalfSpace::new(
-        Vector3::z(),
-        Vector3::new(0.0, 0.0, lo.z + DEPTH),
-        params,
-    )
-    .unwrap()
-    .with_mpm_contact(params);
+    let ground = HalfSpace::new(Vector3::z(), Vector3::new(0.0, 0.0, lo.z + DEPTH), params)
+        .unwrap()
+        .with_mpm_contact(params);
     let kinematic = |mut b: RigidBody, speeds: [f64; 6]| {
         b.drives = speeds.map(|s| Drive::Velocity(Profile::Constant(s)));
         b.velocity = Vector3::new(speeds[0], speeds[1], speeds[2]);
@@ -161,7 +157,8 @@ fn mpm_contact_coupled_steps_match_the_cpu_on<D: Device + Clone>(dev: &D) {
     let bodies = cpu_world.bodies.len();
     let (mut iterations, mut touched) = (0, vec![0usize; bodies]);
     for frame in 0..FRAMES {
-        let cpu_rep = contact::coupled_step(&mut cpu_world, &mut cpu, DT, SUBSTEPS, &options).unwrap();
+        let cpu_rep =
+            contact::coupled_step(&mut cpu_world, &mut cpu, DT, SUBSTEPS, &options).unwrap();
         let before = counted.traffic().unwrap();
         let rep = coupled_step(
             &mut mpm,
@@ -227,9 +224,15 @@ fn mpm_contact_coupled_steps_match_the_cpu_on<D: Device + Clone>(dev: &D) {
             touched[b] += usize::from(cpu_rep.body_impulses[b].force.norm() > 0.0);
         }
     }
-    assert!(iterations >= 3 * (FRAMES * SUBSTEPS) as u64, "the solves iterate: {iterations}");
+    assert!(
+        iterations >= 3 * (FRAMES * SUBSTEPS) as u64,
+        "the solves iterate: {iterations}"
+    );
     eprintln!("frames with an impulse per body (box, capsule, sphere, cylinder): {touched:?}");
-    assert!(touched.iter().all(|&t| t > 0), "every body is touched: {touched:?}");
+    assert!(
+        touched.iter().all(|&t| t > 0),
+        "every body is touched: {touched:?}"
+    );
     let mut back = sim.clone();
     mpm.download(&mut back).unwrap();
     let (a, b) = (fields(&back), fields(&cpu));
@@ -253,7 +256,10 @@ fn mpm_contact_coupled_steps_match_the_cpu_on<D: Device + Clone>(dev: &D) {
         eprintln!("contact parity rigid {name}: {e:.2e}");
         assert!(e <= 1e-10, "rigid {name}: {e:.3e}");
     }
-    eprintln!("{iterations} QN iterations over {} substeps; worst particle field {worst:.2e}", FRAMES * SUBSTEPS);
+    eprintln!(
+        "{iterations} QN iterations over {} substeps; worst particle field {worst:.2e}",
+        FRAMES * SUBSTEPS
+    );
 }
 
 #[test]

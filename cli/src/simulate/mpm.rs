@@ -10,9 +10,9 @@
 use crate::log::{MpmFrameRecord, MpmRunHeader, MpmRunLog, RigidBodyRecord, Status};
 use crate::{Failure, RunArgs};
 use anyhow::anyhow;
+use diffphd::gpu::Backend;
 use diffphd::io::write_atomic;
 use diffphd::mpm::frames::MpmFrameWriter;
-use diffphd::gpu::Backend;
 use diffphd::mpm::{self, MpmState, MpmStepStats, MpmSystem};
 use diffphd::scene::mpm::CouplingKind;
 use diffphd::scene::LoadedScene;
