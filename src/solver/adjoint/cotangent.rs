@@ -15,7 +15,7 @@
 //! was before sources existed). Implementations: the TOML [`Loss`], the dense per-frame
 //! arrays [`DenseCotangents`] (what Python's autograd hands back), and [`SumOf`] two sources.
 
-use crate::solver::loss::Loss;
+use crate::solver::adjoint::loss::Loss;
 
 /// The states of frame `frame` as the reverse sweep sees them.
 #[derive(Clone, Copy)]
@@ -145,8 +145,8 @@ mod tests {
     }
 
     use crate::model::{Model, ModelBuilder, SolverSettings};
-    use crate::solver::config::BackwardConfig;
-    use crate::solver::loss::seeded_uniform;
+    use crate::solver::adjoint::loss::seeded_uniform;
+    use crate::solver::records::config::BackwardConfig;
     use crate::solver::rollout;
     use crate::solver::Simulator;
 

@@ -12,28 +12,28 @@
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
-use super::anderson::TypeII;
 use crate::cancel::Stage;
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{GateReference, OnNonConvergence, SolverMode};
-use crate::solver::error::SolverError;
-use crate::solver::gate::{DualGate, GateResiduals};
-use crate::solver::local;
+use crate::solver::context::{contact_settings, norm, ContactOutcome, StepContext};
 use crate::solver::newton;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::{contact_settings, norm, ContactOutcome, Simulator};
-use crate::solver::stats::{StepStats, TrStats};
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{StepStats, TrStats};
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::gate::{DualGate, GateResiduals};
+use crate::solver::stages::local;
 use nalgebra::Matrix3;
 use std::time::Instant;
 
-impl Simulator<'_> {
+impl StepContext<'_> {
     /// One implicit-Euler step of the PD method producing frame `frame` (1-based) from
     /// $(x_t, v_t)$. Returns $x_{t+1}$ and the step statistics.
     ///
     /// `mode = "paper"`: Anderson-PD until the dual gate (then the optional `newton_polish`).
     /// `mode = "accurate"`: Anderson-PD until the dual gate, then Newton–Krylov steps
-    /// ([`Simulator::newton_krylov`]) until the force-balance test
+    /// ([`StepContext::newton_krylov`]) until the force-balance test
     /// $\|b(x)-Ax\|\le\epsilon_{res}\|b(x^0)-Ax^0\|$ + floor holds; where the Newton steps do not
     /// apply (active NCP contacts) or stall, PD iterations go on under the same residual test.
     pub(crate) fn step_pd(
@@ -157,8 +157,8 @@ impl Simulator<'_> {
                 && self.config.gate.rel >= 1e-5)
     }
 
-    /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`Simulator::newton_krylov`])
-    /// from `it.x` towards the force-balance target ([`Simulator::residual_target`]), unless
+    /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`StepContext::newton_krylov`])
+    /// from `it.x` towards the force-balance target ([`StepContext::residual_target`]), unless
     /// an NCP contact carries load. The result is kept (returns `true`: step converged) when
     /// it converged and, with contacts, stays out of the obstacles ($\delta_n\ge-$tolerance);
     /// otherwise `false` is returned with `it.x` at the last accepted Newton–Krylov iterate
@@ -310,7 +310,7 @@ impl Simulator<'_> {
             *f += bu;
         }
         self.zero_prescribed(&mut bf);
-        crate::solver::gate::RESIDUAL_FLOOR * norm(&bf)
+        crate::solver::stages::gate::RESIDUAL_FLOOR * norm(&bf)
     }
 
     /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
@@ -578,7 +578,7 @@ impl Simulator<'_> {
                     .map(|(a, b)| (a - b) * (a - b))
                     .sum::<f64>()
                     .sqrt(),
-                crate::solver::gate::DISPLACEMENT_FLOOR * norm(x),
+                crate::solver::stages::gate::DISPLACEMENT_FLOOR * norm(x),
             ),
         };
         let bp_ref = bp_prev
@@ -679,7 +679,7 @@ impl Simulator<'_> {
 
     /// Force residual $b(x)-Ax=c_u+b_{p,u}(x)-A(x-x_t)$ ([`StepRhs`]) on the free DoFs and
     /// $\|c_u+b_{p,u}(x)\|$ (free DoFs). The local step runs where the PD iteration's does
-    /// ([`Simulator::local_rhs`]: on the accelerator if there is one; the CPU path's
+    /// ([`StepContext::local_rhs`]: on the accelerator if there is one; the CPU path's
     /// arithmetic is unchanged).
     pub(in crate::solver) fn pd_residual(
         &mut self,
@@ -728,9 +728,9 @@ impl Simulator<'_> {
         self.system.apply_a(&dx, &mut adx);
         let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>()
             - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
-        let e_prev = crate::solver::trust_region::pd_energy(self, x_prev, &y, x_t)?;
-        let e_k = crate::solver::trust_region::pd_energy(self, x_k, &y, x_t)?;
-        Ok(crate::solver::trust_region::blend(
+        let e_prev = crate::solver::adjoint::trust_region::pd_energy(self, x_prev, &y, x_t)?;
+        let e_k = crate::solver::adjoint::trust_region::pd_energy(self, x_k, &y, x_t)?;
+        Ok(crate::solver::adjoint::trust_region::blend(
             pred,
             e_prev - e_k,
             e_prev,
@@ -762,7 +762,7 @@ pub(in crate::solver) struct PdLoop {
     /// Round-off floor of the residual test.
     pub(in crate::solver) floor: f64,
     /// Contact tolerance of the force-balance phase
-    /// ([`Simulator::residual_contact_tolerance`]); `None`: `contact.tolerance`.
+    /// ([`StepContext::residual_contact_tolerance`]); `None`: `contact.tolerance`.
     pub(in crate::solver) contact_tol: Option<f64>,
 }
 
@@ -813,7 +813,7 @@ pub(in crate::solver) enum Exit {
     Cap,
 }
 
-/// What [`Simulator::begin_pd`] prepares for the PD iteration.
+/// What [`StepContext::begin_pd`] prepares for the PD iteration.
 struct PdStart {
     /// External force $f_{ext}$ (with explicit penalty contact forces).
     f_ext: Vec<f64>,
@@ -828,7 +828,7 @@ struct PdStart {
 }
 
 /// The right-hand side of a PD step in displacement form. With $u=x-x_t$, the system
-/// $Ax=c+b_p(x)$ ($c$ of [`Simulator::rhs_constant`]) is $Au=c_u+b_{p,u}(x)$ where
+/// $Ax=c+b_p(x)$ ($c$ of [`StepContext::rhs_constant`]) is $Au=c_u+b_{p,u}(x)$ where
 /// $c_u=\tfrac1hMv_t+f_{ext}-K_{att}x_t$ and
 /// $b_{p,u}(x)=\sum_sG_s^T\mathrm{vec}\big(Q_s(x)-Q^t_s\big)$, $Q^t_s=w_sF_s(x_t)$ (+ the muscle
 /// terms $w_m(F_s\mathsf m)\mathsf m^T$): $c-Ax_t=c_u-\sum_sG_s^T\mathrm{vec}\,Q^t_s$ because
@@ -851,7 +851,7 @@ pub(in crate::solver) struct StepRhs {
     pub(in crate::solver) xd_u: Vec<f64>,
 }
 
-impl Simulator<'_> {
+impl StepContext<'_> {
     /// [`StepRhs`] of the step from $(x_t,v_t)$ with external forces `f_ext` and Dirichlet
     /// values `xd`.
     fn step_rhs(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64], xd: Vec<f64>) -> StepRhs {

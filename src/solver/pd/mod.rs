@@ -3,10 +3,7 @@
 //! iteration on an accelerator's resident vectors.
 
 pub(crate) mod adjoint;
-pub mod anderson;
 pub mod forward;
-pub mod gate;
-pub mod local;
 pub mod newton_krylov;
 pub(in crate::solver) mod resident;
 pub mod stepper;

@@ -1,18 +1,18 @@
 //! The PD iteration on the accelerator's resident loop (issue 15, docs/gpu.md "Resident PD
-//! iteration"): the same algorithm as [`Simulator::pd_iterate`] — the PD map, the
+//! iteration"): the same algorithm as [`StepContext::pd_iterate`] — the PD map, the
 //! force-balance test of `mode = "accurate"`, Anderson (Eqs. 18–21) and the dual gate
 //! (Eq. 22) — with the vectors kept on the device through
 //! [`crate::solver::offload::ResidentPd`]. Per iteration only a few norms, Anderson's new dot
 //! products and its coefficients cross; the iterate comes back when the run of iterations
-//! ends. Steps with NCP contact or trust-region statistics run [`Simulator::pd_iterate`].
+//! ends. Steps with NCP contact or trust-region statistics run [`StepContext::pd_iterate`].
 
-use super::anderson::TypeII;
 use crate::model::GateReference;
-use crate::solver::error::SolverError;
-use crate::solver::forward::{Exit, PdLoop, StepRhs, Stop};
-use crate::solver::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
+use crate::solver::context::StepContext;
 use crate::solver::offload::{MapNorms, OffloadError, ResidentStep};
-use crate::solver::simulator::Simulator;
+use crate::solver::pd::forward::{Exit, PdLoop, StepRhs, Stop};
+use crate::solver::records::error::SolverError;
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
 use std::time::Instant;
 
 /// The accelerator's resident loop of `sim`, or the error of a simulator without one.
@@ -31,7 +31,7 @@ macro_rules! resident {
     };
 }
 
-impl Simulator<'_> {
+impl StepContext<'_> {
     /// Whether the PD iterations of a step run on the accelerator's resident loop: one is
     /// attached and offers it, the step has no NCP contact and no trust-region statistics are
     /// asked for.
@@ -44,7 +44,7 @@ impl Simulator<'_> {
                 .is_some_and(|o| o.resident().is_some())
     }
 
-    /// [`Simulator::pd_iterate`] on the resident loop: from `it.x` (uploaded at the start of
+    /// [`StepContext::pd_iterate`] on the resident loop: from `it.x` (uploaded at the start of
     /// the step, or after a host phase moved it) until `stop` says so or the cap; `it.x` is
     /// the iterate when it returns.
     pub(in crate::solver) fn pd_iterate_resident(
@@ -144,7 +144,7 @@ impl Simulator<'_> {
     }
 
     /// The dual gate (spec Eq. 22) from the norms of a resident map, as
-    /// [`Simulator::gate_residuals`] forms it on the host.
+    /// [`StepContext::gate_residuals`] forms it on the host.
     fn resident_gate(&self, n: &MapNorms) -> GateResiduals {
         let (xref, floor) = match self.config.gate_reference {
             GateReference::Position => (n.x, 0.0),

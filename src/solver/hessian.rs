@@ -4,7 +4,7 @@
 
 use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
 use crate::model::Model;
-use crate::solver::error::SolverError;
+use crate::solver::records::error::SolverError;
 
 /// Persistent Hessian pattern, free-DoF map and the factor whose symbolic analysis is reused.
 pub struct NewtonSystem {
