@@ -7,6 +7,7 @@
 
 use super::assembly;
 use super::hessian::NewtonSystem;
+use super::offload::Offload;
 use super::records::config::SolverConfig;
 use super::records::error::SolverError;
 use super::records::stats::StepStats;
@@ -53,7 +54,7 @@ pub struct StepContext<'m> {
     /// built for (`diffpd::schwarz_system`; rebuilt when the glue contact pins others).
     pub(crate) schwarz: std::sync::Mutex<Option<SchwarzCache>>,
     /// Accelerator of the PD iteration's local step and global solve (`--backend`), if any.
-    pub offload: Option<Box<dyn super::offload::Offload + Send + Sync + 'm>>,
+    pub offload: Option<Box<dyn Offload + Send + Sync + 'm>>,
     /// The caller's cancellation token, polled once per iteration of every loop of a step
     /// and of its backward ([`crate::cancel`]); a tripped poll is
     /// [`SolverError::Cancelled`]. Taken from [`crate::cancel::Cancel::current`] when the
@@ -177,6 +178,18 @@ impl<'m> StepContext<'m> {
             offload: None,
             cancel: crate::cancel::Cancel::current(),
         })
+    }
+
+    /// The attached accelerator ([`StepContext::offload`], `--backend`), if any: every stage
+    /// the solver hands to it goes through this or [`StepContext::accelerator_mut`].
+    pub fn accelerator(&self) -> Option<&(dyn Offload + Send + Sync + 'm)> {
+        self.offload.as_deref()
+    }
+
+    /// The attached accelerator, mutably (the forward's stages: local step, global solve,
+    /// the resident PD loop, the muscle time).
+    pub fn accelerator_mut(&mut self) -> Option<&mut (dyn Offload + Send + Sync + 'm)> {
+        self.offload.as_deref_mut()
     }
 
     /// `Err(ContactTimeLimit)` for a step whose contact solve hit `contact.max_seconds`

@@ -246,7 +246,7 @@ impl DeviceTraffic {
 }
 
 /// The constants of one PD step for [`ResidentPd::begin`], in the displacement form of
-/// `forward::StepRhs` (node-major, `3n` each): the PD map is
+/// `pd::iterate::StepRhs` (node-major, `3n` each): the PD map is
 /// $\hat x=x_t+A^{-1}\big(c_u+b_p(x)-s_t\big)$ with the Dirichlet values $\bar x_D-x_{t,D}$
 /// in the solve and $\bar x_D$ imposed on $\hat x$.
 pub struct ResidentStep<'a> {

@@ -4,7 +4,7 @@
 //! ([`build`], [`register`]: the one place that turns `[solver] method` into a stepper). The
 //! steppers take the context, never the simulator, so this file is the only one that
 //! imports both the context and the methods (no import circle between them).
-//! The simulator dereferences to its context: `sim.model`, `sim.offload`, `sim.config`, ….
+//! The simulator dereferences to its context (its model, settings, attached accelerator, …).
 
 use super::auto::MethodChoice;
 use super::context::StepContext;

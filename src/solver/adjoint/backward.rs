@@ -97,8 +97,8 @@ impl<'s> StepLinearization<'s> {
             });
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
         let muscle = crate::solver::muscle::MuscleLin::new(model, x, d.muscle_time);
-        let device_step = match sim.offload.as_ref() {
-            Some(off) => Some(plan_device_step(off.as_ref(), &spectral, &muscle)?),
+        let device_step = match sim.accelerator() {
+            Some(off) => Some(plan_device_step(off, &spectral, &muscle)?),
             None => None,
         };
         Ok(StepLinearization {
@@ -147,7 +147,7 @@ impl<'s> StepLinearization<'s> {
         x: &[f64],
         (alpha, projected): (f64, bool),
     ) -> Option<Result<Self, OffloadError>> {
-        let off = sim.offload.as_ref()?;
+        let off = sim.accelerator()?;
         let muscle = crate::solver::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
         let planned = with_fibres(&muscle, |fibres| {
             off.linearize_step(x, (alpha, projected), fibres)
@@ -322,7 +322,7 @@ pub fn delta_a(
     z: &[f64],
     out: &mut [f64],
 ) -> Result<(), OffloadError> {
-    let Some(off) = sim.offload.as_ref() else {
+    let Some(off) = sim.accelerator() else {
         lin.apply(sim.model, z, out);
         return Ok(());
     };
@@ -336,7 +336,7 @@ pub fn delta_a(
 /// one, otherwise the persistent CPU factor. A device failure is the error.
 pub fn solve_a(sim: &StepContext, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
     use crate::linalg::LinearSolver;
-    match sim.offload.as_ref() {
+    match sim.accelerator() {
         Some(off) => off.solve_homogeneous(q, z),
         None => Ok(sim.system.solve_homogeneous(q, z)?),
     }
@@ -368,7 +368,7 @@ fn device_space<'a>(
     lin: &StepLinearization,
 ) -> Option<Box<dyn KrylovSpace<Error = OffloadError> + 'a>> {
     let token = lin.device_step?;
-    sim.offload.as_ref()?.krylov_space(token)
+    sim.accelerator()?.krylov_space(token)
 }
 
 /// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`: on the

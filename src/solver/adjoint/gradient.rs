@@ -125,8 +125,8 @@ pub fn accumulate_step(
             grads.attachment_offset[g][c] += dt[c];
         }
     }
-    if let Some(off) = sim.offload.as_ref() {
-        return device_terms(sim, off.as_ref(), lin, (step, z, &vel), grads);
+    if let Some(off) = sim.accelerator() {
+        return device_terms(sim, off, lin, (step, z, &vel), grads);
     }
     let body_dnu: Vec<_> = (0..model.bodies.len())
         .map(|b| model.body_means_dnu(&model.params, b))

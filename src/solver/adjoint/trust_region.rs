@@ -56,7 +56,7 @@ pub fn pd_energy(
 /// simulator has one that offers it ([`crate::solver::offload::Offload::material_energy`];
 /// its failure is returned), else on the host.
 fn material_energy(sim: &StepContext, x: &[f64]) -> Result<f64, OffloadError> {
-    if let Some(r) = sim.offload.as_ref().and_then(|o| o.material_energy(x)) {
+    if let Some(r) = sim.accelerator().and_then(|o| o.material_energy(x)) {
         return r;
     }
     let model = sim.model;

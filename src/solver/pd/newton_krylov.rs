@@ -3,9 +3,9 @@
 //! matrix-free and GMRES preconditioned by the persistent factor $A^{-1}$ (docs/NOTES.md,
 //! "Accuracy of the defaults"). Split from `forward.rs`; the PD iteration hands over here.
 
+use super::iterate::StepRhs;
 use crate::solver::context::{norm, StepContext};
 use crate::solver::offload::OffloadError;
-use crate::solver::pd::forward::StepRhs;
 use crate::solver::records::config::BackwardConfig;
 
 /// Newton–Krylov steps per PD step at most in the line-search phase (muscles,
