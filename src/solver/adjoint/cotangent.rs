@@ -16,7 +16,7 @@
 //! arrays [`DenseCotangents`] (what Python's autograd hands back), and [`SumOf`] two sources.
 
 use crate::contact::ContactRecord;
-use crate::solver::loss::Loss;
+use crate::solver::adjoint::loss::Loss;
 use nalgebra::Vector3;
 
 /// The states of frame `frame` as the reverse sweep sees them.
@@ -164,8 +164,8 @@ mod tests {
     }
 
     use crate::model::{Model, ModelBuilder, SolverSettings};
-    use crate::solver::config::BackwardConfig;
-    use crate::solver::loss::seeded_uniform;
+    use crate::solver::adjoint::loss::seeded_uniform;
+    use crate::solver::records::config::BackwardConfig;
     use crate::solver::rollout;
     use crate::solver::Simulator;
 

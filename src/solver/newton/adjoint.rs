@@ -10,7 +10,7 @@ use crate::linalg::krylov;
 /// the step's contact block (`lin.contact`), the KKT system of the module docs by one solve
 /// and the contact Schur complement.
 pub fn solve_adjoint(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     x_next: &[f64],
     g: &[f64],
@@ -91,8 +91,9 @@ pub fn solve_adjoint(
     if let Some(c) = lin.contact.as_ref() {
         if ns.regularizations > 0 {
             // indefinite K with contact: the same KKT system by the PD-side contact adjoint
-            let (z, mut st) = crate::solver::backward::solve_adjoint(sim, lin, g, cfg, frame)
-                .map_err(|error| SolverError::adjoint_offload(frame, error))?;
+            let (z, mut st) =
+                crate::solver::adjoint::backward::solve_adjoint(sim, lin, g, cfg, frame)
+                    .map_err(|error| SolverError::adjoint_offload(frame, error))?;
             st.method = format!("newton_indefinite:{}", st.method);
             return Ok((z, st));
         }

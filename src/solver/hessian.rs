@@ -5,7 +5,7 @@
 use crate::linalg::{ordering, CscMatrix, LinalgError, LinearSolver, SparseCholesky};
 use crate::material::Mat9;
 use crate::model::Model;
-use crate::solver::error::SolverError;
+use crate::solver::records::error::SolverError;
 use rayon::prelude::*;
 
 /// Persistent Hessian pattern, free-DoF map and the factor whose symbolic analysis is reused.
