@@ -15,8 +15,7 @@ use super::super::scene::Scene;
 use crate::solver::timeloop::TimeStepped;
 use diffphd_mpm::contact::{
     coupled_step_in, ContactError, CoupledStepReport, CouplingError, CouplingWorkspace,
-    GridContactProblem,
-    SolverOptions, Wrench,
+    GridContactProblem, SolverOptions, Wrench,
 };
 use diffphd_mpm::mpm::{MpmError, Simulation};
 use diffphd_mpm::rigid::{RigidError, RigidWorld};

@@ -48,8 +48,21 @@ impl Rng {
 
 /// Byte strings that turn a valid number or keyword into an edge case.
 const INTERESTING: &[&[u8]] = &[
-    b"-", b"9", b"e", b"\n", b" ", b"0", b"nan", b"1e309", b"-1", b"\"", b"[", b"=", b"\0",
-    b"4294967297", b"18446744073709551616",
+    b"-",
+    b"9",
+    b"e",
+    b"\n",
+    b" ",
+    b"0",
+    b"nan",
+    b"1e309",
+    b"-1",
+    b"\"",
+    b"[",
+    b"=",
+    b"\0",
+    b"4294967297",
+    b"18446744073709551616",
 ];
 
 /// `seed` itself, its truncations at k/8 of its length, and `n` copies with 1–4 random edits
