@@ -7,21 +7,13 @@
 //! the serial loop). Scatters written as gathers need no atomics and no per-thread copies.
 
 use super::discrete::Model;
+pub use super::discrete::NodeSamples;
 use nalgebra::{Matrix3, Vector3};
 use rayon::prelude::*;
 
 /// Nodes per parallel task of [`Model::gather_gt`] (a fixed chunking; any chunking gives
 /// the same bits, since nodes are independent).
 const NODE_CHUNK: usize = 512;
-
-/// Node → (sample, corner) adjacency: `pairs[ptr[i]..ptr[i + 1]]` are the samples touching
-/// node `i` (with the node's position in the sample's element), in increasing sample order.
-#[derive(Clone, Debug, Default)]
-pub struct NodeSamples {
-    ptr: Vec<usize>,
-    pairs: Vec<(u32, u32)>,
-    num_samples: usize,
-}
 
 impl NodeSamples {
     /// The adjacency of `model`'s elements and samples (a counting sort over samples in

@@ -790,12 +790,15 @@ fn force_term(
     })
 }
 
+/// One measured total contact force: (frame, [fx, fy, fz] in N).
+pub type ForceSample = (usize, [f64; 3]);
+
 /// The measurements of a contact-force file: `frame, fx, fy, fz` per line (commas and/or
 /// white space), `#` comments, an optional header line starting with `frame`; frames in
 /// `1..=frames`, each once, sorted on return. Errors: (1-based line, message). (Public for
-/// the scene fuzz target, `fuzz/fuzz_targets/scene.rs`.)
-pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<(usize, [f64; 3])>, (usize, String)> {
-    let mut out: Vec<(usize, [f64; 3])> = Vec::new();
+/// the scene fuzz body, `crates/fuzz-bodies`.)
+pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<ForceSample>, (usize, String)> {
+    let mut out: Vec<ForceSample> = Vec::new();
     for (k, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() || (out.is_empty() && line.starts_with("frame")) {

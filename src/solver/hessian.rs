@@ -196,7 +196,7 @@ impl AssemblyGather {
         let mut nb = 0usize;
         for c in (0..pattern.n).step_by(3) {
             for k in pattern.col_ptr[c]..pattern.col_ptr[c + 1] {
-                if pattern.row_idx[k] % 3 == 0 {
+                if pattern.row_idx[k].is_multiple_of(3) {
                     block_of[k] = nb as u32;
                     nb += 1;
                 }

@@ -212,7 +212,7 @@ fn mpm_contact_coupled_steps_match_the_cpu_on<D: Device + Clone>(dev: &D) {
             rep.line_evaluations_per_substep.iter().sum::<usize>() as u64
         );
         // the impulses the rigid step received
-        for b in 0..bodies {
+        for (b, count) in touched.iter_mut().enumerate().take(bodies) {
             let (a, c) = (rep.report.body_impulses[b], cpu_rep.body_impulses[b]);
             for (x, y) in [(a.force, c.force), (a.torque, c.torque)] {
                 let scale = y.amax();
@@ -221,7 +221,7 @@ fn mpm_contact_coupled_steps_match_the_cpu_on<D: Device + Clone>(dev: &D) {
                     "frame {frame}, body {b}: impulse {x:?} vs CPU {y:?}"
                 );
             }
-            touched[b] += usize::from(cpu_rep.body_impulses[b].force.norm() > 0.0);
+            *count += usize::from(cpu_rep.body_impulses[b].force.norm() > 0.0);
         }
     }
     assert!(
