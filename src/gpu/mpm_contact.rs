@@ -456,11 +456,7 @@ impl<D: Device> DeviceContact<D> {
             ],
         )?;
         let p = dev.download_prefix(&self.node_partial, NODE_TERMS * parts)?;
-        let mut out = [0.0; NODE_TERMS];
-        for (c, o) in out.iter_mut().enumerate() {
-            *o = p[c * parts..(c + 1) * parts].iter().sum();
-        }
-        Ok(out)
+        Ok(std::array::from_fn(|c| column_sum(&p, parts, c)))
     }
 
     /// Δv_c of every active slot.
@@ -502,7 +498,7 @@ impl<D: Device> DeviceContact<D> {
             ],
         )?;
         let p = dev.download_prefix(&self.slot_partial, 2 * parts)?;
-        Ok((p[..parts].iter().sum(), p[parts..].iter().sum()))
+        Ok((column_sum(&p, parts, 0), column_sum(&p, parts, 1)))
     }
 
     /// Adds the solved impulses on each body (force, moment about its centre of mass).
@@ -528,8 +524,7 @@ impl<D: Device> DeviceContact<D> {
         )?;
         let p = dev.download_prefix(&self.slot_partial, 6 * self.bodies * parts)?;
         for (b, w) in impulses.iter_mut().enumerate().take(self.bodies) {
-            let sum =
-                |q: usize| -> f64 { p[(6 * b + q) * parts..(6 * b + q + 1) * parts].iter().sum() };
+            let sum = |q: usize| column_sum(&p, parts, 6 * b + q);
             *w += Wrench {
                 force: Vector3::new(sum(0), sum(1), sum(2)),
                 torque: Vector3::new(sum(3), sum(4), sum(5)),
@@ -537,6 +532,12 @@ impl<D: Device> DeviceContact<D> {
         }
         Ok(())
     }
+}
+
+/// Column `c` of a block of strided partials laid out column by column (`parts` per column),
+/// summed in order (the second pass of the kernels' two-pass reductions).
+fn column_sum(p: &[f64], parts: usize, c: usize) -> f64 {
+    p[c * parts..(c + 1) * parts].iter().sum()
 }
 
 /// Errors of one contact solve: the device's or the CPU solve's.
