@@ -18,9 +18,8 @@
 
 use crate::common;
 
-use super::real2sim::{capture, write_cloud};
+use super::real2sim::{capture, diffphd, fit_probe, write_cloud, Fit};
 use std::path::Path;
-use std::process::Command;
 
 /// Ground truth (absolute probe centre in the plane, modulus) and the scene's guess.
 const TRUTH_XY: [f64; 2] = [0.004, 0.003];
@@ -40,19 +39,6 @@ const CI_SIZE: [&str; 7] = [
     "optimize.grad_tol=1e-14",
     "optimize.rel_loss_tol=0.0",
 ];
-
-fn diffphd(args: &[&str]) {
-    let out = Command::new(common::bin())
-        .args(args)
-        .arg("--quiet")
-        .output()
-        .expect("run diffphd");
-    assert!(
-        out.status.success(),
-        "diffphd {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Total contact force of frame `f` of a `simulate` output folder: the sum of the nodal
 /// `contact_force` point array of its `.vtu` frame (the probe is the only obstacle).
@@ -159,25 +145,22 @@ fn dice_fit_recovers_contact_location_and_modulus_over_three_seeds() {
         std::fs::write(&forces, csv).unwrap();
 
         let fit = dir.path().join(format!("fit{seed}"));
-        diffphd(&["optimize", scene_s, "--out", fit.to_str().unwrap()]);
-        let log: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(fit.join("optimize.json")).unwrap())
-                .unwrap();
-        let best = &log["best"]["parameters"];
-        let (x, y, e) = (
-            c0[0] + best[0].as_f64().unwrap(),
-            c0[1] + best[1].as_f64().unwrap(),
-            best[2].as_f64().unwrap(),
-        );
-        let (dx, dy, de) = (x - TRUTH_XY[0], y - TRUTH_XY[1], e / TRUTH_E - 1.0);
-        eprintln!(
-            "dice seed {seed}: probe error ({:.3}, {:.3}) mm, E error {:.2} %, {} evaluations, {}, {:.1} s",
-            1e3 * dx,
-            1e3 * dy,
-            1e2 * de,
-            log["evaluations"].as_array().unwrap().len(),
-            log["termination"],
-            t0.elapsed().as_secs_f64()
+        let Fit {
+            x,
+            y,
+            e,
+            dx,
+            dy,
+            de,
+            ..
+        } = fit_probe(
+            &fit,
+            scene_s,
+            [c0[0], c0[1]],
+            TRUTH_XY,
+            TRUTH_E,
+            &format!("dice seed {seed}"),
+            t0,
         );
         worst = (worst.0.max(dx.hypot(dy)), worst.1.max(de.abs()));
         assert!(dx.hypot(dy) < 1e-3, "seed {seed}: probe at ({x}, {y})");
