@@ -708,6 +708,10 @@ impl<D: Device + Clone> MpmOffload for DeviceMpmOffload<D> {
             self.dev.name()
         )
     }
+
+    fn traffic(&self) -> Option<crate::solver::offload::DeviceTraffic> {
+        self.dev.traffic()
+    }
 }
 
 /// The MPM accelerator of `backend` (`None` for the CPU): the emulator, or the CUDA device

@@ -178,6 +178,11 @@ pub trait MpmOffload: Send + std::fmt::Debug {
     ) -> Result<CoupledStepReport, MpmStepError>;
     /// What runs where, for the command line.
     fn describe(&self) -> String;
+    /// The device's launches and copies so far, where it counts them (the emulator and CUDA
+    /// devices of `gpu::mpm_contact::mpm_offload` do); `None` otherwise.
+    fn traffic(&self) -> Option<crate::solver::offload::DeviceTraffic> {
+        None
+    }
 }
 
 /// The settings of an MPM/rigid rollout (the state is [`MpmState`]).

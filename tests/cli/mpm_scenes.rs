@@ -581,6 +581,31 @@ fn mpm_emulator_backend_writes_the_cpu_frames() {
         }
     }
     assert!(fc[4]["qn_iterations_total"].as_u64().unwrap() > 0);
+    // The device's counters per frame in log.json (docs/gpu.md "MPM contact"): none on the
+    // CPU. Per substep the device launches ⌈log₂ n⌉ + 14 + 5I + E kernels and copies back
+    // I + E + 4 times (I QN iterations, E line-search evaluations), and each frame copies the
+    // particle state back once (5 copies): launches − copies back = N(⌈log₂ n⌉ + 10) + 4ΣI − 5
+    // per frame, whatever E is. After the first frame the only upload is the geometry table.
+    let u = |v: &serde_json::Value| v.as_u64().unwrap();
+    let (n, subs) = (u(&ld["header"]["particles"]), u(&ld["header"]["substeps"]));
+    let log2n = u64::from(64 - (n - 1).leading_zeros());
+    for k in 1..5 {
+        assert!(
+            fc[k].get("device_traffic").is_none(),
+            "frame {k}: CPU traffic"
+        );
+        let t = &fd[k]["device_traffic"];
+        let (launches, downloads) = (u(&t["launches"]), u(&t["downloads"]));
+        let iters = u(&fd[k]["qn_iterations_total"]);
+        assert_eq!(
+            launches - downloads,
+            subs * (log2n + 10) + 4 * iters - 5,
+            "frame {k}: {launches} launches, {downloads} copies back, {iters} QN iterations"
+        );
+        if k > 1 {
+            assert_eq!(u(&t["uploads"]), 1, "frame {k}: uploads");
+        }
+    }
     eprintln!("emulator vs CPU frames: largest position difference {worst:.2e} of 2 cm");
     assert!(
         worst <= 1e-10,

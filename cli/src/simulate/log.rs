@@ -262,6 +262,10 @@ pub struct MpmFrameRecord {
     pub bodies: Vec<RigidBodyRecord>,
     /// Frame files written for this frame.
     pub files: Vec<String>,
+    /// `--backend emulator|cuda`: the device's launches and host↔device copies during this
+    /// frame's step (absent on the CPU; docs/gpu.md "MPM contact").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_traffic: Option<diffphd::solver::offload::DeviceTraffic>,
 }
 
 /// Pose, velocity and contact wrenches of one rigid body after a frame.

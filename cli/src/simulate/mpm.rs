@@ -126,6 +126,7 @@ fn record(
         rigid_contacts: stats.map_or(0, |s| s.rigid_contacts),
         bodies: body_records(state, stats),
         files,
+        device_traffic: None,
     }
 }
 
@@ -213,6 +214,14 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     }
     let frames = system.frames;
     let quiet = args.quiet;
+    // the device's counters, read after every frame (the step has released the lock)
+    let offload = system.offload.clone();
+    let read_traffic = || {
+        offload
+            .as_ref()
+            .and_then(|o| o.lock().ok().and_then(|o| o.traffic()))
+    };
+    let mut traffic0 = read_traffic();
     let ended = run_system(
         &mut system,
         0,
@@ -226,8 +235,12 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
             } else {
                 vec![]
             };
-            log.frames
-                .push(record(f.frame, f.time, f.state, Some(f.stats), files));
+            let mut rec = record(f.frame, f.time, f.state, Some(f.stats), files);
+            if let (Some(t0), Some(t)) = (&traffic0, read_traffic()) {
+                rec.device_traffic = Some(t.since(t0));
+                traffic0 = Some(t);
+            }
+            log.frames.push(rec);
             log.seconds_total = t_run.elapsed().as_secs_f64();
             if !quiet {
                 eprintln!(
