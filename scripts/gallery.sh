@@ -24,7 +24,7 @@ mkdir -p docs/gallery target/gallery
 # Scenes whose bodies travel: show two intermediate frames as ghosts.
 TRAIL=" bouncing_ball sysid_bouncing_ball sysid_bouncing_ball_bands initial_state_flight torus_locomotion incline dice strike stack stiff_strikes_soft "
 # Frame caps for the scenes too slow to render whole on a 2-core machine (caption says so).
-declare -A FRAMES=([mpm_panel_squeeze]=300 [mpm_close_lift_shake]=100 [mpm_dough_rolling]=300 [mpm_box_on_sand]=600 [armadillo_twist]=5 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stiff_strikes_soft]=30 [stack]=14 [strike]=10)
+declare -A FRAMES=([mpm_panel_squeeze]=300 [mpm_close_lift_shake]=100 [mpm_dough_rolling]=300 [mpm_box_on_sand]=600 [armadillo_twist]=5 [gatorman]=10 [crab]=10 [oreo]=20 [plant]=60 [napkin]=40 [torus_locomotion]=60 [incline]=100 [stiff_strikes_soft]=30 [stack]=10 [strike]=10)
 # Scenes whose mesh is not in the repository (DiffPD's plant, MIT): taken from
 # $DIFFPHD_ANCHOR_MESHES (the caption names the variable, not the machine's path).
 ANCHOR="${DIFFPHD_ANCHOR_MESHES:-$ROOT/../shared/anchor-meshes}"
