@@ -40,10 +40,13 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
 /// fields sharing an element — would overwrite one another (ν is a value, not a factor
 /// like E): an error naming the later declaration.
 fn check_nu_once(params: &[Param]) -> Result<(), (String, String)> {
-    use classes::material::{poisson_ratio_field, poisson_ratio::PoissonRatio};
+    use classes::material::{poisson_ratio::PoissonRatio, poisson_ratio_field};
     let scalar = PoissonRatio.key();
     let mut owner: std::collections::HashMap<usize, usize> = Default::default();
-    for p in params.iter().filter(|p| p.key() == poisson_ratio_field::KEY) {
+    for p in params
+        .iter()
+        .filter(|p| p.key() == poisson_ratio_field::KEY)
+    {
         let clash = params
             .iter()
             .find(|q| q.key() == scalar && q.body == p.body)

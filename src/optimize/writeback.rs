@@ -27,8 +27,8 @@
 pub use super::classes::api::{SceneText, Walk, WritebackError};
 
 use super::classes::api::{body_mut, missing, table, ElementFile, Param};
-use super::classes::material::{poisson_ratio_field, youngs_modulus_field};
 use super::classes::material::{damping_beta, youngs_modulus};
+use super::classes::material::{poisson_ratio_field, youngs_modulus_field};
 use super::problem::Problem;
 use crate::scene;
 use crate::solver::Model;

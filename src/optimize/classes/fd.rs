@@ -106,9 +106,9 @@ use super::contact::{attachment_offset::*, attachment_stiffness::*, body_frictio
 use super::contact::{friction::*, obstacle_offset::*, static_friction::*};
 use super::initial::{rotation::*, state_direction::*, translation::*, velocity::*};
 use super::loads::{force_scale::*, gravity::*, muscle_activation::*};
+use super::material::poisson_ratio_field::*;
 use super::material::{damping_alpha::*, damping_beta::*, density::*};
 use super::material::{poisson_ratio::*, youngs_modulus::*, youngs_modulus_field::*};
-use super::material::poisson_ratio_field::*;
 
 param_fd_tests! {
     youngs_modulus: YoungsModulus, "loaded_bar.toml", "{kind = 'youngs_modulus', region = 0, log = true}";
@@ -210,11 +210,25 @@ fn poisson_ratio_field() {
         check_with(&PoissonRatioField, ("loaded_bar.toml", &NU_BAR), spec, 1e-5);
     }
     let nh = ("loaded_bar.toml", &NU_BAR_NH[..]);
-    check_with(&PoissonRatioField, nh, "{kind = 'poisson_ratio_field'}", 1e-5);
-    check_with(&YoungsModulusField, nh, "{kind = 'youngs_modulus_field', log = true}", 1e-5);
+    check_with(
+        &PoissonRatioField,
+        nh,
+        "{kind = 'poisson_ratio_field'}",
+        1e-5,
+    );
+    check_with(
+        &YoungsModulusField,
+        nh,
+        "{kind = 'youngs_modulus_field', log = true}",
+        1e-5,
+    );
     // the penalty on ν: R = w Σ (ν_e − ν_f)² over the two face pairs, and its gradient's
     // share is not negligible
-    let plain = problem_with(&PoissonRatioField, ("loaded_bar.toml", &NU_BAR), "{kind = 'poisson_ratio_field'}");
+    let plain = problem_with(
+        &PoissonRatioField,
+        ("loaded_bar.toml", &NU_BAR),
+        "{kind = 'poisson_ratio_field'}",
+    );
     let reg = problem_with(
         &PoissonRatioField,
         ("loaded_bar.toml", &NU_BAR),

@@ -292,7 +292,10 @@ fn host_nu_field_terms(
     };
     let unit = [
         NhParams { mu: 1.0, ..zero },
-        NhParams { lambda: 1.0, ..zero },
+        NhParams {
+            lambda: 1.0,
+            ..zero
+        },
         NhParams { k: 1.0, ..zero },
     ];
     let per: Vec<(f64, [f64; 3])> = (0..model.num_samples())

@@ -220,9 +220,21 @@ fn grad_without_parameters_exits_2_in_one_line() {
 #[test]
 fn poisson_ratio_field_out_of_range_exits_2_in_one_line() {
     for (spec, key, value) in [
-        (r#"[{ kind = "poisson_ratio_field", initial = 0.5 }]"#, "parameter[0].initial", "0.5"),
-        (r#"[{ kind = "poisson_ratio_field", lower = -1.0 }]"#, "parameter[0].lower", "-1"),
-        (r#"[{ kind = "poisson_ratio_field", upper = 0.7 }]"#, "parameter[0].upper", "0.7"),
+        (
+            r#"[{ kind = "poisson_ratio_field", initial = 0.5 }]"#,
+            "parameter[0].initial",
+            "0.5",
+        ),
+        (
+            r#"[{ kind = "poisson_ratio_field", lower = -1.0 }]"#,
+            "parameter[0].lower",
+            "-1",
+        ),
+        (
+            r#"[{ kind = "poisson_ratio_field", upper = 0.7 }]"#,
+            "parameter[0].upper",
+            "0.7",
+        ),
     ] {
         let r = run_cli("optimize", &with_loss(spec), &[], &[]);
         assert_eq!(r.code, 2, "{spec}: {}", r.stderr);
