@@ -99,7 +99,7 @@ fn sample_terms(model: &Model, s: usize, x: &[f64]) -> SampleTerms {
     let gu = f - Matrix3::identity();
     let green = (gu + gu.transpose() + gu.transpose() * gu) * 0.5;
     let (eig, _) = sym_eigen3(&green);
-    let (mu, lambda) = material::lame(model.params.youngs[e], model.params.nu[body]);
+    let (mu, lambda) = material::lame(model.params.youngs[e], model.params.nu_of(e, body));
     let (psi, _) = model.bodies[body].model.density_and_pk1(mu, lambda, &f);
     let inverted = f.determinant() <= 0.0;
     // The laws give NaN where the energy is undefined (Neo-Hookean at J ≤ 0): infinite.

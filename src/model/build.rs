@@ -53,6 +53,7 @@ impl Model {
             params: MaterialParams {
                 youngs: vec![],
                 nu: vec![],
+                nu_elem: None,
                 density: vec![],
                 alpha: vec![],
                 beta0: vec![],
@@ -113,6 +114,28 @@ impl Model {
 
     /// Append a body's parameters: Young's modulus per element and the per-body constants.
     pub fn push_material(&mut self, youngs: Vec<f64>, m: &BodyMaterial) {
+        self.push_material_field(youngs, None, m);
+    }
+
+    /// [`Self::push_material`] with a Poisson ratio per element (`material.poisson_ratio_file`;
+    /// `None`: the body's `poisson_ratio` everywhere). The first body with one makes the
+    /// model's per-element ν ([`MaterialParams::nu_elem`]) from the bodies before it.
+    pub fn push_material_field(
+        &mut self,
+        youngs: Vec<f64>,
+        nu_elem: Option<Vec<f64>>,
+        m: &BodyMaterial,
+    ) {
+        let n = youngs.len();
+        let before = self.params.youngs.len();
+        if nu_elem.is_some() && self.params.nu_elem.is_none() {
+            let nu = &self.params.nu;
+            let per: Vec<f64> = self.elem_body[..before].iter().map(|&b| nu[b]).collect();
+            self.params.nu_elem = Some(per);
+        }
+        if let Some(field) = &mut self.params.nu_elem {
+            field.extend(nu_elem.unwrap_or_else(|| vec![m.poisson_ratio; n]));
+        }
         self.params.youngs.extend(youngs);
         self.params.nu.push(m.poisson_ratio);
         self.params.density.push(m.density);

@@ -72,7 +72,7 @@ impl Model {
             .map(|s| {
                 let e = self.samples.elem[s];
                 let body = &self.bodies[self.elem_body[e]];
-                let (mu, la) = lame(p.youngs[e], p.nu[self.elem_body[e]]);
+                let (mu, la) = lame(p.youngs[e], p.nu_of(e, self.elem_body[e]));
                 let v = self.samples.vol[s];
                 body.model.pd_weights(mu, la, v, body.fit_range)
             })
@@ -107,19 +107,43 @@ impl Model {
     }
 
     /// Body means $(\bar\mu,\bar\lambda,\bar k)$ of body `b`: the element mean of the Lamé
-    /// parameters at $(E_e,\nu_b)$ (spec §1, Lemma 1) and $\bar k=c_\mu\bar\mu+c_\lambda\bar\lambda$
+    /// parameters at $(E_e,\nu_e)$ ($\nu_e=\nu_b$ without a per-element ν; spec §1, Lemma 1) and $\bar k=c_\mu\bar\mu+c_\lambda\bar\lambda$
     /// (Eq. 12 over the body's fit range).
     pub fn body_means(&self, p: &MaterialParams, b: usize) -> NhParams {
         self.body_mean_map(p, b, lame)
     }
 
-    /// $\partial(\bar\mu,\bar\lambda,\bar k)/\partial\nu_b$ of [`Self::body_means`] (the same linear
+    /// $\partial(\bar\mu,\bar\lambda,\bar k)/\partial\nu_b$ of [`Self::body_means`], every element's ν
+    /// moved together (the same linear
     /// maps applied to $\partial(\mu,\lambda)/\partial\nu$).
     pub fn body_means_dnu(&self, p: &MaterialParams, b: usize) -> NhParams {
         self.body_mean_map(p, b, lame_dnu)
     }
 
-    /// Element mean of `lame_map(E_e, ν_b)` over body `b` and the fit of Eq. 12.
+    /// $\partial(\bar\mu,\bar\lambda,\bar k)/\partial E_e$ and $/\partial\nu_e$ of
+    /// [`Self::body_means`] for one element $e$ of body $b$ with $n_b$ elements (used with a
+    /// per-element ν, [`MaterialParams::nu_elem`]): $\tfrac1{n_b}(\mu,\lambda)(1,\nu_e)$ (the
+    /// Lamé parameters are linear in $E$) and $\tfrac1{n_b}\,\partial(\mu,\lambda)/\partial\nu$
+    /// at $(E_e,\nu_e)$, each with its fit $\bar k$ (Eq. 12). Summed over the body's elements
+    /// the second is [`Self::body_means_dnu`].
+    pub fn element_means_derivatives(&self, p: &MaterialParams, e: usize) -> [NhParams; 2] {
+        let b = self.elem_body[e];
+        let body = &self.bodies[b];
+        let (cm, cl) = fit_coefficients(body.fit_range);
+        let ne = body.elements.len() as f64;
+        let nu = p.nu_of(e, b);
+        [lame(1.0, nu), lame_dnu(p.youngs[e], nu)].map(|(mu, la)| {
+            let (mu, lambda) = (mu / ne, la / ne);
+            NhParams {
+                mu,
+                lambda,
+                k: cm * mu + cl * lambda,
+            }
+        })
+    }
+
+    /// Element mean of `lame_map(E_e, ν_e)` over body `b` (ν_e: the element's, else the
+    /// body's) and the fit of Eq. 12.
     fn body_mean_map(
         &self,
         p: &MaterialParams,
@@ -128,11 +152,10 @@ impl Model {
     ) -> NhParams {
         let body = &self.bodies[b];
         let (cm, cl) = fit_coefficients(body.fit_range);
-        let nu = p.nu[b];
         let ne = body.elements.len() as f64;
         let (mut mbar, mut lbar) = (0.0, 0.0);
         for e in body.elements.clone() {
-            let (mu, la) = lame_map(p.youngs[e], nu);
+            let (mu, la) = lame_map(p.youngs[e], p.nu_of(e, b));
             mbar += mu / ne;
             lbar += la / ne;
         }

@@ -56,12 +56,35 @@ pub struct MaterialParams {
     pub youngs: Vec<f64>,
     /// Poisson ratio per body.
     pub nu: Vec<f64>,
+    /// Poisson ratio per element, where some body has a field (`material.poisson_ratio_file`,
+    /// a `poisson_ratio_field` parameter); `None`: every element has its body's `nu`
+    /// ([`MaterialParams::nu_of`]).
+    pub nu_elem: Option<Vec<f64>>,
     /// Density per body (kg/m³).
     pub density: Vec<f64>,
     /// Rayleigh mass coefficient α per body (1/s).
     pub alpha: Vec<f64>,
     /// Rayleigh stiffness base β₀ per body (s).
     pub beta0: Vec<f64>,
+}
+
+impl MaterialParams {
+    /// The Poisson ratio $\nu_e$ of element `e` of body `b`: its field value, else the body's.
+    #[inline]
+    pub fn nu_of(&self, e: usize, b: usize) -> f64 {
+        match &self.nu_elem {
+            Some(v) => v[e],
+            None => self.nu[b],
+        }
+    }
+
+    /// The per-element Poisson ratios (created from the bodies' `nu` where absent), for a
+    /// field to be written; `elem_body` maps elements to bodies.
+    pub fn nu_field_mut(&mut self, elem_body: &[usize]) -> &mut Vec<f64> {
+        let nu = &self.nu;
+        self.nu_elem
+            .get_or_insert_with(|| elem_body.iter().map(|&b| nu[b]).collect())
+    }
 }
 
 /// A group of Dirichlet nodes sharing a motion.

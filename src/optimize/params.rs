@@ -32,7 +32,41 @@ pub fn expand(specs: &[ParamSpec], model: &Model) -> Result<Vec<Param>, (String,
         })?;
         out.extend(expand_one(i, class, s, model)?);
     }
+    check_nu_once(&out)?;
     Ok(out)
+}
+
+/// A body's ν set twice — its `poisson_ratio` and a `poisson_ratio_field` on it, or two
+/// fields sharing an element — would overwrite one another (ν is a value, not a factor
+/// like E): an error naming the later declaration.
+fn check_nu_once(params: &[Param]) -> Result<(), (String, String)> {
+    use classes::material::{poisson_ratio::PoissonRatio, poisson_ratio_field};
+    let scalar = PoissonRatio.key();
+    let mut owner: std::collections::HashMap<usize, usize> = Default::default();
+    for p in params
+        .iter()
+        .filter(|p| p.key() == poisson_ratio_field::KEY)
+    {
+        let clash = params
+            .iter()
+            .find(|q| q.key() == scalar && q.body == p.body)
+            .map(|q| q.index)
+            .or_else(|| owner.get(&p.elements[0]).copied().filter(|&i| i != p.index));
+        if let Some(other) = clash {
+            let (first, later) = (other.min(p.index), other.max(p.index));
+            return Err((
+                format!("parameter[{later}].kind"),
+                format!(
+                    "parameter[{first}] already sets the Poisson ratio of these elements of \
+                     body {} (`poisson_ratio` and `poisson_ratio_field` on one body, or two \
+                     fields sharing an element, overwrite each other)",
+                    p.body
+                ),
+            ));
+        }
+        owner.insert(p.elements[0], p.index);
+    }
+    Ok(())
 }
 
 /// The scalar parameters of declaration `i` (`s`) as parameters of `class` (the class of
@@ -110,7 +144,7 @@ pub fn expand_one(
         let lower = s.lower.map(|b| b.get(c));
         let upper = s.upper.map(|b| b.get(c));
         let initial = s.initial.map(|b| b.get(c));
-        check_bounds(&key, vector, s, lower, upper, initial)?;
+        check_bounds(&key, (class, vector), s, lower, upper, initial)?;
         let mut p = Param {
             lower,
             upper,
@@ -374,10 +408,11 @@ fn default_name(class: &dyn ParamClass, s: &ParamSpec, obstacle: usize) -> Strin
     n
 }
 
-/// Checks of the `optimize` keys of `parameter[i]` for one component.
+/// Checks of the `optimize` keys of `parameter[i]` for one component: finite, inside the
+/// class's physical range ([`ParamClass::domain`]), positive with `log`, lower < upper.
 fn check_bounds(
     key: &str,
-    vector: bool,
+    (class, vector): (&dyn ParamClass, bool),
     s: &ParamSpec,
     lower: Option<f64>,
     upper: Option<f64>,
@@ -404,6 +439,19 @@ fn check_bounds(
                 return Err((
                     format!("{key}.{name}"),
                     format!("expected a finite number, got {v}"),
+                ));
+            }
+            let d = class.domain();
+            if !d.contains(v) {
+                let low = if d.lower_closed { ">=" } else { ">" };
+                return Err((
+                    format!("{key}.{name}"),
+                    format!(
+                        "{} needs {low} {} and < {}, got {v}",
+                        class.key(),
+                        d.lower,
+                        d.upper
+                    ),
                 ));
             }
             if s.log && v <= 0.0 {

@@ -2,7 +2,10 @@
 //! [`crate::scene::Regularize`]), added to the loss by [`super::problem::Problem::evaluate`].
 //!
 //! Over the pairs $(e,f)$ of a field's elements that share a face, with
-//! $d_{ef}=\ln E_e-\ln E_f$:
+//! $d_{ef}=\ell_e-\ell_f$ on the field's penalty variable $\ell$: $\ell=\ln E$ for
+//! `youngs_modulus_field` (a positive class: contrasts are ratios), $\ell=\nu$ itself for
+//! `poisson_ratio_field` (not positive, and bounded: differences of ν are the natural
+//! contrast):
 //!
 //! * `laplacian`: $R=w\sum_{(e,f)}d_{ef}^2$ — the quadratic form $\ell^TL\ell$ of the
 //!   element graph's Laplacian $L$ on $\ell=\ln E$ (Tikhonov smoothing; e.g. Vogel,
@@ -13,8 +16,8 @@
 //!   Laplacian does.
 //!
 //! $\partial R/\partial\ell_e=\sum_{f\sim e}\pm\phi'(d_{ef})$ with $\phi'(d)=2wd$ or
-//! $wd/\sqrt{d^2+\varepsilon^2}$; a parameter's working variable θ is $\ell$ itself with
-//! `log = true`, else $E$ ($\partial\ell/\partial E=1/E$).
+//! $wd/\sqrt{d^2+\varepsilon^2}$; for E the working variable θ is $\ell$ itself with
+//! `log = true`, else $E$ ($\partial\ell/\partial E=1/E$); for ν, θ is ν ($\ell=\theta$).
 //!
 //! Two elements share a face when they share at least three nodes (a triangle of two tets; a
 //! quad of two hexes, which can share 1, 2 or 4 nodes in a conforming mesh).
@@ -106,8 +109,8 @@ pub fn build(
 }
 
 impl Regularizer {
-    /// $R$ and $\partial R/\partial\ell$ (added into `d_ell`, indexed like θ) at the log
-    /// moduli `ell` (module doc).
+    /// $R$ and $\partial R/\partial\ell$ (added into `d_ell`, indexed like θ) at the penalty
+    /// variables `ell` (log moduli, or ratios; module doc).
     pub fn eval_log(&self, ell: &[f64], d_ell: &mut [f64]) -> f64 {
         let (w, eps) = (self.weight, self.epsilon);
         let mut r = 0.0;
@@ -129,16 +132,26 @@ impl Regularizer {
 }
 
 /// The sum of the penalties at parameter values `values` (user units) and its gradient in θ
-/// (one entry per parameter).
+/// (one entry per parameter). The penalty variable is $\ln v$ for positive classes (E), $v$
+/// otherwise (ν; module doc).
 pub fn total(regs: &[Regularizer], params: &[Param], values: &[f64]) -> (f64, Vec<f64>) {
-    let ell: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let on_log = |p: &Param| p.class.positive();
+    let ell: Vec<f64> = params
+        .iter()
+        .zip(values)
+        .map(|(p, v)| if on_log(p) { v.ln() } else { *v })
+        .collect();
     let mut d_ell = vec![0.0; values.len()];
     let r = regs.iter().map(|g| g.eval_log(&ell, &mut d_ell)).sum();
     let grad = params
         .iter()
         .zip(values)
         .zip(&d_ell)
-        .map(|((p, v), d)| if p.log { *d } else { d / v })
+        .map(|((p, v), d)| match (on_log(p), p.log) {
+            (true, true) | (false, false) => *d,
+            (true, false) => d / v,
+            (false, true) => d * v,
+        })
         .collect();
     (r, grad)
 }

@@ -5,7 +5,8 @@
 //! the class's module doc says where: `body[b].material.*`, `body[b].damping.*`,
 //! `body[b].initial.*`, `simulation.gravity`, force groups, muscle activations, friction,
 //! attachments); what has no scene key (`obstacle_offset`, `initial_state_direction`) is
-//! reported in the notes. A `youngs_modulus_field` body's moduli go into a per-element file
+//! reported in the notes. A `youngs_modulus_field` body's moduli (a `poisson_ratio_field`
+//! body's ratios) go into a per-element file
 //! beside `optimized.toml` ([`WriteBack::files`]; the class's module doc), written after the
 //! absolute-path pass so the scene names it relative to its own folder; the check rebuilds
 //! the model from the text and the files in a private temporary folder.
@@ -18,16 +19,16 @@
 //! appended as a new `[[body.region]]` (`scale`) with region r's selector (or `all = true`).
 //!
 //! Input files named relative to the scene's folder (`mesh.file`,
-//! `material.youngs_modulus_file`, `elements_file`/`nodes_file` selectors,
+//! `material.youngs_modulus_file`, `material.poisson_ratio_file`, `elements_file`/`nodes_file` selectors,
 //! `loss.term.reference_dir`, `loss.term.capture_dir`, `loss.term.captures[k].file`) are written as absolute paths: `optimized.toml` lands in the
 //! output directory, where the scene's relative paths would not resolve, and it must load as
 //! a scene from there (to continue an optimization from it).
 
 pub use super::classes::api::{SceneText, Walk, WritebackError};
 
-use super::classes::api::{body_mut, missing, table, Param};
-use super::classes::material::youngs_modulus_field::{self, ElementFile};
+use super::classes::api::{body_mut, missing, table, ElementFile, Param};
 use super::classes::material::{damping_beta, youngs_modulus};
+use super::classes::material::{poisson_ratio_field, youngs_modulus_field};
 use super::problem::Problem;
 use crate::scene;
 use crate::solver::Model;
@@ -225,6 +226,14 @@ fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) 
     if !close_all(&p.youngs, &q.youngs) {
         bad.push("per-element Young's moduli".into());
     }
+    let nu_elements = |m: &Model| -> Vec<f64> {
+        (0..m.num_elements())
+            .map(|e| m.params.nu_of(e, m.elem_body[e]))
+            .collect()
+    };
+    if !close_all(&nu_elements(&m), &nu_elements(target)) {
+        bad.push("per-element Poisson ratios".into());
+    }
     for (name, a, b) in [
         ("poisson ratio", &p.nu, &q.nu),
         ("density", &p.density, &q.density),
@@ -314,9 +323,10 @@ fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) 
 
 /// Scene keys whose string value names an input file or folder (docs/scene-format.md:
 /// "Relative paths are resolved against the directory of the scene file").
-const PATH_KEYS: [&str; 6] = [
+const PATH_KEYS: [&str; 7] = [
     "file",
     "youngs_modulus_file",
+    "poisson_ratio_file",
     "elements_file",
     "nodes_file",
     "reference_dir",
@@ -456,7 +466,14 @@ fn one_pass(
     keep_reference(&mut root, base, problem, &mut sets)?;
     absolutize_inputs(&mut root, &problem.ls);
     // after the absolute paths: the field files lie beside optimized.toml
-    let files = youngs_modulus_field::write_fields(&mut root, &problem.params, target, &mut notes)?;
+    let mut files =
+        youngs_modulus_field::write_fields(&mut root, &problem.params, target, &mut notes)?;
+    files.extend(poisson_ratio_field::write_fields(
+        &mut root,
+        &problem.params,
+        target,
+        &mut notes,
+    )?);
     let has_reference = problem
         .ls
         .scene

@@ -253,7 +253,8 @@ fn add_body(model: &mut Model, c: &BodyCtx) -> Result<(), ModelError> {
         stiffness_scaling: body.damping.stiffness_scaling,
         e_ref: body.damping.e_ref,
     };
-    model.push_material(youngs, &material);
+    let nu = element_nu(c, ne)?;
+    model.push_material_field(youngs, nu, &material);
     let x0 = initial_positions(c);
     let init = (body.initial.velocity, body.initial.angular_velocity);
     model.push_nodes(
@@ -277,11 +278,40 @@ fn add_body(model: &mut Model, c: &BodyCtx) -> Result<(), ModelError> {
 /// (one per element, whitespace separated).
 fn element_youngs(c: &BodyCtx, ne: usize) -> Result<Vec<f64>, ModelError> {
     let mat = &c.body.material;
-    let mut youngs = vec![mat.youngs_modulus; ne];
-    let Some(f) = &mat.youngs_modulus_file else {
-        return Ok(youngs);
+    match &mat.youngs_modulus_file {
+        None => Ok(vec![mat.youngs_modulus; ne]),
+        Some(f) => element_file(c, ne, ("youngs_modulus_file", f), |v| {
+            (v.is_finite() && v > 0.0)
+                .then_some(())
+                .ok_or("Young's modulus must be > 0")
+        }),
+    }
+}
+
+/// Poisson's ratio per element from `poisson_ratio_file` (one per element, whitespace
+/// separated, −1 < ν < 0.5); `None` without one (the body's `poisson_ratio` everywhere).
+fn element_nu(c: &BodyCtx, ne: usize) -> Result<Option<Vec<f64>>, ModelError> {
+    let Some(f) = &c.body.material.poisson_ratio_file else {
+        return Ok(None);
     };
-    let k = format!("{}.material.youngs_modulus_file", c.key);
+    element_file(c, ne, ("poisson_ratio_file", f), |v| {
+        (v.is_finite() && v > -1.0 && v < 0.5)
+            .then_some(())
+            .ok_or("Poisson's ratio must be in (-1, 0.5)")
+    })
+    .map(Some)
+}
+
+/// The `ne` values of the per-element file `f` of material key `key` (one per element,
+/// whitespace separated), each accepted by `check`. Errors name the key, the
+/// file and the element.
+fn element_file(
+    c: &BodyCtx,
+    ne: usize,
+    (key, f): (&str, &str),
+    check: impl Fn(f64) -> Result<(), &'static str>,
+) -> Result<Vec<f64>, ModelError> {
+    let k = format!("{}.material.{key}", c.key);
     let path = c.ls.resolve(f);
     let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Scene {
         key: k.clone(),
@@ -298,23 +328,21 @@ fn element_youngs(c: &BodyCtx, ne: usize) -> Result<Vec<f64>, ModelError> {
             ),
         });
     }
+    let mut out = Vec::with_capacity(ne);
     for (e, t) in vals.iter().enumerate() {
         let v: f64 = t.parse().map_err(|_| ModelError::Scene {
             key: k.clone(),
             msg: format!("{}: value {e} is not a number: {t:?}", path.display()),
         })?;
-        if !(v.is_finite() && v > 0.0) {
+        if let Err(why) = check(v) {
             return Err(ModelError::Scene {
                 key: k.clone(),
-                msg: format!(
-                    "{}: element {e}: Young's modulus must be > 0, got {v}",
-                    path.display()
-                ),
+                msg: format!("{}: element {e}: {why}, got {v}", path.display()),
             });
         }
-        youngs[e] = v;
+        out.push(v);
     }
-    Ok(youngs)
+    Ok(out)
 }
 
 /// Apply the `[[body.region]]`s in order to `youngs`; returns each region's elements

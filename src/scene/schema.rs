@@ -297,8 +297,8 @@ pub struct ParamSpec {
     pub kind: ParamKind,
     #[serde(default)]
     pub body: usize,
-    /// `youngs_modulus`, `youngs_modulus_field`: region index of the body (omit: every element
-    /// of the body).
+    /// `youngs_modulus`, `youngs_modulus_field`, `poisson_ratio_field`: region index of the
+    /// body (omit: every element of the body).
     #[serde(default)]
     pub region: Option<usize>,
     /// Vector kinds: component 0, 1 or 2 (omit: all three).
@@ -343,15 +343,15 @@ pub struct ParamSpec {
     /// optimizer works on that variable divided by `scale` (default 1).
     #[serde(default)]
     pub scale: Option<f64>,
-    /// `youngs_modulus_field`: smoothness penalty over face-adjacent elements, added to the
-    /// loss (omit: none).
+    /// `youngs_modulus_field`, `poisson_ratio_field`: smoothness penalty over face-adjacent
+    /// elements, added to the loss (omit: none).
     #[serde(default)]
     pub regularize: Option<Regularize>,
 }
 
 /// `[[parameter]] regularize = { kind, weight, epsilon }`: a smoothness penalty on a
 /// per-element field over the pairs $(e,f)$ of its elements that share a face, on
-/// $d_{ef}=\ln E_e-\ln E_f$: `laplacian` $R=w\sum d_{ef}^2$ (the graph Laplacian's
+/// $d_{ef}=\ln E_e-\ln E_f$ (a `poisson_ratio_field`: on $d_{ef}=\nu_e-\nu_f$, ν itself): `laplacian` $R=w\sum d_{ef}^2$ (the graph Laplacian's
 /// quadratic form), `tv` $R=w\sum(\sqrt{d_{ef}^2+\varepsilon^2}-\varepsilon)$ (smoothed
 /// total variation).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -372,9 +372,9 @@ fn d_tv_epsilon() -> f64 {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RegularizeKind {
-    /// $w\sum_{(e,f)}(\ln E_e-\ln E_f)^2$.
+    /// $w\sum_{(e,f)}d_{ef}^2$ ($d_{ef}=\ln E_e-\ln E_f$, or $\nu_e-\nu_f$).
     Laplacian,
-    /// $w\sum_{(e,f)}(\sqrt{(\ln E_e-\ln E_f)^2+\varepsilon^2}-\varepsilon)$.
+    /// $w\sum_{(e,f)}(\sqrt{d_{ef}^2+\varepsilon^2}-\varepsilon)$.
     Tv,
 }
 
@@ -418,6 +418,9 @@ pub enum ParamKind {
     AttachmentOffset,
     /// Young's modulus of each element of the body (or region): one parameter per element.
     YoungsModulusField,
+    /// Poisson's ratio of each element of the body (or region): one parameter per element,
+    /// −1 < ν < 0.5 (written back as `material.poisson_ratio_file`).
+    PoissonRatioField,
 }
 
 /// `[simulation]`
@@ -677,7 +680,7 @@ pub struct MaterialSpec {
     pub model: MaterialModel,
     /// Young's modulus E (Pa), base value for every element.
     pub youngs_modulus: f64,
-    /// Poisson ratio ν, shared by the body (−1 < ν < 0.5).
+    /// Poisson ratio ν, shared by the body (−1 < ν < 0.5) unless `poisson_ratio_file` is set.
     pub poisson_ratio: f64,
     /// Density ρ (kg/m³).
     pub density: f64,
@@ -690,6 +693,11 @@ pub struct MaterialSpec {
     /// `youngs_modulus`; regions still apply on top.
     #[serde(default)]
     pub youngs_modulus_file: Option<String>,
+    /// Optional file with one Poisson ratio per element (whitespace separated, each
+    /// −1 < ν < 0.5), replacing `poisson_ratio` (what a `poisson_ratio_field` parameter
+    /// writes back).
+    #[serde(default)]
+    pub poisson_ratio_file: Option<String>,
     /// Singular-value range r of the PD weight fit (spec Eq. 12).
     #[serde(default = "d_fit")]
     pub fit_range: f64,

@@ -227,6 +227,14 @@ pub enum WritebackError {
 /// A write-back step's result.
 pub type Walk<T> = Result<T, WritebackError>;
 
+/// A per-element file a field's write-back produces (`youngs_modulus_field`,
+/// `poisson_ratio_field`): its name (relative to `optimized.toml`'s folder) and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElementFile {
+    pub name: String,
+    pub text: String,
+}
+
 /// The scene TOML being rewritten, handed to each parameter class's
 /// [`ParamClass::write_back`]: the root table, the validated scene (its declared
 /// `[[parameter]]`s, gravity), whether Young's-modulus factors go into appended regions,

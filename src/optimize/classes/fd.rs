@@ -14,11 +14,21 @@ use crate::scene::ParamKind;
 /// The problem of fixture `fixture` with the one parameter declaration `spec` (an inline
 /// table, as `--set parameter=[…]` takes it) expanded as parameters of `class`.
 pub(super) fn problem(class: &'static dyn ParamClass, fixture: &str, spec: &str) -> Problem {
+    problem_with(class, (fixture, &[]), spec)
+}
+
+/// [`problem`] with `--set` overrides `sets` on the fixture.
+pub(super) fn problem_with(
+    class: &'static dyn ParamClass,
+    (fixture, sets): (&str, &[&str]),
+    spec: &str,
+) -> Problem {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/params")
         .join(fixture);
-    let ls = crate::scene::load(&path, &[format!("parameter=[{spec}]")])
-        .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    let mut overrides = vec![format!("parameter=[{spec}]")];
+    overrides.extend(sets.iter().map(|s| s.to_string()));
+    let ls = crate::scene::load(&path, &overrides).unwrap_or_else(|e| panic!("{fixture}: {e}"));
     let mut problem = Problem::new(ls).unwrap_or_else(|e| panic!("{fixture}: {e}"));
     let declared = problem.ls.scene.parameters[0].clone();
     // a class the scene format names must be the one its declaration names
@@ -40,7 +50,17 @@ pub(super) fn check(class: &'static dyn ParamClass, fixture: &str, spec: &str) {
 
 /// [`check`] within relative `rtol`.
 pub(super) fn check_within(class: &'static dyn ParamClass, fixture: &str, spec: &str, rtol: f64) {
-    let problem = problem(class, fixture, spec);
+    check_with(class, (fixture, &[]), spec, rtol);
+}
+
+/// [`check_within`] with `--set` overrides on the fixture.
+pub(super) fn check_with(
+    class: &'static dyn ParamClass,
+    fixture: (&str, &[&str]),
+    spec: &str,
+    rtol: f64,
+) {
+    let problem = problem_with(class, fixture, spec);
     assert!(!problem.params.is_empty());
     let opts = Options {
         only: vec![],
@@ -86,6 +106,7 @@ use super::contact::{attachment_offset::*, attachment_stiffness::*, body_frictio
 use super::contact::{friction::*, obstacle_offset::*, static_friction::*};
 use super::initial::{rotation::*, state_direction::*, translation::*, velocity::*};
 use super::loads::{force_scale::*, gravity::*, muscle_activation::*};
+use super::material::poisson_ratio_field::*;
 use super::material::{damping_alpha::*, damping_beta::*, density::*};
 use super::material::{poisson_ratio::*, youngs_modulus::*, youngs_modulus_field::*};
 
@@ -164,6 +185,85 @@ fn youngs_modulus_field() {
     for (ga, gb) in a.gradient.iter().zip(&b.gradient) {
         assert!((ga - gb).abs() > 1e-3 * ga.abs(), "{ga} vs {gb}");
     }
+}
+
+/// The 3-hex bar with Poisson ratios 0.25, 0.4, 0.3 per element (`poisson_ratio_file`),
+/// corotated (ν moves the PD weights) or Neo-Hookean (also the body means of the prox).
+const NU_BAR: [&str; 1] = ["body.0.material.poisson_ratio_file=\"loaded_bar_nu.txt\""];
+const NU_BAR_NH: [&str; 2] = [
+    "body.0.material.poisson_ratio_file=\"loaded_bar_nu.txt\"",
+    "body.0.material.model=\"neohookean\"",
+];
+
+/// The per-element Poisson ratio (issue 39 item 2, "ν if cheap"): every element of the bar
+/// of [`NU_BAR`], within 1e-5 — corotated with and without each penalty (on ν itself; the
+/// field is not uniform, so their gradients are not zero), and Neo-Hookean, where $\nu_e$
+/// also moves the body means; there the E field is checked too (with ν varying, the means'
+/// ratios move with $E_e$: the extra term of `host_nu_field_terms`).
+#[test]
+fn poisson_ratio_field() {
+    for spec in [
+        "{kind = 'poisson_ratio_field'}",
+        "{kind = 'poisson_ratio_field', regularize = {kind = 'laplacian', weight = 5e-3}}",
+        "{kind = 'poisson_ratio_field', regularize = {kind = 'tv', weight = 5e-3, epsilon = 0.01}}",
+    ] {
+        check_with(&PoissonRatioField, ("loaded_bar.toml", &NU_BAR), spec, 1e-5);
+    }
+    let nh = ("loaded_bar.toml", &NU_BAR_NH[..]);
+    check_with(
+        &PoissonRatioField,
+        nh,
+        "{kind = 'poisson_ratio_field'}",
+        1e-5,
+    );
+    check_with(
+        &YoungsModulusField,
+        nh,
+        "{kind = 'youngs_modulus_field', log = true}",
+        1e-5,
+    );
+    // the penalty on ν: R = w Σ (ν_e − ν_f)² over the two face pairs, and its gradient's
+    // share is not negligible
+    let plain = problem_with(
+        &PoissonRatioField,
+        ("loaded_bar.toml", &NU_BAR),
+        "{kind = 'poisson_ratio_field'}",
+    );
+    let reg = problem_with(
+        &PoissonRatioField,
+        ("loaded_bar.toml", &NU_BAR),
+        "{kind = 'poisson_ratio_field', regularize = {kind = 'laplacian', weight = 5e-3}}",
+    );
+    assert_eq!(reg.regularizers[0].pairs, vec![(0, 1), (1, 2)]);
+    let (a, b) = (
+        plain.evaluate(&plain.theta0(), true).unwrap(),
+        reg.evaluate(&reg.theta0(), true).unwrap(),
+    );
+    let r = b.regularization.unwrap();
+    let expect = 5e-3 * (0.15f64.powi(2) + 0.1f64.powi(2));
+    assert!((r - expect).abs() < 1e-12 * expect, "{r} vs {expect}");
+    for (ga, gb) in a.gradient.iter().zip(&b.gradient) {
+        assert!((ga - gb).abs() > 1e-3 * ga.abs(), "{ga} vs {gb}");
+    }
+}
+
+/// A ν field writes back as a per-element file beside `optimized.toml` that rebuilds the
+/// optimized model exactly.
+#[test]
+fn poisson_ratio_field_writes_back_a_file() {
+    let problem = problem(
+        &PoissonRatioField,
+        "loaded_bar.toml",
+        "{kind = 'poisson_ratio_field'}",
+    );
+    let wb = crate::optimize::writeback::write_back(&problem, &[0.2, 0.45, -0.1]).unwrap();
+    assert!(wb.exact, "{:?}", wb.notes);
+    assert_eq!(wb.files.len(), 1);
+    assert_eq!(wb.files[0].name, "poisson_ratio_body0.txt");
+    assert_eq!(wb.files[0].text, "2e-1\n4.5e-1\n-1e-1\n");
+    assert!(wb
+        .toml
+        .contains("poisson_ratio_file = \"poisson_ratio_body0.txt\""));
 }
 
 /// A field writes back as a per-element file beside `optimized.toml`, the body's regions

@@ -53,6 +53,7 @@ pub static CLASSES: &[&dyn ParamClass] = &[
     &contact::attachment_stiffness::AttachmentStiffness,
     &contact::attachment_offset::AttachmentOffset,
     &material::youngs_modulus_field::YoungsModulusField,
+    &material::poisson_ratio_field::PoissonRatioField,
     #[cfg(test)] &dummy::GravityMagnitude,
 ];
 
@@ -122,7 +123,7 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(kinds.len(), 20, "{kinds:?}");
+        assert_eq!(kinds.len(), 21, "{kinds:?}");
         for k in &kinds {
             let kind: ParamKind = serde_json::from_value(serde_json::json!(k)).unwrap();
             assert_eq!(of_kind(kind).map(|c| c.key()), Some(k.as_str()));
@@ -150,7 +151,7 @@ mod tests {
     fn only_lists_the_classes_that_take_a_key() {
         assert_eq!(
             only(|c| c.refs().region, "a region"),
-            "only `youngs_modulus` and `youngs_modulus_field` take a region"
+            "only `youngs_modulus`, `youngs_modulus_field` and `poisson_ratio_field` take a region"
         );
         assert_eq!(
             only(|c| c.refs().obstacle, "an obstacle"),

@@ -21,10 +21,18 @@ use rayon::prelude::*;
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Gradients {
-    /// $d\mathcal L/dE_e$ per element.
+    /// $d\mathcal L/dE_e$ per element (with a per-element ν also through the body means,
+    /// `host_nu_field_terms`).
     pub youngs: Vec<f64>,
-    /// $d\mathcal L/d\nu$ per body.
+    /// $d\mathcal L/d\nu$ per body (every element of the body moved together).
     pub nu: Vec<f64>,
+    /// $d\mathcal L/d\nu_e$ per element where the model has a per-element ν
+    /// ([`crate::model::MaterialParams::nu_elem`]; empty otherwise): the sample terms of the
+    /// element plus, through the body means (Neo-Hookean), the body's
+    /// $\partial\mathcal L/\partial(\bar\mu,\bar\lambda,\bar k)$ times
+    /// [`crate::model::Model::element_means_derivatives`]. Summed over a body it is `nu`. Host
+    /// only.
+    pub nu_field: Vec<f64>,
     /// $d\mathcal L/d\rho$ per body.
     pub density: Vec<f64>,
     /// $d\mathcal L/d\alpha$ per body.
@@ -66,6 +74,11 @@ impl Gradients {
         Gradients {
             youngs: vec![0.0; m.num_elements()],
             nu: vec![0.0; nb],
+            nu_field: if m.params.nu_elem.is_some() {
+                vec![0.0; m.num_elements()]
+            } else {
+                vec![]
+            },
             density: vec![0.0; nb],
             alpha: vec![0.0; nb],
             beta0: vec![0.0; nb],
@@ -127,6 +140,13 @@ pub fn accumulate_step(
         }
     }
     if let Some(off) = sim.accelerator() {
+        if !grads.nu_field.is_empty() {
+            return Err(OffloadError::Unsupported(
+                "the per-element Poisson ratio (`poisson_ratio_field`, `material.poisson_ratio_file`) \
+                 has no device gradient: run the backward on the CPU"
+                    .into(),
+            ));
+        }
         return device_terms(sim, off, lin, (step, z, &vel), grads);
     }
     let body_dnu: Vec<_> = (0..model.bodies.len())
@@ -136,6 +156,9 @@ pub fn accumulate_step(
     lin.muscle
         .activation_gradient(model, z, &mut grads.muscle_activation);
     host_material_terms(sim, lin, (z, &vel, &body_dnu), grads);
+    if !grads.nu_field.is_empty() {
+        host_nu_field_terms(sim, lin, (z, &vel), grads);
+    }
     Ok(())
 }
 
@@ -209,7 +232,7 @@ fn host_material_terms(
             let vs = model.gradient_of(s, vel);
             let w = d.w_total(s);
             let ee = p.youngs[e];
-            let nu = p.nu[b];
+            let nu = p.nu_of(e, b);
             let dl_dbw = -frob(&zh, &vs); // dL/d(beta_e w_s)
             let body = &model.bodies[b];
             let s_e = body.stiffness_scaling.beta(1.0, ee, body.e_ref);
@@ -239,6 +262,87 @@ fn host_material_terms(
         grads.youngs[e] += de;
         grads.nu[b] += dnu;
         grads.beta0[b] += dbeta;
+    }
+}
+
+/// The per-element $d\mathcal L/d\nu_e$ of one step on the host (a per-element ν,
+/// [`Gradients::nu_field`]). The law's $\nu$-derivative is linear in the body means'
+/// derivative `body_dnu`, so per sample: the local part (the weights' and the β term's
+/// dependence, `body_dnu` = 0), and the cotangent of the body means, component $k$ the
+/// derivative with `body_dnu` the unit vector $k$ and no weight term; per element
+/// $d\nu_e=\sum_{s\in e}\text{local}_s+\bigl(\sum_{s\in b}c_s\bigr)\cdot
+/// \partial(\bar\mu,\bar\lambda,\bar k)/\partial\nu_e$. With ν varying over a body the
+/// means' ratios move with $E_e$ too (with one ν per body they do not, and the prox, which
+/// depends on those ratios only, drops out of $d\mathcal L/dE_e$): the same cotangent adds
+/// $c\cdot\partial(\bar\mu,\bar\lambda,\bar k)/\partial E_e$ to `youngs`. Four law calls per
+/// sample: run only for models with a per-element ν.
+fn host_nu_field_terms(
+    sim: &StepContext,
+    lin: &StepLinearization,
+    (z, vel): (&[f64], &[f64]),
+    grads: &mut Gradients,
+) {
+    let model = sim.model;
+    let d = &sim.derived;
+    let p = &model.params;
+    let zero = NhParams {
+        mu: 0.0,
+        lambda: 0.0,
+        k: 0.0,
+    };
+    let unit = [
+        NhParams { mu: 1.0, ..zero },
+        NhParams {
+            lambda: 1.0,
+            ..zero
+        },
+        NhParams { k: 1.0, ..zero },
+    ];
+    let per: Vec<(f64, [f64; 3])> = (0..model.num_samples())
+        .into_par_iter()
+        .map(|s| {
+            let e = model.samples.elem[s];
+            let b = model.elem_body[e];
+            let body = &model.bodies[b];
+            let zh = model.gradient_of(s, z);
+            let vs = model.gradient_of(s, vel);
+            let ee = p.youngs[e];
+            let inp = |dlame_dnu: (f64, f64), body_dnu: &NhParams| {
+                body.model
+                    .param_gradient(
+                        lin.sample(s),
+                        &ParamInput {
+                            zh: &zh,
+                            youngs: ee,
+                            dlame_dnu,
+                            vol: model.samples.vol[s],
+                            fit_range: body.fit_range,
+                            beta: d.beta[e],
+                            dl_dbw: -frob(&zh, &vs),
+                            body: &d.nh[b],
+                            body_dnu,
+                        },
+                    )
+                    .1
+            };
+            let local = inp(lame_dnu(ee, p.nu_of(e, b)), &zero);
+            (local, unit.map(|u| inp((0.0, 0.0), &u)))
+        })
+        .collect();
+    let mut cot = vec![[0.0; 3]; model.bodies.len()];
+    for (s, (local, c)) in per.into_iter().enumerate() {
+        let e = model.samples.elem[s];
+        grads.nu_field[e] += local;
+        let cb = &mut cot[model.elem_body[e]];
+        for k in 0..3 {
+            cb[k] += c[k];
+        }
+    }
+    for e in 0..model.num_elements() {
+        let c = cot[model.elem_body[e]];
+        let [de, dnu] = model.element_means_derivatives(p, e);
+        grads.youngs[e] += c[0] * de.mu + c[1] * de.lambda + c[2] * de.k;
+        grads.nu_field[e] += c[0] * dnu.mu + c[1] * dnu.lambda + c[2] * dnu.k;
     }
 }
 
@@ -281,7 +385,7 @@ impl ParamConstants {
                 scaling.beta(1.0, ee, body.e_ref),
                 scaling.beta_weight_power(),
             );
-            let (dmu, dla) = lame_dnu(ee, p.nu[b]);
+            let (dmu, dla) = lame_dnu(ee, p.nu_of(e, b));
             let [dwa, dwb] = body
                 .model
                 .pd_weights(dmu, dla, model.samples.vol[s], body.fit_range);

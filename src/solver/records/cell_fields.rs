@@ -49,7 +49,7 @@ pub fn cell_fields(model: &Model, x: &[f64]) -> (Vec<f64>, Vec<f64>) {
             }
         }
         let body = model.elem_body[e];
-        let (mu, lambda) = material::lame(model.params.youngs[e], model.params.nu[body]);
+        let (mu, lambda) = material::lame(model.params.youngs[e], model.params.nu_of(e, body));
         let law = model.bodies[body].model;
         let (psi, p) = energy_and_pk1(law, mu, lambda, &f);
         let w = model.samples.vol[s];

@@ -215,6 +215,37 @@ fn grad_without_parameters_exits_2_in_one_line() {
     assert!(r.stderr.contains("[[parameter]]"), "{}", r.stderr);
 }
 
+/// A Poisson-ratio field (issue 39) starting or bounded outside −1 < ν < 0.5 is bad input:
+/// one line naming the key and the value, exit 2, before any rollout.
+#[test]
+fn poisson_ratio_field_out_of_range_exits_2_in_one_line() {
+    for (spec, key, value) in [
+        (
+            r#"[{ kind = "poisson_ratio_field", initial = 0.5 }]"#,
+            "parameter[0].initial",
+            "0.5",
+        ),
+        (
+            r#"[{ kind = "poisson_ratio_field", lower = -1.0 }]"#,
+            "parameter[0].lower",
+            "-1",
+        ),
+        (
+            r#"[{ kind = "poisson_ratio_field", upper = 0.7 }]"#,
+            "parameter[0].upper",
+            "0.7",
+        ),
+    ] {
+        let r = run_cli("optimize", &with_loss(spec), &[], &[]);
+        assert_eq!(r.code, 2, "{spec}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{spec}: {}", r.stderr);
+        for needle in [key, value, "poisson_ratio_field"] {
+            assert!(r.stderr.contains(needle), "{spec}: {}", r.stderr);
+        }
+        assert!(!r.out().join("optimize.json").exists(), "{spec}");
+    }
+}
+
 /// `gradcheck --eps nan|0|-1|inf` (and non-finite or negative tolerances, absurd
 /// `--decades`) are bad input, refused before any work (they exited 1, "run failed").
 #[test]

@@ -1,4 +1,4 @@
-//! Classes of the material map $(E_e,\nu_b,\rho_b,\alpha_b,\beta_{0,b})\mapsto$ PD weights
+//! Classes of the material map $(E_e,\nu_b\text{ or }\nu_e,\rho_b,\alpha_b,\beta_{0,b})\mapsto$ PD weights
 //! $w_s$, masses $m_i$ and Rayleigh damping ([`crate::model::Model::derive`]); their
 //! gradients are the adjoint's per-element and per-body sums
 //! ([`crate::solver::gradient::accumulate_step`]).
@@ -7,6 +7,7 @@ pub mod damping_alpha;
 pub mod damping_beta;
 pub mod density;
 pub mod poisson_ratio;
+pub mod poisson_ratio_field;
 pub mod youngs_modulus;
 pub mod youngs_modulus_field;
 

@@ -16,6 +16,7 @@
 //! and indices kept), so the file alone gives every element's modulus.
 
 use crate::model::Model;
+pub use crate::optimize::classes::api::ElementFile;
 use crate::optimize::classes::api::{
     body_mut, table, Domain, Param, ParamClass, Refs, SceneText, Shape, Walk,
 };
@@ -63,14 +64,6 @@ impl ParamClass for YoungsModulusField {
     fn write_back(&self, _: &mut SceneText<'_>, _: &Param, _: f64) -> Walk<()> {
         Ok(())
     }
-}
-
-/// A per-element file the write-back produces: its name (relative to `optimized.toml`'s
-/// folder) and its text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ElementFile {
-    pub name: String,
-    pub text: String,
 }
 
 /// The file name of body `b`'s field.
