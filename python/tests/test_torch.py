@@ -328,15 +328,9 @@ def test_frame_activations_refuse_a_scene_without_per_frame_knots():
 
 def test_per_element_youngs_modulus_input_is_generic():
     """A per-element E input is whatever the registry's per-element class gives: one (m,)
-    tensor. The class (`youngs_modulus_field`) is not in this build's registry yet: skipped
-    until it is, then the same Python code must take it without changes."""
+    tensor, taken by the same generic Python code as every other parameter."""
     text = CANTILEVER.read_text() + '\n[[parameter]]\nkind = "youngs_modulus_field"\nlog = true\n'
-    try:
-        s = diffphd.Scene.from_toml(text, base_dir=CANTILEVER.parent, set={"simulation.frames": 2})
-    except diffphd.SceneError as e:
-        if "youngs_modulus_field" in str(e):
-            pytest.skip(f"the parameter class `youngs_modulus_field` is not in the registry ({str(e).splitlines()[-1][:80]}...)")
-        raise
+    s = diffphd.Scene.from_toml(text, base_dir=CANTILEVER.parent, set={"simulation.frames": 2})
     (name, ((m,), theta)), = [(n, i) for n, i in dt.inputs(s).items() if "youngs_modulus_field" in n]
     assert m == s.num_elements
     logE = torch.tensor(theta, dtype=torch.float64, requires_grad=True)

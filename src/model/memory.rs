@@ -45,7 +45,12 @@ impl Model {
             ),
             bytes(self.samples.grads.len(), 24),
             bytes(
-                p.youngs.len() + p.nu.len() + p.density.len() + p.alpha.len() + p.beta0.len(),
+                p.youngs.len()
+                    + p.nu.len()
+                    + p.nu_elem.as_ref().map_or(0, Vec::len)
+                    + p.density.len()
+                    + p.alpha.len()
+                    + p.beta0.len(),
                 f,
             ),
             bytes(
