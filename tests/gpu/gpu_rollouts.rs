@@ -16,6 +16,7 @@ on_every_device! {
     cantilever_states_match_the_cpu_path => rollout_cantilever_on;
     twist_bands_states_match_the_cpu_path => rollout_twist_bands_on;
     bouncing_ball_states_match_the_cpu_path => rollout_bouncing_ball_on;
+    oreo_states_match_the_cpu_path => rollout_oreo_on;
     moving_clamp_states_match_the_cpu_path => rollout_moving_clamp_on;
     paper_mode_is_as_accurate_as_the_cpu_path => paper_mode_is_as_accurate_as_the_cpu_on;
 }
@@ -326,10 +327,11 @@ fn rollout_twist_bands_on<D: Device + Clone + 'static>(dev: &D) {
     rollout_parity(dev, "scenes/twist_bands_tet.toml", &sets, 5, bound);
 }
 
-/// Bouncing ball through its impact with every contact-side solve on the device factor:
-/// frames 11–12 (21 candidates, 63 rows) build the dense Delassus columns by multi-RHS passes
-/// on the device, frames 13–14 (85 candidates, 255 rows > `contact::AUTO_DENSE_ROWS`) use the
-/// matrix-free products, one device solve each (both counted). States to 1e-10 of the motion
+/// Bouncing ball through its impact with its contact frames on the device (docs/gpu.md
+/// "Contact on the device"): frames 11–12 (21 candidates, 63 rows) and 13–14 (85
+/// candidates, 255 rows: matrix-free on the CPU path, above `contact::AUTO_DENSE_ROWS`, dense
+/// on the device up to `DEVICE_DENSE_ROWS`) solve their Delassus columns by multi-RHS passes
+/// on the device and keep them there; no matrix-free product runs. States to 1e-10 of the motion
 /// with the accurate mode's force-balance test tight (`residual_tol` 1e-13), so both runs
 /// converge to the same solution rather than stopping at different PD iterates (measured
 /// 4.1e-12; 16 frames: 1.1e-11, but four times the run time on the emulator).
@@ -352,16 +354,40 @@ fn rollout_bouncing_ball_on<D: Device + Clone + 'static>(dev: &D) {
         out.active_contacts
     );
     assert!(out.active_contacts > 0, "the ball must hit the ground");
-    // frames 11-12: 21 candidates, 63 rows: dense Delassus; frames 13-14: 85 candidates,
-    // 255 rows > contact::AUTO_DENSE_ROWS: matrix-free products
+    // frames 11-14: 63 and 255 rows, the dense operator on the device (one pass a frame)
     assert!(
-        passes > 0 && columns > 0,
+        passes >= 4 && columns > 0,
         "the Delassus columns were not solved on the device"
     );
-    assert!(
-        products > 0,
-        "the matrix-free contact products did not use the device factor"
+    assert_eq!(
+        products, 0,
+        "a contact frame took the host loop's matrix-free products"
     );
+}
+
+/// The CI Oreo (five bodies, body–body contact with friction, dense contact form) with its
+/// contact frames on the device against the CPU path: 6 frames, body contact carrying load
+/// from frame 5 (263–266 candidates, 789–798 rows), accurate mode with the force-balance
+/// test tight (`residual_tol` 1e-13, as the bouncing ball), states to 1e-10 of the motion.
+fn rollout_oreo_on<D: Device + Clone + 'static>(dev: &D) {
+    use std::sync::atomic::Ordering;
+    let out = rollout_parity(
+        dev,
+        "scenes/oreo.toml",
+        &[
+            "solver.mode=\"accurate\"",
+            "solver.rel_tol=1e-6",
+            "solver.residual_tol=1e-13",
+        ],
+        6,
+        1e-10,
+    );
+    assert!(out.active_contacts > 0, "the stack must be in contact");
+    assert!(
+        out.counts.multi_passes.load(Ordering::Relaxed) >= 6,
+        "the Delassus columns were not solved on the device"
+    );
+    assert_eq!(out.counts.homogeneous.load(Ordering::Relaxed), 0);
 }
 
 /// The muscle beam's rollout with the local step (muscles included) and the global solve on

@@ -526,8 +526,7 @@ impl Simulator<'_> {
         let t_c = Instant::now();
         let ncp = match self.contact_begin(t_start, x_t, v_t) {
             Some((set, lambda)) => {
-                let del = Delassus::new(&set, self.contact_solver())
-                    .map_err(|error| SolverError::solve(frame, 0, error))?;
+                let del = self.step_delassus(frame, &set)?;
                 Some((set, del, lambda))
             }
             None => None,

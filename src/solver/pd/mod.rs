@@ -4,6 +4,7 @@
 
 pub(crate) mod adjoint;
 pub mod anderson;
+pub(in crate::solver) mod device_contact;
 pub mod forward;
 pub mod gate;
 pub mod local;

@@ -36,7 +36,9 @@ impl Simulator<'_> {
     /// attached and offers it, the step has no NCP contact and no trust-region statistics are
     /// asked for.
     pub(in crate::solver) fn runs_resident(&mut self, it: &PdLoop) -> bool {
-        it.ncp.is_none()
+        it.ncp
+            .as_ref()
+            .is_none_or(|(_, d, _)| matches!(d, crate::contact::Delassus::Resident(_)))
             && !self.compute_tr
             && self
                 .offload
@@ -80,10 +82,14 @@ impl Simulator<'_> {
                 .map_err(|c| SolverError::cancelled(frame, c))?;
             let t0 = Instant::now();
             let tracked = stop != Stop::Gate;
-            let res = resident!(self, frame, k)?;
-            let norms = res
-                .pd_map(tracked, tracked && it.r0.is_none())
-                .map_err(err(k))?;
+            let flags = (tracked, tracked && it.r0.is_none());
+            let norms = if it.ncp.is_some() {
+                // contact on the device: δ0 down, the NCP on the host, λ up (device_contact.rs)
+                self.resident_contact_map(frame, it, flags)?
+            } else {
+                let res = resident!(self, frame, k)?;
+                res.pd_map(flags.0, flags.1).map_err(err(k))?
+            };
             self.resident_finite(frame, k, &norms)?;
             let t1 = Instant::now();
             let mut converged = false;
@@ -94,14 +100,18 @@ impl Simulator<'_> {
                     it.floor = RESIDUAL_FLOOR * norms.floor_reference.unwrap_or(0.0);
                 }
                 it.residual = rn / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
-                converged = stop == Stop::Residual && rn <= self.residual_target(it);
+                converged =
+                    stop == Stop::Residual && rn <= self.residual_target(it) && it.contact_ok;
             }
             let res = resident!(self, frame, k)?;
             aa.core_mut().advance(res).map_err(err(k))?;
             res.accept().map_err(err(k))?;
             if k >= 1 {
                 it.last_gate = self.resident_gate(&norms);
-                if stop != Stop::Residual && self.gate_or_budget(stop, k, &it.last_gate) {
+                if stop != Stop::Residual
+                    && self.gate_or_budget(stop, k, &it.last_gate)
+                    && it.contact_ok
+                {
                     match stop {
                         Stop::Gate => converged = true,
                         _ => gate_met = true,
@@ -111,6 +121,10 @@ impl Simulator<'_> {
             it.stats.time_local += (t1 - t0).as_secs_f64();
             it.stats.time_other += t1.elapsed().as_secs_f64();
             it.k += 1;
+            if it.cstats.time_limit_iteration.is_some() {
+                // a contact solve out of time ends the step, non-converged (as on the host)
+                break;
+            }
             if converged || gate_met {
                 exit = if converged {
                     Exit::Converged
@@ -120,7 +134,10 @@ impl Simulator<'_> {
                 break;
             }
         }
-        it.x = resident!(self, frame, it.k)?.x().map_err(err(it.k))?;
+        let res = resident!(self, frame, it.k)?;
+        // a contact step returns the contact-projected map, as the host loop does
+        let projected = it.ncp.is_some() && !matches!(exit, Exit::Cap);
+        it.x = if projected { res.xhat() } else { res.x() }.map_err(err(it.k))?;
         Ok(exit)
     }
 
