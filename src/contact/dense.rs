@@ -302,7 +302,7 @@ struct DenseNewton<'a> {
 impl DenseNewton<'_> {
     /// The trial at `lam`: $\delta=\delta_0+W\lambda$, $\Phi(\delta,\lambda)$, $\|\Phi\|^2$.
     fn trial(&self, lam: DVector<f64>) -> Trial {
-        let delta = (&self.d0 + &self.w * &lam).as_slice().to_vec();
+        let delta = (&self.d0 + self.w * &lam).as_slice().to_vec();
         let phi = residual(self.set, &delta, lam.as_slice(), self.fb);
         let n2 = phi.iter().map(|v| v * v).sum::<f64>();
         Trial {
@@ -369,7 +369,7 @@ impl DenseNewton<'_> {
         f: &[f64],
     ) -> Vec<f64> {
         // W times the decoupled part of the step, for the coupled rows' right-hand side
-        let wd = &self.w * DVector::from_column_slice(step);
+        let wd = self.w * DVector::from_column_slice(step);
         let mut rhs = vec![0.0; coupled.len()];
         for (j, l) in locals.iter().enumerate() {
             let rows = self.set.rows(j);
