@@ -427,7 +427,9 @@ mod tests {
                 let what = format!("{path}, z clamped apart: {z_extra}");
                 assert_eq!(w, host.w, "W, {what}");
                 assert!(w.iter().any(|v| *v != 0.0) && w[(0, 7)] != 0.0, "W is zero");
-                let x: Vec<f64> = (0..n3).map(|i| ((i * 29 % 17) as f64) * 0.01 - 0.08).collect();
+                let x: Vec<f64> = (0..n3)
+                    .map(|i| ((i * 29 % 17) as f64) * 0.01 - 0.08)
+                    .collect();
                 let mut xd = dev.upload(&x).unwrap();
                 assert_eq!(dc.delta(&dev, &xd).unwrap(), set.delta(&x), "delta, {what}");
                 let lambda: Vec<f64> = (0..m).map(|r| 0.5 - 0.13 * r as f64).collect();

@@ -43,7 +43,8 @@ impl Simulator<'_> {
                     .map_err(|error| SolverError::offload(frame, 0, error));
             }
         }
-        Delassus::new(set, self.contact_solver()).map_err(|error| SolverError::solve(frame, 0, error))
+        Delassus::new(set, self.contact_solver())
+            .map_err(|error| SolverError::solve(frame, 0, error))
     }
 
     /// One PD map of a contact step on the resident loop ([`Delassus::Resident`]):
