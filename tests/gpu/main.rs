@@ -13,6 +13,7 @@ mod gpu_contact;
 mod gpu_gradient_terms;
 mod gpu_krylov;
 mod gpu_mpm;
+mod gpu_mpm_contact;
 mod gpu_parity;
 mod gpu_rollouts;
 mod kernels_compile;

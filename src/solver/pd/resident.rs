@@ -1,67 +1,90 @@
-//! The PD iteration on the accelerator's resident loop (issue 15, docs/gpu.md "Resident PD
-//! iteration"): the same algorithm as [`Simulator::pd_iterate`] — the PD map, the
-//! force-balance test of `mode = "accurate"`, Anderson (Eqs. 18–21) and the dual gate
-//! (Eq. 22) — with the vectors kept on the device through
-//! [`crate::solver::offload::ResidentPd`]. Per iteration only a few norms, Anderson's new dot
-//! products and its coefficients cross; the iterate comes back when the run of iterations
-//! ends. Steps with NCP contact or trust-region statistics run [`Simulator::pd_iterate`].
+//! The resident backend of the PD iteration ([`ResidentBackend`], issue 15, docs/gpu.md
+//! "Resident PD iteration"): the vectors of the one loop [`super::iterate::pd_iterate`] kept
+//! on the accelerator through [`crate::solver::offload::ResidentPd`] (a GPU, or the host
+//! emulator running the same kernels). Per iteration only a few norms, Anderson's new dot
+//! products and its coefficients cross (with NCP contact also $\delta_0$ down and $\lambda$
+//! up, [`super::device_contact`]); the iterate comes back when the run of iterations ends.
+//! The step runs it when the accelerator offers it, the step's NCP contact (if any) has its
+//! columns on the accelerator ([`Delassus::Resident`]) and no trust-region statistics are
+//! asked for ([`StepContext::runs_resident`]).
 
-use super::anderson::TypeII;
+use super::device_contact::resident_contact_map;
+use super::iterate::{MapOut, PdBackend, PdLoop, StepRhs};
+use crate::contact::{self, Delassus};
 use crate::model::GateReference;
-use crate::solver::error::SolverError;
-use crate::solver::forward::{Exit, PdLoop, StepRhs, Stop};
-use crate::solver::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
-use crate::solver::offload::{MapNorms, OffloadError, ResidentStep};
-use crate::solver::simulator::Simulator;
+use crate::solver::context::{contact_settings, StepContext};
+use crate::solver::offload::{MapNorms, OffloadError, ResidentPd, ResidentStep};
+use crate::solver::records::error::SolverError;
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
 use std::time::Instant;
 
-/// The accelerator's resident loop of `sim`, or the error of a simulator without one.
-macro_rules! resident {
-    ($sim:expr, $frame:expr, $k:expr) => {
-        $sim.offload
-            .as_deref_mut()
-            .and_then(|o| o.resident())
-            .ok_or_else(|| {
-                SolverError::offload(
-                    $frame,
-                    $k,
-                    $crate::solver::offload::OffloadError::NoResident,
-                )
-            })
-    };
+/// The accelerator's resident loop of `ctx`, or the error of a context without one.
+fn resident<'a>(
+    ctx: &'a mut StepContext<'_>,
+    frame: usize,
+    k: usize,
+) -> Result<&'a mut dyn ResidentPd, SolverError> {
+    ctx.accelerator_mut()
+        .and_then(|o| o.resident())
+        .ok_or_else(|| SolverError::offload(frame, k, OffloadError::NoResident))
 }
 
-impl Simulator<'_> {
+/// The PD iteration's vectors on the accelerator; the backend keeps the norms of the last
+/// map (the dual gate's inputs), the run's contact-solve settings and whether the last
+/// iteration ended the run (a contact step then returns the projected $\hat x$). Anderson's
+/// store is the resident loop itself.
+#[derive(Default)]
+pub(in crate::solver) struct ResidentBackend {
+    norms: Option<MapNorms>,
+    /// The contact solve of this run (its tolerance: `PdLoop::contact_tol` or
+    /// `contact.tolerance`) and the tolerance the contact conditions are tested against.
+    solve: Option<(contact::SolveSettings, f64)>,
+    /// The last [`PdBackend::accept`] ended the run.
+    done: bool,
+}
+
+impl StepContext<'_> {
     /// Whether the PD iterations of a step run on the accelerator's resident loop: one is
-    /// attached and offers it, the step has no NCP contact and no trust-region statistics are
-    /// asked for.
+    /// attached and offers it, the step has no NCP contact or its columns are on the
+    /// accelerator ([`StepContext::step_delassus`]), and no trust-region statistics are asked
+    /// for.
     pub(in crate::solver) fn runs_resident(&mut self, it: &PdLoop) -> bool {
         it.ncp
             .as_ref()
-            .is_none_or(|(_, d, _)| matches!(d, crate::contact::Delassus::Resident(_)))
+            .is_none_or(|(_, d, _)| matches!(d, Delassus::Resident(_)))
             && !self.compute_tr
             && self
-                .offload
-                .as_deref_mut()
+                .accelerator_mut()
                 .is_some_and(|o| o.resident().is_some())
     }
+}
 
-    /// [`Simulator::pd_iterate`] on the resident loop: from `it.x` (uploaded at the start of
-    /// the step, or after a host phase moved it) until `stop` says so or the cap; `it.x` is
-    /// the iterate when it returns.
-    pub(in crate::solver) fn pd_iterate_resident(
+impl PdBackend for ResidentBackend {
+    /// Upload the step's constants and $x^0$ on its first run, the iterate a host phase moved
+    /// on a later one; with contact, the run's solve settings (as the host backend's).
+    fn start(
         &mut self,
-        aa: &mut TypeII,
+        ctx: &mut StepContext<'_>,
         frame: usize,
         rhs: &StepRhs,
-        it: &mut PdLoop,
-        stop: Stop,
-    ) -> Result<Exit, SolverError> {
-        let err = |k: usize| move |error: OffloadError| SolverError::offload(frame, k, error);
-        let window = aa.window();
-        let res = resident!(self, frame, it.k)?;
-        if it.k == 0 {
-            let step = ResidentStep {
+        it: &PdLoop,
+        window: usize,
+    ) -> Result<(), SolverError> {
+        self.done = false;
+        self.solve = it.ncp.as_ref().map(|_| {
+            let csettings = contact_settings(ctx.model);
+            let tolerance = csettings.tolerance;
+            let settings = contact::SolveSettings {
+                tolerance: it.contact_tol.unwrap_or(tolerance),
+                cancel: ctx.cancel.clone(),
+                ..csettings
+            };
+            (settings, tolerance)
+        });
+        let res = resident(ctx, frame, it.k)?;
+        let out = if it.k == 0 {
+            res.begin(&ResidentStep {
                 window,
                 x0: &it.x,
                 x_t: &rhs.x_t,
@@ -69,106 +92,116 @@ impl Simulator<'_> {
                 st: &rhs.st,
                 xd: &rhs.xd,
                 xd_u: &rhs.xd_u,
-            };
-            res.begin(&step).map_err(err(0))?;
+            })
         } else {
-            res.set_x(&it.x).map_err(err(it.k))?;
-        }
-        let mut exit = Exit::Cap;
-        while it.k < self.config.max_iterations {
-            let k = it.k;
-            self.cancel
-                .poll(crate::cancel::Stage::Pd, k)
-                .map_err(|c| SolverError::cancelled(frame, c))?;
-            let t0 = Instant::now();
-            let tracked = stop != Stop::Gate;
-            let flags = (tracked, tracked && it.r0.is_none());
-            let norms = if it.ncp.is_some() {
-                // contact on the device: δ0 down, the NCP on the host, λ up (device_contact.rs)
-                self.resident_contact_map(frame, it, flags)?
-            } else {
-                let res = resident!(self, frame, k)?;
-                res.pd_map(flags.0, flags.1).map_err(err(k))?
+            res.set_x(&it.x)
+        };
+        out.map_err(|error| SolverError::offload(frame, it.k, error))
+    }
+
+    fn map(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        _rhs: &StepRhs,
+        it: &mut PdLoop,
+        tracked: bool,
+    ) -> Result<MapOut, SolverError> {
+        let k = it.k;
+        let t0 = Instant::now();
+        let flags = (tracked, tracked && it.r0.is_none());
+        let norms = match self.solve.as_ref() {
+            // contact on the device: δ0 down, the NCP on the host, λ up (device_contact.rs)
+            Some((settings, tol)) => resident_contact_map(ctx, frame, it, (settings, *tol), flags)?,
+            None => resident(ctx, frame, k)?
+                .pd_map(flags.0, flags.1)
+                .map_err(|error| SolverError::offload(frame, k, error))?,
+        };
+        finite(ctx, frame, k, &norms)?;
+        self.norms = Some(norms);
+        it.stats.time_local += t0.elapsed().as_secs_f64();
+        Ok(MapOut {
+            residual: norms.residual,
+            floor: RESIDUAL_FLOOR * norms.floor_reference.unwrap_or(0.0),
+        })
+    }
+
+    /// Anderson's mix on the resident store, then $x_{k+1}$ with $\bar x_D$ imposed.
+    fn mix(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        aa: &mut TypeII,
+        _rhs: &StepRhs,
+        it: &PdLoop,
+    ) -> Result<(), SolverError> {
+        let k = it.k;
+        let res = resident(ctx, frame, k)?;
+        let err = |error: OffloadError| SolverError::offload(frame, k, error);
+        aa.core_mut().advance(res).map_err(err)?;
+        res.accept().map_err(err)
+    }
+
+    /// The dual gate (spec Eq. 22) from the norms of the last map, as
+    /// [`StepContext::gate_residuals`] forms it on the host.
+    fn gate(&self, ctx: &StepContext<'_>, _rhs: &StepRhs, _it: &PdLoop) -> GateResiduals {
+        let Some(n) = self.norms.as_ref() else {
+            // no map yet: nothing is met
+            return GateResiduals {
+                position: f64::INFINITY,
+                projection: f64::INFINITY,
             };
-            self.resident_finite(frame, k, &norms)?;
-            let t1 = Instant::now();
-            let mut converged = false;
-            let mut gate_met = false;
-            if let Some(rn) = norms.residual {
-                if it.r0.is_none() {
-                    it.r0 = Some(rn);
-                    it.floor = RESIDUAL_FLOOR * norms.floor_reference.unwrap_or(0.0);
-                }
-                it.residual = rn / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
-                converged =
-                    stop == Stop::Residual && rn <= self.residual_target(it) && it.contact_ok;
-            }
-            let res = resident!(self, frame, k)?;
-            aa.core_mut().advance(res).map_err(err(k))?;
-            res.accept().map_err(err(k))?;
-            if k >= 1 {
-                it.last_gate = self.resident_gate(&norms);
-                if stop != Stop::Residual
-                    && self.gate_or_budget(stop, k, &it.last_gate)
-                    && it.contact_ok
-                {
-                    match stop {
-                        Stop::Gate => converged = true,
-                        _ => gate_met = true,
-                    }
-                }
-            }
-            it.stats.time_local += (t1 - t0).as_secs_f64();
-            it.stats.time_other += t1.elapsed().as_secs_f64();
-            it.k += 1;
-            if it.cstats.time_limit_iteration.is_some() {
-                // a contact solve out of time ends the step, non-converged (as on the host)
-                break;
-            }
-            if converged || gate_met {
-                exit = if converged {
-                    Exit::Converged
-                } else {
-                    Exit::GateMet
-                };
-                break;
-            }
-        }
-        let res = resident!(self, frame, it.k)?;
-        // a contact step returns the contact-projected map, as the host loop does
-        let projected = it.ncp.is_some() && !matches!(exit, Exit::Cap);
-        it.x = if projected { res.xhat() } else { res.x() }.map_err(err(it.k))?;
-        Ok(exit)
-    }
-
-    /// A non-finite PD map ends the step as on the host: a local step that is not finite is
-    /// named by the CPU's reference step, a diverged global step by its first bad element.
-    fn resident_finite(&mut self, frame: usize, k: usize, n: &MapNorms) -> Result<(), SolverError> {
-        let offload = |error: OffloadError| SolverError::offload(frame, k, error);
-        if !n.bp.is_finite() {
-            let x = resident!(self, frame, k)?.x().map_err(offload)?;
-            return Err(self.device_local_failure(frame, k, &x));
-        }
-        if !n.g.is_finite() {
-            let xhat = resident!(self, frame, k)?.xhat().map_err(offload)?;
-            return Err(SolverError::Diverged {
-                frame,
-                iteration: k,
-                element: self.first_bad_element(&xhat),
-            });
-        }
-        Ok(())
-    }
-
-    /// The dual gate (spec Eq. 22) from the norms of a resident map, as
-    /// [`Simulator::gate_residuals`] forms it on the host.
-    fn resident_gate(&self, n: &MapNorms) -> GateResiduals {
-        let (xref, floor) = match self.config.gate_reference {
+        };
+        let (xref, floor) = match ctx.config.gate_reference {
             GateReference::Position => (n.x, 0.0),
             GateReference::Displacement => (n.disp, DISPLACEMENT_FLOOR * n.x),
         };
-        self.config
-            .gate
-            .evaluate(n.g, xref, floor, n.dbp, n.bp_prev)
+        ctx.config.gate.evaluate(n.g, xref, floor, n.dbp, n.bp_prev)
     }
+
+    /// The resident loop's `accept` (in [`PdBackend::mix`]) already moved the iterate; the
+    /// backend notes whether the run ends with it.
+    fn accept(&mut self, _ctx: &StepContext<'_>, _it: &mut PdLoop, done: bool) {
+        self.done = done;
+    }
+
+    /// The iterate comes back from the device: a contact step that met its test returns the
+    /// contact-projected $\hat x$ of its last map, as the host backend's `accept` does (it
+    /// satisfies the contact conditions to the contact tolerance, whatever the PD tolerance).
+    fn finish(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        it: &mut PdLoop,
+    ) -> Result<(), SolverError> {
+        let projected = self.done && it.ncp.is_some();
+        let res = resident(ctx, frame, it.k)?;
+        let x = if projected { res.xhat() } else { res.x() };
+        it.x = x.map_err(|error| SolverError::offload(frame, it.k, error))?;
+        Ok(())
+    }
+}
+
+/// A non-finite PD map ends the step as on the host: a local step that is not finite is
+/// named by the CPU's reference step, a diverged global step by its first bad element.
+fn finite(
+    ctx: &mut StepContext<'_>,
+    frame: usize,
+    k: usize,
+    n: &MapNorms,
+) -> Result<(), SolverError> {
+    let offload = |error: OffloadError| SolverError::offload(frame, k, error);
+    if !n.bp.is_finite() {
+        let x = resident(ctx, frame, k)?.x().map_err(offload)?;
+        return Err(ctx.device_local_failure(frame, k, &x));
+    }
+    if !n.g.is_finite() {
+        let xhat = resident(ctx, frame, k)?.xhat().map_err(offload)?;
+        return Err(SolverError::Diverged {
+            frame,
+            iteration: k,
+            element: ctx.first_bad_element(&xhat),
+        });
+    }
+    Ok(())
 }
