@@ -261,8 +261,8 @@ fn oreo_accurate() -> diffphd::scene::LoadedScene {
 /// seventh coordinate of $x^0$ scaled by $1+10^{-15}$ (3e-17 m) moves frame 5's state by
 /// more than 1e-8 m (measured 1.3e-7 m: 274 PD iterations instead of 20, 60 sticking
 /// contacts instead of 84), four orders above the device path's difference
-/// ([`oreo_states_on`]: 4.4e-17 m there, 5.2e-12 m at frame 6). Not in CI (about 40 s on
-/// this machine; `cargo test --release -p diffphd-cli --test gpu -- --ignored determinacy`).
+/// ([`oreo_states_on`]: 4.4e-17 m there, 5.2e-12 m at frame 6). Not in CI (76 s on
+/// this machine, loaded; `cargo test --release -p diffphd-cli --test gpu -- --ignored perturbation`).
 #[test]
 #[ignore]
 fn oreo_first_loaded_frame_moves_with_a_round_off_perturbation_on_the_cpu() {
