@@ -683,7 +683,7 @@ mod tests {
             let m = set.offset[set.offset.len() - 1];
             let nt = DenseNewton {
                 set: &set,
-                del: &del,
+                w: &del.w,
                 d0: DVector::zeros(m),
                 fb: &fb,
             };
