@@ -160,7 +160,8 @@ fn max_abs(v: impl Iterator<Item = f64>) -> f64 {
 /// `residual_contact_tolerance` raises to its round-off floor: 1.9e-8 to 3.4e-8 of $r^0$).
 /// Frames 1–4 (contact without load) agree to the bit; frame 5, the first with load (84
 /// sticking contacts), to 4.4e-17 m with the same contact states — but its multipliers do
-/// not: more active rows than the free DoFs they act on (the claws' nodes are prescribed), so
+/// not: more active rows than the free DoFs they act on (the claws' nodes are prescribed; the
+/// 71 contacts whose multipliers differ all touch a claw), so
 /// $\lambda$ is not unique, and the device's $W$ and $\delta_0$ (its own factor, other
 /// round-off) lead the semismooth Newton solve (76 / 77 iterations) to another point of the
 /// solution set: $\|\Delta\lambda\|_\infty$ = 4.2e-3 N (11 % of the largest
