@@ -22,6 +22,7 @@ fn compile_kernels() {
         "kernels/sort.cu",
         "kernels/mpm.cu",
         "kernels/mpm_contact.cu",
+        "kernels/contact.cu",
     ];
     let mut build = cc::Build::new();
     build

@@ -180,6 +180,21 @@ fn run<D: Device>(dev: &D, cells: [usize; 3], element: &str) {
             df.path
         );
     }
+    // the wide block on the flat copy of S (docs/gpu.md "Next" 1; bitwise the sliced one)
+    let mut df = DeviceFactor::new(dev, &f, 8usize << 30).expect("device factor");
+    if df.enable_wide(dev).expect("flat copy") {
+        let sliced = DeviceFactor::new(dev, &f, 8usize << 30).expect("device factor");
+        let want = sliced.solve_many(dev, &block, k).unwrap();
+        let mut many_dev = Vec::new();
+        let t_dev = median_seconds(reps, || many_dev = df.solve_many(dev, &block, k).unwrap());
+        println!(
+            "solve, {k:3} RHS, flat  cpu {:9.3} ms   device {:9.3} ms   rel.diff {:.1e}   bitwise the sliced: {}",
+            1e3 * t_cpu,
+            1e3 * t_dev,
+            rel(&many_dev, &many_cpu),
+            many_dev == want
+        );
+    }
 
     // the backward's ΔA·z
     let lin = diffphd::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();

@@ -7,7 +7,7 @@
 # fails. BIG=1 (default) runs a >= 1M-tet box on the GPU in whatever time is left.
 # PARTS picks and orders the parts after the smoke run (default: these, in this order):
 #   PARTS="parity ops armadillo big cantilever box56k" bash scripts/gpu_device.sh
-# Five more, not in the default: ab56k (the 56k box's forward, this binary against a staged
+# Six more, not in the default: contact (issue 38: contact on the device, about 60 s), ab56k (the 56k box's forward, this binary against a staged
 # diffphd-old), bigcpu (the 1M-tet box's `grad` on the CPU, 2 threads, about 4 minutes),
 # bigdirect (the 1M-tet box's backward by device GMRES alone, to rel. 1e-10), ncu (Nsight
 # Compute of the 1M box's solve kernels, about 45 s) and newton (Newton on the CPU, the oracle
@@ -79,6 +79,18 @@ echo "## gpu (all but emulator::)"
 REQUIRE_CUDA=1 timeout "$(limit 300)" "$t" --skip emulator:: --test-threads 8 2>&1 \
     | grep -E "^test |test result|panicked|FAILED|failures|skipping" || echo "FAILED or timed out: gpu"
 echo "## gpu took $(( $(date +%s) - s )) s"
+}
+# 1b. contact on the device (issue 38 item 6): the counters test and the Oreo / bouncing-ball
+#    parity on the device, then the CI Oreo's `simulate` (its device_traffic and seconds in
+#    $OUT/oreo-contact-log.json; the same run on the emulator is the CI test's numbers)
+part_contact() {
+t=/tmp/gpubin/gpu
+[ -x "$t" ] || { echo "missing $t"; return; }
+echo "## contact on the device"
+REQUIRE_CUDA=1 timeout "$(limit 120)" "$t" --skip emulator:: --test-threads 4 --nocapture \
+    contact_copies oreo_states bouncing_ball 2>&1 | grep -E "^test |test result|panicked|frame|seconds" | tail -60
+timeout "$(limit 60)" $D simulate scenes/oreo.toml --frames 10 --backend "$BACKEND" --quiet \
+    --out /tmp/oreo-contact --overwrite && cp /tmp/oreo-contact/log.json "$OUT/oreo-contact-log.json"
 }
 # 2. per-operation timings (local step + gather, both solve paths, 64-RHS solve, ΔA·z) at 56k DoF
 part_ops() { timeout "$(limit 90)" /tmp/gpubin/gpu_ops 64 16 16 tet4 "$BACKEND" || echo "gpu_ops failed: $?"; }

@@ -182,6 +182,42 @@ impl Grid {
     }
 }
 
+/// The broad phase's lists as [`Scan::node_triangle`] builds them: each of `tris` (ids in
+/// order) inserted into the grid of cell `cell` over its nodes' box at `x` padded by `pad`,
+/// then the ids in the cell of each of `nodes`. The reference of the device's broad phase
+/// (`gpu::contact_grid`).
+pub fn grid_cell_lists(
+    x: &[f64],
+    tris: &[[usize; 3]],
+    (pad, cell): (f64, f64),
+    nodes: &[usize],
+) -> Vec<Vec<u32>> {
+    let grid = triangle_grid(x, tris.iter(), &Vector3::repeat(pad), cell);
+    nodes.iter().map(|&i| grid.at(&v3(x, i)).to_vec()).collect()
+}
+
+/// The grid of cell `cell` holding each of `tris` (ids in order) in every cell its nodes'
+/// box at `x`, padded by `pad`, overlaps.
+fn triangle_grid<'t>(
+    x: &[f64],
+    tris: impl Iterator<Item = &'t [usize; 3]>,
+    pad: &Vector3<f64>,
+    cell: f64,
+) -> Grid {
+    let mut grid = Grid::new(cell);
+    for (k, t) in tris.enumerate() {
+        let (lo, hi) = t.iter().fold(
+            (
+                Vector3::repeat(f64::INFINITY),
+                Vector3::repeat(f64::NEG_INFINITY),
+            ),
+            |(lo, hi), &n| (lo.inf(&v3(x, n)), hi.sup(&v3(x, n))),
+        );
+        grid.insert(k as u32, &(lo - pad), &(hi + pad));
+    }
+    grid
+}
+
 /// A boundary edge: end nodes, body, and the outward normals of its (one or two) faces.
 struct Edge {
     nodes: [usize; 2],
@@ -418,18 +454,8 @@ impl<'a> Scan<'a> {
     /// Node–triangle candidates: every boundary node against the triangles in its grid
     /// cell ([`Scan::face_candidates`]), then the nearest ones kept ([`Scan::push_distinct`]).
     fn node_triangle(&self, set: &mut ContactSet) {
-        let x_t = self.x_t;
-        let mut grid = Grid::new(self.cell);
-        for (k, (t, _, _)) in self.surf.tris.iter().enumerate() {
-            let (lo, hi) = t.iter().fold(
-                (
-                    Vector3::repeat(f64::INFINITY),
-                    Vector3::repeat(f64::NEG_INFINITY),
-                ),
-                |(lo, hi), &n| (lo.inf(&v3(x_t, n)), hi.sup(&v3(x_t, n))),
-            );
-            grid.insert(k as u32, &(lo - self.pad), &(hi + self.pad));
-        }
+        let tris = self.surf.tris.iter().map(|(t, _, _)| t);
+        let grid = triangle_grid(self.x_t, tris, &self.pad, self.cell);
         let mut found: Vec<(usize, Tri, Frame)> = vec![];
         for &i in &self.model.boundary_nodes {
             self.face_candidates(&grid, i, &mut found);

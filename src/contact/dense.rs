@@ -216,10 +216,25 @@ pub fn solve(
     tol: f64,
     cache: &mut Option<NewtonCache>,
 ) -> SolveInfo {
+    solve_w(set, &del.w, set.delta(u), lambda, s, tol, cache)
+}
+
+/// [`solve`] from the Delassus matrix `w` and $\delta_0=Ju-d$ alone (`d0`, one entry per
+/// row): what the iteration reads of $u$ and of the columns $X$. The device's contact
+/// (docs/gpu.md "Contact on the device") forms $W$ and $\delta_0$ where $X$ and $u$ live.
+pub fn solve_w(
+    set: &ContactSet,
+    w: &DMatrix<f64>,
+    d0: Vec<f64>,
+    lambda: &mut [f64],
+    s: &SolveSettings,
+    tol: f64,
+    cache: &mut Option<NewtonCache>,
+) -> SolveInfo {
     let nt = DenseNewton {
         set,
-        del,
-        d0: DVector::from_vec(set.delta(u)),
+        w,
+        d0: DVector::from_vec(d0),
         fb: &s.fb,
     };
     let mut cur = nt.trial(DVector::from_column_slice(lambda));
@@ -315,7 +330,8 @@ enum CoupledStep {
 /// with the dense Delassus matrix $W$.
 struct DenseNewton<'a> {
     set: &'a ContactSet,
-    del: &'a DenseDelassus,
+    /// $W$.
+    w: &'a DMatrix<f64>,
     /// $\delta_0=Ju-d$.
     d0: DVector<f64>,
     fb: &'a FbParams,
@@ -324,7 +340,7 @@ struct DenseNewton<'a> {
 impl DenseNewton<'_> {
     /// The trial at `lam`: $\delta=\delta_0+W\lambda$, $\Phi(\delta,\lambda)$, $\|\Phi\|^2$.
     fn trial(&self, lam: DVector<f64>) -> Trial {
-        let delta = (&self.d0 + &self.del.w * &lam).as_slice().to_vec();
+        let delta = (&self.d0 + self.w * &lam).as_slice().to_vec();
         let phi = residual(self.set, &delta, lam.as_slice(), self.fb);
         let n2 = phi.iter().map(|v| v * v).sum::<f64>();
         Trial {
@@ -393,7 +409,7 @@ impl DenseNewton<'_> {
         f: &[f64],
     ) -> Vec<f64> {
         // W times the decoupled part of the step, for the coupled rows' right-hand side
-        let wd = &self.del.w * DVector::from_column_slice(step);
+        let wd = self.w * DVector::from_column_slice(step);
         let mut rhs = vec![0.0; coupled.len()];
         for (j, l) in locals.iter().enumerate() {
             let rows = self.set.rows(j);
@@ -446,7 +462,7 @@ impl DenseNewton<'_> {
                 for (kc, &c) in coupled.iter().enumerate() {
                     let mut v = 0.0;
                     for b in 0..nr {
-                        v += l.d[(a, b)] * self.del.w[(r0 + b, c)];
+                        v += l.d[(a, b)] * self.w[(r0 + b, c)];
                     }
                     jac[(ka, kc)] = v;
                 }
@@ -484,7 +500,7 @@ impl DenseNewton<'_> {
         if na < SPARSE_MIN_ROWS {
             return None;
         }
-        let w = &self.del.w;
+        let w = self.w;
         // column pattern of every coupled contact, in coupled order (sorted)
         let mut contacts: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut nnz = 0usize;
@@ -667,7 +683,7 @@ mod tests {
             let m = set.offset[set.offset.len() - 1];
             let nt = DenseNewton {
                 set: &set,
-                del: &del,
+                w: &del.w,
                 d0: DVector::zeros(m),
                 fb: &fb,
             };

@@ -328,7 +328,17 @@ impl ContactSet {
 pub enum Delassus {
     Dense(DenseDelassus),
     Free(iterative::MatrixFree),
+    /// The dense $W$ of a set whose columns $X=A^{-1}J^T$ an accelerator holds: its resident
+    /// PD loop forms $\delta_0$ and applies $X\lambda$ (docs/gpu.md "Contact on the device"),
+    /// so [`Delassus::add_x`] has no columns to apply on the host.
+    Resident(nalgebra::DMatrix<f64>),
 }
+
+/// [`Delassus::add_x`] of a [`Delassus::Resident`] operator: its columns are on the
+/// accelerator.
+#[derive(Debug, thiserror::Error)]
+#[error("the contact columns X = A^-1 J^T are held by the accelerator")]
+pub struct ColumnsOnDevice;
 
 impl Delassus {
     /// The form [`ContactSet::iterative`] selects (fails where a solve with `solver` does).
@@ -354,6 +364,10 @@ impl Delassus {
                 Ok(())
             }
             Delassus::Free(_) => iterative::add_x(set, solver, lambda, out),
+            Delassus::Resident(_) => Err(LinalgError::Backend {
+                what: "contact X lambda",
+                error: Box::new(ColumnsOnDevice),
+            }),
         }
     }
 }
@@ -441,7 +455,28 @@ pub fn solve(
     let info = match del {
         Delassus::Dense(d) => dense::solve(set, d, u, lambda, s, s.tolerance, cache),
         Delassus::Free(f) => iterative::solve(set, f, solver, u, lambda, s, s.tolerance)?,
+        Delassus::Resident(w) => {
+            dense::solve_w(set, w, set.delta(u), lambda, s, s.tolerance, cache)
+        }
     };
+    match info.cancelled {
+        Some(c) => Err(LinalgError::Cancelled(c)),
+        None => Ok(info),
+    }
+}
+
+/// [`solve`] of a dense $W$ from $\delta_0=Ju-d$ (one entry per row) instead of $u$: the
+/// device's contact, whose $u$ stays on the accelerator (docs/gpu.md "Contact on the
+/// device"); the same iterates as [`solve`] with the same $W$ and $\delta_0$.
+pub fn solve_from_delta(
+    set: &ContactSet,
+    w: &nalgebra::DMatrix<f64>,
+    d0: Vec<f64>,
+    lambda: &mut [f64],
+    s: &SolveSettings,
+    cache: &mut Option<NewtonCache>,
+) -> Result<SolveInfo, LinalgError> {
+    let info = dense::solve_w(set, w, d0, lambda, s, s.tolerance, cache);
     match info.cancelled {
         Some(c) => Err(LinalgError::Cancelled(c)),
         None => Ok(info),

@@ -5,6 +5,8 @@
 //! GPU. The CPU path ([`crate::linalg::GlobalSystem`], `solver::local`) is the reference.
 //! See `docs/gpu.md` for the kernel list, the emulator and the memory budget.
 
+pub mod contact;
+pub mod contact_grid;
 pub mod gradient;
 pub mod linalg;
 pub mod local;

@@ -8,6 +8,7 @@
 //! The Krylov methods' vectors live on the device too ([`Offload::krylov_space`],
 //! `gpu::krylov`); the small dense contact block stays on the host (docs/gpu.md).
 
+use super::contact::{DeviceContact, MAX_COLUMN_BYTES};
 use super::device::Device;
 use super::gradient::DeviceParamGradient;
 use super::krylov::{DeviceKrylov, KrylovBuffers};
@@ -58,6 +59,8 @@ pub struct DeviceOffload<D: Device> {
     resident: Option<Resident<D>>,
     /// The Krylov methods' vectors ([`Offload::krylov_space`]).
     krylov: Mutex<KrylovBuffers<D>>,
+    /// A step's contact on the device ([`ResidentPd::contact_begin`], built at its first).
+    contact: Option<DeviceContact<D>>,
     /// Positions, per-sample energies and partials of [`Offload::material_energy`].
     energy: Mutex<EnergyBuffers<D>>,
 }
@@ -146,6 +149,7 @@ impl<D: Device + Clone> DeviceOffload<D> {
             pending_activations: None,
             backward: Mutex::new(backward),
             resident: None,
+            contact: None,
         })
     }
 
@@ -411,5 +415,41 @@ impl<D: Device + Clone> ResidentPd for DeviceOffload<D> {
     fn xhat(&self) -> Result<Vec<f64>, OffloadError> {
         let r = self.resident.as_ref().ok_or(OffloadError::NotBegun)?;
         r.xhat(&self.dev).map_err(OffloadError::from)
+    }
+
+    fn contact_begin(
+        &mut self,
+        set: &crate::contact::ContactSet,
+    ) -> Option<Result<nalgebra::DMatrix<f64>, OffloadError>> {
+        if DeviceContact::<D>::columns_bytes(set, 3 * self.system.a.n) > MAX_COLUMN_BYTES {
+            return None;
+        }
+        if self.contact.is_none() {
+            match DeviceContact::new(&self.dev, &self.system) {
+                Ok(c) => self.contact = Some(c),
+                Err(e) => return Some(Err(e.into())),
+            }
+        }
+        let c = self.contact.as_mut()?;
+        Some(device(c.begin(&self.dev, &self.system, set)))
+    }
+
+    fn contact_delta(&mut self) -> Result<Vec<f64>, OffloadError> {
+        let r = begun(&mut self.resident)?;
+        let c = self.contact.as_mut().ok_or(OffloadError::NotBegun)?;
+        r.map_xhat(&self.dev, &mut self.local, &self.system)?;
+        device(c.delta(&self.dev, r.xhat_mut()))
+    }
+
+    fn contact_project(
+        &mut self,
+        lambda: &[f64],
+        residual: bool,
+        floor: bool,
+    ) -> Result<MapNorms, OffloadError> {
+        let r = begun(&mut self.resident)?;
+        let c = self.contact.as_mut().ok_or(OffloadError::NotBegun)?;
+        c.project(&self.dev, lambda, r.xhat_mut())?;
+        device(r.map_norms(&self.dev, &mut self.local, &self.system, (residual, floor)))
     }
 }

@@ -383,15 +383,43 @@ impl<D: Device> Resident<D> {
         dev: &D,
         local: &mut DeviceLocalStep<D>,
         sys: &GpuSystem<D>,
-        (residual, floor): (bool, bool),
+        flags: (bool, bool),
     ) -> Result<MapNorms, GpuError> {
+        self.map_xhat(dev, local, sys)?;
+        self.map_norms(dev, local, sys, flags)
+    }
+
+    /// The PD map's first half: $b_p(x_k)$ and $\hat x=x_t+\hat u$ with $\bar x_D$ imposed
+    /// (a contact step projects $\hat x$ in between, `gpu::contact`).
+    pub fn map_xhat(
+        &mut self,
+        dev: &D,
+        local: &mut DeviceLocalStep<D>,
+        sys: &GpuSystem<D>,
+    ) -> Result<(), GpuError> {
         let n3 = self.n3;
         local.compute(dev)?;
         lincomb(dev, n3, (1.0, &self.c2), (1.0, local.bp()), &mut self.b)?;
         self.solve(dev, sys)?;
-        // x̂ = (x_t + û) with x̄_D imposed; g = x̂ - x_k
+        // x̂ = (x_t + û) with x̄_D imposed
         lincomb(dev, n3, (1.0, &self.tmp), (1.0, &self.x_t), &mut self.xhat)?;
-        sys.prescribed().impose(dev, &self.xd, &mut self.xhat)?;
+        sys.prescribed().impose(dev, &self.xd, &mut self.xhat)
+    }
+
+    /// $\hat x$ of the map on the device (a contact step's projection adds $X\lambda$).
+    pub(crate) fn xhat_mut(&mut self) -> &mut D::Real {
+        &mut self.xhat
+    }
+
+    /// The PD map's second half: $g_k=\hat x-x_k$ and the norms of [`Resident::pd_map`].
+    pub fn map_norms(
+        &mut self,
+        dev: &D,
+        local: &mut DeviceLocalStep<D>,
+        sys: &GpuSystem<D>,
+        (residual, floor): (bool, bool),
+    ) -> Result<MapNorms, GpuError> {
+        let n3 = self.n3;
         lincomb(dev, n3, (1.0, &self.xhat), (-1.0, local.x()), &mut self.g)?;
         // every norm of the map in one copy: A g on the free DoFs (prescribed rows zeroed)
         // into tmp, f0 + b_p on them into tmp2

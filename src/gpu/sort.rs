@@ -56,6 +56,12 @@ impl<D: Device> KeyValueSort<D> {
         &self.keys
     }
 
+    /// The keys and the values together (for a kernel that writes both, then
+    /// [`KeyValueSort::sort`]: the contact broad phase's (cell, triangle) pairs).
+    pub fn pairs_mut(&mut self) -> (&mut D::Index32, &mut D::Index32) {
+        (&mut self.keys, &mut self.values)
+    }
+
     /// The values (permuted with their keys by [`KeyValueSort::sort`]).
     pub fn values(&self) -> &D::Index32 {
         &self.values

@@ -307,6 +307,39 @@ pub trait ResidentPd: AndersonStore<Error = OffloadError> {
     fn x(&self) -> Result<Vec<f64>, OffloadError>;
     /// $\hat x$ of the last map.
     fn xhat(&self) -> Result<Vec<f64>, OffloadError>;
+
+    // --- contact on the device (issue 38; docs/gpu.md "Contact on the device") ---
+
+    /// Take a step's dense contact onto the accelerator: upload `set`'s rows, solve the
+    /// columns $X=A^{-1}J^T$ there and keep them, and return $W=JX$ ($m\times m$: one copy).
+    /// `None` where the accelerator does not offer it (or the columns would not fit): the
+    /// step's contact then runs the host loop.
+    fn contact_begin(
+        &mut self,
+        _set: &crate::contact::ContactSet,
+    ) -> Option<Result<nalgebra::DMatrix<f64>, OffloadError>> {
+        None
+    }
+    /// With contact, the first half of [`ResidentPd::pd_map`]: $b_p(x_k)$ and the
+    /// unconstrained $\hat x$, and $\delta_0=J\hat x-d$ of the rows of
+    /// [`ResidentPd::contact_begin`] (one copy of $m$ numbers).
+    fn contact_delta(&mut self) -> Result<Vec<f64>, OffloadError> {
+        Err(OffloadError::Unsupported(
+            "contact on the resident loop".into(),
+        ))
+    }
+    /// The second half: $\hat x\mathrel{+}=X\lambda$ ($\lambda$ up: one copy), then $g_k$ and
+    /// the norms of [`ResidentPd::pd_map`].
+    fn contact_project(
+        &mut self,
+        _lambda: &[f64],
+        _residual: bool,
+        _floor: bool,
+    ) -> Result<MapNorms, OffloadError> {
+        Err(OffloadError::Unsupported(
+            "contact on the resident loop".into(),
+        ))
+    }
 }
 
 /// The muscle fibres' linearization of one step at $x_{t+1}$ as plain numbers

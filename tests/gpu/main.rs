@@ -9,6 +9,7 @@
 mod common;
 
 mod gpu;
+mod gpu_contact;
 mod gpu_gradient_terms;
 mod gpu_krylov;
 mod gpu_mpm;

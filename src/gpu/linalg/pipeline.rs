@@ -93,6 +93,11 @@ struct Form<D: Device> {
     rseg: D::Index,
     seg: D::Index,
     segments: usize,
+    /// Entries (the flat order's length).
+    entries: usize,
+    /// The flat (CSR-order) copy of `col` and `val` for wide blocks
+    /// ([`DeviceFactor::enable_wide`]).
+    flat: Option<(D::Index32, D::Real)>,
 }
 
 impl<D: Device> Form<D> {
@@ -107,7 +112,38 @@ impl<D: Device> Form<D> {
             rseg: dev.upload_index(&idx(&rseg))?,
             seg: dev.upload_index(&idx(&seg))?,
             segments: seg.len() - 1,
+            entries: seg.last().copied().unwrap_or(0) - seg.first().copied().unwrap_or(0),
+            flat: None,
         })
+    }
+
+    /// Bytes of the flat copy ([`Form::build_flat`]).
+    fn flat_bytes(&self) -> usize {
+        self.entries * (8 + 4)
+    }
+
+    /// The flat copy of the sliced form (`dphd_contact_unslice`, one item per entry).
+    fn build_flat(&mut self, dev: &D) -> Result<(), GpuError> {
+        if self.flat.is_some() {
+            return Ok(());
+        }
+        let len = self.entries.max(1);
+        let mut fcol = dev.zeros_index32(len)?;
+        let mut fval = dev.zeros(len)?;
+        dev.launch(
+            Kernel::ContactUnslice,
+            self.entries,
+            &mut [
+                Arg::Int(self.segments as i64),
+                Arg::Index(&self.seg),
+                Arg::Index32(&self.col),
+                Arg::In(&self.val),
+                Arg::Index32Out(&mut fcol),
+                Arg::Out(&mut fval),
+            ],
+        )?;
+        self.flat = Some((fcol, fval));
+        Ok(())
     }
 
     /// `y = M x` by the two passes (`partial` holds at least `segments` values).
@@ -182,6 +218,22 @@ impl<D: Device> Form<D> {
         x: &D::Real,
         y: &mut D::Real,
     ) -> Result<(), GpuError> {
+        if let Some((col, val)) = self.flat.as_ref() {
+            // the flat copy: the same sums in the same order (docs/gpu.md "Next" 1)
+            return dev.launch(
+                Kernel::ContactSpmvWide,
+                n * k,
+                &mut [
+                    Arg::Int(k as i64),
+                    Arg::Index(&self.rseg),
+                    Arg::Index(&self.seg),
+                    Arg::Index32(col),
+                    Arg::In(val),
+                    Arg::In(x),
+                    Arg::Out(y),
+                ],
+            );
+        }
         dev.launch(
             Kernel::SpmvSegmentedMulti,
             n * k,
@@ -228,6 +280,8 @@ pub struct DeviceFactor<D: Device> {
     inverse: Option<Inverse<D>>,
     work: D::Real,
     work2: D::Real,
+    /// The memory budget of the explicit inverse factor (and of the wide blocks' flat copy).
+    budget_bytes: usize,
     /// The path [`DeviceFactor::solve`] takes, and why.
     pub path: SolvePath,
 }
@@ -299,6 +353,7 @@ impl<D: Device> DeviceFactor<D> {
             inverse: None,
             work: dev.zeros(n)?,
             work2: dev.zeros(n)?,
+            budget_bytes,
             path: SolvePath::Triangular {
                 nnz_s,
                 budget_bytes,
@@ -623,11 +678,49 @@ impl<D: Device> DeviceFactor<D> {
         if k == 0 || n == 0 {
             return Ok(Vec::new());
         }
-        let mut blk = Block::<D> {
-            k,
-            a: dev.upload(b)?,
-            b: dev.zeros(n * k)?,
+        let (a, _) = self.solve_many_device(dev, k, dev.upload(b)?, dev.zeros(n * k)?)?;
+        dev.download(&a)
+    }
+
+    /// Wide blocks (the Delassus columns, [`DeviceFactor::solve_many`]) on a flat (CSR-order)
+    /// copy of both forms of $S$ (docs/gpu.md "Next" 1: the sliced layout made the 64-column
+    /// solve slower, 6.30 → 9.91 ms on the 56k box), where the inverse factor and the copy
+    /// fit the budget together. The same sums in the same order: bitwise the sliced result.
+    /// Returns whether the copy is there.
+    pub fn enable_wide(&mut self, dev: &D) -> Result<bool, GpuError> {
+        let (budget, path) = (self.budget_bytes, &self.path);
+        let Some(inv) = self.inverse.as_mut() else {
+            return Ok(false);
         };
+        let used = match path {
+            SolvePath::InverseFactor { bytes, .. } => *bytes,
+            SolvePath::Triangular { .. } => 0,
+        };
+        let extra = inv.rows.flat_bytes() + inv.cols.flat_bytes();
+        if inv.rows.flat.is_none() && used.saturating_add(extra) > budget {
+            return Ok(false);
+        }
+        inv.rows.build_flat(dev)?;
+        inv.cols.build_flat(dev)?;
+        Ok(true)
+    }
+
+    /// [`DeviceFactor::solve_many`] on device buffers (the contact's Delassus columns, kept
+    /// on the device: docs/gpu.md "Contact on the device"): `a` holds the `k` right-hand
+    /// sides (row-interleaved, at least `n k` entries) and is returned holding the solution,
+    /// `b` is scratch of the same length; the same launches and bits as `solve_many`.
+    pub fn solve_many_device(
+        &self,
+        dev: &D,
+        k: usize,
+        a: D::Real,
+        b: D::Real,
+    ) -> Result<(D::Real, D::Real), GpuError> {
+        let n = self.n;
+        if k == 0 || n == 0 {
+            return Ok((a, b));
+        }
+        let mut blk = Block::<D> { k, a, b };
         // w = P b (into blk.b)
         self.permute_block(dev, &self.perm, &mut blk, false)?;
         if let Some(inv) = self.inverse.as_ref() {
@@ -639,7 +732,7 @@ impl<D: Device> DeviceFactor<D> {
         }
         // x = P^T z (from blk.b into blk.a)
         self.permute_block(dev, &self.iperm, &mut blk, true)?;
-        dev.download(&blk.a)
+        Ok((blk.a, blk.b))
     }
 
     /// Gather a block through a row permutation: `a -> b`, or `b -> a` when `back`.

@@ -470,6 +470,51 @@ impl<D: Device> GpuSystem<D> {
     }
 }
 
+impl<D: Device> GpuSystem<D> {
+    /// Free nodes of reduced system `k` (its natural order: the rows of a block that
+    /// [`GpuSystem::solve_many_device`] takes and returns) and the axes that use it.
+    pub(crate) fn reduced_free(&self, k: usize) -> (Vec<usize>, Vec<usize>) {
+        let (free, _, _) = self.plan.reduced(k);
+        let axes = (0..3).filter(|&d| self.plan.axis_system(d) == k).collect();
+        (free.to_vec(), axes)
+    }
+
+    /// Wide multi-RHS blocks on the flat copy of $S$ where memory allows
+    /// ([`DeviceFactor::enable_wide`]); returns whether every factor has it.
+    pub(crate) fn enable_wide_solves(&self) -> Result<bool, GpuError> {
+        let mut all = true;
+        for f in &self.factors {
+            let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+            all &= f.enable_wide(&self.dev)?;
+        }
+        Ok(all)
+    }
+
+    /// Distinct reduced systems.
+    pub(crate) fn num_reduced(&self) -> usize {
+        self.plan.num_reduced()
+    }
+
+    /// $A_{FF}^{-1}$ of reduced system `sys` on a device block of `k` right-hand sides
+    /// (rows in [`GpuSystem::reduced_free`] order, row-interleaved) in `a`, returned holding
+    /// the solution (`b` scratch): [`DeviceFactor::solve_many_device`], counted as one
+    /// multi-RHS pass of `k` columns.
+    pub(crate) fn solve_many_device(
+        &self,
+        (sys, k): (usize, usize),
+        a: D::Real,
+        b: D::Real,
+    ) -> Result<(D::Real, D::Real), GpuError> {
+        let out = {
+            let f = self.factors[sys].lock().unwrap_or_else(|p| p.into_inner());
+            f.solve_many_device(&self.dev, k, a, b)?
+        };
+        self.counts.multi_passes.fetch_add(1, Ordering::Relaxed);
+        self.counts.multi_columns.fetch_add(k, Ordering::Relaxed);
+        Ok(out)
+    }
+}
+
 /// A device failure of the solve `what` as the [`LinearSolver`] seam's error.
 fn backend(what: &'static str, e: GpuError) -> LinalgError {
     LinalgError::Backend {

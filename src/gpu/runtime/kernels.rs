@@ -34,6 +34,10 @@ pub const SOURCES: &[(&str, &str)] = &[
         "kernels/mpm_contact.cu",
         include_str!("../../../kernels/mpm_contact.cu"),
     ),
+    (
+        "kernels/contact.cu",
+        include_str!("../../../kernels/contact.cu"),
+    ),
 ];
 
 /// Headers the sources include, by include name.
@@ -303,6 +307,29 @@ kernel_table! {
     MpmContactLine = dphd_mpm_contact_line in "kernels/mpm_contact.cu" (ns: Int, alpha: Real, model: In, active: In, vc: In, gamma_c: In, dvc: In, partial: Out);
     /// Strided partials of the impulses and moments on each rigid body.
     MpmContactWrench = dphd_mpm_contact_wrench in "kernels/mpm_contact.cu" (ns: Int, ng: Int, nb: Int, rig: In, active: In, gamma_w: In, lever: In, partial: Out);
+    // --- the dense contact operator on the device (contact.cu; docs/gpu.md "Contact on the device") ---
+    /// Unit spikes of a block of `k` Delassus columns at their free positions.
+    ContactSpikes = dphd_contact_spikes in "kernels/contact.cu" (k: Int, pos: In, out: Out);
+    /// A solved block of Delassus columns into the node-major columns of `X = A^{-1} J^T`.
+    ContactUnblock = dphd_contact_unblock in "kernels/contact.cu" (k: Int, q: Int, n3: Int, c0: Int, base: In, axes: In, src: In, x: Out);
+    /// `W = J X`, one item per entry, in the host's order.
+    ContactDelassus = dphd_contact_delassus in "kernels/contact.cu" (m: Int, n3: Int, rows: In, x: In, w: Out);
+    /// `delta = J x - d` of the contact rows.
+    ContactDelta = dphd_contact_delta in "kernels/contact.cu" (rows: In, x: In, delta: Out);
+    /// The per-column forces of `X lambda` (a gather over each column's rows).
+    ContactForces = dphd_contact_forces in "kernels/contact.cu" (ptr: In, ent: In, rows: In, lambda: In, f: Out);
+    /// `x += X lambda` from the per-column forces.
+    ContactAddX = dphd_contact_add_x in "kernels/contact.cu" (cols: Int, f: In, xcols: In, x: Out);
+    /// The flat (CSR-order) copy of a sliced form of `S`, one item per entry (wide blocks).
+    ContactUnslice = dphd_contact_unslice in "kernels/contact.cu" (nseg: Int, seg: Index, col: Index32, val: In, fcol: Index32Out, fval: Out);
+    /// `Y = M X` for `k` columns on the flat copy, bitwise `SpmvSegmentedMulti`.
+    ContactSpmvWide = dphd_contact_spmv_wide in "kernels/contact.cu" (k: Int, rseg: Index, seg: Index, col: Index32, val: In, x: In, y: Out);
+    /// The body–body broad phase: each triangle's padded box as cell ranges.
+    GridTriCells = dphd_grid_tri_cells in "kernels/contact.cu" (cell: Real, pad: Real, tris: In, x: In, out: Out);
+    /// The body–body broad phase: each triangle's (cell key, triangle) pairs at its offset.
+    GridTriPairs = dphd_grid_tri_pairs in "kernels/contact.cu" (o0: Int, o1: Int, o2: Int, nx: Int, ny: Int, ranges: In, offs: In, keys: Index32Out, vals: Index32Out);
+    /// The body–body broad phase: each queried node's range of its cell's sorted pairs.
+    GridNodeRanges = dphd_grid_node_ranges in "kernels/contact.cu" (cell: Real, o0: Int, o1: Int, o2: Int, nx: Int, ny: Int, nz: Int, len: Int, nodes: In, x: In, keys: Index32, out: Out);
 }
 
 #[cfg(test)]

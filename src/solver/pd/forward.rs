@@ -15,7 +15,7 @@
 use super::host::HostPd;
 use super::iterate::{pd_iterate, Exit, NcpState, PdLoop, StepRhs, Stop};
 use super::resident::ResidentBackend;
-use crate::contact::{ContactStats, Delassus};
+use crate::contact::ContactStats;
 use crate::linalg::{LinalgError, LinearSolver};
 use crate::model::{OnNonConvergence, SolverMode};
 use crate::solver::context::{contact_settings, norm, ContactOutcome, StepContext};
@@ -393,8 +393,7 @@ impl StepContext<'_> {
         let t_c = Instant::now();
         let ncp = match self.contact_begin(t_start, x_t, v_t) {
             Some((set, lambda)) => {
-                let del = Delassus::new(&set, self.contact_solver())
-                    .map_err(|error| SolverError::solve(frame, 0, error))?;
+                let del = self.step_delassus(frame, &set)?;
                 Some((set, del, lambda))
             }
             None => None,

@@ -6,6 +6,7 @@
 //! step, Anderson, the gate) are `solver::stages`.
 
 pub(crate) mod adjoint;
+pub(in crate::solver) mod device_contact;
 pub mod forward;
 pub(in crate::solver) mod host;
 pub(in crate::solver) mod iterate;

@@ -2,13 +2,17 @@
 //! "Resident PD iteration"): the vectors of the one loop [`super::iterate::pd_iterate`] kept
 //! on the accelerator through [`crate::solver::offload::ResidentPd`] (a GPU, or the host
 //! emulator running the same kernels). Per iteration only a few norms, Anderson's new dot
-//! products and its coefficients cross; the iterate comes back when the run of iterations
-//! ends. The step runs it when the accelerator offers it, the step has no NCP contact and no
-//! trust-region statistics are asked for ([`StepContext::runs_resident`]).
+//! products and its coefficients cross (with NCP contact also $\delta_0$ down and $\lambda$
+//! up, [`super::device_contact`]); the iterate comes back when the run of iterations ends.
+//! The step runs it when the accelerator offers it, the step's NCP contact (if any) has its
+//! columns on the accelerator ([`Delassus::Resident`]) and no trust-region statistics are
+//! asked for ([`StepContext::runs_resident`]).
 
+use super::device_contact::resident_contact_map;
 use super::iterate::{MapOut, PdBackend, PdLoop, StepRhs};
+use crate::contact::{self, Delassus};
 use crate::model::GateReference;
-use crate::solver::context::StepContext;
+use crate::solver::context::{contact_settings, StepContext};
 use crate::solver::offload::{MapNorms, OffloadError, ResidentPd, ResidentStep};
 use crate::solver::records::error::SolverError;
 use crate::solver::stages::anderson::TypeII;
@@ -27,18 +31,28 @@ fn resident<'a>(
 }
 
 /// The PD iteration's vectors on the accelerator; the backend keeps the norms of the last
-/// map (the dual gate's inputs). Anderson's store is the resident loop itself.
+/// map (the dual gate's inputs), the run's contact-solve settings and whether the last
+/// iteration ended the run (a contact step then returns the projected $\hat x$). Anderson's
+/// store is the resident loop itself.
 #[derive(Default)]
 pub(in crate::solver) struct ResidentBackend {
     norms: Option<MapNorms>,
+    /// The contact solve of this run (its tolerance: `PdLoop::contact_tol` or
+    /// `contact.tolerance`) and the tolerance the contact conditions are tested against.
+    solve: Option<(contact::SolveSettings, f64)>,
+    /// The last [`PdBackend::accept`] ended the run.
+    done: bool,
 }
 
 impl StepContext<'_> {
     /// Whether the PD iterations of a step run on the accelerator's resident loop: one is
-    /// attached and offers it, the step has no NCP contact and no trust-region statistics are
-    /// asked for.
+    /// attached and offers it, the step has no NCP contact or its columns are on the
+    /// accelerator ([`StepContext::step_delassus`]), and no trust-region statistics are asked
+    /// for.
     pub(in crate::solver) fn runs_resident(&mut self, it: &PdLoop) -> bool {
-        it.ncp.is_none()
+        it.ncp
+            .as_ref()
+            .is_none_or(|(_, d, _)| matches!(d, Delassus::Resident(_)))
             && !self.compute_tr
             && self
                 .accelerator_mut()
@@ -48,7 +62,7 @@ impl StepContext<'_> {
 
 impl PdBackend for ResidentBackend {
     /// Upload the step's constants and $x^0$ on its first run, the iterate a host phase moved
-    /// on a later one.
+    /// on a later one; with contact, the run's solve settings (as the host backend's).
     fn start(
         &mut self,
         ctx: &mut StepContext<'_>,
@@ -57,6 +71,17 @@ impl PdBackend for ResidentBackend {
         it: &PdLoop,
         window: usize,
     ) -> Result<(), SolverError> {
+        self.done = false;
+        self.solve = it.ncp.as_ref().map(|_| {
+            let csettings = contact_settings(ctx.model);
+            let tolerance = csettings.tolerance;
+            let settings = contact::SolveSettings {
+                tolerance: it.contact_tol.unwrap_or(tolerance),
+                cancel: ctx.cancel.clone(),
+                ..csettings
+            };
+            (settings, tolerance)
+        });
         let res = resident(ctx, frame, it.k)?;
         let out = if it.k == 0 {
             res.begin(&ResidentStep {
@@ -84,9 +109,14 @@ impl PdBackend for ResidentBackend {
     ) -> Result<MapOut, SolverError> {
         let k = it.k;
         let t0 = Instant::now();
-        let norms = resident(ctx, frame, k)?
-            .pd_map(tracked, tracked && it.r0.is_none())
-            .map_err(|error| SolverError::offload(frame, k, error))?;
+        let flags = (tracked, tracked && it.r0.is_none());
+        let norms = match self.solve.as_ref() {
+            // contact on the device: δ0 down, the NCP on the host, λ up (device_contact.rs)
+            Some((settings, tol)) => resident_contact_map(ctx, frame, it, (settings, *tol), flags)?,
+            None => resident(ctx, frame, k)?
+                .pd_map(flags.0, flags.1)
+                .map_err(|error| SolverError::offload(frame, k, error))?,
+        };
         finite(ctx, frame, k, &norms)?;
         self.norms = Some(norms);
         it.stats.time_local += t0.elapsed().as_secs_f64();
@@ -129,19 +159,25 @@ impl PdBackend for ResidentBackend {
         ctx.config.gate.evaluate(n.g, xref, floor, n.dbp, n.bp_prev)
     }
 
-    /// The resident loop's `accept` (in [`PdBackend::mix`]) already moved the iterate.
-    fn accept(&mut self, _ctx: &StepContext<'_>, _it: &mut PdLoop, _done: bool) {}
+    /// The resident loop's `accept` (in [`PdBackend::mix`]) already moved the iterate; the
+    /// backend notes whether the run ends with it.
+    fn accept(&mut self, _ctx: &StepContext<'_>, _it: &mut PdLoop, done: bool) {
+        self.done = done;
+    }
 
-    /// The iterate comes back from the device.
+    /// The iterate comes back from the device: a contact step that met its test returns the
+    /// contact-projected $\hat x$ of its last map, as the host backend's `accept` does (it
+    /// satisfies the contact conditions to the contact tolerance, whatever the PD tolerance).
     fn finish(
         &mut self,
         ctx: &mut StepContext<'_>,
         frame: usize,
         it: &mut PdLoop,
     ) -> Result<(), SolverError> {
-        it.x = resident(ctx, frame, it.k)?
-            .x()
-            .map_err(|error| SolverError::offload(frame, it.k, error))?;
+        let projected = self.done && it.ncp.is_some();
+        let res = resident(ctx, frame, it.k)?;
+        let x = if projected { res.xhat() } else { res.x() };
+        it.x = x.map_err(|error| SolverError::offload(frame, it.k, error))?;
         Ok(())
     }
 }
