@@ -28,6 +28,9 @@ case "$mode" in
   check) out=$(mktemp -d) ;;
   *) echo "mode must be record or check" >&2; exit 2 ;;
 esac
+# the checkout's own path appears in some logs (sweep runs): recorded, and replaced by <repo>
+mkdir -p "$out"
+pwd > "$out/repo.path"
 mkdir -p "$out"
 
 PLY='output.format="ply"'
@@ -93,14 +96,22 @@ def flat(x, path=""):
             yield from flat(v, f"{path}[{i}]")
     elif isinstance(x, str):
         # paths into the output folder differ between the recorded and the checked run
-        yield path, x.replace(OUT_NEW, "<out>").replace(OUT_BASE, "<out>")
+        x = x.replace(OUT_NEW, "<out>").replace(OUT_BASE, "<out>")
+        for repo in REPOS:
+            x = x.replace(repo, "<repo>")
+        yield path, x
     else:
         yield path, x
 OUT_BASE, OUT_NEW = os.path.abspath(base), os.path.abspath(new)
+# the checkouts that recorded and re-ran (a baseline without repo.path: none replaced)
+REPOS = [open(os.path.join(d, "repo.path")).read().strip()
+         for d in (base, new) if os.path.exists(os.path.join(d, "repo.path"))]
 bad = 0
 n = 0
 for root, _, files in os.walk(base):
     for f in sorted(files):
+        if f == "repo.path" and root == base:
+            continue
         a = os.path.join(root, f)
         b = os.path.join(new, os.path.relpath(a, base))
         n += 1
