@@ -163,8 +163,38 @@ impl Failure {
     }
 }
 
+/// glibc's allocator hands the top of its heap back to the kernel when more than the trim
+/// threshold (128 KiB, raised only after a large block goes back) lies free there, and
+/// serves blocks above the mmap threshold by `mmap`. A solve that allocates its work space
+/// per call at the top of the heap and frees it (the contact solve's GMRES basis, its $W$
+/// products, the local step's projections) then moves the heap's end down and up again every
+/// call, and every page it touches again is a fresh page fault: a 46-frame napkin `simulate`
+/// took 374 000 page faults and 1.1 s of system time for the 31 000 of session 19's binary
+/// (issue 34, "no slower"). Fixed thresholds — blocks up to 32 MiB from the heap, 64 MiB kept
+/// free at its top, what glibc's own adjustment reaches at most — make the heap's size
+/// follow the run's peak instead: 2 800 page faults. The peak memory is unchanged (the
+/// heap never grows past what the run holds at once plus the threshold's slack at its top,
+/// which is returned memory the kernel has not yet been asked for). Results are unchanged:
+/// where a block lies changes no arithmetic.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const MMAP_THRESHOLD: libc::c_int = 32 << 20;
+        const TRIM_THRESHOLD: libc::c_int = 64 << 20;
+        // SAFETY: mallopt only sets two of the allocator's parameters, under the allocator's
+        // own lock (glibc's mallopt is thread-safe); blocks already handed out are not
+        // touched. A refusal (return 0) keeps glibc's defaults, which are correct, only
+        // slower.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+        }
+    }
+}
+
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
+    tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -319,7 +349,15 @@ pub fn interrupt_flag() -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>>
     .clone()
 }
 
-/// Configure the global rayon pool (first call wins).
+/// Configure the global rayon pool (first call wins). The calling thread (the command's own)
+/// is the pool's thread 0 (`use_current_thread`): a parallel loop called from it runs there,
+/// its halves stolen by the other `n - 1` threads, instead of being handed to another thread
+/// and waited for. At `--threads 1` the pool is the calling thread alone, so every parallel
+/// loop runs inline, as a serial loop, with no thread hand-over per call (issue 34, "no
+/// slower": a handed-over job costs a futex wake-up and a context switch each way, and the PD
+/// iteration, the adjoint and Newton's assembly make thousands of such calls per rollout).
+/// Which thread runs a loop changes no result: the loops' work split depends on the pool's
+/// size only.
 pub fn set_threads(n: usize) -> usize {
     let n = if n == 0 {
         std::thread::available_parallelism()
@@ -330,6 +368,7 @@ pub fn set_threads(n: usize) -> usize {
     };
     let _ = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
+        .use_current_thread()
         .build_global();
     rayon::current_num_threads()
 }
