@@ -319,12 +319,13 @@ pub struct SolverSettings {
     pub newton_krylov_max_steps: usize,
     #[serde(default = "d_polish_tol")]
     pub polish_tol: f64,
-    /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
-    /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
-    /// implicit-Euler objective, see `crate::solver::newton`) or `"auto"` (accurate PD or
-    /// Newton by a deterministic rule over the scene's size, factor fill and stiffness
-    /// contrast, `crate::solver::auto`; logged as `method_reason`; a step that misses its
-    /// stopping test is retried with the other method; on a device: PD).
+    /// Forward/backward method (issue 7 baselines): `"auto"` (the default since issue 37:
+    /// accurate PD or Newton by a deterministic rule over the scene's factor fill, stiffness
+    /// contrast, stiffness number and contact, `crate::solver::auto`; logged as
+    /// `method_reason`; a step that misses its stopping test is retried with the other
+    /// method; on a device: PD), `"diffphd"` (PD + Anderson + dual gate), `"diffpd"` (PD with
+    /// Liu 2017 L-BFGS acceleration) or `"newton"` (Newton on the implicit-Euler objective,
+    /// see `crate::solver::newton`).
     #[serde(default)]
     pub method: SolverMethod,
     /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
@@ -401,12 +402,13 @@ pub enum DiffpdLinear {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum SolverMethod {
-    #[default]
     Diffphd,
     Diffpd,
     Newton,
     /// Accurate PD or Newton, chosen per scene by a rule over deterministic quantities
     /// (`crate::solver::auto`); resolved when the simulator is built, never stepped as such.
+    /// The default (issue 37).
+    #[default]
     Auto,
 }
 
@@ -531,7 +533,7 @@ impl Default for SolverSettings {
             direct_fallback: true,
             newton_krylov_max_steps: d_nk_steps(),
             polish_tol: d_polish_tol(),
-            method: SolverMethod::Diffphd,
+            method: SolverMethod::Auto,
             newton_energy: NewtonEnergy::Pd,
             newton_filter: NewtonFilter::None,
             newton_max_iterations: d_newton_maxit(),
