@@ -137,8 +137,14 @@ fn woodbury_adjoint_matches_fixed_point() {
     ] {
         let eval = |method: &str| {
             let set = format!("backward.method=\"{method}\"");
-            let p = diffphd::optimize::problem::Problem::new(common::load(&text, &[&set]))
-                .expect("problem builds");
+            // tests PD's adjoint solvers (Newton's adjoint is a direct solve), with the
+            // Krylov adjoint on contact-free frames as well
+            let pd = ["solver.method=\"diffphd\"", "backward.adjoint=\"gmres\""];
+            let p = diffphd::optimize::problem::Problem::new(common::load(
+                &text,
+                &[&set, pd[0], pd[1]],
+            ))
+            .expect("problem builds");
             p.evaluate(&p.theta0(), true).expect("evaluates")
         };
         let fp = eval("fixed_point");
