@@ -21,6 +21,7 @@ fn compile_kernels() {
         "kernels/resident.cu",
         "kernels/sort.cu",
         "kernels/mpm.cu",
+        "kernels/mpm_contact.cu",
     ];
     let mut build = cc::Build::new();
     build

@@ -139,4 +139,34 @@ DPHD_FN void dphd_mpm_return_map(const double* m, const double* f, double* ps, d
     dphd_compose(u, e, v, out);
 }
 
+// Quadratic B-spline weights of one axis at fractional offset f (bspline.rs); shared by
+// mpm.cu and mpm_contact.cu.
+DPHD_FN void dphd_mpm_weights(double f, double* w)
+{
+    const double a = 1.5 - f;
+    const double c = f - 0.5;
+    const double d = f - 1.0;
+    w[0] = 0.5 * a * a;
+    w[1] = 0.75 - d * d;
+    w[2] = 0.5 * c * c;
+}
+
+// Base node per axis and fractional offset (bspline::base_and_fraction); false when the
+// particle's 3x3x3 stencil leaves the grid or the position is not finite.
+DPHD_FN bool dphd_mpm_base(const long long* dims, const double* geo, const double* x, long long* b,
+                           double* frac)
+{
+    const double inv_h = 1.0 / geo[3];
+    for (int a = 0; a < 3; ++a) {
+        const double xi = (x[a] - geo[a]) * inv_h;
+        if (!isfinite(xi)) return false;
+        const double fb = floor(xi - 0.5);
+        if (!(fb >= 0.0 && fb + 2.0 <= (double)dims[a])) return false;
+        b[a] = (long long)fb;
+        frac[a] = xi - fb;
+        if (!isfinite(frac[a])) return false;
+    }
+    return true;
+}
+
 #endif

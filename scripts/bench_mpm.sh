@@ -21,7 +21,11 @@
 #   --tiny: 20 ms of simulated time and the tolerance study only at eps_r 1e-1 and 1e-5, to
 #           check that the script works (seconds; not a result).
 # Env: BIN (default target/release/diffphd, built here), OUT (default a temp dir),
-#      T (simulated time in s, default 0.1 = the scene's 100 ms).
+#      T (simulated time in s, default 0.1 = the scene's 100 ms),
+#      SIZE (default 1): the dough's length and width times SIZE (thickness 2 cm, h = 1 cm,
+#           8 particles per cell: 512*SIZE^2 particles; the pin's length, its start and the
+#           domain follow). The seed's dough has 5,920 particles at h = 2 cm (Table I):
+#           SIZE=3.4 gives 5,914 particles here (at h = 1 cm, so about 4x the seed's nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiny=0
@@ -33,6 +37,7 @@ fi
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 T=${T:-0.1}
+SIZE=${SIZE:-1}
 tols="1e-1 5e-2 1e-2 1e-5"
 dts="0.01 0.0025 0.001"
 if [ $tiny = 1 ]; then
@@ -41,6 +46,20 @@ if [ $tiny = 1 ]; then
   dts="0.01 0.005"
 fi
 scene=scenes/mpm_dough_rolling.toml
+# The SIZE overrides (dough x, y extents; domain margins 4 cm; pin half-length = half-width + 1 cm).
+read -r -a size_set < <(python3 - "$SIZE" <<'PY'
+import sys
+k = float(sys.argv[1])
+ax, ay = 0.04 * k, 0.02 * k
+f = lambda v: repr(round(v, 9))
+print(f"--set mpm_body.0.shape.min=[{f(-ax)},{f(-ay)},-0.02] "
+      f"--set mpm_body.0.shape.max=[{f(ax)},{f(ay)},0.0] "
+      f"--set mpm.domain_min=[{f(-ax - 0.04)},{f(-ay - 0.04)},-0.06] "
+      f"--set mpm.domain_max=[{f(ax + 0.04)},{f(ay + 0.04)},0.08] "
+      f"--set rigid_body.0.shape.half_length={f(ay + 0.01)} "
+      f"--set rigid_body.0.position=[{f(-0.5 * ax)},0.0,0.012499]")
+PY
+)
 
 # run NAME COUPLING DT TOL
 run() {
@@ -55,11 +74,11 @@ run() {
   "$BIN" simulate "$scene" --out "$OUT/$name" --quiet \
     --set simulation.dt="$dt" --set simulation.frames="$frames" \
     --set mpm.substeps="$substeps" --set mpm.rel_tol="$tol" --set mpm.coupling="$coupling" \
-    --set mpm.max_iterations=200000 --set output.every="$frames"
+    --set mpm.max_iterations=200000 --set output.every="$frames" "${size_set[@]}"
 }
 
 echo "machine: $(uname -n), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ)" | tee "$OUT/bench_mpm.env"
+  "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), SIZE=$SIZE" | tee "$OUT/bench_mpm.env"
 for tol in $tols; do
   for c in weak strong; do
     run "${c}_dt0.01_tol$tol" "$c" 0.01 "$tol"
@@ -100,10 +119,12 @@ def stats(log):
     n = len(f)
     return 1e3 * log["seconds_total"] / n, sum(x["qn_iterations_total"] for x in f) / n, \
         max(x["qn_iterations_max"] for x in f)
+h0 = load("weak", "0.01", tols[0])["header"]
+print(f"Dough: {h0['particles']} particles, {h0['grid_nodes']} grid nodes, h = {h0['spacing']} m.\n")
 print("### Tolerance study, dt = 10 ms (weak: N = 100 substeps of 0.1 ms; strong: 1 implicit step)\n")
-print("| eps_r | coupling | ms/step | iterations/step (mean) | max per solve | "
+print("| eps_r | coupling | ms/step | iterations/step (mean) | per solve (mean) | max per solve | "
       "COM diff vs 1e-5 [mm] | omega_y diff vs 1e-5 [rad/s] | weak speed-up |")
-print("|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|")
 for tol in tols:
     ms = {}
     for c in ("weak", "strong"):
@@ -112,7 +133,8 @@ for tol in tols:
         ms[c] = m
         dx, dw = diff(log, ref)
         sp = "" if c == "weak" else f"{ms['strong'] / ms['weak']:.2f}x"
-        print(f"| {tol} | {c} | {m:.1f} | {it:.1f} | {mx} | {1e3 * dx:.4f} | {dw:.4f} | {sp} |")
+        per = it / log["header"]["substeps"]
+        print(f"| {tol} | {c} | {m:.1f} | {it:.1f} | {per:.2f} | {mx} | {1e3 * dx:.4f} | {dw:.4f} | {sp} |")
 print("\n### Weak-strong gap vs dt (eps_r = 1e-5; compared at the common times, multiples of 10 ms)\n")
 print("| dt [ms] | weak N | weak ms/step | strong ms/step | COM gap [mm] | omega_y gap [rad/s] | "
       "mean omega_y, last 30 %, weak / strong [rad/s] |")

@@ -39,6 +39,18 @@ def stress_bar(title):
             "height": 0.8, "width": 0.06}
 
 
+def von_mises(data):
+    """von Mises stress (Pa) of each point: the written field, or from the stress tensor's
+    diagonal and off-diagonal parts (`stress_diagonal`, `stress_off_diagonal`) where the
+    frames carry only those."""
+    if "von_mises_stress" in data.keys():
+        return np.asarray(data["von_mises_stress"], float)
+    d = np.asarray(data["stress_diagonal"], float)
+    o = np.asarray(data["stress_off_diagonal"], float)
+    dev = (d[:, 0] - d[:, 1]) ** 2 + (d[:, 1] - d[:, 2]) ** 2 + (d[:, 2] - d[:, 0]) ** 2
+    return np.sqrt(0.5 * dev + 3.0 * np.sum(o * o, axis=1))
+
+
 def mpm_picture(scene, directory, plotter):
     """Particles (first frame ghost, last frame by von Mises stress) and rigid surfaces; returns
     the bounds of what was drawn."""
@@ -46,7 +58,7 @@ def mpm_picture(scene, directory, plotter):
     first, last = pv.read(parts[0]), pv.read(parts[-1])
     plotter.add_mesh(first, color="#b0b0b0", opacity=0.15, point_size=3,
                      render_points_as_spheres=True)
-    stress = np.maximum(np.asarray(last.point_data["von_mises_stress"], float), 1e-3)
+    stress = np.maximum(von_mises(last.point_data), 1e-3)
     last.point_data["von Mises stress (Pa)"] = stress
     plotter.add_mesh(last, scalars="von Mises stress (Pa)", log_scale=True, cmap="viridis",
                      point_size=5, render_points_as_spheres=True,

@@ -169,6 +169,56 @@ part_ncu() {
         --out /tmp/bigncu "${BIGSET[@]}" > "$OUT/ncu.txt" 2>&1 || echo "ncu failed: $?"
     grep -E "  dphd_|Duration|DRAM Throughput" "$OUT/ncu.txt" | head -60
 }
+# 10. the MPM seed scenes (issue 40): ms per rigid step of `simulate` on the CPU (2 threads;
+# the MPM core is serial) and on the device (--backend cuda: every substep, P2G/G2P and the
+# contact solve resident, the rigid step on the host), one part per scene, each with its own
+# cap (CPU and device runs under it separately) and its own JSON, $OUT/mpm-<name>.json, written
+# as soon as the part ends (frames done, ms/step, QN iterations, the particles' centre-of-mass
+# gap device vs CPU, the seed's Table I number where it has one). A run cut by its cap still
+# reports the frames it finished (log.json is written every frame). Not in the default PARTS:
+#   PARTS="mpm_dough mpm_shake mpm_panel mpm_sand" bash scripts/gpu_device.sh
+mpm_bench() {  # name scene frames cap seed_ms [--set ...]
+    local name=$1 scene=$2 frames=$3 cap=$4 seed=$5 be; shift 5
+    echo "## mpm $name ($frames frames, cap ${cap} s each), $(left) s left"
+    for be in cpu "$BACKEND"; do
+        timeout "$(limit "$cap")" $D simulate "$scene" --frames "$frames" --threads 2 --backend "$be" \
+            --quiet --overwrite --out "/tmp/mpm-$name-$be" --set output.frames=false "$@" \
+            || echo "mpm $name $be: exit $?"
+    done
+    python3 - "$name" "$BACKEND" "$seed" "$OUT/mpm-$name.json" <<'PY'
+import json, sys
+name, be, seed, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+res = {"scene": name, "seed_table_i_ms_per_step": seed if seed > 0 else None}
+logs = {}
+for b in ("cpu", be):
+    try:
+        logs[b] = json.load(open(f"/tmp/mpm-{name}-{b}/log.json"))
+    except Exception as e:
+        res[b] = {"error": str(e)}
+        continue
+    fr = logs[b]["frames"][1:]
+    n = len(fr)
+    res[b] = {"frames": n, "status": logs[b]["status"], "seconds": logs[b]["seconds_total"],
+              "ms_per_step": 1e3 * logs[b]["seconds_total"] / n if n else None,
+              "qn_iterations": sum(f["qn_iterations_total"] for f in fr),
+              "particles": logs[b]["header"]["particles"], "substeps": logs[b]["header"]["substeps"]}
+if len(logs) == 2:
+    a, c = logs["cpu"]["frames"], logs[be]["frames"]
+    k = min(len(a), len(c)) - 1
+    gap = max(abs(x - y) for x, y in zip(a[k]["energies"]["mpm_center_of_mass"], c[k]["energies"]["mpm_center_of_mass"]))
+    res["common_frames"] = k
+    res["com_gap_m"] = gap
+    res["equal_qn_iterations_frames"] = sum(a[i]["qn_iterations_total"] == c[i]["qn_iterations_total"] for i in range(1, k + 1))
+    if res["cpu"].get("ms_per_step") and res[be].get("ms_per_step"):
+        res["speedup"] = res["cpu"]["ms_per_step"] / res[be]["ms_per_step"]
+json.dump(res, open(out, "w"), indent=1)
+print(json.dumps(res))
+PY
+}
+part_mpm_dough() { mpm_bench dough scenes/mpm_dough_rolling.toml 300 100 21.7; }
+part_mpm_shake() { mpm_bench shake scenes/mpm_close_lift_shake.toml 100 100 231; }
+part_mpm_panel() { mpm_bench panel scenes/mpm_panel_squeeze.toml 300 80 0; }
+part_mpm_sand() { mpm_bench sand scenes/mpm_box_on_sand.toml 200 80 0; }
 for p in $PARTS; do
     [ "$(left)" -gt 20 ] || { echo "deadline: skipping $p and after"; break; }
     "part_$p"

@@ -62,7 +62,7 @@ pub enum Error {
     #[error(transparent)]
     Sweep(#[from] sweep::SweepError),
     #[error(transparent)]
-    Plot(#[from] sweep::svg::PlotError),
+    Plot(#[from] sweep::plot::PlotError),
     #[error(transparent)]
     Metric(#[from] sweep::collect::MetricError),
     #[error(transparent)]

@@ -11,7 +11,7 @@ use super::Failure;
 use anyhow::Context;
 use diffphd::sweep::collect::{self, Metric, RunStatus, STATUS_FILE, TABLE_FILE};
 use diffphd::sweep::plan::{self, Plan, PlanTable};
-use diffphd::sweep::svg::{self, PlotSpec};
+use diffphd::sweep::plot::PlotSpec;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,7 +28,7 @@ pub enum SweepCommand {
     Task(TaskArgs),
     /// Write a GNU parallel job file or a Slurm array script for the sweep.
     Emit(EmitArgs),
-    /// Gather a sweep's outputs into results.csv / results.json and SVG plots.
+    /// Gather a sweep's outputs into results.csv / results.json and plots (SVG, PNG with --png).
     Collect(CollectArgs),
 }
 
@@ -117,10 +117,13 @@ pub struct CollectArgs {
     /// Extra metric `NAME=FILE:JSON.PATH` (repeatable), e.g. `g0=grad.json:evaluation.gradient.0`.
     #[arg(long = "metric")]
     pub metrics: Vec<String>,
-    /// SVG plot `METRIC:AXIS` (line) or `METRIC:AXIS:AXIS` (heat map), repeatable; adds to
-    /// the sweep file's `[collect] plots`.
+    /// Plot `METRIC:AXIS` (line) or `METRIC:AXIS:AXIS` (heat map), repeatable; adds to
+    /// the sweep file's `[collect] plots`. Written as SVG (and PNG with `--png`).
     #[arg(long = "plot")]
     pub plots: Vec<String>,
+    /// Also write every plot as PNG (next to its SVG).
+    #[arg(long)]
+    pub png: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -757,12 +760,12 @@ fn collect_cmd(a: &CollectArgs) -> Result<(), Failure> {
         }
     }
     let results = collect::collect(&a.dir, &table, &metrics);
-    let write = |name: &str, text: &str| -> Result<(), Failure> {
-        diffphd::io::write_atomic(&a.dir.join(name), text.as_bytes())
+    let write = |name: &str, text: &[u8]| -> Result<(), Failure> {
+        diffphd::io::write_atomic(&a.dir.join(name), text)
             .with_context(|| format!("cannot write {}", a.dir.join(name).display()))
             .map_err(Failure::input)
     };
-    write("results.csv", &results.to_csv())?;
+    write("results.csv", results.to_csv().as_bytes())?;
     let json = serde_json::json!({
         "diffphd_version": diffphd::io::VERSION,
         "git_commit": diffphd::io::git_commit(),
@@ -775,13 +778,26 @@ fn collect_cmd(a: &CollectArgs) -> Result<(), Failure> {
     });
     write(
         "results.json",
-        &serde_json::to_string_pretty(&json).expect("results serialize"),
+        serde_json::to_string_pretty(&json)
+            .expect("results serialize")
+            .as_bytes(),
     )?;
     let mut written = vec!["results.csv".to_string(), "results.json".to_string()];
+    // the base scene, for the truth and bounds of a line plot's axis (none if unreadable)
+    let scene: Option<toml::Value> = std::fs::read_to_string(&table.scene)
+        .ok()
+        .and_then(|t| toml::from_str(&t).ok());
+    let mut formats = vec![("svg", crate::plot::Format::Svg)];
+    if a.png {
+        formats.push(("png", crate::plot::Format::Png));
+    }
     for p in &plots {
-        let svg = svg::plot(&results, &table, p).map_err(|e| Failure::input(anyhow::anyhow!(e)))?;
-        write(&p.file_name(), &svg)?;
-        written.push(p.file_name());
+        for (ext, format) in &formats {
+            let bytes = crate::plot::sweep::render(&results, &table, p, scene.as_ref(), *format)
+                .map_err(Failure::input)?;
+            write(&p.file_name(ext), &bytes)?;
+            written.push(p.file_name(ext));
+        }
     }
     let status = results.column("status").expect("status column");
     let count = |s: &str| results.rows.iter().filter(|r| r[status] == s).count();

@@ -1,10 +1,5 @@
-//! DiffPD `.bin` meshes through `mesh::readers::read_mesh`.
+//! DiffPD `.bin` meshes (body: `diffphd_fuzz_bodies::mesh`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-#[path = "common.rs"]
-mod common;
 
-fuzz_target!(|data: &[u8]| {
-    let p = common::file("m.bin", data);
-    let _ = diffphd::mesh::readers::read_mesh(&p);
-});
+fuzz_target!(|data: &[u8]| diffphd_fuzz_bodies::mesh("bin", data));

@@ -1,10 +1,5 @@
-//! Legacy VTK unstructured grids through `mesh::readers::read_mesh` (`.vtk`).
+//! Legacy VTK unstructured grids (body: `diffphd_fuzz_bodies::mesh`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-#[path = "common.rs"]
-mod common;
 
-fuzz_target!(|data: &[u8]| {
-    let p = common::file("m.vtk", data);
-    let _ = diffphd::mesh::readers::read_mesh(&p);
-});
+fuzz_target!(|data: &[u8]| diffphd_fuzz_bodies::mesh("vtk", data));

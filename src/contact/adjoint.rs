@@ -15,6 +15,12 @@
 //! product), preconditioned by the blocks $s_jD_j^T+E_j^T$ of [`super::iterative`], and
 //! warm-started from the previous solve of the step (the backward's fixed point calls it once
 //! per iteration with slowly changing right-hand sides).
+//!
+//! A loss on the multipliers themselves (the total contact force of an obstacle, a load
+//! cell: [`ContactAdjoint::set_force_cotangent`]) makes the right-hand side
+//! $\begin{bmatrix}g\\g_\lambda\end{bmatrix}$ with $g_\lambda=G^Tg_F$ ($F=G\lambda$): then
+//! $G_c\zeta=g_\lambda+Jw$, and the projection [`ContactAdjoint::project`] is affine,
+//! $\Pi w+z_c$; [`ContactAdjoint::project_linear`] is its linear part.
 
 use super::iterative::{self, apply_blocks, block_inverse, MatrixFree};
 use super::{ContactRecord, DenseDelassus};
@@ -51,6 +57,10 @@ pub struct ContactAdjoint<'s> {
     pinv: Vec<Matrix3<f64>>,
     shift: f64,
     warm: Mutex<Vec<f64>>,
+    /// A loss's cotangents of the obstacles' total contact forces, `(obstacle, dL/dF)`
+    /// (empty: none), and the multipliers' cotangent $g_\lambda$ they make on the kept rows.
+    force: Vec<(usize, Vector3<f64>)>,
+    rhs: Vec<f64>,
 }
 
 /// Contact contributions to the parameter gradients of one step.
@@ -151,6 +161,8 @@ impl<'s> ContactAdjoint<'s> {
             pinv: Vec::new(),
             shift: 0.0,
             warm: Mutex::new(Vec::new()),
+            force: Vec::new(),
+            rhs: Vec::new(),
         })
     }
 
@@ -213,6 +225,8 @@ impl<'s> ContactAdjoint<'s> {
             pinv,
             shift,
             warm: Mutex::new(Vec::new()),
+            force: Vec::new(),
+            rhs: Vec::new(),
         })
     }
 
@@ -279,6 +293,59 @@ impl<'s> ContactAdjoint<'s> {
         )?;
         *self.warm.lock().unwrap_or_else(|p| p.into_inner()) = x.clone();
         Ok(x)
+    }
+
+    /// Set a loss's cotangents of the obstacles' total contact forces over the step,
+    /// `(obstacle, dL/dF_o)` ([`ContactRecord::obstacle_force`](super::ContactRecord::obstacle_force)):
+    /// the adjoint's right-hand side gets $g_\lambda=\sum_oG_o^T\,dL/dF_o$ on the contact rows
+    /// (only the kept rows enter: a dropped contact is separated, $\lambda_j=0$ whatever
+    /// the parameters), and [`Self::gradients`] the frozen directions' terms.
+    pub fn set_force_cotangent(&mut self, force: Vec<(usize, Vector3<f64>)>) {
+        let set = &self.rec.set;
+        let mut rows = vec![0.0; set.nrows()];
+        for (o, g) in &force {
+            set.add_force_rows(*o, g, &mut rows);
+        }
+        self.rhs = self.keep.iter().map(|&r| rows[r]).collect();
+        if self.rhs.iter().all(|v| *v == 0.0) {
+            self.rhs.clear();
+        }
+        self.force = force;
+    }
+
+    /// The force cotangents of `other` (the same step's contact block on another factor).
+    pub fn with_force_of(mut self, other: &ContactAdjoint) -> Self {
+        self.set_force_cotangent(other.force.clone());
+        self
+    }
+
+    /// Whether the right-hand side has a contact part $g_\lambda\ne0$ ([`Self::set_force_cotangent`]).
+    pub fn has_rhs(&self) -> bool {
+        !self.rhs.is_empty()
+    }
+
+    /// $g_\lambda$ on the kept rows (zeros without a force cotangent): the contact part of
+    /// the KKT right-hand side.
+    pub fn rhs_kept(&self) -> Vec<f64> {
+        if self.rhs.is_empty() {
+            vec![0.0; self.keep.len()]
+        } else {
+            self.rhs.clone()
+        }
+    }
+
+    /// $\|J^TD^TG_c^{-1}g_\lambda\|$: the size of the force the contact part of the right-hand
+    /// side puts on the $z$ rows (0 without one), a scale for the adjoint's residual when $g$
+    /// is small or zero. Fails where a solve with the factor does.
+    pub fn rhs_scale(&self, n3: usize) -> Result<f64, LinalgError> {
+        if self.rhs.is_empty() {
+            return Ok(0.0);
+        }
+        let mut w = vec![0.0; n3];
+        let (_, _, mu) = self.eliminate(&mut w, Some(&self.rhs))?;
+        let mut f = vec![0.0; n3];
+        self.rec.set.add_jt(&mu, &mut f);
+        Ok(f.iter().map(|v| v * v).sum::<f64>().sqrt())
     }
 
     /// Number of contact unknowns $\zeta$ of the KKT form (the rows of the coupled contacts).
@@ -373,10 +440,18 @@ impl<'s> ContactAdjoint<'s> {
         Ok(())
     }
 
-    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}Jw$, $\mu=D^T\zeta$, $w\leftarrow w-X\mu$.
-    /// Returns $(\zeta,\mu)$ (zero on dropped contacts); fails where a solve with the
-    /// factor does.
+    /// Project $w=A^{-1}(g+\Delta Az)$: $\zeta=G_c^{-1}(g_\lambda+Jw)$, $\mu=D^T\zeta$,
+    /// $w\leftarrow w-X\mu$ ($g_\lambda$ of [`Self::set_force_cotangent`], else 0: then
+    /// linear). Returns $(\zeta,\mu)$ (zero on dropped contacts); fails where a solve with
+    /// the factor does.
     pub fn project(&self, w: &mut [f64]) -> Result<(Vec<f64>, Vec<f64>), LinalgError> {
+        let rhs = (!self.rhs.is_empty()).then_some(&self.rhs[..]);
+        let (_, zeta, mu) = self.eliminate(w, rhs)?;
+        Ok((zeta, mu))
+    }
+
+    /// The linear part of [`Self::project`] ($g_\lambda=0$): $\zeta=G_c^{-1}Jw$.
+    pub fn project_linear(&self, w: &mut [f64]) -> Result<(Vec<f64>, Vec<f64>), LinalgError> {
         let (_, zeta, mu) = self.eliminate(w, None)?;
         Ok((zeta, mu))
     }
@@ -453,6 +528,14 @@ impl<'s> ContactAdjoint<'s> {
             body_static_friction: 0.0,
         };
         let v3 = |x: &[f64], i: usize| Vector3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+        // a loss on the obstacles' total forces F_o = Σ_j J_j^T λ_j: its directions move with
+        // the frame exactly as the force term of R_x, so dL/dF_o joins z_i below
+        let mut g_force = vec![Vector3::zeros(); n_obstacles];
+        for (o, g) in &self.force {
+            if let Some(t) = g_force.get_mut(*o) {
+                *t += g;
+            }
+        }
         for j in 0..set.len() {
             let rows = set.rows(j);
             let o = rows.start;
@@ -493,7 +576,7 @@ impl<'s> ContactAdjoint<'s> {
             let nrm = &set.normal[j];
             let hv = h * v;
             let i = set.node[j];
-            let zi = Vector3::new(z[3 * i], z[3 * i + 1], z[3 * i + 2]);
+            let zi = Vector3::new(z[3 * i], z[3 * i + 1], z[3 * i + 2]) + g_force[ob];
             let lam = &self.rec.lambda;
             // normal row: gap and force direction
             let mut gp = -hv * mu[o];

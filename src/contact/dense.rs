@@ -1,8 +1,19 @@
 //! The dense form of the contact solve (`[contact] solver = "dense"`, or `"auto"` with at
 //! most [`super::AUTO_DENSE_ROWS`] rows): the Delassus matrix $W=JA^{-1}J^T$ from one solve
 //! per candidate node ([`DenseDelassus`]), and the semismooth Newton iteration on
-//! $(DW+E)\Delta\lambda=-\Phi$ with a dense LU of the coupled rows ([`solve`]). The
+//! $(DW+E)\Delta\lambda=-\Phi$ with an LU of the coupled rows ([`solve`]). The
 //! matrix-free counterpart: [`super::iterative`].
+//!
+//! Block sparsity: $A$ couples no two bodies, so $A^{-1}$ is block-diagonal by body and
+//! $W_{rs}=0$ whenever rows $r$ and $s$ share no free body (a gripper's prescribed nodes are no
+//! free body). In a stack of bodies the coupled rows then form a chain of dense blocks (one
+//! per contact interface), and the Newton matrix $(DW+E)_{cc}$ is block-tridiagonal. Above
+//! [`SPARSE_MIN_ROWS`] coupled rows, when at most [`SPARSE_MAX_DENSITY`] of its entries are
+//! structurally non-zero (exact zeros of $W$), it is factored by a sparse LU (faer's
+//! supernodal LU with a fill-reducing column ordering), whose cost grows with the interfaces'
+//! blocks rather than with the cube of all coupled rows; smaller or denser systems keep the
+//! dense LU (bitwise the earlier answers). Both solve the same matrix; the Newton iteration
+//! stops on the same exact residual.
 
 use super::ncp::{FbParams, Local};
 use super::{inf_norm, residual, ContactSet, NewtonCache, SolveInfo, SolveSettings};
@@ -10,6 +21,33 @@ use super::{DECOUPLED, REGULARIZATION};
 use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::{DMatrix, DVector, Vector3};
 use rayon::prelude::*;
+
+/// Coupled Newton systems with fewer rows than this are factored by the dense LU (so small
+/// contact sets take exactly the earlier path).
+pub const SPARSE_MIN_ROWS: usize = 256;
+/// Largest fraction of structurally non-zero entries of the coupled Newton matrix for which
+/// it is factored by the sparse LU (denser ones: the dense LU).
+pub const SPARSE_MAX_DENSITY: f64 = 0.5;
+
+/// LU factor of a coupled Newton matrix $(DW+E)_{cc}$ (see the module doc).
+pub enum NewtonFactor {
+    /// Dense LU with partial pivoting.
+    Dense(faer::linalg::solvers::PartialPivLu<f64>),
+    /// Sparse LU of the transpose $(DW+E)_{cc}^T$ (assembled row-wise, so its compressed
+    /// columns are the matrix's rows), solved transposed.
+    Sparse(faer::sparse::linalg::solvers::Lu<usize, f64>),
+}
+
+impl NewtonFactor {
+    /// Overwrite `x` with $(DW+E)_{cc}^{-1}x$.
+    fn solve_in_place(&self, x: faer::MatMut<'_, f64>) {
+        use faer::linalg::solvers::Solve;
+        match self {
+            NewtonFactor::Dense(lu) => lu.solve_in_place(x),
+            NewtonFactor::Sparse(lu) => lu.solve_transpose_in_place(x),
+        }
+    }
+}
 
 /// $X=A^{-1}J^T$ and $W=JX$ of a contact set (spec §2.9 "Delassus"), dense.
 ///
@@ -310,7 +348,6 @@ impl DenseNewton<'_> {
         cache: &mut Option<NewtonCache>,
         info: &mut SolveInfo,
     ) -> CoupledStep {
-        use faer::linalg::solvers::Solve;
         if coupled.is_empty() {
             return CoupledStep::Newton;
         }
@@ -324,7 +361,10 @@ impl DenseNewton<'_> {
                 return CoupledStep::Chord(t);
             }
         }
-        let lu = self.newton_matrix(locals, coupled, &pos).partial_piv_lu();
+        let lu = match self.sparse_newton_factor(locals, coupled, &pos) {
+            Some(lu) => lu,
+            None => NewtonFactor::Dense(self.newton_matrix(locals, coupled, &pos).partial_piv_lu()),
+        };
         info.factorizations += 1;
         let na = coupled.len();
         let mut x = faer::Mat::from_fn(na, 1, |i, _| rhs[i]);
@@ -373,13 +413,12 @@ impl DenseNewton<'_> {
     /// the trial if it cuts $\|\Phi\|^2$ to at most a quarter.
     fn chord(
         &self,
-        lu: &faer::linalg::solvers::PartialPivLu<f64>,
+        lu: &NewtonFactor,
         rhs: &[f64],
         coupled: &[usize],
         step: &[f64],
         cur: &Trial,
     ) -> Option<Trial> {
-        use faer::linalg::solvers::Solve;
         let mut x = faer::Mat::from_fn(rhs.len(), 1, |i, _| rhs[i]);
         lu.solve_in_place(x.as_mut());
         let mut st = step.to_vec();
@@ -426,6 +465,89 @@ impl DenseNewton<'_> {
         jac
     }
 
+    /// The sparse LU of $(DW+E)_{cc}$ (same entries and shift as [`Self::newton_matrix`]),
+    /// when the system has at least [`SPARSE_MIN_ROWS`] rows and at most
+    /// [`SPARSE_MAX_DENSITY`] of its entries are structurally non-zero; `None` otherwise, or
+    /// when the sparse factorization fails (the caller then factors densely).
+    ///
+    /// Pattern: the rows of contact $j$ share one column set, the coupled rows $c$ with
+    /// $W_{rc}\ne0$ for some row $r$ of $j$, plus $j$'s own rows (the $E_j$ block).
+    fn sparse_newton_factor(
+        &self,
+        locals: &[Local],
+        coupled: &[usize],
+        pos: &[usize],
+    ) -> Option<NewtonFactor> {
+        use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
+        use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+        let na = coupled.len();
+        if na < SPARSE_MIN_ROWS {
+            return None;
+        }
+        let w = &self.del.w;
+        // column pattern of every coupled contact, in coupled order (sorted)
+        let mut contacts: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut nnz = 0usize;
+        let budget = (SPARSE_MAX_DENSITY * (na * na) as f64) as usize;
+        for j in 0..locals.len() {
+            let rows = self.set.rows(j);
+            if pos[rows.start] == usize::MAX {
+                continue;
+            }
+            let cols: Vec<usize> = (0..na)
+                .filter(|&kc| {
+                    let c = coupled[kc];
+                    rows.clone().any(|r| w[(r, c)] != 0.0 || r == c)
+                })
+                .collect();
+            nnz += rows.len() * cols.len();
+            if nnz > budget {
+                return None;
+            }
+            contacts.push((j, cols));
+        }
+        // the transpose, compressed by columns = the Newton matrix by rows (coupled order)
+        let mut col_ptr = Vec::with_capacity(na + 1);
+        let mut row_idx = Vec::with_capacity(nnz);
+        let mut val = Vec::with_capacity(nnz);
+        let mut diag = vec![usize::MAX; na];
+        col_ptr.push(0usize);
+        for (j, cols) in &contacts {
+            let l = &locals[*j];
+            let rows = self.set.rows(*j);
+            let (r0, nr) = (rows.start, rows.len());
+            for a in 0..nr {
+                let ka = pos[r0 + a];
+                for &kc in cols {
+                    let c = coupled[kc];
+                    let mut v = 0.0;
+                    for b in 0..nr {
+                        v += l.d[(a, b)] * w[(r0 + b, c)];
+                    }
+                    if (r0..r0 + nr).contains(&c) {
+                        v += l.e[(a, c - r0)];
+                    }
+                    if kc == ka {
+                        diag[ka] = val.len();
+                    }
+                    row_idx.push(kc);
+                    val.push(v);
+                }
+                col_ptr.push(row_idx.len());
+            }
+        }
+        // coupled rows come in contact order, so the k-th compressed column is row k
+        let shift = REGULARIZATION * diag.iter().fold(0.0f64, |m, &p| m.max(val[p].abs()));
+        for &p in &diag {
+            val[p] += shift;
+        }
+        let sym = SymbolicSparseColMatRef::new_checked(na, na, &col_ptr, None, &row_idx);
+        let mat = SparseColMatRef::new(sym, &val);
+        let symbolic = SymbolicLu::try_new(sym).ok()?;
+        let lu = Lu::try_new_with_symbolic(symbolic, mat).ok()?;
+        Some(NewtonFactor::Sparse(lu))
+    }
+
     /// Armijo backtracking on $\tfrac12\|\Phi\|^2$ along the Newton direction `step`
     /// (slope $-\|\Phi\|^2$): halve $\alpha$ from 1 until
     /// $\|\Phi\|^2\le(1-2\cdot10^{-4}\alpha)\|\Phi_0\|^2$ (at most 30 trials); the best trial.
@@ -444,5 +566,139 @@ impl DenseNewton<'_> {
             alpha *= 0.5;
         }
         best.expect("the Armijo loop runs at least one trial, which sets best")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ncp::{local, Coulomb, FbParams};
+    use super::*;
+
+    /// Deterministic uniform numbers in [-1, 1) (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        }
+    }
+
+    /// A stack-like contact system: `groups` interfaces of `per` frictional contacts
+    /// (3 rows each); interface g touches bodies g and g+1, so $W=BB^T$ with $B$
+    /// block-bidiagonal couples only neighbouring interfaces (block-tridiagonal, as $W$ of a
+    /// stack of bodies); `chain = false` gives every row every body (a dense $W$). Half the
+    /// contacts are active ($\delta\approx0$, $\lambda>0$: $D_j\ne0$), the rest sliding or
+    /// separated with small gaps (all coupled).
+    fn system(groups: usize, per: usize, chain: bool) -> (ContactSet, DenseDelassus, Vec<Local>) {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let m = 3 * groups * per;
+        let cols_per_body = 12;
+        let nb = groups + 1;
+        let mut b = DMatrix::<f64>::zeros(m, nb * cols_per_body);
+        for r in 0..m {
+            let g = r / (3 * per);
+            for body in 0..nb {
+                if chain && body != g && body != g + 1 {
+                    continue;
+                }
+                for k in 0..cols_per_body {
+                    b[(r, body * cols_per_body + k)] = 1e-3 * rng.next();
+                }
+            }
+        }
+        let mut w = &b * b.transpose();
+        for r in 0..m {
+            w[(r, r)] += 1e-6;
+        }
+        let mut set = ContactSet::default();
+        set.offset.push(0);
+        let fb = FbParams {
+            smoothing: 0.0,
+            s_floor: 1e-14,
+        };
+        let mu = Coulomb::constant(0.5);
+        let mut locals = Vec::new();
+        for j in 0..groups * per {
+            set.offset.push(3 * (j + 1));
+            let (delta, lambda) = if j % 2 == 0 {
+                (
+                    [1e-9 * rng.next(), 1e-4 * rng.next(), 1e-4 * rng.next()],
+                    [2.0 + rng.next(), 0.3 * rng.next(), 0.3 * rng.next()],
+                )
+            } else {
+                (
+                    [
+                        1e-5 * (1.5 + rng.next()),
+                        1e-4 * rng.next(),
+                        1e-4 * rng.next(),
+                    ],
+                    [0.1 * (1.5 + rng.next()), 0.01, -0.01],
+                )
+            };
+            locals.push(local(&delta, &lambda, 1e-3, &mu, 3, &fb));
+        }
+        let del = DenseDelassus {
+            row_col: Vec::new(),
+            col_nodes: Vec::new(),
+            cols: Vec::new(),
+            coupled: false,
+            w,
+        };
+        (set, del, locals)
+    }
+
+    /// The sparse LU of a block-tridiagonal Newton matrix $(DW+E)_{cc}$ (6 interfaces,
+    /// 540 rows) solves it as the dense LU does, to 1e-10 relative; a dense $W$ keeps the
+    /// dense LU (the density test), and so does a system below [`SPARSE_MIN_ROWS`].
+    #[test]
+    fn sparse_newton_factor_matches_the_dense_lu_on_a_stack() {
+        let fb = FbParams {
+            smoothing: 0.0,
+            s_floor: 1e-14,
+        };
+        for (groups, per, chain, sparse) in [
+            (6, 30, true, true),
+            (6, 30, false, false),
+            (2, 20, true, false),
+        ] {
+            let (set, del, locals) = system(groups, per, chain);
+            let m = set.offset[set.offset.len() - 1];
+            let nt = DenseNewton {
+                set: &set,
+                del: &del,
+                d0: DVector::zeros(m),
+                fb: &fb,
+            };
+            let coupled: Vec<usize> = (0..m).collect();
+            let pos = coupled.clone();
+            let factor = nt.sparse_newton_factor(&locals, &coupled, &pos);
+            assert_eq!(factor.is_some(), sparse, "groups {groups}, chain {chain}");
+            let Some(factor) = factor else { continue };
+            let density = (0..m)
+                .flat_map(|r| (0..m).map(move |c| (r, c)))
+                .filter(|&(r, c)| del.w[(r, c)] != 0.0)
+                .count() as f64
+                / (m * m) as f64;
+            assert!(density < 0.5, "density {density}");
+            let dense =
+                NewtonFactor::Dense(nt.newton_matrix(&locals, &coupled, &pos).partial_piv_lu());
+            let mut rng = Rng(7);
+            let rhs: Vec<f64> = (0..m).map(|_| rng.next()).collect();
+            let mut xs = faer::Mat::from_fn(m, 1, |i, _| rhs[i]);
+            let mut xd = xs.clone();
+            factor.solve_in_place(xs.as_mut());
+            dense.solve_in_place(xd.as_mut());
+            let norm = (0..m).map(|i| xd[(i, 0)].abs()).fold(0.0, f64::max);
+            let diff = (0..m)
+                .map(|i| (xs[(i, 0)] - xd[(i, 0)]).abs())
+                .fold(0.0, f64::max);
+            assert!(norm > 1.0, "trivial solution: {norm:e}");
+            assert!(
+                diff <= 1e-10 * norm,
+                "sparse vs dense LU: {diff:e} of {norm:e}"
+            );
+        }
     }
 }

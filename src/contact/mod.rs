@@ -292,6 +292,20 @@ impl ContactSet {
         }
     }
 
+    /// `out += G^T g` for the force map $F_o=G\lambda=\sum_{r\in o}a_r\lambda_r$ of obstacle `obstacle`
+    /// ([`ContactRecord::obstacle_force`]): $g_{\lambda,r}=a_r^Tg$ on the rows of its contacts
+    /// (`out`: all rows). The cotangent of the multipliers for a cotangent `g` of the force.
+    pub fn add_force_rows(&self, obstacle: usize, g: &Vector3<f64>, out: &mut [f64]) {
+        for j in 0..self.len() {
+            if self.obstacle[j] != obstacle {
+                continue;
+            }
+            for r in self.rows(j) {
+                out[r] += self.row_dir[r].dot(g);
+            }
+        }
+    }
+
     /// Residual blocks at gaps `delta` and multipliers `lambda`.
     pub fn locals(&self, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<Local> {
         (0..self.len())
@@ -384,7 +398,7 @@ pub struct SolveInfo {
 /// rows does not change (within one time step).
 pub struct NewtonCache {
     coupled: Vec<usize>,
-    lu: faer::linalg::solvers::PartialPivLu<f64>,
+    lu: dense::NewtonFactor,
 }
 
 pub(crate) fn residual(set: &ContactSet, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<f64> {
@@ -574,6 +588,30 @@ impl ContactRecord {
         }
     }
 
+    /// The total contact force obstacle `obstacle` exerts on the bodies over the step (N):
+    /// $F_o=\sum_{j\in o}J_j^T\lambda_j=\sum_{j\in o}\big(n_j\lambda_{n,j}+\sum_kt_{jk}\lambda_{f,jk}\big)$,
+    /// the sum of [`Self::nodal_forces`] over its contacts (body–body contacts have their own
+    /// index [`BODY`]). Its derivatives: $\partial F_o/\partial\lambda$ is
+    /// [`ContactSet::add_force_rows`]; the frozen directions' dependence on $x_t$ and the
+    /// obstacle offset is in [`adjoint::ContactAdjoint::gradients`]. A penalty record carries
+    /// forces, not multipliers: zero.
+    pub fn obstacle_force(&self, obstacle: usize) -> Vector3<f64> {
+        let set = &self.set;
+        let mut f = Vector3::zeros();
+        if self.penalty_forces.is_some() {
+            return f;
+        }
+        for j in 0..set.len() {
+            if set.obstacle[j] != obstacle {
+                continue;
+            }
+            for r in set.rows(j) {
+                f += set.row_dir[r] * self.lambda[r];
+            }
+        }
+        f
+    }
+
     /// Contact force on every node, node-major `3n` ($J^T\lambda$, N).
     pub fn nodal_forces(&self, n: usize) -> Vec<f64> {
         if let Some(f) = &self.penalty_forces {
@@ -608,4 +646,43 @@ pub fn max_penetration(obstacles: &[Obstacle], nodes: &[usize], x: &[f64], t: f6
         }
     }
     worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The force map $F_o=G_o\lambda$ of [`ContactRecord::obstacle_force`] counts the rows of
+    /// obstacle $o$'s contacts only, and [`ContactSet::add_force_rows`] is its transpose:
+    /// $g^TG_o\lambda=(G_o^Tg)^T\lambda$.
+    #[test]
+    fn obstacle_force_and_its_transpose() {
+        let n = Vector3::new(0.0, 0.6, 0.8);
+        let tg = obstacle::tangents(&n);
+        let set = ContactSet {
+            node: vec![0, 1, 2],
+            obstacle: vec![0, 1, 0],
+            offset: vec![0, 3, 4, 7],
+            row_dir: vec![n, tg[0], tg[1], Vector3::z(), n, tg[0], tg[1]],
+            ..Default::default()
+        };
+        let lambda = vec![2.0, 0.3, -0.1, 5.0, 1.0, -0.2, 0.4];
+        let rec = ContactRecord {
+            set,
+            lambda: lambda.clone(),
+            ..Default::default()
+        };
+        let f0 = rec.obstacle_force(0);
+        let want = n * 3.0 + tg[0] * 0.1 + tg[1] * 0.3;
+        assert!((f0 - want).norm() < 1e-14, "{f0} vs {want}");
+        assert_eq!(rec.obstacle_force(1), Vector3::z() * 5.0);
+        assert_eq!(rec.obstacle_force(2), Vector3::zeros());
+        let g = Vector3::new(0.7, -1.1, 0.4);
+        let mut rows = vec![0.0; 7];
+        rec.set.add_force_rows(0, &g, &mut rows);
+        let lhs = g.dot(&f0);
+        let rhs: f64 = rows.iter().zip(&lambda).map(|(a, b)| a * b).sum();
+        assert!((lhs - rhs).abs() < 1e-14 * lhs.abs(), "{lhs} vs {rhs}");
+        assert_eq!(rows[3], 0.0, "obstacle 1's row is not obstacle 0's");
+    }
 }

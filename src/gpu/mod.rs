@@ -9,6 +9,7 @@ pub mod gradient;
 pub mod linalg;
 pub mod local;
 pub mod mpm;
+pub mod mpm_contact;
 pub mod offload;
 pub mod resident;
 pub mod runtime;

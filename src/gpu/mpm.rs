@@ -91,9 +91,9 @@ pub fn material_row(m: &diffphd_mpm::mpm::Material) -> [f64; MATERIAL_ROW] {
 }
 
 /// One set of particle state arrays on the device.
-struct State<D: Device> {
-    x: D::Real,
-    v: D::Real,
+pub(crate) struct State<D: Device> {
+    pub(crate) x: D::Real,
+    pub(crate) v: D::Real,
     c: D::Real,
     f: D::Real,
     plastic: D::Real,
@@ -114,27 +114,27 @@ fn flat(v: &[Vector3<f64>]) -> Vec<f64> {
 /// [`DeviceMpm::new`]; [`DeviceMpm::substep`] runs one substep without uploads;
 /// [`DeviceMpm::download`] writes the particle state back into a `Simulation`.
 pub struct DeviceMpm<D: Device> {
-    dev: D,
-    particles: usize,
-    nodes: usize,
+    pub(crate) dev: D,
+    pub(crate) particles: usize,
+    pub(crate) nodes: usize,
     materials: usize,
     substep: u64,
-    dims: D::Index,
-    geo: D::Real,
+    pub(crate) dims: D::Index,
+    pub(crate) geo: D::Real,
     material: D::Index,
     mat: D::Real,
     mass: D::Real,
     volume: D::Real,
-    state: State<D>,
+    pub(crate) state: State<D>,
     next: State<D>,
-    frac: D::Real,
-    weights: D::Real,
+    pub(crate) frac: D::Real,
+    pub(crate) weights: D::Real,
     affine: D::Real,
-    sort: KeyValueSort<D>,
-    start: D::Index32,
-    grid_mass: D::Real,
-    grid_velocity: D::Real,
-    code: D::Real,
+    pub(crate) sort: KeyValueSort<D>,
+    pub(crate) start: D::Index32,
+    pub(crate) grid_mass: D::Real,
+    pub(crate) grid_velocity: D::Real,
+    pub(crate) code: D::Real,
     value: D::Real,
     partial: D::Real,
 }
@@ -240,6 +240,14 @@ impl<D: Device> DeviceMpm<D> {
 
     /// One substep of size `dt` (module docs). On error the particle state is the one before.
     pub fn substep(&mut self, dt: f64) -> Result<(), DeviceMpmError> {
+        self.free_motion(dt)?;
+        self.finish(dt)
+    }
+
+    /// The first half of a substep (steps 1–4 of the module docs): P2G and the grid update
+    /// leave v* in [`DeviceMpm::grid`]'s velocities, the bins of the substep in place for a
+    /// contact solve's gathers (`gpu::mpm_contact`); [`DeviceMpm::finish`] ends the substep.
+    pub fn free_motion(&mut self, dt: f64) -> Result<(), DeviceMpmError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(MpmError::InvalidParameter {
                 key: "dt",
@@ -304,6 +312,14 @@ impl<D: Device> DeviceMpm<D> {
                 Arg::Out(&mut self.grid_velocity),
             ],
         )?;
+        Ok(())
+    }
+
+    /// The second half of a substep (steps 5–6): G2P with the grid velocities as they are
+    /// (v*, or a contact solve's), the failure sum, and the swap of the particle arrays.
+    pub fn finish(&mut self, dt: f64) -> Result<(), DeviceMpmError> {
+        let n = self.particles;
+        let dev = &self.dev;
         dev.launch(
             Kernel::MpmG2p,
             n,

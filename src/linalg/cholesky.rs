@@ -3,21 +3,25 @@
 //!
 //! Symbolic analysis and numeric factorization are separate (faer's design): the factor is
 //! computed once per rollout and reused by every solve of the forward, contact and
-//! backward passes (spec §5.4). Solves run with `Par::Seq` (measured faster on 2 cores,
-//! `dependencies-notes.md` §2.3); the three axes are solved concurrently instead.
+//! backward passes (spec §5.4). Solves run faer's kernels with `Par::Seq` (measured faster
+//! on 2 cores, `dependencies-notes.md` §2.3); on a pool of two threads or more a supernodal
+//! factor's two largest independent subtrees are solved at once instead
+//! ([`super::tree_solve`], the same bits).
 //!
 //! Deviation from the paper, stated: the paper applies $\hat A^{-1}$ as two SpMVs with an
 //! explicit sparse inverse factor $S=L^{-1}$ (Eq. 33). On the CPU this is slower than the
 //! two triangular solves with $L$ (measured in `dependencies-notes.md` §2.4) and needs
 //! $O(n^{5/3})$ memory, so the CPU path solves with $L$; the result is the same operator.
 
+use super::tree_solve::{self, TreeSplit};
 use super::{CscMatrix, LinalgError};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::LltRegularization;
 use faer::perm::PermRef;
+use faer::sparse::linalg::cholesky::supernodal::SupernodalLltRef;
 use faer::sparse::linalg::cholesky::{
     factorize_symbolic_cholesky, CholeskySymbolicParams, LltRef, SymbolicCholesky,
-    SymmetricOrdering,
+    SymbolicCholeskyRaw, SymmetricOrdering,
 };
 use faer::sparse::linalg::SupernodalThreshold;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
@@ -31,6 +35,8 @@ use std::sync::Arc;
 pub struct SymbolicFactor {
     symbolic: Arc<SymbolicCholesky<usize>>,
     n: usize,
+    /// The two-thread split of a supernodal factor's tree ([`super::tree_solve`]).
+    split: Option<TreeSplit>,
 }
 
 impl SymbolicFactor {
@@ -54,9 +60,14 @@ impl SymbolicFactor {
                         _ => "unknown faer error",
                     },
                 })?;
+        let split = match symbolic.raw() {
+            SymbolicCholeskyRaw::Supernodal(sup) => TreeSplit::plan(sup),
+            SymbolicCholeskyRaw::Simplicial(_) => None,
+        };
         Ok(SymbolicFactor {
             symbolic: Arc::new(symbolic),
             n,
+            split,
         })
     }
 
@@ -71,7 +82,6 @@ impl SymbolicFactor {
     /// leading term of a left- or right-looking sparse Cholesky (George & Liu 1981, §2.2).
     /// Known after the analysis, before any numeric work; deterministic (the ordering is).
     pub fn flops(&self) -> f64 {
-        use faer::sparse::linalg::cholesky::SymbolicCholeskyRaw;
         let sq = |c: usize| (c as f64) * (c as f64);
         match self.symbolic.raw() {
             SymbolicCholeskyRaw::Simplicial(s) => {
@@ -303,9 +313,31 @@ impl SparseCholesky {
         self.values.len()
     }
 
+    /// The two-thread tree solve of this factor ([`super::tree_solve`]) when the current
+    /// rayon pool has two threads or more and the factor's tree splits; it gives the bits of
+    /// faer's sequential solve (test `tree_solve_is_faer_bitwise`).
+    fn tree_solve(&self, rhs: &mut [f64], k: usize) -> bool {
+        let Some(split) = self.symbolic.split.as_ref() else {
+            return false;
+        };
+        let SymbolicCholeskyRaw::Supernodal(sup) = self.symbolic.symbolic.raw() else {
+            return false;
+        };
+        if rayon::current_num_threads() < 2 {
+            return false;
+        }
+        let llt = SupernodalLltRef::new(sup, &self.values);
+        let perm = self.symbolic.symbolic.perm().map(|p| p.arrays());
+        tree_solve::solve(llt, perm, split, rhs, k);
+        true
+    }
+
     /// Solve $A x = b$ in place for one right-hand side.
     pub fn solve_in_place(&self, rhs: &mut [f64]) {
         debug_assert_eq!(rhs.len(), self.n);
+        if self.tree_solve(rhs, 1) {
+            return;
+        }
         let symbolic = &self.symbolic.symbolic;
         let llt = LltRef::new(symbolic, &self.values);
         let mut mem = MemBuffer::new(symbolic.solve_in_place_scratch::<f64>(1, Par::Seq));
@@ -336,6 +368,9 @@ impl SparseCholesky {
     /// columns (forward and back substitution).
     pub fn solve_many_with(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) {
         debug_assert_eq!(rhs.len(), self.n * k);
+        if self.tree_solve(rhs, k) {
+            return;
+        }
         if scratch.k < k {
             *scratch = self.solve_scratch(k);
         }
@@ -436,6 +471,43 @@ mod tests {
                 .zip(&f.values)
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{t} threads changed the factor's bits");
+        }
+    }
+
+    /// The two-thread tree solve ([`super::tree_solve`]) gives faer's sequential bits for
+    /// one and three right-hand sides, on 2 and 3 threads (a 24³ grid, whose tree splits
+    /// under its top separator).
+    #[test]
+    fn tree_solve_is_faer_bitwise() {
+        let a = grid_laplacian(24, 0.5);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let f = SparseCholesky::factor(&a, &p, &ip).unwrap();
+        assert!(f.is_supernodal());
+        assert!(f.symbolic.split.is_some(), "the grid's tree does not split");
+        for k in [1, 3] {
+            let b: Vec<f64> = (0..a.n * k).map(|i| (i as f64 * 0.61).sin()).collect();
+            let solve = |t: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(t)
+                    .build()
+                    .unwrap();
+                let mut x = b.clone();
+                pool.install(|| f.solve_many_in_place(&mut x, k));
+                x
+            };
+            let seq = solve(1);
+            assert!(seq.iter().zip(&b).any(|(x, y)| x != y));
+            for t in [2, 3] {
+                let par = solve(t);
+                let same = seq
+                    .iter()
+                    .zip(&par)
+                    .all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(
+                    same,
+                    "k = {k}, {t} threads: the tree solve changed the bits"
+                );
+            }
         }
     }
 

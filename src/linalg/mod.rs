@@ -11,6 +11,7 @@ pub mod krylov;
 pub mod ordering;
 pub mod schwarz;
 pub mod system;
+pub mod tree_solve;
 
 pub use cholesky::{SparseCholesky, SymbolicFactor};
 pub use csc::CscMatrix;

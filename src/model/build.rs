@@ -73,6 +73,7 @@ impl Model {
             boundary_nodes: vec![],
             contact_kappa: vec![],
             contact_margin: 0.0,
+            node_samples: Default::default(),
         }
     }
 

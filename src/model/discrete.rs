@@ -131,6 +131,19 @@ pub struct Model {
     pub contact_kappa: Vec<f64>,
     /// Candidate margin (m): `contact.margin` or half the median element edge.
     pub contact_margin: f64,
+    /// Node → (sample, corner) adjacency of the gathers ([`Model::gather_gt`]), built at
+    /// first use.
+    pub node_samples: std::sync::OnceLock<NodeSamples>,
+}
+
+/// Node → (sample, corner) adjacency: `pairs[ptr[i]..ptr[i + 1]]` are the samples touching
+/// node `i` (with the node's position in the sample's element), in increasing sample order. Defined here, next to the [`Model`] that caches it; built
+/// and used by `model::gather` (so that module depends on this one, not both ways).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSamples {
+    pub(super) ptr: Vec<usize>,
+    pub(super) pairs: Vec<(u32, u32)>,
+    pub(super) num_samples: usize,
 }
 
 /// Rigid change of a body's initial state: $x_0=c+R(\varphi)(\hat x_0-c)+t$, $v_0=\hat v_0+u$,

@@ -12,6 +12,7 @@ pub mod build;
 pub mod builder;
 pub mod derive;
 pub mod discrete;
+pub mod gather;
 pub mod geometry;
 pub mod memory;
 pub mod muscle;

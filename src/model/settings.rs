@@ -702,9 +702,11 @@ pub struct ContactSettings {
     /// Newton iteration cap of the contact solve per PD iteration.
     #[serde(default = "d_cnewton")]
     pub max_newton: usize,
-    /// Wall-clock cap (s) of one contact solve (one PD iteration's NCP solve, dense or
-    /// matrix-free). A solve that hits it stops, the step ends non-converged and the run
-    /// reports frame, iteration and the cap, then follows `solver.on_nonconvergence`.
+    /// Wall-clock guard (s) of one contact solve (one PD iteration's NCP solve, dense or
+    /// matrix-free): a last resort only, since where it stops depends on the machine's speed
+    /// and load; the deterministic cap is `max_newton`. A solve that hits it stops, the step
+    /// ends non-converged and the run reports frame, iteration and the guard, then follows
+    /// `solver.on_nonconvergence`.
     #[serde(default = "d_cseconds")]
     pub max_seconds: f64,
     /// Floor of the FB scale $\kappa_j$ (m/N; spec: $r_j\ge10^{-10}$).
@@ -753,7 +755,7 @@ fn d_cnewton() -> usize {
     50
 }
 fn d_cseconds() -> f64 {
-    60.0
+    600.0
 }
 fn d_kfloor() -> f64 {
     1e-10

@@ -17,7 +17,7 @@ pub mod system;
 
 pub use build::{build, estimate, MpmEstimate};
 pub use diffphd_mpm::contact::Wrench;
-pub use system::{MpmState, MpmStepError, MpmStepStats, MpmSystem};
+pub use system::{MpmOffload, MpmOffloadStep, MpmState, MpmStepError, MpmStepStats, MpmSystem};
 
 /// Errors of building an MPM/rigid scene (exit 2 on the command line: bad input).
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,8 @@ use super::super::scene::mpm::{CouplingKind, MpmSettings};
 use super::super::scene::Scene;
 use crate::solver::timeloop::TimeStepped;
 use diffphd_mpm::contact::{
-    coupled_step, ContactError, CouplingError, GridContactProblem, SolverOptions, Wrench,
+    coupled_step_in, ContactError, CoupledStepReport, CouplingError, CouplingWorkspace,
+    GridContactProblem, SolverOptions, Wrench,
 };
 use diffphd_mpm::mpm::{MpmError, Simulation};
 use diffphd_mpm::rigid::{RigidError, RigidWorld};
@@ -86,6 +87,9 @@ pub enum MpmStepError {
     /// The rigid step failed or a contact pair is not supported.
     #[error("rigid step: {0}")]
     Rigid(RigidError),
+    /// The MPM accelerator's device failed ([`MpmOffload`]).
+    #[error("device: {0}")]
+    Device(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Any other coupling error.
     #[error("{0}")]
     Coupling(CouplingError),
@@ -107,7 +111,8 @@ impl MpmStepError {
         }
     }
 
-    fn from_coupling(e: CouplingError, substeps: usize) -> Self {
+    /// The step error of a coupled step's error (`substeps` substeps a step).
+    pub fn from_coupling(e: CouplingError, substeps: usize) -> Self {
         match e {
             CouplingError::Grid {
                 substep,
@@ -145,6 +150,36 @@ impl MpmStepError {
     }
 }
 
+/// What a weak-coupling step asks of an [`MpmOffload`].
+#[derive(Debug, Clone, Copy)]
+pub struct MpmOffloadStep<'a> {
+    /// The rigid step Δt and its MPM substeps N.
+    pub dt: f64,
+    pub substeps: usize,
+    /// The grid damping factor e^{−c Δt/N} applied to v* every substep (1: none).
+    pub damp: f64,
+    /// The contact solve's settings.
+    pub options: &'a SolverOptions,
+    /// Polled before every substep.
+    pub cancel: &'a crate::cancel::Cancel,
+}
+
+/// The accelerator seam of the weak coupling: one asynchronous coupled step
+/// (`diffphd_mpm::contact::coupled_step`) with the MPM substeps elsewhere (a device:
+/// `gpu::mpm_contact::DeviceMpmOffload`, which keeps the particles resident and writes them
+/// back into `sim` after the step). Without one the step runs on the CPU.
+pub trait MpmOffload: Send + std::fmt::Debug {
+    /// One coupled step of `world` and `sim`; errors as the CPU step's.
+    fn coupled_step(
+        &mut self,
+        world: &mut RigidWorld,
+        sim: &mut Simulation,
+        step: MpmOffloadStep<'_>,
+    ) -> Result<CoupledStepReport, MpmStepError>;
+    /// What runs where, for the command line.
+    fn describe(&self) -> String;
+}
+
 /// The settings of an MPM/rigid rollout (the state is [`MpmState`]).
 #[derive(Debug, Clone)]
 pub struct MpmSystem {
@@ -172,6 +207,11 @@ pub struct MpmSystem {
     /// The caller's cancellation token, polled before every MPM substep
     /// ([`crate::cancel`]; [`crate::cancel::Cancel::current`] when built).
     pub cancel: crate::cancel::Cancel,
+    /// The weak coupling's buffers, sized once, and its contact solves' warm start
+    /// (`diffphd_mpm::contact::CouplingWorkspace`), carried from frame to frame.
+    pub workspace: CouplingWorkspace,
+    /// The weak coupling's accelerator (`--backend emulator|cuda`); `None`: the CPU.
+    pub offload: Option<std::sync::Arc<std::sync::Mutex<dyn MpmOffload>>>,
 }
 
 impl MpmSystem {
@@ -207,6 +247,8 @@ impl MpmSystem {
             velocity_damping,
             time: 0.0,
             cancel: crate::cancel::Cancel::current(),
+            workspace: CouplingWorkspace::new(),
+            offload: None,
         }
     }
 }
@@ -310,17 +352,36 @@ impl TimeStepped for MpmSystem {
                 } else {
                     0.0
                 };
-                let rep = match self.coupling {
-                    CouplingKind::Weak => {
+                let rep = match (self.coupling, self.offload.as_ref()) {
+                    (CouplingKind::Weak, Some(off)) => {
+                        let h = self.dt / n as f64;
+                        let step = MpmOffloadStep {
+                            dt: self.dt,
+                            substeps: n,
+                            damp: if rate > 0.0 { (-rate * h).exp() } else { 1.0 },
+                            options: &self.options,
+                            cancel: &self.cancel,
+                        };
+                        let mut off = off.lock().unwrap_or_else(|p| p.into_inner());
+                        Ok(off.coupled_step(&mut s.world, sim, step)?)
+                    }
+                    (CouplingKind::Weak, None) => {
                         let mut grid = DampedGrid {
                             sim,
                             rate,
                             cancel: &self.cancel,
                             substep: 0,
                         };
-                        coupled_step(&mut s.world, &mut grid, self.dt, n, &self.options)
+                        coupled_step_in(
+                            &mut s.world,
+                            &mut grid,
+                            self.dt,
+                            n,
+                            &self.options,
+                            &mut self.workspace,
+                        )
                     }
-                    CouplingKind::Strong => {
+                    (CouplingKind::Strong, _) => {
                         if self.cancel.poll(crate::cancel::Stage::Mpm, 0).is_err() {
                             return Err(MpmStepError::Cancelled {
                                 substep: 0,

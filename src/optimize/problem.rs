@@ -270,6 +270,9 @@ impl Problem {
                 LossTermSpec::Chamfer { weight, body, captures, capture_dir, reduction } => {
                     chamfer_term(&ls, &base, (*weight, *body, captures, capture_dir.as_deref(), *reduction), &key)?
                 }
+                LossTermSpec::ContactForce { weight, obstacle, direction, file } => {
+                    force_term(&ls, &base, (*weight, *obstacle, *direction, file), &key)?
+                }
                 LossTermSpec::RandomLinear { weight, seed } => {
                     let n3 = 3 * base.num_nodes();
                     Term::RandomLinear { weight: *weight, cx: seeded_uniform(*seed, n3), cv: seeded_uniform(seed.wrapping_add(0x5DEECE66D), n3) }
@@ -721,6 +724,131 @@ fn chamfer_term(
         captures: out,
         mean: reduction == crate::scene::ChamferReduction::Mean,
     })
+}
+
+/// Contact-force term (`type = "contact_force"`): the measurements of `file` (`frame, fx, fy,
+/// fz` per line). Errors name the key (`weight`, `obstacle`, `file` with the file and line) —
+/// and refuse the set-ups whose contact forces are not the NCP multipliers the adjoint
+/// differentiates: penalty contact and DiffPD's glue contact.
+fn force_term(
+    ls: &LoadedScene,
+    base: &Model,
+    (weight, obstacle, direction, file): (f64, usize, Option<[f64; 3]>, &str),
+    key: &str,
+) -> Result<Term, ProblemError> {
+    if !weight.is_finite() {
+        return Err(setup(&format!("{key}.weight"), "expected a finite number"));
+    }
+    let direction = match direction {
+        None => None,
+        Some(d) => {
+            let len = d.iter().map(|v| v * v).sum::<f64>().sqrt();
+            if !(len.is_finite() && len > 0.0) {
+                return Err(setup(
+                    &format!("{key}.direction"),
+                    "expected a finite non-zero vector",
+                ));
+            }
+            Some(d.map(|v| v / len))
+        }
+    };
+    if obstacle >= base.obstacles.len() {
+        return Err(setup(
+            &format!("{key}.obstacle"),
+            format!(
+                "obstacle {obstacle} does not exist (scene has {})",
+                base.obstacles.len()
+            ),
+        ));
+    }
+    if crate::contact::penalty_enabled(base) {
+        return Err(setup(
+            &format!("{key}.type"),
+            "a contact_force term needs NCP contact (contact.model = \"ncp\"), not penalty",
+        ));
+    }
+    if ls.scene.solver.method == crate::model::SolverMethod::Diffpd {
+        return Err(setup(
+            &format!("{key}.type"),
+            "a contact_force term needs solver.method \"diffphd\", \"newton\" or \"auto\" \
+             (DiffPD's glue contact has no NCP multipliers)",
+        ));
+    }
+    let fk = format!("{key}.file");
+    let path = ls.resolve(file);
+    let bytes = crate::io::input::read_input(&path)
+        .map_err(|e| setup(&fk, format!("{}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| setup(&fk, format!("{}: not UTF-8 text", path.display())))?;
+    let frames = parse_forces(&text, base.frames)
+        .map_err(|(line, m)| setup(&fk, format!("{}:{line}: {m}", path.display())))?;
+    Ok(Term::ContactForce {
+        weight,
+        obstacle,
+        direction,
+        frames,
+    })
+}
+
+/// One measured total contact force: (frame, [fx, fy, fz] in N).
+pub type ForceSample = (usize, [f64; 3]);
+
+/// The measurements of a contact-force file: `frame, fx, fy, fz` per line (commas and/or
+/// white space), `#` comments, an optional header line starting with `frame`; frames in
+/// `1..=frames`, each once, sorted on return. Errors: (1-based line, message). (Public for
+/// the scene fuzz body, `crates/fuzz-bodies`.)
+pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<ForceSample>, (usize, String)> {
+    let mut out: Vec<ForceSample> = Vec::new();
+    for (k, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() || (out.is_empty() && line.starts_with("frame")) {
+            continue;
+        }
+        let f: Vec<&str> = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if f.len() != 4 {
+            return Err((
+                k + 1,
+                format!("expected 4 values (frame, fx, fy, fz), found {}", f.len()),
+            ));
+        }
+        let frame: usize = f[0].parse().map_err(|_| {
+            (
+                k + 1,
+                format!("frame `{}` is not a non-negative integer", f[0]),
+            )
+        })?;
+        if frame == 0 || frame > frames {
+            return Err((
+                k + 1,
+                format!("frame {frame} is outside the simulated frames 1..={frames}"),
+            ));
+        }
+        let mut v = [0.0; 3];
+        for d in 0..3 {
+            v[d] = f[d + 1]
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| {
+                    (
+                        k + 1,
+                        format!("force `{}` is not a finite number", f[d + 1]),
+                    )
+                })?;
+        }
+        if out.iter().any(|(t, _)| *t == frame) {
+            return Err((k + 1, format!("frame {frame} is measured twice")));
+        }
+        out.push((frame, v));
+    }
+    if out.is_empty() {
+        return Err((1, "no measurement (lines `frame, fx, fy, fz`)".into()));
+    }
+    out.sort_by_key(|m| m.0);
+    Ok(out)
 }
 
 /// The boundary nodes of a chamfer term: of body `body`, or of every body (sorted, unique).

@@ -241,6 +241,27 @@ pub enum LossTermSpec {
         #[serde(default)]
         reduction: ChamferReduction,
     },
+    /// Measured total contact force (N) that obstacle `obstacle` exerts on the bodies, per
+    /// frame (a load cell on a scripted probe, Real2Sim):
+    /// $w\,\tfrac12\sum_t\|F_t-\hat F_t\|^2$ over the frames of `file`, with $F_t$ the sum of
+    /// the NCP contact forces $J^T\lambda$ of the step into frame $t$ (docs/scene-format.md
+    /// "Contact-force term").
+    ContactForce {
+        /// Weight $w$ (1/N² in the loss's units).
+        #[serde(default = "one")]
+        weight: f64,
+        /// Index of the obstacle (`[[obstacle]]` order) whose force is measured.
+        #[serde(default)]
+        obstacle: usize,
+        /// A one-axis load cell: compare only the component along this direction
+        /// (normalised), $w\,\tfrac12\sum_t(\hat d\cdot(F_t-\hat F_t))^2$; omit: all three.
+        #[serde(default)]
+        direction: Option<[f64; 3]>,
+        /// Text file of the measurements (relative to the scene's folder): one line
+        /// `frame, fx, fy, fz` per measured frame (comma or space separated; `#` comments
+        /// and a `frame,fx,fy,fz` header line are skipped).
+        file: String,
+    },
 }
 
 /// One entry of a chamfer term's frame map.

@@ -13,7 +13,7 @@
 //! (`SolverError::Offload` or `SolverError::AdjointOffload`, naming the frame): no failure is
 //! kept aside, and no failed operation hands back NaN.
 
-use super::anderson::AndersonStore;
+use super::stages::anderson::AndersonStore;
 use crate::linalg::krylov::KrylovSpace;
 use crate::linalg::{LinalgError, LinearSolver};
 use nalgebra::Matrix3;
@@ -109,7 +109,7 @@ pub trait Offload {
         None
     }
     /// $\Delta A\,z$ of the planned step `token` (all DoFs, Dirichlet rows not zeroed, muscle
-    /// terms included: the whole of [`crate::solver::backward::StepLinearization::apply`]),
+    /// terms included: the whole of [`crate::solver::adjoint::backward::StepLinearization::apply`]),
     /// into `out`.
     fn adjoint_product(&self, token: u64, z: &[f64], out: &mut [f64]) -> Result<(), OffloadError>;
     /// $A^{-1}q$ with zero Dirichlet values (the contract of
@@ -125,7 +125,7 @@ pub trait Offload {
 
     /// The accelerator's factor of $A$ as a [`LinearSolver`], if it has one: every
     /// contact-side solve (Delassus columns, matrix-free products, the contact adjoint) then
-    /// goes through it instead of the CPU factor (`crate::solver::Simulator::contact_solver`).
+    /// goes through it instead of the CPU factor (`StepContext::contact_solver`).
     fn linear_solver(&self) -> Option<&dyn LinearSolver> {
         None
     }
@@ -246,7 +246,7 @@ impl DeviceTraffic {
 }
 
 /// The constants of one PD step for [`ResidentPd::begin`], in the displacement form of
-/// `forward::StepRhs` (node-major, `3n` each): the PD map is
+/// `pd::iterate::StepRhs` (node-major, `3n` each): the PD map is
 /// $\hat x=x_t+A^{-1}\big(c_u+b_p(x)-s_t\big)$ with the Dirichlet values $\bar x_D-x_{t,D}$
 /// in the solve and $\bar x_D$ imposed on $\hat x$.
 pub struct ResidentStep<'a> {
@@ -289,7 +289,7 @@ pub struct MapNorms {
 }
 
 /// The PD iteration with its vectors on the accelerator (spec §6.2 steps 4–9). The solver
-/// keeps the algorithm: it drives Anderson ([`super::anderson::Anderson::advance`], the
+/// keeps the algorithm: it drives Anderson ([`super::stages::anderson::Anderson::advance`], the
 /// [`AndersonStore`] being the pair $(x_k,g_k)$ of the last [`ResidentPd::pd_map`] and its
 /// history on the device) and decides every test from [`MapNorms`].
 pub trait ResidentPd: AndersonStore<Error = OffloadError> {

@@ -5,16 +5,17 @@
 //! Jacobians, TR blend) is recomputed element-locally at $x_{t+1}$. Memory: $24n$ bytes
 //! per frame ($3n$ f64) plus the per-step statistics.
 
+use super::adjoint::backward::StepLinearization;
+use super::adjoint::cotangent::{CotangentFrame, CotangentSource};
 use super::adjoint::error_estimate::{ErrorStep, ErrorSweep};
-use super::backward::StepLinearization;
-use super::config::BackwardConfig;
-use super::cotangent::{CotangentFrame, CotangentSource};
-use super::error::SolverError;
-use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
-use super::loss::Loss;
+use super::adjoint::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
+use super::adjoint::loss::Loss;
+use super::context::StepContext;
 use super::offload::OffloadError;
+use super::records::config::BackwardConfig;
+use super::records::error::SolverError;
+use super::records::stats::{AdjointStats, StepStats};
 use super::simulator::Simulator;
-use super::stats::{AdjointStats, StepStats};
 use super::timeloop::{run_system, PdState};
 use crate::linalg::LinearSolver;
 use crate::model::{HessianFilterMode, Motion};
@@ -180,6 +181,9 @@ pub fn forward_from(
     let mut total = 0.0;
     run_infallible(sim, start, frames, state, |e| {
         total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
+        if loss.has_force_terms() {
+            total += loss.force_value(e.frame, e.stats.contact_record.as_deref());
+        }
         if (e.frame - start).is_multiple_of(k) || e.frame == frames {
             kept.insert(e.frame, (e.x.to_vec(), e.v.to_vec()));
         }
@@ -245,7 +249,7 @@ fn segment_states(
 
 /// Reverse sweep over a rollout (spec §7.1–7.2), recomputing checkpointed segments, for the
 /// cotangents of `source` on every frame (the scene's [`Loss`] is one source; see
-/// [`super::cotangent`] for which $v_t$ they refer to). With $g_x$, $g_v$ the total
+/// [`super::adjoint::cotangent`] for which $v_t$ they refer to). With $g_x$, $g_v$ the total
 /// derivatives $d\mathcal L/dx_{t+1}$, $d\mathcal L/dv_{t+1}$, the step's adjoint solves
 /// $Kz=g_x+g_v/h$ (Eq. 41); then $d\mathcal L/dx_t$ and $d\mathcal L/dv_t$ are the
 /// propagated terms plus frame $t$'s own cotangents.
@@ -316,9 +320,17 @@ pub fn backward_estimated(
             let alpha = filter_alpha(cfg, step_stats);
             // a failure of the accelerator anywhere in this step's adjoint ends the backward
             let device = |error| SolverError::adjoint_offload(frame, error);
-            let lin = stepper
+            let mut lin = stepper
                 .linearize(sim_ref, x_next, alpha, step_stats)
                 .map_err(device)?;
+            // a loss on this step's contact forces (a load cell): the contact rows' own
+            // right-hand side g_λ (crate::contact::adjoint)
+            if let (Some(c), Some(rec)) = (lin.contact.as_mut(), &step_stats.contact_record) {
+                let force = source.contact_force(frame, rec);
+                if !force.is_empty() {
+                    c.set_force_cotangent(force);
+                }
+            }
             let (z, mut st) = stepper.adjoint(sim_ref, &lin, (x_next, &g), cfg, frame)?;
             st.alpha = alpha;
             if !sim_ref.prescribed.is_empty() {
@@ -432,7 +444,7 @@ pub fn backward_estimated(
 
 /// Propagate the step's adjoint `z` to $(x_t, v_t)$ (Eq. 41): through
 /// $y=x_t+hv_t+\dots$ and the $\tfrac1h\mathcal Dx_t$ term; `gv` is $d\mathcal L/dv_{t+1}$.
-fn propagate(sim: &Simulator, z: &[f64], gv: &[f64]) -> (Vec<f64>, Vec<f64>) {
+fn propagate(sim: &StepContext, z: &[f64], gv: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let h = sim.model.h;
     let n = sim.model.num_nodes();
     let d = &sim.derived;
@@ -482,7 +494,7 @@ fn k_times(sim: &Simulator, lin: &StepLinearization, z: &[f64]) -> Result<Vec<f6
     let mut az = vec![0.0; n3];
     let mut daz = vec![0.0; n3];
     sim.system.apply_a(z, &mut az);
-    super::backward::delta_a(sim, lin, z, &mut daz)?;
+    super::adjoint::backward::delta_a(sim, lin, z, &mut daz)?;
     Ok(az.iter().zip(&daz).map(|(a, d)| a - d).collect())
 }
 

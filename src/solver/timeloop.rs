@@ -11,9 +11,9 @@
 //! `frame_dt`, `advance`) and call [`run_system`]; the per-frame sinks (frame writers,
 //! diagnostics, progress) are closures over [`SystemFrame`].
 
-use super::error::SolverError;
+use super::records::error::SolverError;
+use super::records::stats::StepStats;
 use super::simulator::Simulator;
-use super::stats::StepStats;
 
 /// A time-stepped system with an opaque state: what [`run_system`] drives.
 pub trait TimeStepped {

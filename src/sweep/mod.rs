@@ -1,15 +1,16 @@
 //! Parameter sweeps (docs/sweeps.md): a sweep file names a base scene, a command and axes over
 //! scene keys; it expands into a numbered run table ([`plan`]) that any executor drives — the
 //! local pool, GNU parallel or a Slurm job array, all through `diffphd sweep task --index I` —
-//! and whose outputs [`collect`] gathers into one table and SVG plots ([`svg`]).
+//! and whose outputs [`collect`] gathers into one table and the data of its plots ([`plot`];
+//! the CLI draws them).
 //!
 //! This module plans and collects; it never spawns processes, prints or picks exit codes
 //! (that is `cli::sweep`). Every error names the sweep file and the key or axis at fault.
 
 pub mod collect;
 pub mod plan;
+pub mod plot;
 pub mod rng;
-pub mod svg;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -20,6 +20,8 @@ mod cli_reference;
 mod determinism;
 #[path = "docs/docs.rs"]
 mod docs;
+#[path = "errors/fuzz_corpus.rs"]
+mod fuzz_corpus;
 mod mesh_tools;
 mod mpm_scenes;
 #[path = "outputs/outdir.rs"]

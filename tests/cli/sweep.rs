@@ -205,10 +205,13 @@ fn grid_by_local_pool_equals_task_loop_and_resume_skips_finished_runs() {
     }
     let heat = std::fs::read_to_string(d.path().join("pool/plot_loss_over_E_nu.svg")).unwrap();
     assert_eq!(
-        heat.matches("<rect x=").count() - 40,
-        9,
-        "nine cells + 40 colour-bar steps"
+        heat.matches("<rect").count(),
+        1 + 9 + 40,
+        "the background, nine cells and 40 colour-bar steps"
     );
+    // the line plot runs on E's absolute values: its tick labels are in Pa
+    let line = std::fs::read_to_string(d.path().join("pool/plot_loss_vs_E.svg")).unwrap();
+    assert!(line.contains("\n1e5\n"), "E axis in Pa: {line}");
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn scene(bodies: Vec<(BodySpec, Matrix3<f64>)>) -> Simulation {
 }
 
 /// Largest |a − b| over a field divided by the field's largest |b| (0 when both vanish).
-fn field_error(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn field_error(a: &[f64], b: &[f64]) -> f64 {
     let diff = a
         .iter()
         .zip(b)
@@ -89,16 +89,16 @@ fn field_error(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
-struct Fields {
-    x: Vec<f64>,
-    v: Vec<f64>,
-    c: Vec<f64>,
-    f: Vec<f64>,
+pub(crate) struct Fields {
+    pub(crate) x: Vec<f64>,
+    pub(crate) v: Vec<f64>,
+    pub(crate) c: Vec<f64>,
+    pub(crate) f: Vec<f64>,
     strain: Vec<f64>,
     correction: Vec<f64>,
 }
 
-fn fields(sim: &Simulation) -> Fields {
+pub(crate) fn fields(sim: &Simulation) -> Fields {
     let p = sim.particles();
     let vec = |v: &[Vector3<f64>]| {
         v.iter()

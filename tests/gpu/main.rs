@@ -12,6 +12,7 @@ mod gpu;
 mod gpu_gradient_terms;
 mod gpu_krylov;
 mod gpu_mpm;
+mod gpu_mpm_contact;
 mod gpu_parity;
 mod gpu_rollouts;
 mod kernels_compile;

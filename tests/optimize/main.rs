@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod dice;
 mod example_cotangents;
 mod field_sysid;
 mod gradients;

@@ -17,7 +17,8 @@ const TRUTH_E: f64 = 4e4;
 const SIGMA: f64 = 2e-4;
 const FRAMES: [usize; 10] = [2, 4, 6, 8, 10, 12, 14, 16, 18, 20];
 
-fn diffphd(args: &[&str]) {
+/// Run the command line with `args` (quietly) and require success.
+pub(crate) fn diffphd(args: &[&str]) {
     let out = Command::new(common::bin())
         .args(args)
         .arg("--quiet")
@@ -30,9 +31,63 @@ fn diffphd(args: &[&str]) {
     );
 }
 
+/// Where an `optimize` of a probe scene ended: the probe's (x, y) and E, their errors against
+/// the truth (m, m, relative) and `optimize.json`.
+pub(crate) struct Fit {
+    pub x: f64,
+    pub y: f64,
+    pub e: f64,
+    pub dx: f64,
+    pub dy: f64,
+    pub de: f64,
+    pub log: serde_json::Value,
+}
+
+/// `optimize` `scene` into `out` (parameters: the probe's x and y offsets from its start
+/// `c0`, then E)
+/// and read where it ended against the truth; prints the errors under `label`.
+pub(crate) fn fit_probe(
+    out: &Path,
+    scene: &str,
+    c0: [f64; 2],
+    truth_xy: [f64; 2],
+    truth_e: f64,
+    label: &str,
+    t0: std::time::Instant,
+) -> Fit {
+    diffphd(&["optimize", scene, "--out", out.to_str().unwrap()]);
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("optimize.json")).unwrap()).unwrap();
+    let best = &log["best"]["parameters"];
+    let (x, y, e) = (
+        c0[0] + best[0].as_f64().unwrap(),
+        c0[1] + best[1].as_f64().unwrap(),
+        best[2].as_f64().unwrap(),
+    );
+    let (dx, dy, de) = (x - truth_xy[0], y - truth_xy[1], e / truth_e - 1.0);
+    eprintln!(
+        "{label}: probe error ({:.3}, {:.3}) mm, E error {:.2} %, {} evaluations, {}, {:.1} s",
+        1e3 * dx,
+        1e3 * dy,
+        1e2 * de,
+        log["evaluations"].as_array().unwrap().len(),
+        log["termination"],
+        t0.elapsed().as_secs_f64()
+    );
+    Fit {
+        x,
+        y,
+        e,
+        dx,
+        dy,
+        de,
+        log,
+    }
+}
+
 /// `points` plus isotropic Gaussian noise of deviation `sigma` (Box–Muller on the library's
 /// seeded uniform numbers), in a seeded random order.
-fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
+pub(crate) fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
     let u = diffphd::model::seeded_uniform(seed, 7 * points.len());
     let unit = |k: usize| (0.5 * (u[k] + 1.0)).clamp(1e-300, 1.0);
     let gauss =
@@ -49,7 +104,7 @@ fn capture(points: &[[f64; 3]], sigma: f64, seed: u64) -> Vec<[f64; 3]> {
     out.into_iter().map(|(_, p)| p).collect()
 }
 
-fn write_cloud(path: &Path, pts: &[[f64; 3]]) {
+pub(crate) fn write_cloud(path: &Path, pts: &[[f64; 3]]) {
     let mut s = String::new();
     if path.extension().is_some_and(|e| e == "ply") {
         s.push_str(&format!(
@@ -131,24 +186,22 @@ fn real2sim_fit_recovers_probe_location_and_modulus() {
 
     // The fit.
     let fit = dir.path().join("fit");
-    diffphd(&["optimize", scene_s, "--out", fit.to_str().unwrap()]);
-    let log: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fit.join("optimize.json")).unwrap()).unwrap();
-    let best = &log["best"]["parameters"];
-    let (x, y, e) = (
-        c0[0] + best[0].as_f64().unwrap(),
-        c0[1] + best[1].as_f64().unwrap(),
-        best[2].as_f64().unwrap(),
-    );
-    let (dx, dy, de) = (x - TRUTH_XY[0], y - TRUTH_XY[1], e / TRUTH_E - 1.0);
-    eprintln!(
-        "real2sim: probe error ({:.3}, {:.3}) mm, E error {:.2} %, {} evaluations, {}, {:.1} s",
-        1e3 * dx,
-        1e3 * dy,
-        1e2 * de,
-        log["evaluations"].as_array().unwrap().len(),
-        log["termination"],
-        t0.elapsed().as_secs_f64()
+    let Fit {
+        x,
+        y,
+        e,
+        dx,
+        dy,
+        de,
+        log,
+    } = fit_probe(
+        &fit,
+        scene_s,
+        [c0[0], c0[1]],
+        TRUTH_XY,
+        TRUTH_E,
+        "real2sim",
+        t0,
     );
     assert!(dx.abs() < 1e-3 && dy.abs() < 1e-3, "probe at ({x}, {y})");
     assert!(de.abs() < 0.05, "E = {e}");

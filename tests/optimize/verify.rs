@@ -74,7 +74,7 @@ fn loose_backward_tolerance_makes_grad_verify_exit_1_with_the_numbers() {
         "scenes/cantilever.toml",
         &[
             "--frames",
-            "5",
+            "2",
             "--verify",
             "--set",
             "backward.rel_tol=1e-2",
@@ -103,7 +103,7 @@ fn loose_backward_tolerance_makes_grad_verify_exit_1_with_the_numbers() {
         "scenes/cantilever.toml",
         &[
             "--frames",
-            "5",
+            "2",
             "--verify",
             "--verify-threshold",
             &format!("{}", 2.0 * worst),

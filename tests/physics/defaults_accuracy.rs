@@ -428,7 +428,7 @@ fn non_convex_steps_converge_in_the_trust_region_phase() {
 #[test]
 fn accurate_mode_hands_over_after_its_iteration_budget() {
     let steps = column_steps(&["body.0.initial.velocity=[-6.0, 0.0, 0.0]"]);
-    let budget = diffphd::solver::Simulator::HAND_OVER_AFTER;
+    let budget = diffphd::solver::context::StepContext::HAND_OVER_AFTER;
     for (f, s) in steps.iter().enumerate() {
         assert!(s.converged, "frame {}: {s:?}", f + 1);
         assert!(s.residual.unwrap() <= 1e-8, "frame {}: {s:?}", f + 1);

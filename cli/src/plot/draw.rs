@@ -83,6 +83,8 @@ pub struct Panel {
     pub x_label: String,
     pub y_label: String,
     pub log_y: bool,
+    /// A log x axis (sweep axes sampled on a log scale).
+    pub log_x: bool,
     /// The x axis counts something (iterations): label whole numbers only.
     pub x_integer: bool,
     pub lines: Vec<Line>,
@@ -147,7 +149,8 @@ impl Panel {
     pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> anyhow::Result<()> {
         let xs = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
         let ys = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
-        let (Some((x0, x1)), Some((y0, y1))) = (range(xs, false), range(ys, self.log_y)) else {
+        let (Some((x0, x1)), Some((y0, y1))) = (range(xs, self.log_x), range(ys, self.log_y))
+        else {
             area.titled(&format!("{}: no data", self.title), ("sans-serif", 16))
                 .map_err(err)?;
             return Ok(());
@@ -163,12 +166,21 @@ impl Panel {
             }
         };
         let x_integer = self.x_integer;
+        let x_decades = self.log_x && x1 / x0 >= 10.0;
         let x_fmt = move |v: &f64| {
-            if x_integer && (v - v.round()).abs() > 1e-9 {
+            if (x_integer && (v - v.round()).abs() > 1e-9)
+                || (x_decades && (v.log10() - v.log10().round()).abs() > 1e-9)
+            {
                 String::new()
             } else {
                 fmt_num(*v)
             }
+        };
+        let ok = |p: &(f64, f64)| {
+            p.0.is_finite()
+                && p.1.is_finite()
+                && (!self.log_y || p.1 > 0.0)
+                && (!self.log_x || p.0 > 0.0)
         };
         let mut builder = ChartBuilder::on(area);
         builder
@@ -193,9 +205,7 @@ impl Panel {
                     .map_err(err)?;
                 for line in &self.lines {
                     let color = line.color;
-                    let pts = line.points.iter().copied().filter(|p| {
-                        p.0.is_finite() && p.1.is_finite() && (!self.log_y || p.1 > 0.0)
-                    });
+                    let pts = line.points.iter().copied().filter(ok);
                     let style = color.stroke_width(2);
                     let anno = match line.stroke {
                         Stroke::Solid => chart.draw_series(LineSeries::new(pts, style)),
@@ -227,10 +237,13 @@ impl Panel {
                 }
             }};
         }
-        if self.log_y {
-            lines!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale()))
-        } else {
-            lines!(builder.build_cartesian_2d(x0..x1, y0..y1))
+        match (self.log_x, self.log_y) {
+            (false, true) => lines!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())),
+            (false, false) => lines!(builder.build_cartesian_2d(x0..x1, y0..y1)),
+            (true, true) => {
+                lines!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()))
+            }
+            (true, false) => lines!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1)),
         }
         Ok(())
     }

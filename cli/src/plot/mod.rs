@@ -8,6 +8,10 @@
 //! - `log.json` of `diffphd simulate`: the per-frame diagnostics against time — elastic,
 //!   kinetic, gravitational and total energy, and the centre of mass.
 //!
+//! - sweep plots of `diffphd sweep collect` (`sweep.rs`): a metric against a sweep axis on its
+//!   absolute values, with the swept key's truth and bounds where the base scene knows them,
+//!   or a heat map over two axes.
+//!
 //! Reading a log into series (`optimize.rs`, `simulation.rs`) is separate from drawing them
 //! (`draw.rs`), so the series are unit-tested without a backend.
 
@@ -15,6 +19,7 @@ mod draw;
 mod font;
 mod optimize;
 mod simulation;
+pub mod sweep;
 
 use super::Failure;
 use anyhow::{bail, Context};

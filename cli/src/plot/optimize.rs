@@ -133,6 +133,7 @@ impl Series {
             x_label: "L-BFGS iteration".into(),
             y_label: "loss (log scale)".into(),
             log_y: true,
+            log_x: false,
             x_integer: true,
             lines: vec![
                 Line {
@@ -157,6 +158,7 @@ impl Series {
             x_label: "L-BFGS iteration".into(),
             y_label: "‖dL/du‖ (log scale)".into(),
             log_y: true,
+            log_x: false,
             x_integer: true,
             lines: vec![Line {
                 label: String::new(),
@@ -204,6 +206,7 @@ impl Series {
             x_label: "L-BFGS iteration".into(),
             y_label: if p.log { "value (log scale)" } else { "value" }.into(),
             log_y: p.log,
+            log_x: false,
             x_integer: true,
             lines,
         }

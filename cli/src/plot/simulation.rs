@@ -124,6 +124,7 @@ impl Series {
             x_label: "time (s)".into(),
             y_label: "energy (J)".into(),
             log_y: false,
+            log_x: false,
             x_integer: false,
             lines,
         }
@@ -150,6 +151,7 @@ impl Series {
             x_label: "time (s)".into(),
             y_label: "position (m)".into(),
             log_y: false,
+            log_x: false,
             x_integer: false,
             lines,
         }

@@ -10,9 +10,11 @@
 use crate::log::{MpmFrameRecord, MpmRunHeader, MpmRunLog, RigidBodyRecord, Status};
 use crate::{Failure, RunArgs};
 use anyhow::anyhow;
+use diffphd::gpu::Backend;
 use diffphd::io::write_atomic;
 use diffphd::mpm::frames::MpmFrameWriter;
 use diffphd::mpm::{self, MpmState, MpmStepStats, MpmSystem};
+use diffphd::scene::mpm::CouplingKind;
 use diffphd::scene::LoadedScene;
 use diffphd::solver::timeloop::{run_system, Flow, RolloutError, SystemFrame};
 use std::path::{Path, PathBuf};
@@ -137,16 +139,47 @@ fn budget(max_memory: Option<u64>) -> Option<(u64, String)> {
     }
 }
 
+/// `--backend emulator|cuda`: the weak coupling's MPM substeps and contact solves on the
+/// device (`diffphd::gpu::mpm_contact`), refusing (exit 2) what it does not run: the strong
+/// coupling, scenes without MPM bodies, rigid shapes without a device signed distance.
+fn attach_mpm_offload(
+    ls: &LoadedScene,
+    system: &mut MpmSystem,
+    state: &MpmState,
+    backend: Backend,
+    quiet: bool,
+) -> Result<(), Failure> {
+    if backend == Backend::Cpu {
+        return Ok(());
+    }
+    let path = ls.path.display();
+    let refuse = |why: String| Failure::input(anyhow!("{path}: --backend {backend:?}: {why}"));
+    if system.coupling == CouplingKind::Strong {
+        return Err(refuse(
+            "mpm.coupling = \"strong\" runs on the CPU only (its Newton solve is serial)".into(),
+        ));
+    }
+    if state.sim.is_none() {
+        return Err(refuse(
+            "the device runs the MPM substeps and this scene has no [[mpm_body]]".into(),
+        ));
+    }
+    diffphd::gpu::mpm_contact::geometry_table(&state.world).map_err(|e| refuse(e.to_string()))?;
+    let off = diffphd::gpu::mpm_contact::mpm_offload(backend).map_err(|e| refuse(e.to_string()))?;
+    if let (Some(off), false) = (&off, quiet) {
+        let what = off.lock().map(|o| o.describe()).unwrap_or_default();
+        eprintln!("GPU path: {what}");
+    }
+    system.offload = off;
+    Ok(())
+}
+
 /// Run an MPM/rigid scene (see the module doc).
 pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
-    if args.backend != crate::BackendArg::Cpu {
-        return Err(Failure::input(anyhow!(
-            "{}: MPM and rigid scenes run on the CPU only (--backend cpu)",
-            ls.path.display()
-        )));
-    }
+    let backend = super::simulate_backend(args.backend)?;
     let threads = crate::set_threads(ls.scene.solver.threads);
     let (mut system, state) = mpm::build(&ls, budget(args.max_memory)).map_err(Failure::input)?;
+    attach_mpm_offload(&ls, &mut system, &state, backend, args.quiet)?;
     let out: PathBuf = crate::claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut log = MpmRunLog {

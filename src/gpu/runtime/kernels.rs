@@ -30,6 +30,10 @@ pub const SOURCES: &[(&str, &str)] = &[
     ),
     ("kernels/sort.cu", include_str!("../../../kernels/sort.cu")),
     ("kernels/mpm.cu", include_str!("../../../kernels/mpm.cu")),
+    (
+        "kernels/mpm_contact.cu",
+        include_str!("../../../kernels/mpm_contact.cu"),
+    ),
 ];
 
 /// Headers the sources include, by include name.
@@ -282,6 +286,23 @@ kernel_table! {
     MpmGridUpdate = dphd_mpm_grid_update in "kernels/mpm.cu" (dt: Real, dims: Index, geo: In, gm: In, gv: Out);
     /// Per particle: G2P, APIC affine velocity, F update, return mapping, advection.
     MpmG2p = dphd_mpm_g2p in "kernels/mpm.cu" (dt: Real, dims: Index, geo: In, gv: In, frac: In, weights: In, x: In, f: In, plastic: In, material: Index, mat: In, x_out: Out, v_out: Out, c_out: Out, f_out: Out, plastic_out: Out, code: Out, value: Out);
+    // --- the MPM-rigid contact solve of a substep (mpm_contact.cu; crates/mpm's contact/) ---
+    /// Per node entry: grid damping of v*, and v = v* (the solve's start).
+    MpmContactStart = dphd_mpm_contact_start in "kernels/mpm_contact.cu" (damp: Real, gv: Out, vstar: Out);
+    /// Per particle: one contact slot per geometry, active inside it (frame, bias, lagged model).
+    MpmContactRegister = dphd_mpm_contact_register in "kernels/mpm_contact.cu" (ng: Int, dt: Real, dims: Index, geo: In, rig: In, x: In, v: In, weights: In, gm: In, code: In, frame: Out, bias: Out, model: Out, lever: Out, active: Out);
+    /// Per slot: contact velocity, impulse, Hessian and their world forms.
+    MpmContactEval = dphd_mpm_contact_eval in "kernels/mpm_contact.cu" (ng: Int, dims: Index, geo: In, x: In, weights: In, gv: In, frame: In, bias: In, model: In, active: In, vc: Out, gamma_c: Out, gamma_w: Out, hess_w: Out);
+    /// Per node: gradient, block Hessian, quasi-Newton step and stopping-test terms (a gather).
+    MpmContactNode = dphd_mpm_contact_node in "kernels/mpm_contact.cu" (ng: Int, dims: Index, start: Index32, sorted: Index32, weights: In, gm: In, vstar: In, gv: In, active: In, gamma_w: In, hess_w: In, dv: Out, terms: Out);
+    /// First pass of the sums of a column-major block (strided partials per column).
+    MpmSumColumns = dphd_mpm_sum_columns in "kernels/mpm_contact.cu" (len: Int, cols: Int, x: In, partial: Out);
+    /// Per slot: the step direction in the contact frame.
+    MpmContactDirection = dphd_mpm_contact_direction in "kernels/mpm_contact.cu" (ng: Int, dims: Index, geo: In, x: In, weights: In, dv: In, frame: In, active: In, dvc: Out);
+    /// Strided partials of the exact line search's contact terms at one step length.
+    MpmContactLine = dphd_mpm_contact_line in "kernels/mpm_contact.cu" (ns: Int, alpha: Real, model: In, active: In, vc: In, gamma_c: In, dvc: In, partial: Out);
+    /// Strided partials of the impulses and moments on each rigid body.
+    MpmContactWrench = dphd_mpm_contact_wrench in "kernels/mpm_contact.cu" (ns: Int, ng: Int, nb: Int, rig: In, active: In, gamma_w: In, lever: In, partial: Out);
 }
 
 #[cfg(test)]

@@ -117,6 +117,17 @@ param_fd_tests! {
     test_gravity_magnitude: super::dummy::GravityMagnitude, "loaded_bar.toml", "{kind = 'density', log = true}";
 }
 
+// The contact-force loss term (`type = "contact_force"`, issue 38 item 4, Dice): the probe's
+// measured total force, whose gradient runs through the contact adjoint's ζ rows and the
+// frozen frame's directions, against E (log) and the probe's offset; the fixture's probe is
+// frictional (tangent rows) and off the die's centre.
+param_fd_tests! {
+    contact_force_term_youngs: YoungsModulus, "probe_force.toml", "{kind = 'youngs_modulus', log = true}";
+    contact_force_term_offset_x: ObstacleOffset, "probe_force.toml", "{kind = 'obstacle_offset', obstacle = 0, component = 0}";
+    contact_force_term_offset_y: ObstacleOffset, "probe_force.toml", "{kind = 'obstacle_offset', obstacle = 0, component = 1}";
+    contact_force_term_offset_z: ObstacleOffset, "probe_force.toml", "{kind = 'obstacle_offset', obstacle = 0, component = 2}";
+}
+
 /// The per-element field (issue 39, "must show" 2): every element of the 3-hex bar (moduli
 /// E, 2E, E: the middle one is a `scale = 2` region), within 1e-5; log working variable, and
 /// plain values with each smoothness penalty on, whose gradients join the adjoint's (the

@@ -18,12 +18,12 @@ use crate::material::svd;
 use crate::material::Linearization;
 use crate::model::AdjointMethod;
 use crate::model::Model;
-use crate::solver::anderson::TypeII;
-use crate::solver::config::BackwardConfig;
-use crate::solver::local::{self, CHUNK};
+use crate::solver::context::{norm, StepContext};
 use crate::solver::offload::{MuscleStep, Offload, OffloadError};
-use crate::solver::simulator::{norm, Simulator};
-use crate::solver::stats::AdjointStats;
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::stats::AdjointStats;
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::local::{self, CHUNK};
 use nalgebra::Matrix3;
 use rayon::prelude::*;
 
@@ -55,7 +55,7 @@ pub struct StepLinearization<'s> {
 impl<'s> StepLinearization<'s> {
     /// Recompute SVDs, projections and stretch Jacobians at `x` (spec §7.2 step 2). With an
     /// accelerator the step's $\Delta A$ is planned on it too; its failure is the error.
-    pub fn new(sim: &Simulator, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
+    pub fn new(sim: &StepContext, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
         Self::build(sim, x, alpha, false)
     }
 
@@ -66,11 +66,11 @@ impl<'s> StepLinearization<'s> {
     /// semidefinite and $K=A-\Delta A\succeq M/h^2$: the Newton direction is a descent
     /// direction of the step energy wherever the energy is not convex (compressed corotated
     /// samples, whose twist eigenvalue $2w/(\sigma_i+\sigma_j)$ exceeds $w$, buckling).
-    pub fn projected(sim: &Simulator, x: &[f64]) -> Result<Self, OffloadError> {
+    pub fn projected(sim: &StepContext, x: &[f64]) -> Result<Self, OffloadError> {
         Self::build(sim, x, 0.5, true)
     }
 
-    fn build(sim: &Simulator, x: &[f64], alpha: f64, psd: bool) -> Result<Self, OffloadError> {
+    fn build(sim: &StepContext, x: &[f64], alpha: f64, psd: bool) -> Result<Self, OffloadError> {
         let model = sim.model;
         let d = &sim.derived;
         let filter = if alpha == 0.0 {
@@ -97,8 +97,8 @@ impl<'s> StepLinearization<'s> {
             });
         let filtered_samples = samples.iter().filter(|s| s.filtered).count();
         let muscle = crate::solver::muscle::MuscleLin::new(model, x, d.muscle_time);
-        let device_step = match sim.offload.as_ref() {
-            Some(off) => Some(plan_device_step(off.as_ref(), &spectral, &muscle)?),
+        let device_step = match sim.accelerator() {
+            Some(off) => Some(plan_device_step(off, &spectral, &muscle)?),
             None => None,
         };
         Ok(StepLinearization {
@@ -118,7 +118,7 @@ impl<'s> StepLinearization<'s> {
     /// filter) or, with `projected`, [`StepLinearization::projected`]; computed on the
     /// accelerator when the simulator has one that offers it (`on_device`), else on
     /// the host.
-    pub fn for_newton(sim: &Simulator, x: &[f64], projected: bool) -> Result<Self, OffloadError> {
+    pub fn for_newton(sim: &StepContext, x: &[f64], projected: bool) -> Result<Self, OffloadError> {
         let alpha = if projected { 0.5 } else { 0.0 };
         match Self::on_device(sim, x, (alpha, projected)) {
             Some(lin) => lin,
@@ -130,8 +130,8 @@ impl<'s> StepLinearization<'s> {
     /// The backward step's linearization at $x_{t+1}$ with the Hessian filter `alpha`:
     /// [`StepLinearization::new`], computed on the accelerator when the simulator has one
     /// that offers it (`on_device`; the parameter gradients' material maps are the
-    /// accelerator's too, [`crate::solver::gradient::ParamConstants`]), else on the host.
-    pub fn for_adjoint(sim: &Simulator, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
+    /// accelerator's too, [`crate::solver::adjoint::gradient::ParamConstants`]), else on the host.
+    pub fn for_adjoint(sim: &StepContext, x: &[f64], alpha: f64) -> Result<Self, OffloadError> {
         Self::on_device(sim, x, (alpha, false)).unwrap_or_else(|| Self::new(sim, x, alpha))
     }
 
@@ -143,11 +143,11 @@ impl<'s> StepLinearization<'s> {
     /// [`StepLinearization::apply`] of a device-only linearization gives NaN. `None` without
     /// an accelerator or where it does not offer it; `Some(Err)`: the device failed.
     fn on_device(
-        sim: &Simulator,
+        sim: &StepContext,
         x: &[f64],
         (alpha, projected): (f64, bool),
     ) -> Option<Result<Self, OffloadError>> {
-        let off = sim.offload.as_ref()?;
+        let off = sim.accelerator()?;
         let muscle = crate::solver::muscle::MuscleLin::new(sim.model, x, sim.derived.muscle_time);
         let planned = with_fibres(&muscle, |fibres| {
             off.linearize_step(x, (alpha, projected), fibres)
@@ -170,7 +170,7 @@ impl<'s> StepLinearization<'s> {
     /// contact factor does).
     pub fn with_contact(
         mut self,
-        sim: &'s Simulator,
+        sim: &'s StepContext,
         rec: Option<&ContactRecord>,
     ) -> Result<Self, OffloadError> {
         self.contact = match rec.filter(|r| !r.set.is_empty()) {
@@ -204,7 +204,8 @@ impl<'s> StepLinearization<'s> {
             return;
         }
         // per-sample products in parallel into a buffer reused across products (no
-        // allocation per Krylov iteration), then the scatter in sample order
+        // allocation per Krylov iteration), then the scatter as a node-parallel gather in
+        // sample order (the same bits on any thread count)
         let mut dps = self.products.lock().unwrap_or_else(|e| e.into_inner());
         self.spectral
             .par_iter()
@@ -212,9 +213,8 @@ impl<'s> StepLinearization<'s> {
             .map(|(s, lin)| lin.apply(&model.gradient_of(s, z)))
             .collect_into_vec(&mut dps);
         out.iter_mut().for_each(|v| *v = 0.0);
-        for (s, dp) in dps.iter().enumerate() {
-            model.scatter_gt(s, dp, out);
-        }
+        let dps: &[Matrix3<f64>] = &dps;
+        model.gather_gt(|s| dps[s], out);
         self.muscle.apply(model, z, out);
     }
 }
@@ -267,7 +267,7 @@ const UNSET: Linearization = Linearization {
 /// full block of one law, the exact path (`svd3` and [`crate::material::Material::linearize`])
 /// for the lanes it refuses, mixed blocks and the tail.
 fn linearize_block(
-    sim: &Simulator,
+    sim: &StepContext,
     x: &[f64],
     s0: usize,
     filter: HessianFilter,
@@ -295,7 +295,12 @@ fn linearize_block(
 /// The weighted spectral coefficients of $\Delta A$ of sample `s`
 /// ([`crate::material::Material::spectral_coefficients`]), capped at its weight in $A$,
 /// $w_s(1+\beta_e/h)$, for the projected Jacobian (`psd`, [`svd::SpectralLinear::capped`]).
-fn coefficients(sim: &Simulator, s: usize, lin: &Linearization, psd: bool) -> svd::SpectralLinear {
+fn coefficients(
+    sim: &StepContext,
+    s: usize,
+    lin: &Linearization,
+    psd: bool,
+) -> svd::SpectralLinear {
     let (model, d) = (sim.model, &sim.derived);
     let e = model.samples.elem[s];
     let law = model.bodies[model.elem_body[e]].model;
@@ -312,12 +317,12 @@ fn coefficients(sim: &Simulator, s: usize, lin: &Linearization, psd: bool) -> sv
 /// [`StepLinearization::apply`]. A device failure is the error, as is a linearization that
 /// was not planned on the simulator's accelerator ([`OffloadError::Unplanned`]).
 pub fn delta_a(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     z: &[f64],
     out: &mut [f64],
 ) -> Result<(), OffloadError> {
-    let Some(off) = sim.offload.as_ref() else {
+    let Some(off) = sim.accelerator() else {
         lin.apply(sim.model, z, out);
         return Ok(());
     };
@@ -329,9 +334,9 @@ pub fn delta_a(
 
 /// $A^{-1}q$ with zero Dirichlet values: on the accelerator's factor when the simulator has
 /// one, otherwise the persistent CPU factor. A device failure is the error.
-pub fn solve_a(sim: &Simulator, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
+pub fn solve_a(sim: &StepContext, q: &[f64], z: &mut [f64]) -> Result<(), OffloadError> {
     use crate::linalg::LinearSolver;
-    match sim.offload.as_ref() {
+    match sim.accelerator() {
         Some(off) => off.solve_homogeneous(q, z),
         None => Ok(sim.system.solve_homogeneous(q, z)?),
     }
@@ -340,7 +345,7 @@ pub fn solve_a(sim: &Simulator, q: &[f64], z: &mut [f64]) -> Result<(), OffloadE
 /// Apply $K=A-\Delta A$ on the free DoFs (prescribed entries of input and output are 0);
 /// fails where [`delta_a`] does.
 pub fn apply_k(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     v: &[f64],
     out: &mut [f64],
@@ -359,11 +364,11 @@ pub fn apply_k(
 /// The accelerator's [`KrylovSpace`] for `lin`'s step, when the simulator has an accelerator
 /// that offers one and the step's $\Delta A$ is planned on it ([`Offload::krylov_space`]).
 fn device_space<'a>(
-    sim: &'a Simulator,
+    sim: &'a StepContext,
     lin: &StepLinearization,
 ) -> Option<Box<dyn KrylovSpace<Error = OffloadError> + 'a>> {
     let token = lin.device_step?;
-    sim.offload.as_ref()?.krylov_space(token)
+    sim.accelerator()?.krylov_space(token)
 }
 
 /// Solve $Kz=g$ ($z_D=0$) by GMRES right-preconditioned with $A^{-1}$, from `z`: on the
@@ -371,7 +376,7 @@ fn device_space<'a>(
 /// scalars cross), otherwise on the host with [`apply_k`] and [`solve_a`]. The first device
 /// failure ends the solve and is returned.
 pub fn solve_gmres(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     g: &[f64],
     z: &mut [f64],
@@ -383,7 +388,7 @@ pub fn solve_gmres(
 /// [`solve_gmres`] under a monitor ([`krylov::gmres_monitored`]: after each iteration
 /// `monitor(iterations, estimated relative residual)` says whether to go on).
 pub fn solve_gmres_monitored(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     g: &[f64],
     z: &mut [f64],
@@ -417,7 +422,7 @@ pub(crate) struct AdjointStart {
 }
 
 impl AdjointStart {
-    pub(crate) fn new(sim: &Simulator, g: &[f64], frame: usize, method: &str) -> AdjointStart {
+    pub(crate) fn new(sim: &StepContext, g: &[f64], frame: usize, method: &str) -> AdjointStart {
         let t0 = std::time::Instant::now();
         let mut gf = g.to_vec();
         sim.zero_prescribed(&mut gf);
@@ -455,14 +460,16 @@ pub const FIXED_POINT_STALL: usize = 200;
 /// reaches `max_iterations`, GMRES preconditioned by $A^{-1}$ takes over from the best iterate.
 /// The first accelerator failure ends it and is returned.
 pub fn solve_adjoint(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     g: &[f64],
     cfg: &BackwardConfig,
     frame: usize,
 ) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let start = AdjointStart::new(sim, g, frame, "fixed_point");
-    if let Some(answer) = start.zero_answer() {
+    // a loss on the contact forces is a right-hand side of its own (g_λ): z ≠ 0 with g = 0
+    let force_rhs = lin.contact.as_ref().is_some_and(|c| c.has_rhs());
+    if let Some(answer) = start.zero_answer().filter(|_| !force_rhs) {
         return Ok(answer);
     }
     let AdjointStart {
@@ -509,7 +516,7 @@ pub(in crate::solver) fn gmres_method(cfg: &BackwardConfig) -> &'static str {
 /// `adjoint = "gmres"` (and `"woodbury"` without contact): GMRES on $Kz=g$ preconditioned by
 /// $A^{-1}$ from $z=0$ ([`solve_gmres`]).
 fn adjoint_gmres(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     gf: &[f64],
     cfg: &BackwardConfig,
@@ -528,7 +535,7 @@ fn adjoint_gmres(
 /// `adjoint = "pcg"`: PCG on $Kz=g$ ([`solve_pcg`]); GMRES finishes from its iterate when it
 /// stops unconverged (negative curvature or cap).
 fn adjoint_pcg(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     gf: &[f64],
     cfg: &BackwardConfig,
@@ -555,7 +562,7 @@ fn adjoint_pcg(
 /// $\|Kz-g\|\le\epsilon_r\|g\|+\epsilon_a$; on divergence ($\|Kz-g\|>10^3\|g\|$), on
 /// stagnation ([`FIXED_POINT_STALL`]) or at the cap, GMRES takes over from the best iterate.
 fn adjoint_fixed_point(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     (gf, gnorm): (&[f64], f64),
     cfg: &BackwardConfig,
@@ -631,7 +638,7 @@ fn pcg_settings(cfg: &BackwardConfig) -> krylov::PcgSettings {
 /// at the cap. Returns (iterations, converged, relative residual), or the first device
 /// failure.
 pub fn solve_pcg(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     gf: &[f64],
     z: &mut [f64],
@@ -665,7 +672,7 @@ pub fn solve_pcg(
 /// $\|\delta\|_A\le$ `radius` (on the accelerator's vectors when it offers a Krylov space,
 /// as [`solve_pcg`]). `delta` is written. The first device failure is the error.
 pub fn solve_steihaug(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     f: &[f64],
     delta: &mut [f64],
@@ -696,7 +703,7 @@ pub fn solve_steihaug(
 /// $w=A^{-1}(g+\Delta Az)=z+A^{-1}(g-Kz)$ and $g-Kz$ (free DoFs).
 #[allow(clippy::type_complexity)]
 pub(crate) fn global_step(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     gf: &[f64],
     z: &[f64],
@@ -716,7 +723,7 @@ pub(crate) fn global_step(
 /// $\|g-Kz-J^T\mu\|$ (zero exactly at the fixed point). Fallback: GMRES on the same fixed-point
 /// equation $(I-\Pi A^{-1}\Delta A)z=\Pi A^{-1}g$ (the consistent KKT operator reduced to $z$).
 fn solve_adjoint_contact(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     c: &ContactAdjoint,
     gf: &[f64],
@@ -725,7 +732,8 @@ fn solve_adjoint_contact(
     t0: std::time::Instant,
 ) -> Result<(Vec<f64>, AdjointStats), OffloadError> {
     let n3 = gf.len();
-    let gnorm = norm(gf);
+    // the residual's scale: g and the force g_λ puts on the z rows (a contact-force loss)
+    let gnorm = norm(gf) + c.rhs_scale(n3)?;
     let mut aa = TypeII::new(cfg.window, cfg.gamma_max);
     let mut z = vec![0.0; n3];
     let mut best = (f64::INFINITY, z.clone());
@@ -772,7 +780,7 @@ fn solve_adjoint_contact(
             sim.zero_prescribed(&mut dv);
             let mut w = vec![0.0; n3];
             solve_a(sim, &dv, &mut w)?;
-            c.project(&mut w)?;
+            c.project_linear(&mut w)?;
             for i in 0..n3 {
                 out[i] = v[i] - w[i];
             }
@@ -782,6 +790,7 @@ fn solve_adjoint_contact(
             out.copy_from_slice(v);
             Ok(())
         };
+        // (I − Π A⁻¹ΔA) z = Π A⁻¹g + z_c: the affine projection of A⁻¹g (g_λ's z_c included)
         let mut rhs = vec![0.0; n3];
         solve_a(sim, gf, &mut rhs)?;
         c.project(&mut rhs)?;
@@ -836,7 +845,7 @@ pub enum KktPreconditioner {
 /// the GMRES steps (one preconditioner application each).
 /// `started`: the step's statistics so far and the time its adjoint solve began.
 pub fn solve_adjoint_kkt(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     c: &ContactAdjoint,
     (gf, pre): (&[f64], KktPreconditioner),
@@ -847,7 +856,9 @@ pub fn solve_adjoint_kkt(
     let n3 = gf.len();
     let na = c.num_kept();
     let mut b = gf.to_vec();
-    b.resize(n3 + na, 0.0);
+    // the contact rows' right-hand side: g_λ of a contact-force loss (else 0)
+    b.extend(c.rhs_kept());
+    debug_assert_eq!(b.len(), n3 + na);
     let mut op = |y: &[f64], out: &mut [f64]| {
         let (z, zeta) = y.split_at(n3);
         let (oz, oc) = out.split_at_mut(n3);

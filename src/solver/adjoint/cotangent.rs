@@ -15,7 +15,9 @@
 //! was before sources existed). Implementations: the TOML [`Loss`], the dense per-frame
 //! arrays [`DenseCotangents`] (what Python's autograd hands back), and [`SumOf`] two sources.
 
-use crate::solver::loss::Loss;
+use crate::contact::ContactRecord;
+use crate::solver::adjoint::loss::Loss;
+use nalgebra::Vector3;
 
 /// The states of frame `frame` as the reverse sweep sees them.
 #[derive(Clone, Copy)]
@@ -43,6 +45,13 @@ pub struct FrameCotangent {
 pub trait CotangentSource: Sync {
     /// The cotangents of frame `f.frame` (see the module doc for which $v_t$).
     fn frame(&self, f: &CotangentFrame) -> FrameCotangent;
+
+    /// $\partial\mathcal L/\partial F_{t,o}$ of the total contact force of obstacles $o$ over
+    /// the step into frame `frame` (N; [`crate::solver::loss::contact_force`]), given that
+    /// step's contact record: `(obstacle, cotangent)` pairs, empty for none (the default).
+    fn contact_force(&self, _frame: usize, _rec: &ContactRecord) -> Vec<(usize, Vector3<f64>)> {
+        Vec::new()
+    }
 }
 
 /// The scene's `[loss]`: $\partial\ell_t/\partial x_t$ on frames `1..=T`
@@ -59,6 +68,10 @@ impl CotangentSource for Loss {
             x: Some(dx),
             v: (f.frame == f.last).then_some(dv),
         }
+    }
+
+    fn contact_force(&self, frame: usize, rec: &ContactRecord) -> Vec<(usize, Vector3<f64>)> {
+        self.force_cotangent(frame, rec)
     }
 }
 
@@ -114,6 +127,12 @@ impl CotangentSource for SumOf<'_> {
             v: add(a.v, b.v),
         }
     }
+
+    fn contact_force(&self, frame: usize, rec: &ContactRecord) -> Vec<(usize, Vector3<f64>)> {
+        let mut out = self.0.contact_force(frame, rec);
+        out.extend(self.1.contact_force(frame, rec));
+        out
+    }
 }
 
 #[cfg(test)]
@@ -145,8 +164,8 @@ mod tests {
     }
 
     use crate::model::{Model, ModelBuilder, SolverSettings};
-    use crate::solver::config::BackwardConfig;
-    use crate::solver::loss::seeded_uniform;
+    use crate::solver::adjoint::loss::seeded_uniform;
+    use crate::solver::records::config::BackwardConfig;
     use crate::solver::rollout;
     use crate::solver::Simulator;
 

@@ -27,9 +27,9 @@
 
 use super::backward::{apply_k, solve_gmres, StepLinearization};
 use super::gradient::{accumulate_contact, accumulate_step, Gradients, StepStates};
-use crate::solver::config::BackwardConfig;
+use crate::solver::context::StepContext;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::Simulator;
+use crate::solver::records::config::BackwardConfig;
 
 /// Relative residual of the correction solves $K_te_t=r_t+\delta g_t$.
 pub const CORRECTION_TOL: f64 = 1e-2;
@@ -74,7 +74,7 @@ fn norm(v: &[f64]) -> f64 {
 }
 
 impl ErrorSweep {
-    pub fn new(sim: &Simulator) -> Self {
+    pub fn new(sim: &StepContext) -> Self {
         ErrorSweep {
             egx: vec![],
             egv: vec![],
@@ -92,11 +92,11 @@ impl ErrorSweep {
     /// $(d\mathcal L/dx_t, d\mathcal L/dv_t)$.
     pub fn step(
         &mut self,
-        sim: &Simulator,
+        sim: &StepContext,
         lin: &StepLinearization,
         cfg: &BackwardConfig,
         s: ErrorStep,
-        propagate: impl Fn(&Simulator, &[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
+        propagate: impl Fn(&StepContext, &[f64], &[f64]) -> (Vec<f64>, Vec<f64>),
     ) -> Result<(), OffloadError> {
         let t0 = std::time::Instant::now();
         let n3 = s.z.len();

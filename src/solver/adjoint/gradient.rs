@@ -13,9 +13,10 @@
 
 use crate::material::law::NhParams;
 use crate::material::{frob, lame_dnu, ParamInput};
-use crate::solver::backward::StepLinearization;
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
 use crate::solver::offload::{Offload, OffloadError, ParamStep};
-use crate::solver::simulator::Simulator;
+use rayon::prelude::*;
 
 /// Accumulated gradients of a loss with respect to every parameter class.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -59,7 +60,7 @@ pub struct Gradients {
 }
 
 impl Gradients {
-    pub fn zeros(sim: &Simulator) -> Self {
+    pub fn zeros(sim: &StepContext) -> Self {
         let m = sim.model;
         let nb = m.bodies.len();
         Gradients {
@@ -103,7 +104,7 @@ pub struct StepStates<'a> {
 /// step's device terms: the caller must not use it), never dropped; the rollout ends the
 /// backward with it (`SolverError::AdjointOffload`, naming the frame).
 pub fn accumulate_step(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     step: StepStates,
     z: &[f64],
@@ -125,8 +126,8 @@ pub fn accumulate_step(
             grads.attachment_offset[g][c] += dt[c];
         }
     }
-    if let Some(off) = sim.offload.as_ref() {
-        return device_terms(sim, off.as_ref(), lin, (step, z, &vel), grads);
+    if let Some(off) = sim.accelerator() {
+        return device_terms(sim, off, lin, (step, z, &vel), grads);
     }
     let body_dnu: Vec<_> = (0..model.bodies.len())
         .map(|b| model.body_means_dnu(&model.params, b))
@@ -143,7 +144,7 @@ pub fn accumulate_step(
 /// $d\alpha_b\mathrel{+}=-m_iz_i\cdot v_i$, $dg\mathrel{+}=m_iz_i$; and per force group $g$
 /// with profile $\sigma_g$, $ds_g\mathrel{+}=\sigma_g(t)\sum_kf_k\cdot z_{i_k}$.
 fn host_nodal_terms(
-    sim: &Simulator,
+    sim: &StepContext,
     step: StepStates,
     z: &[f64],
     vel: &[f64],
@@ -189,7 +190,7 @@ fn host_nodal_terms(
 /// $\partial\mathcal L/\partial E_e$, per-body $\partial\mathcal L/\partial\nu$ and
 /// $\partial\mathcal L/\partial\beta_0$.
 fn host_material_terms(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     (z, vel, body_dnu): (&[f64], &[f64], &[NhParams]),
     grads: &mut Gradients,
@@ -197,7 +198,10 @@ fn host_material_terms(
     let model = sim.model;
     let d = &sim.derived;
     let p = &model.params;
+    // per-sample terms in parallel, summed below in sample order (the same bits on any
+    // thread count)
     let per: Vec<(usize, f64, f64, f64)> = (0..model.num_samples())
+        .into_par_iter()
         .map(|s| {
             let e = model.samples.elem[s];
             let b = model.elem_body[e];
@@ -303,7 +307,7 @@ impl ParamConstants {
 /// plan ([`OffloadError::Unplanned`]), is the error and leaves `grads` unchanged: the terms
 /// are never dropped silently.
 fn device_terms(
-    sim: &Simulator,
+    sim: &StepContext,
     off: &(dyn Offload + Send + Sync + '_),
     lin: &StepLinearization,
     (states, z, vel): (StepStates, &[f64], &[f64]),
@@ -354,7 +358,7 @@ pub struct ContactStepGradient {
 /// explicit contact force ([`crate::contact::penalty::gradients`]). `None` without contact;
 /// a failed solve on the accelerator is the error.
 pub fn accumulate_contact(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     step: StepStates,
     (g, z): (&[f64], &[f64]),
@@ -382,7 +386,7 @@ pub fn accumulate_contact(
     };
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let (mut w, _) = crate::solver::backward::global_step(sim, lin, &gf, z)?;
+    let (mut w, _) = crate::solver::adjoint::backward::global_step(sim, lin, &gf, z)?;
     let (zeta, mu) = c.project(&mut w)?;
     let cg = c.gradients(z, &zeta, &mu, model.obstacles.len(), model.num_nodes());
     for (o, v) in cg.friction.iter().enumerate() {

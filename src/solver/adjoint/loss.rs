@@ -20,8 +20,20 @@
 //!   is continuous but only piecewise smooth. Nearest neighbours come from 3-d trees
 //!   ([`crate::mesh::kdtree`]): one over each capture, built once, and one over $S$ per
 //!   evaluated frame, $O((|S|+|C|)\log)$ per frame.
+//! - contact force (a load cell on a scripted obstacle, Real2Sim): for every measured frame $t$,
+//!   $\tfrac12\|F_{t,o}-\hat F_{t,o}\|^2$ (N²) with $F_{t,o}=\sum_{j\in o}J_j^T\lambda_j
+//!   =\sum_{j\in o}\big(n_j\lambda_{n,j}+\sum_kt_{jk}\lambda_{f,jk}\big)$ the total contact force
+//!   obstacle $o$ exerts on the bodies over the step into frame $t$ (the multipliers $\lambda$ of
+//!   the step's NCP solve, spec §2.9; [`contact_force`]). It reads the step's contact record,
+//!   not the states, so it is evaluated by [`Loss::force_value`] and differentiated by
+//!   [`Loss::force_cotangent`]: $\partial\ell/\partial F=w(F-\hat F)$, which the reverse sweep
+//!   hands to the contact adjoint as the right-hand side $g_\lambda=J_o\,\partial\ell/\partial F$
+//!   of its $\zeta$ rows ([`crate::contact::adjoint`]), plus the dependence of the frozen
+//!   directions $n_j,t_{jk}$ on $x_t$ and the obstacle offset.
 
+use crate::contact::ContactRecord;
 use crate::mesh::kdtree::KdTree;
+use nalgebra::Vector3;
 use std::sync::Arc;
 
 /// One weighted term.
@@ -62,6 +74,16 @@ pub enum Term {
         captures: Vec<Capture>,
         /// Mean (normalised by $|S|$ and $|C|$) or sum of the squared distances.
         mean: bool,
+    },
+    /// Measured total contact force of obstacle `obstacle` (N) on the frames listed (sorted,
+    /// unique): $w\,\tfrac12\|F_{t,o}-\hat F_t\|^2$, or $w\,\tfrac12(\hat d\cdot(F_{t,o}-\hat F_t))^2$
+    /// with a `direction` (module doc).
+    ContactForce {
+        weight: f64,
+        obstacle: usize,
+        /// Unit axis of a one-axis load cell: only $\hat d\cdot(F-\hat F)$ is compared.
+        direction: Option<[f64; 3]>,
+        frames: Vec<(usize, [f64; 3])>,
     },
 }
 
@@ -128,6 +150,25 @@ pub fn chamfer(
     value
 }
 
+/// The total contact force $F_o=\sum_{j\in o}J_j^T\lambda_j$ (N) obstacle `obstacle` exerts on
+/// the bodies over a step ([`ContactRecord::obstacle_force`]; the force on the obstacle, what
+/// a load cell on it measures, is $-F_o$).
+pub fn contact_force(rec: &ContactRecord, obstacle: usize) -> Vector3<f64> {
+    rec.obstacle_force(obstacle)
+}
+
+/// The measured part $Pr$ of a force residual $r$: $r$ itself, or its component along the
+/// unit axis `direction` of a one-axis load cell, $\hat d\hat d^Tr$.
+fn measured_residual(r: Vector3<f64>, direction: &Option<[f64; 3]>) -> Vector3<f64> {
+    match direction {
+        Some(d) => {
+            let d = Vector3::from(*d);
+            d * d.dot(&r)
+        }
+        None => r,
+    }
+}
+
 /// A loss: a weighted sum of terms.
 #[derive(Clone, Debug, Default)]
 pub struct Loss {
@@ -186,6 +227,8 @@ impl Loss {
                     .filter(|c| c.frame == t)
                     .map(|c| weight * chamfer(nodes, x, &c.tree, *mean, None))
                     .sum(),
+                // read from the step's contact record: Loss::force_value
+                Term::ContactForce { .. } => 0.0,
                 _ if t != t_end => 0.0,
                 Term::CenterOfMass {
                     weight,
@@ -265,6 +308,8 @@ impl Loss {
                         chamfer(nodes, x, &c.tree, *mean, Some((&mut dx, *weight)));
                     }
                 }
+                // no state dependence: Loss::force_cotangent
+                Term::ContactForce { .. } => {}
                 _ if t != t_end => {}
                 Term::CenterOfMass {
                     weight,
@@ -316,6 +361,58 @@ impl Loss {
             }
         }
         (dx, dv)
+    }
+
+    /// Whether the loss has a contact-force term (it needs the steps' contact records).
+    pub fn has_force_terms(&self) -> bool {
+        self.terms
+            .iter()
+            .any(|t| matches!(t, Term::ContactForce { .. }))
+    }
+
+    /// The contact-force terms of frame `t` (`1..=T`) given the contact record of the step
+    /// into frame `t` (`None`: the step had no contact candidates, $F=0$).
+    pub fn force_value(&self, t: usize, rec: Option<&ContactRecord>) -> f64 {
+        let mut l = 0.0;
+        for term in &self.terms {
+            if let Term::ContactForce {
+                weight,
+                obstacle,
+                direction,
+                frames,
+            } = term
+            {
+                if let Ok(k) = frames.binary_search_by_key(&t, |f| f.0) {
+                    let f = rec.map_or(Vector3::zeros(), |r| contact_force(r, *obstacle));
+                    let d = measured_residual(f - Vector3::from(frames[k].1), direction);
+                    l += weight * 0.5 * d.norm_squared();
+                }
+            }
+        }
+        l
+    }
+
+    /// $\partial\ell_t/\partial F_{t,o}=w(F_{t,o}-\hat F_t)$ of the contact-force terms of frame
+    /// `t` given the step's contact record, one `(obstacle, cotangent)` per term measured at
+    /// `t` (empty: none).
+    pub fn force_cotangent(&self, t: usize, rec: &ContactRecord) -> Vec<(usize, Vector3<f64>)> {
+        let mut out = Vec::new();
+        for term in &self.terms {
+            if let Term::ContactForce {
+                weight,
+                obstacle,
+                direction,
+                frames,
+            } = term
+            {
+                if let Ok(k) = frames.binary_search_by_key(&t, |f| f.0) {
+                    let r = contact_force(rec, *obstacle) - Vector3::from(frames[k].1);
+                    // ½‖P r‖² with P = I or d̂d̂ᵀ (a projector): gradient P r
+                    out.push((*obstacle, measured_residual(r, direction) * *weight));
+                }
+            }
+        }
+        out
     }
 
     /// Evaluate on states `xs[0..=T]` (time step `h`).

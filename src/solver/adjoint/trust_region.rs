@@ -8,10 +8,10 @@
 
 use crate::material::interleaved::LANES;
 use crate::material::svd;
-use crate::solver::local::{self, CHUNK};
+use crate::solver::context::StepContext;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::TrStats;
+use crate::solver::records::stats::TrStats;
+use crate::solver::stages::local::{self, CHUNK};
 use rayon::prelude::*;
 
 /// TR tolerance η (Chen et al. 2024a; spec Eq. 29).
@@ -22,7 +22,12 @@ pub const ETA: f64 = 0.01;
 /// +\sum_s\big[\tfrac{w_s}2\|F_s-p_s(x)\|^2+\tfrac{w_s}{\bar k}\bar\psi(\sigma^*_s)\big]$
 /// (corotated + volume: the bracket is $\tfrac{w^{cor}}2\|F-R\|^2+\tfrac{w^{vol}}2\|F-D\|^2$).
 /// Fails only where the accelerator computing the material part does.
-pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> Result<f64, OffloadError> {
+pub fn pd_energy(
+    sim: &StepContext,
+    x: &[f64],
+    y: &[f64],
+    x_t: &[f64],
+) -> Result<f64, OffloadError> {
     let model = sim.model;
     let d = &sim.derived;
     let h = model.h;
@@ -50,8 +55,8 @@ pub fn pd_energy(sim: &Simulator, x: &[f64], y: &[f64], x_t: &[f64]) -> Result<f
 /// $\sum_s\big[\tfrac{w_s}2\|F_s-p_s\|^2+\dots\big]$ at `x`: on the accelerator when the
 /// simulator has one that offers it ([`crate::solver::offload::Offload::material_energy`];
 /// its failure is returned), else on the host.
-fn material_energy(sim: &Simulator, x: &[f64]) -> Result<f64, OffloadError> {
-    if let Some(r) = sim.offload.as_ref().and_then(|o| o.material_energy(x)) {
+fn material_energy(sim: &StepContext, x: &[f64]) -> Result<f64, OffloadError> {
+    if let Some(r) = sim.accelerator().and_then(|o| o.material_energy(x)) {
         return r;
     }
     let model = sim.model;
@@ -69,7 +74,7 @@ fn material_energy(sim: &Simulator, x: &[f64]) -> Result<f64, OffloadError> {
 /// [`LANES`]): the interleaved kernel ([`crate::material::Material::pd_energy_lanes`]) on a
 /// full block of one law, the exact path (`svd3` and [`crate::material::Material::pd_energy`])
 /// for the lanes it refuses, mixed blocks and the tail.
-fn block_energy(sim: &Simulator, x: &[f64], s0: usize) -> f64 {
+fn block_energy(sim: &StepContext, x: &[f64], s0: usize) -> f64 {
     let (model, d) = (sim.model, &sim.derived);
     let body = |s: usize| model.elem_body[model.samples.elem[s]];
     let len = LANES.min(model.num_samples() - s0);
@@ -113,7 +118,8 @@ mod tests {
     use crate::linalg::LinearSolver;
     use crate::material::MaterialModel;
     use crate::model::{ModelBuilder, SolverSettings};
-    use crate::solver::local;
+    use crate::solver::stages::local;
+    use crate::solver::Simulator;
     use nalgebra::Vector3;
 
     /// Envelope theorem (spec U1): $\nabla\mathcal E_{PD}(x)=Ax-b(x)$ with
@@ -136,7 +142,7 @@ mod tests {
                 .unwrap();
             let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
             let n3 = model.x0.len();
-            let u = crate::solver::loss::seeded_uniform(5, 3 * n3);
+            let u = crate::solver::adjoint::loss::seeded_uniform(5, 3 * n3);
             let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
             let v_t: Vec<f64> = (0..n3).map(|j| 0.3 * u[n3 + j]).collect();
             let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.02 * u[2 * n3 + j]).collect();

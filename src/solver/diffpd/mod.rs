@@ -3,7 +3,7 @@
 //!
 //! Forward: minimise the PD objective
 //! $g(x)=\tfrac1{2h^2}\|x-y\|_M^2+\tfrac1{2h}\|x-x_t\|^2_{\mathcal D}+E_{PD}(x)$ (the same energy as
-//! [`crate::solver::trust_region::pd_energy`]) with gradient $\nabla g=Ax-b(x)$ (one local step) by
+//! [`crate::solver::adjoint::trust_region::pd_energy`]) with gradient $\nabla g=Ax-b(x)$ (one local step) by
 //! L-BFGS with the initial inverse Hessian $H_0=A^{-1}$ (one prefactorized solve per
 //! iteration), history `solver.lbfgs_history` (10), Armijo backtracking ($c=10^{-4}$, halving,
 //! at most 10), a descent fallback to $-A^{-1}\nabla g$, and DiffPD's stop
@@ -31,12 +31,12 @@
 
 use crate::linalg::schwarz::{SchwarzSystem, SUBDOMAIN_NODES};
 use crate::linalg::{AxisDirichlet, LinearSolver};
-use crate::solver::backward::{apply_k, solve_gmres, AdjointStart, StepLinearization};
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
-use crate::solver::local;
-use crate::solver::simulator::{norm, ContactOutcome, Simulator};
-use crate::solver::stats::{AdjointStats, PcgStats, StepStats};
+use crate::solver::adjoint::backward::{apply_k, solve_gmres, AdjointStart, StepLinearization};
+use crate::solver::context::{norm, ContactOutcome, StepContext};
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, PcgStats, StepStats};
+use crate::solver::stages::local;
 use nalgebra::Vector3;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -156,13 +156,10 @@ pub fn lbfgs_minimize(
 /// Iteration cap of one PCG solve of `solver.diffpd_linear = "schwarz"`.
 pub const PCG_MAX_ITERATIONS: usize = 1000;
 
-/// The Schwarz system of [`Simulator::schwarz`] and the prescribed DoFs it was built for.
-pub type SchwarzCache = (Vec<usize>, Arc<SchwarzSystem>);
-
 /// The Schwarz system of `sim`'s current matrix and prescribed DoFs (built at first use and
 /// whenever the prescribed DoFs changed, e.g. glue-contact nodes pinned by [`pin`]), or
 /// `None` with `solver.diffpd_linear = "cholesky"`.
-fn schwarz_system(sim: &Simulator) -> Result<Option<Arc<SchwarzSystem>>, SolverError> {
+fn schwarz_system(sim: &StepContext) -> Result<Option<Arc<SchwarzSystem>>, SolverError> {
     if sim.config.diffpd_linear != crate::model::DiffpdLinear::Schwarz {
         return Ok(None);
     }
@@ -189,7 +186,7 @@ fn schwarz_system(sim: &Simulator) -> Result<Option<Arc<SchwarzSystem>>, SolverE
 /// $z=A_{FF}^{-1}q$ ($z_D=0$): the Cholesky solve, or PCG with `schwarz` to `rel_tol`
 /// (counted in `pcg`).
 fn apply_inverse(
-    sim: &Simulator,
+    sim: &StepContext,
     schwarz: Option<&SchwarzSystem>,
     rel_tol: f64,
     pcg: &Cell<PcgStats>,
@@ -212,7 +209,7 @@ fn apply_inverse(
 /// set; they stay fixed). Returns the outcome, the local-step seconds and the PCG solves of
 /// `solver.diffpd_linear = "schwarz"`.
 fn minimize(
-    simr: &Simulator,
+    simr: &StepContext,
     frame: usize,
     x_t: &[f64],
     y: &[f64],
@@ -249,7 +246,7 @@ fn minimize(
         }
         // the PD objective whose gradient is Ax − b(x): elastic + muscle fibres + the
         // quadratic part of compliant attachments (their linear part is in y)
-        let pd = crate::solver::trust_region::pd_energy(simr, xx, y, x_t)
+        let pd = crate::solver::adjoint::trust_region::pd_energy(simr, xx, y, x_t)
             .map_err(|error| SolverError::offload(frame, evals, error))?;
         let e = pd
             + crate::solver::muscle::energy(model, xx, simr.derived.muscle_time)
@@ -286,7 +283,7 @@ pub const MAX_CONTACT_ITERATIONS: usize = 5;
 /// $n^Tr\ge0$, add an inactive candidate iff $\phi(x)<0$ (obstacles at $t+h$); stop when the
 /// set repeats (also on a 2-cycle). Penalty contact is the explicit force, as in diffphd.
 pub fn step(
-    sim: &mut Simulator,
+    sim: &mut StepContext,
     previous_active: &[usize],
     frame: usize,
     x_t: &[f64],
@@ -408,7 +405,7 @@ fn node(x: &[f64], i: usize) -> Vector3<f64> {
 
 /// $\nabla g(x)=Ax-c-b_p(x)$ of the step objective (all DoFs); `Err(element)` on a
 /// non-finite local step.
-fn objective_gradient(sim: &Simulator, c: &[f64], x: &[f64]) -> Result<Vec<f64>, usize> {
+fn objective_gradient(sim: &StepContext, c: &[f64], x: &[f64]) -> Result<Vec<f64>, usize> {
     let model = sim.model;
     let mut warm = vec![Vector3::zeros(); model.num_samples()];
     let loc = local::project_all(model, &sim.derived, x, &mut warm).map_err(|e| e.element)?;
@@ -426,7 +423,7 @@ fn objective_gradient(sim: &Simulator, c: &[f64], x: &[f64]) -> Result<Vec<f64>,
 /// force `r` pushes out of the nearest obstacle stay, inactive nodes that penetrate it at
 /// `t_end` join.
 fn next_active_set(
-    sim: &Simulator,
+    sim: &StepContext,
     active: &[usize],
     x: &[f64],
     r: &[f64],
@@ -463,7 +460,7 @@ fn next_active_set(
 /// (the warm start of the next step, kept by [`stepper::DiffpdStepper`], and what the
 /// backward pins).
 fn record_glue(
-    sim: &Simulator,
+    sim: &StepContext,
     active: Vec<usize>,
     (x, r): (&[f64], &[f64]),
     t_end: f64,
@@ -500,7 +497,7 @@ fn record_glue(
 /// DiffPD's adjoint of one step: L-BFGS on $s(z)=\tfrac12z^TKz-g^Tz$, $K=A-\Delta A$, with
 /// $H_0=A^{-1}$; GMRES fallback.
 pub fn solve_adjoint(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     g: &[f64],
     cfg: &BackwardConfig,

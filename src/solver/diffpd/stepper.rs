@@ -3,11 +3,11 @@
 //! [`super::step`], the adjoint DiffPD's quasi-Newton solve ([`super::solve_adjoint`]) on the
 //! step's system with its active nodes pinned ([`Stepper::pinned_nodes`]).
 
-use crate::solver::backward::StepLinearization;
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, StepStats};
 use crate::solver::stepper::Stepper;
 
 /// DiffPD's own state.
@@ -20,7 +20,7 @@ pub struct DiffpdStepper {
 impl Stepper for DiffpdStepper {
     fn step(
         &mut self,
-        sim: &mut Simulator<'_>,
+        sim: &mut StepContext<'_>,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -39,7 +39,7 @@ impl Stepper for DiffpdStepper {
 
     fn adjoint(
         &self,
-        sim: &Simulator<'_>,
+        sim: &StepContext<'_>,
         lin: &StepLinearization,
         (_, g): (&[f64], &[f64]),
         cfg: &BackwardConfig,

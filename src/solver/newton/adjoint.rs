@@ -10,7 +10,7 @@ use crate::linalg::krylov;
 /// the step's contact block (`lin.contact`), the KKT system of the module docs by one solve
 /// and the contact Schur complement.
 pub fn solve_adjoint(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     x_next: &[f64],
     g: &[f64],
@@ -86,11 +86,14 @@ pub fn solve_adjoint(
         gmres_iterations = st.iterations;
     }
     let mut kz = vec![0.0; z.len()];
+    // the residual's scale: g and the force a contact-force loss's g_λ puts on the z rows
+    let mut force_scale = 0.0;
     if let Some(c) = lin.contact.as_ref() {
         if ns.regularizations > 0 {
             // indefinite K with contact: the same KKT system by the PD-side contact adjoint
-            let (z, mut st) = crate::solver::backward::solve_adjoint(sim, lin, g, cfg, frame)
-                .map_err(|error| SolverError::adjoint_offload(frame, error))?;
+            let (z, mut st) =
+                crate::solver::adjoint::backward::solve_adjoint(sim, lin, g, cfg, frame)
+                    .map_err(|error| SolverError::adjoint_offload(frame, error))?;
             st.method = format!("newton_indefinite:{}", st.method);
             return Ok((z, st));
         }
@@ -99,7 +102,8 @@ pub fn solve_adjoint(
             k: Some(&k),
             n: sim.model.num_nodes(),
         };
-        let ca = ContactAdjoint::new(&c.rec, &fac)?;
+        let ca = ContactAdjoint::new(&c.rec, &fac)?.with_force_of(c);
+        force_scale = ca.rhs_scale(z.len())?;
         let (_, mu) = ca.project(&mut z)?;
         sim.zero_prescribed(&mut z);
         // KKT residual g − Kz − Jᵀμ
@@ -110,7 +114,7 @@ pub fn solve_adjoint(
     kz.iter_mut().zip(&kz2).for_each(|(a, b)| *a += b);
     sim.zero_prescribed(&mut kz);
     let r = norm(&kz.iter().zip(&gf).map(|(a, b)| a - b).collect::<Vec<_>>());
-    let gn = norm(&gf);
+    let gn = norm(&gf) + force_scale;
     let stats = AdjointStats {
         frame,
         iterations: 1,

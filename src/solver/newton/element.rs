@@ -6,7 +6,7 @@ pub use crate::material::corotated::{cofactor, cofactor_differential};
 use crate::material::svd;
 pub use crate::material::Mat9;
 use crate::model::NewtonEnergy;
-use crate::solver::simulator::Simulator;
+use crate::solver::context::StepContext;
 use nalgebra::{Matrix3, SymmetricEigen};
 
 /// PPN tightening factor α and release factor β (seed paper defaults).
@@ -51,7 +51,7 @@ pub fn muscle_terms(
 /// sample `s` at deformation gradient `f` ([`crate::material::Material::pd_terms`] /
 /// [`crate::material::Material::true_terms`] of the body's law).
 pub fn sample_terms(
-    sim: &Simulator,
+    sim: &StepContext,
     energy: NewtonEnergy,
     s: usize,
     f: &Matrix3<f64>,

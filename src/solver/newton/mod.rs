@@ -48,7 +48,7 @@
 //! $\tfrac k2\|x_i\|^2$ (their $-k\,p_i^Tx_i$ is in $f_{ext}$, hence in $y$).
 //!
 //! Contact (NCP, the same Signorini–Coulomb/Fischer–Burmeister model and frozen frames as
-//! the PD path, `Simulator::contact_begin`): each Newton iteration minimises the quadratic
+//! the PD path, `StepContext::contact_begin`): each Newton iteration minimises the quadratic
 //! model subject to the contact conditions. With $H$ the factored (filtered/regularised)
 //! Hessian at $x_k$: $u=x_k-H^{-1}\nabla g(x_k)$, $X=H^{-1}J^T$, $\hat\lambda$ solves
 //! $\Phi(J(u+X\lambda)-d,\lambda)=0$ (`contact::solve` with the Delassus operator of $H$,
@@ -75,19 +75,19 @@ pub mod adjoint;
 pub mod element;
 mod step;
 pub mod stepper;
-pub mod system;
 
-use super::backward::StepLinearization;
-use super::config::BackwardConfig;
-use super::error::SolverError;
-use super::simulator::{norm, Simulator};
-use super::stats::{AdjointStats, NewtonStats};
+use super::adjoint::backward::StepLinearization;
+use super::context::{norm, StepContext};
+use super::records::config::BackwardConfig;
+use super::records::error::SolverError;
+use super::records::stats::{AdjointStats, NewtonStats};
 use crate::contact::adjoint::ContactAdjoint;
 use crate::contact::ncp::FbParams;
 use crate::contact::ContactSet;
 use crate::linalg::{CscMatrix, LinalgError};
 use crate::model::HessianFilterMode;
 use crate::model::{NewtonEnergy, NewtonFilter};
+use crate::solver::hessian::{NewtonFactor, NewtonSystem};
 pub use element::{
     cofactor, cofactor_differential, muscle_terms, project_pd, sample_terms, Mat9, CLAMP_EPS,
     PPN_ALPHA, PPN_BETA, PPN_EPS_DELTA,
@@ -96,7 +96,6 @@ use nalgebra::Matrix3;
 use rayon::prelude::*;
 use std::time::Instant;
 pub use step::{solve_from, step};
-use system::{NewtonFactor, NewtonSystem};
 
 /// The round-off stop's factor $c$ on the floor $\epsilon\||K||x|\|_2$ (module docs): the measured
 /// stall level is $0.10$–$0.15$, so an iterate still converging (quadratically, from
@@ -110,7 +109,7 @@ pub const ROUNDOFF_STOP: &str = "converged to round-off";
 /// $\||K|\,|x|\|_2$ on the free DoFs, $K$ the Hessian assembled from the per-sample `hess`:
 /// the first-order bound $\epsilon\,|K|\,|x|$ of the change of $\nabla g$ when $x$ is rounded to
 /// floating point ($|\delta x_j|\le\epsilon|x_j|$), the scale of the round-off stop.
-fn roundoff_scale(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9], x: &[f64]) -> f64 {
+fn roundoff_scale(sim: &StepContext, sys: &NewtonSystem, hess: &[Mat9], x: &[f64]) -> f64 {
     let k = assemble(sim, sys, hess);
     let mut y = vec![0.0; x.len()];
     for (j, xj) in x.iter().enumerate().take(k.n) {
@@ -136,7 +135,7 @@ struct Eval {
 }
 
 fn evaluate(
-    sim: &Simulator,
+    sim: &StepContext,
     energy: NewtonEnergy,
     x: &[f64],
     y: &[f64],
@@ -200,14 +199,16 @@ fn evaluate(
             }
         }
     }
-    let mut hess = Vec::with_capacity(if with_hessian { per.len() } else { 0 });
-    for (s, (e, p, hs)) in per.into_iter().enumerate() {
+    for (e, _, _) in &per {
         e_el += e;
-        model.scatter_gt(s, &p, &mut g_el);
-        if with_hessian {
-            hess.push(hs);
-        }
     }
+    // G_sᵀ vec P_s in sample order onto the attachments' part, gathered per node in parallel
+    model.gather_gt(|s| per[s].1, &mut g_el);
+    let hess = if with_hessian {
+        per.into_iter().map(|(_, _, hs)| hs).collect()
+    } else {
+        Vec::new()
+    };
     let mut grad: Vec<f64> = g_in.iter().zip(&g_el).map(|(a, b)| a + b).collect();
     for &k in &sim.prescribed {
         grad[k] = 0.0;
@@ -225,7 +226,7 @@ fn evaluate(
 }
 
 /// Assemble $\nabla^2g$ with the given per-sample Hessians (3n×3n, unreduced).
-fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
+fn assemble(sim: &StepContext, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
     let model = sim.model;
     let d = &sim.derived;
     let h = model.h;
@@ -244,40 +245,14 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
             }
         }
     }
-    for (s, hs) in hess.iter().enumerate() {
-        let e = model.samples.elem[s];
-        let el = model.element(e);
-        let g = model.sample_grads(s);
-        let cb = d.beta[e] * d.w_total(s) / h;
-        // block (a, b) of G_sᵀ H G_s: v_ij = Σ_k g_a[k] (H g_b)[3i+k][j] with
-        // (H g_b)[r][j] = Σ_l H[r][3j+l] g_b[l], formed once per node b (27 products per
-        // block instead of 81)
-        // on the stack: at most 8 nodes per element (Hex8)
-        let mut hg = [[[0.0; 3]; 9]; 8];
-        for (m, gb) in hg.iter_mut().zip(g) {
-            for (r, row) in m.iter_mut().enumerate() {
-                for (j, v) in row.iter_mut().enumerate() {
-                    *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
-                }
-            }
-        }
-        let nv = el.len();
-        let slots = &sys.slots[sys.slot_ptr[e]..sys.slot_ptr[e + 1]];
-        for a in 0..nv {
-            for b in 0..nv {
-                let lap = g[a][0] * g[b][0] + g[a][1] * g[b][1] + g[a][2] * g[b][2];
-                for i in 0..3 {
-                    for j in 0..3 {
-                        let mut v: f64 = (0..3).map(|kk| g[a][kk] * hg[b][3 * i + kk][j]).sum();
-                        if i == j {
-                            v += cb * lap;
-                        }
-                        vals[slots[(3 * a + i) * 3 * nv + 3 * b + j] as usize] += v;
-                    }
-                }
-            }
-        }
-    }
+    // the sample blocks, gathered per stored value in sample order (parallel, the same
+    // bits on any thread count)
+    sys.gather.add_samples(
+        model,
+        hess,
+        |s| d.beta[model.samples.elem[s]] * d.w_total(s) / h,
+        &mut vals,
+    );
     CscMatrix {
         values: vals,
         ..sys.pattern.clone()
@@ -287,7 +262,7 @@ fn assemble(sim: &Simulator, sys: &NewtonSystem, hess: &[Mat9]) -> CscMatrix {
 /// Filter the per-sample Hessians of a set of elements; returns (projected, modified)
 /// element counts.
 fn project_elements(
-    sim: &Simulator,
+    sim: &StepContext,
     hess: &mut [Mat9],
     select: &[bool],
     done: &mut [bool],
@@ -366,7 +341,7 @@ struct FilterPolicy<'a> {
 /// Build the (filtered) Hessian at the current per-sample Hessians and factor it, applying
 /// the filter policy.
 fn factor_filtered(
-    sim: &Simulator,
+    sim: &StepContext,
     sys: &mut NewtonSystem,
     policy: FilterPolicy,
     (hess, grad): (&mut [Mat9], &[f64]),
@@ -451,7 +426,7 @@ struct Kkt {
 }
 
 fn kkt(
-    sim: &Simulator,
+    sim: &StepContext,
     grad: &[f64],
     set: &ContactSet,
     lambda: &[f64],
@@ -486,6 +461,7 @@ mod tests {
     use crate::linalg::LinearSolver;
     use crate::material::MaterialModel;
     use crate::model::{Model, ModelBuilder, SolverSettings};
+    use crate::solver::Simulator;
     use nalgebra::SymmetricEigen;
 
     /// A 2-element box of `material` ("corotated" or "neohookean") and `element` ("tet4"
@@ -517,7 +493,7 @@ mod tests {
         ] {
             let model = sim_model(mat, el);
             let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
-            let u = crate::solver::loss::seeded_uniform(11, 9);
+            let u = crate::solver::adjoint::loss::seeded_uniform(11, 9);
             let f0 = Matrix3::from_fn(|r, c| (if r == c { 1.0 } else { 0.0 }) + 0.3 * u[3 * r + c]);
             for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
                 let (_, p, h) = sample_terms(&sim, energy, 0, &f0, true);
@@ -556,7 +532,7 @@ mod tests {
         let model = sim_model("neohookean", "tet4");
         let sim = Simulator::new(&model, &SolverSettings::default()).unwrap();
         let n3 = model.x0.len();
-        let u = crate::solver::loss::seeded_uniform(3, 2 * n3);
+        let u = crate::solver::adjoint::loss::seeded_uniform(3, 2 * n3);
         let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
         let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.02 * u[n3 + j]).collect();
         let y = x_t.clone();
@@ -592,7 +568,7 @@ mod tests {
     /// differences, stretched (ℓ > a) and compressed (ℓ < a, indefinite) fibres.
     #[test]
     fn muscle_terms_match_finite_differences() {
-        let u = crate::solver::loss::seeded_uniform(5, 9);
+        let u = crate::solver::adjoint::loss::seeded_uniform(5, 9);
         let m = nalgebra::Vector3::new(0.3, -0.5, 0.8).normalize();
         for (scale, a) in [(1.0, 0.8), (0.7, 1.1)] {
             let f0 = Matrix3::from_fn(|r, c| {
@@ -632,7 +608,7 @@ mod tests {
         assert!(!model.muscles.is_empty() && !model.attachments.is_empty());
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
         let n3 = model.x0.len();
-        let u = crate::solver::loss::seeded_uniform(4, 2 * n3);
+        let u = crate::solver::adjoint::loss::seeded_uniform(4, 2 * n3);
         let x_t: Vec<f64> = (0..n3).map(|j| model.x0[j] + 0.01 * u[j]).collect();
         let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.03 * u[n3 + j]).collect();
         let y = x_t.clone();
@@ -667,9 +643,10 @@ mod tests {
         let zeros = vec![0.0; n3];
         let c = sim.rhs_constant(&x_t, &zeros, &zeros);
         let mut warm = vec![nalgebra::Vector3::zeros(); model.num_samples()];
-        let loc = crate::solver::local::project_all(&model, &sim.derived, &x, &mut warm).unwrap();
+        let loc =
+            crate::solver::stages::local::project_all(&model, &sim.derived, &x, &mut warm).unwrap();
         let mut bp = vec![0.0; n3];
-        crate::solver::local::scatter(&model, &loc.q, &mut bp);
+        crate::solver::stages::local::scatter(&model, &loc.q, &mut bp);
         let mut ax = vec![0.0; n3];
         sim.system.apply_a(&x, &mut ax);
         // attachments: A holds k, b holds k p via f_ext (zero here), so Ax − c − b_p = ∇g
@@ -716,7 +693,7 @@ mod tests {
         let d3 = contact::DenseDelassus::new(&set, &Coupled(&sim.system)).unwrap();
         let wn = d1.w.norm();
         assert!((&d1.w - &d3.w).norm() <= 1e-12 * wn, "W differs");
-        let lam = crate::solver::loss::seeded_uniform(2, set.nrows());
+        let lam = crate::solver::adjoint::loss::seeded_uniform(2, set.nrows());
         let mut a = vec![0.0; model.x0.len()];
         let mut b = a.clone();
         d1.add_x(&set, &lam, &mut a);
@@ -740,7 +717,7 @@ mod tests {
         let sim = Simulator::new(&model, &ls.scene.solver).unwrap();
         let x = model.x0.clone();
         let n3 = x.len();
-        let g = crate::solver::loss::seeded_uniform(9, n3);
+        let g = crate::solver::adjoint::loss::seeded_uniform(9, n3);
         let cfg = BackwardConfig {
             rel_tol: 1e-8,
             abs_tol: 0.0,
@@ -755,14 +732,14 @@ mod tests {
             device_direct_after: 0,
             device_gmres_restart: 50,
         };
-        let lin0 = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
+        let lin0 = crate::solver::adjoint::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let (z, st) = solve_adjoint(&sim, &lin0, &x, &g, &cfg, 1).unwrap();
         assert_eq!(st.method, "newton_direct_shifted+gmres", "{st:?}");
         assert!(st.converged && st.relative_residual <= 1e-8, "{st:?}");
         // independent check with the matrix-free PD operator K = A − ΔA
-        let lin = crate::solver::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
+        let lin = crate::solver::adjoint::backward::StepLinearization::new(&sim, &x, 0.0).unwrap();
         let mut kz = vec![0.0; n3];
-        crate::solver::backward::apply_k(&sim, &lin, &z, &mut kz).unwrap();
+        crate::solver::adjoint::backward::apply_k(&sim, &lin, &z, &mut kz).unwrap();
         let r: f64 = kz
             .iter()
             .zip(&g)
@@ -775,7 +752,7 @@ mod tests {
     /// Clamp removes negative eigenvalues, abs mirrors them; an SPD matrix is unchanged.
     #[test]
     fn projection_is_psd_and_leaves_spd_alone() {
-        let u = crate::solver::loss::seeded_uniform(7, 81);
+        let u = crate::solver::adjoint::loss::seeded_uniform(7, 81);
         let a = Mat9::from_fn(|r, c| u[9 * r + c]);
         let h = (a + a.transpose()) * 0.5;
         let (c, ch) = project_pd(&h, false);

@@ -1,22 +1,22 @@
 //! One implicit-Euler step by Newton's method (module docs of [`super`]): the iteration
 //! state, the contact-projected Newton step and the line-searched descent step.
 
-use super::system::{NewtonFactor, NewtonSystem};
 use super::{
     evaluate, factor_filtered, kkt, roundoff_scale, Eval, FilterPolicy, Kkt, ROUNDOFF_C,
     ROUNDOFF_K, ROUNDOFF_STOP,
 };
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinalgError;
-use crate::solver::error::SolverError;
-use crate::solver::simulator::{contact_settings, norm, ContactOutcome, Simulator};
-use crate::solver::stats::{NewtonStats, StepStats};
+use crate::solver::context::{contact_settings, norm, ContactOutcome, StepContext};
+use crate::solver::hessian::{NewtonFactor, NewtonSystem};
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{NewtonStats, StepStats};
 use std::time::Instant;
 
 /// One implicit-Euler step by Newton's method (`[solver] method = "newton"`), with NCP
 /// contact when the scene has contact candidates (module docs).
 pub fn step(
-    sim: &mut Simulator,
+    sim: &mut StepContext,
     frame: usize,
     x_t: &[f64],
     v_t: &[f64],
@@ -89,7 +89,7 @@ pub fn step(
 /// caller tests the residual itself). `y` is the step's inertial target. `x` is left at the
 /// last accepted iterate: the energy never increases.
 pub fn solve_from(
-    sim: &mut Simulator,
+    sim: &mut StepContext,
     frame: usize,
     (x_t, y): (&[f64], &[f64]),
     x: &mut Vec<f64>,
@@ -122,8 +122,11 @@ pub fn solve_from(
 /// symbolic factor: taken from `sim`, created on first use, and put back); `roundoff_stop`
 /// enables the round-off stop (module docs of [`super`]).
 fn run(
-    sim: &mut Simulator,
-    (cfg, csettings): (crate::solver::config::NewtonConfig, contact::SolveSettings),
+    sim: &mut StepContext,
+    (cfg, csettings): (
+        crate::solver::records::config::NewtonConfig,
+        contact::SolveSettings,
+    ),
     (x_t, y): (&[f64], &[f64]),
     (frame, roundoff_stop): (usize, bool),
     ncp: &mut Option<(ContactSet, Vec<f64>)>,
@@ -150,8 +153,8 @@ fn run(
 /// The constants of one Newton step: the simulator, the settings, the inertial target $y$,
 /// the step start $x_t$ and the contact solve settings.
 struct StepCtx<'a> {
-    sim: &'a Simulator<'a>,
-    cfg: crate::solver::config::NewtonConfig,
+    sim: &'a StepContext<'a>,
+    cfg: crate::solver::records::config::NewtonConfig,
     y: &'a [f64],
     x_t: &'a [f64],
     csettings: contact::SolveSettings,
@@ -411,7 +414,7 @@ impl StepCtx<'_> {
     /// Newton step without contact: Armijo backtracking on the energy along $\delta$
     /// (a scaled gradient step if $\delta$ is not a descent direction), accepting at
     /// round-off a step that lowers $\|\nabla g\|$; a full step sets the trust-region
-    /// filter's clamp when $\rho=\Delta E/\text{pred}$ is within [`crate::solver::trust_region::ETA`]
+    /// filter's clamp when $\rho=\Delta E/\text{pred}$ is within [`crate::solver::adjoint::trust_region::ETA`]
     /// of 1. Returns `false` when the iteration stops (step at machine precision: converged;
     /// or no decrease possible).
     fn descent_step(&self, neg: Vec<f64>, mut delta: Vec<f64>, it: &mut Iterate) -> bool {
@@ -456,7 +459,7 @@ impl StepCtx<'_> {
         };
         if step == 1.0 && pred > 0.0 {
             let rho = (ev.energy - e_new) / pred;
-            it.tr_clamp = (rho - 1.0).abs() < crate::solver::trust_region::ETA;
+            it.tr_clamp = (rho - 1.0).abs() < crate::solver::adjoint::trust_region::ETA;
         } else {
             it.tr_clamp = false;
         }

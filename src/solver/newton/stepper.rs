@@ -2,14 +2,14 @@
 //! [`super::step`], the adjoint the direct solve of the step's Hessian
 //! ([`super::adjoint::solve_adjoint`]). Its Hessian pattern and symbolic factor are not its
 //! own: the simulator shares them with the PD method's direct fallback and direct adjoint
-//! (`Simulator::newton_system`, `Simulator::adjoint_system`), so that `auto`'s two methods
+//! (`StepContext::newton_system`, `StepContext::adjoint_system`), so that `auto`'s two methods
 //! analyse the pattern once.
 
-use crate::solver::backward::StepLinearization;
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, StepStats};
 use crate::solver::stepper::Stepper;
 
 /// Newton's method (state: none beyond the simulator's shared factors).
@@ -18,7 +18,7 @@ pub struct NewtonStepper;
 impl Stepper for NewtonStepper {
     fn step(
         &mut self,
-        sim: &mut Simulator<'_>,
+        sim: &mut StepContext<'_>,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -28,7 +28,7 @@ impl Stepper for NewtonStepper {
 
     fn adjoint(
         &self,
-        sim: &Simulator<'_>,
+        sim: &StepContext<'_>,
         lin: &StepLinearization,
         (x_next, g): (&[f64], &[f64]),
         cfg: &BackwardConfig,

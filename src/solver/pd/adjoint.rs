@@ -5,19 +5,19 @@
 //! iterations, and on an accelerator the device GMRES under [`DevicePolicy`].
 
 use crate::model::HessianFilterMode;
-use crate::solver::backward::{solve_adjoint as solve_gmres_adjoint, StepLinearization};
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
+use crate::solver::adjoint::backward::{solve_adjoint as solve_gmres_adjoint, StepLinearization};
+use crate::solver::context::StepContext;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::AdjointStats;
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::AdjointStats;
 use std::sync::atomic::AtomicUsize;
 
 /// The adjoint of one PD step: GMRES (on the device when the step's linearization is
 /// there), with the direct hand-over where [`direct_fallback_applies`]; `streak` counts the
 /// consecutive frames the direct solve took (the PD stepper's state, [`DIRECT_RETRY`]).
 pub(crate) fn solve(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     (x_next, g): (&[f64], &[f64]),
     cfg: &BackwardConfig,
@@ -38,7 +38,11 @@ pub(crate) fn solve(
 /// $K$ is a host factorization, and a frame whose device GMRES hit the cap would otherwise
 /// leave its adjoint unconverged (the armadillo on an H100, 2026-11-27: 900 iterations a
 /// frame, gradient 5.3e-5 off the CPU's).
-fn direct_fallback_applies(sim: &Simulator, lin: &StepLinearization, cfg: &BackwardConfig) -> bool {
+fn direct_fallback_applies(
+    sim: &StepContext,
+    lin: &StepLinearization,
+    cfg: &BackwardConfig,
+) -> bool {
     use crate::model::{AdjointMethod, NewtonEnergy};
     (cfg.direct_after > 0 || cfg.direct_first)
         && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
@@ -58,7 +62,7 @@ const DIRECT_RETRY: usize = 8;
 /// phases; the method reads `"woodbury+direct"` (or `"gmres+direct"`) when the direct solve ran
 /// after GMRES, `"direct"` when it ran alone (the streak rule of [`DIRECT_RETRY`]).
 fn adjoint_gmres_then_direct(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     x_next: &[f64],
     g: &[f64],
@@ -186,7 +190,7 @@ impl DevicePolicy {
 /// of it, its iterates are those of a capped run continued cycle by cycle (the policy of
 /// sessions 11–13).
 fn device_adjoint(
-    sim: &Simulator,
+    sim: &StepContext,
     lin: &StepLinearization,
     g: &[f64],
     cfg: &BackwardConfig,
@@ -195,7 +199,7 @@ fn device_adjoint(
     let t0 = std::time::Instant::now();
     let mut gf = g.to_vec();
     sim.zero_prescribed(&mut gf);
-    let gnorm = crate::solver::simulator::norm(&gf);
+    let gnorm = crate::solver::context::norm(&gf);
     let target = cfg.rel_tol.min(DIRECT_EQUIVALENT_TOL);
     let normal = cfg.rel_tol
         + if gnorm > 0.0 {
@@ -211,7 +215,7 @@ fn device_adjoint(
     };
     let mut policy = DevicePolicy::new(normal, cfg.direct_after, run.max_iterations);
     let mut z = vec![0.0; gf.len()];
-    let ks = crate::solver::backward::solve_gmres_monitored(
+    let ks = crate::solver::adjoint::backward::solve_gmres_monitored(
         sim,
         lin,
         &gf,
@@ -220,7 +224,7 @@ fn device_adjoint(
         &mut |k, rho| policy.go_on(k, rho),
     )?;
     let within_cap = ks.iterations <= cfg.direct_after;
-    let base = crate::solver::backward::gmres_method(cfg);
+    let base = crate::solver::adjoint::backward::gmres_method(cfg);
     let st = AdjointStats {
         frame,
         method: if within_cap {

@@ -12,28 +12,54 @@
 //! part is amplified by $h^2/m$ in the solve, which cost stiff bodies (E = 1e9) and bodies
 //! far from the origin 3–4 digits (docs/NOTES.md "Precision for stiff and distant bodies").
 
-use super::anderson::TypeII;
-use crate::cancel::Stage;
-use crate::contact::{self, ContactSet, ContactStats, Delassus};
+use super::host::HostPd;
+use super::iterate::{pd_iterate, Exit, NcpState, PdLoop, StepRhs, Stop};
+use super::resident::ResidentBackend;
+use crate::contact::{ContactStats, Delassus};
 use crate::linalg::{LinalgError, LinearSolver};
-use crate::model::{GateReference, OnNonConvergence, SolverMode};
-use crate::solver::error::SolverError;
-use crate::solver::gate::{DualGate, GateResiduals};
-use crate::solver::local;
+use crate::model::{OnNonConvergence, SolverMode};
+use crate::solver::context::{contact_settings, norm, ContactOutcome, StepContext};
 use crate::solver::newton;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::{contact_settings, norm, ContactOutcome, Simulator};
-use crate::solver::stats::{StepStats, TrStats};
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{StepStats, TrStats};
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::local;
 use nalgebra::Matrix3;
 use std::time::Instant;
 
-impl Simulator<'_> {
+/// The backend of a step's PD iterations ([`super::iterate::PdBackend`]), picked once per
+/// step: every run of iterations of the step is the one generic loop on it.
+enum Backend {
+    Host(HostPd),
+    Resident(ResidentBackend),
+}
+
+impl Backend {
+    /// [`pd_iterate`] on this backend.
+    fn run(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        aa: &mut TypeII,
+        frame: usize,
+        rhs: &StepRhs,
+        it: &mut PdLoop,
+        stop: Stop,
+    ) -> Result<Exit, SolverError> {
+        match self {
+            Backend::Host(b) => pd_iterate(ctx, b, aa, frame, rhs, it, stop),
+            Backend::Resident(b) => pd_iterate(ctx, b, aa, frame, rhs, it, stop),
+        }
+    }
+}
+
+impl StepContext<'_> {
     /// One implicit-Euler step of the PD method producing frame `frame` (1-based) from
     /// $(x_t, v_t)$. Returns $x_{t+1}$ and the step statistics.
     ///
     /// `mode = "paper"`: Anderson-PD until the dual gate (then the optional `newton_polish`).
     /// `mode = "accurate"`: Anderson-PD until the dual gate, then Newton–Krylov steps
-    /// ([`Simulator::newton_krylov`]) until the force-balance test
+    /// ([`StepContext::newton_krylov`]) until the force-balance test
     /// $\|b(x)-Ax\|\le\epsilon_{res}\|b(x^0)-Ax^0\|$ + floor holds; where the Newton steps do not
     /// apply (active NCP contacts) or stall, PD iterations go on under the same residual test.
     pub(crate) fn step_pd(
@@ -60,13 +86,15 @@ impl Simulator<'_> {
         } else {
             Stop::Gate
         };
-        let resident = self.runs_resident(&it);
+        // the backend of this step's PD iterations, picked once: the accelerator's resident
+        // loop where it runs this step, the host's vectors otherwise
+        let mut backend = if self.runs_resident(&it) {
+            Backend::Resident(ResidentBackend::default())
+        } else {
+            Backend::Host(HostPd::new(it.x.len()))
+        };
         let converged = loop {
-            let exit = if resident {
-                self.pd_iterate_resident(aa, frame, &rhs, &mut it, stop)?
-            } else {
-                self.pd_iterate(aa, frame, &rhs, &mut it, stop)?
-            };
+            let exit = backend.run(self, aa, frame, &rhs, &mut it, stop)?;
             match exit {
                 Exit::Converged => break true,
                 Exit::Cap => break false,
@@ -136,29 +164,8 @@ impl Simulator<'_> {
         Ok((x, stats))
     }
 
-    /// `mode = "accurate"`: PD iterations after which the Newton–Krylov phase (and its direct
-    /// fallback) takes over even if the dual gate is not met. Converging frames reach the gate
-    /// in ≈ 30–130 iterations (the armadillo's 1000× bands ≈ 400); on buckling steps Anderson-PD
-    /// wandered for 1,500 iterations before the gate (a 12-hex column at 6 m/s).
-    pub const HAND_OVER_AFTER: usize = 100;
-
-    /// The dual gate, or in accurate mode (`Stop::GateThenPolish`) the hand-over budget
-    /// [`Self::HAND_OVER_AFTER`] (not for a gate tighter than 1e-5: that is an accuracy
-    /// request, e.g. of the gradient checks, and is waited for).
-    pub(in crate::solver) fn gate_or_budget(
-        &self,
-        stop: Stop,
-        k: usize,
-        gate: &GateResiduals,
-    ) -> bool {
-        DualGate::met(gate)
-            || (stop == Stop::GateThenPolish
-                && k + 1 >= Self::HAND_OVER_AFTER
-                && self.config.gate.rel >= 1e-5)
-    }
-
-    /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`Simulator::newton_krylov`])
-    /// from `it.x` towards the force-balance target ([`Simulator::residual_target`]), unless
+    /// `mode = "accurate"` at the dual gate: Newton–Krylov steps ([`StepContext::newton_krylov`])
+    /// from `it.x` towards the force-balance target ([`StepContext::residual_target`]), unless
     /// an NCP contact carries load. The result is kept (returns `true`: step converged) when
     /// it converged and, with contacts, stays out of the obstacles ($\delta_n\ge-$tolerance);
     /// otherwise `false` is returned with `it.x` at the last accepted Newton–Krylov iterate
@@ -300,24 +307,6 @@ impl Simulator<'_> {
         Ok(())
     }
 
-    /// Round-off floor of the force-balance test, relative to the absolute-form
-    /// $b=b_u+Ax_t$: the iterates are stored as positions, whose rounding ($\epsilon\|x\|$)
-    /// $A$ turns into a residual of that order.
-    fn residual_floor(&self, x_t: &[f64], b_u: &[f64]) -> f64 {
-        let mut bf = vec![0.0; x_t.len()];
-        self.system.apply_a(x_t, &mut bf);
-        for (f, bu) in bf.iter_mut().zip(b_u) {
-            *f += bu;
-        }
-        self.zero_prescribed(&mut bf);
-        crate::solver::gate::RESIDUAL_FLOOR * norm(&bf)
-    }
-
-    /// Absolute force-balance target of `mode = "accurate"`: `residual_tol`$\cdot\|r^0\|$ + floor.
-    pub(in crate::solver) fn residual_target(&self, it: &PdLoop) -> f64 {
-        self.config.residual_tol * it.r0.unwrap_or(0.0) + it.floor
-    }
-
     /// Contact tolerance of the force-balance phase (accurate mode, NCP contacts), set in
     /// `it.contact_tol`; raises `it.floor` where round-off bounds it.
     ///
@@ -351,129 +340,6 @@ impl Simulator<'_> {
             .floor
             .max(2.0 * gain * tol - self.config.residual_tol * it.r0.unwrap_or(0.0));
         it.contact_tol = Some(tol);
-    }
-
-    /// PD iterations (Anderson-accelerated) from `it.x` until `stop` says so or the cap.
-    fn pd_iterate(
-        &mut self,
-        aa: &mut TypeII,
-        frame: usize,
-        rhs: &StepRhs,
-        it: &mut PdLoop,
-        stop: Stop,
-    ) -> Result<Exit, SolverError> {
-        let (x_t, xd) = (rhs.x_t.as_slice(), rhs.xd.as_slice());
-        let csettings = contact_settings(self.model);
-        let solve_settings = contact::SolveSettings {
-            tolerance: it.contact_tol.unwrap_or(csettings.tolerance),
-            cancel: self.cancel.clone(),
-            ..csettings
-        };
-        let n3 = it.x.len();
-        let mut ag = vec![0.0; n3];
-        while it.k < self.config.max_iterations {
-            let k = it.k;
-            self.cancel
-                .poll(Stage::Pd, k)
-                .map_err(|c| SolverError::cancelled(frame, c))?;
-            let t0 = Instant::now();
-            self.local_rhs(frame, k, &it.x, rhs, &mut it.bp)?;
-            let t1 = Instant::now();
-            // displacement form: A û = c_u + b_p,u(x), x̂ = x_t + û
-            let b: Vec<f64> = rhs.c.iter().zip(&it.bp).map(|(a, b)| a + b).collect();
-            self.global_solve(frame, k, &b, &rhs.xd_u, &mut it.xhat)?;
-            for (xh, xt) in it.xhat.iter_mut().zip(x_t) {
-                *xh += xt;
-            }
-            self.impose_prescribed(&mut it.xhat, xd);
-            let t2 = Instant::now();
-            if let Some(ncp) = it.ncp.as_mut() {
-                // Contact projection of the global step (spec §6.2 steps 10–18).
-                let info = project_contact(
-                    ncp,
-                    self.contact_solver(),
-                    &solve_settings,
-                    &mut it.xhat,
-                    &mut it.newton_cache,
-                )
-                .map_err(|error| SolverError::solve(frame, k, error))?;
-                it.contact_ok = info.residual <= csettings.tolerance && !info.timed_out;
-                if info.timed_out {
-                    it.cstats.time_limit_iteration.get_or_insert(k);
-                }
-                it.cstats.newton_iterations += info.iterations;
-                it.cstats.factorizations += info.factorizations;
-                it.cstats.products += info.products;
-                it.cstats.seconds_solve += t2.elapsed().as_secs_f64();
-            }
-            let t2c = Instant::now();
-            if !it.xhat.iter().all(|v| v.is_finite()) {
-                return Err(SolverError::Diverged {
-                    frame,
-                    iteration: k,
-                    element: self.first_bad_element(&it.xhat),
-                });
-            }
-            let g: Vec<f64> = it.xhat.iter().zip(&it.x).map(|(a, b)| a - b).collect();
-            let mut converged = false;
-            let mut gate_met = false;
-            if stop != Stop::Gate {
-                // force balance of x_k: b(x_k) + J^T λ − A x_k = A g_k on the free DoFs
-                self.system.apply_a(&g, &mut ag);
-                self.zero_prescribed(&mut ag);
-                let rn = norm(&ag);
-                if it.r0.is_none() {
-                    it.r0 = Some(rn);
-                    it.floor = self.residual_floor(x_t, &b);
-                }
-                it.residual = rn / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
-                if stop == Stop::Residual && rn <= self.residual_target(it) && it.contact_ok {
-                    converged = true;
-                }
-            }
-            let mut xn = aa.step(&it.x, &g);
-            self.impose_prescribed(&mut xn, xd);
-            if k >= 1 {
-                it.last_gate = self.gate_residuals(&it.x, x_t, &g, (&it.bp, &it.bp_prev), &rhs.st);
-                if stop != Stop::Residual
-                    && self.gate_or_budget(stop, k, &it.last_gate)
-                    && it.contact_ok
-                {
-                    match stop {
-                        Stop::Gate => converged = true,
-                        _ => gate_met = true,
-                    }
-                }
-            }
-            std::mem::swap(&mut it.bp, &mut it.bp_prev);
-            if (converged || gate_met) && it.ncp.is_some() {
-                // return the contact-projected global step: it satisfies the contact
-                // conditions to the contact tolerance, whatever the PD tolerance
-                xn = it.xhat.clone();
-            }
-            if self.compute_tr {
-                it.x_before = std::mem::replace(&mut it.x, xn);
-                it.b_before = b;
-            } else {
-                it.x = xn;
-            }
-            let t3 = Instant::now();
-            it.stats.time_local += (t1 - t0).as_secs_f64();
-            it.stats.time_global += (t2 - t1).as_secs_f64();
-            it.stats.time_other += (t3 - t2c).as_secs_f64();
-            it.k += 1;
-            if it.cstats.time_limit_iteration.is_some() {
-                // a contact solve out of time ends the step, non-converged
-                return Ok(Exit::Cap);
-            }
-            if converged {
-                return Ok(Exit::Converged);
-            }
-            if gate_met {
-                return Ok(Exit::GateMet);
-            }
-        }
-        Ok(Exit::Cap)
     }
 
     /// `Err(NotConverged)` for a step that missed its gate under
@@ -514,8 +380,9 @@ impl Simulator<'_> {
         let h = model.h;
         let t_start = (frame - 1) as f64 * h;
         self.derived.muscle_time = frame as f64 * h;
-        if let Some(off) = self.offload.as_mut() {
-            off.set_muscle_time(self.derived.muscle_time);
+        let muscle_time = self.derived.muscle_time;
+        if let Some(off) = self.accelerator_mut() {
+            off.set_muscle_time(muscle_time);
         }
         let mut f_ext = model.external_force(t_start, &self.derived.mass);
         let penalty_force = self.penalty_forces(t_start, x_t, v_t, &mut f_ext);
@@ -546,161 +413,6 @@ impl Simulator<'_> {
         })
     }
 
-    /// Dual-gate residuals of a PD iteration (spec Eq. 22): the position gate on the
-    /// un-accelerated PD step $g_k=\Phi(x_k)-x_k$ (the mixed step $x_{k+1}-x_k$ can be tiny
-    /// while Anderson stagnates far from the fixed point; measured: finite differences off by
-    /// 40 % with that gate), relative to $\|x_k\|$ or $\|x_k-x_t\|$ (`gate_reference`), and
-    /// the projection gate on the change of $b_p$ relative to $\|b_p\|$ (`bp`, `bp_prev` are in
-    /// displacement form, $b_{p,u}=b_p-$`st`: the change is the same, the reference is
-    /// $\|b_{p,u}+$`st`$\|$).
-    fn gate_residuals(
-        &self,
-        x: &[f64],
-        x_t: &[f64],
-        g: &[f64],
-        (bp, bp_prev): (&[f64], &[f64]),
-        st: &[f64],
-    ) -> GateResiduals {
-        let dx = norm(g);
-        let dbp = norm(
-            &bp.iter()
-                .zip(bp_prev)
-                .map(|(a, b)| a - b)
-                .collect::<Vec<_>>(),
-        );
-        let (xref, floor) = match self.config.gate_reference {
-            GateReference::Position => (norm(x), 0.0),
-            // ‖x_k − x_t‖ without a temporary (same summation order as `norm`),
-            // with the round-off floor (tight tolerances, bodies at rest)
-            GateReference::Displacement => (
-                x.iter()
-                    .zip(x_t)
-                    .map(|(a, b)| (a - b) * (a - b))
-                    .sum::<f64>()
-                    .sqrt(),
-                crate::solver::gate::DISPLACEMENT_FLOOR * norm(x),
-            ),
-        };
-        let bp_ref = bp_prev
-            .iter()
-            .zip(st)
-            .map(|(a, b)| (a + b) * (a + b))
-            .sum::<f64>()
-            .sqrt();
-        self.config.gate.evaluate(dx, xref, floor, dbp, bp_ref)
-    }
-
-    /// The local step and its gather in displacement form,
-    /// $b_{p,u}=\sum_sG_s^T\mathrm{vec}(Q_s(x)-Q^t_s)$ ([`StepRhs`]; spec §6.2 steps 6–7), on the
-    /// accelerator if the simulator has one (there $b_p$ minus the gathered $Q^t$).
-    fn local_rhs(
-        &mut self,
-        frame: usize,
-        k: usize,
-        x: &[f64],
-        rhs: &StepRhs,
-        bp: &mut [f64],
-    ) -> Result<(), SolverError> {
-        if let Some(off) = self.offload.as_mut() {
-            off.local_rhs(x, bp)
-                .map_err(|error| SolverError::offload(frame, k, error))?;
-            if bp.iter().all(|v| v.is_finite()) {
-                for (b, st) in bp.iter_mut().zip(&rhs.st) {
-                    *b -= st;
-                }
-                return Ok(());
-            }
-            return Err(self.device_local_failure(frame, k, x));
-        }
-        let mut loc =
-            local::project_all(self.model, &self.derived, x, &mut self.warm).map_err(|e| {
-                SolverError::NonFiniteLocal {
-                    frame,
-                    iteration: k,
-                    element: e.element,
-                }
-            })?;
-        for (q, qt) in loc.q.iter_mut().zip(&rhs.qt) {
-            *q -= qt;
-        }
-        local::scatter(self.model, &loc.q, bp);
-        Ok(())
-    }
-
-    /// The error of a local step that is not finite on the device at `x`: the CPU's
-    /// reference step names the element.
-    pub(in crate::solver) fn device_local_failure(
-        &self,
-        frame: usize,
-        k: usize,
-        x: &[f64],
-    ) -> SolverError {
-        let mut warm = self.warm.clone();
-        match local::project_all(self.model, &self.derived, x, &mut warm) {
-            Err(e) => SolverError::NonFiniteLocal {
-                frame,
-                iteration: k,
-                element: e.element,
-            },
-            Ok(_) => SolverError::offload(frame, k, OffloadError::NonFiniteLocal),
-        }
-    }
-
-    /// The global solve $Ax=b$ with Dirichlet values (spec §6.2 step 8), on the accelerator
-    /// if the simulator has one.
-    fn global_solve(
-        &mut self,
-        frame: usize,
-        k: usize,
-        b: &[f64],
-        xd: &[f64],
-        x: &mut [f64],
-    ) -> Result<(), SolverError> {
-        match self.offload.as_mut() {
-            Some(off) => off
-                .solve(b, xd, x)
-                .map_err(|error| SolverError::offload(frame, k, error)),
-            None => self
-                .system
-                .solve(b, xd, x)
-                .map_err(|error| SolverError::solve(frame, k, error)),
-        }
-    }
-
-    /// The factor of $A$ that contact solves with (Delassus columns, matrix-free products,
-    /// the contact adjoint): the accelerator's when one is attached and offers it
-    /// ([`crate::solver::offload::Offload::linear_solver`]), otherwise the CPU factor.
-    pub(crate) fn contact_solver(&self) -> &dyn LinearSolver {
-        match self.offload.as_deref().and_then(|o| o.linear_solver()) {
-            Some(s) => s,
-            None => &self.system,
-        }
-    }
-
-    /// Force residual $b(x)-Ax=c_u+b_{p,u}(x)-A(x-x_t)$ ([`StepRhs`]) on the free DoFs and
-    /// $\|c_u+b_{p,u}(x)\|$ (free DoFs). The local step runs where the PD iteration's does
-    /// ([`Simulator::local_rhs`]: on the accelerator if there is one; the CPU path's
-    /// arithmetic is unchanged).
-    pub(in crate::solver) fn pd_residual(
-        &mut self,
-        rhs: &StepRhs,
-        x: &[f64],
-    ) -> Result<(Vec<f64>, f64), ()> {
-        let mut bp = vec![0.0; x.len()];
-        self.local_rhs(0, 0, x, rhs, &mut bp).map_err(|_| ())?;
-        let b: Vec<f64> = rhs.c.iter().zip(&bp).map(|(a, b)| a + b).collect();
-        let u: Vec<f64> = x.iter().zip(&rhs.x_t).map(|(a, b)| a - b).collect();
-        let mut ax = vec![0.0; x.len()];
-        self.system.apply_a(&u, &mut ax);
-        let mut r: Vec<f64> = b.iter().zip(&ax).map(|(a, b)| a - b).collect();
-        let mut bf = b;
-        for &k in &self.prescribed {
-            r[k] = 0.0;
-            bf[k] = 0.0;
-        }
-        Ok((r, norm(&bf)))
-    }
-
     /// Spec §6.5 TR_STATS from the last two iterates of the step.
     fn tr_stats(
         &self,
@@ -728,9 +440,9 @@ impl Simulator<'_> {
         self.system.apply_a(&dx, &mut adx);
         let pred = -r.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>()
             - 0.5 * adx.iter().zip(&dx).map(|(a, b)| a * b).sum::<f64>();
-        let e_prev = crate::solver::trust_region::pd_energy(self, x_prev, &y, x_t)?;
-        let e_k = crate::solver::trust_region::pd_energy(self, x_k, &y, x_t)?;
-        Ok(crate::solver::trust_region::blend(
+        let e_prev = crate::solver::adjoint::trust_region::pd_energy(self, x_prev, &y, x_t)?;
+        let e_k = crate::solver::adjoint::trust_region::pd_energy(self, x_k, &y, x_t)?;
+        Ok(crate::solver::adjoint::trust_region::blend(
             pred,
             e_prev - e_k,
             e_prev,
@@ -738,82 +450,7 @@ impl Simulator<'_> {
     }
 }
 
-/// The state of a step's PD iteration, carried across its phases.
-pub(in crate::solver) struct PdLoop {
-    pub(in crate::solver) x: Vec<f64>,
-    pub(in crate::solver) bp: Vec<f64>,
-    pub(in crate::solver) bp_prev: Vec<f64>,
-    pub(in crate::solver) xhat: Vec<f64>,
-    /// PD iterations so far.
-    pub(in crate::solver) k: usize,
-    pub(in crate::solver) ncp: Option<NcpState>,
-    pub(in crate::solver) cstats: ContactStats,
-    pub(in crate::solver) stats: StepStats,
-    /// The last contact solve met `contact.tolerance` (the gates also require it).
-    pub(in crate::solver) contact_ok: bool,
-    pub(in crate::solver) newton_cache: Option<contact::NewtonCache>,
-    pub(in crate::solver) last_gate: GateResiduals,
-    pub(in crate::solver) x_before: Vec<f64>,
-    pub(in crate::solver) b_before: Vec<f64>,
-    /// Force residual $\|b(x^0)-Ax^0\|$ of the step's first iterate (accurate mode).
-    pub(in crate::solver) r0: Option<f64>,
-    /// Last force residual relative to `r0`.
-    pub(in crate::solver) residual: f64,
-    /// Round-off floor of the residual test.
-    pub(in crate::solver) floor: f64,
-    /// Contact tolerance of the force-balance phase
-    /// ([`Simulator::residual_contact_tolerance`]); `None`: `contact.tolerance`.
-    pub(in crate::solver) contact_tol: Option<f64>,
-}
-
-impl PdLoop {
-    /// The state before the first PD iteration from `x` ($x^0$).
-    fn new(x: Vec<f64>, ncp: Option<NcpState>, cstats: ContactStats) -> PdLoop {
-        let n3 = x.len();
-        PdLoop {
-            x,
-            bp: vec![0.0; n3],
-            bp_prev: vec![0.0; n3],
-            xhat: vec![0.0; n3],
-            k: 0,
-            ncp,
-            cstats,
-            stats: StepStats::default(),
-            contact_ok: true,
-            newton_cache: None,
-            last_gate: GateResiduals {
-                position: f64::INFINITY,
-                projection: f64::INFINITY,
-            },
-            x_before: Vec::new(),
-            b_before: Vec::new(),
-            r0: None,
-            residual: f64::INFINITY,
-            floor: 0.0,
-            contact_tol: None,
-        }
-    }
-}
-
-/// What ends a run of PD iterations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::solver) enum Stop {
-    /// The dual gate: the step is converged (`mode = "paper"`).
-    Gate,
-    /// The dual gate hands over to Newton–Krylov (`mode = "accurate"`); the residual is tracked.
-    GateThenPolish,
-    /// The force-balance test of `mode = "accurate"`.
-    Residual,
-}
-
-/// Why a run of PD iterations ended.
-pub(in crate::solver) enum Exit {
-    Converged,
-    GateMet,
-    Cap,
-}
-
-/// What [`Simulator::begin_pd`] prepares for the PD iteration.
+/// What [`StepContext::begin_pd`] prepares for the PD iteration.
 struct PdStart {
     /// External force $f_{ext}$ (with explicit penalty contact forces).
     f_ext: Vec<f64>,
@@ -827,31 +464,7 @@ struct PdStart {
     cstats: ContactStats,
 }
 
-/// The right-hand side of a PD step in displacement form. With $u=x-x_t$, the system
-/// $Ax=c+b_p(x)$ ($c$ of [`Simulator::rhs_constant`]) is $Au=c_u+b_{p,u}(x)$ where
-/// $c_u=\tfrac1hMv_t+f_{ext}-K_{att}x_t$ and
-/// $b_{p,u}(x)=\sum_sG_s^T\mathrm{vec}\big(Q_s(x)-Q^t_s\big)$, $Q^t_s=w_sF_s(x_t)$ (+ the muscle
-/// terms $w_m(F_s\mathsf m)\mathsf m^T$): $c-Ax_t=c_u-\sum_sG_s^T\mathrm{vec}\,Q^t_s$ because
-/// the inertia, mass-damping and $K_\beta$ terms of $c$ and $A$ cancel exactly and
-/// $\hat K x_t=\sum_sw_sG_s^T\mathrm{vec}\,F_s(x_t)$ ($G_sX=I$). Every term is a small
-/// difference computed before it meets a stiffness: no $\|A\|\,\|x\|$ round-off, and the
-/// elastic part has no net force (it passes through $G_s^T$), so nothing is amplified by
-/// the $h^2/m$ of the translational mode.
-pub(in crate::solver) struct StepRhs {
-    /// Start-of-step positions $x_t$ (the reference of $u$).
-    pub(in crate::solver) x_t: Vec<f64>,
-    /// $c_u$.
-    pub(in crate::solver) c: Vec<f64>,
-    /// $Q^t_s$ per sample.
-    qt: Vec<Matrix3<f64>>,
-    /// $\sum_sG_s^T\mathrm{vec}\,Q^t_s$ (for an offloaded local step, which returns $b_p$).
-    pub(in crate::solver) st: Vec<f64>,
-    /// Dirichlet values at the end of the step, absolute ($x$) and relative ($u$).
-    pub(in crate::solver) xd: Vec<f64>,
-    pub(in crate::solver) xd_u: Vec<f64>,
-}
-
-impl Simulator<'_> {
+impl StepContext<'_> {
     /// [`StepRhs`] of the step from $(x_t,v_t)$ with external forces `f_ext` and Dirichlet
     /// values `xd`.
     fn step_rhs(&self, x_t: &[f64], v_t: &[f64], f_ext: &[f64], xd: Vec<f64>) -> StepRhs {
@@ -878,24 +491,6 @@ impl Simulator<'_> {
             xd_u,
         }
     }
-}
-
-/// The NCP contact state of a PD step: contact set, its Delassus operator, multipliers.
-pub(in crate::solver) type NcpState = (ContactSet, Delassus, Vec<f64>);
-
-/// Project the global step `xhat` onto the contact conditions (spec §6.2 steps 10–18):
-/// solve the NCP for the multipliers and add their displacement to `xhat` (fails where a
-/// solve with `solver` does).
-fn project_contact(
-    (set, del, lambda): &mut NcpState,
-    solver: &dyn LinearSolver,
-    csettings: &contact::SolveSettings,
-    xhat: &mut [f64],
-    newton_cache: &mut Option<contact::NewtonCache>,
-) -> Result<contact::SolveInfo, LinalgError> {
-    let info = contact::solve(set, del, solver, xhat, lambda, csettings, newton_cache)?;
-    del.add_x(set, solver, lambda, xhat)?;
-    Ok(info)
 }
 
 #[cfg(test)]

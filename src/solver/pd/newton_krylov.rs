@@ -3,10 +3,10 @@
 //! matrix-free and GMRES preconditioned by the persistent factor $A^{-1}$ (docs/NOTES.md,
 //! "Accuracy of the defaults"). Split from `forward.rs`; the PD iteration hands over here.
 
-use crate::solver::config::BackwardConfig;
-use crate::solver::forward::StepRhs;
+use super::iterate::StepRhs;
+use crate::solver::context::{norm, StepContext};
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::{norm, Simulator};
+use crate::solver::records::config::BackwardConfig;
 
 /// Newton–Krylov steps per PD step at most in the line-search phase (muscles,
 /// attachments); the trust-region phase's cap is `[solver] newton_krylov_max_steps`.
@@ -24,7 +24,7 @@ pub const FIRST_RADIUS: f64 = 1e3;
 /// Plant's buckling frames crawled for 30 before the trust region took over there).
 pub const STALL_STEPS: usize = 6;
 
-/// Outcome of [`Simulator::newton_krylov`].
+/// Outcome of [`StepContext::newton_krylov`].
 pub(in crate::solver) struct KrylovOutcome {
     pub(in crate::solver) converged: bool,
     pub(in crate::solver) steps: usize,
@@ -45,7 +45,7 @@ impl KrylovOutcome {
     }
 }
 
-impl Simulator<'_> {
+impl StepContext<'_> {
     /// Newton polish of a converged step (see `SolverSettings::newton_polish`). Each step is
     /// kept only if it reduces the residual. Returns (steps, final relative residual), or
     /// the accelerator's failure.
@@ -63,9 +63,10 @@ impl Simulator<'_> {
         let cfg = BackwardConfig::gmres(1e-6, 500, 50, self.config.gamma_max);
         let mut steps = 0;
         while steps < self.config.newton_polish && rel > self.config.polish_tol {
-            let lin = crate::solver::backward::StepLinearization::for_newton(self, x, false)?;
+            let lin =
+                crate::solver::adjoint::backward::StepLinearization::for_newton(self, x, false)?;
             let mut delta = vec![0.0; x.len()];
-            crate::solver::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg)?;
+            crate::solver::adjoint::backward::solve_gmres(self, &lin, &r, &mut delta, &cfg)?;
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
             let mut trial = trial;
             self.impose_prescribed(&mut trial, &rhs.xd);
@@ -89,8 +90,8 @@ impl Simulator<'_> {
     /// Newton–Krylov steps on the PD force balance $F(x)=b(x)-Ax=0$ (free DoFs) from `x`,
     /// towards $\|F\|\le$ `target`. Where the PD energy is the whole objective (`energy` =
     /// the step's inertial target $y$ and start $x_t$) they are trust-region steps on it
-    /// ([`Simulator::newton_trust_region`]); otherwise (muscles, compliant attachments) the
-    /// line search of [`Simulator::newton_line_search`] on the merit $F^TA^{-1}F$. Either
+    /// ([`StepContext::newton_trust_region`]); otherwise (muscles, compliant attachments) the
+    /// line search of [`StepContext::newton_line_search`] on the merit $F^TA^{-1}F$. Either
     /// leaves `x` at its last accepted iterate, which is never worse than the start; a phase
     /// that does not converge hands over to the caller's direct fallback. An accelerator
     /// failure ends it and is returned.
@@ -112,10 +113,10 @@ impl Simulator<'_> {
 
     /// Newton–Krylov steps where the PD energy is not the objective (muscles, compliant
     /// attachments): $K\delta=F(x)$ solved by CG preconditioned with the persistent factor
-    /// ($A^{-1}$; [`Simulator::newton_direction`]) to an Eisenstat–Walker-like forcing
+    /// ($A^{-1}$; [`StepContext::newton_direction`]) to an Eisenstat–Walker-like forcing
     /// tolerance, then a backtracking line search on the merit $F^TA^{-1}F$ (`x` never gets
     /// worse). $K$ is the exact Jacobian $A-\Delta A(x)$ while full steps are taken, and the
-    /// projected one ([`crate::solver::backward::StepLinearization::projected`], $K\succeq M/h^2$)
+    /// projected one ([`crate::solver::adjoint::backward::StepLinearization::projected`], $K\succeq M/h^2$)
     /// after a damped step, on negative curvature or after a failed line search. Stops at
     /// $\|F\|\le$ `target`, after [`MAX_NEWTON_KRYLOV_STEPS`] steps, when neither Jacobian
     /// gives a step, or when $\|F\|$ has not halved over [`STALL_STEPS`] steps. `r` is $F(x)$.
@@ -137,7 +138,8 @@ impl Simulator<'_> {
             if rn <= target || stalled(&history) {
                 break;
             }
-            let lin = crate::solver::backward::StepLinearization::for_newton(self, x, !exact)?;
+            let lin =
+                crate::solver::adjoint::backward::StepLinearization::for_newton(self, x, !exact)?;
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let Some(delta) =
                 self.newton_direction(&lin, &r, &cfg, exact, &mut out.gmres_iterations)?
@@ -196,7 +198,7 @@ impl Simulator<'_> {
     /// ($\nabla\mathcal E_{PD}=-F$, Hessian $K=A-\Delta A(x)$, exact): each step minimizes the
     /// quadratic model $m(\delta)=-F^T\delta+\tfrac12\delta^TK\delta$ over
     /// $\|\delta\|_A\le\Delta$ by Steihaug–Toint CG preconditioned with $A^{-1}$
-    /// ([`crate::solver::backward::solve_steihaug`]; negative curvature is followed to the boundary),
+    /// ([`crate::solver::adjoint::backward::solve_steihaug`]; negative curvature is followed to the boundary),
     /// and is accepted when the energy's actual decrease is more than [`ACCEPT_RATIO`] of the
     /// model's ($\rho$); the region follows [`next_radius`], starting at [`FIRST_RADIUS`] PD
     /// steps. Where the model's decrease is below the energy's round-off, a step is accepted
@@ -217,7 +219,7 @@ impl Simulator<'_> {
         let mut rn = norm(&r);
         let r_start = rn.max(f64::MIN_POSITIVE);
         let mut out = KrylovOutcome::at(rn);
-        let mut e_x = crate::solver::trust_region::pd_energy(self, x, y, x_t)?;
+        let mut e_x = crate::solver::adjoint::trust_region::pd_energy(self, x, y, x_t)?;
         // the first region: a multiple of the PD step's length ‖A⁻¹F‖_A = (FᵀA⁻¹F)^½
         let mut radius = FIRST_RADIUS * self.merit(&r)?.sqrt();
         let mut lin_cache = None;
@@ -227,14 +229,17 @@ impl Simulator<'_> {
             }
             let lin = match &mut lin_cache {
                 Some(lin) => lin,
-                None => lin_cache.insert(crate::solver::backward::StepLinearization::for_newton(
-                    self, x, false,
-                )?),
+                None => lin_cache.insert(
+                    crate::solver::adjoint::backward::StepLinearization::for_newton(
+                        self, x, false,
+                    )?,
+                ),
             };
             let cfg = forcing(target, rn, r_start, self.config.gamma_max);
             let mut delta = vec![0.0; x.len()];
-            let st =
-                crate::solver::backward::solve_steihaug(self, lin, &r, &mut delta, radius, &cfg)?;
+            let st = crate::solver::adjoint::backward::solve_steihaug(
+                self, lin, &r, &mut delta, radius, &cfg,
+            )?;
             out.gmres_iterations += st.krylov.iterations;
             if !delta.iter().all(|v| v.is_finite()) {
                 break;
@@ -246,7 +251,7 @@ impl Simulator<'_> {
                 continue;
             };
             let rn2 = norm(&r2);
-            let e2 = crate::solver::trust_region::pd_energy(self, &trial, y, x_t)?;
+            let e2 = crate::solver::adjoint::trust_region::pd_energy(self, &trial, y, x_t)?;
             let pred = st.model_decrease;
             let roundoff = pred <= 1e3 * f64::EPSILON * e_x.abs();
             // below the round-off the energy cannot judge the step: ‖F‖ does (ρ = 1 or 0)
@@ -277,21 +282,22 @@ impl Simulator<'_> {
     /// Krylov iterations are added to `iterations`.
     fn newton_direction(
         &self,
-        lin: &crate::solver::backward::StepLinearization,
+        lin: &crate::solver::adjoint::backward::StepLinearization,
         f: &[f64],
         cfg: &BackwardConfig,
         exact: bool,
         iterations: &mut usize,
     ) -> Result<Option<Vec<f64>>, OffloadError> {
         let mut delta = vec![0.0; f.len()];
-        let (its, cg_ok, _) = crate::solver::backward::solve_pcg(self, lin, f, &mut delta, cfg)?;
+        let (its, cg_ok, _) =
+            crate::solver::adjoint::backward::solve_pcg(self, lin, f, &mut delta, cfg)?;
         *iterations += its;
         if !cg_ok && its < cfg.max_iterations {
             if exact {
                 return Ok(None);
             }
             delta.iter_mut().for_each(|v| *v = 0.0);
-            let st = crate::solver::backward::solve_gmres(self, lin, f, &mut delta, cfg)?;
+            let st = crate::solver::adjoint::backward::solve_gmres(self, lin, f, &mut delta, cfg)?;
             *iterations += st.iterations;
         }
         Ok(Some(delta))
@@ -300,7 +306,7 @@ impl Simulator<'_> {
     /// $F^TA^{-1}F$ (`F` zero on the prescribed DoFs).
     fn merit(&self, f: &[f64]) -> Result<f64, OffloadError> {
         let mut w = vec![0.0; f.len()];
-        crate::solver::backward::solve_a(self, f, &mut w)?;
+        crate::solver::adjoint::backward::solve_a(self, f, &mut w)?;
         Ok(f.iter().zip(&w).map(|(a, b)| a * b).sum())
     }
 }

@@ -1,37 +1,39 @@
-//! The PD iteration on the accelerator's resident loop (issue 15, docs/gpu.md "Resident PD
-//! iteration"): the same algorithm as [`Simulator::pd_iterate`] — the PD map, the
-//! force-balance test of `mode = "accurate"`, Anderson (Eqs. 18–21) and the dual gate
-//! (Eq. 22) — with the vectors kept on the device through
-//! [`crate::solver::offload::ResidentPd`]. Per iteration only a few norms, Anderson's new dot
+//! The resident backend of the PD iteration ([`ResidentBackend`], issue 15, docs/gpu.md
+//! "Resident PD iteration"): the vectors of the one loop [`super::iterate::pd_iterate`] kept
+//! on the accelerator through [`crate::solver::offload::ResidentPd`] (a GPU, or the host
+//! emulator running the same kernels). Per iteration only a few norms, Anderson's new dot
 //! products and its coefficients cross; the iterate comes back when the run of iterations
-//! ends. Steps with NCP contact or trust-region statistics run [`Simulator::pd_iterate`].
+//! ends. The step runs it when the accelerator offers it, the step has no NCP contact and no
+//! trust-region statistics are asked for ([`StepContext::runs_resident`]).
 
-use super::anderson::TypeII;
+use super::iterate::{MapOut, PdBackend, PdLoop, StepRhs};
 use crate::model::GateReference;
-use crate::solver::error::SolverError;
-use crate::solver::forward::{Exit, PdLoop, StepRhs, Stop};
-use crate::solver::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
-use crate::solver::offload::{MapNorms, OffloadError, ResidentStep};
-use crate::solver::simulator::Simulator;
+use crate::solver::context::StepContext;
+use crate::solver::offload::{MapNorms, OffloadError, ResidentPd, ResidentStep};
+use crate::solver::records::error::SolverError;
+use crate::solver::stages::anderson::TypeII;
+use crate::solver::stages::gate::{GateResiduals, DISPLACEMENT_FLOOR, RESIDUAL_FLOOR};
 use std::time::Instant;
 
-/// The accelerator's resident loop of `sim`, or the error of a simulator without one.
-macro_rules! resident {
-    ($sim:expr, $frame:expr, $k:expr) => {
-        $sim.offload
-            .as_deref_mut()
-            .and_then(|o| o.resident())
-            .ok_or_else(|| {
-                SolverError::offload(
-                    $frame,
-                    $k,
-                    $crate::solver::offload::OffloadError::NoResident,
-                )
-            })
-    };
+/// The accelerator's resident loop of `ctx`, or the error of a context without one.
+fn resident<'a>(
+    ctx: &'a mut StepContext<'_>,
+    frame: usize,
+    k: usize,
+) -> Result<&'a mut dyn ResidentPd, SolverError> {
+    ctx.accelerator_mut()
+        .and_then(|o| o.resident())
+        .ok_or_else(|| SolverError::offload(frame, k, OffloadError::NoResident))
 }
 
-impl Simulator<'_> {
+/// The PD iteration's vectors on the accelerator; the backend keeps the norms of the last
+/// map (the dual gate's inputs). Anderson's store is the resident loop itself.
+#[derive(Default)]
+pub(in crate::solver) struct ResidentBackend {
+    norms: Option<MapNorms>,
+}
+
+impl StepContext<'_> {
     /// Whether the PD iterations of a step run on the accelerator's resident loop: one is
     /// attached and offers it, the step has no NCP contact and no trust-region statistics are
     /// asked for.
@@ -39,27 +41,25 @@ impl Simulator<'_> {
         it.ncp.is_none()
             && !self.compute_tr
             && self
-                .offload
-                .as_deref_mut()
+                .accelerator_mut()
                 .is_some_and(|o| o.resident().is_some())
     }
+}
 
-    /// [`Simulator::pd_iterate`] on the resident loop: from `it.x` (uploaded at the start of
-    /// the step, or after a host phase moved it) until `stop` says so or the cap; `it.x` is
-    /// the iterate when it returns.
-    pub(in crate::solver) fn pd_iterate_resident(
+impl PdBackend for ResidentBackend {
+    /// Upload the step's constants and $x^0$ on its first run, the iterate a host phase moved
+    /// on a later one.
+    fn start(
         &mut self,
-        aa: &mut TypeII,
+        ctx: &mut StepContext<'_>,
         frame: usize,
         rhs: &StepRhs,
-        it: &mut PdLoop,
-        stop: Stop,
-    ) -> Result<Exit, SolverError> {
-        let err = |k: usize| move |error: OffloadError| SolverError::offload(frame, k, error);
-        let window = aa.window();
-        let res = resident!(self, frame, it.k)?;
-        if it.k == 0 {
-            let step = ResidentStep {
+        it: &PdLoop,
+        window: usize,
+    ) -> Result<(), SolverError> {
+        let res = resident(ctx, frame, it.k)?;
+        let out = if it.k == 0 {
+            res.begin(&ResidentStep {
                 window,
                 x0: &it.x,
                 x_t: &rhs.x_t,
@@ -67,91 +67,105 @@ impl Simulator<'_> {
                 st: &rhs.st,
                 xd: &rhs.xd,
                 xd_u: &rhs.xd_u,
-            };
-            res.begin(&step).map_err(err(0))?;
+            })
         } else {
-            res.set_x(&it.x).map_err(err(it.k))?;
-        }
-        let mut exit = Exit::Cap;
-        while it.k < self.config.max_iterations {
-            let k = it.k;
-            self.cancel
-                .poll(crate::cancel::Stage::Pd, k)
-                .map_err(|c| SolverError::cancelled(frame, c))?;
-            let t0 = Instant::now();
-            let tracked = stop != Stop::Gate;
-            let res = resident!(self, frame, k)?;
-            let norms = res
-                .pd_map(tracked, tracked && it.r0.is_none())
-                .map_err(err(k))?;
-            self.resident_finite(frame, k, &norms)?;
-            let t1 = Instant::now();
-            let mut converged = false;
-            let mut gate_met = false;
-            if let Some(rn) = norms.residual {
-                if it.r0.is_none() {
-                    it.r0 = Some(rn);
-                    it.floor = RESIDUAL_FLOOR * norms.floor_reference.unwrap_or(0.0);
-                }
-                it.residual = rn / it.r0.unwrap_or(1.0).max(f64::MIN_POSITIVE);
-                converged = stop == Stop::Residual && rn <= self.residual_target(it);
-            }
-            let res = resident!(self, frame, k)?;
-            aa.core_mut().advance(res).map_err(err(k))?;
-            res.accept().map_err(err(k))?;
-            if k >= 1 {
-                it.last_gate = self.resident_gate(&norms);
-                if stop != Stop::Residual && self.gate_or_budget(stop, k, &it.last_gate) {
-                    match stop {
-                        Stop::Gate => converged = true,
-                        _ => gate_met = true,
-                    }
-                }
-            }
-            it.stats.time_local += (t1 - t0).as_secs_f64();
-            it.stats.time_other += t1.elapsed().as_secs_f64();
-            it.k += 1;
-            if converged || gate_met {
-                exit = if converged {
-                    Exit::Converged
-                } else {
-                    Exit::GateMet
-                };
-                break;
-            }
-        }
-        it.x = resident!(self, frame, it.k)?.x().map_err(err(it.k))?;
-        Ok(exit)
+            res.set_x(&it.x)
+        };
+        out.map_err(|error| SolverError::offload(frame, it.k, error))
     }
 
-    /// A non-finite PD map ends the step as on the host: a local step that is not finite is
-    /// named by the CPU's reference step, a diverged global step by its first bad element.
-    fn resident_finite(&mut self, frame: usize, k: usize, n: &MapNorms) -> Result<(), SolverError> {
-        let offload = |error: OffloadError| SolverError::offload(frame, k, error);
-        if !n.bp.is_finite() {
-            let x = resident!(self, frame, k)?.x().map_err(offload)?;
-            return Err(self.device_local_failure(frame, k, &x));
-        }
-        if !n.g.is_finite() {
-            let xhat = resident!(self, frame, k)?.xhat().map_err(offload)?;
-            return Err(SolverError::Diverged {
-                frame,
-                iteration: k,
-                element: self.first_bad_element(&xhat),
-            });
-        }
-        Ok(())
+    fn map(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        _rhs: &StepRhs,
+        it: &mut PdLoop,
+        tracked: bool,
+    ) -> Result<MapOut, SolverError> {
+        let k = it.k;
+        let t0 = Instant::now();
+        let norms = resident(ctx, frame, k)?
+            .pd_map(tracked, tracked && it.r0.is_none())
+            .map_err(|error| SolverError::offload(frame, k, error))?;
+        finite(ctx, frame, k, &norms)?;
+        self.norms = Some(norms);
+        it.stats.time_local += t0.elapsed().as_secs_f64();
+        Ok(MapOut {
+            residual: norms.residual,
+            floor: RESIDUAL_FLOOR * norms.floor_reference.unwrap_or(0.0),
+        })
     }
 
-    /// The dual gate (spec Eq. 22) from the norms of a resident map, as
-    /// [`Simulator::gate_residuals`] forms it on the host.
-    fn resident_gate(&self, n: &MapNorms) -> GateResiduals {
-        let (xref, floor) = match self.config.gate_reference {
+    /// Anderson's mix on the resident store, then $x_{k+1}$ with $\bar x_D$ imposed.
+    fn mix(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        aa: &mut TypeII,
+        _rhs: &StepRhs,
+        it: &PdLoop,
+    ) -> Result<(), SolverError> {
+        let k = it.k;
+        let res = resident(ctx, frame, k)?;
+        let err = |error: OffloadError| SolverError::offload(frame, k, error);
+        aa.core_mut().advance(res).map_err(err)?;
+        res.accept().map_err(err)
+    }
+
+    /// The dual gate (spec Eq. 22) from the norms of the last map, as
+    /// [`StepContext::gate_residuals`] forms it on the host.
+    fn gate(&self, ctx: &StepContext<'_>, _rhs: &StepRhs, _it: &PdLoop) -> GateResiduals {
+        let Some(n) = self.norms.as_ref() else {
+            // no map yet: nothing is met
+            return GateResiduals {
+                position: f64::INFINITY,
+                projection: f64::INFINITY,
+            };
+        };
+        let (xref, floor) = match ctx.config.gate_reference {
             GateReference::Position => (n.x, 0.0),
             GateReference::Displacement => (n.disp, DISPLACEMENT_FLOOR * n.x),
         };
-        self.config
-            .gate
-            .evaluate(n.g, xref, floor, n.dbp, n.bp_prev)
+        ctx.config.gate.evaluate(n.g, xref, floor, n.dbp, n.bp_prev)
     }
+
+    /// The resident loop's `accept` (in [`PdBackend::mix`]) already moved the iterate.
+    fn accept(&mut self, _ctx: &StepContext<'_>, _it: &mut PdLoop, _done: bool) {}
+
+    /// The iterate comes back from the device.
+    fn finish(
+        &mut self,
+        ctx: &mut StepContext<'_>,
+        frame: usize,
+        it: &mut PdLoop,
+    ) -> Result<(), SolverError> {
+        it.x = resident(ctx, frame, it.k)?
+            .x()
+            .map_err(|error| SolverError::offload(frame, it.k, error))?;
+        Ok(())
+    }
+}
+
+/// A non-finite PD map ends the step as on the host: a local step that is not finite is
+/// named by the CPU's reference step, a diverged global step by its first bad element.
+fn finite(
+    ctx: &mut StepContext<'_>,
+    frame: usize,
+    k: usize,
+    n: &MapNorms,
+) -> Result<(), SolverError> {
+    let offload = |error: OffloadError| SolverError::offload(frame, k, error);
+    if !n.bp.is_finite() {
+        let x = resident(ctx, frame, k)?.x().map_err(offload)?;
+        return Err(ctx.device_local_failure(frame, k, &x));
+    }
+    if !n.g.is_finite() {
+        let xhat = resident(ctx, frame, k)?.xhat().map_err(offload)?;
+        return Err(SolverError::Diverged {
+            frame,
+            iteration: k,
+            element: ctx.first_bad_element(&xhat),
+        });
+    }
+    Ok(())
 }

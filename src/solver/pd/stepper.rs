@@ -1,14 +1,14 @@
 //! The PD method as a [`Stepper`] (`solver.method = "diffphd"`): its state is the Anderson
 //! accelerator of the iteration and the direct-adjoint streak of its backward; the step is
-//! `Simulator::step_pd` (`forward`), the adjoint `adjoint::solve` (`pd/adjoint.rs`).
+//! `StepContext::step_pd` (`forward`), the adjoint `adjoint::solve` (`pd/adjoint.rs`).
 
 use super::adjoint;
-use super::anderson::TypeII;
-use crate::solver::backward::StepLinearization;
-use crate::solver::config::{BackwardConfig, SolverConfig};
-use crate::solver::error::SolverError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
+use crate::solver::records::config::{BackwardConfig, SolverConfig};
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, StepStats};
+use crate::solver::stages::anderson::TypeII;
 use crate::solver::stepper::Stepper;
 use std::sync::atomic::AtomicUsize;
 
@@ -34,7 +34,7 @@ impl PdStepper {
 impl Stepper for PdStepper {
     fn step(
         &mut self,
-        sim: &mut Simulator<'_>,
+        sim: &mut StepContext<'_>,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -44,7 +44,7 @@ impl Stepper for PdStepper {
 
     fn adjoint(
         &self,
-        sim: &Simulator<'_>,
+        sim: &StepContext<'_>,
         lin: &StepLinearization,
         (x_next, g): (&[f64], &[f64]),
         cfg: &BackwardConfig,

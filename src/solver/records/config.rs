@@ -4,7 +4,7 @@ use crate::model::{
     AdjointMethod, AndersonWindow, DiffpdLinear, GateReference, HessianFilterMode, NewtonEnergy,
     NewtonFilter, OnNonConvergence, SolverMethod, SolverMode, SolverSettings,
 };
-use crate::solver::gate::DualGate;
+use crate::solver::stages::gate::DualGate;
 
 /// Resolved solver settings.
 #[derive(Clone, Debug)]

@@ -33,8 +33,8 @@ pub enum SolverError {
         relative_gradient: f64,
         tol: f64,
     },
-    /// A contact solve hit its wall-clock cap under `on_nonconvergence = "error"`.
-    #[error("frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {max_seconds} s; the step did not converge")]
+    /// A contact solve hit its wall-clock guard under `on_nonconvergence = "error"`.
+    #[error("frame {frame}, iteration {iteration}: the contact solve hit its time cap contact.max_seconds = {max_seconds} s; the step did not converge (a last-resort wall-clock guard: where it stops depends on the machine's speed and load; contact.max_newton is the deterministic cap)")]
     ContactTimeLimit {
         frame: usize,
         iteration: usize,

@@ -2,7 +2,7 @@
 //! report), shared by every method.
 
 use crate::contact::{ContactRecord, ContactStats};
-use crate::solver::gate::GateResiduals;
+use crate::solver::stages::gate::GateResiduals;
 
 /// Statistics of one time step (what `log.json` records per frame).
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -25,7 +25,8 @@ pub struct StepStats {
     /// (the quantity of the stopping test, `residual_tol`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub residual: Option<f64>,
-    /// Trust-region statistics (only when requested, see [`crate::solver::Simulator::compute_tr`]).
+    /// Trust-region statistics (only when requested, see
+    /// [`crate::solver::context::StepContext::compute_tr`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tr: Option<TrStats>,
     /// Contact statistics (scenes with obstacles).

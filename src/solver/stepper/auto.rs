@@ -8,12 +8,12 @@
 
 use super::Stepper;
 use crate::model::{OnNonConvergence, SolverMethod};
-use crate::solver::backward::StepLinearization;
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
 use crate::solver::offload::OffloadError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, StepStats};
 
 /// The chosen method and the other one of the pair, each with its own state.
 pub struct AutoStepper {
@@ -36,7 +36,7 @@ impl AutoStepper {
 impl Stepper for AutoStepper {
     fn step(
         &mut self,
-        sim: &mut Simulator<'_>,
+        sim: &mut StepContext<'_>,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -61,7 +61,7 @@ impl Stepper for AutoStepper {
 
     fn linearize<'s>(
         &self,
-        sim: &'s Simulator<'_>,
+        sim: &'s StepContext<'_>,
         x_next: &[f64],
         alpha: f64,
         stats: &StepStats,
@@ -71,7 +71,7 @@ impl Stepper for AutoStepper {
 
     fn adjoint(
         &self,
-        sim: &Simulator<'_>,
+        sim: &StepContext<'_>,
         lin: &StepLinearization,
         x_next_g: (&[f64], &[f64]),
         cfg: &BackwardConfig,

@@ -5,11 +5,11 @@
 //! $v_{t+1}=(x_{t+1}-x_t)/h$ and the frame times are the loop's, the step is the stepper's.
 
 use super::Stepper;
-use crate::solver::backward::StepLinearization;
-use crate::solver::config::BackwardConfig;
-use crate::solver::error::SolverError;
-use crate::solver::simulator::Simulator;
-use crate::solver::stats::{AdjointStats, StepStats};
+use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::context::StepContext;
+use crate::solver::records::config::BackwardConfig;
+use crate::solver::records::error::SolverError;
+use crate::solver::records::stats::{AdjointStats, StepStats};
 
 /// Explicit Euler on $f_{ext}$ (no internal forces).
 pub struct ExplicitEuler;
@@ -17,7 +17,7 @@ pub struct ExplicitEuler;
 impl Stepper for ExplicitEuler {
     fn step(
         &mut self,
-        sim: &mut Simulator<'_>,
+        sim: &mut StepContext<'_>,
         frame: usize,
         x_t: &[f64],
         v_t: &[f64],
@@ -37,7 +37,7 @@ impl Stepper for ExplicitEuler {
 
     fn adjoint(
         &self,
-        _: &Simulator<'_>,
+        _: &StepContext<'_>,
         _: &StepLinearization,
         _: (&[f64], &[f64]),
         _: &BackwardConfig,

@@ -89,6 +89,7 @@ fn tables() -> Vec<(String, &'static str, Vec<&'static str>)> {
         ("loss term `random_linear`", "loss.term.0", vec![]),
         ("loss term `chamfer`", "loss.term.0", vec!["loss.term.0={ type = \"chamfer\" }"]),
         ("chamfer `captures` entry", "loss.term.0.captures.0", vec!["loss.term.0={ type = \"chamfer\", captures = [{ frame = 1, file = \"a.ply\" }] }"]),
+        ("loss term `contact_force`", "loss.term.0", vec!["loss.term.0={ type = \"contact_force\", file = \"f.csv\" }"]),
         (HEADER, "parameter.0", vec![]),
         ("parameter `regularize`", "parameter.0.regularize", vec![]),
         (HEADER, "obstacle.0", vec![]),

@@ -395,3 +395,99 @@ fn bad_captures_are_named() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("loss.term[0].captures"), "{}", r.stderr);
 }
+
+// ---- Measured contact force of a loss term (issue 38, item 4: Dice) ------------------
+
+/// [`good`]'s chamfer fixture with its loss term replaced by a `contact_force` term (extra
+/// keys `keys`, inline-table syntax) against a sphere obstacle, for `grad`.
+fn with_force(keys: &str, extra: &[&str]) -> String {
+    let term = format!("loss.term.0={{ type = \"contact_force\", {keys} }}");
+    let mut sets = vec![
+        r#"obstacle=[{ type = "sphere", center = [0.1, 0.05, 0.3], radius = 0.05 }]"#,
+        term.as_str(),
+    ];
+    sets.extend_from_slice(extra);
+    common::fixture("scenes/cli_errors/good_chamfer", &sets)
+}
+
+/// A good force file runs; a missing file, a short line, a non-finite force, a frame outside
+/// the simulated frames or measured twice, an empty file, a missing obstacle and penalty
+/// contact each exit 2 with one line naming the key (and the file and line).
+#[test]
+fn bad_force_measurements_are_named() {
+    let run = |keys: &str, files: &[(&str, &str)], extra: &[&str]| {
+        run_cli("grad", &with_force(keys, extra), files, &[])
+    };
+    let good = "frame,fx,fy,fz\n1, 0.0, 0.0, 0.5\n2 0.1 0 0.7 # space-separated\n";
+    let ok = run("file = \"f.csv\"", &[("f.csv", good)], &[]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let file = "file = \"f.csv\"";
+    let cases: [(&str, &str, &[&str], &[&str]); 8] = [
+        (
+            "file = \"missing.csv\"",
+            "",
+            &[],
+            &["loss.term[0].file", "missing.csv"],
+        ),
+        (
+            file,
+            "1, 0, 0\n",
+            &[],
+            &["loss.term[0].file", "f.csv:1", "4 values"],
+        ),
+        (
+            file,
+            "1, 0, nan, 0\n",
+            &[],
+            &["loss.term[0].file", "f.csv:1", "finite"],
+        ),
+        (
+            file,
+            "# c\n3, 0, 0, 1\n",
+            &[],
+            &["loss.term[0].file", "f.csv:2", "frame 3", "1..=2"],
+        ),
+        (
+            file,
+            "1 0 0 1\n1 0 0 2\n",
+            &[],
+            &["loss.term[0].file", "f.csv:2", "twice"],
+        ),
+        (
+            file,
+            "frame,fx,fy,fz\n",
+            &[],
+            &["loss.term[0].file", "no measurement"],
+        ),
+        (
+            "file = \"f.csv\", obstacle = 1",
+            good,
+            &[],
+            &["loss.term[0].obstacle", "obstacle 1"],
+        ),
+        (
+            file,
+            good,
+            &["contact.model=\"penalty\""],
+            &["loss.term[0].type", "penalty"],
+        ),
+    ];
+    for (keys, text, extra, needles) in cases {
+        let files: &[(&str, &str)] = if text.is_empty() {
+            &[]
+        } else {
+            &[("f.csv", text)]
+        };
+        let r = run(keys, files, extra);
+        assert_eq!(r.code, 2, "{keys} {text:?}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{keys}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        for n in needles {
+            assert!(
+                r.stderr.contains(n),
+                "{keys} {text:?}: {:?} lacks {n:?}",
+                r.stderr
+            );
+        }
+    }
+}

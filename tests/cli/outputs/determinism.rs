@@ -1,7 +1,9 @@
-//! Determinism (issue 18, docs/RELIABILITY.md): for a fixed thread count, frames and
-//! gradients are bitwise identical from run to run (1 and 2 threads, twice each); across
-//! thread counts they agree to the documented tolerance (frames 1e-12 m, gradients 1e-9
-//! relative). Small scenes: a heterogeneous Neo-Hookean tet block thrown onto the ground.
+//! Determinism (issue 18, docs/RELIABILITY.md): frames and gradients are bitwise identical
+//! from run to run (1 and 2 threads, twice each) and across thread counts (issue 37: every
+//! parallel loop sums in a fixed order — scatters as gathers, per-sample terms combined in
+//! sample order, the two-thread tree solve gives faer's sequential bits). Small scenes: a
+//! heterogeneous Neo-Hookean tet block thrown onto the ground; and a larger block whose
+//! factors take the tree solve, through PD and Newton.
 
 use crate::common;
 use common::bin;
@@ -56,14 +58,6 @@ fn run(dir: &Path, tag: &str, threads: usize) -> (Vec<(String, Vec<u8>)>, Vec<f6
     (frames, grad)
 }
 
-/// All numbers of a VTU text, in order.
-fn numbers(bytes: &[u8]) -> Vec<f64> {
-    String::from_utf8_lossy(bytes)
-        .split(|c: char| c.is_whitespace() || c == '<' || c == '>' || c == '"')
-        .filter_map(|t| t.parse::<f64>().ok())
-        .collect()
-}
-
 #[test]
 fn frames_and_gradients_are_bitwise_identical_per_thread_count() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,30 +78,75 @@ fn frames_and_gradients_are_bitwise_identical_per_thread_count() {
         assert!(a.1.iter().all(|g| g.is_finite() && *g != 0.0), "{:?}", a.1);
         per_threads.push(a);
     }
-    // Across thread counts: the documented tolerance.
+    // Across thread counts: the same bits.
     let (one, two) = (&per_threads[0], &per_threads[1]);
-    let mut dx = 0.0f64;
+    assert_eq!(one.0.len(), two.0.len());
     for ((n1, f1), (n2, f2)) in one.0.iter().zip(&two.0) {
         assert_eq!(n1, n2);
-        let (a, b) = (numbers(f1), numbers(f2));
-        assert_eq!(a.len(), b.len(), "{n1}");
-        for (x, y) in a.iter().zip(&b) {
-            dx = dx.max((x - y).abs());
-        }
+        assert!(f1 == f2, "{n1}: the frame differs between 1 and 2 threads");
     }
-    let scale = one.1.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-    let dg = one
-        .1
-        .iter()
-        .zip(&two.1)
-        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    eprintln!(
-        "1 vs 2 threads: frames differ by {dx:e}, gradients by {:e} relative",
-        dg / scale
+    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bits(&one.1),
+        bits(&two.1),
+        "gradients differ across thread counts"
     );
-    assert!(dx <= 1e-12, "frames differ across thread counts by {dx:e}");
-    assert!(
-        dg <= 1e-9 * scale,
-        "gradients differ across thread counts by {dg:e}"
+}
+
+/// The final state and gradient of one `grad --final-state` run.
+fn grad_run(dir: &Path, tag: &str, threads: usize, method: &str) -> (Vec<f64>, Vec<f64>) {
+    let sp = dir.join("larger.toml");
+    // 10×6×4 cells: the factors of A (per axis) and of Newton's Hessian are large enough for
+    // the two-thread tree solve (linalg::tree_solve), the Hessian is assembled by the gather
+    let text = common::fixture(
+        "scenes/determinism/scene",
+        &[
+            "body.0.mesh.cells=[10, 6, 4]",
+            "body.0.mesh.dx=0.01",
+            "simulation.frames=2",
+        ],
     );
+    std::fs::write(&sp, text).unwrap();
+    let out = dir.join(tag);
+    let o = Command::new(bin())
+        .arg("grad")
+        .arg(&sp)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--final-state", "--solver", method])
+        .args(["--threads", &threads.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("grad.json")).unwrap()).unwrap();
+    let nums = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    (
+        nums(&g["final_state"]["positions"]),
+        nums(&g["evaluation"]["gradient"]),
+    )
+}
+
+/// Issue 37: PD and Newton on a block whose factors take the tree solve give the same final
+/// state and gradient bits on 1 and 2 threads.
+#[test]
+fn larger_factors_pd_and_newton_are_bitwise_identical_across_thread_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    for method in ["diffphd", "newton"] {
+        let (x1, g1) = grad_run(dir.path(), &format!("{method}1"), 1, method);
+        let (x2, g2) = grad_run(dir.path(), &format!("{method}2"), 2, method);
+        assert!(
+            !x1.is_empty() && g1.iter().all(|g| g.is_finite() && *g != 0.0),
+            "{g1:?}"
+        );
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&x1), bits(&x2), "{method}: final states differ");
+        assert_eq!(bits(&g1), bits(&g2), "{method}: gradients differ");
+    }
 }

@@ -90,8 +90,11 @@ pub struct SolveStats {
     pub residual: f64,
     /// The tolerance ε_a + ε_r·max(‖DMv‖, ‖DJᵀγ‖) at the final iterate.
     pub tolerance: f64,
-    /// ℓ_p at the initial guess and after every update.
+    /// ℓ_p at the initial guess and after every update (recorded only where the solve
+    /// says so: [`GridProblem::solve_quasi_newton`] does, the workspace form on request).
     pub objective: Vec<f64>,
+    /// (φ′, φ″) evaluations of the exact line searches, summed over the iterations.
+    pub line_search_evaluations: usize,
 }
 
 /// Solution of a grid problem.
@@ -166,13 +169,8 @@ impl GridProblem {
             .collect()
     }
 
-    /// ℓ_p(v).
+    /// ℓ_p(v) (allocation-free: the contact velocities are formed one at a time).
     pub fn objective(&self, v: &[Vector3<f64>]) -> f64 {
-        let vc = self.contact_velocities(v);
-        self.objective_with(v, &vc)
-    }
-
-    fn objective_with(&self, v: &[Vector3<f64>], vc: &[Vector3<f64>]) -> f64 {
         let mut e = 0.0;
         for k in 0..v.len() {
             let dv = v[k] - self.v_star[k];
@@ -181,8 +179,10 @@ impl GridProblem {
         e + self
             .contacts
             .iter()
-            .zip(vc)
-            .map(|(c, vc)| c.model.cost(vc))
+            .map(|c| {
+                c.model
+                    .cost(&(c.frame.tr_mul(&gather(&c.nodes, v)) - c.bias))
+            })
             .sum::<f64>()
     }
 
@@ -218,40 +218,47 @@ impl GridProblem {
         (grad, jt_gamma, gamma)
     }
 
-    /// The scaled residual ‖D∇ℓ_p‖ and the tolerance ε_a + ε_r·max(‖DMv‖, ‖DJᵀγ‖).
-    fn stopping_test(
-        &self,
-        v: &[Vector3<f64>],
-        grad: &[Vector3<f64>],
-        jt_gamma: &[Vector3<f64>],
-        opts: &SolverOptions,
-    ) -> (f64, f64) {
-        let (mut r2, mut p2, mut j2) = (0.0, 0.0, 0.0);
-        for k in 0..v.len() {
-            for i in 0..3 {
-                let m = self.mass[k][i];
-                r2 += grad[k][i] * grad[k][i] / m;
-                p2 += m * v[k][i] * v[k][i];
-                j2 += jt_gamma[k][i] * jt_gamma[k][i] / m;
-            }
-        }
-        (
-            r2.sqrt(),
-            opts.abs_tol + opts.rel_tol * p2.sqrt().max(j2.sqrt()),
-        )
-    }
-
     /// Solves by the block-diagonal quasi-Newton method (module doc), starting from `v0`
     /// (v* when `None`). Errors: invalid problem, a non-SPD block (non-finite input),
-    /// or no convergence within `max_iterations`.
+    /// or no convergence within `max_iterations`. Records ℓ_p after every update
+    /// (`stats.objective`); [`Self::solve_quasi_newton_in`] is the allocation-free form.
     pub fn solve_quasi_newton(
         &self,
         v0: Option<&[Vector3<f64>]>,
         opts: &SolverOptions,
     ) -> Result<Solution, ContactError> {
+        let mut ws = QnWorkspace {
+            record_objective: true,
+            ..QnWorkspace::default()
+        };
+        let stats = self.solve_quasi_newton_in(v0, opts, &mut ws)?;
+        Ok(Solution {
+            v: ws.v,
+            impulses: ws.impulses,
+            stats,
+        })
+    }
+
+    /// [`Self::solve_quasi_newton`] in the caller's buffers (plan once, execute every
+    /// substep): nothing is allocated once `ws` has grown to the problem's size. On success
+    /// `ws.v` holds the solution and `ws.impulses` γ_c at it.
+    ///
+    /// Only the nodes in some contact's stencil ("touched") are iterated: every other node is
+    /// decoupled, with the exact minimiser v*_k (H_k = M_k, ∇_k = M_k(v_k − v*_k)), and is set
+    /// to it. Sums run over the touched nodes in ascending order (the other nodes' terms are
+    /// exactly zero), ‖DMv‖ over all nodes, so a solve from v* is bitwise the same as
+    /// iterating every node.
+    pub fn solve_quasi_newton_in(
+        &self,
+        v0: Option<&[Vector3<f64>]>,
+        opts: &SolverOptions,
+        ws: &mut QnWorkspace,
+    ) -> Result<SolveStats, ContactError> {
         self.validate()?;
         let n = self.num_nodes();
-        let mut v: Vec<Vector3<f64>> = match v0 {
+        let nc = self.contacts.len();
+        ws.v.clear();
+        match v0 {
             Some(v0) if v0.len() != n => {
                 return Err(ContactError::DimensionMismatch {
                     what: "initial guess",
@@ -259,27 +266,59 @@ impl GridProblem {
                     expected: n,
                 })
             }
-            Some(v0) => v0.to_vec(),
-            None => self.v_star.clone(),
-        };
-        let mut stats = SolveStats {
-            objective: vec![self.objective(&v)],
-            ..Default::default()
-        };
-        let mut dv = vec![Vector3::zeros(); n];
-        let mut blocks = vec![Matrix3::zeros(); n];
+            Some(v0) => ws.v.extend_from_slice(v0),
+            None => ws.v.extend_from_slice(&self.v_star),
+        }
+        ws.mark.clear();
+        ws.mark.resize(n, false);
+        for c in &self.contacts {
+            for &(k, _) in &c.nodes {
+                ws.mark[k] = true;
+            }
+        }
+        ws.touched.clear();
+        for k in 0..n {
+            if ws.mark[k] {
+                ws.touched.push(k);
+            } else {
+                ws.v[k] = self.v_star[k];
+            }
+        }
+        for buf in [&mut ws.jt_gamma, &mut ws.grad, &mut ws.dv] {
+            buf.clear();
+            buf.resize(n, Vector3::zeros());
+        }
+        ws.blocks.clear();
+        ws.blocks.resize(n, Matrix3::zeros());
+        for buf in [&mut ws.vc, &mut ws.dvc, &mut ws.impulses] {
+            buf.clear();
+            buf.resize(nc, Vector3::zeros());
+        }
+        let mut stats = SolveStats::default();
+        if ws.record_objective {
+            stats.objective.push(self.objective(&ws.v));
+        }
         loop {
-            let vc = self.contact_velocities(&v);
-            let (grad, jt_gamma, gamma) = self.gradient_with(&v, &vc);
-            let (residual, tolerance) = self.stopping_test(&v, &grad, &jt_gamma, opts);
+            // v_c, γ_c, Jᵀγ and ∇ℓ_p at v.
+            for (i, c) in self.contacts.iter().enumerate() {
+                ws.vc[i] = c.frame.tr_mul(&gather(&c.nodes, &ws.v)) - c.bias;
+                ws.impulses[i] = c.model.impulse(&ws.vc[i]);
+            }
+            for &k in &ws.touched {
+                ws.jt_gamma[k] = Vector3::zeros();
+            }
+            for (c, g) in self.contacts.iter().zip(&ws.impulses) {
+                scatter(&c.nodes, &(c.frame * g), &mut ws.jt_gamma);
+            }
+            for &k in &ws.touched {
+                ws.grad[k] =
+                    (ws.v[k] - self.v_star[k]).component_mul(&self.mass[k]) - ws.jt_gamma[k];
+            }
+            let (residual, tolerance) = self.stopping_test(ws, opts);
             stats.residual = residual;
             stats.tolerance = tolerance;
             if residual < tolerance {
-                return Ok(Solution {
-                    v,
-                    impulses: gamma,
-                    stats,
-                });
+                return Ok(stats);
             }
             if stats.iterations >= opts.max_iterations {
                 return Err(ContactError::NotConverged {
@@ -290,23 +329,25 @@ impl GridProblem {
                 });
             }
             // H_k = M_k + Σ_c w² R G Rᵀ.
-            for k in 0..n {
-                blocks[k] = Matrix3::from_diagonal(&self.mass[k]);
+            for &k in &ws.touched {
+                ws.blocks[k] = Matrix3::from_diagonal(&self.mass[k]);
             }
-            for (c, vc) in self.contacts.iter().zip(&vc) {
+            for (c, vc) in self.contacts.iter().zip(&ws.vc) {
                 let rgr = c.frame * c.model.hessian(vc) * c.frame.transpose();
                 for &(k, w) in &c.nodes {
-                    blocks[k] += rgr * (w * w);
+                    ws.blocks[k] += rgr * (w * w);
                 }
             }
-            for k in 0..n {
-                let chol = blocks[k]
+            let mut dphi0 = 0.0;
+            for &k in &ws.touched {
+                let chol = ws.blocks[k]
                     .cholesky()
                     .ok_or(ContactError::NotPositiveDefinite { node: k })?;
-                dv[k] = -chol.solve(&grad[k]);
+                ws.dv[k] = -chol.solve(&ws.grad[k]);
+                dphi0 += ws.grad[k].dot(&ws.dv[k]);
             }
-            let dphi0: f64 = grad.iter().zip(&dv).map(|(g, d)| g.dot(d)).sum();
-            let alpha = self.line_search(&vc, &dv, dphi0, opts);
+            let (alpha, evaluations) = self.line_search(ws, dphi0, opts);
+            stats.line_search_evaluations += evaluations;
             if alpha == 0.0 {
                 // No descent left at round-off: report the stopping test as it stands.
                 return Err(ContactError::NotConverged {
@@ -316,60 +357,94 @@ impl GridProblem {
                     tolerance,
                 });
             }
-            for k in 0..n {
-                v[k] += dv[k] * alpha;
+            for &k in &ws.touched {
+                ws.v[k] += ws.dv[k] * alpha;
             }
             stats.iterations += 1;
-            stats.objective.push(self.objective(&v));
+            if ws.record_objective {
+                stats.objective.push(self.objective(&ws.v));
+            }
         }
     }
 
-    /// Exact line search along Δv (contact velocities `vc` at v, `dphi0` = ∇ℓ_p·Δv): the root
-    /// of the convex φ′ (no objective comparison: near the optimum φ(α) − φ(0) is below the
-    /// round-off of ℓ_p and would reject good steps).
+    /// The scaled residual ‖D∇ℓ_p‖ and the tolerance ε_a + ε_r·max(‖DMv‖, ‖DJᵀγ‖) at `ws.v`
+    /// (∇ℓ_p and Jᵀγ in `ws`, zero off the touched nodes).
+    fn stopping_test(&self, ws: &QnWorkspace, opts: &SolverOptions) -> (f64, f64) {
+        let (mut r2, mut p2, mut j2) = (0.0, 0.0, 0.0);
+        for &k in &ws.touched {
+            for i in 0..3 {
+                let m = self.mass[k][i];
+                r2 += ws.grad[k][i] * ws.grad[k][i] / m;
+                j2 += ws.jt_gamma[k][i] * ws.jt_gamma[k][i] / m;
+            }
+        }
+        for (v, m) in ws.v.iter().zip(&self.mass) {
+            for i in 0..3 {
+                p2 += m[i] * v[i] * v[i];
+            }
+        }
+        (
+            r2.sqrt(),
+            opts.abs_tol + opts.rel_tol * p2.sqrt().max(j2.sqrt()),
+        )
+    }
+
+    /// Exact line search along Δv = `ws.dv` from v = `ws.v` (contact velocities `ws.vc` and
+    /// impulses `ws.impulses` at v, `dphi0` = ∇ℓ_p·Δv): the root of the convex φ′ (no
+    /// objective comparison: near the optimum φ(α) − φ(0) is below the round-off of ℓ_p and
+    /// would reject good steps). Returns α and the (φ′, φ″) evaluations spent.
     /// φ′(α) = φ′(0) + α·ΔvᵀMΔv − Σ_c (γ_c(α) − γ_c(0))·Δv_c is evaluated in this difference
     /// form: near the optimum M(v − v*) and Jᵀγ nearly cancel, and forming them separately
     /// would lose the sign of φ′.
-    fn line_search(
-        &self,
-        vc: &[Vector3<f64>],
-        dv: &[Vector3<f64>],
-        dphi0: f64,
-        opts: &SolverOptions,
-    ) -> f64 {
-        let a: f64 = dv
-            .iter()
-            .zip(&self.mass)
-            .map(|(d, m)| d.component_mul(m).dot(d))
-            .sum();
-        let dvc: Vec<Vector3<f64>> = self
-            .contacts
-            .iter()
-            .map(|c| c.frame.tr_mul(&gather(&c.nodes, dv)))
-            .collect();
-        let gamma0: Vec<Vector3<f64>> = self
-            .contacts
-            .iter()
-            .zip(vc)
-            .map(|(c, x)| c.model.impulse(x))
-            .collect();
+    fn line_search(&self, ws: &mut QnWorkspace, dphi0: f64, opts: &SolverOptions) -> (f64, usize) {
+        let mut a = 0.0;
+        for &k in &ws.touched {
+            a += ws.dv[k].component_mul(&self.mass[k]).dot(&ws.dv[k]);
+        }
+        for (i, c) in self.contacts.iter().enumerate() {
+            ws.dvc[i] = c.frame.tr_mul(&gather(&c.nodes, &ws.dv));
+        }
+        let (vc, dvc, gamma0) = (&ws.vc, &ws.dvc, &ws.impulses);
         let dphi = |alpha: f64| {
             let (mut d, mut dd) = (dphi0 + alpha * a, a);
-            for (((c, vc), dvc), g0) in self.contacts.iter().zip(vc).zip(&dvc).zip(&gamma0) {
+            for (((c, vc), dvc), g0) in self.contacts.iter().zip(vc).zip(dvc).zip(gamma0) {
                 let x = vc + dvc * alpha;
                 d -= (c.model.impulse(&x) - g0).dot(dvc);
                 dd += dvc.dot(&(c.model.hessian(&x) * dvc));
             }
             (d, dd)
         };
-        exact_line_search(
+        let r = exact_line_search(
             dphi,
             dphi0,
             opts.line_search_rel_tol,
             opts.line_search_max_iterations,
-        )
-        .alpha
+        );
+        (r.alpha, r.evaluations)
     }
+}
+
+/// Buffers of the quasi-Newton solve, sized to the largest problem seen and reused (plan
+/// once, execute every substep): [`GridProblem::solve_quasi_newton_in`] allocates nothing
+/// once they have grown. After a successful solve `v` and `impulses` hold the solution.
+#[derive(Debug, Clone, Default)]
+pub struct QnWorkspace {
+    /// Node velocities (the problem's node order): the solution after a successful solve.
+    pub v: Vec<Vector3<f64>>,
+    /// γ_c per contact at `v` (contact frame, impulse on the grid side).
+    pub impulses: Vec<Vector3<f64>>,
+    /// Record ℓ_p after every update in `SolveStats::objective` (one more pass over nodes
+    /// and contacts per iteration, and a growing vector; for tests).
+    pub record_objective: bool,
+    vc: Vec<Vector3<f64>>,
+    dvc: Vec<Vector3<f64>>,
+    jt_gamma: Vec<Vector3<f64>>,
+    grad: Vec<Vector3<f64>>,
+    dv: Vec<Vector3<f64>>,
+    blocks: Vec<Matrix3<f64>>,
+    /// Nodes in some contact's stencil, ascending, and the per-node flag that builds it.
+    touched: Vec<usize>,
+    mark: Vec<bool>,
 }
 
 impl Solution {

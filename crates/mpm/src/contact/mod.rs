@@ -20,11 +20,11 @@ pub mod line_search;
 pub mod model;
 
 pub use coupling::{
-    assemble_substep_problem, coupled_step, CoupledStepReport, CouplingError, GridContactProblem,
-    SubstepProblem,
+    assemble_substep_problem, assemble_substep_problem_in, coupled_step, coupled_step_in,
+    CoupledStepReport, CouplingError, CouplingWorkspace, GridContactProblem, SubstepProblem,
 };
 pub use dense::{DenseContact, DenseProblem};
-pub use grid::{GridContact, GridProblem, Solution, SolverOptions, Wrench};
+pub use grid::{GridContact, GridProblem, QnWorkspace, Solution, SolverOptions, Wrench};
 pub use model::{LaggedContact, LaggedParams};
 
 use thiserror::Error;

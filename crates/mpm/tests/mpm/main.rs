@@ -9,6 +9,7 @@ mod contact_solver;
 mod coupling_mpm;
 mod mpm_constitutive;
 mod mpm_sand_pile;
+mod mpm_speed;
 mod mpm_transfers;
 mod mpm_uniaxial;
 mod mpm_walls;

@@ -163,10 +163,9 @@ pub fn project_sample(
     model.bodies[b].model.project(&usv, &d.w[s], &d.nh[b], warm)
 }
 
-/// Scatter $b_p=\sum_sG_s^T\mathrm{vec}Q_s$.
+/// Scatter $b_p=\sum_sG_s^T\mathrm{vec}Q_s$, as a node-parallel gather in sample order
+/// ([`Model::gather_gt`]: the same bits on any thread count).
 pub fn scatter(model: &Model, q: &[Matrix3<f64>], bp: &mut [f64]) {
     bp.iter_mut().for_each(|v| *v = 0.0);
-    for (s, qs) in q.iter().enumerate() {
-        model.scatter_gt(s, qs, bp);
-    }
+    model.gather_gt(|s| q[s], bp);
 }
