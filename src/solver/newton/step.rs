@@ -268,6 +268,13 @@ impl StepCtx<'_> {
                 _ => self.descent_step(neg, delta, it),
             };
             if !go_on {
+                if roundoff_stop && it.ns.converged && kk.is_none() {
+                    // the Newton step reached machine precision before the gradient test:
+                    // converged to round-off, logged with the floor
+                    let floor = self.roundoff_floor(sys, it);
+                    it.ns.roundoff_floor = Some(floor / scale.max(f64::MIN_POSITIVE));
+                    it.ns.stop = Some(ROUNDOFF_STOP);
+                }
                 if roundoff_stop && it.line_search_exhausted {
                     // no decrease at steps below ε‖x‖: round-off if ∇g is at its floor
                     let floor = self.roundoff_floor(sys, it);
