@@ -320,7 +320,11 @@ pub const NEWTON_ITERATIONS_ESTIMATE: f64 = 4.0;
 /// its PD iterations plus the GMRES iterations of its Newton–Krylov phase (an $A^{-1}$ solve
 /// and a $\Delta A$ product each) plus $\rho$ per factorization of its direct fallback; a
 /// Newton frame $\rho$ per factorization. Deterministic: counts, not clocks.
-pub fn frame_cost(stats: &crate::solver::stats::StepStats, method: SolverMethod, ratio: f64) -> f64 {
+pub fn frame_cost(
+    stats: &crate::solver::stats::StepStats,
+    method: SolverMethod,
+    ratio: f64,
+) -> f64 {
     let factorizations = stats.newton.as_ref().map_or(0, |n| n.factorizations) as f64;
     match method {
         SolverMethod::Newton => ratio * factorizations,
@@ -538,6 +542,58 @@ mod tests {
         let mut contrast = plant;
         contrast.stiffness_contrast = 100.0;
         assert_eq!(choose_method(&contrast).method, SolverMethod::Newton);
+    }
+
+    fn outcome(solved_by: SolverMethod, probed: bool, cost: f64, contacts: usize) -> FrameOutcome {
+        FrameOutcome {
+            solved_by,
+            probed,
+            cost,
+            active_contacts: contacts,
+        }
+    }
+
+    /// Per frame: Newton first, PD probed at a quarter of a Newton frame's cost; a failed
+    /// probe backs off 4, 8, 16 … frames; a PD frame dearer than a Newton frame hands back to
+    /// Newton; the last contact's release probes at once; no switching on a device.
+    #[test]
+    fn the_per_frame_rule_probes_backs_off_and_switches() {
+        use SolverMethod::{Diffphd as Pd, Newton};
+        let choice = choose_method(&q(2268, 100.0, 1.0));
+        assert_eq!(choice.method, Newton);
+        let r = FrameRule::start(&choice);
+        assert_eq!(r.plan(1), FramePlan::Current(Newton), "no cost known yet");
+        let r = r.after(1, &outcome(Newton, false, 400.0, 0));
+        assert_eq!(r.plan(2), FramePlan::ProbePd { budget: 100 });
+        // a failed probe: Newton solves it, the next probe 4 frames later, then 8
+        let r = r.after(2, &outcome(Newton, true, 400.0, 0));
+        assert_eq!(r.plan(5), FramePlan::Current(Newton));
+        assert_eq!(r.plan(6), FramePlan::ProbePd { budget: 100 });
+        let r = r.after(6, &outcome(Newton, true, 400.0, 0));
+        assert_eq!(r.next_probe, 14);
+        // a successful probe makes PD current; a PD frame dearer than Newton's hands back
+        let r = r.after(14, &outcome(Pd, true, 30.0, 0));
+        assert_eq!(r.plan(15), FramePlan::Current(Pd));
+        let r = r.after(15, &outcome(Pd, false, 399.0, 3));
+        assert_eq!(r.current, Pd);
+        let r = r.after(16, &outcome(Pd, false, 401.0, 3));
+        assert_eq!((r.current, r.next_probe), (Newton, 16 + 16));
+        // contact releases: probe at the next frame, the gap back to 4
+        let r = r.after(17, &outcome(Newton, false, 400.0, 0));
+        assert_eq!(
+            (r.plan(18), r.backoff),
+            (FramePlan::ProbePd { budget: 100 }, 4)
+        );
+        // before any Newton frame PD's reference is 4ρ
+        let mut pd = choice.clone();
+        pd.method = Pd;
+        let r = FrameRule::start(&pd);
+        assert_eq!(r.after(1, &outcome(Pd, false, 390.0, 0)).current, Pd);
+        assert_eq!(r.after(1, &outcome(Pd, false, 410.0, 0)).current, Newton);
+        let mut dev = pd.clone();
+        dev.quantities.device = true;
+        let r = FrameRule::start(&dev);
+        assert_eq!(r.after(1, &outcome(Pd, false, 1e9, 0)).current, Pd);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

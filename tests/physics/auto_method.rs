@@ -73,11 +73,18 @@ fn auto_logs_the_rules_choice_and_runs_it() {
     let factorizations = frames[0]["newton"]["factorizations"].as_f64().unwrap();
     let budget = (0.25 * 131.0 * factorizations) as u64;
     let probe = frames[1]["probe_budget"].as_u64().expect("frame 2 probes");
-    assert!(probe.abs_diff(budget) <= factorizations as u64, "{probe} vs {budget}");
+    assert!(
+        probe.abs_diff(budget) <= factorizations as u64,
+        "{probe} vs {budget}"
+    );
     let second = frames[1]["method"].as_str().expect("method");
     let counts = &log["summary"]["method_frames"];
     assert_eq!(counts["probes"], 1, "{counts}");
-    assert_eq!(counts[second], if second == "newton" { 2 } else { 1 }, "{counts}");
+    assert_eq!(
+        counts[second],
+        if second == "newton" { 2 } else { 1 },
+        "{counts}"
+    );
     let (code, err, bands) = run(
         "simulate",
         "scenes/twist_bands_tet.toml",

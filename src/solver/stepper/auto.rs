@@ -190,7 +190,6 @@ impl Stepper for AutoStepper {
     }
 
     fn adjoint_is_exact(&self, stats: &AdjointStats) -> bool {
-        self.of(self.solved_by(stats.frame))
-            .adjoint_is_exact(stats)
+        self.of(self.solved_by(stats.frame)).adjoint_is_exact(stats)
     }
 }
