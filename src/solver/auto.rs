@@ -44,8 +44,13 @@
 //! - When the last active contact releases, the next frame probes (the gap back to
 //!   [`PROBE_BACKOFF`]): free flight is where PD needs few iterations.
 //!
-//! Measured on the bouncing ball (5,445 DoF, $\rho=268$): in free fall PD needs 2 iterations a
-//! frame where Newton costs $2\rho$; under contact PD needs more than a Newton frame. The rule
+//! Measured on the bouncing ball (5,445 DoF, $\rho=268$): frame 1 is Newton's (2
+//! factorizations: 536 units), frame 2's probe (cap 134) converges in 2 PD iterations, and PD
+//! stays current through the contact (53–118 units a frame). By CPU time that last part is the
+//! wrong call: $\rho$ counts flops, and a supernodal factorization runs its flops faster than a
+//! PD iteration (local step, contact solve) runs its own; measured on a loaded machine, one
+//! factorization cost about 10 PD iterations on the ball's contact frames and 47 on the
+//! cantilever, against $\rho$ = 268 and 131 (docs/scene-format.md, "Per frame"). The rule
 //! reads iteration and contact counts only, so a scene takes the same methods on the same
 //! frames on any machine. On a device there is no switching (`auto` is PD there).
 //!
@@ -312,8 +317,9 @@ pub const PROBE_BACKOFF: usize = 4;
 pub const PROBE_BACKOFF_MAX: usize = 64;
 
 /// Newton iterations per frame assumed before a Newton frame was seen (the reference of a
-/// PD frame's cost when `auto` starts with PD): measured at the default `newton_tol`, 2 on
-/// the bouncing ball's free fall, 3–4 on the cantilevers' loaded frames.
+/// PD frame's cost when `auto` starts with PD): measured at the default `newton_tol`, 1
+/// iteration (2 factorizations) a frame on the bouncing ball's free fall and 4 under its
+/// contact, 4–10 on the cantilever's loaded frames.
 pub const NEWTON_ITERATIONS_ESTIMATE: f64 = 4.0;
 
 /// What one frame costs in PD iterations (the units of the cost ratio $\rho$): a PD frame

@@ -41,7 +41,7 @@
 //! the line search halved the steps that correct the rigid translation's last $10^{-14}$ m, so
 //! it converged linearly (×0.75 per iteration) and the centre of mass was 8.9e-15 m off after 8
 //! frames; with whole steps 1.1e-16 m. The rotation's error, the larger one, was the stress's
-//! rounding torque ([`torque_free`]): both together take Newton's step error on that box from
+//! rounding torque ([`torque_free_stress`]): both together take Newton's step error on that box from
 //! 1.1e-11 (hex) / 1.2e-11 (tet) of the step's displacement to 2.4e-14 / 4.2e-14
 //! (`tests/physics/physics.rs`, `stiff_and_distant_bodies_fall_to_round_off`). The direct fallback of the PD method
 //! ([`solve_from`]) tests its own target and does not use this stop. Element (per quadrature sample) Hessian filters: `none`,
@@ -146,7 +146,7 @@ fn roundoff_scale(sim: &StepContext, sys: &NewtonSystem, hess: &[Mat9], x: &[f64
 /// so that rounding turned the step's rotation by $\epsilon s$ of its displacement ($s$ the
 /// stiffness number): measured on a free-falling E = 1e9 box, 1.3e-11 of the step. Removes
 /// $\mathrm{skew}(PF^T)F^{-T}$ (no change where $F$ is not invertible).
-fn torque_free(p: Matrix3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
+fn torque_free_stress(p: Matrix3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
     let pf = p * f.transpose();
     let skew = (pf - pf.transpose()) * 0.5;
     match f.try_inverse() {
@@ -166,13 +166,16 @@ struct Eval {
     finite: bool,
 }
 
+/// `torque_free`: the per-sample stresses without their rounding torque ([`torque_free_stress`];
+/// `method = "newton"`, not the PD method's direct fallback, whose results stay the PD
+/// method's own).
 fn evaluate(
     sim: &StepContext,
     energy: NewtonEnergy,
     x: &[f64],
     y: &[f64],
     x_t: &[f64],
-    with_hessian: bool,
+    (with_hessian, torque_free): (bool, bool),
 ) -> Eval {
     let model = sim.model;
     let d = &sim.derived;
@@ -204,7 +207,15 @@ fn evaluate(
         .map(|s| {
             let f = model.deformation_gradient(s, x);
             let (e, p, hs) = sample_terms(sim, energy, s, &f, with_hessian);
-            (e, torque_free(p, &f), hs)
+            (
+                e,
+                if torque_free {
+                    torque_free_stress(p, &f)
+                } else {
+                    p
+                },
+                hs,
+            )
         })
         .collect();
     // muscle fibres (the same energy for `pd` and `true`: Ψ_m is already a projection energy)
@@ -571,7 +582,7 @@ mod tests {
         let y = x_t.clone();
         let sys = NewtonSystem::new(sim.model, &sim.prescribed);
         for energy in [NewtonEnergy::Pd, NewtonEnergy::True] {
-            let ev = evaluate(&sim, energy, &x, &y, &x_t, true);
+            let ev = evaluate(&sim, energy, &x, &y, &x_t, (true, true));
             let k = assemble(&sim, &sys, &ev.hess);
             let eps = 1e-6;
             for j in 0..n3 {
@@ -579,10 +590,10 @@ mod tests {
                 xp[j] += eps;
                 let mut xm = x.clone();
                 xm[j] -= eps;
-                let gp = evaluate(&sim, energy, &xp, &y, &x_t, false).grad;
-                let gm = evaluate(&sim, energy, &xm, &y, &x_t, false).grad;
-                let fd_e = (evaluate(&sim, energy, &xp, &y, &x_t, false).energy
-                    - evaluate(&sim, energy, &xm, &y, &x_t, false).energy)
+                let gp = evaluate(&sim, energy, &xp, &y, &x_t, (false, true)).grad;
+                let gm = evaluate(&sim, energy, &xm, &y, &x_t, (false, true)).grad;
+                let fd_e = (evaluate(&sim, energy, &xp, &y, &x_t, (false, true)).energy
+                    - evaluate(&sim, energy, &xm, &y, &x_t, (false, true)).energy)
                     / (2.0 * eps);
                 assert!((fd_e - ev.grad[j]).abs() <= 1e-5 * (1.0 + ev.grad[j].abs()));
                 for i in 0..n3 {
@@ -646,7 +657,7 @@ mod tests {
         let x: Vec<f64> = (0..n3).map(|j| x_t[j] + 0.03 * u[n3 + j]).collect();
         let y = x_t.clone();
         let sys = NewtonSystem::new(sim.model, &sim.prescribed);
-        let ev = evaluate(&sim, NewtonEnergy::Pd, &x, &y, &x_t, true);
+        let ev = evaluate(&sim, NewtonEnergy::Pd, &x, &y, &x_t, (true, true));
         let k = assemble(&sim, &sys, &ev.hess);
         let eps = 1e-6;
         for j in 0..n3 {
@@ -654,8 +665,8 @@ mod tests {
             xp[j] += eps;
             let mut xm = x.clone();
             xm[j] -= eps;
-            let ep = evaluate(&sim, NewtonEnergy::Pd, &xp, &y, &x_t, false);
-            let em = evaluate(&sim, NewtonEnergy::Pd, &xm, &y, &x_t, false);
+            let ep = evaluate(&sim, NewtonEnergy::Pd, &xp, &y, &x_t, (false, true));
+            let em = evaluate(&sim, NewtonEnergy::Pd, &xm, &y, &x_t, (false, true));
             let fd_e = (ep.energy - em.energy) / (2.0 * eps);
             assert!(
                 (fd_e - ev.grad[j]).abs() <= 1e-5 * (1.0 + ev.grad[j].abs()),
