@@ -36,14 +36,15 @@ fn bouncing_block_smoothed() {
     common::assert_all_pass("bouncing, smoothed", &rep);
 }
 
-/// The bouncing block on a 4×4×3 mesh (300 DoF, cost ratio ρ ≈ 46) under the default
+/// The bouncing block on a 4×4×3 mesh (300 DoF, cost ratio ρ ≈ 46) under
 /// `solver.method = "auto"` switches methods mid-rollout (issue 37, per frame): Newton solves
 /// frame 1, the probe of PD on frame 2 converges within a quarter of Newton's cost and PD
 /// solves the rest, contact included. Each frame is differentiated by the method that solved
 /// it, and the gradient matches central differences (1e-4, four decades).
 #[test]
 fn bouncing_block_switching_methods_mid_rollout() {
-    let text = BlockOnPlane::bouncing(1e-10).text_with(&["body.0.mesh.cells=[4, 4, 3]"]);
+    let text = BlockOnPlane::bouncing(1e-10)
+        .text_with(&["body.0.mesh.cells=[4, 4, 3]", "solver.method=\"auto\""]);
     let (rep, problem) = common::gradcheck_text(&text, 1e-4, 4);
     common::assert_all_pass("bouncing 4x4x3, auto switching", &rep);
     let ev = problem
