@@ -136,6 +136,12 @@ pub struct FrameDiagnostics {
     /// test before the other one solved it (`solver::stepper::auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,
+    /// `solver.method = "auto"`: the method that solved the step (the backward used its
+    /// adjoint), and the PD probe's iteration cap where the step began with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<crate::model::SolverMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_budget: Option<usize>,
     /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schwarz: Option<crate::solver::stats::PcgStats>,
@@ -538,6 +544,8 @@ impl Problem {
                     newton_krylov_steps: st.polish_steps,
                     newton: st.newton.clone(),
                     retried_from: st.retried_from,
+                    method: st.method,
+                    probe_budget: st.probe_budget,
                     schwarz: st.schwarz,
                     adjoint: None,
                 })

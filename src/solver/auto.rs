@@ -29,6 +29,31 @@
 //!    $s=\max_eh^2E_e/(\rho_eV_e^{2/3})\le$ [`STIFFNESS_NUMBER_PD`] → PD: inertia dominates
 //!    its steps and PD converges in few iterations (the Plant: $\rho=110$, yet PD 2.23× faster).
 //!
+//! **Per frame** ([`FrameRule`], `solver::stepper::auto::AutoStepper`). The per-scene choice is
+//! the method of the first frame; then each frame's iteration counts decide the next, in the
+//! cost units of rule 3 (PD iterations; [`frame_cost`]: a PD frame its PD and Newton–Krylov
+//! GMRES iterations, a Newton frame $\rho$ per factorization):
+//! - PD current: a frame that costs more than the last Newton frame (before any Newton frame:
+//!   $\rho\cdot$ [`NEWTON_ITERATIONS_ESTIMATE`]) makes Newton current from the next frame.
+//! - Newton current: once a Newton frame's cost $c$ is known, a frame at or past the next probe
+//!   frame is first solved by PD capped at $\lfloor$[`PROBE_SHARE`]$\cdot c\rfloor$ iterations
+//!   (a *probe*). If PD converges within the cap its result is the frame's and PD becomes
+//!   current; if not, Newton solves the frame from the step's start and the next probe waits
+//!   [`PROBE_BACKOFF`] frames, twice as long after each failure (at most
+//!   [`PROBE_BACKOFF_MAX`]). A switch from PD back to Newton defers the next probe the same way.
+//! - When the last active contact releases, the next frame probes (the gap back to
+//!   [`PROBE_BACKOFF`]): free flight is where PD needs few iterations.
+//!
+//! Measured on the bouncing ball (5,445 DoF, $\rho=268$): frame 1 is Newton's (2
+//! factorizations: 536 units), frame 2's probe (cap 134) converges in 2 PD iterations, and PD
+//! stays current through the contact (53–118 units a frame). By CPU time that last part is the
+//! wrong call: $\rho$ counts flops, and a supernodal factorization runs its flops faster than a
+//! PD iteration (local step, contact solve) runs its own; measured on a loaded machine, one
+//! factorization cost about 10 PD iterations on the ball's contact frames and 47 on the
+//! cantilever, against $\rho$ = 268 and 131 (docs/scene-format.md, "Per frame"). The rule
+//! reads iteration and contact counts only, so a scene takes the same methods on the same
+//! frames on any machine. On a device there is no switching (`auto` is PD there).
+//!
 //! Explicit choices (`diffphd`, `diffpd`, `newton`) are never changed. A step of a method
 //! chosen by `auto` that misses its stopping test is retried from the step's start with the
 //! other method (`solver::stepper::auto::AutoStepper`); explicit choices are not retried.
@@ -275,6 +300,161 @@ pub fn choose_adjoint(q: &MethodQuantities, budget: Option<u64>) -> AdjointChoic
     }
 }
 
+/// Share of the last Newton frame's cost (in PD iterations) that a probe of PD may spend
+/// (the probe's PD iteration cap): a probe that converges within it makes PD the current
+/// method (PD is then at least 1/`PROBE_SHARE` times cheaper on that frame); one that does
+/// not costs this share of a Newton frame. With [`PROBE_BACKOFF`] a scene where Newton
+/// always wins pays 2 failed probes in its first 10 frames (5 % of the Newton time) and 4
+/// in 40 (2.5 %).
+pub const PROBE_SHARE: f64 = 0.25;
+
+/// Frames from a failed probe (or a switch from PD back to Newton) to the next probe; the
+/// gap doubles at each failure, up to [`PROBE_BACKOFF_MAX`], and returns to this value when
+/// the last contact of the scene releases.
+pub const PROBE_BACKOFF: usize = 4;
+
+/// Largest gap between probes.
+pub const PROBE_BACKOFF_MAX: usize = 64;
+
+/// Newton iterations per frame assumed before a Newton frame was seen (the reference of a
+/// PD frame's cost when `auto` starts with PD): measured at the default `newton_tol`, 1
+/// iteration (2 factorizations) a frame on the bouncing ball's free fall and 4 under its
+/// contact, 4–10 on the cantilever's loaded frames.
+pub const NEWTON_ITERATIONS_ESTIMATE: f64 = 4.0;
+
+/// What one frame costs in PD iterations (the units of the cost ratio $\rho$): a PD frame
+/// its PD iterations plus the GMRES iterations of its Newton–Krylov phase (an $A^{-1}$ solve
+/// and a $\Delta A$ product each) plus $\rho$ per factorization of its direct fallback; a
+/// Newton frame $\rho$ per factorization. Deterministic: counts, not clocks.
+pub fn frame_cost(
+    stats: &crate::solver::stats::StepStats,
+    method: SolverMethod,
+    ratio: f64,
+) -> f64 {
+    let factorizations = stats.newton.as_ref().map_or(0, |n| n.factorizations) as f64;
+    match method {
+        SolverMethod::Newton => ratio * factorizations,
+        _ => (stats.iterations + stats.polish_gmres_iterations) as f64 + ratio * factorizations,
+    }
+}
+
+/// How `auto` solves a frame under the per-frame rule ([`FrameRule::plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FramePlan {
+    /// The current method (PD or Newton), retried with the other on a miss.
+    Current(SolverMethod),
+    /// PD capped at `budget` iterations from the step's start; on a miss Newton from the
+    /// step's start.
+    ProbePd { budget: usize },
+}
+
+/// What a frame did, as the per-frame rule reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameOutcome {
+    /// The method whose converged (or last) attempt is the frame's result.
+    pub solved_by: SolverMethod,
+    /// The frame was a probe of PD.
+    pub probed: bool,
+    /// The cost of the attempt that solved it ([`frame_cost`]).
+    pub cost: f64,
+    /// The frame's active contacts at its end.
+    pub active_contacts: usize,
+}
+
+/// The state of `auto`'s per-frame rule between frames (module docs, "Per frame").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameRule {
+    /// The method the next frame runs (or probes PD against).
+    pub current: SolverMethod,
+    /// The cost of the last frame Newton solved, in PD iterations.
+    pub newton_cost: Option<f64>,
+    /// The first frame at which a Newton frame probes PD.
+    pub next_probe: usize,
+    /// The current gap between probes.
+    pub backoff: usize,
+    /// The last frame ended with active contacts.
+    pub in_contact: bool,
+    /// PD iterations one Newton iteration costs ([`MethodQuantities::cost_ratio`]).
+    pub ratio: f64,
+    /// Per-frame switching applies (off on a device: `auto` is PD there).
+    pub switching: bool,
+}
+
+impl FrameRule {
+    /// The rule before the first frame: the per-scene choice `choice` is the current method.
+    pub fn start(choice: &MethodChoice) -> Self {
+        FrameRule {
+            current: choice.method,
+            newton_cost: None,
+            next_probe: 0,
+            backoff: PROBE_BACKOFF,
+            in_contact: false,
+            ratio: choice.quantities.cost_ratio(),
+            switching: !choice.quantities.device,
+        }
+    }
+
+    /// How frame `frame` is solved: PD or Newton as current; a Newton frame at or past
+    /// `next_probe`, once a Newton frame's cost is known, probes PD with a budget of
+    /// [`PROBE_SHARE`] of that cost.
+    pub fn plan(&self, frame: usize) -> FramePlan {
+        match (self.current, self.newton_cost) {
+            (SolverMethod::Newton, Some(c)) if self.switching && frame >= self.next_probe => {
+                FramePlan::ProbePd {
+                    budget: ((PROBE_SHARE * c).floor() as usize).max(1),
+                }
+            }
+            (m, _) => FramePlan::Current(m),
+        }
+    }
+
+    /// The rule after frame `frame` with outcome `o`.
+    pub fn after(&self, frame: usize, o: &FrameOutcome) -> FrameRule {
+        let mut r = *self;
+        if !self.switching {
+            return r;
+        }
+        let defer = |r: &mut FrameRule| {
+            r.next_probe = frame + r.backoff;
+            r.backoff = (2 * r.backoff).min(PROBE_BACKOFF_MAX);
+        };
+        match (self.current, o.solved_by) {
+            (_, SolverMethod::Newton) => {
+                r.newton_cost = Some(o.cost);
+                if o.probed || self.current != SolverMethod::Newton {
+                    // a failed probe, or PD missed its stopping test: Newton, probe later
+                    r.current = SolverMethod::Newton;
+                    defer(&mut r);
+                }
+            }
+            (SolverMethod::Newton, _) if !o.probed => {
+                // Newton missed and PD solved the frame (the retry): stay with Newton
+            }
+            _ => {
+                // PD solved it (as current or as a successful probe): PD stays current while
+                // a frame costs no more than a Newton frame
+                let reference = self
+                    .newton_cost
+                    .unwrap_or(self.ratio * NEWTON_ITERATIONS_ESTIMATE);
+                if o.cost > reference {
+                    r.current = SolverMethod::Newton;
+                    defer(&mut r);
+                } else {
+                    r.current = SolverMethod::Diffphd;
+                }
+            }
+        }
+        let in_contact = o.active_contacts > 0;
+        if self.in_contact && !in_contact {
+            // the last contact released: the state PD is fast on may be back
+            r.next_probe = frame + 1;
+            r.backoff = PROBE_BACKOFF;
+        }
+        r.in_contact = in_contact;
+        r
+    }
+}
+
 /// The method a step of a method chosen by `auto` is retried with when it misses its
 /// stopping test: the other one of the pair.
 pub fn other_method(m: SolverMethod) -> SolverMethod {
@@ -368,6 +548,58 @@ mod tests {
         let mut contrast = plant;
         contrast.stiffness_contrast = 100.0;
         assert_eq!(choose_method(&contrast).method, SolverMethod::Newton);
+    }
+
+    fn outcome(solved_by: SolverMethod, probed: bool, cost: f64, contacts: usize) -> FrameOutcome {
+        FrameOutcome {
+            solved_by,
+            probed,
+            cost,
+            active_contacts: contacts,
+        }
+    }
+
+    /// Per frame: Newton first, PD probed at a quarter of a Newton frame's cost; a failed
+    /// probe backs off 4, 8, 16 … frames; a PD frame dearer than a Newton frame hands back to
+    /// Newton; the last contact's release probes at once; no switching on a device.
+    #[test]
+    fn the_per_frame_rule_probes_backs_off_and_switches() {
+        use SolverMethod::{Diffphd as Pd, Newton};
+        let choice = choose_method(&q(2268, 100.0, 1.0));
+        assert_eq!(choice.method, Newton);
+        let r = FrameRule::start(&choice);
+        assert_eq!(r.plan(1), FramePlan::Current(Newton), "no cost known yet");
+        let r = r.after(1, &outcome(Newton, false, 400.0, 0));
+        assert_eq!(r.plan(2), FramePlan::ProbePd { budget: 100 });
+        // a failed probe: Newton solves it, the next probe 4 frames later, then 8
+        let r = r.after(2, &outcome(Newton, true, 400.0, 0));
+        assert_eq!(r.plan(5), FramePlan::Current(Newton));
+        assert_eq!(r.plan(6), FramePlan::ProbePd { budget: 100 });
+        let r = r.after(6, &outcome(Newton, true, 400.0, 0));
+        assert_eq!(r.next_probe, 14);
+        // a successful probe makes PD current; a PD frame dearer than Newton's hands back
+        let r = r.after(14, &outcome(Pd, true, 30.0, 0));
+        assert_eq!(r.plan(15), FramePlan::Current(Pd));
+        let r = r.after(15, &outcome(Pd, false, 399.0, 3));
+        assert_eq!(r.current, Pd);
+        let r = r.after(16, &outcome(Pd, false, 401.0, 3));
+        assert_eq!((r.current, r.next_probe), (Newton, 16 + 16));
+        // contact releases: probe at the next frame, the gap back to 4
+        let r = r.after(17, &outcome(Newton, false, 400.0, 0));
+        assert_eq!(
+            (r.plan(18), r.backoff),
+            (FramePlan::ProbePd { budget: 100 }, 4)
+        );
+        // before any Newton frame PD's reference is 4ρ
+        let mut pd = choice.clone();
+        pd.method = Pd;
+        let r = FrameRule::start(&pd);
+        assert_eq!(r.after(1, &outcome(Pd, false, 390.0, 0)).current, Pd);
+        assert_eq!(r.after(1, &outcome(Pd, false, 410.0, 0)).current, Newton);
+        let mut dev = pd.clone();
+        dev.quantities.device = true;
+        let r = FrameRule::start(&dev);
+        assert_eq!(r.after(1, &outcome(Pd, false, 1e9, 0)).current, Pd);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

@@ -179,6 +179,7 @@ pub fn forward_from(
     kept.insert(start, state.clone());
     let mut steps = Vec::with_capacity(frames.saturating_sub(start));
     let mut total = 0.0;
+    sim.stepper.begin_rollout(start);
     run_infallible(sim, start, frames, state, |e| {
         total += loss.frame_value(e.frame, frames, e.x, e.x_prev, h);
         if loss.has_force_terms() {

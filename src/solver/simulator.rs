@@ -154,13 +154,10 @@ pub fn register(config: &SolverConfig) -> Box<dyn Stepper> {
     };
     match &config.choice {
         None => one(config.method),
-        Some(_) => {
-            let other = crate::solver::auto::other_method(config.method);
-            Box::new(AutoStepper::new(
-                config.method,
-                one(config.method),
-                one(other),
-            ))
-        }
+        Some(choice) => Box::new(AutoStepper::new(
+            choice,
+            one(SolverMethod::Diffphd),
+            one(SolverMethod::Newton),
+        )),
     }
 }

@@ -90,7 +90,9 @@ fn callback_stops_the_rollout() {
 /// line's exit-3 message naming them.
 #[test]
 fn missed_frames_give_the_incomplete_message() {
+    // PD capped at one iteration (pinned: `auto` would retry a missed step with Newton)
     let ls = load(&[
+        "solver.method=\"diffphd\"",
         "solver.mode=\"paper\"",
         "solver.max_iterations=1",
         "solver.on_nonconvergence=\"fail\"",

@@ -102,7 +102,11 @@ macro_rules! on_every_device {
 /// side because the device factor is simplicial and the CPU's supernodal, so the PD iterates
 /// before the hand-over differ at round-off and grow apart). With the polish both go to
 /// round-off.
+///
+/// The method is pinned to `diffphd`: these runs compare the device's PD with the CPU's PD
+/// (under the default `auto` the CPU side would pick Newton, and switch per frame).
 pub const CONVERGED: &[&str] = &[
+    "solver.method=\"diffphd\"",
     "solver.residual_tol=1e-14",
     "solver.newton_polish=8",
     "solver.polish_tol=0",

@@ -36,6 +36,30 @@ fn bouncing_block_smoothed() {
     common::assert_all_pass("bouncing, smoothed", &rep);
 }
 
+/// The bouncing block on a 4×4×3 mesh (300 DoF, cost ratio ρ ≈ 46) under
+/// `solver.method = "auto"` switches methods mid-rollout (issue 37, per frame): Newton solves
+/// frame 1, the probe of PD on frame 2 converges within a quarter of Newton's cost and PD
+/// solves the rest, contact included. Each frame is differentiated by the method that solved
+/// it, and the gradient matches central differences (1e-4, four decades).
+#[test]
+fn bouncing_block_switching_methods_mid_rollout() {
+    let text = BlockOnPlane::bouncing(1e-10)
+        .text_with(&["body.0.mesh.cells=[4, 4, 3]", "solver.method=\"auto\""]);
+    let (rep, problem) = common::gradcheck_text(&text, 1e-4, 4);
+    common::assert_all_pass("bouncing 4x4x3, auto switching", &rep);
+    let ev = problem
+        .evaluate(&problem.theta0(), true)
+        .expect("evaluates");
+    let methods: Vec<_> = ev.frames.iter().map(|f| f.method).collect();
+    use diffphd::model::SolverMethod::{Diffphd, Newton};
+    assert_eq!(methods[0], Some(Newton), "{methods:?}");
+    assert!(ev.frames[1].probe_budget.is_some(), "frame 2 probes PD");
+    assert!(
+        methods[1..].iter().all(|m| *m == Some(Diffphd)),
+        "PD from the probe on: {methods:?}"
+    );
+}
+
 /// Hard contact (2ε² = 0): the step map is only piecewise smooth, but in these two scenes the
 /// finite-difference steps cross no impact, separation or stick/slip switch, so the adjoint
 /// is exact and every row must agree within 1e-4 (docs/contact.md §6: worst 2.1e-5 sliding,
@@ -137,8 +161,14 @@ fn woodbury_adjoint_matches_fixed_point() {
     ] {
         let eval = |method: &str| {
             let set = format!("backward.method=\"{method}\"");
-            let p = diffphd::optimize::problem::Problem::new(common::load(&text, &[&set]))
-                .expect("problem builds");
+            // tests PD's adjoint solvers (Newton's adjoint is a direct solve), with the
+            // Krylov adjoint on contact-free frames as well
+            let pd = ["solver.method=\"diffphd\"", "backward.adjoint=\"gmres\""];
+            let p = diffphd::optimize::problem::Problem::new(common::load(
+                &text,
+                &[&set, pd[0], pd[1]],
+            ))
+            .expect("problem builds");
             p.evaluate(&p.theta0(), true).expect("evaluates")
         };
         let fp = eval("fixed_point");

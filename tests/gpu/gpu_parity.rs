@@ -1111,6 +1111,8 @@ fn device_failures_in_the_adjoint_are_errors_not_garbage() {
             "body.0.mesh.cells=[8, 2, 2]".to_string(),
             "simulation.frames=2".to_string(),
             format!("solver.mode=\"{mode}\""),
+            // the device's PD (the simulator here is not resolved for a device)
+            "solver.method=\"diffphd\"".to_string(),
         ];
         let path = common::repo().join("scenes/cantilever.toml");
         let ls = diffphd::scene::load_str(&text, &path, &sets).unwrap();

@@ -148,6 +148,10 @@ fn nonconverged_adjoint_frames_are_reported() {
     let ls = common::load(
         &text,
         &[
+            // the PD method's iterative adjoint (pinned: `auto` may pick Newton's or the
+            // direct adjoint, which have no iteration cap)
+            "solver.method=\"diffphd\"",
+            "backward.adjoint=\"gmres\"",
             "backward.max_iterations=1",
             "backward.rel_tol=1e-14",
             // the direct fallback would converge the frames this test needs unconverged

@@ -37,8 +37,9 @@ fn json(dir: &Path, file: &str) -> serde_json::Value {
 const AUTO: &str = "solver.method=\"auto\"";
 
 /// The cantilever (2,268 DoF, homogeneous, cost ratio 131 ≤ 300) resolves to Newton and the
-/// twist bands (100× contrast) too, by their rules; the run equals `--solver newton` bit for
-/// bit; an explicit method logs no reason.
+/// twist bands (100× contrast) too, by their rules; the first frame equals `--solver newton`
+/// bit for bit (the second probes PD under the per-frame rule: its record says so and names
+/// the method that solved it); an explicit method logs no reason.
 #[test]
 fn auto_logs_the_rules_choice_and_runs_it() {
     let (code, err, auto) = run(
@@ -60,11 +61,30 @@ fn auto_logs_the_rules_choice_and_runs_it() {
     assert!(json(newton.path(), "log.json")["header"]
         .get("method_reason")
         .is_none());
-    for f in ["frame_00001.vtu", "frame_00002.vtu"] {
-        let a = std::fs::read(auto.path().join("out").join(f)).expect(f);
-        let b = std::fs::read(newton.path().join("out").join(f)).expect(f);
-        assert!(a == b, "{f}: auto and --solver newton differ");
-    }
+    let f = "frame_00001.vtu";
+    let a = std::fs::read(auto.path().join("out").join(f)).expect(f);
+    let b = std::fs::read(newton.path().join("out").join(f)).expect(f);
+    assert!(a == b, "{f}: auto and --solver newton differ");
+    let log = json(auto.path(), "log.json");
+    let frames = log["frames"].as_array().expect("frames");
+    assert_eq!(frames[0]["method"], "newton", "{}", frames[0]);
+    assert!(frames[0].get("probe_budget").is_none(), "{}", frames[0]);
+    // frame 2 probes PD with a quarter of frame 1's cost (ρ per factorization)
+    let factorizations = frames[0]["newton"]["factorizations"].as_f64().unwrap();
+    let budget = (0.25 * 131.0 * factorizations) as u64;
+    let probe = frames[1]["probe_budget"].as_u64().expect("frame 2 probes");
+    assert!(
+        probe.abs_diff(budget) <= factorizations as u64,
+        "{probe} vs {budget}"
+    );
+    let second = frames[1]["method"].as_str().expect("method");
+    let counts = &log["summary"]["method_frames"];
+    assert_eq!(counts["probes"], 1, "{counts}");
+    assert_eq!(
+        counts[second],
+        if second == "newton" { 2 } else { 1 },
+        "{counts}"
+    );
     let (code, err, bands) = run(
         "simulate",
         "scenes/twist_bands_tet.toml",
@@ -193,7 +213,9 @@ fn auto_on_a_device_is_pd() {
 #[test]
 fn the_direct_adjoint_gives_the_gmres_gradient() {
     let grad = |sets: &[&str]| {
-        let mut args = vec!["--frames", "3"];
+        // tests PD's adjoint options (`backward.adjoint` applies to the PD method; the
+        // cantilever resolves to Newton under `auto`)
+        let mut args = vec!["--frames", "3", "--solver", "diffphd"];
         for s in sets {
             args.extend(["--set", s]);
         }

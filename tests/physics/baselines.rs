@@ -484,7 +484,9 @@ fn newton_muscle_gradient_matches_finite_differences() {
 #[test]
 fn pcg_adjoint_matches_fixed_point() {
     for (el, model) in [("hex8", "corotated"), ("tet4", "neohookean")] {
-        let text = scene(el, model, 3, &[]);
+        // tests PD's Krylov adjoints (not the direct one `backward.adjoint = "auto"` picks)
+        let pd = ["solver.method=\"diffphd\"", "backward.adjoint=\"gmres\""];
+        let text = scene(el, model, 3, &pd);
         let fp = run(&text, &[]);
         let ls = common::load(&text, &["backward.method=\"pcg\""]);
         let problem = Problem::new(ls).unwrap();
@@ -550,7 +552,9 @@ fn newton_filters_reach_the_same_state() {
 fn displacement_gate_tracks_the_oracle_at_default_tolerance() {
     let text = scene("tet4", "neohookean", 4, &[]);
     let oracle = run(&text, &["solver.method=\"newton\""]);
+    // tests PD's position gate against the oracle
     let loose = [
+        "solver.method=\"diffphd\"",
         "solver.rel_tol=1e-4",
         "solver.abs_tol=1e-9",
         "solver.newton_polish=0",

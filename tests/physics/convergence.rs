@@ -37,6 +37,8 @@ fn total_iters(scene: &str, window: &str, frames: &str) -> (u64, bool, serde_jso
             "solver.max_iterations=3000",
             // the paper's PD (what Anderson accelerates); plain PD may miss the cap
             "--set",
+            "solver.method=\"diffphd\"",
+            "--set",
             "solver.mode=\"paper\"",
             "--set",
             "solver.on_nonconvergence=\"warn\"",
@@ -77,7 +79,13 @@ fn anderson_beats_plain_pd_homogeneous_and_heterogeneous() {
 #[test]
 fn high_contrast_scenes_converge_every_frame() {
     for contrast in [100.0, 1000.0] {
-        let r = run_cli("simulate", &bands_tet(contrast), &[], &[]);
+        // PD's convergence (`auto` picks Newton at this contrast)
+        let r = run_cli(
+            "simulate",
+            &bands_tet(contrast),
+            &[],
+            &["--solver", "diffphd"],
+        );
         assert_eq!(r.code, 0, "{}", r.stderr);
         let log = r.log();
         assert_eq!(log["status"], "completed");

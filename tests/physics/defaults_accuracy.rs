@@ -280,7 +280,8 @@ fn adjoint_falls_back_to_the_direct_solve_past_its_iteration_cap() {
     let capped: Vec<&str> = TWIST_BANDS
         .iter()
         .copied()
-        .chain(["backward.direct_after=20"])
+        // PD's GMRES adjoint and its hand-over (Newton's adjoint is direct)
+        .chain(["backward.direct_after=20", "solver.method=\"diffphd\""])
         .collect();
     let problem = Problem::new(common::load(&text, &capped)).expect("problem");
     let ev = problem.evaluate(&problem.theta0(), true).expect("evaluate");
@@ -334,7 +335,13 @@ const BUCKLING_COLUMN: &[&str] = &[
 
 /// Per-step statistics of the first frames of `sets` (on top of [`BUCKLING_COLUMN`]).
 fn column_steps(sets: &[&str]) -> Vec<diffphd::solver::StepStats> {
-    let all: Vec<&str> = BUCKLING_COLUMN.iter().chain(sets).copied().collect();
+    // these tests are about PD's accurate mode (its Newton–Krylov phase and direct fallback)
+    let all: Vec<&str> = BUCKLING_COLUMN
+        .iter()
+        .chain(&["solver.method=\"diffphd\""])
+        .chain(sets)
+        .copied()
+        .collect();
     let problem =
         Problem::new(common::load(&scene_at_defaults("cantilever.toml"), &all)).expect("problem");
     let model = problem.model_at(&problem.theta0());
@@ -389,7 +396,12 @@ fn non_convex_steps_converge_in_the_trust_region_phase() {
     let twisted = {
         let problem = Problem::new(common::load(
             &scene_at_defaults("cantilever.toml"),
-            &["body.0.mesh.cells=[8, 2, 2]", "simulation.frames=2"],
+            // PD's trust-region phase
+            &[
+                "body.0.mesh.cells=[8, 2, 2]",
+                "simulation.frames=2",
+                "solver.method=\"diffphd\"",
+            ],
         ))
         .expect("problem");
         let model = problem.model_at(&problem.theta0());

@@ -59,7 +59,13 @@ fn newton_at_defaults_converges_to_roundoff_on_the_contrast_twist() {
         &["--solver", "newton", "--final-state"],
     );
     assert_eq!(newton.code, 0, "{}", newton.stderr);
-    let pd = common::run_cli("grad", &scene, &[], &["--final-state"]);
+    // the PD method's defaults (pinned: `auto` picks Newton at this contrast)
+    let pd = common::run_cli(
+        "grad",
+        &scene,
+        &[],
+        &["--final-state", "--solver", "diffphd"],
+    );
     assert_eq!(pd.code, 0, "{}", pd.stderr);
     let (gn, gp) = (grad_json(&newton), grad_json(&pd));
     let motion = gp["final_state"]["max_displacement"].as_f64().unwrap();

@@ -91,6 +91,13 @@ pub struct FrameRecord {
     /// the other method then solved the step from its start (these are its statistics).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<diffphd::model::SolverMethod>,
+    /// `solver.method = "auto"`: the method that solved this step (`diffphd` or `newton`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<diffphd::model::SolverMethod>,
+    /// `solver.method = "auto"`: the step began with a probe of PD capped at this many
+    /// iterations (docs/scene-format.md, "`method = "auto"`", per frame).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_budget: Option<usize>,
     /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves (count, iterations, and
     /// `not_converged`: solves stopped at the iteration cap).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +190,18 @@ pub struct Summary {
     /// The device's launches and copies over the frames (GPU backends; the setup excluded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_traffic: Option<diffphd::solver::offload::DeviceTraffic>,
+    /// `solver.method = "auto"`: frames solved by each method, and the frames that began
+    /// with a probe of PD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method_frames: Option<MethodFrames>,
+}
+
+/// Frames per method of a `solver.method = "auto"` run (`Summary::method_frames`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MethodFrames {
+    pub diffphd: usize,
+    pub newton: usize,
+    pub probes: usize,
 }
 
 impl RunLog {
@@ -195,6 +214,14 @@ impl RunLog {
         s.seconds_local += r.seconds_local;
         s.seconds_global += r.seconds_global;
         s.seconds_other += r.seconds_other;
+        if let Some(m) = r.method {
+            let f = s.method_frames.get_or_insert_with(MethodFrames::default);
+            match m {
+                diffphd::model::SolverMethod::Newton => f.newton += 1,
+                _ => f.diffphd += 1,
+            }
+            f.probes += usize::from(r.probe_budget.is_some());
+        }
         if let Some(c) = &r.contact {
             s.max_penetration = s.max_penetration.max(c.max_penetration);
             s.max_active_contacts = s.max_active_contacts.max(c.active);

@@ -380,6 +380,8 @@ fn frame_record(
         contact: stats.contact.clone(),
         newton: stats.newton.as_ref().map(newton_record),
         retried_from: stats.retried_from,
+        method: stats.method,
+        probe_budget: stats.probe_budget,
         schwarz: stats.schwarz,
     }
 }

@@ -31,7 +31,7 @@ pub fn solve_adjoint(
     let sys: &mut NewtonSystem =
         cache.get_or_insert_with(|| Box::new(NewtonSystem::new(sim.model, &sim.prescribed)));
     // only the Hessian is needed: y and x_t enter the gradient, not the Hessian
-    let ev = evaluate(sim, ncfg.energy, x_next, x_next, x_next, true);
+    let ev = evaluate(sim, ncfg.energy, x_next, x_next, x_next, (true, true));
     let mut hess = ev.hess;
     let mut ns = NewtonStats::default();
     let filter = match cfg.filter {

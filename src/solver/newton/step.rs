@@ -2,8 +2,8 @@
 //! state, the contact-projected Newton step and the line-searched descent step.
 
 use super::{
-    evaluate, factor_filtered, kkt, roundoff_scale, Eval, FilterPolicy, Kkt, ROUNDOFF_C,
-    ROUNDOFF_K, ROUNDOFF_STOP,
+    evaluate, factor_filtered, kkt, roundoff_scale, Eval, FilterPolicy, Kkt, LOCAL_STEP,
+    ROUNDOFF_C, ROUNDOFF_K, ROUNDOFF_STOP,
 };
 use crate::contact::{self, ContactSet, ContactStats, Delassus};
 use crate::linalg::LinalgError;
@@ -43,7 +43,7 @@ pub fn step(
         seconds_setup: t_c.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    let ev = evaluate(sim, cfg.energy, &x, &y, x_t, true);
+    let ev = evaluate(sim, cfg.energy, &x, &y, x_t, (true, true));
     let mut it = Iterate::new(x, ev, cstats);
     run(
         sim,
@@ -97,7 +97,7 @@ pub fn solve_from(
 ) -> Result<NewtonStats, SolverError> {
     let mut cfg = sim.config.newton;
     cfg.energy = crate::model::NewtonEnergy::Pd;
-    let ev = evaluate(sim, cfg.energy, x, y, x_t, true);
+    let ev = evaluate(sim, cfg.energy, x, y, x_t, (true, false));
     // the test is relative to the energy's gradient scale: fixed at the start so that
     // it means `target`
     cfg.tol = target / ev.scale.max(f64::MIN_POSITIVE);
@@ -159,7 +159,8 @@ struct StepCtx<'a> {
     x_t: &'a [f64],
     csettings: contact::SolveSettings,
     frame: usize,
-    /// Whether the round-off stop applies (`method = "newton"` without contact).
+    /// `method = "newton"` (not the PD method's direct fallback): the round-off stop (without
+    /// contact), the whole local steps and the torque-free stresses apply.
     roundoff_stop: bool,
 }
 
@@ -268,6 +269,13 @@ impl StepCtx<'_> {
                 _ => self.descent_step(neg, delta, it),
             };
             if !go_on {
+                if roundoff_stop && it.ns.converged && kk.is_none() {
+                    // the Newton step reached machine precision before the gradient test:
+                    // converged to round-off, logged with the floor
+                    let floor = self.roundoff_floor(sys, it);
+                    it.ns.roundoff_floor = Some(floor / scale.max(f64::MIN_POSITIVE));
+                    it.ns.stop = Some(ROUNDOFF_STOP);
+                }
                 if roundoff_stop && it.line_search_exhausted {
                     // no decrease at steps below ε‖x‖: round-off if ∇g is at its floor
                     let floor = self.roundoff_floor(sys, it);
@@ -388,7 +396,14 @@ impl StepCtx<'_> {
         for _ in 0..40 {
             let xt: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + step * b).collect();
             let lt: Vec<f64> = lambda.iter().zip(&dl).map(|(a, b)| a + step * b).collect();
-            let et = evaluate(simr, cfg.energy, &xt, self.y, self.x_t, false);
+            let et = evaluate(
+                simr,
+                cfg.energy,
+                &xt,
+                self.y,
+                self.x_t,
+                (false, self.roundoff_stop),
+            );
             if et.finite {
                 let mt = merit(&kkt(simr, &et.grad, set, &lt, &xt, &fb));
                 if mt <= (1.0 - 1e-4 * step) * m0 {
@@ -407,7 +422,14 @@ impl StepCtx<'_> {
         *lambda = lt;
         it.tr_clamp = false;
         it.ns.iterations += 1;
-        it.ev = evaluate(simr, cfg.energy, &it.x, self.y, self.x_t, true);
+        it.ev = evaluate(
+            simr,
+            cfg.energy,
+            &it.x,
+            self.y,
+            self.x_t,
+            (true, self.roundoff_stop),
+        );
         Ok(true)
     }
 
@@ -434,13 +456,42 @@ impl StepCtx<'_> {
             it.ns.converged = true;
             return false;
         }
+        // a Newton step this small against the step's motion is inside the quadratic
+        // model's region, where the energy's round-off hides the decrease the line search
+        // tests (module docs of [`super`], "local steps"): take it whole
+        let motion = x
+            .iter()
+            .zip(self.x_t)
+            .fold(0.0f64, |a, (p, q)| a.max((p - q).abs()));
+        if self.roundoff_stop && dmax <= LOCAL_STEP * motion {
+            let next: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
+            it.x = next;
+            it.tr_clamp = false;
+            it.ns.iterations += 1;
+            it.ev = evaluate(
+                simr,
+                cfg.energy,
+                &it.x,
+                self.y,
+                self.x_t,
+                (true, self.roundoff_stop),
+            );
+            return true;
+        }
         // predicted decrease of the quadratic model at the full step: −½ gᵀδ (Newton)
         let pred = -0.5 * slope;
         let mut step = 1.0;
         let mut accepted = None;
         for _ in 0..40 {
             let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + step * b).collect();
-            let et = evaluate(simr, cfg.energy, &trial, self.y, self.x_t, false);
+            let et = evaluate(
+                simr,
+                cfg.energy,
+                &trial,
+                self.y,
+                self.x_t,
+                (false, self.roundoff_stop),
+            );
             let roundoff = -slope * step <= 1e-13 * (ev.energy.abs() + 1.0);
             if et.finite
                 && (et.energy <= ev.energy + 1e-4 * step * slope
@@ -465,7 +516,14 @@ impl StepCtx<'_> {
         }
         it.x = trial;
         it.ns.iterations += 1;
-        it.ev = evaluate(simr, cfg.energy, &it.x, self.y, self.x_t, true);
+        it.ev = evaluate(
+            simr,
+            cfg.energy,
+            &it.x,
+            self.y,
+            self.x_t,
+            (true, self.roundoff_stop),
+        );
         true
     }
 }

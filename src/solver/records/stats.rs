@@ -48,6 +48,14 @@ pub struct StepStats {
     /// statistics these are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried_from: Option<crate::model::SolverMethod>,
+    /// `solver.method = "auto"`: the method whose attempt solved the step (the backward
+    /// differentiates the step with its linearization and adjoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<crate::model::SolverMethod>,
+    /// `solver.method = "auto"`: the step began with a probe of PD capped at this many
+    /// iterations (`solver::auto::FrameRule`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_budget: Option<usize>,
     /// `method = "diffpd"` with `solver.diffpd_linear = "schwarz"`: the PCG solves of the
     /// step.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,36 +1,108 @@
-//! `solver.method = "auto"` as a composite [`Stepper`]: the chosen method
-//! ([`crate::solver::auto::choose_method`]) steps every frame; a step that misses its
-//! stopping test is solved again from its start $(x_t, v_t)$ by the other method of the
-//! pair (accurate PD, Newton); the step's statistics are the second attempt's, with
-//! `retried_from` naming the first. Both minimise the same step energy (Newton's default
-//! `newton_energy = "pd"`), so the backward differentiates the retried step with the
-//! chosen method's linearization and adjoint.
+//! `solver.method = "auto"` as a composite [`Stepper`] of the pair accurate PD and Newton:
+//! each frame is solved as the per-frame rule ([`crate::solver::auto::FrameRule`]) plans it
+//! — by the current method, or by a PD probe capped at a share of a Newton frame's cost —
+//! and a step that misses its stopping test is solved again from its start $(x_t, v_t)$ by
+//! the other method. The step's statistics are those of the attempt that solved it, with
+//! `method` naming it, `retried_from` the method whose attempt missed and `probe_budget`
+//! the probe's cap.
+//!
+//! The backward differentiates each frame with the linearization and adjoint of the method
+//! that solved it (both minimise the same step energy with Newton's default
+//! `newton_energy = "pd"`, but their adjoint solves differ). The rule's state before each
+//! frame is kept per frame, so that the checkpointed backward's recomputation of a segment
+//! replays the forward's decisions bit for bit; a rollout from frame `s`
+//! ([`Stepper::begin_rollout`]) starts from the rule's initial state.
 
 use super::Stepper;
 use crate::model::{OnNonConvergence, SolverMethod};
 use crate::solver::adjoint::backward::StepLinearization;
+use crate::solver::auto::{frame_cost, FrameOutcome, FramePlan, FrameRule, MethodChoice};
 use crate::solver::context::StepContext;
 use crate::solver::offload::OffloadError;
 use crate::solver::records::config::BackwardConfig;
 use crate::solver::records::error::SolverError;
 use crate::solver::records::stats::{AdjointStats, StepStats};
 
-/// The chosen method and the other one of the pair, each with its own state.
+/// The pair's steppers, the rule and the per-frame record of the rollout.
 pub struct AutoStepper {
-    method: SolverMethod,
-    chosen: Box<dyn Stepper>,
-    other: Box<dyn Stepper>,
+    pd: Box<dyn Stepper>,
+    newton: Box<dyn Stepper>,
+    /// The rule before the first frame of a rollout.
+    initial: FrameRule,
+    /// `rules[f]`: the rule after frame `f` (`rules[s]` the start of a rollout from `s`).
+    rules: Vec<Option<FrameRule>>,
+    /// `solved[f]`: the method that solved frame `f` (the adjoint's router).
+    solved: Vec<Option<SolverMethod>>,
 }
 
 impl AutoStepper {
-    /// `chosen` is the stepper of `method`, `other` the retry's.
-    pub fn new(method: SolverMethod, chosen: Box<dyn Stepper>, other: Box<dyn Stepper>) -> Self {
+    /// The composite of `choice` (the per-scene rule's resolved method and quantities):
+    /// `pd` and `newton` are the two methods' steppers.
+    pub fn new(choice: &MethodChoice, pd: Box<dyn Stepper>, newton: Box<dyn Stepper>) -> Self {
         AutoStepper {
-            method,
-            chosen,
-            other,
+            pd,
+            newton,
+            initial: FrameRule::start(choice),
+            rules: Vec::new(),
+            solved: Vec::new(),
         }
     }
+
+    fn of(&self, method: SolverMethod) -> &dyn Stepper {
+        match method {
+            SolverMethod::Newton => &*self.newton,
+            _ => &*self.pd,
+        }
+    }
+
+    /// The method that solved frame `frame` (the per-scene choice for a frame not stepped).
+    fn solved_by(&self, frame: usize) -> SolverMethod {
+        self.solved
+            .get(frame)
+            .copied()
+            .flatten()
+            .unwrap_or(self.initial.current)
+    }
+
+    /// One attempt of `method` on the step; `cap` replaces PD's iteration cap and `last`
+    /// says whether a miss is the frame's (the scene's `on_nonconvergence`) or only reported.
+    fn attempt(
+        &mut self,
+        sim: &mut StepContext<'_>,
+        (frame, x_t, v_t): (usize, &[f64], &[f64]),
+        method: SolverMethod,
+        cap: Option<usize>,
+        last: bool,
+    ) -> Result<(Vec<f64>, StepStats), SolverError> {
+        let (policy, max_iterations) = (sim.config.on_nonconvergence, sim.config.max_iterations);
+        if !last {
+            sim.config.on_nonconvergence = OnNonConvergence::Warn;
+        }
+        if let Some(c) = cap {
+            sim.config.max_iterations = c.min(max_iterations);
+        }
+        let stepper = match method {
+            SolverMethod::Newton => &mut self.newton,
+            _ => &mut self.pd,
+        };
+        let out = stepper.step(sim, frame, x_t, v_t);
+        sim.config.on_nonconvergence = policy;
+        sim.config.max_iterations = max_iterations;
+        let (x, mut stats) = out?;
+        stats.method = Some(method);
+        Ok((x, stats))
+    }
+}
+
+fn set<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    v[i] = Some(value);
+}
+
+fn other(m: SolverMethod) -> SolverMethod {
+    crate::solver::auto::other_method(m)
 }
 
 impl Stepper for AutoStepper {
@@ -41,22 +113,57 @@ impl Stepper for AutoStepper {
         x_t: &[f64],
         v_t: &[f64],
     ) -> Result<(Vec<f64>, StepStats), SolverError> {
-        // the first attempt only reports a miss, the retry follows the scene's rule
-        let policy = sim.config.on_nonconvergence;
-        sim.config.on_nonconvergence = OnNonConvergence::Warn;
-        let first = self.chosen.step(sim, frame, x_t, v_t);
-        sim.config.on_nonconvergence = policy;
-        let (x, stats) = first?;
-        if stats.converged {
-            return Ok((x, stats));
+        let rule = frame
+            .checked_sub(1)
+            .and_then(|f| self.rules.get(f).copied().flatten())
+            .unwrap_or(self.initial);
+        let step = (frame, x_t, v_t);
+        let plan = rule.plan(frame);
+        // the attempts of the plan: the first ones only report a miss
+        let (first, cap) = match plan {
+            FramePlan::Current(m) => (m, None),
+            FramePlan::ProbePd { budget } => (SolverMethod::Diffphd, Some(budget)),
+        };
+        let probed = cap.is_some();
+        let (mut x, mut stats) = self.attempt(sim, step, first, cap, false)?;
+        if !stats.converged {
+            let missed = first;
+            let second = other(first);
+            // after a failed probe Newton may still miss: PD without the cap then
+            let last = !probed;
+            let (x2, mut s2) = self.attempt(sim, step, second, None, last)?;
+            s2.retried_from = Some(missed);
+            (x, stats) = (x2, s2);
+            if !last && !stats.converged {
+                let (x3, mut s3) = self.attempt(sim, step, SolverMethod::Diffphd, None, true)?;
+                s3.retried_from = Some(SolverMethod::Newton);
+                (x, stats) = (x3, s3);
+            }
         }
-        let (x, mut stats) = self.other.step(sim, frame, x_t, v_t)?;
-        stats.retried_from = Some(self.method);
+        if let Some(budget) = cap {
+            stats.probe_budget = Some(budget);
+        }
+        let solved_by = stats.method.unwrap_or(first);
+        let outcome = FrameOutcome {
+            solved_by,
+            probed,
+            cost: frame_cost(&stats, solved_by, rule.ratio),
+            active_contacts: stats.contact.as_ref().map_or(0, |c| c.active),
+        };
+        set(&mut self.rules, frame, rule.after(frame, &outcome));
+        set(&mut self.solved, frame, solved_by);
         Ok((x, stats))
     }
 
+    fn begin_rollout(&mut self, start: usize) {
+        self.rules.clear();
+        self.solved.clear();
+        set(&mut self.rules, start, self.initial);
+    }
+
     fn pinned_nodes(&self, stats: &StepStats) -> Option<Vec<usize>> {
-        self.chosen.pinned_nodes(stats)
+        self.of(stats.method.unwrap_or(self.initial.current))
+            .pinned_nodes(stats)
     }
 
     fn linearize<'s>(
@@ -66,7 +173,8 @@ impl Stepper for AutoStepper {
         alpha: f64,
         stats: &StepStats,
     ) -> Result<StepLinearization<'s>, OffloadError> {
-        self.chosen.linearize(sim, x_next, alpha, stats)
+        self.of(stats.method.unwrap_or(self.initial.current))
+            .linearize(sim, x_next, alpha, stats)
     }
 
     fn adjoint(
@@ -77,10 +185,11 @@ impl Stepper for AutoStepper {
         cfg: &BackwardConfig,
         frame: usize,
     ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
-        self.chosen.adjoint(sim, lin, x_next_g, cfg, frame)
+        self.of(self.solved_by(frame))
+            .adjoint(sim, lin, x_next_g, cfg, frame)
     }
 
     fn adjoint_is_exact(&self, stats: &AdjointStats) -> bool {
-        self.chosen.adjoint_is_exact(stats)
+        self.of(self.solved_by(stats.frame)).adjoint_is_exact(stats)
     }
 }

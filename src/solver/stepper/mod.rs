@@ -45,6 +45,11 @@ pub trait Stepper: Send + Sync {
         v_t: &[f64],
     ) -> Result<(Vec<f64>, StepStats), SolverError>;
 
+    /// A rollout starts at frame `start`: a method whose per-frame decisions depend on the
+    /// frames before (`auto`'s per-frame rule) starts them afresh, so that a rollout is a
+    /// function of its start state. Default: nothing.
+    fn begin_rollout(&mut self, _start: usize) {}
+
     /// Nodes the step recorded in `stats` held at $x_t$ as extra Dirichlet DoFs (DiffPD's
     /// glue contact): the backward linearizes and solves that step's adjoint with them
     /// pinned ([`StepContext::pin_nodes`], $z_C=0$) and routes $(g-Kz)_C$ to $x_{t,C}$.

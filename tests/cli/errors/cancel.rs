@@ -102,7 +102,11 @@ fn the_contact_solve_is_cancelled_inside_its_newton_iterations() {
 /// and takes it) trips in the adjoint's Krylov iterations, naming the last frame.
 #[test]
 fn the_backward_is_cancelled_inside_its_krylov_iterations() {
-    let ls = beam("diffphd");
+    // about the PD adjoint's Krylov iterations: `backward.adjoint = "auto"` would factor
+    let ls = scene(
+        "cancel_beam.toml",
+        &["solver.method=\"diffphd\"", "backward.adjoint=\"gmres\""],
+    );
     let problem = diffphd::session::parameters(ls).expect("problem");
     let theta = problem.theta0();
     let model = problem.model_at(&theta);

@@ -111,7 +111,13 @@ fn non_finite_gate_ratios_are_not_null() {
         "simulate",
         &beam(),
         &[],
-        &["--set", "solver.max_iterations=1"],
+        // about PD's gate ratios: pin the PD method (`auto` would retry with Newton)
+        &[
+            "--set",
+            "solver.max_iterations=1",
+            "--set",
+            "solver.method=\"diffphd\"",
+        ],
     );
     // no frame can converge in one iteration: the run finishes as "incomplete", exit 3
     // (solver.on_nonconvergence = "fail", the default since issue 14)
