@@ -294,6 +294,35 @@ pub fn body_mut(root: &mut Table, b: usize) -> Walk<&mut Table> {
     item(root, "", "body", b)
 }
 
+/// The bodies carrying a parameter of class `key`, ascending, each once.
+pub fn bodies_with(params: &[Param], key: &str) -> Vec<usize> {
+    let mut bodies: Vec<usize> = params
+        .iter()
+        .filter(|p| p.key() == key)
+        .map(|p| p.body)
+        .collect();
+    bodies.sort_unstable();
+    bodies.dedup();
+    bodies
+}
+
+/// Body `b`'s per-element `values` as the file `name` (one exact shortest round-trip line
+/// per element) with the body's `material.<file_key>` pointing at it (the write-back of
+/// the field classes); returns the file and the body's table for further edits.
+pub fn write_element_file<'t>(
+    root: &'t mut Table,
+    b: usize,
+    name: String,
+    file_key: &str,
+    values: impl Iterator<Item = f64>,
+) -> Walk<(ElementFile, &'t mut Table)> {
+    let text: String = values.map(|v| format!("{v:e}\n")).collect();
+    let bt = body_mut(root, b)?;
+    table(bt, &format!("body.{b}"), "material")?
+        .insert(file_key.into(), Value::String(name.clone()));
+    Ok((ElementFile { name, text }, bt))
+}
+
 pub fn num(v: &Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }

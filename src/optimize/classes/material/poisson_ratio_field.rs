@@ -17,10 +17,10 @@
 
 use crate::model::Model;
 use crate::optimize::classes::api::{
-    body_mut, table, Domain, ElementFile, Param, ParamClass, Refs, SceneText, Shape, Walk,
+    bodies_with, write_element_file, Domain, ElementFile, Param, ParamClass, Refs, SceneText,
+    Shape, Walk,
 };
 use crate::solver::gradient::Gradients;
-use toml::Value;
 
 pub struct PoissonRatioField;
 
@@ -77,28 +77,19 @@ pub fn write_fields(
     target: &Model,
     notes: &mut Vec<String>,
 ) -> Walk<Vec<ElementFile>> {
-    let mut bodies: Vec<usize> = params
-        .iter()
-        .filter(|p| p.key() == KEY)
-        .map(|p| p.body)
-        .collect();
-    bodies.sort_unstable();
-    bodies.dedup();
     let mut files = Vec::new();
-    for b in bodies {
+    for b in bodies_with(params, KEY) {
         let name = file_name(b);
-        let mut text = String::new();
-        for e in target.bodies[b].elements.clone() {
-            text.push_str(&format!("{:e}\n", target.params.nu_of(e, b)));
-        }
-        let bt = body_mut(root, b)?;
-        table(bt, &format!("body.{b}"), "material")?
-            .insert("poisson_ratio_file".into(), Value::String(name.clone()));
+        let ratios = target.bodies[b]
+            .elements
+            .clone()
+            .map(|e| target.params.nu_of(e, b));
+        let (file, _) = write_element_file(root, b, name.clone(), "poisson_ratio_file", ratios)?;
         notes.push(format!(
             "body {b}: per-element Poisson ratios written to {name} beside this file \
              (material.poisson_ratio_file)"
         ));
-        files.push(ElementFile { name, text });
+        files.push(file);
     }
     Ok(files)
 }

@@ -18,7 +18,7 @@
 use crate::model::Model;
 pub use crate::optimize::classes::api::ElementFile;
 use crate::optimize::classes::api::{
-    body_mut, table, Domain, Param, ParamClass, Refs, SceneText, Shape, Walk,
+    bodies_with, write_element_file, Domain, Param, ParamClass, Refs, SceneText, Shape, Walk,
 };
 use crate::solver::gradient::Gradients;
 use toml::Value;
@@ -81,23 +81,14 @@ pub fn write_fields(
     target: &Model,
     notes: &mut Vec<String>,
 ) -> Walk<Vec<ElementFile>> {
-    let mut bodies: Vec<usize> = params
-        .iter()
-        .filter(|p| p.key() == KEY)
-        .map(|p| p.body)
-        .collect();
-    bodies.sort_unstable();
-    bodies.dedup();
     let mut files = Vec::new();
-    for b in bodies {
+    for b in bodies_with(params, KEY) {
         let name = file_name(b);
-        let mut text = String::new();
-        for e in target.bodies[b].elements.clone() {
-            text.push_str(&format!("{:e}\n", target.params.youngs[e]));
-        }
-        let bt = body_mut(root, b)?;
-        table(bt, &format!("body.{b}"), "material")?
-            .insert("youngs_modulus_file".into(), Value::String(name.clone()));
+        let moduli = target.bodies[b]
+            .elements
+            .clone()
+            .map(|e| target.params.youngs[e]);
+        let (file, bt) = write_element_file(root, b, name.clone(), "youngs_modulus_file", moduli)?;
         if let Some(regs) = bt.get_mut("region").and_then(|r| r.as_array_mut()) {
             for reg in regs.iter_mut().filter_map(|r| r.as_table_mut()) {
                 reg.remove("youngs_modulus");
@@ -108,7 +99,7 @@ pub fn write_fields(
             "body {b}: per-element Young's moduli written to {name} beside this file \
              (material.youngs_modulus_file); the body's regions set to scale = 1"
         ));
-        files.push(ElementFile { name, text });
+        files.push(file);
     }
     Ok(files)
 }
