@@ -244,7 +244,11 @@ def scene_markdown(sc, levels):
             notes.append("meets target" if ok else "misses target (%g / %g)" % (
                 TARGET_STATE, TARGET_GRAD))
             notes.append("per-parameter grad err %s" % fmt_e(r.get("gradient_error_per_parameter")))
-        if r.get("resolved_method") and r["resolved_method"] != r["method"]:
+        if r.get("frame_methods") and (len(r["frame_methods"]) > 1
+                                       or r["method"] == "auto"):
+            notes.append("ran " + ", ".join("%s %d frames" % kv
+                                            for kv in sorted(r["frame_methods"].items())))
+        elif r.get("resolved_method") and r["resolved_method"] != r["method"]:
             notes.append("ran %s" % r["resolved_method"])
         if r.get("error"):
             out.append("| %s | %s | - | - | - | - | - | - | - | %s |" % (
@@ -272,19 +276,59 @@ def scene_markdown(sc, levels):
 
 # ---------------------------------------------------------------- runs
 
+def frame_methods(ev):
+    """Frames per method that solved them (grad.json evaluation.frames[].method; `auto`
+    switches per frame), e.g. {"newton": 4, "diffphd": 6}; {} when not recorded."""
+    out = {}
+    for f in ev.get("frames") or []:
+        m = f.get("method")
+        if m:
+            out[m] = out.get(m, 0) + 1
+    return out
+
+
+def defaults_summary(scenes):
+    """Issue 37's check: the defaults (`auto`) against the faster of Newton's and PD's
+    defaults, per phase (ratio t_auto / min(t_newton, t_diffphd); <= 1.10 is "within 10 %"),
+    with auto's per-frame methods and per-parameter gradient error."""
+    out = ["### The defaults against the faster method (issue 37)", "",
+           "Ratio = t_auto / min(t_newton, t_diffphd), each method at its defaults "
+           "(<= 1.10: within 10 %; < 1: faster than both).", "",
+           "| scene | auto ran | fwd ratio | bwd ratio | total ratio | auto total s | "
+           "newton total s | diffphd total s | auto per-param grad err | auto state err |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for sc in scenes:
+        d = {r["method"]: r for r in sc.get("runs", []) if r["setting"] == "default"
+             and r.get("forward_s") is not None and not r.get("error")}
+        if not all(m in d for m in ("auto", "newton", "diffphd")):
+            continue
+        a, n, p = d["auto"], d["newton"], d["diffphd"]
+        tot = lambda r: r["forward_s"] + r["backward_s"]
+        ratio = lambda k: k(a) / max(min(k(n), k(p)), 1e-12)
+        ran = ", ".join("%s %d" % kv for kv in sorted((a.get("frame_methods") or {}).items()))
+        out.append("| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s |" % (
+            sc["name"], ran or a.get("resolved_method") or "?",
+            ratio(lambda r: r["forward_s"]), ratio(lambda r: r["backward_s"]), ratio(tot),
+            fmt_s(tot(a)), fmt_s(tot(n)), fmt_s(tot(p)),
+            fmt_e(a.get("gradient_error_per_parameter")), fmt_e(a.get("state_error"))))
+    out.append("")
+    return "\n".join(out)
+
+
 def load_run(d):
     """Read one run folder (grad.json, rc, stderr.txt) into a flat record; with repeats
     (sub-folders rep1, rep2, ... from --repeat) the times are the minimum over them."""
     rec = load_one(d)
     reps = sorted(e for e in (os.listdir(d) if os.path.isdir(d) else [])
                   if e.startswith("rep") and e[3:].isdigit())
-    for e in reps:
-        r = load_one(os.path.join(d, e))
-        if r.get("positions") is None or rec.get("positions") is None:
-            continue
+    more = [load_one(os.path.join(d, e)) for e in reps]
+    more = [r for r in more if r.get("positions") is not None]
+    if rec.get("positions") is not None and more:
+        # three or more runs: the median; two: the faster
         for k in ("forward_s", "backward_s", "process_cpu_s", "process_wall_s"):
-            if r.get(k) is not None and rec.get(k) is not None:
-                rec[k] = min(rec[k], r[k])
+            xs = sorted(x for x in [rec.get(k)] + [r.get(k) for r in more] if x is not None)
+            if xs:
+                rec[k] = xs[len(xs) // 2] if len(xs) >= 3 else xs[0]
     rec["repeats"] = 1 + len(reps)
     return rec
 
@@ -330,6 +374,7 @@ def load_one(d):
         "positions": fs["positions"], "max_displacement": fs["max_displacement"],
         "nodes": len(fs["positions"]) // 3, "git_commit": g.get("git_commit"),
         "resolved_method": g.get("method"), "method_reason": g.get("method_reason"),
+        "frame_methods": frame_methods(ev),
     })
     notes = []
     if rec["fwd_nonconverged"]:
@@ -396,6 +441,8 @@ def ladder(method, args):
     else:
         base = []
     rows = [] if args.no_defaults else [("default", base)]
+    if getattr(args, "no_ladder", False):
+        return meth, rows
     if meth == "newton":
         for t in args.newton_tols:
             rows.append(("newton_tol=%g" % t, base + ["%s=%g" % (NEWTON_TOL_KEY, t)]))
@@ -415,7 +462,14 @@ def scene_file(name):
 
 def run_scene(args, name, log):
     path, key = scene_file(name)
-    frames = args.frames or (QUICK_FRAMES if args.quick else FULL_FRAMES).get(key, 0) or None
+    per_scene = {}
+    for part in (args.frames or "").split(","):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            per_scene[k.strip()] = int(v)
+    every = int(args.frames) if args.frames and "=" not in args.frames else None
+    frames = per_scene.get(key) or every or \
+        (QUICK_FRAMES if args.quick else FULL_FRAMES).get(key, 0) or None
     if frames is None:
         raise SystemExit("--frames is needed for scene %s (no default frame count)" % name)
     base_sets = list(args.set)
@@ -431,20 +485,25 @@ def run_scene(args, name, log):
     wall["oracle"] = run_grad(args, path, frames, "newton", oracle_sets, od)
     log("   oracle: %.1f s" % wall["oracle"])
     runs = []
+    plan = []
     for method in args.methods:
         meth, rows = ladder(method, args)
         for label, sets in rows:
             d = os.path.join(sdir, method.replace(":", "_"), label.replace("=", "_"))
-            w = run_grad(args, path, frames, meth, base_sets + sets, d)
-            for k in range(1, args.repeat):
-                w += run_grad(args, path, frames, meth, base_sets + sets,
-                              os.path.join(d, "rep%d" % k))
-            wall[method] = wall.get(method, 0.0) + w
-            r = load_run(d)
-            r.update({"method": method, "setting": label})
-            runs.append(r)
-            log("   %-11s %-16s %.1f s%s" % (method, label, w,
-                                             "  " + r["error"] if r.get("error") else ""))
+            plan.append((method, meth, label, sets, d))
+    # repeats interleaved (every run once, then every run again ...), as farm-bench pairs
+    # its commands, so that a change of load spreads over all methods
+    for k in range(args.repeat):
+        for method, meth, label, sets, d in plan:
+            dk = d if k == 0 else os.path.join(d, "rep%d" % k)
+            wall[method] = wall.get(method, 0.0) + run_grad(
+                args, path, frames, meth, base_sets + sets, dk)
+    for method, meth, label, sets, d in plan:
+        r = load_run(d)
+        r.update({"method": method, "setting": label})
+        runs.append(r)
+        log("   %-11s %-16s %s" % (method, label,
+                                    "  " + r["error"] if r.get("error") else "done"))
     return {"name": key, "path": path, "frames": frames, "threads": args.threads,
             "oracle_tol": args.oracle_tol, "dir": sdir, "wall_seconds": wall,
             "scene_wall_seconds": time.time() - t_scene}
@@ -516,7 +575,7 @@ def report(meta, levels):
     scenes = [analyse(s, levels) for s in meta["scenes"]]
     lines = ["## Frontier benchmark (%s)" % meta["label"], "",
              "Started: %s. Finished: %s." % (meta["machine_start"], meta.get("machine_end", "?")),
-             "Threads %s; repeats %s (fastest kept); PD ladder (diffphd: solver.residual_tol; "
+             "Threads %s; repeats %s (interleaved; median of >= 3, else fastest); PD ladder (diffphd: solver.residual_tol; "
              "diffpd, diffphd:paper: solver.rel_tol; backward.rel_tol with it) %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
              "Command: `%s`." % (
                  meta["threads"], meta.get("repeat", 1),
@@ -543,6 +602,7 @@ def report(meta, levels):
             lines.append("Wall seconds spent (incl. process start, mesh load): " + ", ".join(
                 "%s %.0f" % (k, v) for k, v in w.items()) + "; scene total %.0f." % sum(w.values()))
             lines.append("")
+    lines.append(defaults_summary(scenes))
     md = "\n".join(lines)
     with open(os.path.join(meta["out"], "frontier.md"), "w") as f:
         f.write(md + "\n")
@@ -624,7 +684,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenes", type=words, help="scene names (scenes/NAME.toml) or paths, "
                     "comma-separated; default: all six (--quick: %s)" % ",".join(QUICK_SCENES))
-    ap.add_argument("--frames", type=int, help="frames for every scene (default per scene)")
+    ap.add_argument("--frames", help="frames for every scene (N), or per scene "
+                    "(NAME=N,NAME=N; the others at their default)")
     ap.add_argument("--quick", action="store_true",
                     help="CI size: few frames, coarse ladders, methods %s" % ",".join(QUICK_METHODS))
     ap.add_argument("--threads", type=int, default=1)
@@ -649,6 +710,8 @@ def main():
     ap.add_argument("--out", default="out/bench_frontier")
     ap.add_argument("--bin", default="target/release/diffphd")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per run (0: none)")
+    ap.add_argument("--no-ladder", action="store_true",
+                    help="run every method at its defaults only (no tolerance ladders)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every ladder rung and default row N times and keep the fastest "
                     "forward and backward (noisy machines); the oracle runs once")

@@ -280,6 +280,8 @@ pub struct Rollout {
     pub missed: Vec<usize>,
     /// Iterations of every step, in the method's own unit (for the messages).
     pub iterations: Vec<usize>,
+    /// The method that solved every step (under `auto`, per frame; for the messages).
+    pub frame_methods: Vec<crate::model::SolverMethod>,
     /// `on_nonconvergence` of the scene.
     pub on_nonconvergence: OnNonConvergence,
     /// Seconds of the one-time setup (ordering, symbolic and numeric factorization).
@@ -311,15 +313,20 @@ impl Rollout {
         }
         let first = self.missed[0];
         let its = self.iterations.get(first - 1).copied().unwrap_or(0);
+        let method = self
+            .frame_methods
+            .get(first - 1)
+            .copied()
+            .unwrap_or(self.method);
         let list: Vec<String> = self.missed.iter().take(20).map(|f| f.to_string()).collect();
         Some(format!(
             "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
             self.missed.len(),
             self.iterations.len(),
-            self.method.iterations_name(),
+            method.iterations_name(),
             list.join(", "),
             if self.missed.len() > 20 { ", ..." } else { "" },
-            self.method.iteration_cap_key(),
+            method.iteration_cap_key(),
         ))
     }
 }
@@ -359,6 +366,7 @@ pub fn simulate(
         outcome: Outcome::Completed,
         missed: vec![],
         iterations: vec![],
+        frame_methods: vec![],
         on_nonconvergence: sim.config.on_nonconvergence,
         setup_seconds: sim.setup_seconds,
         factor_nnz: sim.system.nnz_factor,
@@ -406,7 +414,7 @@ pub fn simulate(
                 msg: format!(
                     "frame {frame}, after {} {}: the state diverged: {what}",
                     stats.iterations,
-                    sim_method.iterations_name()
+                    stats.method.unwrap_or(sim_method).iterations_name()
                 ),
             });
         }
@@ -426,10 +434,11 @@ pub fn simulate(
             out.warnings.push(format!(
                 "frame {frame} (after {} {}): {n} inverted element(s) (det F <= 0), first: element {el}",
                 stats.iterations,
-                sim_method.iterations_name()
+                stats.method.unwrap_or(sim_method).iterations_name()
             ));
         }
         out.iterations.push(stats.iterations);
+        out.frame_methods.push(stats.method.unwrap_or(sim_method));
         if !stats.converged {
             out.missed.push(frame);
         }

@@ -363,6 +363,7 @@ def test_backend_errors():
 
 def test_not_converged_keeps_the_rollout():
     s = diffphd.Scene(CANTILEVER, set={**SMALL, "simulation.frames": 2, "solver.max_iterations": 1,
+                                       "solver.method": "diffphd",
                                        "solver.mode": "paper", "solver.on_nonconvergence": "fail"})
     with pytest.raises(diffphd.NotConvergedError, match=r"2 of 2 frames did not meet") as e:
         s.simulate(threads=1)
@@ -428,6 +429,7 @@ def interrupted_after(seconds, call):
 # for the frame; with it, the call ends at the next PD iteration.
 ENDLESS = {
     **SMALL,
+    "solver.method": "diffphd",  # PD's iteration (the default `auto` runs Newton here)
     "simulation.frames": 1,
     "solver.mode": "paper",
     "solver.rel_tol": 1e-300,

@@ -45,13 +45,14 @@ pub struct BackwardSettings {
     pub gmres_restart: usize,
     /// How the PD method solves each frame's adjoint system $Kz=g$, $K=A-\Delta A$, where
     /// the frame has no contact rows and the Hessian is exact (`filter = "none"`):
-    /// `"gmres"` (default: the Krylov solver of `method`, a frame handed to the direct solve
-    /// past 150 iterations — high-contrast meshes need 1,000–5,000 a frame, a factorization
-    /// costs about 50–150), `"direct"` ($K$ assembled and factored every frame, the Newton
-    /// baseline's adjoint: exact to round-off) or `"auto"` (`"direct"` on the CPU where
-    /// $K$'s factor fits the memory budget and the cost model says it pays, `"gmres"`
-    /// otherwise, without the hand-over where the factor does not fit; on a device the
-    /// device policy of `device_direct_after`; `crate::solver::auto::choose_adjoint`).
+    /// `"auto"` (the default since issue 37: `"direct"` on the CPU where $K$'s factor fits
+    /// the memory budget and the cost model says it pays — measured 1.1–1.6× faster than
+    /// GMRES on every frontier scene —, `"gmres"` otherwise, without the hand-over where the
+    /// factor does not fit; on a device the device policy of `device_direct_after`;
+    /// `crate::solver::auto::choose_adjoint`), `"gmres"` (the Krylov solver of `method`, a
+    /// frame handed to the direct solve past 150 iterations — high-contrast meshes need
+    /// 1,000–5,000 a frame, a factorization costs about 50–150) or `"direct"` ($K$ assembled
+    /// and factored every frame, the Newton baseline's adjoint: exact to round-off).
     #[serde(default)]
     pub adjoint: AdjointSolve,
     /// Deprecated (use `adjoint`): a frame whose $A^{-1}$-preconditioned GMRES has not
@@ -319,12 +320,13 @@ pub struct SolverSettings {
     pub newton_krylov_max_steps: usize,
     #[serde(default = "d_polish_tol")]
     pub polish_tol: f64,
-    /// Forward/backward method (issue 7 baselines): `"diffphd"` (PD + Anderson + dual gate,
-    /// default), `"diffpd"` (PD with Liu 2017 L-BFGS acceleration), `"newton"` (Newton on the
-    /// implicit-Euler objective, see `crate::solver::newton`) or `"auto"` (accurate PD or
-    /// Newton by a deterministic rule over the scene's size, factor fill and stiffness
-    /// contrast, `crate::solver::auto`; logged as `method_reason`; a step that misses its
-    /// stopping test is retried with the other method; on a device: PD).
+    /// Forward/backward method (issue 7 baselines): `"auto"` (the default since issue 37:
+    /// accurate PD or Newton by a deterministic rule over the scene's factor fill, stiffness
+    /// contrast, stiffness number and contact, `crate::solver::auto`; logged as
+    /// `method_reason`; a step that misses its stopping test is retried with the other
+    /// method; on a device: PD), `"diffphd"` (PD + Anderson + dual gate), `"diffpd"` (PD with
+    /// Liu 2017 L-BFGS acceleration) or `"newton"` (Newton on the implicit-Euler objective,
+    /// see `crate::solver::newton`).
     #[serde(default)]
     pub method: SolverMethod,
     /// Energy minimised by `method = "newton"`: `"pd"` (the PD energy the prox defines) or
@@ -401,12 +403,13 @@ pub enum DiffpdLinear {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum SolverMethod {
-    #[default]
     Diffphd,
     Diffpd,
     Newton,
     /// Accurate PD or Newton, chosen per scene by a rule over deterministic quantities
     /// (`crate::solver::auto`); resolved when the simulator is built, never stepped as such.
+    /// The default (issue 37).
+    #[default]
     Auto,
 }
 
@@ -531,7 +534,7 @@ impl Default for SolverSettings {
             direct_fallback: true,
             newton_krylov_max_steps: d_nk_steps(),
             polish_tol: d_polish_tol(),
-            method: SolverMethod::Diffphd,
+            method: SolverMethod::Auto,
             newton_energy: NewtonEnergy::Pd,
             newton_filter: NewtonFilter::None,
             newton_max_iterations: d_newton_maxit(),
@@ -806,10 +809,11 @@ pub enum HessianFilterMode {
 #[serde(rename_all = "snake_case")]
 pub enum AdjointSolve {
     /// Chosen per scene by a deterministic rule (`crate::solver::auto::choose_adjoint`).
+    /// The default (issue 37).
+    #[default]
     Auto,
     /// The Krylov solver of `backward.method`, handing a frame to the direct solve past
     /// [`DEFAULT_DIRECT_AFTER`] iterations (the safety net for ill-conditioned frames).
-    #[default]
     Gmres,
     /// The factored PD Hessian every frame.
     Direct,

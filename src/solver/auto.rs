@@ -43,6 +43,13 @@
 //!   [`PROBE_BACKOFF_MAX`]). A switch from PD back to Newton defers the next probe the same way.
 //! - When the last active contact releases, the next frame probes (the gap back to
 //!   [`PROBE_BACKOFF`]): free flight is where PD needs few iterations.
+//! - A Newton frame without a factorization (prescribed or free motion: nothing to solve)
+//!   leaves the reference cost as it was.
+//! - Newton current and missing its stopping test on a frame that PD's retry solves: PD is
+//!   current from the next frame and stays current, whatever its cost, until a frame ends
+//!   without active contacts (`pd_held`). Measured on the Oreo (CI size): Newton's NCP step
+//!   finds no merit decrease when the claws first press into the stack (frames 5–6), and a
+//!   hand-back to Newton under the same contact missed again two frames later.
 //!
 //! Measured on the bouncing ball (5,445 DoF, $\rho=268$): frame 1 is Newton's (2
 //! factorizations: 536 units), frame 2's probe (cap 134) converges in 2 PD iterations, and PD
@@ -85,7 +92,8 @@ pub struct MethodQuantities {
     pub nnz_factor: usize,
     /// Flops of factoring the three axes' systems ($\sum_jc_j^2$ per axis).
     pub factor_flops: f64,
-    /// $\max_eE_e/\min_eE_e$ over the elements.
+    /// $\max_eE_e/\min_eE_e$ over the elements with a free degree of freedom
+    /// ([`free_stiffness_range`]).
     pub stiffness_contrast: f64,
     /// Contact candidates: the boundary nodes when the scene has obstacles or body contact,
     /// else 0.
@@ -105,13 +113,7 @@ impl MethodQuantities {
         } else {
             model.boundary_nodes.len()
         };
-        let (lo, hi) = model
-            .params
-            .youngs
-            .iter()
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &e| {
-                (lo.min(e), hi.max(e))
-            });
+        let (lo, hi) = free_stiffness_range(model);
         MethodQuantities {
             free_dofs: plan.free_dofs(),
             nnz_factor: plan.axis_nnz_factor(),
@@ -131,6 +133,33 @@ impl MethodQuantities {
     pub fn cost_ratio(&self) -> f64 {
         9.0 * self.factor_flops / (4.0 * self.nnz_factor.max(1) as f64)
     }
+}
+
+/// $(\min_eE_e,\max_eE_e)$ over the elements with at least one free degree of freedom: an
+/// element whose every node is prescribed on every axis (a claw driven by its motion, a
+/// clamped block) adds nothing to the system either method solves, so its stiffness does
+/// not count in the contrast (the Oreo's 2e7 Pa claws: contrast 100 of its free bodies, not
+/// 1000).
+pub fn free_stiffness_range(model: &Model) -> (f64, f64) {
+    let mut fixed = vec![[false; 3]; model.num_nodes()];
+    for g in &model.dirichlet {
+        for &n in &g.nodes {
+            for (f, &a) in fixed[n].iter_mut().zip(&g.axes) {
+                *f |= a;
+            }
+        }
+    }
+    let free = |e: usize| {
+        model.conn[model.conn_ptr[e]..model.conn_ptr[e + 1]]
+            .iter()
+            .any(|&n| fixed[n].iter().any(|&f| !f))
+    };
+    (0..model.num_elements())
+        .filter(|&e| free(e))
+        .map(|e| model.params.youngs[e])
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), e| {
+            (lo.min(e), hi.max(e))
+        })
 }
 
 /// $\max_e h^2E_e/(\rho_eV_e^{2/3})$ over the elements ($V_e^{1/3}$: the element's size; 0
@@ -376,6 +405,9 @@ pub struct FrameRule {
     pub in_contact: bool,
     /// PD iterations one Newton iteration costs ([`MethodQuantities::cost_ratio`]).
     pub ratio: f64,
+    /// Newton missed its stopping test on a frame that PD then solved: PD stays current
+    /// (whatever its cost) until a frame ends without active contacts.
+    pub pd_held: bool,
     /// Per-frame switching applies (off on a device: `auto` is PD there).
     pub switching: bool,
 }
@@ -390,6 +422,7 @@ impl FrameRule {
             backoff: PROBE_BACKOFF,
             in_contact: false,
             ratio: choice.quantities.cost_ratio(),
+            pd_held: false,
             switching: !choice.quantities.device,
         }
     }
@@ -420,7 +453,11 @@ impl FrameRule {
         };
         match (self.current, o.solved_by) {
             (_, SolverMethod::Newton) => {
-                r.newton_cost = Some(o.cost);
+                if o.cost > 0.0 {
+                    // a frame without a factorization (nothing to solve: prescribed or free
+                    // motion) says nothing about what a Newton frame costs
+                    r.newton_cost = Some(o.cost);
+                }
                 if o.probed || self.current != SolverMethod::Newton {
                     // a failed probe, or PD missed its stopping test: Newton, probe later
                     r.current = SolverMethod::Newton;
@@ -428,7 +465,11 @@ impl FrameRule {
                 }
             }
             (SolverMethod::Newton, _) if !o.probed => {
-                // Newton missed and PD solved the frame (the retry): stay with Newton
+                // Newton missed and PD solved the frame (the retry): PD from the next frame,
+                // held there through the contact episode (a Newton miss under contact is a
+                // state Newton's NCP step fails on, and the next frames are like it)
+                r.current = SolverMethod::Diffphd;
+                r.pd_held = true;
             }
             _ => {
                 // PD solved it (as current or as a successful probe): PD stays current while
@@ -436,7 +477,7 @@ impl FrameRule {
                 let reference = self
                     .newton_cost
                     .unwrap_or(self.ratio * NEWTON_ITERATIONS_ESTIMATE);
-                if o.cost > reference {
+                if o.cost > reference && !self.pd_held {
                     r.current = SolverMethod::Newton;
                     defer(&mut r);
                 } else {
@@ -451,6 +492,9 @@ impl FrameRule {
             r.backoff = PROBE_BACKOFF;
         }
         r.in_contact = in_contact;
+        if !in_contact {
+            r.pd_held = false;
+        }
         r
     }
 }
@@ -600,6 +644,32 @@ mod tests {
         dev.quantities.device = true;
         let r = FrameRule::start(&dev);
         assert_eq!(r.after(1, &outcome(Pd, false, 1e9, 0)).current, Pd);
+    }
+
+    /// A Newton frame without a factorization keeps the reference cost (no probe at a zero
+    /// budget); a Newton miss that PD's retry solves makes PD current and holds it through
+    /// the contact episode, whatever its cost; the release hands the rule back (the Oreo).
+    #[test]
+    fn a_newton_miss_under_contact_holds_pd_until_release() {
+        use SolverMethod::{Diffphd as Pd, Newton};
+        let r = FrameRule::start(&choose_method(&q(900, 24.0, 100.0)));
+        assert_eq!(r.current, Newton);
+        let r = r.after(1, &outcome(Newton, false, 0.0, 0));
+        assert_eq!(
+            (r.newton_cost, r.plan(2)),
+            (None, FramePlan::Current(Newton))
+        );
+        // frame 5: Newton misses under contact, PD's retry solves it
+        let r = r.after(5, &outcome(Pd, false, 11.0, 84));
+        assert_eq!((r.current, r.pd_held), (Pd, true));
+        // a PD frame dearer than 4ρ stays PD while contact lasts
+        let r = r.after(6, &outcome(Pd, false, 1e6, 67));
+        assert_eq!((r.current, r.pd_held), (Pd, true));
+        // contact released: the hold ends, the normal rule again (probe next frame)
+        let r = r.after(7, &outcome(Pd, false, 5.0, 0));
+        assert!(!r.pd_held);
+        let r = r.after(8, &outcome(Pd, false, 1e6, 0));
+        assert_eq!(r.current, Newton);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

@@ -38,7 +38,11 @@ fn counted_rollout<D: Device + Clone + 'static>(
 ) -> Vec<StepTraffic> {
     use diffphd::gpu::offload::DeviceOffload;
     let text = std::fs::read_to_string(common::repo().join(scene_file)).unwrap();
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    // the device runs PD: pin it (the default `auto` is chosen before the device is attached)
+    let sets: Vec<String> = std::iter::once("solver.method=\"diffphd\"")
+        .chain(sets.iter().copied())
+        .map(String::from)
+        .collect();
     let ls = diffphd::scene::load_str(&text, &common::repo().join(scene_file), &sets).unwrap();
     let m = Model::from_scene(&ls).unwrap();
     let mut sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).unwrap();
@@ -249,7 +253,9 @@ fn oreo_states_on<D: Device + Clone + 'static>(dev: &D) {
 fn oreo_accurate() -> diffphd::scene::LoadedScene {
     let file = "scenes/oreo.toml";
     let text = std::fs::read_to_string(common::repo().join(file)).unwrap();
+    // the PD path on both sides (the CPU default `auto` runs Newton on the first frames)
     let sets = [
+        "solver.method=\"diffphd\"",
         "solver.mode=\"accurate\"",
         "solver.rel_tol=1e-6",
         "solver.residual_tol=1e-13",

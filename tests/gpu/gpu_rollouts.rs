@@ -195,9 +195,15 @@ fn rollout_moving_clamp_on<D: Device + Clone + 'static>(dev: &D) {
 ///    9.4e-4, H100 ≤ 4.1e-4 (2026-11-27).
 fn paper_mode_is_as_accurate_as_the_cpu_on<D: Device + Clone + 'static>(dev: &D) {
     use diffphd::gpu::offload::DeviceOffload;
+    // PD on both sides: under the default `auto` the CPU runs Newton on these scenes, and
+    // before `auto` ran PD whenever a device is attached, the "device" run did too (this test
+    // then compared Newton with Newton)
     let load = |scene: &str, sets: &[&str]| {
         let text = std::fs::read_to_string(common::repo().join(scene)).unwrap();
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let sets: Vec<String> = std::iter::once("solver.method=\"diffphd\"")
+            .chain(sets.iter().copied())
+            .map(String::from)
+            .collect();
         diffphd::scene::load_str(&text, &common::repo().join(scene), &sets).unwrap()
     };
     // (scene, cells, tolerance, frames, spread bound of paper mode with Anderson)

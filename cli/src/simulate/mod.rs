@@ -285,8 +285,8 @@ fn finish(p: Progress, sim: &Simulator, scene: &Path) -> Result<RunLog, Failure>
     if !quiet {
         let s = &log.summary;
         eprintln!(
-            "done: {} frames, {} {} ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
-            s.frames_done, s.total_iterations, method_of(&log).iterations_name(), s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
+            "done: {} frames, {} ({} non-converged), local {:.3}s, global {:.3}s, other {:.3}s{}, setup {:.3}s, total {:.3}s -> {}",
+            s.frames_done, iterations_summary(&log), s.nonconverged_frames, s.seconds_local, s.seconds_global, s.seconds_other,
             if diffphd::contact::enabled(sim.model) { format!(", contact {:.3}s", s.seconds_contact) } else { String::new() },
             log.header.setup_seconds, s.seconds_total, out.display()
         );
@@ -468,7 +468,7 @@ impl Progress {
             self.warn(&format!(
                 "frame {frame} (after {} {}): {n} inverted element(s) (det F <= 0), first: element {el}",
                 stats.iterations,
-                sim.config.method.iterations_name()
+                stats.method.unwrap_or(sim.config.method).iterations_name()
             ));
         }
         let rec = frame_record(sim, frame, stats, inverted, file, Diagnostics::of_event(&e));
@@ -566,7 +566,9 @@ impl Progress {
         let msg = format!(
             "frame {frame}/{frames}: {} {}{}",
             rec.iterations,
-            method_of(&self.log).iterations_name(),
+            rec.method
+                .unwrap_or_else(|| method_of(&self.log))
+                .iterations_name(),
             if rec.converged {
                 ""
             } else {
@@ -602,9 +604,11 @@ pub(super) fn contact_time_limit_message(frame: usize, iteration: usize, cap: f6
 /// the exit-3 message.
 fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
     let first = missed[0];
-    let its = log.frames.get(first - 1).map(|f| f.iterations).unwrap_or(0);
+    let rec = log.frames.get(first - 1);
+    let its = rec.map(|f| f.iterations).unwrap_or(0);
     let list: Vec<String> = missed.iter().take(20).map(|f| f.to_string()).collect();
-    let method = method_of(log);
+    // the method of the first missed frame (under `auto` the one whose attempt it kept)
+    let method = rec.and_then(|f| f.method).unwrap_or_else(|| method_of(log));
     format!(
         "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
         missed.len(),
@@ -614,6 +618,31 @@ fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
         if missed.len() > 20 { ", ..." } else { "" },
         method.iteration_cap_key(),
     )
+}
+
+/// "N PD iterations", or under `auto` with both methods "N PD iterations + M Newton
+/// iterations" (each frame counted in the unit of the method that solved it).
+fn iterations_summary(log: &RunLog) -> String {
+    let run = method_of(log);
+    let mut totals: Vec<(diffphd::model::SolverMethod, usize)> = Vec::new();
+    for f in &log.frames {
+        let m = f.method.unwrap_or(run);
+        match totals
+            .iter_mut()
+            .find(|(n, _)| n.iterations_name() == m.iterations_name())
+        {
+            Some(t) => t.1 += f.iterations,
+            None => totals.push((m, f.iterations)),
+        }
+    }
+    if totals.is_empty() {
+        return format!("0 {}", run.iterations_name());
+    }
+    let parts: Vec<String> = totals
+        .iter()
+        .map(|(m, n)| format!("{n} {}", m.iterations_name()))
+        .collect();
+    parts.join(" + ")
 }
 
 /// The run's `solver.method` (its header records the name the method gave).

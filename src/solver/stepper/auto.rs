@@ -118,6 +118,14 @@ impl Stepper for AutoStepper {
             .and_then(|f| self.rules.get(f).copied().flatten())
             .unwrap_or(self.initial);
         let step = (frame, x_t, v_t);
+        if sim.offload.is_some() {
+            // a device attached (also one attached after the per-scene choice): `auto` is
+            // PD there, without switching or retries
+            let out = self.attempt(sim, step, SolverMethod::Diffphd, None, true)?;
+            set(&mut self.rules, frame, rule);
+            set(&mut self.solved, frame, SolverMethod::Diffphd);
+            return Ok(out);
+        }
         let plan = rule.plan(frame);
         // the attempts of the plan: the first ones only report a miss
         let (first, cap) = match plan {
