@@ -30,11 +30,11 @@
 //!    its steps and PD converges in few iterations (the Plant: $\rho=110$, yet PD 2.23× faster).
 //!
 //! **Per frame** ([`FrameRule`], `solver::stepper::auto::AutoStepper`). The per-scene choice is
-//! the method of the first frame; then each frame's iteration counts decide the next, in the
-//! cost units of rule 3 (PD iterations; [`frame_cost`]: a PD frame its PD and Newton–Krylov
-//! GMRES iterations, a Newton frame $\rho$ per factorization):
-//! - PD current: a frame that costs more than the last Newton frame (before any Newton frame:
-//!   $\rho\cdot$ [`NEWTON_ITERATIONS_ESTIMATE`]) makes Newton current from the next frame.
+//! the method of the first frame; then each frame's iteration counts decide the next, in PD
+//! units ([`frame_cost`]: a PD frame its PD and Newton–Krylov GMRES iterations, a Newton
+//! frame [`NEWTON_FACTORIZATION_COST`] per factorization, a measured exchange rate):
+//! - PD current: a frame that costs more than the last Newton frame makes Newton current from
+//!   the next frame (before any Newton frame the per-scene choice of PD stands).
 //! - Newton current: once a Newton frame's cost $c$ is known, a frame at or past the next probe
 //!   frame is first solved by PD capped at $\lfloor$[`PROBE_SHARE`]$\cdot c\rfloor$ iterations
 //!   (a *probe*). If PD converges within the cap its result is the frame's and PD becomes
@@ -51,15 +51,12 @@
 //!   finds no merit decrease when the claws first press into the stack (frames 5–6), and a
 //!   hand-back to Newton under the same contact missed again two frames later.
 //!
-//! Measured on the bouncing ball (5,445 DoF, $\rho=268$): frame 1 is Newton's (2
-//! factorizations: 536 units), frame 2's probe (cap 134) converges in 2 PD iterations, and PD
-//! stays current through the contact (53–118 units a frame). By CPU time that last part is the
-//! wrong call: $\rho$ counts flops, and a supernodal factorization runs its flops faster than a
-//! PD iteration (local step, contact solve) runs its own; measured on a loaded machine, one
-//! factorization cost about 10 PD iterations on the ball's contact frames and 47 on the
-//! cantilever, against $\rho$ = 268 and 131 (docs/scene-format.md, "Per frame"). The rule
-//! reads iteration and contact counts only, so a scene takes the same methods on the same
-//! frames on any machine. On a device there is no switching (`auto` is PD there).
+//! The exchange rate is measured: until session 22 the rule counted $\rho$ per
+//! factorization, which overstates a factorization 3–16× against a PD iteration; on the
+//! twisted bands (1000×, $\rho=77$) PD's probes then succeeded and PD, 2.1× slower there
+//! forward, kept the frames. The rule reads iteration and contact counts only, so a scene
+//! takes the same methods on the same frames on any machine. On a device there is no
+//! switching (`auto` is PD there).
 //!
 //! Explicit choices (`diffphd`, `diffpd`, `newton`) are never changed. A step of a method
 //! chosen by `auto` that misses its stopping test is retried from the step's start with the
@@ -345,25 +342,32 @@ pub const PROBE_BACKOFF: usize = 4;
 /// Largest gap between probes.
 pub const PROBE_BACKOFF_MAX: usize = 64;
 
-/// Newton iterations per frame assumed before a Newton frame was seen (the reference of a
-/// PD frame's cost when `auto` starts with PD): measured at the default `newton_tol`, 1
-/// iteration (2 factorizations) a frame on the bouncing ball's free fall and 4 under its
-/// contact, 4–10 on the cantilever's loaded frames.
-pub const NEWTON_ITERATIONS_ESTIMATE: f64 = 4.0;
+/// What one Newton iteration (assembly, factorization, solve and line search: one
+/// factorization) costs in PD units (a PD iteration or a GMRES iteration of the
+/// Newton–Krylov phase), the per-frame rule's exchange rate. Measured, not derived: the flop
+/// ratio $\rho$ of the per-scene rule overstates it 3–16× (a PD iteration is mostly its local
+/// step, which the flop count leaves out, and a supernodal factorization runs its flops
+/// several times faster than triangular solves run theirs). Time per factorization of
+/// `--solver newton` over time per PD unit of `--solver diffphd`, the same frames, one
+/// thread (`simulate`, frame seconds from `log.json`; 2026-12-06, session 22, the machine
+/// loaded by one helper's build, both methods under the same load): cantilever 33.5 ($\rho$
+/// 131), cantilever_diffpd 36.9 (217), twist_bands_tet 21.4 (77), bouncing ball 28.0 (268,
+/// with contact), routing_tendon 19.9 (113), sysid_cantilever 16.8 (63), armadillo_twist
+/// 31.1 (491), Plant 32 (110): 17–37 over scenes from 480 to 43k DoF, hex and tet, with and
+/// without contact. 25 is their middle (within 1.5× of every one); the constant is the same
+/// on every machine, so the rule stays a function of iteration counts.
+pub const NEWTON_FACTORIZATION_COST: f64 = 25.0;
 
-/// What one frame costs in PD iterations (the units of the cost ratio $\rho$): a PD frame
-/// its PD iterations plus the GMRES iterations of its Newton–Krylov phase (an $A^{-1}$ solve
-/// and a $\Delta A$ product each) plus $\rho$ per factorization of its direct fallback; a
-/// Newton frame $\rho$ per factorization. Deterministic: counts, not clocks.
-pub fn frame_cost(
-    stats: &crate::solver::stats::StepStats,
-    method: SolverMethod,
-    ratio: f64,
-) -> f64 {
+/// What one frame costs in PD units ([`NEWTON_FACTORIZATION_COST`]): a PD frame its PD
+/// iterations plus the GMRES iterations of its Newton–Krylov phase plus
+/// [`NEWTON_FACTORIZATION_COST`] per factorization of its direct fallback; a Newton frame
+/// [`NEWTON_FACTORIZATION_COST`] per factorization. Deterministic: counts, not clocks.
+pub fn frame_cost(stats: &crate::solver::stats::StepStats, method: SolverMethod) -> f64 {
     let factorizations = stats.newton.as_ref().map_or(0, |n| n.factorizations) as f64;
+    let k = NEWTON_FACTORIZATION_COST;
     match method {
-        SolverMethod::Newton => ratio * factorizations,
-        _ => (stats.iterations + stats.polish_gmres_iterations) as f64 + ratio * factorizations,
+        SolverMethod::Newton => k * factorizations,
+        _ => (stats.iterations + stats.polish_gmres_iterations) as f64 + k * factorizations,
     }
 }
 
@@ -403,8 +407,6 @@ pub struct FrameRule {
     pub backoff: usize,
     /// The last frame ended with active contacts.
     pub in_contact: bool,
-    /// PD iterations one Newton iteration costs ([`MethodQuantities::cost_ratio`]).
-    pub ratio: f64,
     /// Newton missed its stopping test on a frame that PD then solved: PD stays current
     /// (whatever its cost) until a frame ends without active contacts.
     pub pd_held: bool,
@@ -421,7 +423,6 @@ impl FrameRule {
             next_probe: 0,
             backoff: PROBE_BACKOFF,
             in_contact: false,
-            ratio: choice.quantities.cost_ratio(),
             pd_held: false,
             switching: !choice.quantities.device,
         }
@@ -473,11 +474,10 @@ impl FrameRule {
             }
             _ => {
                 // PD solved it (as current or as a successful probe): PD stays current while
-                // a frame costs no more than a Newton frame
-                let reference = self
-                    .newton_cost
-                    .unwrap_or(self.ratio * NEWTON_ITERATIONS_ESTIMATE);
-                if o.cost > reference && !self.pd_held {
+                // a frame costs no more than the last Newton frame (before any Newton frame
+                // the per-scene choice of PD stands)
+                let dearer = self.newton_cost.is_some_and(|c| o.cost > c);
+                if dearer && !self.pd_held {
                     r.current = SolverMethod::Newton;
                     defer(&mut r);
                 } else {
@@ -634,12 +634,14 @@ mod tests {
             (r.plan(18), r.backoff),
             (FramePlan::ProbePd { budget: 100 }, 4)
         );
-        // before any Newton frame PD's reference is 4ρ
+        // before any Newton frame the per-scene choice of PD stands, whatever a frame costs
         let mut pd = choice.clone();
         pd.method = Pd;
         let r = FrameRule::start(&pd);
-        assert_eq!(r.after(1, &outcome(Pd, false, 390.0, 0)).current, Pd);
-        assert_eq!(r.after(1, &outcome(Pd, false, 410.0, 0)).current, Newton);
+        assert_eq!(r.after(1, &outcome(Pd, false, 1e6, 0)).current, Pd);
+        // a PD miss retried by Newton gives the reference: PD frames dearer hand back
+        let r = r.after(1, &outcome(Newton, false, 100.0, 0));
+        assert_eq!(r.current, Newton);
         let mut dev = pd.clone();
         dev.quantities.device = true;
         let r = FrameRule::start(&dev);
@@ -662,14 +664,21 @@ mod tests {
         // frame 5: Newton misses under contact, PD's retry solves it
         let r = r.after(5, &outcome(Pd, false, 11.0, 84));
         assert_eq!((r.current, r.pd_held), (Pd, true));
-        // a PD frame dearer than 4ρ stays PD while contact lasts
+        // a PD frame dearer than any Newton frame stays PD while contact lasts
         let r = r.after(6, &outcome(Pd, false, 1e6, 67));
         assert_eq!((r.current, r.pd_held), (Pd, true));
-        // contact released: the hold ends, the normal rule again (probe next frame)
+        // contact released: the hold ends, the normal rule again; no Newton frame has been
+        // costed (frame 1 had no factorization), so PD stands
         let r = r.after(7, &outcome(Pd, false, 5.0, 0));
         assert!(!r.pd_held);
-        let r = r.after(8, &outcome(Pd, false, 1e6, 0));
-        assert_eq!(r.current, Newton);
+        let held = r.after(8, &outcome(Pd, false, 1e6, 0));
+        assert_eq!(held.current, Pd);
+        // with a Newton frame's cost known, a dearer PD frame hands back
+        let r = FrameRule {
+            newton_cost: Some(100.0),
+            ..r
+        };
+        assert_eq!(r.after(8, &outcome(Pd, false, 1e6, 0)).current, Newton);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

@@ -69,9 +69,9 @@ fn auto_logs_the_rules_choice_and_runs_it() {
     let frames = log["frames"].as_array().expect("frames");
     assert_eq!(frames[0]["method"], "newton", "{}", frames[0]);
     assert!(frames[0].get("probe_budget").is_none(), "{}", frames[0]);
-    // frame 2 probes PD with a quarter of frame 1's cost (ρ per factorization)
+    // frame 2 probes PD with a quarter of frame 1's cost (NEWTON_FACTORIZATION_COST per factorization)
     let factorizations = frames[0]["newton"]["factorizations"].as_f64().unwrap();
-    let budget = (0.25 * 131.0 * factorizations) as u64;
+    let budget = (0.25 * diffphd::solver::auto::NEWTON_FACTORIZATION_COST * factorizations) as u64;
     let probe = frames[1]["probe_budget"].as_u64().expect("frame 2 probes");
     assert!(
         probe.abs_diff(budget) <= factorizations as u64,

@@ -155,7 +155,7 @@ impl Stepper for AutoStepper {
         let outcome = FrameOutcome {
             solved_by,
             probed,
-            cost: frame_cost(&stats, solved_by, rule.ratio),
+            cost: frame_cost(&stats, solved_by),
             active_contacts: stats.contact.as_ref().map_or(0, |c| c.active),
         };
         set(&mut self.rules, frame, rule.after(frame, &outcome));
