@@ -182,7 +182,7 @@ pub type ForceSample = (usize, [f64; 3]);
 /// The measurements of a contact-force file: `frame, fx, fy, fz` per line (commas and/or
 /// white space), `#` comments, an optional header line starting with `frame`; frames in
 /// `1..=frames`, each once, sorted on return. Errors: (1-based line, message). (Public for
-/// the scene fuzz body, `crates/fuzz-bodies`.)
+/// the scene fuzz body, `fuzz/bodies`.)
 pub fn parse_forces(text: &str, frames: usize) -> Result<Vec<ForceSample>, (usize, String)> {
     let mut out: Vec<ForceSample> = Vec::new();
     for (k, raw) in text.lines().enumerate() {
