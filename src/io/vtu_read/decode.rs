@@ -35,6 +35,7 @@ pub(super) struct Framing<'a> {
 /// The appended block (the bytes after `_`) and whether it is base64, if the file has one.
 pub(super) type Appended<'a> = Option<(&'a [u8], bool)>;
 
+/// Bytes per value of a VTK scalar type name.
 pub(super) fn type_size(ty: &str) -> Option<usize> {
     Some(match ty {
         "Int8" | "UInt8" => 1,

@@ -219,8 +219,6 @@ fn data_array<'a>(sc: &mut Scanner<'a>, tag: &Tag) -> Result<Declared<'a>, VtuRe
     })
 }
 
-/// Bytes per value of a VTK scalar type name.
-
 /// Decodes one piece's arrays and appends them to `grid`.
 fn decode_piece(p: &PieceDecl<'_>, f: Framing<'_>, grid: &mut VtuGrid) -> Result<(), VtuReadError> {
     let find = |s: Section, name: &str| {
