@@ -15,7 +15,7 @@
 # extension built here is the same cdylib maturin builds (`[tool.maturin] features`), placed
 # where `maturin develop` places it (python/diffphd/, python/ on the venv's path).
 # `scripts/fuzz_build.sh` (the nightly cargo-fuzz build) is no longer a CI step: the targets
-# are one-line wrappers of crates/fuzz-bodies, which this build compiles and tests on stable.
+# are one-line wrappers of fuzz/bodies, which this build compiles and tests on stable.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -27,51 +27,7 @@ pub use counted::Counted;
 pub use device::{Arg, Device};
 pub use emulator::Emulator;
 pub use kernels::Kernel;
-
-/// Errors of the device layer.
-#[derive(Debug, thiserror::Error)]
-pub enum GpuError {
-    #[error("kernel {kernel}: {why}")]
-    Arguments {
-        kernel: &'static str,
-        why: &'static str,
-    },
-    #[error("buffer length {got} differs from the device buffer's {expected}")]
-    Length { expected: usize, got: usize },
-    #[error("the inverse-factor path was not built (over the memory budget)")]
-    NoInverse,
-    #[error("CUDA: {0}")]
-    Cuda(String),
-    /// CUDA (or NVRTC) is not available (in the message, not a `source()`, so that a
-    /// printed chain names it once).
-    #[error("CUDA: {0}")]
-    Unavailable(Unavailable),
-    #[error("{file}: NVRTC compile failed:\n{log}")]
-    Compile {
-        file: &'static str,
-        log: nvrtc::NvrtcError,
-    },
-}
-
-impl From<Unavailable> for GpuError {
-    fn from(e: Unavailable) -> Self {
-        GpuError::Unavailable(e)
-    }
-}
-
-/// A device failure at the accelerator seam (the solver knows no device types).
-impl From<GpuError> for crate::solver::offload::OffloadError {
-    fn from(e: GpuError) -> Self {
-        crate::solver::offload::OffloadError::Device(Box::new(e))
-    }
-}
-
-/// A failure building the device system at the accelerator seam.
-impl From<system::GpuSystemError> for crate::solver::offload::OffloadError {
-    fn from(e: system::GpuSystemError) -> Self {
-        crate::solver::offload::OffloadError::Device(Box::new(e))
-    }
-}
+pub use runtime::error::{GpuError, Unavailable};
 
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -81,30 +37,6 @@ pub enum Backend {
     Cuda,
     /// The host emulator of the GPU kernels (for testing; slow by design).
     Emulator,
-}
-
-/// Why the CUDA backend (or one of its parts) is not available.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum Unavailable {
-    #[error("this binary was built without the `cuda` feature (rebuild with `--features cuda`)")]
-    NoFeature,
-    #[error("no CUDA driver library (libcuda.so.1) on this machine")]
-    NoDriver,
-    /// The driver's message.
-    #[error("no usable CUDA device: {0}")]
-    NoDevice(String),
-    /// A driver query failed (the driver's message).
-    #[error("{0}")]
-    Driver(String),
-    #[error(transparent)]
-    Nvrtc(#[from] nvrtc::NvrtcError),
-}
-
-/// Reports (`diffphd doctor --json`) carry the message.
-impl serde::Serialize for Unavailable {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
 }
 
 /// Why the CUDA backend is not available, or `Ok(())` when it is.

@@ -10,14 +10,15 @@
 //! $\Delta A\,v$ by `crate::gpu::local::DeviceAdjointProduct::apply_device` with the step's
 //! planned coefficients); the preconditioner is $A^{-1}$ with zero Dirichlet values (per
 //! reduced system one gather of its axes' free entries, the factor's block solve, one
-//! scatter: `resident::solve_free`). GMRES orthogonalizes by classical Gram–Schmidt twice
+//! scatter: `axes::solve_free`). GMRES orthogonalizes by classical Gram–Schmidt twice
 //! ([`KrylovSpace::orthogonalize`]: one block reduction per pass).
 
-use crate::gpu::device::{Arg, Device};
-use crate::gpu::kernels::Kernel;
-use crate::gpu::resident::{copy, solve_free, Axis, Reducer};
-use crate::gpu::system::{DeviceSolve, GpuSystem};
-use crate::gpu::GpuError;
+use super::axes::{solve_free, Axis};
+use super::reduce::{copy, Reducer};
+use crate::gpu::linalg::system::{DeviceSolve, GpuSystem};
+use crate::gpu::runtime::device::{Arg, Device};
+use crate::gpu::runtime::error::GpuError;
+use crate::gpu::runtime::kernels::Kernel;
 use crate::linalg::krylov::{slot_pair, KrylovSpace};
 use crate::solver::offload::OffloadError;
 use std::sync::MutexGuard;
@@ -83,7 +84,7 @@ impl<D: Device> KrylovBuffers<D> {
 
     /// $A^{-1}q$ with zero Dirichlet values (the contract of
     /// `LinearSolver::solve_homogeneous`): one upload, the block solve of each reduced system
-    /// (`resident::solve_free`), one download, where the axis-by-axis host path
+    /// (`axes::solve_free`), one download, where the axis-by-axis host path
     /// ([`GpuSystem::try_solve`]) copies each axis both ways; the same values bitwise.
     pub(crate) fn solve_homogeneous(
         &mut self,

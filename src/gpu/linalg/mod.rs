@@ -2,6 +2,7 @@
 //! behind `LinearSolver` ([`system::GpuSystem`]), the Krylov space on device vectors and the
 //! deterministic reductions.
 
+pub mod axes;
 pub mod factor;
 pub mod krylov;
 pub mod pipeline;

@@ -2,10 +2,10 @@
 //! (plan), kernels launched per iteration (execute). Runs on the emulator in CI and on a GPU
 //! with `--features cuda`.
 
-use crate::gpu::device::{Arg, Device};
-use crate::gpu::factor::SimplicialFactor;
-use crate::gpu::kernels::Kernel;
-use crate::gpu::GpuError;
+use crate::gpu::linalg::factor::SimplicialFactor;
+use crate::gpu::runtime::device::{Arg, Device};
+use crate::gpu::runtime::error::GpuError;
+use crate::gpu::runtime::kernels::Kernel;
 
 /// `[0, a_0, a_0 + a_1, ...]`: pointers from counts.
 fn prefix_sums(counts: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -817,8 +817,8 @@ mod tests {
     #[test]
     fn the_device_built_inverse_factor_matches_the_host_patterns() {
         use super::DeviceFactor;
-        use crate::gpu::emulator::Emulator;
-        use crate::gpu::factor::{transpose_pattern, SimplicialFactor};
+        use crate::gpu::linalg::factor::{transpose_pattern, SimplicialFactor};
+        use crate::gpu::runtime::emulator::Emulator;
         use crate::linalg::ordering::nested_dissection;
         use crate::linalg::CscMatrix;
         let w = 7;

@@ -6,11 +6,11 @@
 //! On the host (to move next): the Dirichlet coupling $b_F-\hat A_{FD}\bar x_D$ and
 //! `apply_a`, both $O(\mathrm{nnz}(\hat A))$.
 
-use crate::gpu::device::{Arg, Device};
-use crate::gpu::factor::SimplicialFactor;
-use crate::gpu::kernels::Kernel;
-use crate::gpu::pipeline::{DeviceFactor, SolvePath};
-use crate::gpu::GpuError;
+use crate::gpu::linalg::factor::SimplicialFactor;
+use crate::gpu::linalg::pipeline::{DeviceFactor, SolvePath};
+use crate::gpu::runtime::device::{Arg, Device};
+use crate::gpu::runtime::error::GpuError;
+use crate::gpu::runtime::kernels::Kernel;
 use crate::linalg::{
     AxisDirichlet, CscMatrix, LinalgError, LinearSolver, SparseCholesky, SystemPlan,
 };
@@ -26,6 +26,13 @@ pub enum GpuSystemError {
     Device(#[from] GpuError),
     #[error("sparse inverse factor self-check failed: relative difference {rel:e} > 1e-10 (spec §5.2 step 5)")]
     SelfCheck { rel: f64 },
+}
+
+/// A failure building the device system at the accelerator seam.
+impl From<GpuSystemError> for crate::solver::offload::OffloadError {
+    fn from(e: GpuSystemError) -> Self {
+        crate::solver::offload::OffloadError::Device(Box::new(e))
+    }
 }
 
 /// The axes sharing one reduced system and the index maps of their block solve on node-major

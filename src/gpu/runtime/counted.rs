@@ -4,9 +4,9 @@
 //! `grad.json` report the forward's and the backward's traffic (docs/gpu.md "Profiling
 //! without a profiler"); the cost is two clock reads and a few atomic adds per call.
 
-use crate::gpu::device::{Arg, Device};
-use crate::gpu::kernels::Kernel;
-use crate::gpu::GpuError;
+use super::device::{Arg, Device};
+use super::error::GpuError;
+use super::kernels::Kernel;
 use crate::solver::offload::DeviceTraffic;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -170,7 +170,7 @@ impl<D: Device> Device for Counted<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::Emulator;
+    use crate::gpu::runtime::emulator::Emulator;
 
     /// The counters see every call with its size: two uploads (16 and 24 bytes), one
     /// launch of 3 items, one download of 24 bytes; a span is the difference of readings.

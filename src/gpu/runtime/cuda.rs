@@ -4,10 +4,10 @@
 //! order. Not run in this project's CI (no device there); run on an H100 through
 //! `scripts/gpu_device.sh` (2026-11-27, docs/gpu.md).
 
-use crate::gpu::device::{check_args, Arg, Device};
-use crate::gpu::kernels::{Kernel, SOURCES};
-use crate::gpu::nvrtc::Nvrtc;
-use crate::gpu::{GpuError, Unavailable};
+use super::device::{check_args, Arg, Device};
+use super::error::{GpuError, Unavailable};
+use super::kernels::{Kernel, SOURCES};
+use super::nvrtc::Nvrtc;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };

@@ -2,8 +2,8 @@
 //! NVIDIA GPU). Everything above it (`gpu::pipeline`) is written once against the trait, so
 //! CI exercises the whole orchestration without a GPU.
 
-use crate::gpu::kernels::Kernel;
-use crate::gpu::GpuError;
+use super::error::GpuError;
+use super::kernels::Kernel;
 
 /// A kernel argument after the implicit item count.
 pub enum Arg<'a, D: Device + ?Sized> {

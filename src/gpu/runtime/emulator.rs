@@ -2,9 +2,9 @@
 //! running its items sequentially in item order (deterministic; slow by design). Buffers are
 //! host vectors. Used by CI to run the GPU pipeline without a GPU (`--backend emulator`).
 
-use crate::gpu::device::{check_args, Arg, Device};
-use crate::gpu::kernels::{host, HostArg, Kernel};
-use crate::gpu::GpuError;
+use super::device::{check_args, Arg, Device};
+use super::error::GpuError;
+use super::kernels::{host, HostArg, Kernel};
 
 /// The emulator device.
 #[derive(Debug, Default, Clone, Copy)]

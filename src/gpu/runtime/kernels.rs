@@ -66,7 +66,7 @@ pub enum Kind {
     Index32Out,
 }
 
-use crate::gpu::GpuError;
+use super::error::GpuError;
 
 /// A raw argument of a host kernel call.
 pub(crate) enum HostArg {
@@ -138,7 +138,7 @@ macro_rules! kernel_table {
         pub(crate) mod host {
             use super::Kernel;
             use super::{HostArg, Take};
-            use crate::gpu::GpuError;
+            use crate::gpu::runtime::error::GpuError;
             #[allow(non_camel_case_types, dead_code)]
             mod kinds {
                 pub type Int = i64;

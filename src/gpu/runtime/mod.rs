@@ -7,5 +7,6 @@ pub mod counted;
 pub mod cuda;
 pub mod device;
 pub mod emulator;
+pub mod error;
 pub mod kernels;
 pub mod nvrtc;

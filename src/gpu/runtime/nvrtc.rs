@@ -4,7 +4,8 @@
 //! `sm_90`). Library names tried, in order: `libnvrtc.so.13`, `libnvrtc.so.12`, `libnvrtc.so`
 //! (found through `LD_LIBRARY_PATH`, see `docs/gpu.md`).
 
-use crate::gpu::kernels::{HEADERS, SOURCES};
+pub use super::error::NvrtcError;
+use super::kernels::{HEADERS, SOURCES};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 type Program = *mut c_void;
@@ -15,36 +16,6 @@ pub struct Nvrtc {
     lib: libloading::Library,
     /// The library file name that was loaded.
     pub soname: &'static str,
-}
-
-/// Why NVRTC is not available or a compile failed.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum NvrtcError {
-    /// No library of `NAMES` loads; `last` is the loader's message for the last one.
-    #[error(
-        "NVRTC not found (tried {tried}; put the directory of libnvrtc on LD_LIBRARY_PATH): {last}"
-    )]
-    NotFound { tried: String, last: String },
-    /// A symbol is missing from the loaded library (the loader's message).
-    #[error("{0}")]
-    Symbol(String),
-    #[error("{what} failed with NVRTC status {status}")]
-    Status { what: &'static str, status: i32 },
-    #[error("{name}: NUL byte in source")]
-    Nul { name: String },
-    /// NVRTC handed back a string without its terminating NUL.
-    #[error("{0}")]
-    Unterminated(String),
-    /// The compile failed: NVRTC's log (it names the file and line).
-    #[error("{0}")]
-    Log(String),
-}
-
-/// Reports (`diffphd doctor --json`) carry the message.
-impl serde::Serialize for NvrtcError {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
 }
 
 /// One kernel source compiled to PTX, or its compiler log.

@@ -1,4 +1,4 @@
-//! The fuzz targets' bodies (`crates/fuzz-bodies`, the same functions `fuzz/` wraps for
+//! The fuzz targets' bodies (`fuzz/bodies`, the same functions `fuzz/` wraps for
 //! cargo-fuzz) over the repository's own inputs and deterministic mutations of them: no reader
 //! may panic on a truncated, garbled or near-valid file. This runs on stable in CI, so a change
 //! of a reader's API, or a panic on an input one edit away from a shipped file, fails here
