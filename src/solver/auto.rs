@@ -362,12 +362,13 @@ pub const NEWTON_FACTORIZATION_COST: f64 = 25.0;
 /// iterations plus the GMRES iterations of its Newton–Krylov phase plus
 /// [`NEWTON_FACTORIZATION_COST`] per factorization of its direct fallback; a Newton frame
 /// [`NEWTON_FACTORIZATION_COST`] per factorization. Deterministic: counts, not clocks.
-pub fn frame_cost(stats: &crate::solver::stats::StepStats, method: SolverMethod) -> f64 {
-    let factorizations = stats.newton.as_ref().map_or(0, |n| n.factorizations) as f64;
-    let k = NEWTON_FACTORIZATION_COST;
+/// The counts: `pd_units` = PD iterations + Newton–Krylov GMRES iterations of a PD frame
+/// (ignored for a Newton frame), `factorizations` of Newton or of PD's direct fallback.
+pub fn frame_cost(method: SolverMethod, pd_units: usize, factorizations: usize) -> f64 {
+    let k = NEWTON_FACTORIZATION_COST * factorizations as f64;
     match method {
-        SolverMethod::Newton => k * factorizations,
-        _ => (stats.iterations + stats.polish_gmres_iterations) as f64 + k * factorizations,
+        SolverMethod::Newton => k,
+        _ => pd_units as f64 + k,
     }
 }
 

@@ -155,7 +155,11 @@ impl Stepper for AutoStepper {
         let outcome = FrameOutcome {
             solved_by,
             probed,
-            cost: frame_cost(&stats, solved_by),
+            cost: frame_cost(
+                solved_by,
+                stats.iterations + stats.polish_gmres_iterations,
+                stats.newton.as_ref().map_or(0, |n| n.factorizations),
+            ),
             active_contacts: stats.contact.as_ref().map_or(0, |c| c.active),
         };
         set(&mut self.rules, frame, rule.after(frame, &outcome));
