@@ -33,12 +33,8 @@
 //! the method of the first frame; then each frame's iteration counts decide the next, in PD
 //! units ([`frame_cost`]: a PD frame its PD and Newton–Krylov GMRES iterations, a Newton
 //! frame [`NEWTON_FACTORIZATION_COST`] per factorization, a measured exchange rate):
-//! - PD current: a frame that costs more than the last Newton frame of the same contact
-//!   regime (both ending with active contacts, or both without) makes Newton current from
-//!   the next frame (before any such Newton frame PD stands: the bouncing ball's free-fall
-//!   Newton frames, 2 factorizations, are no reference for its contact frames). A PD frame
-//!   on which contact is made or released also drops the reference (a new episode: after the
-//!   ball's bounce it vibrates, and its Newton frames cost 4 factorizations, not 2).
+//! - PD current: a frame that costs more than the last Newton frame makes Newton current from
+//!   the next frame (before any Newton frame the per-scene choice of PD stands).
 //! - Newton current: once a Newton frame's cost $c$ is known, a frame at or past the next probe
 //!   frame is first solved by PD capped at $\lfloor$[`PROBE_SHARE`]$\cdot c\rfloor$ iterations
 //!   (a *probe*). If PD converges within the cap its result is the frame's and PD becomes
@@ -355,11 +351,13 @@ pub const PROBE_BACKOFF_MAX: usize = 64;
 /// `--solver newton` over time per PD unit of `--solver diffphd`, the same frames, one
 /// thread (`simulate`, frame seconds from `log.json`; 2026-12-06, session 22, the machine
 /// loaded by one helper's build, both methods under the same load): cantilever 33.5 ($\rho$
-/// 131), cantilever_diffpd 36.9 (217), twist_bands_tet 21.4 (77), bouncing ball 28.0 (268,
-/// with contact), routing_tendon 19.9 (113), sysid_cantilever 16.8 (63), armadillo_twist
-/// 31.1 (491), Plant 32 (110): 17–37 over scenes from 480 to 43k DoF, hex and tet, with and
-/// without contact. 25 is their middle (within 1.5× of every one); the constant is the same
-/// on every machine, so the rule stays a function of iteration counts.
+/// 131), cantilever_diffpd 36.9 (217), twist_bands_tet 21.4 (77), routing_tendon 19.9
+/// (113), sysid_cantilever 16.8 (63), armadillo_twist 31.1 (491), Plant 32 (110): 17–37 over
+/// contact-free scenes from 480 to 43k DoF, hex and tet. 25 is their middle (within 1.5× of
+/// every one); the constant is the same on every machine, so the rule stays a function of
+/// iteration counts. Under contact a PD unit also runs a contact solve and a factorization
+/// costs about 10 units (the bouncing ball, `grad`, idle: 15 of PD's 25 forward seconds in
+/// contact solves): the rule then undercounts PD's frames, which errs toward PD.
 pub const NEWTON_FACTORIZATION_COST: f64 = 25.0;
 
 /// What one frame costs in PD units ([`NEWTON_FACTORIZATION_COST`]): a PD frame its PD
@@ -404,10 +402,8 @@ pub struct FrameOutcome {
 pub struct FrameRule {
     /// The method the next frame runs (or probes PD against).
     pub current: SolverMethod,
-    /// The cost of the last frame Newton solved, in PD units.
+    /// The cost of the last frame Newton solved, in PD iterations.
     pub newton_cost: Option<f64>,
-    /// That frame ended with active contacts (the regime its cost belongs to).
-    pub newton_cost_in_contact: bool,
     /// The first frame at which a Newton frame probes PD.
     pub next_probe: usize,
     /// The current gap between probes.
@@ -427,7 +423,6 @@ impl FrameRule {
         FrameRule {
             current: choice.method,
             newton_cost: None,
-            newton_cost_in_contact: false,
             next_probe: 0,
             backoff: PROBE_BACKOFF,
             in_contact: false,
@@ -466,7 +461,6 @@ impl FrameRule {
                     // a frame without a factorization (nothing to solve: prescribed or free
                     // motion) says nothing about what a Newton frame costs
                     r.newton_cost = Some(o.cost);
-                    r.newton_cost_in_contact = o.active_contacts > 0;
                 }
                 if o.probed || self.current != SolverMethod::Newton {
                     // a failed probe, or PD missed its stopping test: Newton, probe later
@@ -483,11 +477,9 @@ impl FrameRule {
             }
             _ => {
                 // PD solved it (as current or as a successful probe): PD stays current while
-                // a frame costs no more than the last Newton frame of the same contact regime
-                // (before any such Newton frame PD stands: a free-flight Newton frame says
-                // nothing about what Newton costs under contact, nor the reverse)
-                let same_regime = self.newton_cost_in_contact == (o.active_contacts > 0);
-                let dearer = same_regime && self.newton_cost.is_some_and(|c| o.cost > c);
+                // a frame costs no more than the last Newton frame (before any Newton frame
+                // the per-scene choice of PD stands)
+                let dearer = self.newton_cost.is_some_and(|c| o.cost > c);
                 if dearer && !self.pd_held {
                     r.current = SolverMethod::Newton;
                     defer(&mut r);
@@ -501,11 +493,6 @@ impl FrameRule {
             // the last contact released: the state PD is fast on may be back
             r.next_probe = frame + 1;
             r.backoff = PROBE_BACKOFF;
-        }
-        if in_contact != self.in_contact && o.solved_by != SolverMethod::Newton {
-            // contact made or released on a PD frame: the last Newton frame's cost belongs
-            // to the episode before; PD stands until Newton is seen in this one
-            r.newton_cost = None;
         }
         r.in_contact = in_contact;
         if !in_contact {
@@ -640,15 +627,14 @@ mod tests {
         // a successful probe makes PD current; a PD frame dearer than Newton's hands back
         let r = r.after(14, &outcome(Pd, true, 30.0, 0));
         assert_eq!(r.plan(15), FramePlan::Current(Pd));
-        let r = r.after(15, &outcome(Pd, false, 399.0, 0));
+        let r = r.after(15, &outcome(Pd, false, 399.0, 3));
         assert_eq!(r.current, Pd);
-        let r = r.after(16, &outcome(Pd, false, 401.0, 0));
+        let r = r.after(16, &outcome(Pd, false, 401.0, 3));
         assert_eq!((r.current, r.next_probe), (Newton, 16 + 16));
         // contact releases: probe at the next frame, the gap back to 4
-        let r = r.after(17, &outcome(Newton, false, 400.0, 3));
-        let r = r.after(18, &outcome(Newton, false, 400.0, 0));
+        let r = r.after(17, &outcome(Newton, false, 400.0, 0));
         assert_eq!(
-            (r.plan(19), r.backoff),
+            (r.plan(18), r.backoff),
             (FramePlan::ProbePd { budget: 100 }, 4)
         );
         // before any Newton frame the per-scene choice of PD stands, whatever a frame costs
@@ -690,20 +676,12 @@ mod tests {
         assert!(!r.pd_held);
         let held = r.after(8, &outcome(Pd, false, 1e6, 0));
         assert_eq!(held.current, Pd);
-        // with a Newton frame's cost known, a dearer PD frame hands back, but only against a
-        // Newton frame of its own contact regime
+        // with a Newton frame's cost known, a dearer PD frame hands back
         let r = FrameRule {
             newton_cost: Some(100.0),
             ..r
         };
         assert_eq!(r.after(8, &outcome(Pd, false, 1e6, 0)).current, Newton);
-        assert_eq!(r.after(8, &outcome(Pd, false, 1e6, 3)).current, Pd);
-        let r = FrameRule {
-            newton_cost_in_contact: true,
-            ..r
-        };
-        assert_eq!(r.after(8, &outcome(Pd, false, 1e6, 3)).current, Newton);
-        assert_eq!(r.after(8, &outcome(Pd, false, 1e6, 0)).current, Pd);
     }
 
     /// The rule reads only its inputs: the same quantities give the same choice.

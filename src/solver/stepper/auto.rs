@@ -118,7 +118,7 @@ impl Stepper for AutoStepper {
             .and_then(|f| self.rules.get(f).copied().flatten())
             .unwrap_or(self.initial);
         let step = (frame, x_t, v_t);
-        if sim.offload.is_some() {
+        if sim.accelerator().is_some() {
             // a device attached (also one attached after the per-scene choice): `auto` is
             // PD there, without switching or retries
             let out = self.attempt(sim, step, SolverMethod::Diffphd, None, true)?;
