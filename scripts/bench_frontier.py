@@ -579,7 +579,9 @@ def report(meta, levels):
              "diffpd, diffphd:paper: solver.rel_tol; backward.rel_tol with it) %s; Newton ladder %s; oracle newton_tol %g; times: %s. "
              "Command: `%s`." % (
                  meta["threads"], meta.get("repeat", 1),
+                 "none (--no-ladder)" if meta.get("no_ladder") else
                  ", ".join("%g" % t for t in meta["pd_tols"]),
+                 "none (--no-ladder)" if meta.get("no_ladder") else
                  ", ".join("%g" % t for t in meta["newton_tols"]), meta["oracle_tol"],
                  "phase wall seconds (grad.json)" if CLOCK == "wall" else
                  "phase seconds x the run's process CPU/wall ratio (--clock cpu)",
@@ -765,6 +767,7 @@ def main():
             "machine_start": machine_line(), "threads": args.threads,
             "pd_tols": args.pd_tols, "newton_tols": args.newton_tols,
             "oracle_tol": args.oracle_tol, "methods": args.methods, "repeat": args.repeat,
+            "no_ladder": args.no_ladder,
             "scenes": []}
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     log("machine: " + meta["machine_start"])
