@@ -90,13 +90,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         None
     };
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
-    let mut json = provenance(
-        "grad",
-        &problem.ls,
-        &effective_sets(args),
-        threads,
-        backend,
-    );
+    let mut json = provenance("grad", &problem.ls, &effective_sets(args), threads, backend);
     json.as_object_mut().expect("object").extend(
         serde_json::json!({
         "method": ev.method,
@@ -208,10 +202,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
             .contact_time_limit
             .map(|(f, k)| {
                 let cap = problem.ls.scene.contact.max_seconds;
-                format!(
-                    " ({})",
-                    simulate::contact_time_limit_message(f, k, cap)
-                )
+                format!(" ({})", simulate::contact_time_limit_message(f, k, cap))
             })
             .unwrap_or_default();
         return Err(Failure::not_converged(anyhow::anyhow!(
