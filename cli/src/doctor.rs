@@ -1,7 +1,7 @@
 //! `diffphd doctor`: what this machine can run. Exit 0 when the CPU path can run (always, for
 //! a binary that started); the GPU lines say what is missing and why.
 
-use super::Failure;
+use crate::failure::Failure;
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {

@@ -2,7 +2,9 @@
 //! to the declared `[[parameter]]`s, per-phase timings and per-frame adjoint diagnostics
 //! (`grad.json`). No finite differences.
 
-use super::{Failure, RunArgs};
+use crate::failure::Failure;
+use crate::run::{claim_output, effective_sets, provenance, set_threads, RunArgs};
+use crate::{memory, simulate};
 use anyhow::Context;
 use diffphd::optimize::classes::material::youngs_modulus;
 use diffphd::optimize::problem::Problem;
@@ -37,20 +39,20 @@ pub struct GradArgs {
 
 pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
     let args = &grad_args.run;
-    let backend = super::simulate::check_backend(args.backend)?;
+    let backend = simulate::check_backend(args.backend)?;
     let thr = grad_args.verify_threshold;
     if !(thr.is_finite() && thr > 0.0) {
         return Err(Failure::input(anyhow::anyhow!(
             "--verify-threshold {thr}: expected a finite number > 0"
         )));
     }
-    let ls = super::simulate::load_scene(args)?;
-    let threads = super::set_threads(ls.scene.solver.threads);
+    let ls = simulate::load_scene(args)?;
+    let threads = set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    problem.memory_budget = super::memory::check_problem(&problem, args.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
+    problem.memory_budget = memory::check_problem(&problem, args.max_memory)?;
+    simulate::accelerate_problem(&mut problem, backend, args.quiet)?;
     // the error sweep on the CPU path only: on a device its products would enter the
     // backward's traffic record (docs/gradcheck.md "The gradient's error bar")
     problem.estimate_error = problem.accelerate.is_none();
@@ -59,7 +61,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
             "{path}: declare at least one [[parameter]] to differentiate the loss with respect to"
         )));
     }
-    let out: PathBuf = super::claim_output("grad", args, &problem.ls)?;
+    let out: PathBuf = claim_output("grad", args, &problem.ls)?;
     let mut warnings = diffphd::optimize::verify::frozen_e_ref_warnings(&problem);
     warnings.extend(youngs_modulus::old_meaning_warnings(
         &problem.params,
@@ -88,13 +90,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
         None
     };
     let names: Vec<&str> = problem.params.iter().map(|p| p.name.as_str()).collect();
-    let mut json = super::provenance(
-        "grad",
-        &problem.ls,
-        &super::simulate::effective_sets(args),
-        threads,
-        backend,
-    );
+    let mut json = provenance("grad", &problem.ls, &effective_sets(args), threads, backend);
     json.as_object_mut().expect("object").extend(
         serde_json::json!({
         "method": ev.method,
@@ -206,10 +202,7 @@ pub fn run(grad_args: &GradArgs) -> Result<(), Failure> {
             .contact_time_limit
             .map(|(f, k)| {
                 let cap = problem.ls.scene.contact.max_seconds;
-                format!(
-                    " ({})",
-                    super::simulate::contact_time_limit_message(f, k, cap)
-                )
+                format!(" ({})", simulate::contact_time_limit_message(f, k, cap))
             })
             .unwrap_or_default();
         return Err(Failure::not_converged(anyhow::anyhow!(

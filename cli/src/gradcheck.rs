@@ -1,7 +1,9 @@
 //! `diffphd gradcheck`: adjoint gradients of the scene's `[loss]` with respect to its
 //! `[[parameter]]`s against central finite differences.
 
-use super::{Failure, RunArgs};
+use crate::failure::Failure;
+use crate::run::{claim_output, effective_sets, provenance, set_threads, RunArgs};
+use crate::{memory, simulate};
 use anyhow::Context;
 use diffphd::optimize::gradcheck::{self, Options};
 use diffphd::optimize::problem::Problem;
@@ -63,14 +65,14 @@ fn check_args(args: &GradcheckArgs) -> Result<(), Failure> {
 
 pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     check_args(args)?;
-    let backend = super::simulate::check_backend(args.run.backend)?;
-    let ls = super::simulate::load_scene(&args.run)?;
-    let threads = super::set_threads(ls.scene.solver.threads);
+    let backend = simulate::check_backend(args.run.backend)?;
+    let ls = simulate::load_scene(&args.run)?;
+    let threads = set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
-    problem.memory_budget = super::memory::check_problem(&problem, args.run.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend, args.run.quiet)?;
+    problem.memory_budget = memory::check_problem(&problem, args.run.max_memory)?;
+    simulate::accelerate_problem(&mut problem, backend, args.run.quiet)?;
     for (flag, list) in [
         ("--param", &args.params),
         ("--expect-zero", &args.expect_zero),
@@ -89,7 +91,7 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
             "{path}: declare at least one [[parameter]] to check"
         )));
     }
-    let out: PathBuf = super::claim_output("gradcheck", &args.run, &problem.ls)?;
+    let out: PathBuf = claim_output("gradcheck", &args.run, &problem.ls)?;
     let opts = Options {
         only: args.params.clone(),
         eps: args.eps,
@@ -100,10 +102,10 @@ pub fn run(args: &GradcheckArgs) -> Result<gradcheck::Report, Failure> {
     };
     let report = gradcheck::check(&problem, &opts)
         .map_err(|e| Failure::run(anyhow::Error::new(e).context(path.clone())))?;
-    let mut value = super::provenance(
+    let mut value = provenance(
         "gradcheck",
         &problem.ls,
-        &super::simulate::effective_sets(&args.run),
+        &effective_sets(&args.run),
         threads,
         backend,
     );

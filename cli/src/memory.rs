@@ -15,7 +15,7 @@
 //! Delassus columns and the GPU's copies. The mesh readers and generators guard the mesh
 //! sizes themselves (the model is built from the mesh before this estimate).
 
-use super::Failure;
+use crate::failure::Failure;
 use diffphd::linalg::SystemPlan;
 use diffphd::model::{AndersonWindow, Model, SolverSettings};
 use diffphd::optimize::problem::Problem;

@@ -8,7 +8,7 @@
 //! This toolbox is apart from the simulation path: it uses the mesh readers, writers and
 //! validation the simulation uses, plus reports, surfaces and voxelization that only it uses.
 
-use super::Failure;
+use crate::failure::Failure;
 use anyhow::anyhow;
 use diffphd::mesh::info::{mesh_info, MeshInfo};
 use diffphd::mesh::readers::read_mesh_with_source;

@@ -7,7 +7,11 @@
 //! point), 2 bad input, 130 interrupted by Ctrl-C or SIGTERM (outputs written with the best
 //! point; a second signal exits at once, leaving the last complete `optimize.json`).
 
-use super::{Failure, RunArgs};
+use crate::failure::Failure;
+use crate::run::{
+    claim_output, effective_sets, interrupt_flag, output_dir, provenance, set_threads, RunArgs,
+};
+use crate::{memory, simulate};
 use anyhow::Context;
 use diffphd::optimize::classes::material::youngs_modulus;
 use diffphd::optimize::lbfgs::{self, EvalRecord, OptimizeLog, Resume, Status};
@@ -113,7 +117,7 @@ pub fn with_caps(args: &OptimizeArgs) -> RunArgs {
 }
 
 pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
-    let backend = super::simulate::check_backend(args.run.backend)?;
+    let backend = simulate::check_backend(args.run.backend)?;
     let thr = args.verify_threshold;
     if !(thr.is_finite() && thr > 0.0) {
         return Err(Failure::input(anyhow::anyhow!(
@@ -121,28 +125,28 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
         )));
     }
     let run = with_caps(args);
-    let ls = super::simulate::load_scene(&run)?;
-    let threads = super::set_threads(ls.scene.solver.threads);
+    let ls = simulate::load_scene(&run)?;
+    let threads = set_threads(ls.scene.solver.threads);
     let path = ls.path.display().to_string();
     let mut problem = Problem::new(ls)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     for w in youngs_modulus::old_meaning_warnings(&problem.params, &problem.base) {
         eprintln!("warning: {path}: {w}");
     }
-    problem.memory_budget = super::memory::check_problem(&problem, run.max_memory)?;
-    super::simulate::accelerate_problem(&mut problem, backend, run.quiet)?;
+    problem.memory_budget = memory::check_problem(&problem, run.max_memory)?;
+    simulate::accelerate_problem(&mut problem, backend, run.quiet)?;
     problem
         .resolve_method()
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (_, _, params) = lbfgs::setup(&problem)
         .map_err(|e| Failure::input(anyhow::Error::new(e).context(path.clone())))?;
     let (out, resume) = if args.resume {
-        let out = super::output_dir(&run, &problem.ls);
+        let out = output_dir(&run, &problem.ls);
         let resume = read_resume(&out.join("optimize.json"), &problem, &params)?;
         (out, resume)
     } else {
         (
-            super::claim_output("optimize", &run, &problem.ls)?,
+            claim_output("optimize", &run, &problem.ls)?,
             Resume::default(),
         )
     };
@@ -156,7 +160,7 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
     let mut write_error: Option<std::io::Error> = None;
     let mut seen_iters = 0usize;
     // --verify-every: the checks so far, the first failure (or error), and the stop flag
-    let stop = super::interrupt_flag()
+    let stop = interrupt_flag()
         .unwrap_or_else(|| std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let verify_opts = diffphd::optimize::verify::Options {
         seed: 1,
@@ -291,15 +295,15 @@ pub fn run(args: &OptimizeArgs) -> Result<Outcome, Failure> {
 /// and how many evaluations were replayed.
 fn header(
     problem: &Problem,
-    run: &super::RunArgs,
+    run: &RunArgs,
     threads: usize,
     backend: diffphd::gpu::Backend,
     replayed: usize,
 ) -> serde_json::Value {
-    let mut header = super::provenance(
+    let mut header = provenance(
         "optimize",
         &problem.ls,
-        &super::simulate::effective_sets(run),
+        &effective_sets(run),
         threads,
         backend,
     );
@@ -512,7 +516,7 @@ fn write_outputs(
     let mut frames_out = diffphd::io::frames::FrameWriter::new(&model, &problem.ls.scene.output);
     let every = problem.ls.scene.output.every;
     for (t, (x, v)) in ro.kept.iter().filter(|(t, _)| *t % every == 0) {
-        if let Some(what) = super::simulate::unrepresentable_state(&model, x, v, None) {
+        if let Some(what) = simulate::unrepresentable_state(&model, x, v, None) {
             eprintln!("warning: the final rollout's frame {t} cannot be written ({what}); frames from {t} on are not written");
             break;
         }

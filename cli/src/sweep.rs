@@ -7,7 +7,8 @@
 //! Exit codes: `0` every run succeeded (or was already done), `1` at least one run failed,
 //! `2` bad sweep file, arguments or output directory.
 
-use super::Failure;
+use crate::failure::Failure;
+use crate::run::interrupt_flag;
 use anyhow::Context;
 use diffphd::sweep::collect::{self, Metric, RunStatus, STATUS_FILE, TABLE_FILE};
 use diffphd::sweep::plan::{self, Plan, PlanTable};
@@ -392,7 +393,7 @@ fn run_cmd(a: &RunArgs) -> Result<(), Failure> {
     });
     // SIGINT/SIGTERM: start no further run, let the running ones end (they stop after
     // their current frame, each recording its status), then say what to rerun.
-    let interrupt = super::interrupt_flag();
+    let interrupt = interrupt_flag();
     let interrupted = || interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);

@@ -21,7 +21,7 @@ mod optimize;
 mod simulation;
 pub mod sweep;
 
-use super::Failure;
+use crate::failure::Failure;
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 

@@ -4,8 +4,10 @@
 pub mod log;
 pub mod mpm;
 
-use crate::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
-use crate::{BackendArg, Failure, RunArgs};
+use self::log::{FrameRecord, RunHeader, RunLog, Status, Summary};
+use crate::failure::Failure;
+use crate::memory;
+use crate::run::{claim_output, effective_sets, interrupt_flag, set_threads, BackendArg, RunArgs};
 use anyhow::Context;
 use diffphd::diagnostics::Diagnostics;
 use diffphd::gpu::Backend;
@@ -19,21 +21,6 @@ use diffphd::solver::{Model, Simulator, SolverError, StepStats};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// All `--set` expressions of a run, including those `--frames`/`--threads` stand for.
-pub fn effective_sets(args: &RunArgs) -> Vec<String> {
-    let mut sets = args.sets.clone();
-    if let Some(f) = args.frames {
-        sets.push(format!("simulation.frames={f}"));
-    }
-    if let Some(t) = args.threads {
-        sets.push(format!("solver.threads={t}"));
-    }
-    if let Some(m) = args.solver {
-        sets.push(format!("solver.method=\"{}\"", m.as_str()));
-    }
-    sets
-}
 
 /// Load the scene with the command-line overrides (`--frames` becomes a `--set`).
 pub fn load_scene(args: &RunArgs) -> Result<LoadedScene, Failure> {
@@ -109,7 +96,7 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     if ls.scene.is_mpm() {
         return mpm::run(args, ls).map(|()| None);
     }
-    let threads = crate::set_threads(ls.scene.solver.threads);
+    let threads = set_threads(ls.scene.solver.threads);
     let model = Model::from_scene(&ls).map_err(|e| {
         Failure::input(anyhow::Error::new(e).context(format!("{}", ls.path.display())))
     })?;
@@ -129,13 +116,13 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
     let t_plan = Instant::now();
     let plan = Simulator::plan(&model, &derived).map_err(setup)?;
     let plan_seconds = t_plan.elapsed().as_secs_f64();
-    crate::memory::check(
+    memory::check(
         &format!("{}: the simulation", ls.path.display()),
-        &crate::memory::simulation(&model, &ls.scene.solver, &plan),
+        &memory::simulation(&model, &ls.scene.solver, &plan),
         args.max_memory,
         "use a coarser mesh or a larger --max-memory",
     )?;
-    let out: PathBuf = crate::claim_output("simulate", args, &ls)?;
+    let out: PathBuf = claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut sim =
         Simulator::with_plan(&model, derived, &ls.scene.solver, Some(plan)).map_err(setup)?;
@@ -175,7 +162,7 @@ pub fn run(args: &RunArgs) -> Result<Option<RunLog>, Failure> {
         quiet: args.quiet,
     };
     write_log(&p.out, &p.log)?;
-    let interrupt = crate::interrupt_flag();
+    let interrupt = interrupt_flag();
     if let Some(flag) = &interrupt {
         // the solver's iterations poll the interrupt too: a long step ends at its next
         // iteration (SolverError::Cancelled) instead of running to its end
@@ -368,7 +355,7 @@ fn frame_record(
         anderson_guard_firings: stats.anderson_guard_firings,
         polish: (sim.config.newton_polish > 0)
             .then_some((stats.polish_steps, stats.polish_residual)),
-        residual: stats.residual.map(|relative| crate::log::ResidualRecord {
+        residual: stats.residual.map(|relative| log::ResidualRecord {
             relative,
             newton_krylov_steps: stats.polish_steps,
             gmres_iterations: stats.polish_gmres_iterations,
@@ -651,8 +638,8 @@ fn method_of(log: &RunLog) -> diffphd::model::SolverMethod {
 }
 
 /// The log record of a step's Newton statistics.
-fn newton_record(n: &diffphd::solver::stats::NewtonStats) -> crate::log::NewtonRecord {
-    crate::log::NewtonRecord {
+fn newton_record(n: &diffphd::solver::stats::NewtonStats) -> log::NewtonRecord {
+    log::NewtonRecord {
         iterations: n.iterations,
         converged: n.converged,
         relative_gradient: n.relative_gradient,

@@ -7,8 +7,10 @@
 //! moving more than h in a substep or a contact solve missing its tolerance, 1 other failures,
 //! 130 interrupted.
 
-use crate::log::{MpmFrameRecord, MpmRunHeader, MpmRunLog, RigidBodyRecord, Status};
-use crate::{Failure, RunArgs};
+use super::log::{MpmFrameRecord, MpmRunHeader, MpmRunLog, RigidBodyRecord, Status};
+use crate::failure::Failure;
+use crate::memory;
+use crate::run::{claim_output, effective_sets, interrupt_flag, set_threads, RunArgs};
 use anyhow::anyhow;
 use diffphd::gpu::Backend;
 use diffphd::io::write_atomic;
@@ -57,7 +59,7 @@ fn header(
         command: "simulate".into(),
         scene: ls.path.display().to_string(),
         scene_hash: ls.hash.clone(),
-        overrides: crate::simulate::effective_sets(args),
+        overrides: effective_sets(args),
         threads,
         system: "mpm".into(),
         dt: sys.dt,
@@ -132,7 +134,7 @@ fn record(
 
 /// The memory budget of the MPM state: `--max-memory`, or the memory available if less.
 fn budget(max_memory: Option<u64>) -> Option<(u64, String)> {
-    match (max_memory, crate::memory::available_bytes()) {
+    match (max_memory, memory::available_bytes()) {
         (Some(m), Some(a)) if a < m => Some((a, "the memory available".into())),
         (Some(m), _) => Some((m, "--max-memory".into())),
         (None, Some(a)) => Some((a, "the memory available".into())),
@@ -178,10 +180,10 @@ fn attach_mpm_offload(
 /// Run an MPM/rigid scene (see the module doc).
 pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     let backend = super::simulate_backend(args.backend)?;
-    let threads = crate::set_threads(ls.scene.solver.threads);
+    let threads = set_threads(ls.scene.solver.threads);
     let (mut system, state) = mpm::build(&ls, budget(args.max_memory)).map_err(Failure::input)?;
     attach_mpm_offload(&ls, &mut system, &state, backend, args.quiet)?;
-    let out: PathBuf = crate::claim_output("simulate", args, &ls)?;
+    let out: PathBuf = claim_output("simulate", args, &ls)?;
     let t_run = Instant::now();
     let mut log = MpmRunLog {
         header: header(args, &ls, &system, &state, threads),
@@ -207,7 +209,7 @@ pub fn run(args: &RunArgs, ls: LoadedScene) -> Result<(), Failure> {
     };
     log.frames.push(record(0, 0.0, &state, None, files0));
     write_log(&out, &log)?;
-    let interrupt = crate::interrupt_flag();
+    let interrupt = interrupt_flag();
     if let Some(flag) = &interrupt {
         // the substeps poll the interrupt too: a long frame ends at its next substep
         system.cancel = diffphd::cancel::Cancel::with_flag(flag.clone());

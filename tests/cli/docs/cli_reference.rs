@@ -10,14 +10,14 @@ fn committed_cli_reference_equals_the_generated_one() {
     let path = common::repo().join("docs/cli.md");
     let committed = std::fs::read_to_string(&path).expect("docs/cli.md");
     assert!(
-        committed == diffphd_cli::reference::markdown(),
+        committed == diffphd_cli::command::markdown(),
         "docs/cli.md is stale: regenerate it with `diffphd schema --cli > docs/cli.md`"
     );
 }
 
 /// The code's defaults of flag `--long`, over every command that has it.
 fn code_defaults(long: &str) -> Vec<String> {
-    diffphd_cli::reference::defaults()
+    diffphd_cli::command::defaults()
         .into_iter()
         .filter(|(_, l, _)| l == long)
         .map(|(_, _, d)| d)

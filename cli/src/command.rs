@@ -1,9 +1,59 @@
-//! The command-line reference (`docs/cli.md`), generated from the clap definitions so that
-//! the documented flags and defaults are the ones the code has: `diffphd schema --cli`
-//! prints it and `tests/cli/docs/cli_reference.rs` keeps the committed copy equal to it.
+//! The command line's grammar: the clap definitions of `diffphd` and its subcommands, and
+//! the command-line reference (`docs/cli.md`) generated from them so that the documented
+//! flags and defaults are the ones the code has: `diffphd schema --cli` prints it and
+//! `tests/cli/docs/cli_reference.rs` keeps the committed copy equal to it.
 
-use clap::CommandFactory;
+use crate::run::RunArgs;
+use crate::{doctor, grad, gradcheck, mesh, optimize, plot, sweep};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::fmt::Write;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "diffphd",
+    version,
+    about = "Differentiable Projective Dynamics for heterogeneous soft bodies"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// The variants' doc comments are the `--help` text (TOML names like `[[parameter]]`), not
+// rustdoc links.
+#[allow(rustdoc::broken_intra_doc_links)]
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Forward rollout: writes frames (VTU volumes by default, or PLY surfaces) and log.json.
+    Simulate(RunArgs),
+    /// One forward + backward pass: loss and gradient of the declared [[parameter]]s.
+    Grad(grad::GradArgs),
+    /// Adjoint gradients of the scene's [loss] against central finite differences.
+    Gradcheck(gradcheck::GradcheckArgs),
+    /// Mesh tools: info, check, convert, voxelize.
+    Mesh {
+        #[command(subcommand)]
+        cmd: mesh::MeshCommand,
+    },
+    /// L-BFGS on the scene's [[parameter]]s: optimize.json, optimized.toml, final frames.
+    Optimize(optimize::OptimizeArgs),
+    /// SVG or PNG of a run's log: an optimize.json (loss, gradient norm, parameters with bounds
+    /// and truth) or a simulation's log.json (energies and centre of mass against time).
+    Plot(plot::PlotArgs),
+    /// What this machine can run: CPU threads, CUDA driver and device, NVRTC, the GPU emulator.
+    Doctor(doctor::DoctorArgs),
+    /// Print the JSON Schema of the scene format (the copy in docs/scene.schema.json).
+    Schema {
+        /// Print the command-line reference instead (the copy in docs/cli.md).
+        #[arg(long)]
+        cli: bool,
+    },
+    /// Parameter sweeps: plan, run locally, emit for GNU parallel / Slurm, task, collect.
+    Sweep {
+        #[command(subcommand)]
+        cmd: sweep::SweepCommand,
+    },
+}
 
 /// Every option of every command with a default value: (command path, `--long`, default).
 pub fn defaults() -> Vec<(String, String, String)> {
@@ -17,7 +67,7 @@ pub fn defaults() -> Vec<(String, String, String)> {
             walk(sub, &format!("{path} {}", sub.get_name()), out);
         }
     }
-    let mut root = super::Cli::command();
+    let mut root = Cli::command();
     root.build();
     let mut out = Vec::new();
     walk(&root, "diffphd", &mut out);
@@ -26,7 +76,7 @@ pub fn defaults() -> Vec<(String, String, String)> {
 
 /// Markdown reference of every command: usage, help and each option's default.
 pub fn markdown() -> String {
-    let mut root = super::Cli::command();
+    let mut root = Cli::command();
     root.build();
     let mut out = String::from(
         "# Command-line reference\n\n\
@@ -35,12 +85,12 @@ pub fn markdown() -> String {
          program has. Exit codes: README.md.\n",
     );
     for cmd in root.get_subcommands() {
-        command(&mut out, cmd, "diffphd");
+        write_command(&mut out, cmd, "diffphd");
     }
     out
 }
 
-fn command(out: &mut String, cmd: &clap::Command, parent: &str) {
+fn write_command(out: &mut String, cmd: &clap::Command, parent: &str) {
     if cmd.is_hide_set() || cmd.get_name() == "help" {
         return;
     }
@@ -60,7 +110,7 @@ fn command(out: &mut String, cmd: &clap::Command, parent: &str) {
         }
     }
     for sub in cmd.get_subcommands() {
-        command(out, sub, &path);
+        write_command(out, sub, &path);
     }
 }
 
