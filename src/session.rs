@@ -112,6 +112,28 @@ pub fn with_threads_cancellable<R: Send>(
     with_threads(threads, || cancel.install(f))
 }
 
+/// The provenance fields every output of a run carries (`log.json`, `grad.json`,
+/// `optimize.json`, the Python results): version, commit, command, scene path and hash,
+/// every override, threads and backend. One definition for the command line and Python.
+pub fn provenance(
+    command: &str,
+    ls: &LoadedScene,
+    sets: &[String],
+    threads: usize,
+    backend: Backend,
+) -> serde_json::Value {
+    serde_json::json!({
+        "diffphd_version": crate::io::VERSION,
+        "git_commit": crate::io::git_commit(),
+        "command": command,
+        "scene": ls.path.display().to_string(),
+        "scene_hash": ls.hash,
+        "overrides": sets,
+        "threads": threads,
+        "backend": backend,
+    })
+}
+
 /// The backend named `name` (`cpu`, `cuda`, `emulator`), refusing one that cannot run here
 /// with the command line's message (`simulate_backend`).
 pub fn backend(name: &str) -> Result<Backend, SessionError> {

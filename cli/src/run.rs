@@ -108,26 +108,9 @@ pub fn claim_output(
     Ok(out)
 }
 
-/// Reproducibility fields every output file carries: binary version, git commit, scene,
-/// scene hash, every override, threads and backend.
-pub fn provenance(
-    command: &str,
-    ls: &diffphd::scene::LoadedScene,
-    sets: &[String],
-    threads: usize,
-    backend: diffphd::gpu::Backend,
-) -> serde_json::Value {
-    serde_json::json!({
-        "diffphd_version": diffphd::io::VERSION,
-        "git_commit": diffphd::io::git_commit(),
-        "command": command,
-        "scene": ls.path.display().to_string(),
-        "scene_hash": ls.hash,
-        "overrides": sets,
-        "threads": threads,
-        "backend": backend,
-    })
-}
+/// The provenance fields of every output (the library's [`diffphd::session::provenance`],
+/// which Python's results carry too).
+pub use diffphd::session::provenance;
 
 /// Seconds between the first interrupt signal and a forced exit.
 pub const GRACE_SECONDS: u64 = 10;

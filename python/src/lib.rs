@@ -730,25 +730,8 @@ impl Scene {
     }
 }
 
-/// The provenance fields every output carries (the command line's `provenance`).
-fn provenance(
-    command: &str,
-    ls: &LoadedScene,
-    sets: &[String],
-    threads: usize,
-    backend: Backend,
-) -> serde_json::Value {
-    serde_json::json!({
-        "diffphd_version": diffphd::io::VERSION,
-        "git_commit": diffphd::io::git_commit(),
-        "command": command,
-        "scene": ls.path.display().to_string(),
-        "scene_hash": ls.hash,
-        "overrides": sets,
-        "threads": threads,
-        "backend": backend,
-    })
-}
+/// The provenance fields every output carries: the library's, as on the command line.
+use diffphd::session::provenance;
 
 /// A JSON value as Python objects (through the `json` module: the exact number text).
 fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyDict>> {
