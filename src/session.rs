@@ -340,17 +340,35 @@ impl Rollout {
             .get(first - 1)
             .copied()
             .unwrap_or(self.method);
-        let list: Vec<String> = self.missed.iter().take(20).map(|f| f.to_string()).collect();
-        Some(format!(
-            "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
-            self.missed.len(),
+        Some(not_converged_message(
+            &self.missed,
             self.iterations.len(),
-            method.iterations_name(),
-            list.join(", "),
-            if self.missed.len() > 20 { ", ..." } else { "" },
-            method.iteration_cap_key(),
+            its,
+            method,
         ))
     }
+}
+
+/// "N of M frames did not meet the solver's stopping test (first: frame F after K ...)": the
+/// exit-3 message of `simulate` (command line, `log.json`) and of Python's rollouts.
+/// `missed` are the frames (1-based, ascending, non-empty), `first_iterations` and `method`
+/// those of the first missed frame (under `auto` the method whose attempt the frame kept).
+pub fn not_converged_message(
+    missed: &[usize],
+    frames: usize,
+    first_iterations: usize,
+    method: SolverMethod,
+) -> String {
+    let list: Vec<String> = missed.iter().take(20).map(|f| f.to_string()).collect();
+    format!(
+        "{} of {frames} frames did not meet the solver's stopping test (first: frame {} after {first_iterations} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
+        missed.len(),
+        missed.first().copied().unwrap_or(0),
+        method.iterations_name(),
+        list.join(", "),
+        if missed.len() > 20 { ", ..." } else { "" },
+        method.iteration_cap_key(),
+    )
 }
 
 /// Roll `model` (of scene `ls`) out over its `frames` on `backend`, calling `on_frame` with

@@ -590,21 +590,11 @@ pub(super) fn contact_time_limit_message(frame: usize, iteration: usize, cap: f6
 /// "N of M frames did not converge (first: frame F after K iterations); ..." for the log and
 /// the exit-3 message.
 fn not_converged_message(missed: &[usize], log: &RunLog) -> String {
-    let first = missed[0];
-    let rec = log.frames.get(first - 1);
+    let rec = log.frames.get(missed[0] - 1);
     let its = rec.map(|f| f.iterations).unwrap_or(0);
-    let list: Vec<String> = missed.iter().take(20).map(|f| f.to_string()).collect();
     // the method of the first missed frame (under `auto` the one whose attempt it kept)
     let method = rec.and_then(|f| f.method).unwrap_or_else(|| method_of(log));
-    format!(
-        "{} of {} frames did not meet the solver's stopping test (first: frame {first} after {its} {}; frames {}{}); run status \"incomplete\". Raise {}, or set solver.on_nonconvergence = \"warn\" to accept them",
-        missed.len(),
-        log.frames.len(),
-        method.iterations_name(),
-        list.join(", "),
-        if missed.len() > 20 { ", ..." } else { "" },
-        method.iteration_cap_key(),
-    )
+    diffphd::session::not_converged_message(missed, log.frames.len(), its, method)
 }
 
 /// "N PD iterations", or under `auto` with both methods "N PD iterations + M Newton
