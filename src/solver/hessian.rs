@@ -161,30 +161,32 @@ impl LinearSolver for NewtonFactor<'_> {
 }
 
 /// The gather form of the Newton assembly $\nabla^2g=\dots+\sum_sG_s^T\big(H_s+
-/// \tfrac{\beta_ew_s}h\,I\big)G_s$ (blocks $(a,b)$ of each sample): every stored value $k$
-/// of the pattern, entry $(i,j)$ of the $3\times3$ block of its node pair, lists the
-/// (sample, $a$, $b$) that add into that block, in sample order. Summing them in that order
-/// onto the value's start (the inertia and attachment diagonal) is the serial sample loop's
-/// sum, so values are computed independently in parallel with the same bits for any thread
-/// count (issue 37: a scatter written as a gather).
+/// \tfrac{\beta_ew_s}h\,I\big)G_s$, parallel over column nodes. The blocks $(a,b)$ of every
+/// sample with column node $b$ are stored in the columns $3b..3b+2$ of the pattern, so a
+/// task that owns a range of column nodes owns a contiguous range of the stored values. For
+/// each of its nodes $b$ it visits the (sample, corner) pairs of $b$ in sample order
+/// ([`crate::model::NodeSamples`]), forms $H_sG_b$ once and adds
+/// $G_a^T(H_sG_b)+c_s(\nabla N_a\cdot\nabla N_b)I$ into the block of every corner $a$. Each
+/// stored value so receives the serial sample loop's terms, each by the same arithmetic, in
+/// the same (sample) order: the same bits for any thread count, with the serial loop's
+/// operation count (issue 37: a scatter written as a gather; the earlier gather per stored
+/// value formed $H_sG_b$ once per value, three times the work, and two threads ran it
+/// slower than one ran the serial loop).
 pub(crate) struct AssemblyGather {
-    /// Per stored value: its node-pair block and its position $3i+j$ in the block.
-    val_block: Vec<u32>,
-    val_ij: Vec<u8>,
-    /// Per block: `items[block_ptr[b]..block_ptr[b + 1]]` are its (sample, a, b), in sample
-    /// order.
-    block_ptr: Vec<usize>,
-    items: Vec<(u32, u8, u8)>,
-    /// The serial path's plan: per element, the block of each of its node pairs $(a, b)$
+    /// Per element, the block of each of its node pairs $(a, b)$
     /// (`elem_blocks[elem_ptr[e] + a·n_e + b]`), and per block its nine stored values.
     elem_ptr: Vec<usize>,
     elem_blocks: Vec<u32>,
     block_vals: Vec<[u32; 9]>,
+    /// The tasks: task $t$ owns the column nodes `task_node[t]..task_node[t + 1]`, whose
+    /// stored values are `task_val[t]..task_val[t + 1]`.
+    task_node: Vec<usize>,
+    task_val: Vec<usize>,
 }
 
-/// Stored values per parallel task of [`AssemblyGather::add_samples`] (a fixed chunking;
-/// values are independent, so any chunking gives the same bits).
-const VALUE_CHUNK: usize = 4096;
+/// Stored values per parallel task of [`AssemblyGather::add_samples`] (a fixed chunking of
+/// the column nodes; tasks are independent, so any chunking gives the same bits).
+const VALUE_CHUNK: usize = 16_384;
 
 impl AssemblyGather {
     /// The plan of `model`'s samples on the $3n\times3n$ element pattern `pattern` (full
@@ -207,46 +209,13 @@ impl AssemblyGather {
                 }
             }
         }
-        let mut val_block = vec![0u32; nnz];
-        let mut val_ij = vec![0u8; nnz];
+        let mut block_vals = vec![[0u32; 9]; nb];
         for c in 0..pattern.n {
             for k in pattern.col_ptr[c]..pattern.col_ptr[c + 1] {
                 let r = pattern.row_idx[k];
-                val_block[k] = block_of[pos(r - r % 3, c - c % 3)];
-                val_ij[k] = (3 * (r % 3) + c % 3) as u8;
+                let blk = block_of[pos(r - r % 3, c - c % 3)] as usize;
+                block_vals[blk][3 * (r % 3) + c % 3] = k as u32;
             }
-        }
-        let block = |s: usize, a: usize, b: usize| {
-            let el = model.element(model.samples.elem[s]);
-            block_of[pos(3 * el[a], 3 * el[b])] as usize
-        };
-        let mut block_ptr = vec![0usize; nb + 1];
-        let ns = model.num_samples();
-        let nv = |s: usize| model.element(model.samples.elem[s]).len();
-        for s in 0..ns {
-            for a in 0..nv(s) {
-                for b in 0..nv(s) {
-                    block_ptr[block(s, a, b) + 1] += 1;
-                }
-            }
-        }
-        for k in 0..nb {
-            block_ptr[k + 1] += block_ptr[k];
-        }
-        let mut next = block_ptr.clone();
-        let mut items = vec![(0u32, 0u8, 0u8); block_ptr[nb]];
-        for s in 0..ns {
-            for a in 0..nv(s) {
-                for b in 0..nv(s) {
-                    let k = block(s, a, b);
-                    items[next[k]] = (s as u32, a as u8, b as u8);
-                    next[k] += 1;
-                }
-            }
-        }
-        let mut block_vals = vec![[0u32; 9]; nb];
-        for k in 0..nnz {
-            block_vals[val_block[k] as usize][val_ij[k] as usize] = k as u32;
         }
         let ne = model.num_elements();
         let mut elem_ptr = vec![0usize; ne + 1];
@@ -260,84 +229,88 @@ impl AssemblyGather {
             }
             elem_ptr[e + 1] = elem_blocks.len();
         }
+        let n = pattern.n / 3;
+        let (mut task_node, mut task_val) = (vec![0], vec![0]);
+        for b in 1..=n {
+            let v = pattern.col_ptr[3 * b];
+            if b == n || v - task_val[task_val.len() - 1] >= VALUE_CHUNK {
+                task_node.push(b);
+                task_val.push(v);
+            }
+        }
         AssemblyGather {
-            val_block,
-            val_ij,
-            block_ptr,
-            items,
             elem_ptr,
             elem_blocks,
             block_vals,
+            task_node,
+            task_val,
         }
     }
 
     /// Add the samples' blocks $G_s^T(H_s+c_s I)G_s$ onto `vals` (the pattern's values):
     /// `hess[s]` is $H_s$ (9×9, on $\mathrm{vec}\,F$), `c(s)` the sample's stiffness-damping
-    /// coefficient $\beta_ew_s/h$. Parallel over stored values.
+    /// coefficient $\beta_ew_s/h$. Parallel over column nodes.
     pub(crate) fn add_samples<C>(&self, model: &Model, hess: &[Mat9], c: C, vals: &mut [f64])
     where
         C: Fn(usize) -> f64 + Sync,
     {
-        if rayon::current_num_threads() == 1 {
-            return self.add_samples_serial(model, hess, c, vals);
+        let adj = model.node_samples();
+        let mut parts = Vec::with_capacity(self.task_node.len() - 1);
+        let mut rest = vals;
+        for w in self.task_val.windows(2) {
+            let (part, tail) = rest.split_at_mut(w[1] - w[0]);
+            parts.push(part);
+            rest = tail;
         }
-        vals.par_chunks_mut(VALUE_CHUNK)
-            .enumerate()
-            .for_each(|(ci, vc)| {
-                for (o, v) in vc.iter_mut().enumerate() {
-                    let k = ci * VALUE_CHUNK + o;
-                    let blk = self.val_block[k] as usize;
-                    let ij = self.val_ij[k] as usize;
-                    let (i, j) = (ij / 3, ij % 3);
-                    let mut acc = *v;
-                    for &(s, a, b) in &self.items[self.block_ptr[blk]..self.block_ptr[blk + 1]] {
-                        let s = s as usize;
-                        let g = model.sample_grads(s);
-                        acc += block_entry(&hess[s], g, (a as usize, b as usize), (i, j), c(s));
-                    }
-                    *v = acc;
+        let task = |(t, part): (usize, &mut [f64])| {
+            let off = self.task_val[t];
+            for b in self.task_node[t]..self.task_node[t + 1] {
+                for &(s, lb) in adj.of(b) {
+                    let s = s as usize;
+                    self.add_column(model, (s, lb as usize), &hess[s], c(s), (part, off));
                 }
-            });
+            }
+        };
+        if rayon::current_num_threads() == 1 {
+            parts.into_iter().enumerate().for_each(task);
+        } else {
+            parts.into_par_iter().enumerate().for_each(task);
+        }
     }
-}
 
-impl AssemblyGather {
-    /// [`AssemblyGather::add_samples`] on one thread: the sample loop, with $H_sG_b$ formed
-    /// once per node $b$ of the sample instead of once per stored value. Every value
-    /// receives the same terms in the same (sample) order, each computed by the same
-    /// arithmetic as [`block_entry`] (an element's node pairs are distinct blocks, so the
-    /// order inside a sample does not matter): the same bits as the gather, at about a third
-    /// of its operations (issue 34, "no slower" at one thread).
-    fn add_samples_serial<C>(&self, model: &Model, hess: &[Mat9], c: C, vals: &mut [f64])
-    where
-        C: Fn(usize) -> f64,
-    {
-        for (s, hs) in hess.iter().enumerate() {
-            let e = model.samples.elem[s];
-            let g = model.sample_grads(s);
-            let nv = g.len();
-            let cs = c(s);
-            let blocks = &self.elem_blocks[self.elem_ptr[e]..self.elem_ptr[e + 1]];
-            for (b, &gb) in g.iter().enumerate() {
-                // (H_s g_b)_{r,j} = Σ_l H_{r,3j+l} g_{b,l}
-                let mut hg = [[0.0f64; 3]; 9];
-                for (r, row) in hg.iter_mut().enumerate() {
-                    for (j, v) in row.iter_mut().enumerate() {
-                        *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
+    /// The blocks $(a, b)$ of sample `s` for its corner `b`, every corner $a$: $H_sG_b$
+    /// formed once, then $G_a^T(H_sG_b)+c_s(\nabla N_a\cdot\nabla N_b)I$ added into the
+    /// block's stored values (`cs` is $c_s$; `part` holds the stored values from `off`).
+    fn add_column(
+        &self,
+        model: &Model,
+        (s, b): (usize, usize),
+        hs: &Mat9,
+        cs: f64,
+        (part, off): (&mut [f64], usize),
+    ) {
+        let e = model.samples.elem[s];
+        let g = model.sample_grads(s);
+        let nv = g.len();
+        let blocks = &self.elem_blocks[self.elem_ptr[e]..self.elem_ptr[e + 1]];
+        let gb = g[b];
+        // (H_s g_b)_{r,j} = Σ_l H_{r,3j+l} g_{b,l}
+        let mut hg = [[0.0f64; 3]; 9];
+        for (r, row) in hg.iter_mut().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = (0..3).map(|l| hs[(r, 3 * j + l)] * gb[l]).sum();
+            }
+        }
+        for (a, ga) in g.iter().enumerate() {
+            let slots = &self.block_vals[blocks[a * nv + b] as usize];
+            let lap = ga[0] * gb[0] + ga[1] * gb[1] + ga[2] * gb[2];
+            for i in 0..3 {
+                for j in 0..3 {
+                    let mut v: f64 = (0..3).map(|kk| ga[kk] * hg[3 * i + kk][j]).sum();
+                    if i == j {
+                        v += cs * lap;
                     }
-                }
-                for (a, ga) in g.iter().enumerate() {
-                    let slots = &self.block_vals[blocks[a * nv + b] as usize];
-                    let lap = ga[0] * gb[0] + ga[1] * gb[1] + ga[2] * gb[2];
-                    for i in 0..3 {
-                        for j in 0..3 {
-                            let mut v: f64 = (0..3).map(|kk| ga[kk] * hg[3 * i + kk][j]).sum();
-                            if i == j {
-                                v += cs * lap;
-                            }
-                            vals[slots[3 * i + j] as usize] += v;
-                        }
-                    }
+                    part[slots[3 * i + j] as usize - off] += v;
                 }
             }
         }
@@ -347,7 +320,7 @@ impl AssemblyGather {
 /// Entry $(3a+i, 3b+j)$ of $G_s^T H_s G_s$ plus $c\,(\nabla N_a\cdot\nabla N_b)\,\delta_{ij}$:
 /// $\sum_k g_{a,k}(Hg_b)_{3i+k,j}$ with $(Hg_b)_{r,j}=\sum_l H_{r,3j+l}\,g_{b,l}$ (the
 /// arithmetic of the serial assembly it replaced, term for term).
-#[inline]
+#[cfg(test)]
 fn block_entry(
     hs: &Mat9,
     g: &[[f64; 3]],
