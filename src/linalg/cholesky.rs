@@ -3,7 +3,10 @@
 //!
 //! Symbolic analysis and numeric factorization are separate (faer's design): the factor is
 //! computed once per rollout and reused by every solve of the forward, contact and
-//! backward passes (spec §5.4). Solves run faer's kernels with `Par::Seq` (measured faster
+//! backward passes (spec §5.4). A supernodal analysis is factored by the tree-parallel
+//! left-looking factorization of [`super::supernodal`] (faer's algorithm on faer's analysis,
+//! independent subtrees on the pool's threads; the same bits on any thread count). Solves run
+//! faer's kernels with `Par::Seq` (measured faster
 //! on 2 cores, `dependencies-notes.md` §2.3); on a pool of two threads or more a supernodal
 //! factor's two largest independent subtrees are solved at once instead
 //! ([`super::tree_solve`], the same bits).
@@ -13,6 +16,7 @@
 //! two triangular solves with $L$ (measured in `dependencies-notes.md` §2.4) and needs
 //! $O(n^{5/3})$ memory, so the CPU path solves with $L$; the result is the same operator.
 
+use super::supernodal::{self, TreePlan};
 use super::tree_solve::{self, TreeSplit};
 use super::{CscMatrix, LinalgError};
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -37,6 +41,9 @@ pub struct SymbolicFactor {
     n: usize,
     /// The two-thread split of a supernodal factor's tree ([`super::tree_solve`]).
     split: Option<TreeSplit>,
+    /// The tree-parallel numeric factorization's plan of a supernodal analysis
+    /// ([`super::supernodal`]).
+    plan: Option<Arc<TreePlan>>,
 }
 
 impl SymbolicFactor {
@@ -60,14 +67,17 @@ impl SymbolicFactor {
                         _ => "unknown faer error",
                     },
                 })?;
-        let split = match symbolic.raw() {
-            SymbolicCholeskyRaw::Supernodal(sup) => TreeSplit::plan(sup),
-            SymbolicCholeskyRaw::Simplicial(_) => None,
+        let (split, plan) = match symbolic.raw() {
+            SymbolicCholeskyRaw::Supernodal(sup) => {
+                (TreeSplit::plan(sup), Some(Arc::new(TreePlan::new(sup))))
+            }
+            SymbolicCholeskyRaw::Simplicial(_) => (None, None),
         };
         Ok(SymbolicFactor {
             symbolic: Arc::new(symbolic),
             n,
             split,
+            plan,
         })
     }
 
@@ -140,12 +150,9 @@ fn check_finite(a: &CscMatrix) -> Result<(), LinalgError> {
     Ok(())
 }
 
-/// Parallelism of a numeric factorization: the dense kernels of each supernode (its update
-/// from descendants, dense $LL^T$, panel solve) split over the caller's rayon pool
-/// (`--threads`). faer splits those by block shape, so every thread count gives the same
-/// bits (test `threaded_factorization_is_bitwise_sequential`). Until 2026-11-27 this was
-/// `Par::Seq`: the direct adjoint of a 1M-tet box (a 48 s factorization on an H100 host)
-/// used one of the machine's 16 cores.
+/// Parallelism of faer's numeric factorization (a simplicial analysis; a supernodal one runs
+/// the tree-parallel factorization of [`super::supernodal`], which splits the subtrees and
+/// the root's dense kernels over the pool itself): the caller's rayon pool (`--threads`).
 fn numeric_par() -> Par {
     match rayon::current_num_threads() {
         0 | 1 => Par::Seq,
@@ -153,8 +160,42 @@ fn numeric_par() -> Par {
     }
 }
 
-/// Numeric $LL^T$ of `a` into `values` with the symbolic analysis `symbolic` (same pattern).
+/// Numeric $LL^T$ of `a` into `values` with the symbolic analysis `factor` (same pattern):
+/// a supernodal analysis by the tree-parallel factorization ([`super::supernodal`]), a
+/// simplicial one by faer's.
 fn numeric_llt(
+    factor: &SymbolicFactor,
+    values: &mut [f64],
+    a: &CscMatrix,
+) -> Result<(), LinalgError> {
+    let symbolic = &*factor.symbolic;
+    if let (SymbolicCholeskyRaw::Supernodal(sup), Some(plan)) = (symbolic.raw(), &factor.plan) {
+        let identity: Vec<usize>;
+        let (perm, iperm) = match symbolic.perm() {
+            Some(p) => p.arrays(),
+            None => {
+                identity = (0..a.n).collect();
+                (&identity[..], &identity[..])
+            }
+        };
+        let input = supernodal::Input {
+            sym: sup,
+            plan,
+            col_ptr: &a.col_ptr,
+            row_idx: &a.row_idx,
+            values: &a.values,
+            perm,
+            iperm,
+        };
+        return supernodal::factorize(&input, values)
+            .map_err(|index| LinalgError::NotPositiveDefinite { index });
+    }
+    faer_numeric_llt(symbolic, values, a)
+}
+
+/// faer's numeric $LL^T$ (a simplicial analysis; and the reference of the tree-parallel
+/// factorization's tests).
+fn faer_numeric_llt(
     symbolic: &SymbolicCholesky<usize>,
     values: &mut [f64],
     a: &CscMatrix,
@@ -213,7 +254,7 @@ impl SparseCholesky {
         }
         check_finite(a)?;
         let mut values = vec![0.0; symbolic.symbolic.len_val()];
-        numeric_llt(&symbolic.symbolic, &mut values, a)?;
+        numeric_llt(symbolic, &mut values, a)?;
         Ok(SparseCholesky {
             symbolic: symbolic.clone(),
             values,
@@ -238,7 +279,7 @@ impl SparseCholesky {
             });
         }
         check_finite(a)?;
-        numeric_llt(&self.symbolic.symbolic, &mut self.values, a)
+        numeric_llt(&self.symbolic, &mut self.values, a)
     }
 
     pub fn n(&self) -> usize {
@@ -446,9 +487,10 @@ mod tests {
         assert!(err2 < 1e-10);
     }
 
-    /// The determinism contract of [`numeric_par`]: the factor's values are the same bits
-    /// with 1, 2, 3, 5 and 8 threads (a 24³ grid: its top separator is a dense 576-column
-    /// supernode, so the dense kernels do split).
+    /// The determinism contract of the tree-parallel factorization ([`super::supernodal`]):
+    /// the factor's values are the same bits with 1, 2, 3, 5 and 8 threads (a 24³ grid: its
+    /// subtrees run as tasks, and its top separator is a dense 576-column supernode whose
+    /// updates are formed by the pool and whose dense kernels split).
     #[test]
     fn threaded_factorization_is_bitwise_sequential() {
         let a = grid_laplacian(24, 0.5);
@@ -472,6 +514,41 @@ mod tests {
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{t} threads changed the factor's bits");
         }
+    }
+
+    /// The tree-parallel factorization ([`super::supernodal`]) is faer's factor to
+    /// round-off (a 24³ grid and a 3-D elasticity-like block matrix of a tet box), and
+    /// stops at faer's first non-positive pivot on an indefinite matrix.
+    #[test]
+    fn tree_factorization_matches_faer_to_round_off() {
+        let a = grid_laplacian(24, 0.5);
+        let (p, ip) = nested_dissection(&a).unwrap();
+        let symbolic = SymbolicFactor::analyze(&a, &p, &ip).unwrap();
+        let ours = SparseCholesky::numeric(&symbolic, &a).unwrap();
+        assert!(ours.is_supernodal());
+        let mut theirs = vec![0.0; ours.values.len()];
+        faer_numeric_llt(&symbolic.symbolic, &mut theirs, &a).unwrap();
+        let scale = theirs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = ours
+            .values
+            .iter()
+            .zip(&theirs)
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(
+            scale > 0.0 && err <= 1e-13 * scale,
+            "max |ΔL| {err:e} of {scale:e}"
+        );
+        // shifted into indefiniteness: the same first failing pivot as faer's
+        let mut bad = a.clone();
+        bad.add_diagonal(&vec![-3.0; bad.n]);
+        let ours = SparseCholesky::numeric(&symbolic, &bad).unwrap_err();
+        let mut theirs = vec![0.0; symbolic.nnz_l()];
+        let theirs = faer_numeric_llt(&symbolic.symbolic, &mut theirs, &bad).unwrap_err();
+        assert!(
+            matches!(ours, LinalgError::NotPositiveDefinite { .. }),
+            "{ours:?}"
+        );
+        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
     }
 
     /// The two-thread tree solve ([`super::tree_solve`]) gives faer's sequential bits for
