@@ -17,6 +17,11 @@ pub struct NewtonSystem {
     pub(crate) map: Vec<usize>,
     pub(crate) perm: Option<(Vec<usize>, Vec<usize>)>,
     pub(crate) factor: Option<SparseCholesky>,
+    /// The free block of the pattern (its values overwritten at each factorization) and,
+    /// per stored value, the pattern's value it copies (plan once: the free block's
+    /// pattern never changes).
+    reduced: CscMatrix,
+    reduced_src: Vec<usize>,
     /// Gather plan of the assembly (plan once, execute per Hessian in parallel over the
     /// stored values, [`AssemblyGather`]).
     pub(crate) gather: AssemblyGather,
@@ -54,7 +59,16 @@ impl NewtonSystem {
             })
             .collect();
         let gather = AssemblyGather::new(model, &pattern);
+        let mut positions = pattern.clone();
+        for (k, v) in positions.values.iter_mut().enumerate() {
+            *v = k as f64;
+        }
+        let mut reduced = positions.submatrix(&free, &map);
+        let reduced_src = reduced.values.iter().map(|&k| k as usize).collect();
+        reduced.values.fill(0.0);
         NewtonSystem {
+            reduced,
+            reduced_src,
             pattern,
             free,
             map,
@@ -65,24 +79,29 @@ impl NewtonSystem {
         }
     }
 
-    /// Factor the free block of `h` (numeric only after the first call). `Err(index)` on a
-    /// non-positive pivot.
+    /// Factor the free block of `h` (a matrix on [`NewtonSystem::pattern`]; numeric only
+    /// after the first call). `Err(index)` on a non-positive pivot.
     pub(crate) fn factor(&mut self, h: &CscMatrix, shift: f64) -> Result<(), SolverError> {
-        let mut sub = h.submatrix(&self.free, &self.map);
+        debug_assert_eq!(h.values.len(), self.pattern.values.len());
+        let sub = &mut self.reduced;
+        for (v, &k) in sub.values.iter_mut().zip(&self.reduced_src) {
+            *v = h.values[k];
+        }
         if shift != 0.0 {
             sub.add_diagonal(&vec![shift; sub.n]);
         }
+        let sub = &self.reduced;
         if self.perm.is_none() {
-            self.perm = Some(ordering::nested_dissection(&sub)?);
+            self.perm = Some(ordering::nested_dissection(sub)?);
         }
         let res = match self.factor.as_mut() {
-            Some(f) => f.refactor(&sub),
+            Some(f) => f.refactor(sub),
             None => {
                 let (p, ip) = self
                     .perm
                     .as_ref()
                     .expect("perm is set just above when it was None");
-                SparseCholesky::factor(&sub, p, ip).map(|f| {
+                SparseCholesky::factor(sub, p, ip).map(|f| {
                     self.factor = Some(f);
                 })
             }
