@@ -146,7 +146,9 @@ pub struct Input<'a> {
 /// Numeric $LL^T$ of $PAP^T$ into `l_values` (faer's supernodal layout for `sym`). Returns
 /// the first non-positive pivot (a column of the permuted matrix) on failure.
 pub fn factorize(input: &Input, l_values: &mut [f64]) -> Result<(), usize> {
-    assert_eq!(l_values.len(), input.sym.len_val());
+    // the callers allocate `l_values` from this analysis (`SparseCholesky::numeric`) or reuse
+    // the factor's own (`refactor`)
+    debug_assert_eq!(l_values.len(), input.sym.len_val());
     let threads = rayon::current_num_threads();
     let ctx = Ctx {
         input,
