@@ -98,16 +98,9 @@ impl SymbolicFactor {
                 // simplicial L stores the diagonal in each column
                 s.col_ptr().windows(2).map(|w| sq(w[1] - w[0])).sum()
             }
-            SymbolicCholeskyRaw::Supernodal(s) => {
-                let rows = s.col_ptr_for_row_idx();
-                (0..s.n_supernodes())
-                    .map(|k| {
-                        let w = s.supernode_end()[k] - s.supernode_begin()[k];
-                        let below = rows[k + 1] - rows[k];
-                        (0..w).map(|j| sq(w - j + below)).sum::<f64>()
-                    })
-                    .sum()
-            }
+            SymbolicCholeskyRaw::Supernodal(s) => (0..s.n_supernodes())
+                .map(|k| supernodal::supernode_flops(s, k))
+                .sum(),
         }
     }
 

@@ -77,10 +77,7 @@ impl TreePlan {
                     last = s;
                 }
             }
-            let w = end[d] - begin[d];
-            flops[d] = (0..w)
-                .map(|j| ((w - j + pat.len()) as f64).powi(2))
-                .sum::<f64>();
+            flops[d] = supernode_flops(sym, d);
         }
         let mut children = vec![Vec::new(); ns];
         let mut roots = Vec::new();
@@ -113,6 +110,19 @@ impl TreePlan {
             own_flops,
         }
     }
+}
+
+/// Leading-term flops of supernode `s`'s own columns: $\sum_j c_j^2$ over its columns, $c_j$
+/// the count of column $j$ of $L$ (diagonal included; George & Liu 1981, §2.2).
+pub fn supernode_flops(sym: &SymbolicSupernodalCholesky<usize>, s: usize) -> f64 {
+    let w = sym.supernode_end()[s] - sym.supernode_begin()[s];
+    let below = pattern(sym, s).len();
+    (0..w)
+        .map(|j| {
+            let c = (w - j + below) as f64;
+            c * c
+        })
+        .sum()
 }
 
 /// The rows $P_s$ below supernode `s`'s diagonal block (increasing).

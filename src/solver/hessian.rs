@@ -22,8 +22,8 @@ pub struct NewtonSystem {
     /// pattern never changes).
     reduced: CscMatrix,
     reduced_src: Vec<usize>,
-    /// Gather plan of the assembly (plan once, execute per Hessian in parallel over the
-    /// stored values, [`AssemblyGather`]).
+    /// Gather plan of the assembly (plan once, execute per Hessian in parallel over column
+    /// nodes, [`AssemblyGather`]).
     pub(crate) gather: AssemblyGather,
     /// Position of the diagonal entry of each DoF.
     pub(crate) diag: Vec<u32>,
