@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The one test command (.ci/run runs exactly this): the tools the tests need, the cached Python
-# test venv, one cargo build of the whole workspace (every test target, the CLI and the Python
-# extension, in ONE feature resolution so nothing is compiled twice), the Rust tests (the
-# frame-viewer test uses the venv's meshio and PyVista; the fuzz targets' bodies run over a
-# corpus in tests/cli), the extension put into the venv, then pytest on python/tests. Stops at
-# the first failing step with its exit code. Extra arguments go to `cargo test`.
+# test venv (made in the background while cargo builds), one cargo build of the whole workspace
+# (every test target, the CLI and the Python extension, in ONE feature resolution so nothing is
+# compiled twice), the extension put into the venv, then the Rust tests (the frame-viewer test
+# uses the venv's meshio and PyVista; the fuzz targets' bodies run over a corpus in tests/cli)
+# with pytest on python/tests beside them. Fails with the first failing step's exit code (cargo
+# test's before pytest's when both fail). Extra arguments go to `cargo test`.
 # Under CI=true the Python tests that compare with the command line fail instead of skipping
 # when target/release/diffphd is missing.
 #
@@ -25,13 +26,17 @@ step() { printf '\n== %s\n' "$*" >&2; }
 step "what the tests need (scripts/ci_deps.sh: GNU parallel, python3)"
 scripts/ci_deps.sh
 
-step "Python test venv (scripts/py_env.sh)"
-VENV="$(scripts/py_env.sh)"
-echo "$VENV" >&2
-# The Python with meshio and PyVista that the frame-viewer test (tests/cli/outputs/vtu_frames.rs) runs.
-export DIFFPHD_PYTHON="${DIFFPHD_PYTHON:-$VENV/bin/python}"
-# pyo3's build script configures the extension for this interpreter (as maturin would).
-export PYO3_PYTHON="${PYO3_PYTHON:-$VENV/bin/python}"
+# The venv (a first run downloads and unpacks torch: about 2 minutes, mostly network and disk)
+# is made while cargo builds; cargo test waits for it (the frame-viewer test runs its Python).
+step "Python test venv (scripts/py_env.sh), in the background while cargo builds"
+LOGS="$(mktemp -d)"
+# (an early exit stops the background jobs: no half-made venv is left being written)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$LOGS"' EXIT
+scripts/py_env.sh >"$LOGS/venv" 2>"$LOGS/venv.err" &
+VENV_PID=$!
+# pyo3's build script configures the extension for the base interpreter the venv is made from
+# (the same version; the extension is abi3), so the build need not wait for the venv.
+export PYO3_PYTHON="${PYO3_PYTHON:-$(command -v "${PYTHON:-python3}")}"
 
 # Every member and the extension's `extension-module` feature: one feature resolution.
 FEATURES=(--workspace --features diffphd-python/extension-module)
@@ -44,8 +49,16 @@ t0=$(date +%s)
 cargo build --release --lib --bins --tests --examples "${FEATURES[@]}"
 echo "build: $(( $(date +%s) - t0 )) s" >&2
 
-step "cargo test --release ${FEATURES[*]} $*"
-cargo test --release "${FEATURES[@]}" "$@"
+step "waiting for the venv"
+if ! wait "$VENV_PID"; then
+    cat "$LOGS/venv.err" >&2
+    echo "scripts/py_env.sh failed" >&2
+    exit 1
+fi
+VENV="$(cat "$LOGS/venv")"
+echo "$VENV" >&2
+# The Python with meshio and PyVista that the frame-viewer test (tests/cli/outputs/vtu_frames.rs) runs.
+export DIFFPHD_PYTHON="${DIFFPHD_PYTHON:-$VENV/bin/python}"
 
 step "the extension into the venv (python/diffphd/_diffphd.abi3.so; python/ on its path)"
 SO="$CARGO_TARGET_DIR/release/lib_diffphd.so"
@@ -54,7 +67,27 @@ cp -f "$SO" python/diffphd/_diffphd.abi3.so
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 echo "$ROOT/python" > "$SITE/diffphd.pth"
 
-step "pytest python/tests"
+# pytest runs beside the Rust tests (their binaries leave a core idle at each one's tail);
+# its output is printed when both are done.
+step "pytest python/tests, in the background while cargo tests"
 # The command line the Python tests compare against: the binary cargo just built.
 export DIFFPHD_CLI="${DIFFPHD_CLI:-$CARGO_TARGET_DIR/release/diffphd}"
-"$VENV/bin/python" -m pytest -q python/tests
+"$VENV/bin/python" -m pytest -q python/tests >"$LOGS/pytest" 2>&1 &
+PYTEST_PID=$!
+
+step "cargo test --release ${FEATURES[*]} $*"
+rust=0
+cargo test --release "${FEATURES[@]}" "$@" || rust=$?
+
+step "pytest python/tests (its output)"
+py=0
+wait "$PYTEST_PID" || py=$?
+cat "$LOGS/pytest" >&2
+if [ "$rust" -ne 0 ]; then
+    echo "cargo test failed (exit $rust)" >&2
+    exit "$rust"
+fi
+if [ "$py" -ne 0 ]; then
+    echo "pytest failed (exit $py)" >&2
+    exit "$py"
+fi

@@ -108,14 +108,14 @@ fn blade_strikes_ball_without_penetration_or_chatter() {
 }
 
 /// Gradients through the strike (smoothed contact) within 1e-4 of central differences,
-/// with edge–edge contacts active inside the horizon, including the parameter kinds of
-/// issue 16: body–body friction and the stiffness and target offset of the blade's
-/// rotating compliant attachment.
+/// with edge–edge contacts active inside the horizon: the blade's stiffness and the parameter
+/// kinds of issue 16, body–body friction and the stiffness and target offset of the blade's
+/// rotating compliant attachment. (A body's initial velocity and density through body–body
+/// contact, checked here too until 2026-12-07, are checked in contact_bodies.rs; they were 4
+/// of this test's 10 sweeps of 10 strike rollouts each.)
 #[test]
 fn strike_smoothed_gradients_with_edge_contact() {
     let params = r#"[
-        { kind = "initial_velocity", body = 2 },
-        { kind = "density", body = 2 },
         { kind = "youngs_modulus", body = 1, log = true },
         { kind = "body_friction", log = true },
         { kind = "attachment_stiffness", body = 1, attachment = 0, log = true },

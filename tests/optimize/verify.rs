@@ -39,42 +39,12 @@ fn checks(json: &serde_json::Value) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn grad_verify_agrees_on_shipped_scenes_at_ci_frame_counts() {
-    for (scene, frames, per_parameter) in [
-        ("scenes/cantilever.toml", "5", 3),
-        ("scenes/twist_bands_tet.toml", "6", 3),
-        ("scenes/routing_tendon.toml", "4", 0),
-    ] {
-        let (code, stdout, stderr, json) = grad(scene, &["--frames", frames, "--verify"]);
-        assert_eq!(code, 0, "{scene}: {stdout}{stderr}");
-        let cs = checks(&json);
-        let n = if per_parameter == 0 { 1 } else { per_parameter };
-        assert_eq!(cs.len(), n, "{scene}: {cs:?}");
-        for c in &cs {
-            assert_eq!(c["verdict"], "agree", "{scene}: {c}");
-            let (adj, fd) = (
-                c["adjoint"].as_f64().unwrap(),
-                c["finite_difference"].as_f64().unwrap(),
-            );
-            // a real comparison: a non-zero reference, and the FD's bar resolves 1e-3
-            assert!(fd != 0.0 && adj != 0.0, "{scene}: {c}");
-            assert!(c["error"].as_f64().unwrap() <= 1e-3, "{scene}: {c}");
-            assert!(
-                c["relative_error_bar"].as_f64().unwrap() <= 1e-3,
-                "{scene}: {c}"
-            );
-        }
-        assert!(stdout.contains("AGREE"), "{scene}: {stdout}");
-    }
-}
-
-#[test]
 fn loose_backward_tolerance_makes_grad_verify_exit_1_with_the_numbers() {
     let (code, stdout, stderr, json) = grad(
         "scenes/cantilever.toml",
         &[
             "--frames",
-            "2",
+            "1",
             "--verify",
             "--set",
             "backward.rel_tol=1e-2",
@@ -109,7 +79,7 @@ fn loose_backward_tolerance_makes_grad_verify_exit_1_with_the_numbers() {
         "scenes/cantilever.toml",
         &[
             "--frames",
-            "2",
+            "1",
             "--verify",
             "--verify-threshold",
             &format!("{}", 2.0 * worst),
@@ -245,7 +215,14 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
     // (scene, frames, extra --set): CI frame counts
     const RUN: &[(&str, &str, &[&str])] = &[
         ("cantilever", "1", &[]),
-        ("cantilever_diffpd", "1", &[]),
+        // log E only: the component DiffPD's comparison differentiates (issue 37); nu and rho
+        // of the same material classes are verified on `cantilever` (one frame of this 8k-DoF
+        // scene at the verify's 1e-12 costs 2 s per forward, 4 forwards per parameter)
+        (
+            "cantilever_diffpd",
+            "1",
+            &["parameter=[{kind=\"youngs_modulus\", log=true}]"],
+        ),
         ("initial_state_bunny", "2", &[]),
         ("initial_state_flight", "2", &[]),
         ("real2sim_probe", "20", &[]), // its captures are frames 12 and 20
@@ -304,7 +281,7 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
     for (name, frames, sets) in RUN {
         let t0 = std::time::Instant::now();
         let scene = format!("scenes/{name}.toml");
-        let mut args = vec!["--frames", frames, "--verify", "--quiet"];
+        let mut args = vec!["--frames", frames, "--verify"];
         for s in *sets {
             args.extend(["--set", s]);
         }
@@ -315,6 +292,15 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
             continue;
         }
         let cs = checks(&json);
+        // per parameter up to 3 parameters (one check each), else one random direction
+        let np = json["parameters"].as_array().map_or(0, |p| p.len());
+        let want = if np <= 3 { np } else { 1 };
+        if cs.len() != want || !stdout.contains("AGREE") {
+            failures.push(format!(
+                "{name}: {} checks for {np} parameters: {stdout}",
+                cs.len()
+            ));
+        }
         let estimates = json["evaluation"]["gradient_error_estimate"].as_array();
         let fd_max = cs
             .iter()
@@ -326,7 +312,9 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
                 c["relative_error_bar"].as_f64().unwrap_or(f64::INFINITY),
             );
             let fd = c["finite_difference"].as_f64().unwrap_or(0.0);
-            if c["verdict"] != "agree" || err > 1e-3 || bar > 1e-3 || fd == 0.0 {
+            // a real comparison: non-zero adjoint and FD, and the FD's bar resolves 1e-3
+            let adj = c["adjoint"].as_f64().unwrap_or(0.0);
+            if c["verdict"] != "agree" || err > 1e-3 || bar > 1e-3 || fd == 0.0 || adj == 0.0 {
                 failures.push(format!("{name}: {c}"));
             }
             // the error estimate against the verified error, per parameter: where the FD
