@@ -24,7 +24,16 @@ fn record_git_commit() {
     }
     let commit = match git(&["rev-parse", "HEAD"]) {
         Some(c) if !c.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+            // `--no-optional-locks`: a plain `git status` refreshes and rewrites the index of
+            // a fresh clone (its racily clean entries), and the index is watched above, so
+            // the next cargo command re-ran this script and recompiled everything that
+            // depends on it (in CI: the CLI, its test binaries and the extension, again).
+            let dirty = git(&[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ])
                 .map(|s| !s.is_empty())
                 .unwrap_or(false);
             if dirty {

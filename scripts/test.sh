@@ -67,6 +67,9 @@ cp -f "$SO" python/diffphd/_diffphd.abi3.so
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 echo "$ROOT/python" > "$SITE/diffphd.pth"
 
+# Nothing left to build (pytest must not run while cargo relinks the binary it calls).
+cargo test --release --no-run -q "${FEATURES[@]}"
+
 # pytest runs beside the Rust tests (their binaries leave a core idle at each one's tail);
 # its output is printed when both are done.
 step "pytest python/tests, in the background while cargo tests"
