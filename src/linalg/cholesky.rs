@@ -69,7 +69,8 @@ impl SymbolicFactor {
                 })?;
         let (split, plan) = match symbolic.raw() {
             SymbolicCholeskyRaw::Supernodal(sup) => {
-                (TreeSplit::plan(sup), Some(Arc::new(TreePlan::new(sup))))
+                let plan = Arc::new(TreePlan::new(sup));
+                (TreeSplit::plan(sup, &plan), Some(plan))
             }
             SymbolicCholeskyRaw::Simplicial(_) => (None, None),
         };

@@ -53,6 +53,16 @@ pub struct TreePlan {
 }
 
 impl TreePlan {
+    /// Children of supernode `s`, increasing.
+    pub(super) fn children(&self, s: usize) -> &[usize] {
+        &self.children[s]
+    }
+
+    /// The roots of the supernodal tree, increasing.
+    pub(super) fn roots(&self) -> &[usize] {
+        &self.roots
+    }
+
     /// The plan of `sym` (any analysis of faer's: children precede parents).
     pub fn new(sym: &SymbolicSupernodalCholesky<usize>) -> Self {
         let ns = sym.n_supernodes();

@@ -31,6 +31,8 @@ use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::sparse::linalg::cholesky::supernodal::{SupernodalLltRef, SymbolicSupernodalCholesky};
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 
+use super::supernodal::TreePlan;
+
 /// Below this many stored values of $L$ the solve stays sequential (a two-thread split of a
 /// small factor costs more in joins than it saves).
 const MIN_PARALLEL_VALUES: usize = 20_000;
@@ -51,9 +53,13 @@ pub struct TreeSplit {
 }
 
 impl TreeSplit {
-    /// The split of `symbolic`'s supernodal tree, or `None` where it has no node with two
+    /// The split of `symbolic`'s supernodal tree (`tree`: its children and roots, as the
+    /// numeric factorization's plan found them), or `None` where it has no node with two
     /// children under a chain from the root or is too small to pay.
-    pub fn plan(symbolic: &SymbolicSupernodalCholesky<usize>) -> Option<TreeSplit> {
+    pub fn plan(
+        symbolic: &SymbolicSupernodalCholesky<usize>,
+        tree: &TreePlan,
+    ) -> Option<TreeSplit> {
         let ns = symbolic.n_supernodes();
         let begin = symbolic.supernode_begin();
         let end = symbolic.supernode_end();
@@ -61,32 +67,19 @@ impl TreeSplit {
             return None;
         }
         let n = symbolic.nrows();
-        let mut sn_of_row = vec![0usize; n];
-        for s in 0..ns {
-            sn_of_row[begin[s]..end[s]].fill(s);
-        }
+        let children = |s: usize| tree.children(s);
+        // work of the subtree under each supernode (children precede parents)
         let mut work = vec![0usize; ns];
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); ns];
-        let mut roots = Vec::new();
         for s in 0..ns {
-            let pattern = symbolic.supernode(s).pattern();
             let w = end[s] - begin[s];
-            work[s] += w * (w + pattern.len());
-            // parent: the supernode of the first (smallest) row of the pattern
-            match pattern.iter().min().map(|&i| sn_of_row[i]) {
-                Some(p) if p > s => {
-                    work[p] += work[s];
-                    children[p].push(s);
-                }
-                Some(_) => return None,
-                None => roots.push(s),
-            }
+            work[s] = w * (w + symbolic.supernode(s).pattern().len())
+                + children(s).iter().map(|&c| work[c]).sum::<usize>();
         }
-        let mut kids = roots;
+        let mut kids = tree.roots().to_vec();
         loop {
             match kids.len() {
                 0 => return None,
-                1 => kids = children[kids[0]].clone(),
+                1 => kids = children(kids[0]).to_vec(),
                 _ => break,
             }
         }
@@ -100,7 +93,7 @@ impl TreeSplit {
             let mut stack = vec![c];
             while let Some(s) = stack.pop() {
                 group[s] = g as u8;
-                stack.extend_from_slice(&children[s]);
+                stack.extend_from_slice(children(s));
             }
         }
         let groups: [Vec<usize>; 3] =
