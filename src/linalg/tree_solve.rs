@@ -35,7 +35,7 @@ use super::supernodal::TreePlan;
 
 /// Below this many stored values of $L$ the solve stays sequential (a two-thread split of a
 /// small factor costs more in joins than it saves).
-const MIN_PARALLEL_VALUES: usize = 20_000;
+pub(super) const MIN_PARALLEL_VALUES: usize = 20_000;
 
 /// The split of the supernodes into $\mathcal L$, $\mathcal R$, $\mathcal T$ (each in
 /// increasing order) and the row layout of the solve: the rows of $\mathcal L$'s supernodes
