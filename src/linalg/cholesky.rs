@@ -391,7 +391,6 @@ impl SparseCholesky {
         SolveScratch {
             mem: self.solve_stack(k),
             k,
-            second: None,
         }
     }
 
@@ -405,18 +404,19 @@ impl SparseCholesky {
     }
 
     /// [`Self::solve_many_in_place`] in a given work space (no allocation when `scratch`
-    /// was made for at least `k` right-hand sides and has served one solve): one pass over
-    /// the factor for all `k` columns (forward and back substitution).
+    /// was made for at least `k` right-hand sides): one pass over the factor for all `k`
+    /// columns (forward and back substitution).
     pub fn solve_many_with(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) {
-        debug_assert_eq!(rhs.len(), self.n * k);
-        if self.tree_solve(rhs, k) {
-            return;
+        if !self.tree_solve(rhs, k) {
+            self.solve_many_seq(rhs, k, scratch);
         }
+    }
+
+    /// [`Self::solve_many_with`] on this thread only (no split over the pool; the same bits).
+    pub fn solve_many_seq(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) {
+        debug_assert_eq!(rhs.len(), self.n * k);
         if scratch.k < k {
             *scratch = self.solve_scratch(k);
-        }
-        if self.column_split_solve(rhs, k, scratch) {
-            return;
         }
         self.solve_seq(rhs, k, &mut scratch.mem);
     }
@@ -427,41 +427,12 @@ impl SparseCholesky {
         let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
         llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(mem));
     }
-
-    /// A simplicial factor's solve of $k\ge2$ right-hand sides (PD's three axes on one
-    /// factor) on two threads: the first $\lceil k/2\rceil$ columns on one, the rest on the
-    /// other, each by faer's sequential solve. faer's simplicial substitutions do the same
-    /// operations on each column whatever the number of columns beside it, so this is the
-    /// sequential solve's result bit for bit (test `column_split_solve_is_faer_bitwise`).
-    /// A supernodal factor splits its tree instead ([`Self::tree_solve`]).
-    fn column_split_solve(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) -> bool {
-        if k < 2
-            || self.is_supernodal()
-            || self.values.len() < tree_solve::MIN_PARALLEL_VALUES
-            || rayon::current_num_threads() < 2
-        {
-            return false;
-        }
-        let k0 = k.div_ceil(2);
-        let second = scratch
-            .second
-            .get_or_insert_with(|| self.solve_stack(scratch.k - scratch.k.div_ceil(2)));
-        let (a, b) = rhs.split_at_mut(self.n * k0);
-        let first = &mut scratch.mem;
-        rayon::join(
-            || self.solve_seq(a, k0, first),
-            || self.solve_seq(b, k - k0, second),
-        );
-        true
-    }
 }
 
-/// Work space of [`SparseCholesky::solve_many_with`] (faer's solve stack, and a second one
-/// for the other half of a two-thread column split, made at its first use).
+/// Work space of [`SparseCholesky::solve_many_with`] (faer's solve stack).
 pub struct SolveScratch {
     mem: MemBuffer,
     k: usize,
-    second: Option<MemBuffer>,
 }
 
 #[cfg(test)]
@@ -470,18 +441,13 @@ mod tests {
     use super::*;
 
     fn grid_laplacian(m: usize, shift: f64) -> CscMatrix {
-        box_laplacian([m; 3], shift)
-    }
-
-    /// The hex-element "Laplacian" of an `m[0] × m[1] × m[2]` node grid, shifted.
-    fn box_laplacian(m: [usize; 3], shift: f64) -> CscMatrix {
-        let n = m[0] * m[1] * m[2];
-        let id = |i: usize, j: usize, k: usize| i + m[0] * (j + m[1] * k);
+        let n = m * m * m;
+        let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
         let mut conn = Vec::new();
         let mut ptr = vec![0];
-        for k in 0..m[2] - 1 {
-            for j in 0..m[1] - 1 {
-                for i in 0..m[0] - 1 {
+        for k in 0..m - 1 {
+            for j in 0..m - 1 {
+                for i in 0..m - 1 {
                     for c in 0..8 {
                         conn.push(id(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)));
                     }
@@ -626,45 +592,6 @@ mod tests {
                     same,
                     "k = {k}, {t} threads: the tree solve changed the bits"
                 );
-            }
-        }
-    }
-
-    /// A long bar (low fill: faer factors it simplicially), three right-hand sides: the
-    /// two-thread column split gives the sequential solve's bits.
-    #[test]
-    fn column_split_solve_is_faer_bitwise() {
-        let a = box_laplacian([3, 3, 1500], 0.5);
-        let (p, ip) = nested_dissection(&a).unwrap();
-        let f = SparseCholesky::factor(&a, &p, &ip).unwrap();
-        assert!(!f.is_supernodal(), "the bar was factored supernodally");
-        assert!(f.nnz_l() >= tree_solve::MIN_PARALLEL_VALUES);
-        for k in [2, 3, 4] {
-            let b: Vec<f64> = (0..a.n * k).map(|i| (i as f64 * 0.37).cos()).collect();
-            let solve = |t: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .unwrap();
-                let mut x = b.clone();
-                let mut scratch = f.solve_scratch(k);
-                // twice: the second solve reuses the split's work space
-                pool.install(|| {
-                    f.solve_many_with(&mut x, k, &mut scratch);
-                    x.iter_mut().zip(&b).for_each(|(x, b)| *x += b);
-                    f.solve_many_with(&mut x, k, &mut scratch);
-                });
-                x
-            };
-            let seq = solve(1);
-            assert!(seq.iter().zip(&b).any(|(x, y)| x != y));
-            for t in [2, 3] {
-                let par = solve(t);
-                let same = seq
-                    .iter()
-                    .zip(&par)
-                    .all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "k = {k}, {t} threads: the column split changed the bits");
             }
         }
     }

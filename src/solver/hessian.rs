@@ -112,11 +112,18 @@ impl NewtonSystem {
     /// Solve with the current factor: `rhs` full length, prescribed entries ignored; result
     /// has zeros there. [`LinalgError::NotFactored`] before the first successful factor.
     pub(crate) fn solve(&self, rhs: &[f64]) -> Result<Vec<f64>, LinalgError> {
+        self.solve_by(rhs, |f, r| f.solve_in_place(r))
+    }
+
+    /// [`Self::solve`] with `solve` applied to the free entries by the current factor.
+    fn solve_by(
+        &self,
+        rhs: &[f64],
+        solve: impl FnOnce(&SparseCholesky, &mut [f64]),
+    ) -> Result<Vec<f64>, LinalgError> {
+        let factor = self.factor.as_ref().ok_or(LinalgError::NotFactored)?;
         let mut r: Vec<f64> = self.free.iter().map(|&k| rhs[k]).collect();
-        self.factor
-            .as_ref()
-            .ok_or(LinalgError::NotFactored)?
-            .solve_in_place(&mut r);
+        solve(factor, &mut r);
         let mut out = vec![0.0; rhs.len()];
         for (j, &k) in self.free.iter().enumerate() {
             out[k] = r[j];
@@ -167,6 +174,20 @@ impl LinearSolver for NewtonFactor<'_> {
     fn solve_homogeneous(&self, q: &[f64], z: &mut [f64]) -> Result<(), LinalgError> {
         z.copy_from_slice(&self.sys.solve(q)?);
         Ok(())
+    }
+    /// The columns in parallel, each solved on its task's thread (no split of each solve
+    /// over the pool as well; see `GlobalSystem`'s): the same bits per column.
+    fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, LinalgError> {
+        qs.par_iter()
+            .map_init(
+                || None,
+                |w, q| {
+                    self.sys.solve_by(q, |f, r| {
+                        f.solve_many_seq(r, 1, w.get_or_insert_with(|| f.solve_scratch(1)))
+                    })
+                },
+            )
+            .collect()
     }
     fn apply_a(&self, x: &[f64], y: &mut [f64]) {
         match self.k {
