@@ -35,11 +35,12 @@ use super::supernodal::TreePlan;
 
 /// Below this many stored values of $L$ the solve stays sequential: a two-thread split of a
 /// small factor costs more in joins and in the merge of the recorded updates than it saves.
-/// Measured (session 25, 2-core VM, `--threads 2`): at 20,000, PD's per-axis solves on the
-/// bouncing ball (a few hundred thousand values, split at every PD and contact iteration)
-/// made its 25-frame PD forward take 37 s against 22 s unsplit and 24 s at one thread, and
-/// cantilever_diffpd's (230,558 values) took 1.19 ms a solve against 0.76 ms at one thread;
-/// the Newton factors of the armadillo (about 29M values) gain a few per cent from the split.
+/// Measured (session 25, 2-core VM, `--threads 2`; docs/BENCHMARKS.md): at the former
+/// 20,000, PD's per-axis solves on the bouncing ball (split at every PD and contact
+/// iteration) made its 25-frame PD forward take 37 s against 22 s unsplit and 24 s at one
+/// thread, and cantilever_diffpd's (230,558 values) took 1.19 ms a solve against 0.76 ms at
+/// one thread; the armadillo's Newton factors (tens of millions of values) gain 2-4 % from
+/// the split.
 const MIN_PARALLEL_VALUES: usize = 1_000_000;
 
 /// The split of the supernodes into $\mathcal L$, $\mathcal R$, $\mathcal T$ (each in
