@@ -182,7 +182,7 @@ impl Grid {
     }
 }
 
-/// The broad phase's lists as [`Scan::node_triangle`] builds them: each of `tris` (ids in
+/// The broad phase's lists as `Scan::node_triangle` builds them: each of `tris` (ids in
 /// order) inserted into the grid of cell `cell` over its nodes' box at `x` padded by `pad`,
 /// then the ids in the cell of each of `nodes`. The reference of the device's broad phase
 /// (`gpu::contact_grid`).

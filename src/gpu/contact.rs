@@ -4,7 +4,7 @@
 //! Per step ([`DeviceContact::begin`]): the contact rows go up once as fixed-size records
 //! ([`RowRecords`]); for each reduced system the unit spikes of the distinct contact nodes are
 //! built on the device (`dphd_contact_spikes`: no $3n$-long right-hand side crosses), solved
-//! by the device factor's multi-RHS pass ([`GpuSystem::solve_many_device`]) and scattered into
+//! by the device factor's multi-RHS pass (`GpuSystem::solve_many_device`) and scattered into
 //! node-major columns $X=A^{-1}J^T$ that stay on the device; $W=JX$ is formed there
 //! (`dphd_contact_delassus`) and comes down once ($m^2$ numbers). Per PD iteration
 //! ([`DeviceContact::delta`], [`DeviceContact::project`]): $\delta_0=J\hat x-d$ down ($m$
@@ -123,7 +123,7 @@ pub struct DeviceContact<D: Device> {
 
 impl<D: Device> DeviceContact<D> {
     /// The maps of `sys`'s reduced systems (uploaded once); the factor's wide blocks on the
-    /// flat copy of $S$ where memory allows ([`GpuSystem::enable_wide_solves`]).
+    /// flat copy of $S$ where memory allows (`GpuSystem::enable_wide_solves`).
     pub fn new(dev: &D, sys: &GpuSystem<D>) -> Result<Self, GpuError> {
         sys.enable_wide_solves()?;
         let n = sys.a.n;

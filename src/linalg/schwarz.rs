@@ -9,7 +9,7 @@
 //! Morton (Z-curve) order of their rest positions and cut into consecutive subdomains
 //! $S_1,\dots,S_m$ of `size` nodes (the last one shorter; [`SUBDOMAIN_NODES`] = 32, the
 //! MAS paper's domain size). With $R_s$ the restriction to $S_s$ and $R_0\in\mathbb R^{m\times
-//! |F|}$ the Nicolaides coarse restriction ($R_0[s,i]=1$ iff $i\in S_s$: one aggregate per
+//! |F|}$ the Nicolaides coarse restriction ($R_0\[s,i\]=1$ iff $i\in S_s$: one aggregate per
 //! subdomain, a piecewise-constant coarse function per aggregate and coordinate), the
 //! preconditioner is
 //! $$M^{-1}=R_0^T(R_0\hat A_{FF}R_0^T)^{-1}R_0+\sum_{s=1}^mR_s^T(R_s\hat A_{FF}R_s^T)^{-1}R_s,$$

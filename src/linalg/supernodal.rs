@@ -10,7 +10,7 @@
 //! kernels (`matmul`, `cholesky_in_place`, the triangular solve), each called with
 //! `Par::Seq`. A supernode reads only its descendants, so disjoint subtrees of the
 //! supernodal elimination tree are independent (Liu 1990): the subtrees under a node with
-//! two or more children run as rayon tasks, and a subtree below [`SEQUENTIAL_FLOPS`] runs
+//! two or more children run as rayon tasks, and a subtree below `SEQUENTIAL_FLOPS` runs
 //! on one thread. Each supernode's arithmetic is the same whatever thread ran it, so the
 //! factor is the same bits on any thread count (test
 //! `tree_factorization_is_the_same_bits_on_any_thread_count`). It is not faer's bits:

@@ -6,7 +6,7 @@
 //! frozen at tⁿ; then one rigid step of Δt with the accumulated impulses. Without MPM bodies
 //! a frame is one rigid step (`RigidWorld::step`). With `mpm.coupling = "strong"` a frame is
 //! instead one strongly coupled, fully implicit step (`diffphd_mpm::strong::strong_step`, the
-//! seed's baseline [10]: grid velocities, rigid DoFs and contact in one convex problem, Newton
+//! seed's baseline \[10\]: grid velocities, rigid DoFs and contact in one convex problem, Newton
 //! with a sparse Cholesky, ε_r = `mpm.rel_tol`); its Newton iterations are reported as the
 //! frame's solver iterations.
 

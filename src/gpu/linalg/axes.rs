@@ -1,6 +1,6 @@
 //! The global solve's axes on device vectors: per reduced system of the [`GpuSystem`] one
 //! gather of its axes' free entries, the factor's block solve and one scatter
-//! ([`solve_free`]), what the resident PD iteration and the Krylov space share.
+//! (`solve_free`), what the resident PD iteration and the Krylov space share.
 
 use super::system::{idx, DeviceSolve, GpuSystem};
 use crate::gpu::runtime::device::{Arg, Device};

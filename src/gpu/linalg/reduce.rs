@@ -1,7 +1,7 @@
 //! Deterministic two-pass reductions on a device: a first pass of $P$ strided partials
 //! (item $k$ sums entries $k, k+P, k+2P, \dots$ in order, so a warp's loads are coalesced),
 //! then the $P$ partials summed in order on the host. No atomics: the same bits on every run.
-//! The [`Reducer`] batches several such reductions into one copy; [`lincomb`] and [`copy`] are
+//! The `Reducer` batches several such reductions into one copy; `lincomb` and `copy` are
 //! the device vector updates the resident PD iteration and the Krylov space share.
 
 use crate::gpu::runtime::device::{Arg, Device};

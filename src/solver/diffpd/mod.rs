@@ -27,7 +27,7 @@
 //! [`crate::linalg::schwarz`]), from 0 to the relative residual `solver.rel_tol` (forward) or
 //! `backward.rel_tol` (adjoint), at most [`PCG_MAX_ITERATIONS`]; solves stopped at the cap
 //! are counted in the step's / adjoint's `schwarz.not_converged`. The Cholesky factor is
-//! still computed (and refactored per glue set by [`pin`]): the GMRES fallback uses it.
+//! still computed (and refactored per glue set by `pin`): the GMRES fallback uses it.
 
 use crate::linalg::schwarz::{SchwarzSystem, SUBDOMAIN_NODES};
 use crate::linalg::{AxisDirichlet, LinearSolver};

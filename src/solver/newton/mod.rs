@@ -41,7 +41,7 @@
 //! the line search halved the steps that correct the rigid translation's last $10^{-14}$ m, so
 //! it converged linearly (×0.75 per iteration) and the centre of mass was 8.9e-15 m off after 8
 //! frames; with whole steps 1.1e-16 m. The rotation's error, the larger one, was the stress's
-//! rounding torque ([`torque_free_stress`]): both together take Newton's step error on that box from
+//! rounding torque (`torque_free_stress`): both together take Newton's step error on that box from
 //! 1.1e-11 (hex) / 1.2e-11 (tet) of the step's displacement to 2.4e-14 / 4.2e-14
 //! (`tests/physics/physics.rs`, `stiff_and_distant_bodies_fall_to_round_off`). The direct fallback of the PD method
 //! ([`solve_from`]) tests its own target and does not use this stop. Element (per quadrature sample) Hessian filters: `none`,
