@@ -406,10 +406,9 @@ impl LinearSolver for GlobalSystem {
         Ok(())
     }
     /// The columns in parallel, each solved on its task's thread with that task's work
-    /// space (the contact Delassus columns: many small solves, where splitting each one
-    /// over the pool as well cost more in joins than it saved: the bouncing ball's PD
-    /// forward took 1.5x as long on two threads as on one). The same bits as
-    /// [`LinearSolver::solve_homogeneous`] per column.
+    /// space (the contact Delassus columns: when the columns already fill the pool, a
+    /// further split of each solve, [`super::tree_solve`], only adds joins). The same bits
+    /// as [`LinearSolver::solve_homogeneous`] per column.
     fn solve_homogeneous_many(&self, qs: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, LinalgError> {
         use rayon::prelude::*;
         let work = || -> Vec<(Vec<f64>, SolveScratch)> {
