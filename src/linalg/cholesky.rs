@@ -388,19 +388,14 @@ impl SparseCholesky {
 
     /// Work space for solves with up to `k` right-hand sides ([`Self::solve_many_with`]).
     pub fn solve_scratch(&self, k: usize) -> SolveScratch {
-        SolveScratch {
-            mem: self.solve_stack(k),
-            k,
-        }
-    }
-
-    /// faer's solve stack for `k` right-hand sides.
-    fn solve_stack(&self, k: usize) -> MemBuffer {
         let req = self
             .symbolic
             .symbolic
             .solve_in_place_scratch::<f64>(k, Par::Seq);
-        MemBuffer::new(req)
+        SolveScratch {
+            mem: MemBuffer::new(req),
+            k,
+        }
     }
 
     /// [`Self::solve_many_in_place`] in a given work space (no allocation when `scratch`
@@ -418,14 +413,9 @@ impl SparseCholesky {
         if scratch.k < k {
             *scratch = self.solve_scratch(k);
         }
-        self.solve_seq(rhs, k, &mut scratch.mem);
-    }
-
-    /// faer's sequential solve of the `k` columns of `rhs` in the stack `mem`.
-    fn solve_seq(&self, rhs: &mut [f64], k: usize, mem: &mut MemBuffer) {
         let llt = LltRef::new(&self.symbolic.symbolic, &self.values);
         let m = MatMut::from_column_major_slice_mut(rhs, self.n, k);
-        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(mem));
+        llt.solve_in_place_with_conj(Conj::No, m, Par::Seq, MemStack::new(&mut scratch.mem));
     }
 }
 
