@@ -11,6 +11,12 @@
 //!
 //! `cargo run --release --example solve_timing [-- REPS]`; medians over REPS (default 9),
 //! wall clock, one thread.
+//!
+//! `cargo run --release --example solve_timing -- split SCENE [KEY=VALUE ...]`: the scene's
+//! PD global solve (`GlobalSystem::solve`, all axes) on a pool of one thread and of two
+//! (where a factor's tree splits, [`diffphd::linalg::tree_solve`] or
+//! [`diffphd::linalg::simplicial_split`]), median of 15 runs of 20 solves each, and whether
+//! the two give the same bits.
 
 use diffphd::linalg::{ordering, GlobalSystem, LinearSolver, SparseCholesky};
 use diffphd::material::svd::{spectral_pair_coefficients, svd3, SpectralLinear};
@@ -56,7 +62,84 @@ fn bandwidth(reps: usize) -> f64 {
     (v.len() * 8) as f64 / s
 }
 
+/// `split` mode: the global solve at one and two threads (see the module doc).
+fn split_timing(scene: &str, sets: &[String]) {
+    let ls = diffphd::scene::load(std::path::Path::new(scene), sets).expect("scene");
+    let m = diffphd::solver::Model::from_scene(&ls).expect("model");
+    let sim = diffphd::solver::Simulator::new(&m, &ls.scene.solver).expect("simulator");
+    let sys = &sim.system;
+    let n = sys.a.n;
+    for k in 0..sys.plan().num_reduced() {
+        let f = sys.reduced_factor(k);
+        println!(
+            "factor {k}: {} rows, nnz(L) {}, {}",
+            f.n(),
+            f.nnz_l(),
+            if f.is_supernodal() {
+                "supernodal"
+            } else {
+                "simplicial"
+            }
+        );
+        if let Some(split) = f.column_split() {
+            let (rows, border) = split.sizes();
+            println!("  split rows L/R/T {rows:?}, border products {border:?}");
+        }
+        let nf = f.n();
+        let rhs0: Vec<f64> = (0..3 * nf).map(|i| (i as f64 * 0.37).sin()).collect();
+        let mut rhs = rhs0.clone();
+        let mut scratch = f.solve_scratch(3);
+        let seq = time(15, 20, || {
+            rhs.copy_from_slice(&rhs0);
+            f.solve_many_seq(&mut rhs, 3, &mut scratch);
+        });
+        for t in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .expect("pool");
+            let s = pool.install(|| {
+                time(15, 20, || {
+                    rhs.copy_from_slice(&rhs0);
+                    f.solve_many_with(&mut rhs, 3, &mut scratch);
+                })
+            });
+            println!(
+                "  3-RHS solve: faer sequential {:.3} ms, solve_many_with at {t} thread(s) {:.3} ms",
+                seq * 1e3,
+                s * 1e3
+            );
+        }
+    }
+    let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.11).cos()).collect();
+    let xd = vec![0.0; 3 * n];
+    let mut out = Vec::new();
+    for t in [1, 2, 1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .expect("pool");
+        let mut x = vec![0.0; 3 * n];
+        let s = pool.install(|| time(15, 20, || sys.solve(&b, &xd, &mut x).unwrap()));
+        println!("{t} thread(s): GlobalSystem::solve {:.3} ms", s * 1e3);
+        out.push(x);
+    }
+    let same = out[0]
+        .iter()
+        .zip(&out[1])
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    println!("same bits at one and two threads: {same}");
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("split") {
+        let scene = args
+            .get(1)
+            .expect("usage: solve_timing split SCENE [KEY=VALUE ...]");
+        split_timing(scene, &args[2..]);
+        return;
+    }
     let reps: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

@@ -16,6 +16,7 @@
 //! two triangular solves with $L$ (measured in `dependencies-notes.md` §2.4) and needs
 //! $O(n^{5/3})$ memory, so the CPU path solves with $L$; the result is the same operator.
 
+use super::simplicial_split::{self, ColumnSplit, Columns, SplitScratch};
 use super::supernodal::{self, TreePlan};
 use super::tree_solve::{self, TreeSplit};
 use super::{CscMatrix, LinalgError};
@@ -41,6 +42,8 @@ pub struct SymbolicFactor {
     n: usize,
     /// The two-thread split of a supernodal factor's tree ([`super::tree_solve`]).
     split: Option<TreeSplit>,
+    /// The two-thread split of a simplicial factor's tree ([`super::simplicial_split`]).
+    column_split: Option<Arc<ColumnSplit>>,
     /// The tree-parallel numeric factorization's plan of a supernodal analysis
     /// ([`super::supernodal`]).
     plan: Option<Arc<TreePlan>>,
@@ -67,17 +70,22 @@ impl SymbolicFactor {
                         _ => "unknown faer error",
                     },
                 })?;
-        let (split, plan) = match symbolic.raw() {
+        let (split, plan, column_split) = match symbolic.raw() {
             SymbolicCholeskyRaw::Supernodal(sup) => {
                 let plan = Arc::new(TreePlan::new(sup));
-                (TreeSplit::plan(sup, &plan), Some(plan))
+                (TreeSplit::plan(sup, &plan), Some(plan), None)
             }
-            SymbolicCholeskyRaw::Simplicial(_) => (None, None),
+            SymbolicCholeskyRaw::Simplicial(s) => (
+                None,
+                None,
+                ColumnSplit::plan(s.col_ptr(), s.row_idx()).map(Arc::new),
+            ),
         };
         Ok(SymbolicFactor {
             symbolic: Arc::new(symbolic),
             n,
             split,
+            column_split,
             plan,
         })
     }
@@ -348,29 +356,52 @@ impl SparseCholesky {
         self.values.len()
     }
 
-    /// The two-thread tree solve of this factor ([`super::tree_solve`]) when the current
-    /// rayon pool has two threads or more and the factor's tree splits; it gives the bits of
-    /// faer's sequential solve (test `tree_solve_is_faer_bitwise`).
-    fn tree_solve(&self, rhs: &mut [f64], k: usize) -> bool {
-        let Some(split) = self.symbolic.split.as_ref() else {
-            return false;
-        };
-        let SymbolicCholeskyRaw::Supernodal(sup) = self.symbolic.symbolic.raw() else {
-            return false;
-        };
+    /// The two-thread split of a simplicial factor, where it has one.
+    pub fn column_split(&self) -> Option<&ColumnSplit> {
+        self.symbolic.column_split.as_deref()
+    }
+
+    /// The two-thread tree solve of this factor ([`super::tree_solve`] for a supernodal
+    /// factor, [`super::simplicial_split`] for a simplicial one) when the current rayon pool
+    /// has two threads or more and the factor's tree splits; it gives the bits of faer's
+    /// sequential solve (tests `tree_solve_is_faer_bitwise`,
+    /// `column_split_solve_is_faer_bitwise`).
+    fn tree_solve(&self, rhs: &mut [f64], k: usize, scratch: Option<&mut SolveScratch>) -> bool {
         if rayon::current_num_threads() < 2 {
             return false;
         }
-        let llt = SupernodalLltRef::new(sup, &self.values);
         let perm = self.symbolic.symbolic.perm().map(|p| p.arrays());
-        tree_solve::solve(llt, perm, split, rhs, k);
-        true
+        match self.symbolic.symbolic.raw() {
+            SymbolicCholeskyRaw::Supernodal(sup) => {
+                let Some(split) = self.symbolic.split.as_ref() else {
+                    return false;
+                };
+                let llt = SupernodalLltRef::new(sup, &self.values);
+                tree_solve::solve(llt, perm, split, rhs, k);
+                true
+            }
+            SymbolicCholeskyRaw::Simplicial(s) => {
+                let Some(split) = self.symbolic.column_split.as_deref() else {
+                    return false;
+                };
+                let l = Columns {
+                    col_ptr: s.col_ptr(),
+                    values: &self.values,
+                };
+                let mut own = None;
+                let work = match scratch {
+                    Some(sc) => sc.split.get_or_insert_with(|| split.scratch(k)),
+                    None => own.insert(split.scratch(k)),
+                };
+                simplicial_split::solve(l, perm, split, rhs, k, work)
+            }
+        }
     }
 
     /// Solve $A x = b$ in place for one right-hand side.
     pub fn solve_in_place(&self, rhs: &mut [f64]) {
         debug_assert_eq!(rhs.len(), self.n);
-        if self.tree_solve(rhs, 1) {
+        if self.tree_solve(rhs, 1, None) {
             return;
         }
         let symbolic = &self.symbolic.symbolic;
@@ -395,6 +426,7 @@ impl SparseCholesky {
         SolveScratch {
             mem: MemBuffer::new(req),
             k,
+            split: None,
         }
     }
 
@@ -402,7 +434,7 @@ impl SparseCholesky {
     /// was made for at least `k` right-hand sides): one pass over the factor for all `k`
     /// columns (forward and back substitution).
     pub fn solve_many_with(&self, rhs: &mut [f64], k: usize, scratch: &mut SolveScratch) {
-        if !self.tree_solve(rhs, k) {
+        if !self.tree_solve(rhs, k, Some(scratch)) {
             self.solve_many_seq(rhs, k, scratch);
         }
     }
@@ -423,6 +455,8 @@ impl SparseCholesky {
 pub struct SolveScratch {
     mem: MemBuffer,
     k: usize,
+    /// The simplicial split solve's rows and border buffers (made at its first use).
+    split: Option<SplitScratch>,
 }
 
 #[cfg(test)]
@@ -584,6 +618,70 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The two-thread split of a simplicial factor ([`super::super::simplicial_split`])
+    /// gives faer's sequential bits for one to four right-hand sides, on 2 and 3 threads: a
+    /// 9³ grid (split under its top separator) and a 6³ grid, whose balanced cut lies
+    /// deeper, so the top's sweep interleaves its columns with the border products. A path
+    /// has no split.
+    #[test]
+    fn column_split_solve_is_faer_bitwise() {
+        for (m, deeper) in [(9, false), (6, true)] {
+            let a = grid_laplacian(m, 0.5);
+            let (p, ip) = nested_dissection(&a).unwrap();
+            let f = SparseCholesky::factor(&a, &p, &ip).unwrap();
+            assert!(!f.is_supernodal());
+            let SymbolicCholeskyRaw::Simplicial(s) = f.symbolic.symbolic.raw() else {
+                unreachable!()
+            };
+            let split = ColumnSplit::plan_from(s.col_ptr(), s.row_idx(), 0).expect("no split");
+            assert_eq!(split.interleaves(), deeper, "{m}³ grid");
+            let l = Columns {
+                col_ptr: s.col_ptr(),
+                values: &f.values,
+            };
+            let perm = f.symbolic.symbolic.perm().map(|p| p.arrays());
+            for k in 1..=4 {
+                let b: Vec<f64> = (0..a.n * k).map(|i| (i as f64 * 0.61).sin()).collect();
+                let mut seq = b.clone();
+                f.solve_many_seq(&mut seq, k, &mut f.solve_scratch(k));
+                assert!(seq.iter().zip(&b).any(|(x, y)| x != y));
+                for t in [2, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(t)
+                        .build()
+                        .unwrap();
+                    let mut par = b.clone();
+                    let mut work = split.scratch(k);
+                    assert!(pool.install(|| simplicial_split::solve(
+                        l, perm, &split, &mut par, k, &mut work
+                    )));
+                    let same = seq
+                        .iter()
+                        .zip(&par)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(
+                        same,
+                        "{m}³, k = {k}, {t} threads: the split changed the bits"
+                    );
+                }
+            }
+        }
+        // a path's elimination tree is a chain: nothing to split
+        let n = 50;
+        let conn: Vec<usize> = (0..n - 1).flat_map(|i| [i, i + 1]).collect();
+        let ptr: Vec<usize> = (0..n).map(|e| 2 * e).collect();
+        let mut path = CscMatrix::pattern_from_elements(n, &conn, &ptr);
+        for i in 0..n {
+            path.add(i, i, 3.0);
+        }
+        let id: Vec<usize> = (0..n).collect();
+        let f = SparseCholesky::factor(&path, &id, &id).unwrap();
+        let SymbolicCholeskyRaw::Simplicial(s) = f.symbolic.symbolic.raw() else {
+            unreachable!()
+        };
+        assert!(ColumnSplit::plan_from(s.col_ptr(), s.row_idx(), 0).is_none());
     }
 
     #[test]

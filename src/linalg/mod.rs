@@ -10,6 +10,7 @@ pub mod csc;
 pub mod krylov;
 pub mod ordering;
 pub mod schwarz;
+pub mod simplicial_split;
 pub mod supernodal;
 pub mod system;
 pub mod tree_solve;
