@@ -464,6 +464,11 @@ mod tests {
     use super::super::ordering::nested_dissection;
     use super::*;
 
+    /// Whether two solutions are the same bit for bit.
+    fn same_bits(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
     fn grid_laplacian(m: usize, shift: f64) -> CscMatrix {
         let n = m * m * m;
         let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
@@ -607,13 +612,8 @@ mod tests {
             let seq = solve(1);
             assert!(seq.iter().zip(&b).any(|(x, y)| x != y));
             for t in [2, 3] {
-                let par = solve(t);
-                let same = seq
-                    .iter()
-                    .zip(&par)
-                    .all(|(x, y)| x.to_bits() == y.to_bits());
                 assert!(
-                    same,
+                    same_bits(&seq, &solve(t)),
                     "k = {k}, {t} threads: the tree solve changed the bits"
                 );
             }
@@ -657,12 +657,8 @@ mod tests {
                     assert!(pool.install(|| simplicial_split::solve(
                         l, perm, &split, &mut par, k, &mut work
                     )));
-                    let same = seq
-                        .iter()
-                        .zip(&par)
-                        .all(|(x, y)| x.to_bits() == y.to_bits());
                     assert!(
-                        same,
+                        same_bits(&seq, &par),
                         "{m}³, k = {k}, {t} threads: the split changed the bits"
                     );
                 }
