@@ -96,8 +96,10 @@ fn frames_and_gradients_are_bitwise_identical_per_thread_count() {
 /// The final state and gradient of one `grad --final-state` run.
 fn grad_run(dir: &Path, tag: &str, threads: usize, method: &str) -> (Vec<f64>, Vec<f64>) {
     let sp = dir.join("larger.toml");
-    // 10×6×4 cells: the factors of A (per axis) and of Newton's Hessian are large enough for
-    // the two-thread tree solve (linalg::tree_solve), the Hessian is assembled by the gather
+    // 10×6×4 cells: Newton's Hessian is assembled by the gather. The factors are below the
+    // two-thread solves' thresholds (linalg::tree_solve: 1M values since session 25,
+    // linalg::simplicial_split: 100k), so their bits are the unit tests' to show
+    // (tree_solve_is_faer_bitwise, column_split_solve_is_faer_bitwise)
     let text = common::fixture(
         "scenes/determinism/scene",
         &[
@@ -133,8 +135,9 @@ fn grad_run(dir: &Path, tag: &str, threads: usize, method: &str) -> (Vec<f64>, V
     )
 }
 
-/// Issue 37: PD and Newton on a block whose factors take the tree solve give the same final
-/// state and gradient bits on 1 and 2 threads.
+/// Issue 37: PD and Newton on a larger block (parallel assembly, local step and adjoint; its
+/// factors are below the two-thread solves' thresholds) give the same final state and
+/// gradient bits on 1 and 2 threads.
 #[test]
 fn larger_factors_pd_and_newton_are_bitwise_identical_across_thread_counts() {
     let dir = tempfile::tempdir().unwrap();
