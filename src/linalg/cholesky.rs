@@ -462,39 +462,12 @@ pub struct SolveScratch {
 #[cfg(test)]
 mod tests {
     use super::super::ordering::nested_dissection;
+    use super::super::test_matrices::{hex_laplacian, same_bits};
     use super::*;
 
-    /// Whether two solutions are the same bit for bit.
-    fn same_bits(a: &[f64], b: &[f64]) -> bool {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-    }
-
+    /// The cube grid with `m` nodes a side.
     fn grid_laplacian(m: usize, shift: f64) -> CscMatrix {
-        let n = m * m * m;
-        let id = |i: usize, j: usize, k: usize| i + m * (j + m * k);
-        let mut conn = Vec::new();
-        let mut ptr = vec![0];
-        for k in 0..m - 1 {
-            for j in 0..m - 1 {
-                for i in 0..m - 1 {
-                    for c in 0..8 {
-                        conn.push(id(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)));
-                    }
-                    ptr.push(conn.len());
-                }
-            }
-        }
-        let mut a = CscMatrix::pattern_from_elements(n, &conn, &ptr);
-        for e in 0..ptr.len() - 1 {
-            let el: Vec<usize> = conn[ptr[e]..ptr[e + 1]].to_vec();
-            for &p in &el {
-                for &q in &el {
-                    a.add(p, q, if p == q { 7.0 } else { -1.0 });
-                }
-            }
-        }
-        a.add_diagonal(&vec![shift; n]);
-        a
+        hex_laplacian([m - 1; 3], shift)
     }
 
     #[test]

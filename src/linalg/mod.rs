@@ -13,6 +13,8 @@ pub mod schwarz;
 pub mod simplicial_split;
 pub mod supernodal;
 pub mod system;
+#[cfg(test)]
+mod test_matrices;
 pub mod tree_solve;
 
 pub use cholesky::{SparseCholesky, SymbolicFactor};

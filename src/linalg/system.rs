@@ -451,6 +451,7 @@ impl LinearSolver for GlobalSystem {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_matrices::{hex_laplacian, same_bits};
     use super::*;
 
     /// 1-D chain with springs, mass on the diagonal.
@@ -468,35 +469,12 @@ mod tests {
         a
     }
 
-    /// A hex plate's "Laplacian plus mass" ($(n_x+1)(n_y+1)\cdot2$ nodes, 8-node cells).
-    fn plate(nx: usize, ny: usize) -> CscMatrix {
-        let id = |i: usize, j: usize, k: usize| i + (nx + 1) * (j + (ny + 1) * k);
-        let (mut conn, mut ptr) = (Vec::new(), vec![0]);
-        for j in 0..ny {
-            for i in 0..nx {
-                conn.extend((0..8).map(|c| id(i + (c & 1), j + ((c >> 1) & 1), c >> 2)));
-                ptr.push(conn.len());
-            }
-        }
-        let n = 2 * (nx + 1) * (ny + 1);
-        let mut a = CscMatrix::pattern_from_elements(n, &conn, &ptr);
-        for el in conn.chunks(8) {
-            for &p in el {
-                for &q in el {
-                    a.add(p, q, if p == q { 7.0 } else { -1.0 });
-                }
-            }
-        }
-        a.add_diagonal(&vec![0.5; n]);
-        a
-    }
-
     /// The global solve through a simplicial factor large enough for the two-thread split
     /// ([`super::super::simplicial_split`]) gives the same bits on one and two threads, and
     /// solves the system (the Plant's path, at CI size: an 80×40 plate, one edge fixed).
     #[test]
     fn split_global_solve_is_bitwise_across_thread_counts() {
-        let a = plate(80, 40);
+        let a = hex_laplacian([80, 40, 1], 0.5);
         let n = a.n;
         let edge = AxisDirichlet {
             nodes: (0..n).filter(|i| i % 81 == 0).collect(),
@@ -517,10 +495,7 @@ mod tests {
             x
         };
         let (one, two) = (solve(1), solve(2));
-        assert!(one
-            .iter()
-            .zip(&two)
-            .all(|(p, q)| p.to_bits() == q.to_bits()));
+        assert!(same_bits(&one, &two));
         let mut ax = vec![0.0; 3 * n];
         sys.apply_a(&two, &mut ax);
         for i in (0..n).filter(|i| i % 81 != 0) {
