@@ -160,7 +160,7 @@ impl ColumnSplit {
     /// Rows of $\mathcal L$, $\mathcal R$, $\mathcal T$ and border products of
     /// $\mathcal L$ and $\mathcal R$ (what the solve's balance and merge cost depend on).
     pub fn sizes(&self) -> ([usize; 3], [usize; 2]) {
-        (self.groups.clone().map(|g| g.len()), self.border)
+        (std::array::from_fn(|g| self.groups[g].len()), self.border)
     }
 
     /// Whether a column of the top comes before a column of $\mathcal L$ or $\mathcal R$
