@@ -550,7 +550,7 @@ pub fn setup(problem: &Problem) -> Result<Setup, SetupError> {
             });
         }
         let u = m
-            .u_of(p.to_theta(start))
+            .u_of_start(p.to_theta(start))
             .ok_or_else(|| SetupError::Invalid {
                 key: format!(
                     "{key}.{}",

@@ -17,6 +17,10 @@
 //! value $=\exp(\ln l+(\ln h-\ln l)\,\sigma(w))$. The chain rule gives
 //! $d\mathcal L/du = s\,\frac{d\theta}{dw}\,d\mathcal L/d\theta$.
 
+/// How close to a bound (relative to the box's width) a start value may lie, on it or past
+/// it, and still start: it starts this far inside ([`VarMap::u_of_start`]).
+pub const BOUND_SLACK: f64 = 1e-9;
+
 /// The map of one parameter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VarMap {
@@ -75,6 +79,28 @@ impl VarMap {
             }
     }
 
+    /// u of a start value θ: [`Self::u_of`], where a θ on a bound or past it by round-off
+    /// (within [`BOUND_SLACK`] of the box's width, or of the bound's size for a one-sided box)
+    /// starts that far inside it instead. An optimum the sigmoid has pushed onto a bound reads
+    /// back as the bound, or a few ulps past it after `exp(ln …)` of a log parameter, from a
+    /// written `optimized.toml`; a value truly outside the box is still `None`.
+    pub fn u_of_start(&self, theta: f64) -> Option<f64> {
+        self.u_of(theta).or_else(|| {
+            let width = match (self.lo, self.hi) {
+                (Some(l), Some(h)) => h - l,
+                (Some(b), None) | (None, Some(b)) => b.abs().max(1.0),
+                (None, None) => return None,
+            };
+            let slack = BOUND_SLACK * width;
+            let inside = match (self.lo, self.hi) {
+                (Some(l), _) if (theta - l).abs() <= slack => l + slack,
+                (_, Some(h)) if (theta - h).abs() <= slack => h - slack,
+                _ => return None,
+            };
+            self.u_of(inside)
+        })
+    }
+
     /// u(θ); `None` when θ is not strictly inside the bounds.
     pub fn u_of(&self, theta: f64) -> Option<f64> {
         let w = match (self.lo, self.hi) {
@@ -131,6 +157,38 @@ mod tests {
         let b = VarMap::new(Some(0.2), Some(0.45), false, 1.0);
         assert_eq!(b.u_of(0.2), None);
         assert_eq!(b.u_of(0.5), None);
+    }
+
+    /// Regression (session 27): an optimum on a bound, written to `optimized.toml` as
+    /// `exp(ln 2e4)` = 19999.99999999998 below `lower = 2e4`, was refused as a start ("must lie
+    /// strictly inside"), so the written scene could not be optimized again. A start on a
+    /// bound or a round-off past it starts just inside; one truly outside is still refused.
+    #[test]
+    fn a_start_on_a_bound_starts_just_inside_it() {
+        let log_box = VarMap::new(Some(2e4), Some(2e6), true, 1.0);
+        let on_bound = 19999.999999999978f64.ln();
+        assert_eq!(log_box.u_of(on_bound), None);
+        let u = log_box.u_of_start(on_bound).expect("starts");
+        let t = log_box.theta(u);
+        assert!(t > 2e4f64.ln() && t - 2e4f64.ln() < 1e-8, "{t}");
+        let b = VarMap::new(Some(0.2), Some(0.45), false, 1.0);
+        for (start, bound) in [(0.2, 0.2), (0.45, 0.45), (0.45 + 1e-12, 0.45)] {
+            let t = b.theta(b.u_of_start(start).expect("on the bound"));
+            assert!(
+                (t - bound).abs() <= 2.0 * BOUND_SLACK * 0.25,
+                "{start}: {t}"
+            );
+            assert!(t > 0.2 && t < 0.45, "{start}: {t}");
+        }
+        assert_eq!(b.u_of_start(0.19), None);
+        assert_eq!(b.u_of_start(0.46), None);
+        let one_sided = VarMap::new(Some(0.2), None, false, 1.0);
+        assert!(one_sided.u_of_start(0.2).is_some());
+        assert_eq!(one_sided.u_of_start(0.1), None);
+        assert_eq!(
+            VarMap::new(None, None, false, 1.0).u_of_start(0.1),
+            Some(0.1)
+        );
     }
 
     /// The gradient of a transformed objective, $d/du\,f(\mathrm{value}(\theta(u)))$ by the chain

@@ -4,7 +4,7 @@
 //! Each parameter class writes its own keys ([`super::classes::ParamClass::write_back`];
 //! the class's module doc says where: `body[b].material.*`, `body[b].damping.*`,
 //! `body[b].initial.*`, `simulation.gravity`, force groups, muscle activations, friction,
-//! attachments); what has no scene key (`obstacle_offset`, `initial_state_direction`) is
+//! attachments, obstacle positions); what has no scene key (`initial_state_direction`) is
 //! reported in the notes. A `youngs_modulus_field` body's moduli (a `poisson_ratio_field`
 //! body's ratios) go into a per-element file
 //! beside `optimized.toml` ([`WriteBack::files`]; the class's module doc), written after the
@@ -14,7 +14,7 @@
 //! The `initial` keys of `[[parameter]]` are removed, so optimizing the written scene again
 //! starts from the optimum. The result is verified: the model built from the new text must
 //! have the optimized per-element moduli, material scalars, initial state, gravity,
-//! loads and muscle activations (relative 1e-9). Where an in-place E rewrite is not exact (a later region with an
+//! loads, muscle activations, attachments, friction and obstacle trajectories (relative 1e-9). Where an in-place E rewrite is not exact (a later region with an
 //! absolute modulus overlapping region r, or `youngs_modulus_file`), the factor is instead
 //! appended as a new `[[body.region]]` (`scale`) with region r's selector (or `all = true`).
 //!
@@ -308,6 +308,12 @@ fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) 
     if !close_all(&friction(&m), &friction(target)) {
         bad.push("obstacle friction".into());
     }
+    if !close_all(
+        &obstacle_distances(&m, target),
+        &obstacle_distances(target, target),
+    ) {
+        bad.push("obstacle poses".into());
+    }
     let body_static = |m: &Model| {
         m.contact
             .body_static_friction
@@ -319,6 +325,24 @@ fn verify(problem: &Problem, target: &Model, text: &str, files: &[ElementFile]) 
         bad.push("body friction".into());
     }
     bad
+}
+
+/// Signed distances from `at`'s initial nodes to every obstacle of `m` at $t=0$ and $t=1$ s:
+/// the same numbers when the obstacles have the same world trajectories (an
+/// `obstacle_offset` written back as moved positional keys, [`crate::optimize::classes`]).
+fn obstacle_distances(m: &Model, at: &Model) -> Vec<f64> {
+    let nodes = at
+        .x0
+        .chunks_exact(3)
+        .map(nalgebra::Vector3::from_column_slice);
+    m.obstacles
+        .iter()
+        .flat_map(|o| {
+            nodes
+                .clone()
+                .flat_map(move |p| [0.0, 1.0].map(|t| o.query(&p, t).dist))
+        })
+        .collect()
 }
 
 /// Scene keys whose string value names an input file or folder (docs/scene-format.md:

@@ -43,19 +43,25 @@ pub(crate) struct Fit {
     pub log: serde_json::Value,
 }
 
-/// `optimize` `scene` into `out` (parameters: the probe's x and y offsets from its start
-/// `c0`, then E)
-/// and read where it ended against the truth; prints the errors under `label`.
+/// `optimize` `scene` into `out` with the overrides `sets` (parameters: the probe's x and y
+/// offsets from its start `c0`, then E) and read where it ended against the truth; prints
+/// the errors under `label`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fit_probe(
     out: &Path,
     scene: &str,
+    sets: &[&str],
     c0: [f64; 2],
     truth_xy: [f64; 2],
     truth_e: f64,
     label: &str,
     t0: std::time::Instant,
 ) -> Fit {
-    diffphd(&["optimize", scene, "--out", out.to_str().unwrap()]);
+    let mut args = vec!["optimize", scene, "--out", out.to_str().unwrap()];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    diffphd(&args);
     let log: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("optimize.json")).unwrap()).unwrap();
     let best = &log["best"]["parameters"];
@@ -197,6 +203,7 @@ fn real2sim_fit_recovers_probe_location_and_modulus() {
     } = fit_probe(
         &fit,
         scene_s,
+        &[],
         [c0[0], c0[1]],
         TRUTH_XY,
         TRUTH_E,

@@ -356,6 +356,19 @@ pub fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
     Ok(format!("{path}=[{}]", s.join(", ")))
 }
 
+/// `lower` and `upper` of `[[parameter]]` entry `index` (where given) moved by `by`: a
+/// parameter whose optimum is written into the scene as a new origin (an offset) keeps its
+/// box where the source scene put it.
+pub fn shift_bounds(root: &mut Table, index: usize, by: f64) -> Walk<()> {
+    let spec = item(root, "", "parameter", index)?;
+    for key in ["lower", "upper"] {
+        if let Some(x) = spec.get(key).and_then(num) {
+            spec.insert(key.into(), Value::Float(x + by));
+        }
+    }
+    Ok(())
+}
+
 pub fn scale_num(t: &mut Table, key: &str, f: f64) -> Option<f64> {
     let v = t.get_mut(key)?;
     let new = num(v)? * f;

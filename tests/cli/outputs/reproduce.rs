@@ -36,6 +36,12 @@ fn sysid_contact() -> String {
     common::fixture("scenes/reproduce/sysid_contact", &[])
 }
 
+/// Obstacle positions (a probe's x and y, the ground's height), written back as moved
+/// `center` and `point` keys (session 27; before, optimized.toml only noted the offsets).
+fn obstacle_offset() -> String {
+    common::fixture("scenes/reproduce/obstacle_offset", &[])
+}
+
 fn run(args: &[&std::ffi::OsStr]) -> (i32, String) {
     let out = Command::new(bin())
         .args(args)
@@ -214,4 +220,9 @@ fn initial_state_with_contact_reproduces() {
 #[test]
 fn contact_sysid_reproduces() {
     reproduces("sysid_contact", &sysid_contact());
+}
+
+#[test]
+fn obstacle_offsets_reproduce() {
+    reproduces("obstacle_offset", &obstacle_offset());
 }
