@@ -127,6 +127,16 @@ fn best_on_grid(dir: &Path, scene: &str, c: [f64; 3], step: f64) -> [f64; 2] {
     best.1
 }
 
+/// The probe's centre in a written `optimized.toml` (the stage's offset moved it there).
+fn probe_centre(optimized: &Path) -> [f64; 3] {
+    diffphd::scene::load(optimized, &[])
+        .expect("optimized.toml loads")
+        .scene
+        .obstacles[0]
+        .center
+        .expect("the written probe centre")
+}
+
 #[test]
 fn dice_fit_recovers_contact_location_and_modulus_over_three_seeds() {
     let t0 = std::time::Instant::now();
@@ -220,12 +230,7 @@ fn dice_fit_recovers_contact_location_and_modulus_over_three_seeds() {
         // stage 2: the shapes' loss on a fine grid around stage 1's probe, at its E
         let written = joint.join("optimized.toml");
         let written_s = written.to_str().unwrap();
-        let c1 = diffphd::scene::load(&written, &[])
-            .expect("optimized.toml loads")
-            .scene
-            .obstacles[0]
-            .center
-            .expect("the written probe centre");
+        let c1 = probe_centre(&written);
         let fine = best_on_grid(dir.path(), written_s, c1, FINE_STEP);
         // stage 3: the location from the shapes alone from there, E held at stage 1's
         let (fx, fy) = (
@@ -255,12 +260,7 @@ fn dice_fit_recovers_contact_location_and_modulus_over_three_seeds() {
         );
         // stage 4: E from both terms at that location (held), E's box as the scene has it
         let located = dir.path().join(format!("fit{seed}")).join("optimized.toml");
-        let c3 = diffphd::scene::load(&located, &[])
-            .expect("optimized.toml loads")
-            .scene
-            .obstacles[0]
-            .center
-            .expect("the written probe centre");
+        let c3 = probe_centre(&located);
         let mut sets = vec![
             "loss.term.1.weight=0.02".to_string(),
             "optimize.max_evaluations=15".to_string(),

@@ -66,17 +66,16 @@ impl ParamClass for ObstacleOffset {
             }
         }
         if w.spec(p)?.component.is_some() {
-            shift_bounds(w.root, p.index, -v)
-        } else if v != 0.0 {
+            return shift_bounds(w.root, p.index, -v);
+        }
+        if v != 0.0 {
             // one `lower`/`upper` pair shared by the three components cannot move by each
             // component's own offset
             w.notes.push(format!(
                 "{}: the bounds of this three-component parameter now apply around the written-back position",
                 p.name
             ));
-            Ok(())
-        } else {
-            Ok(())
         }
+        Ok(())
     }
 }
