@@ -15,9 +15,9 @@
 #     and the recovered contact location and E against the truth.
 # Usage: scripts/dice.sh [OUT] [SEED]   (default out/dice, seed 1). Needs a release build.
 # Run it for seeds 1 2 3 to see the spread over noise draws (issue 38: >= 3 seeds).
-# Expected wall time at this (the paper's) size, from the CI-size stages scaled by the
-# ground-truth run (8.6 s): about 30 min on 2 cores (not measured: the staged fit was run at
-# CI size only).
+# Wall time at this (the paper's) size: 14 min on the 2-core VM (seed 1, 2026-12-07). At this
+# size the stages do not reach the CI size's accuracy: seed 1 ends 3.1 mm and 7.1 % off
+# (docs/paper-scenes.md "Dice", "A continuation").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/dice}
