@@ -164,3 +164,58 @@ fn youngs_modulus_value_is_the_sets_modulus_or_a_factor() {
         g[3]
     );
 }
+
+/// A one-component offset written back as a moved origin (an attachment's `target`, an
+/// obstacle's `center`/`point`) moves its parameter's `lower`/`upper` by minus the offset, so
+/// the box stays where the scene put it; the rebuilt model matches.
+#[test]
+fn one_component_offsets_keep_their_box_when_written_back() {
+    let bounds = |toml_text: &str, i: usize| -> (f64, f64) {
+        let t: toml::Table = toml::from_str(toml_text).unwrap();
+        let p = &t["parameter"].as_array().unwrap()[i];
+        (
+            p["lower"].as_float().unwrap(),
+            p["upper"].as_float().unwrap(),
+        )
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
+    // attachment 1's target x: offset 0.004 inside [-0.01, 0.02]
+    let problem = Problem::new(common::load(
+        &hanging(
+            r#"[{ kind = "attachment_offset", attachment = 1, component = 0, lower = -0.01, upper = 0.02 }]"#,
+        ),
+        &[],
+    ))
+    .unwrap();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.004]).unwrap();
+    assert!(wb.exact, "{:?}", wb.notes);
+    let (lo, hi) = bounds(&wb.toml, 0);
+    assert!(close(lo, -0.014) && close(hi, 0.016), "{lo} {hi}");
+    // the probe's x and y and the ground's height (tests/fixtures/scenes/reproduce)
+    let problem = Problem::new(common::load(
+        &common::fixture("scenes/reproduce/obstacle_offset", &[]),
+        &[],
+    ))
+    .unwrap();
+    let wb = diffphd::optimize::writeback::write_back(&problem, &[0.003, -0.002, -0.0004]).unwrap();
+    assert!(wb.exact, "{:?}", wb.notes);
+    for (i, v, (l0, h0)) in [
+        (0, 0.003, (-0.01, 0.01)),
+        (1, -0.002, (-0.01, 0.01)),
+        (2, -0.0004, (-0.002, 0.002)),
+    ] {
+        let (lo, hi) = bounds(&wb.toml, i);
+        assert!(close(lo, l0 - v) && close(hi, h0 - v), "{i}: {lo} {hi}");
+    }
+    let t: toml::Table = toml::from_str(&wb.toml).unwrap();
+    let o = t["obstacle"].as_array().unwrap();
+    let center: Vec<f64> = o[1]["center"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_float().unwrap())
+        .collect();
+    assert!(close(center[0], 0.026) && close(center[1], 0.018) && close(center[2], 0.058));
+    let point = o[0]["point"].as_array().unwrap()[2].as_float().unwrap();
+    assert!(close(point, -0.0004), "{point}");
+}

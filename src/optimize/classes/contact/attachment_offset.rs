@@ -1,12 +1,13 @@
 //! `attachment_offset`: a rigid translation $\tau_g$ (m) of compliant attachment group $g$'s
 //! target trajectory, with $d\mathcal L/d\tau_g$ from `crate::contact::attachment::gradients`;
 //! added to `body[b].attachment[j].target[c]` (a target point that does not rotate; else
-//! reported).
+//! reported); a one-component parameter's `lower`/`upper` move by $-\tau_g$, so its box stays
+//! where the scene put it.
 
 use super::offset_step;
 use crate::model::Model;
 use crate::optimize::classes::api::{
-    body_mut, item, set3, vector_set, Param, ParamClass, Refs, SceneText, Shape, Walk,
+    body_mut, item, set3, shift_bounds, vector_set, Param, ParamClass, Refs, SceneText, Shape, Walk,
 };
 use crate::solver::gradient::Gradients;
 
@@ -50,6 +51,10 @@ impl ParamClass for AttachmentOffset {
             set3(at, &path, "target", c, |o| o + v)?;
             w.sets
                 .push(vector_set(&format!("{path}.target"), at, "target")?);
+            if w.spec(p)?.component.is_some() {
+                // the box stays where the scene put it (as `obstacle_offset`'s)
+                shift_bounds(w.root, p.index, -v)?;
+            }
         } else {
             w.notes.push(format!(
                 "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",
