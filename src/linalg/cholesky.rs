@@ -516,13 +516,10 @@ mod tests {
         let seq = with(1);
         assert!(seq.is_supernodal());
         for t in [2, 3, 5, 8] {
-            let f = with(t);
-            let same = seq
-                .values
-                .iter()
-                .zip(&f.values)
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{t} threads changed the factor's bits");
+            assert!(
+                same_bits(&seq.values, &with(t).values),
+                "{t} threads changed the factor's bits"
+            );
         }
     }
 

@@ -623,7 +623,7 @@ mod tests {
             let many = pool.install(|| sys.solve_homogeneous_many(&qs)).unwrap();
             assert_eq!(many.len(), qs.len());
             for (m, s) in many.iter().zip(&single) {
-                assert!(m.iter().zip(s).all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert!(same_bits(m, s));
             }
         }
     }
