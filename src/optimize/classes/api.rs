@@ -356,14 +356,25 @@ pub fn vector_set(path: &str, t: &Table, key: &str) -> Walk<String> {
     Ok(format!("{path}=[{}]", s.join(", ")))
 }
 
-/// `lower` and `upper` of `[[parameter]]` entry `index` (where given) moved by `by`: a
-/// parameter whose optimum is written into the scene as a new origin (an offset) keeps its
-/// box where the source scene put it.
-pub fn shift_bounds(root: &mut Table, index: usize, by: f64) -> Walk<()> {
-    let spec = item(root, "", "parameter", index)?;
+/// Keep the box of an offset parameter `p` whose optimum `v` is written into the scene as a
+/// new origin (an obstacle's position, an attachment's target): a one-component parameter's
+/// `lower` and `upper` (where given) move by `-v`, so the box stays where the source scene put
+/// it; a three-component parameter shares one pair of bounds, which cannot move by each
+/// component's own offset, so a note says they now apply around the written position.
+pub fn keep_offset_box(w: &mut SceneText<'_>, p: &Param, v: f64) -> Walk<()> {
+    if w.spec(p)?.component.is_none() {
+        if v != 0.0 {
+            w.notes.push(format!(
+                "{}: the bounds of this three-component parameter now apply around the written-back position",
+                p.name
+            ));
+        }
+        return Ok(());
+    }
+    let spec = item(w.root, "", "parameter", p.index)?;
     for key in ["lower", "upper"] {
         if let Some(x) = spec.get(key).and_then(num) {
-            spec.insert(key.into(), Value::Float(x + by));
+            spec.insert(key.into(), Value::Float(x - v));
         }
     }
     Ok(())

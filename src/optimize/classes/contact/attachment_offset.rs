@@ -7,7 +7,8 @@
 use super::offset_step;
 use crate::model::Model;
 use crate::optimize::classes::api::{
-    body_mut, item, set3, shift_bounds, vector_set, Param, ParamClass, Refs, SceneText, Shape, Walk,
+    body_mut, item, keep_offset_box, set3, vector_set, Param, ParamClass, Refs, SceneText, Shape,
+    Walk,
 };
 use crate::solver::gradient::Gradients;
 
@@ -51,10 +52,7 @@ impl ParamClass for AttachmentOffset {
             set3(at, &path, "target", c, |o| o + v)?;
             w.sets
                 .push(vector_set(&format!("{path}.target"), at, "target")?);
-            if w.spec(p)?.component.is_some() {
-                // the box stays where the scene put it (as `obstacle_offset`'s)
-                shift_bounds(w.root, p.index, -v)?;
-            }
+            keep_offset_box(w, p, v)?;
         } else {
             w.notes.push(format!(
                 "{}: attachment offset {v:e} m (component {c}) is not written back (the attachment has no target point, or it rotates)",

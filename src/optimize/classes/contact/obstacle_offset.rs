@@ -9,7 +9,7 @@
 use super::offset_step;
 use crate::model::Model;
 use crate::optimize::classes::api::{
-    item, set3, shift_bounds, vector_set, Owner, Param, ParamClass, Refs, SceneText, Shape, Walk,
+    item, keep_offset_box, set3, vector_set, Owner, Param, ParamClass, Refs, SceneText, Shape, Walk,
 };
 use crate::solver::gradient::Gradients;
 
@@ -65,17 +65,6 @@ impl ParamClass for ObstacleOffset {
                     .push(vector_set(&format!("{mpath}.center"), motion, "center")?);
             }
         }
-        if w.spec(p)?.component.is_some() {
-            return shift_bounds(w.root, p.index, -v);
-        }
-        if v != 0.0 {
-            // one `lower`/`upper` pair shared by the three components cannot move by each
-            // component's own offset
-            w.notes.push(format!(
-                "{}: the bounds of this three-component parameter now apply around the written-back position",
-                p.name
-            ));
-        }
-        Ok(())
+        keep_offset_box(w, p, v)
     }
 }
