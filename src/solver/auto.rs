@@ -42,7 +42,10 @@
 //!   [`PROBE_BACKOFF`] frames, twice as long after each failure (at most
 //!   [`PROBE_BACKOFF_MAX`]). A switch from PD back to Newton defers the next probe the same way.
 //! - When the last active contact releases, the next frame probes (the gap back to
-//!   [`PROBE_BACKOFF`]): free flight is where PD needs few iterations.
+//!   [`PROBE_BACKOFF`]): free flight is where PD needs few iterations. Once a frame has ended
+//!   in contact, a probe counts the Newton frame's factorizations at the contact rate
+//!   ([`NEWTON_FACTORIZATION_COST_CONTACT`]): PD's iterations then carry contact solves (a
+//!   bouncing body's probes after each release meet the next landing).
 //! - A Newton frame without a factorization (prescribed or free motion: nothing to solve)
 //!   leaves the reference cost as it was.
 //! - Newton current and missing its stopping test on a frame that PD's retry solves: PD is
@@ -360,6 +363,17 @@ pub const PROBE_BACKOFF_MAX: usize = 64;
 /// contact solves): the rule then undercounts PD's frames, which errs toward PD.
 pub const NEWTON_FACTORIZATION_COST: f64 = 25.0;
 
+/// [`NEWTON_FACTORIZATION_COST`] once a frame has ended in contact: a factorization then
+/// costs about 10 PD units, because each PD iteration also runs a contact solve (the
+/// bouncing ball above). The per-frame rule scales a probe's budget by the ratio of the two
+/// (a probe under contact gets the same share of a Newton frame's *time* as one without).
+/// With the contact-free rate the ball's four failed probes after its first landing (frames
+/// 18, 23, 27, 35: one in contact, three just after a release, each meeting the next
+/// landing; budget 25 each) cost 8–9.5 % of its forward at one thread and 11–13 % at two
+/// (their `missed_seconds`, session 28). Per-frame contact (the last frame's) gave the rate
+/// to frame 18's probe only.
+pub const NEWTON_FACTORIZATION_COST_CONTACT: f64 = 10.0;
+
 /// What one frame costs in PD units ([`NEWTON_FACTORIZATION_COST`]): a PD frame its PD
 /// iterations plus the GMRES iterations of its Newton–Krylov phase plus
 /// [`NEWTON_FACTORIZATION_COST`] per factorization of its direct fallback; a Newton frame
@@ -410,6 +424,9 @@ pub struct FrameRule {
     pub backoff: usize,
     /// The last frame ended with active contacts.
     pub in_contact: bool,
+    /// Some frame so far ended with active contacts: probes count a Newton frame at the
+    /// contact rate ([`NEWTON_FACTORIZATION_COST_CONTACT`]) from then on.
+    pub had_contact: bool,
     /// Newton missed its stopping test on a frame that PD then solved: PD stays current
     /// (whatever its cost) until a frame ends without active contacts.
     pub pd_held: bool,
@@ -426,6 +443,7 @@ impl FrameRule {
             next_probe: 0,
             backoff: PROBE_BACKOFF,
             in_contact: false,
+            had_contact: false,
             pd_held: false,
             switching: !choice.quantities.device,
         }
@@ -433,12 +451,18 @@ impl FrameRule {
 
     /// How frame `frame` is solved: PD or Newton as current; a Newton frame at or past
     /// `next_probe`, once a Newton frame's cost is known, probes PD with a budget of
-    /// [`PROBE_SHARE`] of that cost.
+    /// [`PROBE_SHARE`] of that cost, counted at the contact rate
+    /// ([`NEWTON_FACTORIZATION_COST_CONTACT`]) once a frame has ended in contact.
     pub fn plan(&self, frame: usize) -> FramePlan {
         match (self.current, self.newton_cost) {
             (SolverMethod::Newton, Some(c)) if self.switching && frame >= self.next_probe => {
+                let rate = if self.had_contact {
+                    NEWTON_FACTORIZATION_COST_CONTACT / NEWTON_FACTORIZATION_COST
+                } else {
+                    1.0
+                };
                 FramePlan::ProbePd {
-                    budget: ((PROBE_SHARE * c).floor() as usize).max(1),
+                    budget: ((PROBE_SHARE * c * rate).floor() as usize).max(1),
                 }
             }
             (m, _) => FramePlan::Current(m),
@@ -495,6 +519,7 @@ impl FrameRule {
             r.backoff = PROBE_BACKOFF;
         }
         r.in_contact = in_contact;
+        r.had_contact |= in_contact;
         if !in_contact {
             r.pd_held = false;
         }
@@ -608,7 +633,8 @@ mod tests {
 
     /// Per frame: Newton first, PD probed at a quarter of a Newton frame's cost; a failed
     /// probe backs off 4, 8, 16 … frames; a PD frame dearer than a Newton frame hands back to
-    /// Newton; the last contact's release probes at once; no switching on a device.
+    /// Newton; a probe under contact gets the contact rate's budget; the last contact's
+    /// release probes at once; no switching on a device.
     #[test]
     fn the_per_frame_rule_probes_backs_off_and_switches() {
         use SolverMethod::{Diffphd as Pd, Newton};
@@ -631,11 +657,15 @@ mod tests {
         assert_eq!(r.current, Pd);
         let r = r.after(16, &outcome(Pd, false, 401.0, 3));
         assert_eq!((r.current, r.next_probe), (Newton, 16 + 16));
-        // contact releases: probe at the next frame, the gap back to 4
+        // once a frame ended in contact, a probe counts the Newton frame at the contact rate:
+        // 400 · 10/25
+        assert_eq!(r.plan(32), FramePlan::ProbePd { budget: 40 });
+        // contact releases: probe at the next frame, the gap back to 4, at the contact rate
+        // (the scene has had contact)
         let r = r.after(17, &outcome(Newton, false, 400.0, 0));
         assert_eq!(
             (r.plan(18), r.backoff),
-            (FramePlan::ProbePd { budget: 100 }, 4)
+            (FramePlan::ProbePd { budget: 40 }, 4)
         );
         // before any Newton frame the per-scene choice of PD stands, whatever a frame costs
         let mut pd = choice.clone();

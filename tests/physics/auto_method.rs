@@ -78,6 +78,16 @@ fn auto_logs_the_rules_choice_and_runs_it() {
         "{probe} vs {budget}"
     );
     let second = frames[1]["method"].as_str().expect("method");
+    // a failed probe's work is reported with the Newton attempt that replaced it
+    let missed = frames[1].get("missed_iterations").and_then(|m| m.as_u64());
+    if second == "newton" {
+        let m = missed.expect("a failed probe reports its iterations");
+        assert!((1..=probe).contains(&m), "{m} of budget {probe}");
+        assert!(frames[1]["missed_seconds"].as_f64().unwrap() > 0.0);
+    } else {
+        assert!(missed.is_none(), "{}", frames[1]);
+    }
+    assert!(frames[0].get("missed_seconds").is_none(), "{}", frames[0]);
     let counts = &log["summary"]["method_frames"];
     assert_eq!(counts["probes"], 1, "{counts}");
     assert_eq!(
@@ -116,9 +126,13 @@ fn a_step_auto_misses_is_retried_with_the_other_method() {
     for (i, f) in log["frames"].as_array().unwrap().iter().enumerate() {
         if i == 0 {
             assert_eq!(f["retried_from"], "newton", "{f}");
+            // the missed attempt: Newton's one capped iteration
+            assert_eq!(f["missed_iterations"], 1, "{f}");
+            assert!(f["missed_seconds"].as_f64().unwrap() > 0.0, "{f}");
         } else {
             // after Newton's miss PD is current: no second miss to retry
             assert!(f.get("retried_from").is_none(), "{f}");
+            assert!(f.get("missed_iterations").is_none(), "{f}");
         }
         assert_eq!(f["method"], "diffphd", "{f}");
         assert_eq!(f["converged"], true, "{f}");

@@ -98,6 +98,12 @@ pub struct FrameRecord {
     /// iterations (docs/scene-format.md, "`method = "auto"`", per frame).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_budget: Option<usize>,
+    /// `solver.method = "auto"`: the iterations and wall seconds of the attempts at this step
+    /// that missed (a failed probe or a retry); the statistics above do not count them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_iterations: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_seconds: Option<f64>,
     /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves (count, iterations, and
     /// `not_converged`: solves stopped at the iteration cap).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -369,6 +369,8 @@ fn frame_record(
         retried_from: stats.retried_from,
         method: stats.method,
         probe_budget: stats.probe_budget,
+        missed_iterations: stats.missed_iterations,
+        missed_seconds: stats.missed_seconds,
         schwarz: stats.schwarz,
     }
 }

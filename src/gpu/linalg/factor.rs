@@ -106,6 +106,66 @@ fn ereach(
     top
 }
 
+/// Entries of each column of $L$ (the diagonal included) from the row patterns of the
+/// upper triangle `ptr`/`rows` and the elimination tree: row $k$ of $L$ is the
+/// elimination-tree reach of row $k$ of $A$ (`ereach`).
+fn column_counts(ptr: &[usize], rows: &[usize], parent: &[usize]) -> Vec<usize> {
+    let n = parent.len();
+    let mut mark = vec![NONE; n];
+    let mut stack = vec![0usize; n];
+    let mut count = vec![1usize; n];
+    for k in 0..n {
+        let top = ereach(k, ptr, rows, parent, &mut mark, &mut stack);
+        for &i in &stack[top..] {
+            count[i] += 1;
+        }
+    }
+    count
+}
+
+/// Depth of every column in an elimination forest whose parents have larger indices (0 at
+/// a root), filled from the roots down.
+fn forest_depths(parent: &[usize]) -> Vec<usize> {
+    let mut depth = vec![0usize; parent.len()];
+    for j in (0..parent.len()).rev() {
+        if parent[j] != NONE {
+            depth[j] = depth[parent[j]] + 1;
+        }
+    }
+    depth
+}
+
+/// The sizes of the factor of $PAP^T$ and of its explicit inverse, from `a`'s pattern alone
+/// (no numeric factorization): what [`SimplicialFactor::new`] would store. For a memory
+/// estimate before a run (`examples/device_memory.rs`); equal to the numeric factor's
+/// [`SimplicialFactor::nnz`] and [`SimplicialFactor::inverse_nnz`] (unit test).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FactorSizes {
+    /// Rows of the factored matrix.
+    pub n: usize,
+    /// Stored entries of $L$ (the diagonal included).
+    pub nnz_l: usize,
+    /// Stored entries of $S=L^{-1}$: $\sum_j(1+|\mathrm{anc}(j)|)$.
+    pub nnz_s: usize,
+    /// Height of the elimination forest (its deepest column's depth + 1).
+    pub height: usize,
+}
+
+impl FactorSizes {
+    /// The symbolic analysis of $PAP^T$ for the ordering `perm[new] = old`, `iperm[old] = new`.
+    pub fn new(a: &CscMatrix, perm: &[usize], iperm: &[usize]) -> Self {
+        let (ptr, rows, _) = permuted_upper(a, perm, iperm);
+        let parent = etree(a.n, &ptr, &rows);
+        let depth = forest_depths(&parent);
+        FactorSizes {
+            n: a.n,
+            nnz_l: column_counts(&ptr, &rows, &parent).iter().sum(),
+            nnz_s: depth.iter().map(|d| d + 1).sum(),
+            height: depth.iter().max().map_or(0, |d| d + 1),
+        }
+    }
+}
+
 impl SimplicialFactor {
     /// Factor $PAP^T$ for a symmetric `a` (both triangles stored) and the ordering
     /// `perm[new] = old`, `iperm[old] = new`. Errors name the failing (permuted) pivot.
@@ -113,16 +173,9 @@ impl SimplicialFactor {
         let n = a.n;
         let (ptr, rows, vals) = permuted_upper(a, perm, iperm);
         let parent = etree(n, &ptr, &rows);
-        // column counts from the row patterns
+        let count = column_counts(&ptr, &rows, &parent);
         let mut mark = vec![NONE; n];
         let mut stack = vec![0usize; n];
-        let mut count = vec![1usize; n];
-        for k in 0..n {
-            let top = ereach(k, &ptr, &rows, &parent, &mut mark, &mut stack);
-            for &i in &stack[top..] {
-                count[i] += 1;
-            }
-        }
         let mut col_ptr = vec![0usize; n + 1];
         for j in 0..n {
             col_ptr[j + 1] = col_ptr[j] + count[j];
@@ -274,14 +327,7 @@ impl SimplicialFactor {
     /// `depth[j] + 1` entries, and the ancestor $k$ of $j$ sits at position
     /// `depth[j] - depth[k]` of $j$'s path.
     pub fn depths(&self) -> Vec<usize> {
-        let mut depth = vec![0usize; self.n];
-        // parents have larger indices: fill from the roots down
-        for j in (0..self.n).rev() {
-            if self.parent[j] != NONE {
-                depth[j] = depth[self.parent[j]] + 1;
-            }
-        }
-        depth
+        forest_depths(&self.parent)
     }
 
     /// Columns grouped by elimination-tree depth (roots first), with the depths: the launch
@@ -465,6 +511,27 @@ mod tests {
             assert!(got.inverse_nnz() >= want.inverse_nnz());
         }
         assert_eq!(kinds, vec![false, true], "simplicial and supernodal cases");
+    }
+
+    /// The symbolic sizes equal what the numeric factor stores: nnz(L), nnz(S) counted from
+    /// $S$'s built column pattern, and the forest's height (its number of depth levels).
+    #[test]
+    fn factor_sizes_are_the_numeric_factors() {
+        for w in [2, 5, 9] {
+            let a = grid3(w);
+            let (p, ip) = nested_dissection(&a).unwrap();
+            let f = SimplicialFactor::new(&a, &p, &ip).unwrap();
+            let got = FactorSizes::new(&a, &p, &ip);
+            let (sp, _) = f.inverse_pattern();
+            let want = FactorSizes {
+                n: a.n,
+                nnz_l: f.nnz(),
+                nnz_s: sp[a.n],
+                height: f.columns_by_depth().0 .0.len() - 1,
+            };
+            assert_eq!(got, want, "w = {w}");
+            assert!(got.nnz_s > got.nnz_l && got.height > 1, "w = {w}: {got:?}");
+        }
     }
 
     /// Row $i$ of $S$ holds the descendants of $i$: the postorder's ranges are the rows of

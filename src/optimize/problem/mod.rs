@@ -137,6 +137,12 @@ pub struct FrameDiagnostics {
     pub method: Option<crate::model::SolverMethod>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_budget: Option<usize>,
+    /// `solver.method = "auto"`: the iterations and wall seconds of the attempts that missed
+    /// (a failed probe or a retry), not counted above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_iterations: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_seconds: Option<f64>,
     /// `solver.diffpd_linear = "schwarz"`: the step's PCG solves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schwarz: Option<crate::solver::stats::PcgStats>,
@@ -534,6 +540,8 @@ impl Problem {
                     retried_from: st.retried_from,
                     method: st.method,
                     probe_budget: st.probe_budget,
+                    missed_iterations: st.missed_iterations,
+                    missed_seconds: st.missed_seconds,
                     schwarz: st.schwarz,
                     adjoint: None,
                 })

@@ -56,6 +56,15 @@ pub struct StepStats {
     /// iterations (`solver::auto::FrameRule`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_budget: Option<usize>,
+    /// `solver.method = "auto"`, a step solved after a missed attempt (a failed probe or a
+    /// retry): the iterations the missed attempts ran (PD iterations with the accurate mode's
+    /// GMRES iterations, or Newton iterations), work these statistics do not count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_iterations: Option<usize>,
+    /// The wall seconds of those missed attempts (`auto`'s overhead over the method that
+    /// solved the step, measured in the same run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_seconds: Option<f64>,
     /// `method = "diffpd"` with `solver.diffpd_linear = "schwarz"`: the PCG solves of the
     /// step.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -22,6 +22,7 @@ use crate::solver::offload::OffloadError;
 use crate::solver::records::config::BackwardConfig;
 use crate::solver::records::error::SolverError;
 use crate::solver::records::stats::{AdjointStats, StepStats};
+use std::time::Instant;
 
 /// The pair's steppers, the rule and the per-frame record of the rollout.
 pub struct AutoStepper {
@@ -101,6 +102,15 @@ fn set<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
     v[i] = Some(value);
 }
 
+/// The iterations an attempt ran: PD iterations (with the accurate mode's GMRES
+/// iterations), or Newton iterations.
+fn attempt_iterations(stats: &StepStats) -> usize {
+    match &stats.newton {
+        Some(n) => n.iterations,
+        None => stats.iterations + stats.polish_gmres_iterations,
+    }
+}
+
 fn other(m: SolverMethod) -> SolverMethod {
     crate::solver::auto::other_method(m)
 }
@@ -133,20 +143,28 @@ impl Stepper for AutoStepper {
             FramePlan::ProbePd { budget } => (SolverMethod::Diffphd, Some(budget)),
         };
         let probed = cap.is_some();
+        let t_first = Instant::now();
         let (mut x, mut stats) = self.attempt(sim, step, first, cap, false)?;
         if !stats.converged {
             let missed = first;
             let second = other(first);
+            // the missed attempt's work, reported with the attempt that replaces it
+            let mut missed_work = (attempt_iterations(&stats), t_first.elapsed().as_secs_f64());
             // after a failed probe Newton may still miss: PD without the cap then
             let last = !probed;
+            let t_second = Instant::now();
             let (x2, mut s2) = self.attempt(sim, step, second, None, last)?;
             s2.retried_from = Some(missed);
             (x, stats) = (x2, s2);
             if !last && !stats.converged {
+                missed_work.0 += attempt_iterations(&stats);
+                missed_work.1 += t_second.elapsed().as_secs_f64();
                 let (x3, mut s3) = self.attempt(sim, step, SolverMethod::Diffphd, None, true)?;
                 s3.retried_from = Some(SolverMethod::Newton);
                 (x, stats) = (x3, s3);
             }
+            (stats.missed_iterations, stats.missed_seconds) =
+                (Some(missed_work.0), Some(missed_work.1));
         }
         if let Some(budget) = cap {
             stats.probe_budget = Some(budget);
