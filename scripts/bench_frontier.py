@@ -290,13 +290,16 @@ def frame_methods(ev):
 def defaults_summary(scenes):
     """Issue 37's check: the defaults (`auto`) against the faster of Newton's and PD's
     defaults, per phase (ratio t_auto / min(t_newton, t_diffphd); <= 1.10 is "within 10 %"),
-    with auto's per-frame methods and per-parameter gradient error."""
+    with auto's per-frame methods, the share of its forward spent on attempts it threw away
+    (failed probes and retries, `missed_seconds`: measured inside one run, so the host's drift
+    moves it little, unlike the ratios) and per-parameter gradient error."""
     out = ["### The defaults against the faster method (issue 37)", "",
            "Ratio = t_auto / min(t_newton, t_diffphd), each method at its defaults "
            "(<= 1.10: within 10 %; < 1: faster than both).", "",
            "| scene | auto ran | fwd ratio | bwd ratio | total ratio | auto total s | "
-           "newton total s | diffphd total s | auto per-param grad err | auto state err |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "newton total s | diffphd total s | auto missed / rest of fwd | "
+           "auto per-param grad err | auto state err |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for sc in scenes:
         d = {r["method"]: r for r in sc.get("runs", []) if r["setting"] == "default"
              and r.get("forward_s") is not None and not r.get("error")}
@@ -306,10 +309,13 @@ def defaults_summary(scenes):
         tot = lambda r: r["forward_s"] + r["backward_s"]
         ratio = lambda k: k(a) / max(min(k(n), k(p)), 1e-12)
         ran = ", ".join("%s %d" % kv for kv in sorted((a.get("frame_methods") or {}).items()))
-        out.append("| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s |" % (
+        missed = a.get("missed_s")
+        share = ("%.1f %%" % (100.0 * missed / max(a["forward_s"] - missed, 1e-12))
+                 if missed is not None else "–")
+        out.append("| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %s |" % (
             sc["name"], ran or a.get("resolved_method") or "?",
             ratio(lambda r: r["forward_s"]), ratio(lambda r: r["backward_s"]), ratio(tot),
-            fmt_s(tot(a)), fmt_s(tot(n)), fmt_s(tot(p)),
+            fmt_s(tot(a)), fmt_s(tot(n)), fmt_s(tot(p)), share,
             fmt_e(a.get("gradient_error_per_parameter")), fmt_e(a.get("state_error"))))
     out.append("")
     return "\n".join(out)
@@ -375,6 +381,12 @@ def load_one(d):
         "nodes": len(fs["positions"]) // 3, "git_commit": g.get("git_commit"),
         "resolved_method": g.get("method"), "method_reason": g.get("method_reason"),
         "frame_methods": frame_methods(ev),
+        # `auto`'s failed probes and retries (their wall seconds, inside this run)
+        # (None from a binary older than the key: then the first probe's frame would carry it)
+        "missed_s": (sum(f.get("missed_seconds") or 0.0 for f in ev.get("frames") or [])
+                     if any("missed_seconds" in f for f in ev.get("frames") or [])
+                     or not any("probe_budget" in f or "retried_from" in f
+                                for f in ev.get("frames") or []) else None),
     })
     notes = []
     if rec["fwd_nonconverged"]:
