@@ -9,7 +9,7 @@
 //!
 //! Bounds and omissions: the factor is of the whole per-axis matrix (a scene's Dirichlet
 //! nodes are not removed: an upper bound); contact adds a dense Delassus matrix of $8m^2$
-//! bytes for $m$ contact rows per step (printed per 1,000 rows; $m$ depends on the motion);
+//! bytes for $m$ contact rows per step (printed at two sizes of $m$, which the motion sets);
 //! muscle fibres and the CUDA context (about 0.5 GiB) are not counted.
 //!
 //! `cargo run --release --example device_memory -- SCENE [key.path=value ...]`
@@ -23,6 +23,14 @@ use std::time::Instant;
 const CARDS: [(&str, f64); 2] = [("H100 80GB", 79.0), ("H200", 139.0)];
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The value, or the error's one line and exit `code` (2: bad input, 1: a failed ordering).
+fn or_exit<T, E: std::fmt::Display>(r: Result<T, E>, code: i32) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(code)
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(scene) = args.first() else {
@@ -30,32 +38,20 @@ fn main() {
         std::process::exit(2);
     };
     let t = Instant::now();
-    let ls = match diffphd::scene::load(std::path::Path::new(scene), &args[1..]) {
-        Ok(ls) => ls,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
-    let m = match diffphd::session::build_model(&ls) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
+    let ls = or_exit(
+        diffphd::scene::load(std::path::Path::new(scene), &args[1..]),
+        2,
+    );
+    let m = or_exit(diffphd::session::build_model(&ls), 2);
     let t_model = t.elapsed().as_secs_f64();
     let (n, ns, ne) = (m.num_nodes(), m.num_samples(), m.conn_ptr.len() - 1);
     let entries = m.samples.grads.len();
     let t = Instant::now();
     let a = CscMatrix::pattern_from_elements(n, &m.conn, &m.conn_ptr);
-    let (p, ip) = match ordering::nested_dissection(&a) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: ordering: {e}");
-            std::process::exit(1);
-        }
-    };
+    let (p, ip) = or_exit(
+        ordering::nested_dissection(&a).map_err(|e| format!("ordering: {e}")),
+        1,
+    );
     let f = FactorSizes::new(&a, &p, &ip);
     let t_sym = t.elapsed().as_secs_f64();
     let restart = ls.scene.backward.device_gmres_restart;
