@@ -37,11 +37,12 @@ pub(crate) fn solve(
 /// and the PD energy. With contact rows on the host too: the direct solve is then Newton's
 /// KKT adjoint (the contact Schur complement on the factor of $K$, the same system the
 /// Woodbury GMRES solves; session 28: the bouncing ball's first contact frame took 46
-/// Woodbury iterations, 0.53 s, against 0.12 s direct). On the device path too (contact-free
-/// frames only there): the factor of
-/// $K$ is a host factorization, and a frame whose device GMRES hit the cap would otherwise
+/// Woodbury iterations, 0.53 s, against 0.12 s direct). On the device path too: the factor
+/// of $K$ is a host factorization, and a frame whose device GMRES hit the cap would otherwise
 /// leave its adjoint unconverged (the armadillo on an H100, 2026-11-27: 900 iterations a
-/// frame, gradient 5.3e-5 off the CPU's).
+/// frame, gradient 5.3e-5 off the CPU's); a device frame with contact rows likewise (named
+/// regression: the Crab on the emulator, 1000× contrast on the ground, session 29: the KKT
+/// GMRES ran to its 10,000-iteration cap in both frames and `grad` failed).
 fn direct_fallback_applies(
     sim: &StepContext,
     lin: &StepLinearization,
@@ -51,7 +52,6 @@ fn direct_fallback_applies(
     (cfg.direct_after > 0 || cfg.direct_first)
         && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
         && cfg.filter == HessianFilterMode::None
-        && (lin.contact.is_none() || lin.device_step.is_none())
         && sim.config.newton.energy == NewtonEnergy::Pd
 }
 
@@ -92,7 +92,10 @@ fn adjoint_gmres_then_direct(
         direct.method = "direct".into();
         return Ok((z, direct));
     }
-    let (z, st) = if lin.device_step.is_some() && device_cap(cfg) > cfg.direct_after {
+    // the device GMRES runs the contact-free system; a frame with contact rows runs the KKT
+    // GMRES (its K products on the device) capped at `direct_after`, as on the host
+    let on_device = lin.device_step.is_some() && lin.contact.is_none();
+    let (z, st) = if on_device && device_cap(cfg) > cfg.direct_after {
         device_adjoint(sim, lin, g, cfg, frame)
     } else {
         let capped = BackwardConfig {
