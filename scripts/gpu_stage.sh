@@ -15,6 +15,9 @@ cp target/release/diffphd .gpu/bin/diffphd
 # the per-operation timings (examples/gpu_ops.rs: local step, both solve paths, ΔA·z)
 cargo build --release --features cuda --example gpu_ops
 cp target/release/examples/gpu_ops .gpu/bin/gpu_ops
+# the memory estimate and global-solve path of a scene at any size (the paper parts print it)
+cargo build --release --features cuda --example device_memory
+cp target/release/examples/device_memory .gpu/bin/device_memory
 # the GPU test binaries (their `cuda` modules run on the device, the `emulator` ones too)
 cargo test --release --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
