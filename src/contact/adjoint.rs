@@ -47,7 +47,7 @@ pub struct ContactAdjoint<'s> {
     keep: Vec<usize>,
     /// Position of every row in `keep` (`usize::MAX` for dropped contacts).
     pos: Vec<usize>,
-    lu: Option<faer::linalg::solvers::PartialPivLu<f64>>,
+    lu: Option<super::lu::DenseLu>,
     /// $1/(G_c)_{kk}$ on the kept rows (1 where the diagonal vanishes): the block-Jacobi
     /// preconditioner of the contact rows (iterative form: of its block approximation).
     diag_inv: Vec<f64>,
@@ -149,7 +149,7 @@ impl<'s> ContactAdjoint<'s> {
                 }
             })
             .collect();
-        let lu = (na > 0).then(|| g.partial_piv_lu());
+        let lu = (na > 0).then(|| super::lu::DenseLu::new(g));
         Ok(ContactAdjoint {
             rec: rec.clone(),
             solver,
@@ -464,7 +464,6 @@ impl<'s> ContactAdjoint<'s> {
         w: &mut [f64],
         r_c: Option<&[f64]>,
     ) -> Result<(Vec<f64>, Vec<f64>, Vec<f64>), LinalgError> {
-        use faer::linalg::solvers::Solve;
         let set = &self.rec.set;
         let m = set.nrows();
         if self.keep.is_empty() {

@@ -15,6 +15,7 @@
 //! dense LU (bitwise the earlier answers). Both solve the same matrix; the Newton iteration
 //! stops on the same exact residual.
 
+use super::lu::{DenseLu, SparseLu};
 use super::ncp::{FbParams, Local};
 use super::{inf_norm, residual, ContactSet, NewtonCache, SolveInfo, SolveSettings};
 use super::{DECOUPLED, REGULARIZATION};
@@ -32,16 +33,15 @@ pub const SPARSE_MAX_DENSITY: f64 = 0.5;
 /// LU factor of a coupled Newton matrix $(DW+E)_{cc}$ (see the module doc).
 pub enum NewtonFactor {
     /// Dense LU with partial pivoting.
-    Dense(faer::linalg::solvers::PartialPivLu<f64>),
+    Dense(DenseLu),
     /// Sparse LU of the transpose $(DW+E)_{cc}^T$ (assembled row-wise, so its compressed
     /// columns are the matrix's rows), solved transposed.
-    Sparse(faer::sparse::linalg::solvers::Lu<usize, f64>),
+    Sparse(Box<SparseLu>),
 }
 
 impl NewtonFactor {
     /// Overwrite `x` with $(DW+E)_{cc}^{-1}x$.
     fn solve_in_place(&self, x: faer::MatMut<'_, f64>) {
-        use faer::linalg::solvers::Solve;
         match self {
             NewtonFactor::Dense(lu) => lu.solve_in_place(x),
             NewtonFactor::Sparse(lu) => lu.solve_transpose_in_place(x),
@@ -379,7 +379,7 @@ impl DenseNewton<'_> {
         }
         let lu = match self.sparse_newton_factor(locals, coupled, &pos) {
             Some(lu) => lu,
-            None => NewtonFactor::Dense(self.newton_matrix(locals, coupled, &pos).partial_piv_lu()),
+            None => NewtonFactor::Dense(DenseLu::new(self.newton_matrix(locals, coupled, &pos))),
         };
         info.factorizations += 1;
         let na = coupled.len();
@@ -494,7 +494,6 @@ impl DenseNewton<'_> {
         coupled: &[usize],
         pos: &[usize],
     ) -> Option<NewtonFactor> {
-        use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
         use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
         let na = coupled.len();
         if na < SPARSE_MIN_ROWS {
@@ -559,9 +558,7 @@ impl DenseNewton<'_> {
         }
         let sym = SymbolicSparseColMatRef::new_checked(na, na, &col_ptr, None, &row_idx);
         let mat = SparseColMatRef::new(sym, &val);
-        let symbolic = SymbolicLu::try_new(sym).ok()?;
-        let lu = Lu::try_new_with_symbolic(symbolic, mat).ok()?;
-        Some(NewtonFactor::Sparse(lu))
+        SparseLu::new(mat).map(|lu| NewtonFactor::Sparse(Box::new(lu)))
     }
 
     /// Armijo backtracking on $\tfrac12\|\Phi\|^2$ along the Newton direction `step`
@@ -699,7 +696,7 @@ mod tests {
                 / (m * m) as f64;
             assert!(density < 0.5, "density {density}");
             let dense =
-                NewtonFactor::Dense(nt.newton_matrix(&locals, &coupled, &pos).partial_piv_lu());
+                NewtonFactor::Dense(DenseLu::new(nt.newton_matrix(&locals, &coupled, &pos)));
             let mut rng = Rng(7);
             let rhs: Vec<f64> = (0..m).map(|_| rng.next()).collect();
             let mut xs = faer::Mat::from_fn(m, 1, |i, _| rhs[i]);

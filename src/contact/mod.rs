@@ -28,6 +28,7 @@ pub mod dense;
 pub mod edges;
 pub mod initial;
 pub mod iterative;
+pub mod lu;
 pub mod ncp;
 pub mod obstacle;
 pub mod penalty;

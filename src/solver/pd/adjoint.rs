@@ -24,7 +24,7 @@ pub(crate) fn solve(
     frame: usize,
     streak: &AtomicUsize,
 ) -> Result<(Vec<f64>, AdjointStats), SolverError> {
-    if direct_fallback_applies(sim, lin, cfg) {
+    if direct_fallback_applies(sim, cfg) {
         return adjoint_gmres_then_direct(sim, lin, x_next, g, cfg, frame, streak);
     }
     solve_gmres_adjoint(sim, lin, g, cfg, frame)
@@ -43,11 +43,7 @@ pub(crate) fn solve(
 /// frame, gradient 5.3e-5 off the CPU's); a device frame with contact rows likewise (named
 /// regression: the Crab on the emulator, 1000× contrast on the ground, session 29: the KKT
 /// GMRES ran to its 10,000-iteration cap in both frames and `grad` failed).
-fn direct_fallback_applies(
-    sim: &StepContext,
-    lin: &StepLinearization,
-    cfg: &BackwardConfig,
-) -> bool {
+fn direct_fallback_applies(sim: &StepContext, cfg: &BackwardConfig) -> bool {
     use crate::model::{AdjointMethod, NewtonEnergy};
     (cfg.direct_after > 0 || cfg.direct_first)
         && matches!(cfg.method, AdjointMethod::Woodbury | AdjointMethod::Gmres)
