@@ -263,14 +263,17 @@ part_crab() { paper crab scenes/crab.toml 2 150 "dev pd best" "body.0.mesh.resol
 # The largest Crab that fits (CRAB_BIG_RES, default 100: 633k DoF, 24.9 GiB estimated on
 # the inverse path of both cards): the device alone, 1 frame.
 part_crab_big() { paper crab_big scenes/crab.toml 1 300 "dev" "body.0.mesh.resolution=${CRAB_BIG_RES:-100}" "${CRAB_HELD[@]}"; }
-# The Oreo at the finest size whose dense contact solve stays tractable (OREO_DX, default
-# 2.5 mm; the paper's 0.65 mm needs 47k-100k contact rows, 16-75 GiB of dense Delassus
-# matrix: not run), 2 frames, body-body contact throughout; a loss and two stiffness
-# parameters added so that `grad` compares the states and the gradient with the CPU's.
+# The Oreo at a size whose dense contact solve stays tractable (OREO_DX, default 1.25 mm;
+# the paper's 0.625 mm needs 47k-100k contact rows, 16-75 GiB of dense Delassus matrix: not
+# run). dx must divide the wafers' and the filling's 5 mm (5/k mm: 2.5, 1.25, 0.625): other
+# sizes grow the voxel cylinders past their faces and the stack starts interpenetrating
+# (0.42 mm at dx 3.5 mm, docs/paper-scenes.md). 7 frames: the claws reach the stack in
+# frame 4, load it from frame 5. A loss and two stiffness parameters are added so that
+# `grad` compares the states and the gradient with the CPU's.
 part_oreo() {
-    local dx=${OREO_DX:-0.0025} b sets=()
+    local dx=${OREO_DX:-0.00125} b sets=()
     for b in 1 2 3 4; do sets+=("body.$b.mesh.dx=$dx"); done
-    paper oreo scenes/oreo.toml 2 150 "dev pd best" "${sets[@]}" 'loss.term=[{type="random_linear", seed=1}]' \
+    paper oreo scenes/oreo.toml 7 150 "dev pd best" "${sets[@]}" 'loss.term=[{type="random_linear", seed=1}]' \
         'parameter=[{kind="youngs_modulus", body=2, log=true}, {kind="youngs_modulus", body=4, log=true}]'
 }
 part_mpm_dough() { mpm_bench dough scenes/mpm_dough_rolling.toml 300 100 21.7; }
