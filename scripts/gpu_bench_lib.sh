@@ -120,6 +120,7 @@ PY
 paper() { # name scene frames cap "runs" [key=value ...]
     local name=$1 scene=$2 frames=$3 cap=${PAPER_CAP:-$4} runs=$5; shift 5  # PAPER_CAP: every run's cap
     local kv=("$@") sets=() r b dir smi rc t0
+    local s
     for s in "${kv[@]}"; do sets+=(--set "$s"); done
     echo "## paper $name: ${kv[*]} ($frames frames, runs: $runs, cap ${cap} s each), $(left) s left"
     mkdir -p "/tmp/paper-$name"

@@ -1,10 +1,13 @@
-//! The contact solves' LU factors, factored and solved with `Par::Seq`: faer's high-level
+//! The contact solves' LU factors with the same bits on any thread count. faer's high-level
 //! `PartialPivLu` and sparse `Lu` take faer's global parallelism, which is rayon's pool, and
-//! their factors then depend on the thread count in their last bits (faer's blocked kernels
-//! take other paths under `Par::rayon`, even with one thread). The rest of the library
-//! calls faer's kernels with an explicit `Par` (`linalg::cholesky`, `linalg::supernodal`).
-//! Named regression `contact_lu_is_the_same_on_any_thread_count` (below); found on the Oreo
-//! at dx 3.5 mm, whose frame 1 had 285 active contacts at one thread and 259 at two.
+//! their one-column solves then differ in the last bits between thread counts (measured,
+//! session 29: from n ≈ 900 dense, at n = 2000 sparse; equal at n = 300). Here the solves
+//! run with `Par::Seq`, the sparse factorization too, and the dense factorization on the
+//! pool (`Par::rayon`: its bits equal `Par::Seq`'s at 1, 2 and 4 threads, n = 1000 and 2000,
+//! checked by the test below through the solution). The rest of the library calls faer's
+//! kernels with an explicit `Par` (`linalg::cholesky`, `linalg::supernodal`). Named
+//! regression `contact_lu_is_the_same_on_any_thread_count` (below); found on the Oreo at
+//! dx 3.5 mm, whose frame 1 had 285 active contacts at one thread and 259 at two.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Conj, Mat, MatMut, Par};
@@ -18,17 +21,18 @@ pub struct DenseLu {
 }
 
 impl DenseLu {
-    /// Factor `a` in place.
+    /// Factor `a` in place, on the current rayon pool (the same bits as sequentially).
     pub fn new(mut a: Mat<f64>) -> Self {
         use faer::linalg::lu::partial_pivoting::factor::{lu_in_place, lu_in_place_scratch};
         let (m, n) = a.shape();
         let (mut fwd, mut bwd) = (vec![0usize; m], vec![0usize; m]);
-        let scratch = lu_in_place_scratch::<usize, f64>(m, n, Par::Seq, Default::default());
+        let par = Par::rayon(0);
+        let scratch = lu_in_place_scratch::<usize, f64>(m, n, par, Default::default());
         lu_in_place(
             a.as_mut(),
             &mut fwd,
             &mut bwd,
-            Par::Seq,
+            par,
             MemStack::new(&mut MemBuffer::new(scratch)),
             Default::default(),
         );
