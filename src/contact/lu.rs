@@ -109,13 +109,8 @@ mod tests {
 
     /// A diagonally dominated non-symmetric matrix with a band and a few far entries, n × n.
     fn matrix(n: usize) -> Mat<f64> {
-        let mut s = 12345u64;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut rng = crate::material::fd::Rng(12345);
+        let mut rnd = move || rng.uniform(-0.5, 0.5);
         Mat::from_fn(n, n, |i, j| {
             let d = i.abs_diff(j);
             if i == j {
@@ -139,10 +134,10 @@ mod tests {
 
     /// Named regression (session 29): the dense and the sparse LU give the same bits on any
     /// thread count, and solve the system (residual at round-off). faer's high-level
-    /// `PartialPivLu` and sparse `Lu`, which the contact solves used before, did not: with
-    /// one right-hand side (the contact Newton step's) their solutions at one and at two or
-    /// four threads differ in the last bits from n ≈ 900 (dense) and n ≈ 2000 (sparse) on
-    /// these matrices (checked by hand, session 29; at n = 300 they agree).
+    /// `PartialPivLu` and sparse `Lu`, which the contact solves used before, did not: on
+    /// exactly these systems (n = 1000 dense, n = 2000 sparse, one right-hand side as in the
+    /// contact Newton step) their solutions at two and at four threads differ from one
+    /// thread's in the last bits (checked by hand, session 29; at n = 300 they agree).
     #[test]
     fn contact_lu_is_the_same_on_any_thread_count() {
         let check = |n: usize, dense: bool| {

@@ -14,7 +14,7 @@ pub mod corotated;
 mod dispatch;
 pub mod eigen;
 #[cfg(test)]
-mod fd;
+pub(crate) mod fd;
 pub mod interleaved;
 pub mod lanes;
 pub mod law;
