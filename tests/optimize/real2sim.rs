@@ -21,7 +21,7 @@ const FRAMES: [usize; 10] = [2, 4, 6, 8, 10, 12, 14, 16, 18, 20];
 pub(crate) fn diffphd(args: &[&str]) {
     let out = Command::new(common::bin())
         .args(args)
-        .arg("--quiet")
+        .args(["--quiet", "--threads", "1"])
         .output()
         .expect("run diffphd");
     assert!(

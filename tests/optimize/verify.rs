@@ -277,16 +277,40 @@ fn grad_verify_on_every_shipped_scene_with_parameters() {
     for (name, why) in SKIPPED {
         eprintln!("SKIPPED {name}: {why}");
     }
+    // The runs (single-threaded CLIs, about 34 s of one core in all), two at a time so that
+    // this test is not a one-core tail of the optimize binary; checked in RUN's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut runs: Vec<(usize, (i32, String, String, serde_json::Value))> =
+        std::thread::scope(|s| {
+            let worker = || {
+                let mut done = Vec::new();
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((name, frames, sets)) = RUN.get(k) else {
+                        break;
+                    };
+                    let t0 = std::time::Instant::now();
+                    let mut args = vec!["--frames", frames, "--verify"];
+                    for s in *sets {
+                        args.extend(["--set", s]);
+                    }
+                    let r = grad(&format!("scenes/{name}.toml"), &args);
+                    eprintln!("{name}: exit {}, {:.1} s", r.0, t0.elapsed().as_secs_f64());
+                    done.push((k, r));
+                }
+                done
+            };
+            let workers = [s.spawn(worker), s.spawn(worker)];
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("a verify worker"))
+                .collect()
+        });
+    runs.sort_by_key(|r| r.0);
+    assert_eq!(runs.len(), RUN.len());
     let mut failures = Vec::new();
-    for (name, frames, sets) in RUN {
-        let t0 = std::time::Instant::now();
-        let scene = format!("scenes/{name}.toml");
-        let mut args = vec!["--frames", frames, "--verify"];
-        for s in *sets {
-            args.extend(["--set", s]);
-        }
-        let (code, stdout, stderr, json) = grad(&scene, &args);
-        eprintln!("{name}: exit {code}, {:.1} s", t0.elapsed().as_secs_f64());
+    for (k, (code, stdout, stderr, json)) in runs {
+        let name = RUN[k].0;
         if code != 0 || json.is_null() {
             failures.push(format!("{name}: exit {code}: {stdout}{stderr}"));
             continue;
