@@ -76,6 +76,11 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
             err,
         })?
     };
+    let mut fixes = Vec::new();
+    if m.file.is_none() && matches!(m.generator, Some(Generator::RoundedBox)) {
+        let (size, dx) = (m.size.unwrap_or([1.0; 3]), m.dx.unwrap_or(1.0));
+        fixes.extend(voxel_span_note(&key, &mesh, size, dx));
+    }
     // Body transform x = R (s X) + t.
     let r = rot_xyz(body.transform.rotation_deg);
     for p in &mut mesh.nodes {
@@ -88,7 +93,6 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
             key: key.clone(),
             err,
         })?;
-    let mut fixes = Vec::new();
     if !report.flipped.is_empty() {
         let shown: Vec<String> = report
             .flipped
@@ -104,6 +108,34 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
         ));
     }
     Ok((mesh, fixes))
+}
+
+/// A note for the user when a voxel `rounded_box` does not span its `size`: the generator
+/// keeps the cells of a grid of edge `dx` whose centres lie in the box, so a size that is not
+/// a whole number of cells comes out rounded to one (the Dice's 3 cm cube at dx = 3.4 mm spans
+/// 9 cells, 30.6 mm). `None` when every axis spans its size within a relative 1e-9.
+fn voxel_span_note(key: &str, mesh: &Mesh, size: [f64; 3], dx: f64) -> Option<String> {
+    if mesh.nodes.is_empty() {
+        return None;
+    }
+    let span: [f64; 3] = std::array::from_fn(|d| {
+        let (lo, hi) = mesh
+            .nodes
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p[d]), hi.max(p[d]))
+            });
+        hi - lo
+    });
+    let off = (0..3).any(|d| (span[d] - size[d]).abs() > 1e-9 * size[d]);
+    off.then(|| {
+        format!(
+            "{key}.size: the voxel rounded_box spans [{:.6e}, {:.6e}, {:.6e}] m, not its size \
+             [{:e}, {:e}, {:e}] m (it keeps the cells of edge dx = {dx:e} whose centres lie in \
+             the box; a size that is a whole number of cells is kept exactly)",
+            span[0], span[1], span[2], size[0], size[1], size[2]
+        )
+    })
 }
 
 /// The model of a loaded scene (see [`Model::from_scene`]).
@@ -708,6 +740,26 @@ mod tests {
         assert!(fiber_at(&rad, c, [0.0, 1.0, 7.0]).is_none());
         let m = fiber_at(&FiberSpec::Direction([0.0, 0.0, 3.0]), c, [1.0; 3]).unwrap();
         assert_eq!(m, Vector3::new(0.0, 0.0, 1.0));
+    }
+
+    /// A voxel rounded box whose size is not a whole number of cells says what it spans
+    /// (the Dice: 3 cm at dx = 3.4 mm is 9 cells, 30.6 mm); a whole number says nothing.
+    #[test]
+    fn a_rounded_box_off_the_cell_grid_says_what_it_spans() {
+        use crate::mesh::solids;
+        let size = [0.03; 3];
+        let note = |dx: f64| {
+            let mesh = solids::rounded_box(size, 0.004, dx, [0.0; 3], ElementKind::Tet4).unwrap();
+            voxel_span_note("body[0].mesh", &mesh, size, dx)
+        };
+        let w = note(0.0034).expect("3 cm is 8.8 cells of 3.4 mm");
+        assert!(w.starts_with("body[0].mesh.size: "), "{w}");
+        assert!(
+            w.contains("[3.060000e-2, 3.060000e-2, 3.060000e-2] m"),
+            "{w}"
+        );
+        assert_eq!(note(0.006), None, "3 cm is 5 cells of 6 mm");
+        assert_eq!(note(0.0025), None, "3 cm is 12 cells of 2.5 mm");
     }
 
     /// `ModelBuilder` and `resolve` fill a model by the same steps: a one-body scene and its
