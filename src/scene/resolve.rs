@@ -118,15 +118,8 @@ fn voxel_span_note(key: &str, mesh: &Mesh, size: [f64; 3], dx: f64) -> Option<St
     if mesh.nodes.is_empty() {
         return None;
     }
-    let span: [f64; 3] = std::array::from_fn(|d| {
-        let (lo, hi) = mesh
-            .nodes
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-                (lo.min(p[d]), hi.max(p[d]))
-            });
-        hi - lo
-    });
+    let (lo, hi) = mesh.bounding_box();
+    let span: [f64; 3] = std::array::from_fn(|d| hi[d] - lo[d]);
     let off = (0..3).any(|d| (span[d] - size[d]).abs() > 1e-9 * size[d]);
     off.then(|| {
         format!(
