@@ -77,9 +77,27 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
         })?
     };
     let mut fixes = Vec::new();
-    if m.file.is_none() && matches!(m.generator, Some(Generator::RoundedBox)) {
-        let (size, dx) = (m.size.unwrap_or([1.0; 3]), m.dx.unwrap_or(1.0));
-        fixes.extend(voxel_span_note(&key, &mesh, size, dx));
+    // the extents a voxel generator was asked for: the rounded box's size, the cylinder's height
+    let asked = match m.generator {
+        Some(Generator::RoundedBox) => {
+            Some(("size", "rounded_box", m.size.unwrap_or([1.0; 3]).map(Some)))
+        }
+        Some(Generator::Cylinder) => Some((
+            "height",
+            "cylinder",
+            [None, None, Some(m.height.unwrap_or(1.0))],
+        )),
+        _ => None,
+    };
+    if let (None, Some((k, name, asked))) = (&m.file, asked) {
+        let dx = m.dx.unwrap_or(1.0);
+        fixes.extend(voxel_span_note(
+            &format!("{key}.{k}"),
+            name,
+            &mesh,
+            asked,
+            dx,
+        ));
     }
     // Body transform x = R (s X) + t.
     let r = rot_xyz(body.transform.rotation_deg);
@@ -110,23 +128,41 @@ fn load_mesh(ls: &LoadedScene, b: usize, body: &Body) -> Result<(Mesh, Vec<Strin
     Ok((mesh, fixes))
 }
 
-/// A note for the user when a voxel `rounded_box` does not span its `size`: the generator
-/// keeps the cells of a grid of edge `dx` whose centres lie in the box, so a size that is not
-/// a whole number of cells comes out rounded to one (the Dice's 3 cm cube at dx = 3.4 mm spans
-/// 9 cells, 30.6 mm). `None` when every axis spans its size within a relative 1e-9.
-fn voxel_span_note(key: &str, mesh: &Mesh, size: [f64; 3], dx: f64) -> Option<String> {
+/// A note for the user when a voxel body does not span the extent `asked` of it on an axis
+/// (`None`: not asked, e.g. a cylinder's diameter, which a voxel circle only approximates):
+/// the `rounded_box` and `cylinder` generators keep the cells of a grid of edge `dx` whose
+/// centres lie in the shape, so an extent that is not a whole number of cells comes out
+/// rounded up to one (the Dice's 3 cm cube at dx = 3.4 mm spans 9 cells, 30.6 mm; an Oreo
+/// layer 5 mm high at dx = 3.5 mm spans 7 mm). `None` when every asked axis spans its extent
+/// within a relative 1e-9.
+fn voxel_span_note(
+    key: &str,
+    name: &str,
+    mesh: &Mesh,
+    asked: [Option<f64>; 3],
+    dx: f64,
+) -> Option<String> {
     if mesh.nodes.is_empty() {
         return None;
     }
     let (lo, hi) = mesh.bounding_box();
-    let span: [f64; 3] = std::array::from_fn(|d| hi[d] - lo[d]);
-    let off = (0..3).any(|d| (span[d] - size[d]).abs() > 1e-9 * size[d]);
+    let axes: Vec<(char, f64, f64)> = (0..3)
+        .filter_map(|d| asked[d].map(|a| (['x', 'y', 'z'][d], hi[d] - lo[d], a)))
+        .collect();
+    let off = axes.iter().any(|&(_, span, a)| (span - a).abs() > 1e-9 * a);
     off.then(|| {
+        let list = |f: &dyn Fn(f64, f64) -> String| {
+            axes.iter()
+                .map(|&(c, span, a)| format!("{c} {}", f(span, a)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         format!(
-            "{key}.size: the voxel rounded_box spans [{:.6e}, {:.6e}, {:.6e}] m, not its size \
-             [{:e}, {:e}, {:e}] m (it keeps the cells of edge dx = {dx:e} whose centres lie in \
-             the box; a size that is a whole number of cells is kept exactly)",
-            span[0], span[1], span[2], size[0], size[1], size[2]
+            "{key}: the voxel {name} spans {} m, not the asked {} m (it keeps the cells of \
+             edge dx = {dx:e} whose centres lie in the shape; an extent that is a whole number \
+             of cells is kept exactly)",
+            list(&|span, _| format!("{span:.6e}")),
+            list(&|_, a| format!("{a:e}")),
         )
     })
 }
@@ -735,24 +771,50 @@ mod tests {
         assert_eq!(m, Vector3::new(0.0, 0.0, 1.0));
     }
 
-    /// A voxel rounded box whose size is not a whole number of cells says what it spans
-    /// (the Dice: 3 cm at dx = 3.4 mm is 9 cells, 30.6 mm); a whole number says nothing.
+    /// A voxel rounded box or cylinder whose asked extent is not a whole number of cells says
+    /// what it spans (the Dice: 3 cm at dx = 3.4 mm is 9 cells, 30.6 mm; an Oreo layer 5 mm
+    /// high at dx = 3.5 mm is 2 cells, 7 mm); a whole number says nothing.
     #[test]
-    fn a_rounded_box_off_the_cell_grid_says_what_it_spans() {
+    fn a_voxel_body_off_the_cell_grid_says_what_it_spans() {
         use crate::mesh::solids;
         let size = [0.03; 3];
-        let note = |dx: f64| {
+        let cube = |dx: f64| {
             let mesh = solids::rounded_box(size, 0.004, dx, [0.0; 3], ElementKind::Tet4).unwrap();
-            voxel_span_note("body[0].mesh", &mesh, size, dx)
+            voxel_span_note(
+                "body[0].mesh.size",
+                "rounded_box",
+                &mesh,
+                size.map(Some),
+                dx,
+            )
         };
-        let w = note(0.0034).expect("3 cm is 8.8 cells of 3.4 mm");
-        assert!(w.starts_with("body[0].mesh.size: "), "{w}");
+        let w = cube(0.0034).expect("3 cm is 8.8 cells of 3.4 mm");
         assert!(
-            w.contains("[3.060000e-2, 3.060000e-2, 3.060000e-2] m"),
+            w.starts_with("body[0].mesh.size: the voxel rounded_box spans "),
             "{w}"
         );
-        assert_eq!(note(0.006), None, "3 cm is 5 cells of 6 mm");
-        assert_eq!(note(0.0025), None, "3 cm is 12 cells of 2.5 mm");
+        assert!(
+            w.contains("spans x 3.060000e-2, y 3.060000e-2, z 3.060000e-2 m, not the asked x 3e-2, y 3e-2, z 3e-2 m"),
+            "{w}"
+        );
+        assert_eq!(cube(0.006), None, "3 cm is 5 cells of 6 mm");
+        assert_eq!(cube(0.0025), None, "3 cm is 12 cells of 2.5 mm");
+        let layer = |dx: f64| {
+            let mesh = solids::cylinder(0.015, 0.005, dx, [0.0; 3], ElementKind::Hex8).unwrap();
+            voxel_span_note(
+                "body[1].mesh.height",
+                "cylinder",
+                &mesh,
+                [None, None, Some(0.005)],
+                dx,
+            )
+        };
+        let w = layer(0.0035).expect("5 mm is 1.4 cells of 3.5 mm");
+        assert!(
+            w.starts_with("body[1].mesh.height: the voxel cylinder spans z 7.000000e-3 m, not the asked z 5e-3 m"),
+            "{w}"
+        );
+        assert_eq!(layer(0.0025), None, "5 mm is 2 cells of 2.5 mm");
     }
 
     /// `ModelBuilder` and `resolve` fill a model by the same steps: a one-body scene and its
