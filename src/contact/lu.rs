@@ -123,15 +123,6 @@ mod tests {
         })
     }
 
-    /// Run `f` on a rayon pool of `threads`.
-    fn on<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("a rayon pool of a few threads")
-            .install(f)
-    }
-
     /// Named regression (session 29): the dense and the sparse LU give the same bits on any
     /// thread count, and solve the system (residual at round-off). faer's high-level
     /// `PartialPivLu` and sparse `Lu`, which the contact solves used before, did not: on
@@ -155,7 +146,7 @@ mod tests {
                 col_ptr.push(row_idx.len());
             }
             let solve = |t| {
-                on(t, || {
+                crate::linalg::test_matrices::on_threads(t, || {
                     let mut x = b.clone();
                     if dense {
                         DenseLu::new(a.clone()).solve_in_place(x.as_mut());

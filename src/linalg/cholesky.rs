@@ -507,11 +507,9 @@ mod tests {
         let (p, ip) = nested_dissection(&a).unwrap();
         let symbolic = SymbolicFactor::analyze(&a, &p, &ip).unwrap();
         let with = |t: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap();
-            pool.install(|| SparseCholesky::numeric(&symbolic, &a).unwrap())
+            crate::linalg::test_matrices::on_threads(t, || {
+                SparseCholesky::numeric(&symbolic, &a).unwrap()
+            })
         };
         let seq = with(1);
         assert!(seq.is_supernodal());
@@ -571,12 +569,8 @@ mod tests {
         for k in [1, 3] {
             let b: Vec<f64> = (0..a.n * k).map(|i| (i as f64 * 0.61).sin()).collect();
             let solve = |t: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .unwrap();
                 let mut x = b.clone();
-                pool.install(|| f.solve_many_in_place(&mut x, k));
+                crate::linalg::test_matrices::on_threads(t, || f.solve_many_in_place(&mut x, k));
                 x
             };
             let seq = solve(1);
@@ -618,15 +612,11 @@ mod tests {
                 f.solve_many_seq(&mut seq, k, &mut f.solve_scratch(k));
                 assert!(seq.iter().zip(&b).any(|(x, y)| x != y));
                 for t in [2, 3] {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(t)
-                        .build()
-                        .unwrap();
                     let mut par = b.clone();
                     let mut work = split.scratch(k);
-                    assert!(pool.install(|| simplicial_split::solve(
-                        l, perm, &split, &mut par, k, &mut work
-                    )));
+                    assert!(crate::linalg::test_matrices::on_threads(t, || {
+                        simplicial_split::solve(l, perm, &split, &mut par, k, &mut work)
+                    }));
                     assert!(
                         same_bits(&seq, &par),
                         "{m}³, k = {k}, {t} threads: the split changed the bits"

@@ -14,7 +14,7 @@ pub mod simplicial_split;
 pub mod supernodal;
 pub mod system;
 #[cfg(test)]
-mod test_matrices;
+pub(crate) mod test_matrices;
 pub mod tree_solve;
 
 pub use cholesky::{SparseCholesky, SymbolicFactor};

@@ -486,12 +486,8 @@ mod tests {
         let b: Vec<f64> = (0..3 * n).map(|i| (i as f64 * 0.37).sin()).collect();
         let xd: Vec<f64> = (0..3 * n).map(|i| 1e-3 * (i % 7) as f64).collect();
         let solve = |t: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap();
             let mut x = vec![0.0; 3 * n];
-            pool.install(|| sys.solve(&b, &xd, &mut x)).unwrap();
+            crate::linalg::test_matrices::on_threads(t, || sys.solve(&b, &xd, &mut x)).unwrap();
             x
         };
         let (one, two) = (solve(1), solve(2));
@@ -616,11 +612,9 @@ mod tests {
             })
             .collect();
         for t in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .unwrap();
-            let many = pool.install(|| sys.solve_homogeneous_many(&qs)).unwrap();
+            let many =
+                crate::linalg::test_matrices::on_threads(t, || sys.solve_homogeneous_many(&qs))
+                    .unwrap();
             assert_eq!(many.len(), qs.len());
             for (m, s) in many.iter().zip(&single) {
                 assert!(same_bits(m, s));

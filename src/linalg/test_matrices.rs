@@ -2,6 +2,16 @@
 
 use super::CscMatrix;
 
+/// Run `f` on a fresh rayon pool of `threads` threads: the thread-count tests of the solves,
+/// gathers and factorizations (the same bits at 1, 2, 3 and 4 threads).
+pub(crate) fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a rayon pool of a few threads")
+        .install(f)
+}
+
 /// The "Laplacian plus mass" of a grid of 8-node hex cells (`cells` per axis, nodes numbered
 /// $i+(n_x+1)(j+(n_y+1)k)$): 7 on each cell's diagonal, −1 off it, summed over cells, plus
 /// `shift` on the diagonal. SPD for `shift` > 0.

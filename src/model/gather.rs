@@ -129,12 +129,8 @@ mod tests {
             }
             assert!(serial.iter().zip(&start).any(|(a, b)| a != b));
             for t in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .unwrap();
                 let mut par = start.clone();
-                pool.install(|| model.gather_gt(|s| q[s], &mut par));
+                crate::linalg::test_matrices::on_threads(t, || model.gather_gt(|s| q[s], &mut par));
                 let same = serial
                     .iter()
                     .zip(&par)

@@ -422,12 +422,10 @@ mod tests {
             }
             assert!(serial.iter().zip(&start).any(|(x, y)| x != y));
             for t in [1, 2, 3] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(t)
-                    .build()
-                    .unwrap();
                 let mut par = start.clone();
-                pool.install(|| sys.gather.add_samples(&model, &hess, c, &mut par));
+                crate::linalg::test_matrices::on_threads(t, || {
+                    sys.gather.add_samples(&model, &hess, c, &mut par)
+                });
                 let same = serial
                     .iter()
                     .zip(&par)
