@@ -85,7 +85,8 @@ impl MatrixFree {
     }
 }
 
-/// $Wv=J\,A^{-1}J^Tv$ (all rows; one solve).
+/// $Wv=J\,A^{-1}J^Tv$ (all rows; one solve), plus $cv$ with a compliance $c$: the
+/// contact-space operator $W+cI$ ([`ContactSet::comply_w`]).
 pub fn apply_w(
     set: &ContactSet,
     solver: &dyn LinearSolver,
@@ -96,7 +97,9 @@ pub fn apply_w(
     set.add_jt(v, &mut q);
     let mut z = vec![0.0; n3];
     solver.solve_homogeneous(&q, &mut z)?;
-    Ok(set.apply_j(&z))
+    let mut wv = set.apply_j(&z);
+    set.comply(v, &mut wv);
+    Ok(wv)
 }
 
 /// `out += X lambda` $=A^{-1}J^T\lambda$ (one solve).

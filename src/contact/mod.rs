@@ -84,6 +84,10 @@ pub struct ContactSet {
     pub tri_origin: Vec<[Vector3<f64>; 3]>,
     /// Linear algebra of the solve and of the adjoint (`[contact] solver`).
     pub solver: ContactSolver,
+    /// Compliance $c$ (m/N, `[contact] compliance`): the complementarity holds for
+    /// $\tilde\delta=\delta(x)+c\lambda$ ([`ContactSet::comply`]), and the contact-space
+    /// operator is $W+cI$ ([`ContactSet::comply_w`]).
+    pub compliance: f64,
 }
 
 /// The state a step starts from: time $t$, positions $x_t$ and velocities $v_t$
@@ -184,6 +188,7 @@ impl ContactSet {
         let g = Vector3::from(model.gravity).norm();
         let mut s = ContactSet {
             solver: model.contact.solver,
+            compliance: model.contact.compliance,
             ..Default::default()
         };
         s.offset.push(0);
@@ -261,6 +266,27 @@ impl ContactSet {
             *o -= d;
         }
         out
+    }
+
+    /// `delta += c lambda`: the gaps and slips $\tilde\delta=\delta(x)+c\lambda$ the
+    /// complementarity conditions hold for (`[contact] compliance` $c$; nothing when 0).
+    pub fn comply(&self, lambda: &[f64], delta: &mut [f64]) {
+        if self.compliance != 0.0 {
+            for (d, l) in delta.iter_mut().zip(lambda) {
+                *d += self.compliance * l;
+            }
+        }
+    }
+
+    /// `w += c I`: the contact-space operator $\partial\tilde\delta/\partial\lambda=W+cI$
+    /// of the compliant contact (nothing when $c=0$). With $\tilde\delta=\delta_0+(W+cI)\lambda$
+    /// the forward's Newton matrix $D(W+cI)+E$ and the adjoint's $G_c=(W+cI)D^T+E^T$ follow.
+    pub fn comply_w(&self, w: &mut nalgebra::DMatrix<f64>) {
+        if self.compliance != 0.0 {
+            for r in 0..w.nrows().min(w.ncols()) {
+                w[(r, r)] += self.compliance;
+            }
+        }
     }
 
     /// $Jv$ (all rows).
@@ -531,7 +557,8 @@ pub struct ContactStats {
 pub struct ContactRecord {
     pub set: ContactSet,
     pub lambda: Vec<f64>,
-    /// Gaps/slips at $x_{t+1}$.
+    /// Gaps/slips at $x_{t+1}$, plus $c\lambda$ with a compliance ([`ContactSet::comply`]):
+    /// the $\tilde\delta$ the complementarity holds for.
     pub delta: Vec<f64>,
     /// End-of-step position $x_{t+1,i}$ of every contact's node.
     pub x_end: Vec<Vector3<f64>>,
@@ -548,7 +575,8 @@ pub struct ContactRecord {
 impl ContactRecord {
     /// Record the converged state (`x_next`, `lambda`) of a step.
     pub fn new(set: ContactSet, lambda: Vec<f64>, x_next: &[f64], fb: &FbParams) -> Self {
-        let delta = set.delta(x_next);
+        let mut delta = set.delta(x_next);
+        set.comply(&lambda, &mut delta);
         let blocks = set.locals(&delta, &lambda, fb);
         let x_end = set
             .node

@@ -744,6 +744,19 @@ pub struct ContactSettings {
     /// between non-adjacent primitives of one body whose surfaces face each other.
     #[serde(default)]
     pub self_contact: bool,
+    /// Compliance $c$ (m/N) of every NCP contact row: the complementarity conditions hold for
+    /// $\tilde\delta=\delta(x)+c\lambda$ instead of the gap and slip $\delta(x)$, so an
+    /// active contact penetrates by $c\lambda_n$ and a sticking one gives elastically by
+    /// $c\lambda_t$: a spring of stiffness $1/c$ in series with each contact row
+    /// (constraint-force mixing). In the contact space the operator $W=JA^{-1}J^T$ becomes
+    /// $W+cI$, positive definite, so the multipliers are unique even where active rows
+    /// outnumber the free DoFs they act on (a prescribed gripper, docs/contact.md §2e).
+    /// 0 (default) = rigid contact.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compliance: f64,
+}
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 fn d_vslip() -> f64 {
     0.1
@@ -781,6 +794,7 @@ impl Default for ContactSettings {
             stick_slip_speed: d_vslip(),
             solver: ContactSolver::Auto,
             self_contact: false,
+            compliance: 0.0,
         }
     }
 }

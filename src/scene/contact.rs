@@ -261,6 +261,13 @@ impl ContactSettings {
             self.body_friction,
         )?;
         positive(&format!("{k}.stick_slip_speed"), self.stick_slip_speed)?;
+        nonneg(&format!("{k}.compliance"), self.compliance)?;
+        if self.compliance > 0.0 && self.model == ContactModel::Penalty {
+            return Err((
+                format!("{k}.compliance"),
+                "compliance is a parameter of model = \"ncp\" (the penalty model has its own stiffness)".into(),
+            ));
+        }
         if self
             .body_static_friction
             .is_some_and(|s| s != self.body_friction)

@@ -72,6 +72,15 @@ impl Scene {
                     .into(),
             ));
         }
+        if s.method == SolverMethod::Diffpd && self.contact.compliance > 0.0 {
+            // the glue contact fixes active nodes on the obstacle: no compliance to give it
+            return Err((
+                "contact.compliance".into(),
+                "method \"diffpd\" does not support a contact compliance: its active-set (glue) \
+                 contact holds active nodes on the obstacle; use \"diffphd\" or \"newton\""
+                    .into(),
+            ));
+        }
         if s.newton_max_iterations == 0 {
             return Err((
                 "solver.newton_max_iterations".into(),

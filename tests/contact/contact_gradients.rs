@@ -151,13 +151,20 @@ fn adjoint_iterations(ev: &diffphd::optimize::problem::Evaluation, method: &str)
 /// The adjoint solver menu with NCP contact (issue 7): `woodbury` (GMRES on the step's KKT
 /// system with the Woodbury block preconditioner) gives the contact-projected fixed point's
 /// gradient, for smoothed and hard contact, and needs fewer Krylov iterations than the same
-/// GMRES with the block-diagonal preconditioner (`gmres`: A⁻¹ on z, diag(G_c)⁻¹ on ζ).
+/// GMRES with the block-diagonal preconditioner (`gmres`: A⁻¹ on z, diag(G_c)⁻¹ on ζ); also
+/// with a contact compliance (`contact.compliance`, docs/contact.md §2e).
 #[test]
 fn woodbury_adjoint_matches_fixed_point() {
     for (name, text) in [
         ("bouncing, smoothed", bouncing(1e-10)),
         ("bouncing, hard", bouncing(0.0)),
         ("sliding, hard", sliding(0.0)),
+        // a contact compliance adds cD to dPhi/dlambda in the KKT operator as well as to
+        // G_c (without it in the operator the two adjoints differed by 1e-4 on the Oreo)
+        (
+            "bouncing, hard, compliant",
+            BlockOnPlane::bouncing(0.0).text_with(&["contact.compliance=1e-4"]),
+        ),
     ] {
         let eval = |method: &str| {
             let set = format!("backward.method=\"{method}\"");

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod compliance;
 mod contact;
 mod contact_bodies;
 mod contact_gradients;

@@ -41,7 +41,10 @@ impl StepContext<'_> {
             let res = self.accelerator_mut().and_then(|o| o.resident());
             if let Some(w) = res.and_then(|r| r.contact_begin(set)) {
                 return w
-                    .map(Delassus::Resident)
+                    .map(|mut w| {
+                        set.comply_w(&mut w);
+                        Delassus::Resident(w)
+                    })
                     .map_err(|error| SolverError::offload(frame, 0, error));
             }
         }
