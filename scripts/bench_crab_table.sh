@@ -35,9 +35,13 @@
 # "warn"), or a Schwarz-PCG solve stopped at its 1000-iteration cap; a failed run prints
 # its last error line.
 #
-# Expected wall time at the default size (an estimate, not run at that size): the Newton
-# oracle and Newton rows ~10-20 min each, DiffPD ~30-60 min, the DiffPhD rows ~5-15 min,
-# and DiffPD + Schwarz likely stopped by the 2-h cap: about 3-4 h on an idle 16-core machine.
+# Expected wall time at the default size: measured at RES=55, FRAMES=2, THREADS=1 on a
+# 2-core AMD EPYC VM (2026-12-07, docs/benchmarks-log.md "The Crab table at the CPU-benchmark
+# size"): oracle 239 s, Newton 232 s, DiffPD 2,207 s (frame 1 at its 5,000-iteration cap),
+# DiffPD + Schwarz stopped by a 1,200-s cap inside frame 1, DiffPhD 292 s, DiffPhD paper
+# 23 s. So the default 5 frames take about 10 min (oracle), 9 (Newton), 90 (DiffPD), 12
+# (DiffPhD) and the Schwarz row its whole cap: about 2 h plus that cap at one thread. The
+# FRAMES=2 run is the one in docs/BENCHMARKS.md.
 # Why the Schwarz row is slow: DiffPD needs thousands of L-BFGS iterations per frame on the
 # 1000x crab and each now costs a PCG solve; measured at RES=12, held, frame 1 (2026-12-06,
 # 2 shared cores, load ~20, not a benchmark): 213 PCG iterations per solve on average at

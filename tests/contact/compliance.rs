@@ -58,17 +58,31 @@ fn a_resting_block_sinks_by_c_times_its_weight_per_contact() {
 /// Gradients through compliant obstacle contact, against central differences (1e-4, four
 /// decades): the bouncing block (impact, stick, slip, separation) and the sliding block with
 /// hard Fischer–Burmeister contact and c = 1e-4 m/N (a penetration of about c·λ ≈ 1e-4 m on
-/// impact), every parameter of the fixture (initial velocity, μ, obstacle offset, log E).
+/// impact), every parameter of the fixture (initial velocity, μ, obstacle offset, log E);
+/// the bouncing block also with the matrix-free contact solve and with the Newton stepper.
 /// The compliance must change the gradient: dL/dμ of the sliding block differs from the
 /// rigid one by more than 1e-6 relative.
 #[test]
 fn compliant_obstacle_contact_gradients_match_finite_differences() {
     let comp = ["contact.compliance=1e-4"];
-    for (name, block) in [
-        ("bouncing, compliant", BlockOnPlane::bouncing(0.0)),
-        ("sliding, compliant", BlockOnPlane::sliding(0.0)),
+    let bouncing = BlockOnPlane::bouncing(0.0);
+    for (name, text) in [
+        ("bouncing, compliant", bouncing.text_with(&comp)),
+        (
+            "sliding, compliant",
+            BlockOnPlane::sliding(0.0).text_with(&comp),
+        ),
+        // the matrix-free W + cI (forward GMRES, adjoint G_c by GMRES) and the Newton stepper
+        (
+            "bouncing, compliant, matrix-free",
+            bouncing.text_with(&[comp[0], "contact.solver=\"iterative\""]),
+        ),
+        (
+            "bouncing, compliant, newton",
+            bouncing.text_with(&[comp[0], "solver.method=\"newton\""]),
+        ),
     ] {
-        let (rep, _) = common::gradcheck_text(&block.text_with(&comp), 1e-4, 4);
+        let (rep, _) = common::gradcheck_text(&text, 1e-4, 4);
         for r in &rep.rows {
             eprintln!(
                 "{name}: {} adjoint {:.6e} rel.err {:.2e}",
