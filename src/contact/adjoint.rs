@@ -375,10 +375,9 @@ impl<'s> ContactAdjoint<'s> {
     }
 
     /// Contact blocks of the KKT operator of the step adjoint,
-    /// $\begin{bmatrix}K&J^TD^T\\-J&(E+cD)^T\end{bmatrix}$: `out_z += J^T D^T zeta`,
-    /// `out_c = -J z + (E + c D)^T zeta` (kept rows; `zeta_k` and `out_c` have
-    /// [`Self::num_kept`] entries). $c$: the contact compliance ([`super::ContactSet::comply`]),
-    /// whose $\tilde\delta=\delta(x)+c\lambda$ adds $cD$ to $\partial\Phi/\partial\lambda$.
+    /// $\begin{bmatrix}K&J^TD^T\\-J&E^T\end{bmatrix}$: `out_z += J^T D^T zeta`,
+    /// `out_c = -J z + E^T zeta` (kept rows; `zeta_k` and `out_c` have [`Self::num_kept`]
+    /// entries; with a contact compliance $E$ is $E+cD$, [`super::ContactSet::locals`]).
     pub fn apply_kkt(&self, z: &[f64], zeta_k: &[f64], out_z: &mut [f64], out_c: &mut [f64]) {
         let set = &self.rec.set;
         let (zeta, mu) = self.expand(zeta_k);
@@ -394,9 +393,8 @@ impl<'s> ContactAdjoint<'s> {
             let nr = rows.len();
             let b = &self.rec.blocks[j];
             for a in 0..nr {
-                // (E + cD)^T zeta: the compliance's share of dPhi/dlambda is c D
                 let ete: f64 = (0..nr).map(|s| b.e[(s, a)] * zeta[o + s]).sum();
-                out_c[pos[o + a]] = -jz[o + a] + ete + set.compliance * mu[o + a];
+                out_c[pos[o + a]] = -jz[o + a] + ete;
             }
         }
     }

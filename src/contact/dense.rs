@@ -66,8 +66,6 @@ pub struct DenseDelassus {
     col_nodes: Vec<usize>,
     cols: Vec<Vec<f64>>,
     coupled: bool,
-    /// $W=JX$, plus $cI$ with a compliance ([`ContactSet::comply_w`]): the contact-space
-    /// operator $\partial\tilde\delta/\partial\lambda$.
     pub w: DMatrix<f64>,
 }
 
@@ -154,7 +152,6 @@ impl DenseDelassus {
                 w[(s, r)] = v;
             }
         }
-        set.comply_w(&mut w);
         Ok(DenseDelassus {
             row_col,
             col_nodes,

@@ -85,8 +85,7 @@ impl MatrixFree {
     }
 }
 
-/// $Wv=J\,A^{-1}J^Tv$ (all rows; one solve), plus $cv$ with a compliance $c$: the
-/// contact-space operator $W+cI$ ([`ContactSet::comply_w`]).
+/// $Wv=J\,A^{-1}J^Tv$ (all rows; one solve).
 pub fn apply_w(
     set: &ContactSet,
     solver: &dyn LinearSolver,
@@ -97,9 +96,7 @@ pub fn apply_w(
     set.add_jt(v, &mut q);
     let mut z = vec![0.0; n3];
     solver.solve_homogeneous(&q, &mut z)?;
-    let mut wv = set.apply_j(&z);
-    set.comply(v, &mut wv);
-    Ok(wv)
+    Ok(set.apply_j(&z))
 }
 
 /// `out += X lambda` $=A^{-1}J^T\lambda$ (one solve).

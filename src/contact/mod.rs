@@ -85,8 +85,8 @@ pub struct ContactSet {
     /// Linear algebra of the solve and of the adjoint (`[contact] solver`).
     pub solver: ContactSolver,
     /// Compliance $c$ (m/N, `[contact] compliance`): the complementarity holds for
-    /// $\tilde\delta=\delta(x)+c\lambda$ ([`ContactSet::comply`]), and the contact-space
-    /// operator is $W+cI$ ([`ContactSet::comply_w`]).
+    /// $\tilde\delta=\delta(x)+c\lambda$, applied where the law is evaluated
+    /// ([`ContactSet::locals`]).
     pub compliance: f64,
 }
 
@@ -278,17 +278,6 @@ impl ContactSet {
         }
     }
 
-    /// `w += c I`: the contact-space operator $\partial\tilde\delta/\partial\lambda=W+cI$
-    /// of the compliant contact (nothing when $c=0$). With $\tilde\delta=\delta_0+(W+cI)\lambda$
-    /// the forward's Newton matrix $D(W+cI)+E$ and the adjoint's $G_c=(W+cI)D^T+E^T$ follow.
-    pub fn comply_w(&self, w: &mut nalgebra::DMatrix<f64>) {
-        if self.compliance != 0.0 {
-            for r in 0..w.nrows().min(w.ncols()) {
-                w[(r, r)] += self.compliance;
-            }
-        }
-    }
-
     /// $Jv$ (all rows).
     pub fn apply_j(&self, v: &[f64]) -> Vec<f64> {
         (0..self.nrows())
@@ -333,19 +322,28 @@ impl ContactSet {
         }
     }
 
-    /// Residual blocks at gaps `delta` and multipliers `lambda`.
+    /// Residual blocks at gaps `delta` ($\delta(x)$) and multipliers `lambda`. With a
+    /// compliance $c$ (`[contact] compliance`, docs/contact.md §2e) the law is evaluated at
+    /// $\tilde\delta=\delta+c\lambda$ and $E$ is the total $\partial\Phi/\partial\lambda$ at fixed
+    /// $\delta$, $E+cD$: every consumer of the blocks (the forward Newton matrix $DW+E$, the
+    /// adjoint's $G_c=WD^T+E^T$ and KKT operator, the record) then holds for the compliant
+    /// contact, with $W=JA^{-1}J^T$ unchanged.
     pub fn locals(&self, delta: &[f64], lambda: &[f64], fb: &FbParams) -> Vec<Local> {
+        let c = self.compliance;
         (0..self.len())
             .map(|j| {
                 let r = self.rows(j);
-                ncp::local(
-                    &delta[r.clone()],
-                    &lambda[r.clone()],
-                    self.kappa[j],
-                    &self.mu[j],
-                    r.len(),
-                    fb,
-                )
+                let (lam, nr) = (&lambda[r.clone()], r.len());
+                if c == 0.0 {
+                    return ncp::local(&delta[r], lam, self.kappa[j], &self.mu[j], nr, fb);
+                }
+                let mut d = [0.0; 3];
+                for (a, (dk, lk)) in delta[r].iter().zip(lam).enumerate() {
+                    d[a] = dk + c * lk;
+                }
+                let mut l = ncp::local(&d[..nr], lam, self.kappa[j], &self.mu[j], nr, fb);
+                l.e += l.d * c;
+                l
             })
             .collect()
     }
@@ -576,8 +574,8 @@ impl ContactRecord {
     /// Record the converged state (`x_next`, `lambda`) of a step.
     pub fn new(set: ContactSet, lambda: Vec<f64>, x_next: &[f64], fb: &FbParams) -> Self {
         let mut delta = set.delta(x_next);
-        set.comply(&lambda, &mut delta);
         let blocks = set.locals(&delta, &lambda, fb);
+        set.comply(&lambda, &mut delta);
         let x_end = set
             .node
             .iter()

@@ -159,8 +159,8 @@ fn woodbury_adjoint_matches_fixed_point() {
         ("bouncing, smoothed", bouncing(1e-10)),
         ("bouncing, hard", bouncing(0.0)),
         ("sliding, hard", sliding(0.0)),
-        // a contact compliance adds cD to dPhi/dlambda in the KKT operator as well as to
-        // G_c (without it in the operator the two adjoints differed by 1e-4 on the Oreo)
+        // a contact compliance adds cD to dPhi/dlambda, in the KKT operator as well as in
+        // G_c (a first version missed the operator: the adjoints differed by 1e-4 on the Oreo)
         (
             "bouncing, hard, compliant",
             BlockOnPlane::bouncing(0.0).text_with(&["contact.compliance=1e-4"]),

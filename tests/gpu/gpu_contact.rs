@@ -172,8 +172,8 @@ fn max_abs(v: impl Iterator<Item = f64>) -> f64 {
 /// frame 5 (multipliers 4.2e-3 N = 11 % of the largest apart, forces on the free DoFs 5e-13
 /// apart), frame 6 warm-started from it (other friction cones, 16 contacts changing
 /// stick/slip, states 3.45e-8 of the motion apart) and frame 8 was 4.65e-4 apart (130 PD
-/// iterations against 26). With the compliance (measured, session 31): multipliers 1e-11 of
-/// each other and states within 4e-12 of the motion through frame 12
+/// iterations against 26). With the compliance (measured, session 31): multipliers 5e-12 N
+/// apart and states within 8.2e-12 of the motion through frame 10
 /// (docs/gpu.md "Contact on the device", parity).
 fn oreo_states_on<D: Device + Clone + 'static>(dev: &D) {
     use diffphd::gpu::offload::DeviceOffload;

@@ -481,8 +481,7 @@ fn kkt(
     set.add_jt(lambda, &mut jtl);
     sim.zero_prescribed(&mut jtl);
     let r: Vec<f64> = grad.iter().zip(&jtl).map(|(a, b)| a - b).collect();
-    let mut delta = set.delta(x);
-    set.comply(lambda, &mut delta);
+    let delta = set.delta(x);
     let (mut phi_inf, mut phi_2) = (0.0f64, 0.0);
     for (j, l) in set.locals(&delta, lambda, fb).iter().enumerate() {
         for a in 0..set.rows(j).len() {

@@ -41,10 +41,7 @@ impl StepContext<'_> {
             let res = self.accelerator_mut().and_then(|o| o.resident());
             if let Some(w) = res.and_then(|r| r.contact_begin(set)) {
                 return w
-                    .map(|mut w| {
-                        set.comply_w(&mut w);
-                        Delassus::Resident(w)
-                    })
+                    .map(Delassus::Resident)
                     .map_err(|error| SolverError::offload(frame, 0, error));
             }
         }
