@@ -18,6 +18,10 @@
 # tolerance against the seed's target (weak >= 10x faster at every tolerance).
 #
 # Usage: scripts/bench_mpm.sh [--tiny]
+#   CONFIG=seed: the seed's Table I discretisation instead (scenes/mpm_dough_rolling_seed.toml:
+#           h = 2 cm, 5,832 particles, N = 10 substeps of 1 ms, the table as the grid's sticky
+#           floor so that only the pin makes contacts); SIZE does not apply, SUB defaults to
+#           1e-3 and the dt study runs dt in {10, 5, 2} ms (N = 10, 5, 2).
 #   --tiny: 20 ms of simulated time and the tolerance study only at eps_r 1e-1 and 1e-5, to
 #           check that the script works (seconds; not a result).
 # Env: BIN (default target/release/diffphd, built here), OUT (default a temp dir),
@@ -42,17 +46,25 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 T=${T:-0.1}
 SIZE=${SIZE:-1}
-SUB=${SUB:-1e-4}
+CONFIG=${CONFIG:-reduced}
 tols="1e-1 5e-2 1e-2 1e-5"
-dts="0.01 0.0025 0.001"
+if [ "$CONFIG" = seed ]; then
+  SUB=${SUB:-1e-3}
+  dts="0.01 0.005 0.002"
+  scene=scenes/mpm_dough_rolling_seed.toml
+else
+  SUB=${SUB:-1e-4}
+  dts="0.01 0.0025 0.001"
+  scene=scenes/mpm_dough_rolling.toml
+fi
 if [ $tiny = 1 ]; then
   T=0.02
   tols="1e-1 1e-5"
   dts="0.01 0.005"
 fi
-scene=scenes/mpm_dough_rolling.toml
 # The SIZE overrides (dough x, y extents; domain margins 4 cm; pin half-length = half-width + 1 cm).
-read -r -a size_set < <(python3 - "$SIZE" <<'PY'
+size_set=()
+[ "$CONFIG" = seed ] || read -r -a size_set < <(python3 - "$SIZE" <<'PY'
 import sys
 k = float(sys.argv[1])
 ax, ay = 0.04 * k, 0.02 * k
@@ -79,11 +91,11 @@ run() {
   "$BIN" simulate "$scene" --out "$OUT/$name" --quiet \
     --set simulation.dt="$dt" --set simulation.frames="$frames" \
     --set mpm.substeps="$substeps" --set mpm.rel_tol="$tol" --set mpm.coupling="$coupling" \
-    --set mpm.max_iterations=200000 --set output.every="$frames" "${size_set[@]}"
+    --set mpm.max_iterations=200000 --set output.every="$frames" ${size_set[@]+"${size_set[@]}"}
 }
 
 echo "machine: $(uname -n), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), SIZE=$SIZE, SUB=$SUB" | tee "$OUT/bench_mpm.env"
+  "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), CONFIG=$CONFIG, SIZE=$SIZE, SUB=$SUB" | tee "$OUT/bench_mpm.env"
 for tol in $tols; do
   for c in weak strong; do
     run "${c}_dt0.01_tol$tol" "$c" 0.01 "$tol"
@@ -126,6 +138,10 @@ def stats(log):
         max(x["qn_iterations_max"] for x in f)
 h0 = load("weak", "0.01", tols[0])["header"]
 print(f"Dough: {h0['particles']} particles, {h0['grid_nodes']} grid nodes, h = {h0['spacing']} m.\n")
+for c in ("weak", "strong"):
+    n = [f["contacts"] for f in load(c, "0.01", tols[-1])["frames"][1:]]
+    print(f"{c}, eps_r = {tols[-1]}: particle contacts per step (largest substep) mean "
+          f"{sum(n) / len(n):.1f}, max {max(n)}\n")
 sub = float(__import__("os").environ["SUB"])
 print(f"### Tolerance study, dt = 10 ms (weak: N = {round(0.01 / sub)} substeps of {1e3 * sub:g} ms; strong: 1 implicit step)\n")
 print("| eps_r | coupling | ms/step | iterations/step (mean) | per solve (mean) | max per solve | "

@@ -251,6 +251,30 @@ impl Grid {
         }
     }
 
+    /// The velocity components of node `idx` that a wall holds at zero whatever the motion:
+    /// all three in a sticky wall layer, the face's normal one in a slip layer. A separating
+    /// layer holds nothing unconditionally (vₙ = 0 only when moving into the wall). The
+    /// strongly coupled step makes these equality constraints of its Newton problem.
+    pub(crate) fn held_components(&self, idx: usize) -> [bool; 3] {
+        let t = self.spec.wall_cells;
+        let cells = self.spec.cells;
+        let c = self.coords(idx);
+        let mut held = [false; 3];
+        for a in 0..3 {
+            for (inside, kind) in [
+                (c[a] < t, self.spec.walls[2 * a]),
+                (c[a] > cells[a] - t, self.spec.walls[2 * a + 1]),
+            ] {
+                match (inside, kind) {
+                    (true, WallKind::Sticky) => held = [true; 3],
+                    (true, WallKind::Slip) => held[a] = true,
+                    _ => {}
+                }
+            }
+        }
+        held
+    }
+
     /// Σᵢ mᵢ vᵢ and Σᵢ xᵢ × mᵢ vᵢ (for checking the transfers).
     pub fn momenta(&self) -> (Vector3<f64>, Vector3<f64>) {
         let mut p = Vector3::zeros();

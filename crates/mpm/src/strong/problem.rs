@@ -120,6 +120,10 @@ pub struct StrongProblem {
     pub rigid_mass: DMatrix<f64>,
     pub rigid_target: DVector<f64>,
     pub contacts: Vec<StrongContact>,
+    /// held\[3i + a\]: component a of active node i is held at zero by a sticky or slip wall
+    /// (`Grid::held_components`). Newton solves on the other unknowns (equality constraints);
+    /// E and its derivatives above are those of the unconstrained problem.
+    pub held: Vec<bool>,
 }
 
 /// Gradient and the per-contact impulses at a point.

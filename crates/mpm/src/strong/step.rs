@@ -7,7 +7,7 @@ use faer::sparse::linalg::cholesky::{
     factorize_symbolic_cholesky, CholeskySymbolicParams, LltRef, SymbolicCholesky,
     SymmetricOrdering,
 };
-use faer::sparse::SparseColMat;
+use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, MatMut, Par, Side};
 use nalgebra::{DMatrix, DVector, Vector3};
 
@@ -129,17 +129,28 @@ impl StrongProblem {
     /// analysis once per step, the numeric factorisation every iteration), then the exact
     /// line search of the weak coupling's solver on φ(α) = E(x + αΔx); stop when
     /// ‖D∇E‖ < ε_a + ε_r·max(‖DMx‖, ‖D∇(E_el + Σℓ_c)‖). Starts from (v*, ũ).
+    ///
+    /// Held components (`held`, the sticky and slip walls) stay at zero: their gradient
+    /// entries are dropped and their Hessian rows and columns replaced by the node mass on
+    /// the diagonal, so Δx is zero there and Newton runs on E restricted to the free unknowns.
     pub fn solve_newton(&self, options: &SolverOptions) -> Result<StrongSolution, ContactError> {
         let ndof = self.num_dofs();
         let quadratic = self.quadratic_hessian();
+        let held = |k: usize| self.held.get(k).copied().unwrap_or(false);
         let mut x = self.initial_guess();
+        for k in (0..ndof).filter(|&k| held(k)) {
+            x[k] = 0.0;
+        }
         let mut symbolic = None;
         let mut stats = SolveStats {
             objective: vec![self.objective(&x)],
             ..Default::default()
         };
         loop {
-            let g = self.gradient(&x);
+            let mut g = self.gradient(&x);
+            for k in (0..ndof).filter(|&k| held(k)) {
+                g.total[k] = 0.0;
+            }
             let (res, tol) = residual(self, &x, &g, options);
             stats.residual = res;
             stats.tolerance = tol;
@@ -158,7 +169,15 @@ impl StrongProblem {
                     tolerance: tol,
                 });
             }
-            let triplets = self.hessian_lower(&x, &quadratic);
+            let mut triplets = self.hessian_lower(&x, &quadratic);
+            if self.held.iter().any(|&b| b) {
+                triplets.retain(|t| !held(t.row) && !held(t.col));
+                triplets.extend(
+                    (0..ndof)
+                        .filter(|&k| held(k))
+                        .map(|k| Triplet::new(k, k, self.mass[k / 3])),
+                );
+            }
             let h = SparseColMat::<usize, f64>::try_new_from_triplets(ndof, ndof, &triplets)
                 .map_err(|_| ContactError::DimensionMismatch {
                     what: "strong-coupling Hessian entries",
@@ -240,6 +259,10 @@ pub fn build_problem(
         compact[k] = c;
     }
     let mass: Vec<f64> = active.iter().map(|&k| grid.mass()[k]).collect();
+    let held: Vec<bool> = active
+        .iter()
+        .flat_map(|&k| grid.held_components(k))
+        .collect();
     let coords: Vec<[i64; 3]> = active
         .iter()
         .map(|&k| grid.coords(k).map(|c| c as i64))
@@ -366,6 +389,7 @@ pub fn build_problem(
             rigid_mass,
             rigid_target,
             contacts,
+            held,
         },
         active,
     ))

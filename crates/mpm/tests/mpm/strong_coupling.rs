@@ -16,6 +16,11 @@ const G: f64 = 9.81;
 /// A cube of side `side` centred at `centre`, 8 particles per cell, h = 1 cm, on a grid with
 /// 5 free cells around it; E = 1e5 Pa, ν = 0.3, ρ = 1000.
 fn cube(side: f64, centre: Vector3<f64>, gravity: Vector3<f64>) -> Simulation {
+    cube_in(side, centre, gravity, WallKind::Sticky)
+}
+
+/// [`cube`] with the floor face (z_min) of kind `floor`, the other faces sticky.
+fn cube_in(side: f64, centre: Vector3<f64>, gravity: Vector3<f64>, floor: WallKind) -> Simulation {
     let h = 0.01;
     let cells = 2 * ((0.5 * side / h).ceil() as usize + 5);
     let origin = [
@@ -23,7 +28,8 @@ fn cube(side: f64, centre: Vector3<f64>, gravity: Vector3<f64>) -> Simulation {
         centre.y - 0.5 * cells as f64 * h,
         centre.z - 0.5 * cells as f64 * h,
     ];
-    let spec = GridSpec::new(origin, [cells; 3], h, WallKind::Sticky);
+    let mut spec = GridSpec::new(origin, [cells; 3], h, WallKind::Sticky);
+    spec.walls[4] = floor;
     let lo = [
         centre.x - 0.5 * side,
         centre.y - 0.5 * side,
@@ -276,4 +282,64 @@ fn strong_linear_momentum_is_conserved_without_gravity_or_contact() {
     );
     assert!(worst < 1e-10, "linear momentum change {worst:e}");
     assert!(iterations >= 1, "the elastic forces must make Newton work");
+}
+
+/// Regression (session 32): the wall conditions are constraints of the Newton problem. They
+/// were applied only to the solved velocities, so at Δt = 10 ms a body sank through a sticky
+/// floor: the seed-sized dough (4 cm thick, h = 2 cm) fell at g (centre of mass 17.6 mm down
+/// after 60 ms; free fall 17.7 mm), and this cube kept sinking (vertical momentum 2.3e-3 of
+/// m·g·t over the last 10 steps, its lowest particle 5.9 mm lower; the test fails so).
+/// A 2 cm cube starting 2 free node layers above the floor's wall layer, Δt = 10 ms (50× its
+/// explicit bound), 0.4 s: on a sticky floor it comes to rest (momentum < 1e-3 of m·g·t over
+/// the last 10 steps) above the grid's first cell; on a slip floor with an initial horizontal
+/// velocity the floor holds it up as well and the horizontal momentum is kept to 1e-10 (the
+/// slip wall holds only the normal component, the elastic forces sum to zero).
+#[test]
+fn strong_walls_hold_a_body_at_a_large_step() {
+    let g = Vector3::new(0.0, 0.0, -G);
+    let (dt, steps) = (1e-2, 40);
+    for floor in [WallKind::Sticky, WallKind::Slip] {
+        let mut sim = cube_in(0.02, Vector3::zeros(), g, floor);
+        let v0 = if floor == WallKind::Slip {
+            Vector3::new(0.01, -0.006, 0.0)
+        } else {
+            Vector3::zeros()
+        };
+        sim.particles_mut().v.iter_mut().for_each(|v| *v = v0);
+        let mut world = RigidWorld {
+            gravity: g,
+            ..RigidWorld::default()
+        };
+        let floor_z = sim.grid().spec().origin[2] + sim.grid().spec().h;
+        let p0 = sim.diagnostics().linear_momentum;
+        let mass = sim.diagnostics().mass;
+        let mut late: f64 = 0.0;
+        for s in 0..steps {
+            strong_step(&mut world, &mut sim, dt, &tight(), 1.0).unwrap();
+            let p = sim.diagnostics().linear_momentum;
+            if s >= steps - 10 {
+                late = late.max(p.z.abs() / (mass * G * dt * steps as f64));
+            }
+            if floor == WallKind::Slip {
+                for a in 0..2 {
+                    assert!(
+                        (p[a] - p0[a]).abs() < 1e-10 * p0.norm(),
+                        "step {s}, axis {a}: {} vs {}",
+                        p[a],
+                        p0[a]
+                    );
+                }
+            }
+        }
+        let low = lowest(&sim);
+        eprintln!(
+            "strong on a {floor:?} floor at 10 ms: vertical momentum over the last 10 steps \
+             ≤ {late:e} of m g t; lowest particle {low} m, first cell at {floor_z} m"
+        );
+        assert!(late < 1e-3, "{floor:?}: still moving, {late:e}");
+        assert!(
+            low > floor_z,
+            "{floor:?}: lowest particle {low} below {floor_z}"
+        );
+    }
 }
