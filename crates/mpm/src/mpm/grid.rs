@@ -203,11 +203,6 @@ impl Grid {
         &mut self.velocity
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.mass.iter_mut().for_each(|m| *m = 0.0);
-        self.velocity.iter_mut().for_each(|v| *v = Vector3::zeros());
-    }
-
     /// vᵢ = (mv)ᵢ/mᵢ + Δt g on nodes with mass, then the walls; massless nodes get v = 0.
     pub(crate) fn update(&mut self, dt: f64, gravity: &Vector3<f64>) {
         let t = self.spec.wall_cells;

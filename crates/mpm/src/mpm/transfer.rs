@@ -9,13 +9,18 @@
 //!   mᵢ = Σ wᵢₚ mₚ,   (mv)ᵢ = Σ wᵢₚ [mₚ vₚ + Aₚ (xᵢ − xₚ)],   Aₚ = mₚ Cₚ − Δt (4/h²) Vₚ⁰ Pₚ Fₚᵀ.
 //!
 //! The summation order is fixed and independent of threads, so a GPU gather over particles
-//! re-binned by cell reproduces it. The second term of Aₚ is the MLS-MPM internal force
+//! re-binned by cell reproduces it. On the host the per-particle stages (weights and stress
+//! before the gather, G2P and the return mapping after it) and the gather (by z-slab of
+//! nodes) run on the current rayon pool; every output is written by one item, so results
+//! are bitwise the same for any number of threads, and a failing substep reports the
+//! lowest-index particle that fails, as a serial loop would. The second term of Aₚ is the MLS-MPM internal force
 //! fᵢ = −Σₚ Vₚ⁰ Pₚ Fₚᵀ ∇wᵢₚ with the MLS gradient ∇wᵢₚ ≈ (4/h²) wᵢₚ (xᵢ − xₚ).
 //!
 //! **G2P.** vₚ = Σᵢ wᵢₚ vᵢ, Cₚ = (4/h²) Σᵢ wᵢₚ vᵢ (xᵢ − xₚ)ᵀ, Fₚ ← (I + Δt Cₚ) Fₚ,
 //! xₚ ← xₚ + Δt vₚ, then the plastic return mapping on Fₚ.
 
 use nalgebra::{Matrix3, Vector3};
+use rayon::prelude::*;
 
 use super::bspline;
 use super::constitutive::Material;
@@ -65,16 +70,23 @@ impl Scratch {
 
     /// The stencil of particle `p` from the last P2G: (node index, weight) for the 27 nodes.
     pub(crate) fn stencil(&self, grid: &Grid, p: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        let b = self.base[p];
-        let w = self.weights[p];
-        let dims = grid.dims();
-        (0..27).map(move |n| {
-            let (dx, dy, dz) = (n % 3, (n / 3) % 3, n / 9);
-            let idx = (b[0] as usize + dx)
-                + dims[0] * ((b[1] as usize + dy) + dims[1] * (b[2] as usize + dz));
-            (idx, w[0][dx] * w[1][dy] * w[2][dz])
-        })
+        stencil_of(self.base[p], &self.weights[p], grid.dims())
     }
+}
+
+/// The 27 (node index, weight) pairs of a particle with base node `b` and per-axis weights
+/// `w`, d = (dx, dy, dz) in z-major order over {0,1,2}³.
+fn stencil_of(
+    b: [u32; 3],
+    w: &[[f64; 3]; 3],
+    dims: [usize; 3],
+) -> impl Iterator<Item = (usize, f64)> + '_ {
+    (0..27).map(move |n| {
+        let (dx, dy, dz) = (n % 3, (n / 3) % 3, n / 9);
+        let idx = (b[0] as usize + dx)
+            + dims[0] * ((b[1] as usize + dy) + dims[1] * (b[2] as usize + dz));
+        (idx, w[0][dx] * w[1][dy] * w[2][dz])
+    })
 }
 
 /// P2G: bins the particles, evaluates their stress and gathers mass and momentum on the grid.
@@ -91,57 +103,66 @@ pub(crate) fn particle_to_grid(
     let inv_h = 1.0 / h;
     let stress_scale = dt * 4.0 / (h * h);
     let n = particles.len();
-    for p in 0..n {
-        let x = particles.x[p];
-        let mut base = [0u32; 3];
-        let mut frac = Vector3::zeros();
-        let mut w = [[0.0; 3]; 3];
-        for a in 0..3 {
-            let (b, f) = bspline::base_and_fraction((x[a] - spec.origin[a]) * inv_h);
-            if !(b >= 0 && b as usize + 2 <= spec.cells[a] && f.is_finite()) {
-                return Err(MpmError::OutsideGrid {
-                    substep,
-                    particle: p,
-                    x: x[0],
-                    y: x[1],
-                    z: x[2],
-                });
+    let g: &Grid = grid;
+    let failed = (
+        scratch.base[..n].par_iter_mut(),
+        scratch.frac[..n].par_iter_mut(),
+        scratch.weights[..n].par_iter_mut(),
+        scratch.affine[..n].par_iter_mut(),
+        scratch.mv[..n].par_iter_mut(),
+        scratch.key[..n].par_iter_mut(),
+    )
+        .into_par_iter()
+        .enumerate()
+        .find_map_first(|(p, (base, frac, w, affine, mv, key))| {
+            let x = particles.x[p];
+            for a in 0..3 {
+                let (b, f) = bspline::base_and_fraction((x[a] - spec.origin[a]) * inv_h);
+                if !(b >= 0 && b as usize + 2 <= spec.cells[a] && f.is_finite()) {
+                    return Some(MpmError::OutsideGrid {
+                        substep,
+                        particle: p,
+                        x: x[0],
+                        y: x[1],
+                        z: x[2],
+                    });
+                }
+                base[a] = b as u32;
+                frac[a] = f;
+                w[a] = bspline::weights(f);
             }
-            base[a] = b as u32;
-            frac[a] = f;
-            w[a] = bspline::weights(f);
-        }
-        let Some(mat) = materials.get(particles.material[p] as usize) else {
-            return Err(MpmError::InvalidParameter {
-                key: "particle material index",
-                value: particles.material[p] as f64,
-                reason: "no such material",
-            });
-        };
-        let f = &particles.f[p];
-        if mat.needs_positive_det() {
-            let det = f.determinant();
-            if det <= 0.0 {
-                return Err(MpmError::Inverted {
-                    substep,
-                    particle: p,
-                    det,
+            let Some(mat) = materials.get(particles.material[p] as usize) else {
+                return Some(MpmError::InvalidParameter {
+                    key: "particle material index",
+                    value: particles.material[p] as f64,
+                    reason: "no such material",
                 });
+            };
+            let f = &particles.f[p];
+            if mat.needs_positive_det() {
+                let det = f.determinant();
+                if det <= 0.0 {
+                    return Some(MpmError::Inverted {
+                        substep,
+                        particle: p,
+                        det,
+                    });
+                }
             }
-        }
-        let stress = mat.first_piola(f) * f.transpose();
-        let m = particles.mass[p];
-        scratch.base[p] = base;
-        scratch.frac[p] = frac;
-        scratch.weights[p] = w;
-        scratch.affine[p] = m * particles.c[p] - stress_scale * particles.volume[p] * stress;
-        scratch.mv[p] = m * particles.v[p];
-        scratch.key[p] = grid.index(base[0] as usize, base[1] as usize, base[2] as usize) as u32;
+            let stress = mat.first_piola(f) * f.transpose();
+            let m = particles.mass[p];
+            *affine = m * particles.c[p] - stress_scale * particles.volume[p] * stress;
+            *mv = m * particles.v[p];
+            *key = g.index(base[0] as usize, base[1] as usize, base[2] as usize) as u32;
+            None
+        });
+    if let Some(e) = failed {
+        return Err(e);
     }
     // Stable counting sort of particles by base node.
     let starts = &mut scratch.bin_start;
     starts.iter_mut().for_each(|s| *s = 0);
-    for &k in &scratch.key {
+    for &k in &scratch.key[..n] {
         starts[k as usize + 1] += 1;
     }
     for i in 1..starts.len() {
@@ -149,7 +170,7 @@ pub(crate) fn particle_to_grid(
     }
     let fill = &mut scratch.fill;
     fill.copy_from_slice(&starts[..starts.len() - 1]);
-    for (p, &k) in scratch.key.iter().enumerate() {
+    for (p, &k) in scratch.key[..n].iter().enumerate() {
         scratch.sorted[fill[k as usize] as usize] = p as u32;
         fill[k as usize] += 1;
     }
@@ -170,48 +191,57 @@ pub(crate) fn particle_to_grid(
             }
         }
     }
-    // Gather: node i sums over the bins i − d, d ∈ {0,1,2}³, in fixed order.
-    grid.clear();
-    for k in 0..dims[2] {
-        for j in 0..dims[1] {
-            for i in 0..dims[0] {
-                let idx = grid.index(i, j, k);
-                if !scratch.active[idx] {
-                    continue;
-                }
-                let mut m_i = 0.0;
-                let mut mv_i = Vector3::zeros();
-                for dz in 0..3usize {
-                    if dz > k {
-                        break;
+    // Gather: node i sums over the bins i − d, d ∈ {0,1,2}³, in fixed order; one z-slab of
+    // nodes per item.
+    let scratch = &*scratch;
+    let slab = dims[0] * dims[1];
+    let bin_index = |i: usize, j: usize, k: usize| i + dims[0] * (j + dims[1] * k);
+    grid.mass
+        .par_chunks_mut(slab)
+        .zip(grid.velocity.par_chunks_mut(slab))
+        .enumerate()
+        .for_each(|(k, (mass, velocity))| {
+            for j in 0..dims[1] {
+                for i in 0..dims[0] {
+                    let local = i + dims[0] * j;
+                    if !scratch.active[local + slab * k] {
+                        mass[local] = 0.0;
+                        velocity[local] = Vector3::zeros();
+                        continue;
                     }
-                    for dy in 0..3usize {
-                        if dy > j {
+                    let mut m_i = 0.0;
+                    let mut mv_i = Vector3::zeros();
+                    for dz in 0..3usize {
+                        if dz > k {
                             break;
                         }
-                        for dx in 0..3usize {
-                            if dx > i {
+                        for dy in 0..3usize {
+                            if dy > j {
                                 break;
                             }
-                            let bin = grid.index(i - dx, j - dy, k - dz);
-                            let (s, e) = (scratch.bin_start[bin], scratch.bin_start[bin + 1]);
-                            for &p in &scratch.sorted[s as usize..e as usize] {
-                                let p = p as usize;
-                                let w = &scratch.weights[p];
-                                let wip = w[0][dx] * w[1][dy] * w[2][dz];
-                                let d = Vector3::new(dx as f64, dy as f64, dz as f64);
-                                let dpos = h * (d - scratch.frac[p]);
-                                m_i += wip * particles.mass[p];
-                                mv_i += wip * (scratch.mv[p] + scratch.affine[p] * dpos);
+                            for dx in 0..3usize {
+                                if dx > i {
+                                    break;
+                                }
+                                let bin = bin_index(i - dx, j - dy, k - dz);
+                                let (s, e) = (scratch.bin_start[bin], scratch.bin_start[bin + 1]);
+                                for &p in &scratch.sorted[s as usize..e as usize] {
+                                    let p = p as usize;
+                                    let w = &scratch.weights[p];
+                                    let wip = w[0][dx] * w[1][dy] * w[2][dz];
+                                    let d = Vector3::new(dx as f64, dy as f64, dz as f64);
+                                    let dpos = h * (d - scratch.frac[p]);
+                                    m_i += wip * particles.mass[p];
+                                    mv_i += wip * (scratch.mv[p] + scratch.affine[p] * dpos);
+                                }
                             }
                         }
                     }
+                    mass[local] = m_i;
+                    velocity[local] = mv_i;
                 }
-                grid.mass[idx] = m_i;
-                grid.velocity[idx] = mv_i;
             }
-        }
-    }
+        });
     Ok(())
 }
 
@@ -228,72 +258,87 @@ pub(crate) fn grid_to_particle(
     let h = grid.spec().h;
     let c_scale = 4.0 / (h * h);
     let n = particles.len();
-    for p in 0..n {
-        let mut v = Vector3::zeros();
-        let mut b = Matrix3::zeros();
-        for (n_idx, (idx, wip)) in scratch.stencil(grid, p).enumerate() {
-            let d = Vector3::new(
-                (n_idx % 3) as f64,
-                ((n_idx / 3) % 3) as f64,
-                (n_idx / 9) as f64,
-            );
-            let dpos = h * (d - scratch.frac[p]);
-            let vi = grid.velocity[idx];
-            v += wip * vi;
-            b += (wip * vi) * dpos.transpose();
-        }
-        let c = c_scale * b;
-        if !(v.iter().all(|s| s.is_finite()) && c.iter().all(|s| s.is_finite())) {
-            return Err(MpmError::NonFinite {
-                substep,
-                particle: p,
-                what: "velocity",
-            });
-        }
-        let distance = dt * v.norm();
-        if distance > h {
-            return Err(MpmError::Cfl {
-                substep,
-                particle: p,
-                distance,
-                h,
-            });
-        }
-        let Some(mat) = materials.get(particles.material[p] as usize) else {
-            return Err(MpmError::InvalidParameter {
-                key: "particle material index",
-                value: particles.material[p] as f64,
-                reason: "no such material",
-            });
-        };
-        let f_trial = (Matrix3::identity() + dt * c) * particles.f[p];
-        let mut plastic = particles.plastic[p];
-        let f_new = if mat.plasticity == super::Plasticity::None {
-            f_trial
-        } else {
-            let det = f_trial.determinant();
-            if det <= 0.0 {
-                return Err(MpmError::Inverted {
+    let (base, frac, weights) = (&scratch.base, &scratch.frac, &scratch.weights);
+    let dims = grid.dims();
+    let parts: &Particles = particles;
+    let failed = (
+        scratch.mv[..n].par_iter_mut(),
+        scratch.affine[..n].par_iter_mut(),
+        scratch.new_f[..n].par_iter_mut(),
+        scratch.new_plastic[..n].par_iter_mut(),
+    )
+        .into_par_iter()
+        .enumerate()
+        .find_map_first(|(p, (mv, affine, new_f, new_plastic))| {
+            let mut v = Vector3::zeros();
+            let mut b = Matrix3::zeros();
+            for (n_idx, (idx, wip)) in stencil_of(base[p], &weights[p], dims).enumerate() {
+                let d = Vector3::new(
+                    (n_idx % 3) as f64,
+                    ((n_idx / 3) % 3) as f64,
+                    (n_idx / 9) as f64,
+                );
+                let dpos = h * (d - frac[p]);
+                let vi = grid.velocity[idx];
+                v += wip * vi;
+                b += (wip * vi) * dpos.transpose();
+            }
+            let c = c_scale * b;
+            if !(v.iter().all(|s| s.is_finite()) && c.iter().all(|s| s.is_finite())) {
+                return Some(MpmError::NonFinite {
                     substep,
                     particle: p,
-                    det,
+                    what: "velocity",
                 });
             }
-            let (mu, lambda) = mat.lame();
-            mat.plasticity
-                .return_map(mu, lambda, &f_trial, &mut plastic)
-        };
-        if !f_new.iter().all(|s| s.is_finite()) {
-            return Err(MpmError::NonFinite {
-                substep,
-                particle: p,
-                what: "deformation gradient",
-            });
-        }
-        scratch.mv[p] = v;
-        scratch.affine[p] = c;
-        scratch.new_f[p] = f_new;
-        scratch.new_plastic[p] = plastic;
+            let distance = dt * v.norm();
+            if distance > h {
+                return Some(MpmError::Cfl {
+                    substep,
+                    particle: p,
+                    distance,
+                    h,
+                });
+            }
+            let Some(mat) = materials.get(parts.material[p] as usize) else {
+                return Some(MpmError::InvalidParameter {
+                    key: "particle material index",
+                    value: parts.material[p] as f64,
+                    reason: "no such material",
+                });
+            };
+            let f_trial = (Matrix3::identity() + dt * c) * parts.f[p];
+            let mut plastic = parts.plastic[p];
+            let f_next = if mat.plasticity == super::Plasticity::None {
+                f_trial
+            } else {
+                let det = f_trial.determinant();
+                if det <= 0.0 {
+                    return Some(MpmError::Inverted {
+                        substep,
+                        particle: p,
+                        det,
+                    });
+                }
+                let (mu, lambda) = mat.lame();
+                mat.plasticity
+                    .return_map(mu, lambda, &f_trial, &mut plastic)
+            };
+            if !f_next.iter().all(|s| s.is_finite()) {
+                return Some(MpmError::NonFinite {
+                    substep,
+                    particle: p,
+                    what: "deformation gradient",
+                });
+            }
+            *mv = v;
+            *affine = c;
+            *new_f = f_next;
+            *new_plastic = plastic;
+            None
+        });
+    if let Some(e) = failed {
+        return Err(e);
     }
     for p in 0..n {
         let v = scratch.mv[p];
