@@ -171,7 +171,7 @@ impl Grid {
     /// Linear index of node (i, j, k); x varies fastest.
     #[inline]
     pub fn index(&self, i: usize, j: usize, k: usize) -> usize {
-        i + self.dims[0] * (j + self.dims[1] * k)
+        node_index(self.dims, i, j, k)
     }
 
     /// Node (i, j, k) of a linear index.
@@ -281,6 +281,13 @@ impl Grid {
         }
         (p, l)
     }
+}
+
+/// Linear index of node (i, j, k) on a grid of `dims` nodes per axis; x varies fastest
+/// ([`Grid::index`], for callers that hold the grid's arrays mutably).
+#[inline]
+pub(crate) fn node_index(dims: [usize; 3], i: usize, j: usize, k: usize) -> usize {
+    i + dims[0] * (j + dims[1] * k)
 }
 
 /// `outward` is −1 on a lower face and +1 on an upper face of axis `a`.

@@ -13,8 +13,8 @@
 //! before the gather, G2P and the return mapping after it) and the gather (by z-slab of
 //! nodes) run on the current rayon pool; every output is written by one item, so results
 //! are bitwise the same for any number of threads, and a failing substep reports the
-//! lowest-index particle that fails, as a serial loop would. The second term of Aₚ is the MLS-MPM internal force
-//! fᵢ = −Σₚ Vₚ⁰ Pₚ Fₚᵀ ∇wᵢₚ with the MLS gradient ∇wᵢₚ ≈ (4/h²) wᵢₚ (xᵢ − xₚ).
+//! lowest-index particle that fails, as a serial loop would. The second term of Aₚ is the
+//! MLS-MPM internal force fᵢ = −Σₚ Vₚ⁰ Pₚ Fₚᵀ ∇wᵢₚ with the MLS gradient ∇wᵢₚ ≈ (4/h²) wᵢₚ (xᵢ − xₚ).
 //!
 //! **G2P.** vₚ = Σᵢ wᵢₚ vᵢ, Cₚ = (4/h²) Σᵢ wᵢₚ vᵢ (xᵢ − xₚ)ᵀ, Fₚ ← (I + Δt Cₚ) Fₚ,
 //! xₚ ← xₚ + Δt vₚ, then the plastic return mapping on Fₚ.
@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::bspline;
 use super::constitutive::Material;
-use super::grid::Grid;
+use super::grid::{node_index, Grid};
 use super::particles::Particles;
 use super::plasticity::PlasticState;
 use super::MpmError;
@@ -89,6 +89,22 @@ fn stencil_of(
     })
 }
 
+/// The material of particle `p`, or the error naming its index when the table has none.
+fn material_of<'m>(
+    materials: &'m [Material],
+    particles: &Particles,
+    p: usize,
+) -> Result<&'m Material, MpmError> {
+    let index = particles.material[p];
+    materials
+        .get(index as usize)
+        .ok_or(MpmError::InvalidParameter {
+            key: "particle material index",
+            value: index as f64,
+            reason: "no such material",
+        })
+}
+
 /// P2G: bins the particles, evaluates their stress and gathers mass and momentum on the grid.
 pub(crate) fn particle_to_grid(
     grid: &mut Grid,
@@ -131,12 +147,9 @@ pub(crate) fn particle_to_grid(
                 frac[a] = f;
                 w[a] = bspline::weights(f);
             }
-            let Some(mat) = materials.get(particles.material[p] as usize) else {
-                return Some(MpmError::InvalidParameter {
-                    key: "particle material index",
-                    value: particles.material[p] as f64,
-                    reason: "no such material",
-                });
+            let mat = match material_of(materials, particles, p) {
+                Ok(m) => m,
+                Err(e) => return Some(e),
             };
             let f = &particles.f[p];
             if mat.needs_positive_det() {
@@ -195,7 +208,6 @@ pub(crate) fn particle_to_grid(
     // nodes per item.
     let scratch = &*scratch;
     let slab = dims[0] * dims[1];
-    let bin_index = |i: usize, j: usize, k: usize| i + dims[0] * (j + dims[1] * k);
     grid.mass
         .par_chunks_mut(slab)
         .zip(grid.velocity.par_chunks_mut(slab))
@@ -223,7 +235,7 @@ pub(crate) fn particle_to_grid(
                                 if dx > i {
                                     break;
                                 }
-                                let bin = bin_index(i - dx, j - dy, k - dz);
+                                let bin = node_index(dims, i - dx, j - dy, k - dz);
                                 let (s, e) = (scratch.bin_start[bin], scratch.bin_start[bin + 1]);
                                 for &p in &scratch.sorted[s as usize..e as usize] {
                                     let p = p as usize;
@@ -300,12 +312,9 @@ pub(crate) fn grid_to_particle(
                     h,
                 });
             }
-            let Some(mat) = materials.get(parts.material[p] as usize) else {
-                return Some(MpmError::InvalidParameter {
-                    key: "particle material index",
-                    value: parts.material[p] as f64,
-                    reason: "no such material",
-                });
+            let mat = match material_of(materials, parts, p) {
+                Ok(m) => m,
+                Err(e) => return Some(e),
             };
             let f_trial = (Matrix3::identity() + dt * c) * parts.f[p];
             let mut plastic = parts.plastic[p];
